@@ -1,0 +1,344 @@
+/*
+ * accel/core.h - libaccel core API: version, status codes, contexts, logging,
+ * backends and devices, per-stage statistics, host array descriptors.
+ *
+ * Every other accel header includes this one. The header is plain C11, also
+ * valid C++ (C++11 and later), and FFI friendly: only stdint/stddef types, no
+ * varargs, no bitfields, no inline functions; constants are enums, and every
+ * version macro has a function twin.
+ *
+ * Conventions that hold for the whole library
+ * -------------------------------------------
+ * - Functions return accel_status. ACCEL_OK (0) is success; on failure the
+ *   function leaves its outputs unspecified (never half-owned: nothing to
+ *   free) and accel_last_error() gives a message on the calling thread.
+ * - Handles (accel_ctx, accel_buffer, ...) are opaque; each is released by its
+ *   matching accel_*_destroy(), which accepts NULL.
+ * - Structs that may grow start with uint32_t struct_size and have an init
+ *   function that fills in struct_size and defaults. Always call it first:
+ *   the library reads only the fields the caller's struct_size covers.
+ * - The library never frees what the caller allocated; the caller never frees
+ *   what the library returns except through the matching accel_* function.
+ */
+#ifndef ACCEL_CORE_H
+#define ACCEL_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(ACCEL_BUILDING_LIBRARY) && defined(__GNUC__)
+#define ACCEL_API __attribute__((visibility("default")))
+#else
+#define ACCEL_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- version */
+
+/* Compile-time version of these headers. The run-time twins below report the
+ * version of the library actually loaded; compare them to detect a mismatch. */
+#define ACCEL_VERSION_MAJOR 0
+#define ACCEL_VERSION_MINOR 1
+#define ACCEL_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH */
+#define ACCEL_VERSION_NUMBER 100
+#define ACCEL_VERSION_STRING "0.1.0"
+/* The ABI major version: the N of the soname libaccel.so.N. */
+#define ACCEL_ABI_VERSION 0
+
+/* ACCEL_VERSION_NUMBER of the loaded library. */
+ACCEL_API uint32_t accel_version_number(void);
+/* ACCEL_VERSION_STRING of the loaded library (static storage). */
+ACCEL_API const char *accel_version_string(void);
+/* ACCEL_ABI_VERSION of the loaded library. */
+ACCEL_API uint32_t accel_abi_version(void);
+/* One line describing how the library was built, e.g.
+ * "cuda=yes cuda_version=13.0 cuda_arch=sm_75,sm_80,sm_86,sm_89,sm_90+compute_90 openmp=yes".
+ * Keys are stable; values are informative. Static storage. */
+ACCEL_API const char *accel_build_info(void);
+
+/* ----------------------------------------------------------------- status */
+
+/* Result of every call. The values are frozen: new codes are only appended,
+ * and a value is never reused. */
+typedef enum accel_status {
+  ACCEL_OK = 0,
+  ACCEL_ERR_INVALID_ARG = 1,   /* a bad argument; never retried elsewhere */
+  ACCEL_ERR_OUT_OF_MEMORY = 2, /* host memory allocation failed */
+  ACCEL_ERR_NO_DEVICE = 3,     /* the requested GPU backend/device is absent */
+  ACCEL_ERR_DEVICE = 4,        /* a GPU driver, launch or runtime error */
+  ACCEL_ERR_DEVICE_MEMORY = 5, /* GPU memory (or the memory budget) exhausted */
+  ACCEL_ERR_UNSUPPORTED = 6,   /* a feature this build or path does not have */
+  ACCEL_ERR_CANCELLED = 7,     /* a progress callback asked to stop */
+  ACCEL_ERR_IO = 8,            /* a file could not be opened, read or written */
+  ACCEL_ERR_FORMAT = 9,        /* a file or buffer is not of a readable format */
+  ACCEL_ERR_DECODE = 10,       /* image data is corrupt or truncated */
+  ACCEL_ERR_LIMIT = 11,        /* an input exceeds a configured limit */
+  ACCEL_ERR_VERSION = 12,      /* a struct_size or version this library cannot accept */
+  ACCEL_ERR_NOT_FOUND = 13,    /* a named item does not exist */
+  ACCEL_ERR_INTERNAL = 14      /* a bug in libaccel; please report it */
+} accel_status;
+
+/* The enumerator's name, e.g. "ACCEL_ERR_DECODE"; "ACCEL_ERR_UNKNOWN" for a
+ * value this library does not know. Static storage, never NULL. */
+ACCEL_API const char *accel_status_string(accel_status status);
+/* A short English description, e.g. "corrupt or truncated image data".
+ * Static storage, never NULL. */
+ACCEL_API const char *accel_status_describe(accel_status status);
+
+/* ---------------------------------------------------------------- enums */
+
+typedef enum accel_backend_kind {
+  ACCEL_BACKEND_AUTO = 0, /* CUDA when a usable device exists, else CPU */
+  ACCEL_BACKEND_CPU = 1,  /* OpenMP CPU path; always available */
+  ACCEL_BACKEND_CUDA = 2  /* NVIDIA GPU through CUDA */
+} accel_backend_kind;
+
+/* What happens when a GPU stage fails (device out of memory, launch failure,
+ * driver error, a device limit). Invalid arguments never fall back. */
+typedef enum accel_fallback_policy {
+  /* Log the WARN line "[GPU] <stage> failed: <reason>. CPU fallback.",
+   * count it in the stage's statistics and return the CPU result. */
+  ACCEL_FALLBACK_ALLOW = 0,
+  /* Return the GPU error; accel_last_error() holds the reason. */
+  ACCEL_FALLBACK_DENY = 1
+} accel_fallback_policy;
+
+typedef enum accel_log_level {
+  ACCEL_LOG_DEBUG = 0,
+  ACCEL_LOG_INFO = 1,
+  ACCEL_LOG_WARN = 2,
+  ACCEL_LOG_ERROR = 3,
+  ACCEL_LOG_OFF = 4 /* as a threshold: log nothing */
+} accel_log_level;
+
+/* "auto", "cpu", "cuda"; "unknown" otherwise. Static storage. */
+ACCEL_API const char *accel_backend_name(accel_backend_kind kind);
+/* Parse "auto", "cpu" or "cuda" (any case). ACCEL_ERR_INVALID_ARG otherwise. */
+ACCEL_API accel_status accel_backend_from_string(const char *name, accel_backend_kind *kind);
+/* "debug", "info", "warn", "error", "off"; "unknown" otherwise. */
+ACCEL_API const char *accel_log_level_name(accel_log_level level);
+/* Parse a level name (any case; "warning" is accepted for "warn"). */
+ACCEL_API accel_status accel_log_level_from_string(const char *name, accel_log_level *level);
+
+/* Receives every log message at or above the context's level. `message` is
+ * one line without a trailing newline, valid only during the call. Calls on
+ * one context are serialized, but may come from any thread that uses it. */
+typedef void (*accel_log_fn)(void *user, accel_log_level level, const char *message);
+
+/* Reports progress of a long call: `stage` names the stage (static storage),
+ * `fraction` rises from 0 to 1. Return 0 to continue; a nonzero return
+ * cancels the call, which then returns ACCEL_ERR_CANCELLED. Called on the
+ * thread that made the call. */
+typedef int (*accel_progress_fn)(void *user, const char *stage, double fraction);
+
+/* ---------------------------------------------------------------- context */
+
+typedef struct accel_ctx accel_ctx;
+
+typedef struct accel_ctx_options {
+  uint32_t struct_size;          /* sizeof(accel_ctx_options), set by init */
+  accel_backend_kind backend;    /* default ACCEL_BACKEND_AUTO */
+  int32_t device;                /* CUDA device index, default 0 */
+  accel_fallback_policy fallback;/* default ACCEL_FALLBACK_ALLOW */
+  /* Device memory the context may hold at once, in bytes. 0 (default) means
+   * 90% of the device memory free when the context is created. Work larger
+   * than the budget is split (slabs, tiles, batches) or fails with
+   * ACCEL_ERR_DEVICE_MEMORY, which the fallback policy then handles. */
+  uint64_t device_memory_budget;
+  int32_t cpu_threads;           /* CPU threads; 0 (default) = all (OpenMP's default) */
+  accel_log_level log_level;     /* default ACCEL_LOG_WARN */
+  accel_log_fn log_fn;           /* NULL (default) = write lines to stderr */
+  void *log_user;                /* passed to log_fn */
+} accel_ctx_options;
+
+/* Fill `opts` with the defaults above and struct_size. */
+ACCEL_API accel_status accel_ctx_options_init(accel_ctx_options *opts);
+
+/* Create a context. `opts` may be NULL for the defaults.
+ *
+ * Environment overrides (read here, and taking precedence over `opts`):
+ *   ACCEL_BACKEND=auto|cpu|cuda   replaces opts->backend
+ *   ACCEL_LOG=debug|info|warn|error|off   replaces opts->log_level
+ * An unrecognized value fails with ACCEL_ERR_INVALID_ARG.
+ *
+ * Backend choice: CPU always works. AUTO uses CUDA when this build has it and
+ * the device opens; otherwise it logs one INFO line saying why and uses the
+ * CPU. An explicit CUDA request that cannot be met logs
+ * "[GPU] ctx.init failed: <reason>. CPU fallback." (WARN, counted as a
+ * fallback of stage "ctx.init") and uses the CPU under ACCEL_FALLBACK_ALLOW;
+ * under ACCEL_FALLBACK_DENY it fails with ACCEL_ERR_NO_DEVICE.
+ *
+ * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_VERSION (struct_size),
+ * ACCEL_ERR_NO_DEVICE, ACCEL_ERR_OUT_OF_MEMORY. On failure *out is NULL and
+ * accel_last_error(NULL) has the message.
+ *
+ * Threads: a context may be used from several threads at once. Its log
+ * callback, statistics and GPU work are serialized internally; CPU stages of
+ * different calls run concurrently. */
+ACCEL_API accel_status accel_ctx_create(const accel_ctx_options *opts, accel_ctx **out);
+
+/* Release a context and everything it holds. Accepts NULL. No call on the
+ * context may be running or start afterwards. */
+ACCEL_API void accel_ctx_destroy(accel_ctx *ctx);
+
+/* The message of the last failed call made with `ctx` on the calling thread
+ * ("" if none). Pass NULL for calls that had no context (accel_ctx_create,
+ * device queries, name parsers, functions given a NULL context). Each thread
+ * has its own messages, so concurrent failures never mix. Successful calls
+ * do not clear it. The string is owned by the library and stays valid until
+ * the next failing libaccel call on the same thread. */
+ACCEL_API const char *accel_last_error(const accel_ctx *ctx);
+
+/* Replace the log callback and threshold. fn = NULL restores the stderr
+ * writer. If ACCEL_LOG is set in the environment, its level still wins over
+ * `level`. */
+ACCEL_API accel_status accel_set_log(accel_ctx *ctx, accel_log_fn fn, void *user,
+                                     accel_log_level level);
+
+/* What a context resolved its options to. */
+typedef struct accel_ctx_info {
+  uint32_t struct_size;           /* set by accel_ctx_info_init */
+  accel_backend_kind backend;     /* ACCEL_BACKEND_CPU or ACCEL_BACKEND_CUDA: what runs stages */
+  int32_t device;                 /* CUDA device index, or -1 on the CPU backend */
+  accel_fallback_policy fallback;
+  uint64_t device_memory_budget;  /* bytes; 0 on the CPU backend */
+  int32_t cpu_threads;            /* threads CPU stages use */
+  accel_log_level log_level;
+} accel_ctx_info;
+
+ACCEL_API accel_status accel_ctx_info_init(accel_ctx_info *info);
+ACCEL_API accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info);
+
+/* ---------------------------------------------------------------- stats */
+
+/* Lengths of fixed character fields, with the terminating NUL. */
+enum {
+  ACCEL_STAGE_NAME_MAX = 48,
+  ACCEL_DEVICE_NAME_MAX = 256,
+  ACCEL_REASON_MAX = 256
+};
+
+/* Per-stage counters of one context, since creation or the last reset.
+ * Stage names are stable: "ctx.init", "image.gray", and the names each domain
+ * header lists. */
+typedef struct accel_stage_stats {
+  uint32_t struct_size;          /* set by accel_stage_stats_init */
+  char stage[ACCEL_STAGE_NAME_MAX];
+  uint64_t runs;                 /* calls of the stage that reached the dispatcher */
+  uint64_t gpu_runs;             /* completed on the GPU */
+  uint64_t cpu_runs;             /* completed on the CPU (fallbacks included) */
+  uint64_t fallbacks;            /* GPU failures rerun on the CPU */
+  uint64_t failures;             /* calls that returned an error */
+  double seconds;                /* wall time spent in the stage */
+} accel_stage_stats;
+
+ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats);
+/* Number of stages with statistics, stored in *count. */
+ACCEL_API accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count);
+/* Statistics of the index-th stage, in the order stages first ran.
+ * ACCEL_ERR_NOT_FOUND past the end. */
+ACCEL_API accel_status accel_ctx_stats_get(const accel_ctx *ctx, size_t index,
+                                           accel_stage_stats *stats);
+/* Statistics of the named stage; ACCEL_ERR_NOT_FOUND if it has not run. */
+ACCEL_API accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage,
+                                            accel_stage_stats *stats);
+/* Forget all statistics. */
+ACCEL_API accel_status accel_ctx_stats_reset(accel_ctx *ctx);
+
+/* ------------------------------------------------------ backends, devices */
+
+typedef struct accel_backend_info {
+  uint32_t struct_size;          /* set by accel_backend_info_init */
+  accel_backend_kind kind;
+  char name[16];                 /* "cpu", "cuda" */
+  int32_t compiled;              /* 1 if this build contains the backend */
+  int32_t available;             /* 1 if it can run here now */
+  int32_t device_count;          /* devices it sees (CPU: 1) */
+  char reason[ACCEL_REASON_MAX]; /* why it is unavailable, else "" */
+} accel_backend_info;
+
+ACCEL_API accel_status accel_backend_info_init(accel_backend_info *info);
+/* Describe backend `kind` (CPU or CUDA; AUTO is invalid). Never fails for lack
+ * of a device: that is reported in info->available and info->reason. */
+ACCEL_API accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info);
+
+typedef struct accel_device_info {
+  uint32_t struct_size;          /* set by accel_device_info_init */
+  int32_t index;
+  char name[ACCEL_DEVICE_NAME_MAX];
+  uint64_t total_memory;         /* bytes */
+  uint64_t free_memory;          /* bytes, at the time of the query */
+  int32_t cc_major;              /* compute capability */
+  int32_t cc_minor;
+  int32_t multiprocessors;
+  int32_t driver_version;        /* e.g. 13000 for 13.0 */
+  int32_t runtime_version;
+} accel_device_info;
+
+ACCEL_API accel_status accel_device_info_init(accel_device_info *info);
+/* Number of usable CUDA devices. Zero devices (no GPU, no driver, a build
+ * without CUDA) is not an error: *count is 0 and ACCEL_OK is returned. */
+ACCEL_API accel_status accel_device_count(int32_t *count);
+/* Describe CUDA device `index`; ACCEL_ERR_NOT_FOUND if there is no such
+ * device. */
+ACCEL_API accel_status accel_device_query(int32_t index, accel_device_info *info);
+
+/* ----------------------------------------------------------- host arrays */
+
+typedef enum accel_dtype {
+  ACCEL_DTYPE_INVALID = 0,
+  ACCEL_DTYPE_U8 = 1,
+  ACCEL_DTYPE_I8 = 2,
+  ACCEL_DTYPE_U16 = 3,
+  ACCEL_DTYPE_I16 = 4,
+  ACCEL_DTYPE_U32 = 5,
+  ACCEL_DTYPE_I32 = 6,
+  ACCEL_DTYPE_U64 = 7,
+  ACCEL_DTYPE_I64 = 8,
+  ACCEL_DTYPE_F32 = 9,
+  ACCEL_DTYPE_F64 = 10
+} accel_dtype;
+
+enum { ACCEL_ARRAY_MAX_DIMS = 8 };
+
+/* A view of a host array the caller owns: numpy arrays, Rust slices and C
+ * arrays map onto it without copies. Element (i0, i1, ...) lives at
+ * (char *)data + i0 * strides[0] + i1 * strides[1] + ...; strides are in
+ * bytes and may be negative. Images are (height, width) or
+ * (height, width, channels) with channels interleaved. This layout is frozen.
+ */
+typedef struct accel_array {
+  void *data;
+  accel_dtype dtype;
+  int32_t ndim;                           /* 0..ACCEL_ARRAY_MAX_DIMS */
+  int64_t shape[ACCEL_ARRAY_MAX_DIMS];    /* entries past ndim are ignored */
+  int64_t strides[ACCEL_ARRAY_MAX_DIMS];  /* bytes */
+} accel_array;
+
+/* Bytes per element of `dtype`; 0 for an invalid dtype. */
+ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
+/* Describe a C-contiguous (row-major) array: copies the shape, computes the
+ * strides. Checks dtype, ndim and that the byte size fits in int64. */
+ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dtype dtype,
+                                        int32_t ndim, const int64_t *shape);
+
+/* An array the library allocated (file loaders return these). */
+typedef struct accel_buffer accel_buffer;
+
+/* Allocate a zero-filled C-contiguous array. */
+ACCEL_API accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape,
+                                           accel_buffer **out);
+/* A view of the buffer's memory, valid until accel_buffer_destroy. */
+ACCEL_API accel_status accel_buffer_view(const accel_buffer *buffer, accel_array *view);
+/* Release a buffer; accepts NULL. */
+ACCEL_API void accel_buffer_destroy(accel_buffer *buffer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_CORE_H */

@@ -1,0 +1,48 @@
+/*
+ * accel/io.h - reading and writing arrays in simple file formats (host only).
+ *
+ * NPY: numpy's .npy format, versions 1.0, 2.0 and 3.0, C order, little- or
+ *      big-endian, dtypes u1 i1 u2 i2 u4 i4 u8 i8 f4 f8 (bool loads as u1).
+ *      Fortran-ordered arrays, structured dtypes and object arrays are refused
+ *      with ACCEL_ERR_FORMAT. Saved files are version 1.0 (2.0 when the header
+ *      needs it), little-endian, C order.
+ * PNM: binary PGM (P5, gray) and PPM (P6, RGB), maxval 1..65535; maxval
+ *      255 or less loads as U8 (values as stored), more as U16. Loads give
+ *      (H, W) for PGM and (H, W, 3) for PPM.
+ *
+ * The `ctx` argument may be NULL; errors are then reported through
+ * accel_last_error(NULL). These functions do not use the backends.
+ */
+#ifndef ACCEL_IO_H
+#define ACCEL_IO_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Load a .npy file into a new buffer (free it with accel_buffer_destroy).
+ * Errors: ACCEL_ERR_IO (open/read), ACCEL_ERR_FORMAT (not a readable .npy,
+ * truncated data included), ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out);
+
+/* Save any array (any strides) as a C-ordered little-endian .npy file. The
+ * file is written under a temporary name and renamed, so a failed save never
+ * leaves a partial file at `path`. Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO. */
+ACCEL_API accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array *array);
+
+/* Load a binary PGM or PPM file into a new buffer.
+ * Errors: ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out);
+
+/* Save an (H, W) or (H, W, 1) array as PGM, or (H, W, 3) as PPM; U8 with
+ * maxval 255 or U16 with maxval 65535. Written atomically like accel_npy_save.
+ * Errors: ACCEL_ERR_INVALID_ARG (other dtypes or shapes), ACCEL_ERR_IO. */
+ACCEL_API accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array *array);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_IO_H */

@@ -1,0 +1,184 @@
+/* Host array descriptors: validation, extents, packing. */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const size_t DTYPE_SIZE[] = {0, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+
+size_t accel_dtype_size(accel_dtype dtype) {
+  return (unsigned)dtype < sizeof DTYPE_SIZE / sizeof DTYPE_SIZE[0] ? DTYPE_SIZE[dtype] : 0;
+}
+
+static const char *dtype_name(accel_dtype d) {
+  static const char *const names[] = {"INVALID", "U8", "I8", "U16", "I16", "U32",
+                                      "I32", "U64", "I64", "F32", "F64"};
+  return (unsigned)d < sizeof names / sizeof names[0] ? names[d] : "unknown";
+}
+
+accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int32_t ndim,
+                              const int64_t *shape) {
+  if (!a) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: array is NULL");
+  memset(a, 0, sizeof *a);
+  size_t item = accel_dtype_size(dtype);
+  if (!item) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: invalid dtype %d", (int)dtype);
+  if (ndim < 0 || ndim > ACCEL_ARRAY_MAX_DIMS)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: ndim %d outside 0..%d", (int)ndim,
+                       ACCEL_ARRAY_MAX_DIMS);
+  if (ndim > 0 && !shape) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: shape is NULL");
+  int64_t stride = (int64_t)item;
+  bool empty = false;
+  for (int i = 0; i < ndim; i++) {
+    if (shape[i] < 0)
+      return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: shape[%d] = %lld is negative", i,
+                         (long long)shape[i]);
+    if (shape[i] == 0) empty = true;
+  }
+  for (int i = ndim - 1; i >= 0; i--) {
+    a->shape[i] = shape[i];
+    a->strides[i] = stride;
+    if (!empty && __builtin_mul_overflow(stride, shape[i], &stride))
+      return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: array size overflows");
+  }
+  a->data = data;
+  a->dtype = dtype;
+  a->ndim = ndim;
+  return ACCEL_OK;
+}
+
+int64_t accel__array_count(const accel_array *a) {
+  int64_t n = 1;
+  for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
+  return n;
+}
+
+accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what,
+                                const accel_array *a) {
+  if (!a) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s is NULL", func, what);
+  size_t item = accel_dtype_size(a->dtype);
+  if (!item) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has invalid dtype %d", func, what, (int)a->dtype);
+  if (a->ndim < 0 || a->ndim > ACCEL_ARRAY_MAX_DIMS)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has ndim %d outside 0..%d", func, what, (int)a->ndim,
+                       ACCEL_ARRAY_MAX_DIMS);
+  int64_t count = 1, span = (int64_t)item;
+  for (int i = 0; i < a->ndim; i++) {
+    if (a->shape[i] < 0)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has negative shape[%d]", func, what, i);
+    if (__builtin_mul_overflow(count, a->shape[i], &count))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has too many elements", func, what);
+  }
+  if (count == 0) return ACCEL_OK;
+  for (int i = 0; i < a->ndim; i++) {
+    if (a->strides[i] == INT64_MIN)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has an invalid stride", func, what);
+    int64_t s = a->strides[i] < 0 ? -a->strides[i] : a->strides[i], reach;
+    if (__builtin_mul_overflow(s, a->shape[i] - 1, &reach) || __builtin_add_overflow(span, reach, &span))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s strides reach beyond the address space", func, what);
+  }
+  if (!a->data) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has NULL data", func, what);
+  return ACCEL_OK;
+}
+
+void accel__array_extent(const accel_array *a, int64_t *lo, int64_t *hi) {
+  *lo = *hi = 0;
+  if (accel__array_count(a) == 0) return;
+  for (int i = 0; i < a->ndim; i++) {
+    int64_t r = a->strides[i] * (a->shape[i] - 1);
+    if (r < 0) *lo += r;
+    else *hi += r;
+  }
+  *hi += (int64_t)accel_dtype_size(a->dtype);
+}
+
+bool accel__arrays_overlap(const accel_array *a, const accel_array *b) {
+  int64_t alo, ahi, blo, bhi;
+  accel__array_extent(a, &alo, &ahi);
+  accel__array_extent(b, &blo, &bhi);
+  if (alo == ahi || blo == bhi) return false;
+  intptr_t pa = (intptr_t)a->data, pb = (intptr_t)b->data;
+  return pa + alo < pb + bhi && pb + blo < pa + ahi;
+}
+
+bool accel__array_is_contiguous(const accel_array *a) {
+  int64_t expect = (int64_t)accel_dtype_size(a->dtype);
+  for (int i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != expect) return false;
+    expect *= a->shape[i];
+  }
+  return true;
+}
+
+/* Walk dims [dim, ndim) in C order; the innermost is copied in one go when
+ * its elements are adjacent. */
+static void copy_rec(const accel_array *a, int dim, char *base, char **packed, bool to_packed) {
+  size_t item = accel_dtype_size(a->dtype);
+  if (dim == a->ndim) {
+    if (to_packed) memcpy(*packed, base, item);
+    else memcpy(base, *packed, item);
+    *packed += item;
+    return;
+  }
+  int64_t n = a->shape[dim], st = a->strides[dim];
+  if (dim == a->ndim - 1 && st == (int64_t)item) {
+    if (to_packed) memcpy(*packed, base, (size_t)n * item);
+    else memcpy(base, *packed, (size_t)n * item);
+    *packed += (size_t)n * item;
+    return;
+  }
+  for (int64_t i = 0; i < n; i++) copy_rec(a, dim + 1, base + i * st, packed, to_packed);
+}
+
+void accel__array_pack(const accel_array *a, void *dst) {
+  if (accel__array_count(a) == 0) return;
+  char *p = dst;
+  copy_rec(a, 0, a->data, &p, true);
+}
+
+void accel__array_unpack(const void *src, const accel_array *a) {
+  if (accel__array_count(a) == 0) return;
+  char *p = (char *)src;
+  copy_rec(a, 0, a->data, &p, false);
+}
+
+/* ------------------------------------------------------------ buffers */
+
+struct accel_buffer {
+  accel_array view;
+};
+
+accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out) {
+  if (!out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_buffer_create: out is NULL");
+  *out = NULL;
+  accel_array a;
+  accel_status s = accel_array_init(&a, NULL, dtype, ndim, shape);
+  if (s) return s;
+  size_t bytes = accel_dtype_size(dtype);
+  for (int i = 0; i < ndim; i++)
+    if (accel__mul_overflow(bytes, (size_t)shape[i], &bytes))
+      return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "accel_buffer_create: size overflows");
+  accel_buffer *b = malloc(sizeof *b);
+  void *mem = NULL;
+  if (!b || posix_memalign(&mem, 64, bytes ? bytes : 1)) {
+    free(b);
+    return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "accel_buffer_create: cannot allocate %zu bytes", bytes);
+  }
+  memset(mem, 0, bytes);
+  a.data = mem;
+  b->view = a;
+  *out = b;
+  return ACCEL_OK;
+}
+
+accel_status accel_buffer_view(const accel_buffer *buffer, accel_array *view) {
+  if (!buffer || !view) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_buffer_view: NULL argument");
+  *view = buffer->view;
+  return ACCEL_OK;
+}
+
+void accel_buffer_destroy(accel_buffer *buffer) {
+  if (!buffer) return;
+  free(buffer->view.data);
+  free(buffer);
+}
+
+const char *accel__dtype_name(accel_dtype d) { return dtype_name(d); }

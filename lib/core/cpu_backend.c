@@ -1,0 +1,22 @@
+/* The CPU backend: always present, OpenMP-parallel ops from each domain. */
+#include "internal.h"
+
+#include "image/ops.h"
+
+#include <string.h>
+
+static void cpu_probe(accel__probe_result *out) {
+  out->device_count = 1;
+  out->reason[0] = '\0';
+}
+
+const accel__backend accel__cpu_backend = {
+    .version = ACCEL__BACKEND_VERSION,
+    .name = "cpu",
+    .kind = ACCEL_BACKEND_CPU,
+    .probe = cpu_probe,
+    .device_info = NULL,
+    .open = NULL,
+    .close = NULL,
+    .image = &accel__cpu_image_ops,
+};

@@ -1,0 +1,89 @@
+/* Backend and device queries (no context needed). */
+#include "internal.h"
+
+#include <string.h>
+
+enum {
+  BACKEND_INFO_V1_SIZE = sizeof(accel_backend_info),
+  DEVICE_INFO_V1_SIZE = sizeof(accel_device_info)
+};
+
+static const accel__backend *gpu_backend(void) {
+#if ACCEL_HAVE_CUDA
+  return &accel__cuda_backend;
+#else
+  return NULL;
+#endif
+}
+
+accel_status accel_backend_info_init(accel_backend_info *info) {
+  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_info_init: info is NULL");
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  return ACCEL_OK;
+}
+
+accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info) {
+  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_query: info is NULL");
+  accel_backend_info i;
+  accel_backend_info_init(&i);
+  i.kind = kind;
+  if (kind == ACCEL_BACKEND_CPU) {
+    accel__strlcpy(i.name, "cpu", sizeof i.name);
+    i.compiled = i.available = 1;
+    i.device_count = 1;
+  } else if (kind == ACCEL_BACKEND_CUDA) {
+    accel__strlcpy(i.name, "cuda", sizeof i.name);
+    const accel__backend *b = gpu_backend();
+    if (b) {
+      accel__probe_result p;
+      memset(&p, 0, sizeof p);
+      b->probe(&p);
+      i.compiled = 1;
+      i.device_count = p.device_count;
+      i.available = p.device_count > 0;
+      accel__strlcpy(i.reason, p.reason, sizeof i.reason);
+    } else {
+      accel__strlcpy(i.reason, "this libaccel was built without CUDA", sizeof i.reason);
+    }
+  } else {
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_query: kind must be CPU or CUDA, got %d",
+                       (int)kind);
+  }
+  return accel__versioned_out(NULL, "accel_backend_query", "info", info, &i, sizeof i, BACKEND_INFO_V1_SIZE);
+}
+
+accel_status accel_device_count(int32_t *count) {
+  if (!count) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_device_count: count is NULL");
+  *count = 0;
+  const accel__backend *b = gpu_backend();
+  if (b) {
+    accel__probe_result p;
+    memset(&p, 0, sizeof p);
+    b->probe(&p);
+    *count = p.device_count;
+  }
+  return ACCEL_OK;
+}
+
+accel_status accel_device_info_init(accel_device_info *info) {
+  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_device_info_init: info is NULL");
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  return ACCEL_OK;
+}
+
+accel_status accel_device_query(int32_t index, accel_device_info *info) {
+  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_device_query: info is NULL");
+  int32_t n;
+  accel_device_count(&n);
+  if (index < 0 || index >= n)
+    return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "accel_device_query: no CUDA device %d (%d present)",
+                       (int)index, (int)n);
+  accel_device_info d;
+  accel_device_info_init(&d);
+  char why[ACCEL_REASON_MAX] = "";
+  accel_status s = gpu_backend()->device_info(index, &d, why);
+  if (s) return accel__fail(NULL, s, "accel_device_query: %s", why);
+  return accel__versioned_out(NULL, "accel_device_query", "info", info, &d, sizeof d, DEVICE_INFO_V1_SIZE);
+}

@@ -1,0 +1,118 @@
+/* Per-stage statistics of a context. */
+#include "context.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { STAGE_STATS_V1_SIZE = sizeof(accel_stage_stats) };
+
+void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delta *d) {
+  pthread_mutex_lock(&ctx->stats_mu);
+  accel__stage_record *r = NULL;
+  for (size_t i = 0; i < ctx->nstages; i++)
+    if (strcmp(ctx->stages[i].name, stage) == 0) {
+      r = &ctx->stages[i];
+      break;
+    }
+  if (!r) {
+    if (ctx->nstages == ctx->stages_cap) {
+      size_t cap = ctx->stages_cap ? 2 * ctx->stages_cap : 16;
+      accel__stage_record *grown = realloc(ctx->stages, cap * sizeof *grown);
+      if (!grown) { /* statistics are best effort; never fail a stage for them */
+        pthread_mutex_unlock(&ctx->stats_mu);
+        return;
+      }
+      ctx->stages = grown;
+      ctx->stages_cap = cap;
+    }
+    r = &ctx->stages[ctx->nstages++];
+    memset(r, 0, sizeof *r);
+    accel__strlcpy(r->name, stage, sizeof r->name);
+  }
+  r->total.runs += d->runs;
+  r->total.gpu_runs += d->gpu_runs;
+  r->total.cpu_runs += d->cpu_runs;
+  r->total.fallbacks += d->fallbacks;
+  r->total.failures += d->failures;
+  r->total.seconds += d->seconds;
+  pthread_mutex_unlock(&ctx->stats_mu);
+}
+
+accel_status accel_stage_stats_init(accel_stage_stats *stats) {
+  if (!stats) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_stage_stats_init: stats is NULL");
+  memset(stats, 0, sizeof *stats);
+  stats->struct_size = sizeof *stats;
+  return ACCEL_OK;
+}
+
+static accel_status check_out(const accel_ctx *ctx, const char *func, const accel_stage_stats *s) {
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", func);
+  if (!s) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: stats is NULL", func);
+  if (s->struct_size < STAGE_STATS_V1_SIZE)
+    return accel__fail(ctx, ACCEL_ERR_VERSION,
+                       "%s: stats->struct_size is %u, smaller than any version's (%zu); call "
+                       "accel_stage_stats_init first",
+                       func, s->struct_size, (size_t)STAGE_STATS_V1_SIZE);
+  return ACCEL_OK;
+}
+
+static void fill(accel_stage_stats *out, const accel__stage_record *r) {
+  accel_stage_stats s;
+  accel_stage_stats_init(&s);
+  accel__strlcpy(s.stage, r->name, sizeof s.stage);
+  s.runs = r->total.runs;
+  s.gpu_runs = r->total.gpu_runs;
+  s.cpu_runs = r->total.cpu_runs;
+  s.fallbacks = r->total.fallbacks;
+  s.failures = r->total.failures;
+  s.seconds = r->total.seconds;
+  accel__versioned_out(NULL, "", "", out, &s, sizeof s, STAGE_STATS_V1_SIZE); /* size checked by check_out */
+}
+
+accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count) {
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_count: ctx is NULL");
+  if (!count) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_count: count is NULL");
+  accel_ctx *c = (accel_ctx *)ctx;
+  pthread_mutex_lock(&c->stats_mu);
+  *count = c->nstages;
+  pthread_mutex_unlock(&c->stats_mu);
+  return ACCEL_OK;
+}
+
+accel_status accel_ctx_stats_get(const accel_ctx *ctx, size_t index, accel_stage_stats *stats) {
+  accel_status s = check_out(ctx, "accel_ctx_stats_get", stats);
+  if (s) return s;
+  accel_ctx *c = (accel_ctx *)ctx;
+  pthread_mutex_lock(&c->stats_mu);
+  if (index < c->nstages) fill(stats, &c->stages[index]);
+  else s = accel__fail(ctx, ACCEL_ERR_NOT_FOUND, "accel_ctx_stats_get: index %zu, only %zu stages",
+                       index, c->nstages);
+  pthread_mutex_unlock(&c->stats_mu);
+  return s;
+}
+
+accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage, accel_stage_stats *stats) {
+  accel_status s = check_out(ctx, "accel_ctx_stats_find", stats);
+  if (s) return s;
+  if (!stage) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_find: stage is NULL");
+  accel_ctx *c = (accel_ctx *)ctx;
+  s = ACCEL_ERR_NOT_FOUND;
+  pthread_mutex_lock(&c->stats_mu);
+  for (size_t i = 0; i < c->nstages; i++)
+    if (strcmp(c->stages[i].name, stage) == 0) {
+      fill(stats, &c->stages[i]);
+      s = ACCEL_OK;
+      break;
+    }
+  pthread_mutex_unlock(&c->stats_mu);
+  if (s) return accel__fail(ctx, s, "accel_ctx_stats_find: stage \"%s\" has not run", stage);
+  return ACCEL_OK;
+}
+
+accel_status accel_ctx_stats_reset(accel_ctx *ctx) {
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_reset: ctx is NULL");
+  pthread_mutex_lock(&ctx->stats_mu);
+  ctx->nstages = 0;
+  pthread_mutex_unlock(&ctx->stats_mu);
+  return ACCEL_OK;
+}

@@ -1,0 +1,84 @@
+/* Small utilities: time, overflow-checked sizes, thread count, strings. */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+double accel__now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+bool accel__mul_overflow(size_t a, size_t b, size_t *out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+int accel__default_threads(void) {
+#ifdef _OPENMP
+  int n = omp_get_max_threads();
+#else
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+#endif
+  return n > 0 ? (int)n : 1;
+}
+
+void accel__strlcpy(char *dst, const char *src, size_t size) {
+  if (!size) return;
+  size_t n = strlen(src);
+  if (n >= size) n = size - 1;
+  memcpy(dst, src, n);
+  dst[n] = '\0';
+}
+
+void accel__why(char *why, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, ACCEL_REASON_MAX, fmt, ap);
+  va_end(ap);
+  size_t n = strlen(why);
+  while (n && (why[n - 1] == '.' || why[n - 1] == '\n' || why[n - 1] == ' ')) why[--n] = '\0';
+}
+
+accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what,
+                                 const void *theirs, void *ours, size_t ours_size, size_t min_size) {
+  uint32_t size;
+  memcpy(&size, theirs, sizeof size);
+  if (size < min_size)
+    return accel__fail(ctx, ACCEL_ERR_VERSION,
+                       "%s: %s->struct_size is %u, smaller than any version's (%zu); call the "
+                       "matching _init function first",
+                       func, what, size, min_size);
+  if (size > ours_size) {
+    const unsigned char *extra = (const unsigned char *)theirs + ours_size;
+    for (size_t i = 0; i < size - ours_size; i++)
+      if (extra[i])
+        return accel__fail(ctx, ACCEL_ERR_VERSION,
+                           "%s: %s sets fields this libaccel (%s) does not know (struct_size %u > %zu)",
+                           func, what, accel_version_string(), size, ours_size);
+  }
+  memcpy((char *)ours + sizeof size, (const char *)theirs + sizeof size,
+         (size < ours_size ? size : ours_size) - sizeof size);
+  return ACCEL_OK;
+}
+
+accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what,
+                                  void *theirs, const void *ours, size_t ours_size, size_t min_size) {
+  uint32_t size;
+  memcpy(&size, theirs, sizeof size);
+  if (size < min_size)
+    return accel__fail(ctx, ACCEL_ERR_VERSION,
+                       "%s: %s->struct_size is %u, smaller than any version's (%zu); call the "
+                       "matching _init function first",
+                       func, what, size, min_size);
+  size_t n = size < ours_size ? size : ours_size;
+  memcpy((char *)theirs + sizeof size, (const char *)ours + sizeof size, n - sizeof size);
+  if (size > ours_size) memset((char *)theirs + ours_size, 0, size - ours_size);
+  return ACCEL_OK;
+}

@@ -1,0 +1,29 @@
+/* lib/image/ops.h - the image domain's part of the backend vtable. */
+#ifndef ACCEL_IMAGE_OPS_H
+#define ACCEL_IMAGE_OPS_H
+
+#include "core/backend.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Pillow's convert('L') weights, 16-bit fixed point (they sum to 65536). */
+enum { ACCEL__LUMA_R = 19595, ACCEL__LUMA_G = 38470, ACCEL__LUMA_B = 7471, ACCEL__LUMA_ROUND = 0x8000 };
+
+typedef struct accel__image_ops {
+  /* src: U8 (H, W, C), C in 1..4, any strides; dst: U8 (H, W), any strides.
+   * Both validated and non-overlapping; H, W > 0. */
+  accel_status (*to_gray)(accel__call *call, const accel_array *src, const accel_array *dst);
+} accel__image_ops;
+
+extern const accel__image_ops accel__cpu_image_ops;
+#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
+extern const accel__image_ops accel__cuda_image_ops;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_IMAGE_OPS_H */
