@@ -1,0 +1,65 @@
+/* tools/accel/cli.h - shared pieces of the accel command-line tool. */
+#ifndef ACCEL_CLI_H
+#define ACCEL_CLI_H
+
+#include <accel/accel.h>
+
+#include <stdbool.h>
+
+enum {
+  CLI_OK = 0,          /* success */
+  CLI_SOME_FAILED = 1, /* some inputs failed; the others were processed */
+  CLI_USAGE = 2        /* usage or set-up error; nothing was processed */
+};
+
+/* Options given before the subcommand. */
+typedef struct cli_globals {
+  accel_backend_kind backend;
+  bool strict;            /* fallback policy DENY */
+  accel_log_level log_level;
+  int threads;            /* 0: all */
+  bool progress;          /* draw progress bars (stderr is a terminal and not --no-progress) */
+} cli_globals;
+
+typedef struct cli_command {
+  const char *name;
+  const char *summary;
+  const char *usage; /* full help text */
+  int (*run)(const cli_globals *g, int argc, char **argv);
+} cli_command;
+
+extern const cli_command cli_info_command;
+extern const cli_command cli_gray_command;
+
+/* "accel: <message>" on stderr (clearing a progress bar first). */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Create the context the global options describe; on failure print why and
+ * return CLI_USAGE. Installs a log writer that keeps progress bars tidy. */
+int cli_open_ctx(const cli_globals *g, accel_ctx **ctx);
+
+/* True if argv[*i] is `name` taking a value ("--name V" or "--name=V"); then
+ * *value is set and *i advanced past it. A missing value is a usage error
+ * reported through *missing. */
+bool cli_take_value(int argc, char **argv, int *i, const char *name, const char **value, bool *missing);
+bool cli_is_help(const char *arg);
+
+/* Create a directory and its parents (like mkdir -p); prints why on failure. */
+bool cli_make_dirs(const char *path);
+
+/* Progress bar on stderr, drawn only when enabled (a terminal), at most ten
+ * times a second; finished bars are erased. */
+typedef struct cli_progress {
+  bool enabled;
+  bool drawn;
+  const char *label;
+  double last_draw;
+} cli_progress;
+
+void cli_progress_begin(cli_progress *p, const char *label, bool enabled);
+void cli_progress_update(cli_progress *p, double fraction, const char *detail);
+void cli_progress_end(cli_progress *p);
+/* accel_progress_fn adapter for library calls; user is a cli_progress*. */
+int cli_progress_callback(void *user, const char *stage, double fraction);
+
+#endif /* ACCEL_CLI_H */

@@ -1,0 +1,155 @@
+/* accel gray: convert images to 8-bit gray (Pillow's convert('L')). */
+#include "cli.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+static const char USAGE[] =
+    "usage: accel [global options] gray [-o FILE | --out DIR] [--format pgm|npy] INPUT...\n"
+    "\n"
+    "Convert 8-bit images to gray with Pillow's convert('L') arithmetic\n"
+    "(L = (R*19595 + G*38470 + B*7471 + 0x8000) >> 16; alpha ignored).\n"
+    "\n"
+    "inputs:  .pgm .ppm .pnm (binary, 8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n"
+    "  -o FILE        output file for a single input (format from its extension)\n"
+    "  --out DIR      output directory (default ., created if missing); each INPUT becomes\n"
+    "                 DIR/<name>.gray.<format>\n"
+    "  --format F     pgm (default) or npy\n"
+    "\n"
+    "Prints each output path. Exit status 1 if some inputs failed (each is\n"
+    "reported on stderr), 2 for usage errors.\n";
+
+static const char *ext_of(const char *path) {
+  const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+  return dot && (!slash || dot > slash) ? dot + 1 : "";
+}
+
+static accel_status load(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  const char *e = ext_of(path);
+  if (strcasecmp(e, "npy") == 0) return accel_npy_load(ctx, path, out);
+  return accel_pnm_load(ctx, path, out);
+}
+
+static accel_status save(accel_ctx *ctx, const char *path, bool npy, const accel_array *a) {
+  return npy ? accel_npy_save(ctx, path, a) : accel_pnm_save(ctx, path, a);
+}
+
+static char *output_path(const char *dir, const char *input, const char *format) {
+  const char *base = strrchr(input, '/');
+  base = base ? base + 1 : input;
+  size_t stem = strlen(base);
+  const char *dot = strrchr(base, '.');
+  if (dot && dot != base) stem = (size_t)(dot - base);
+  size_t n = strlen(dir) + stem + strlen(format) + 8;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%.*s.gray.%s", dir, (int)stem, base, format);
+  return p;
+}
+
+/* Returns 0 on success, else prints why and returns 1. */
+static int convert(accel_ctx *ctx, const char *in, const char *out, bool npy) {
+  accel_buffer *img = NULL, *gray = NULL;
+  accel_array src, dst;
+  accel_status s = load(ctx, in, &img);
+  if (!s) {
+    accel_buffer_view(img, &src);
+    if (src.dtype != ACCEL_DTYPE_U8) {
+      cli_error("%s: ACCEL_ERR_UNSUPPORTED: gray conversion takes 8-bit images only", in);
+      accel_buffer_destroy(img);
+      return 1;
+    }
+    s = accel_buffer_create(ACCEL_DTYPE_U8, 2, src.shape, &gray);
+    if (s) {
+      cli_error("%s: %s: %s", in, accel_status_string(s), accel_last_error(NULL));
+      accel_buffer_destroy(img);
+      return 1;
+    }
+    accel_buffer_view(gray, &dst);
+    s = accel_image_to_gray(ctx, &src, &dst);
+    if (!s) s = save(ctx, out, npy, &dst);
+  }
+  if (s) cli_error("%s: %s: %s", in, accel_status_string(s), accel_last_error(ctx));
+  else printf("%s\n", out);
+  accel_buffer_destroy(img);
+  accel_buffer_destroy(gray);
+  return s ? 1 : 0;
+}
+
+static int run(const cli_globals *g, int argc, char **argv) {
+  const char *out_file = NULL, *out_dir = ".", *format = NULL;
+  int first_input = argc;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    if (strcmp(argv[i], "--") == 0) {
+      first_input = i + 1;
+      break;
+    }
+    if (cli_take_value(argc, argv, &i, "-o", &v, &missing)) {
+      out_file = v;
+    } else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) {
+      out_dir = v;
+    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
+      format = v;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("gray: unknown option '%s' (see accel gray --help)", argv[i]);
+      return CLI_USAGE;
+    } else {
+      first_input = i;
+      break;
+    }
+    if (missing) return CLI_USAGE;
+  }
+  int ninputs = argc - first_input;
+  if (ninputs < 1) {
+    cli_error("gray: no input files (see accel gray --help)");
+    return CLI_USAGE;
+  }
+  if (format && strcmp(format, "pgm") != 0 && strcmp(format, "npy") != 0) {
+    cli_error("gray: --format must be pgm or npy, not '%s'", format);
+    return CLI_USAGE;
+  }
+  if (out_file && ninputs != 1) {
+    cli_error("gray: -o takes a single input; use --out DIR for several");
+    return CLI_USAGE;
+  }
+  for (int i = first_input; i < argc; i++)
+    if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("gray: options must come before the inputs ('%s')", argv[i]);
+      return CLI_USAGE;
+    }
+
+  if (!out_file && !cli_make_dirs(out_dir)) return CLI_USAGE;
+  accel_ctx *ctx = NULL;
+  int rc = cli_open_ctx(g, &ctx);
+  if (rc) return rc;
+  int failed = 0;
+  cli_progress bar;
+  cli_progress_begin(&bar, "gray", g->progress);
+  for (int i = 0; i < ninputs; i++) {
+    const char *in = argv[first_input + i];
+    cli_progress_update(&bar, (double)i / ninputs, in);
+    if (out_file) {
+      bool npy = format ? strcmp(format, "npy") == 0 : strcasecmp(ext_of(out_file), "npy") == 0;
+      failed += convert(ctx, in, out_file, npy);
+    } else {
+      const char *f = format ? format : "pgm";
+      char *out = output_path(out_dir, in, f);
+      if (!out) {
+        cli_error("%s: out of memory", in);
+        failed++;
+        continue;
+      }
+      failed += convert(ctx, in, out, strcmp(f, "npy") == 0);
+      free(out);
+    }
+  }
+  cli_progress_update(&bar, 1.0, "");
+  cli_progress_end(&bar);
+  accel_ctx_destroy(ctx);
+  return failed ? CLI_SOME_FAILED : CLI_OK;
+}
+
+const cli_command cli_gray_command = {"gray", "convert images to 8-bit gray (Pillow's convert('L'))", USAGE, run};
