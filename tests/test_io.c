@@ -1,0 +1,291 @@
+/* suite_io: NPY against files numpy wrote (and byte-identical output), PNM,
+ * error paths, atomic saves. */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+static char tmpdir[256];
+
+static void setup(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/accel-io-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void) {
+  DIR *d = opendir(tmpdir);
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char p[512];
+    snprintf(p, sizeof p, "%s/%s", tmpdir, e->d_name);
+    unlink(p);
+  }
+  if (d) closedir(d);
+  rmdir(tmpdir);
+}
+
+static const char *fixture(const char *name) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/npy/%s", test_data_dir(), name);
+  return path;
+}
+
+static const char *tmp(const char *name) {
+  static char path[2][512];
+  static int k;
+  k ^= 1;
+  snprintf(path[k], sizeof path[k], "%s/%s", tmpdir, name);
+  return path[k];
+}
+
+static accel_array load_ok(const char *path, accel_buffer **b) {
+  accel_status s = accel_npy_load(NULL, path, b);
+  ck_assert_msg(s == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
+  accel_array a;
+  accel_buffer_view(*b, &a);
+  return a;
+}
+
+static size_t file_bytes(const char *path, unsigned char *buf, size_t cap) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  size_t n = fread(buf, 1, cap, f);
+  fclose(f);
+  return n;
+}
+
+START_TEST(reads_what_numpy_wrote) {
+  accel_buffer *b;
+  accel_array a = load_ok(fixture("i16_3x4.npy"), &b);
+  ck_assert_int_eq(a.dtype, ACCEL_DTYPE_I16);
+  ck_assert_int_eq(a.ndim, 2);
+  ck_assert_int_eq(a.shape[0], 3);
+  ck_assert_int_eq(a.shape[1], 4);
+  for (int i = 0; i < 12; i++) ck_assert_int_eq(((int16_t *)a.data)[i], i - 5);
+  accel_buffer_destroy(b);
+
+  a = load_ok(fixture("f32_5.npy"), &b);
+  ck_assert_int_eq(a.dtype, ACCEL_DTYPE_F32);
+  const float f[5] = {0.5f, -1.25f, 3e38f, -0.0f, 7.0f};
+  ck_assert_mem_eq(a.data, f, sizeof f);
+  accel_buffer_destroy(b);
+
+  a = load_ok(fixture("be_u16_2x3.npy"), &b); /* big-endian on disk */
+  const uint16_t be[6] = {1, 258, 65535, 0, 4096, 43981};
+  ck_assert_int_eq(a.dtype, ACCEL_DTYPE_U16);
+  ck_assert_mem_eq(a.data, be, sizeof be);
+  accel_buffer_destroy(b);
+
+  a = load_ok(fixture("bool_4.npy"), &b);
+  ck_assert_int_eq(a.dtype, ACCEL_DTYPE_U8);
+  ck_assert_mem_eq(a.data, "\1\0\0\1", 4);
+  accel_buffer_destroy(b);
+
+  a = load_ok(fixture("f64_scalar.npy"), &b);
+  ck_assert_int_eq(a.ndim, 0);
+  ck_assert(*(double *)a.data == 2.5);
+  accel_buffer_destroy(b);
+
+  a = load_ok(fixture("v2_u8_2x2.npy"), &b); /* format version 2.0 */
+  ck_assert_mem_eq(a.data, "\1\2\3\4", 4);
+  accel_buffer_destroy(b);
+
+  a = load_ok(fixture("i64_empty_0x3.npy"), &b);
+  ck_assert_int_eq(a.shape[0], 0);
+  ck_assert_int_eq(a.shape[1], 3);
+  accel_buffer_destroy(b);
+}
+END_TEST
+
+START_TEST(refuses_what_it_cannot_read) {
+  static const struct {
+    const char *file;
+    accel_status status;
+    const char *needle;
+  } cases[] = {
+      {"fortran_2x3.npy", ACCEL_ERR_FORMAT, "Fortran"},   {"structured.npy", ACCEL_ERR_FORMAT, "structured"},
+      {"c64.npy", ACCEL_ERR_FORMAT, "c8"},               {"truncated.npy", ACCEL_ERR_FORMAT, "truncated"},
+      {"not_npy.npy", ACCEL_ERR_FORMAT, "not a .npy"},    {"does_not_exist.npy", ACCEL_ERR_IO, "cannot open"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    accel_buffer *b = (accel_buffer *)0x1;
+    accel_status s = accel_npy_load(NULL, fixture(cases[i].file), &b);
+    ck_assert_msg(s == cases[i].status, "%s: %s", cases[i].file, accel_status_string(s));
+    ck_assert_ptr_null(b);
+    ck_assert_msg(strstr(accel_last_error(NULL), cases[i].needle), "%s: %s", cases[i].file, accel_last_error(NULL));
+  }
+  accel_buffer *b;
+  ck_assert_int_eq(accel_npy_load(NULL, test_data_dir(), &b), ACCEL_ERR_IO); /* a directory */
+  ck_assert_int_eq(accel_npy_load(NULL, NULL, &b), ACCEL_ERR_INVALID_ARG);
+}
+END_TEST
+
+START_TEST(every_truncation_is_an_error_not_a_crash) {
+  unsigned char full[256];
+  size_t n = file_bytes(fixture("u8_2x3x4.npy"), full, sizeof full);
+  for (size_t cut = 0; cut < n; cut++) {
+    FILE *f = fopen(tmp("cut.npy"), "wb");
+    fwrite(full, 1, cut, f);
+    fclose(f);
+    accel_buffer *b = NULL;
+    ck_assert_msg(accel_npy_load(NULL, tmp("cut.npy"), &b) == ACCEL_ERR_FORMAT, "cut at %zu", cut);
+    ck_assert_ptr_null(b);
+  }
+  /* a header that announces a huge array must not allocate it */
+  FILE *f = fopen(tmp("huge.npy"), "wb");
+  const char hdr[] = "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000, 100000), }";
+  unsigned char pre[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(sizeof hdr - 1), 0};
+  fwrite(pre, 1, 10, f);
+  fwrite(hdr, 1, sizeof hdr - 1, f);
+  fclose(f);
+  accel_buffer *b;
+  ck_assert_int_eq(accel_npy_load(NULL, tmp("huge.npy"), &b), ACCEL_ERR_FORMAT);
+}
+END_TEST
+
+START_TEST(writes_byte_identical_to_numpy) {
+  const char *names[] = {"i16_3x4.npy", "f32_5.npy", "u8_2x3x4.npy", "f64_scalar.npy", "i64_empty_0x3.npy"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    accel_buffer *b;
+    accel_array a = load_ok(fixture(names[i]), &b);
+    ck_assert_int_eq(accel_npy_save(NULL, tmp("out.npy"), &a), ACCEL_OK);
+    unsigned char want[512], got[512];
+    size_t nw = file_bytes(fixture(names[i]), want, sizeof want), ng = file_bytes(tmp("out.npy"), got, sizeof got);
+    ck_assert_msg(nw == ng && memcmp(want, got, nw) == 0, "%s differs from numpy's bytes", names[i]);
+    accel_buffer_destroy(b);
+  }
+}
+END_TEST
+
+START_TEST(saves_strided_views_in_c_order) {
+  int32_t m[3][5];
+  for (int y = 0; y < 3; y++)
+    for (int x = 0; x < 5; x++) m[y][x] = y * 10 + x;
+  accel_array t = {.data = m, .dtype = ACCEL_DTYPE_I32, .ndim = 2, .shape = {5, 3}, .strides = {4, 20}}; /* transpose */
+  ck_assert_int_eq(accel_npy_save(NULL, tmp("t.npy"), &t), ACCEL_OK);
+  accel_buffer *b;
+  accel_array a = load_ok(tmp("t.npy"), &b);
+  ck_assert_int_eq(a.shape[0], 5);
+  ck_assert_int_eq(a.shape[1], 3);
+  for (int y = 0; y < 5; y++)
+    for (int x = 0; x < 3; x++) ck_assert_int_eq(((int32_t *)a.data)[y * 3 + x], x * 10 + y);
+  accel_buffer_destroy(b);
+  accel_array one = {.data = &m[0][4], .dtype = ACCEL_DTYPE_I32, .ndim = 1, .shape = {5}, .strides = {-4}};
+  ck_assert_int_eq(accel_npy_save(NULL, tmp("r.npy"), &one), ACCEL_OK);
+  a = load_ok(tmp("r.npy"), &b);
+  for (int x = 0; x < 5; x++) ck_assert_int_eq(((int32_t *)a.data)[x], 4 - x);
+  accel_buffer_destroy(b);
+}
+END_TEST
+
+static int count_files(void) {
+  int n = 0;
+  DIR *d = opendir(tmpdir);
+  struct dirent *e;
+  while ((e = readdir(d))) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+START_TEST(failed_save_keeps_the_previous_file) {
+  uint8_t small[4] = {9, 8, 7, 6};
+  accel_array a;
+  accel_array_init(&a, small, ACCEL_DTYPE_U8, 1, (int64_t[]){4});
+  ck_assert_int_eq(accel_npy_save(NULL, tmp("keep.npy"), &a), ACCEL_OK);
+  /* make the next write fail part-way: a file size limit */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit rl = {4096, 4096};
+  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+  uint8_t *big = calloc(1, 100000);
+  accel_array b;
+  accel_array_init(&b, big, ACCEL_DTYPE_U8, 1, (int64_t[]){100000});
+  ck_assert_int_eq(accel_npy_save(NULL, tmp("keep.npy"), &b), ACCEL_ERR_IO);
+  free(big);
+  accel_buffer *back;
+  accel_array r = load_ok(tmp("keep.npy"), &back);
+  ck_assert_int_eq(r.shape[0], 4);
+  ck_assert_mem_eq(r.data, small, 4);
+  accel_buffer_destroy(back);
+  ck_assert_int_eq(count_files(), 1); /* no temporary file left behind */
+  ck_assert_int_eq(accel_npy_save(NULL, "/nonexistent-dir/x.npy", &a), ACCEL_ERR_IO);
+}
+END_TEST
+
+START_TEST(pnm_round_trip_and_errors) {
+  accel_buffer *b = NULL;
+  char path[1024];
+  snprintf(path, sizeof path, "%s/gray/chelsea_37x23.ppm", test_data_dir());
+  ck_assert_int_eq(accel_pnm_load(NULL, path, &b), ACCEL_OK);
+  accel_array a;
+  accel_buffer_view(b, &a);
+  ck_assert_int_eq(a.ndim, 3);
+  ck_assert_int_eq(a.shape[0], 23);
+  ck_assert_int_eq(a.shape[1], 37);
+  ck_assert_int_eq(a.shape[2], 3);
+  ck_assert_int_eq(accel_pnm_save(NULL, tmp("c.ppm"), &a), ACCEL_OK);
+  unsigned char x[4096], y[4096];
+  size_t nx = file_bytes(path, x, sizeof x), ny = file_bytes(tmp("c.ppm"), y, sizeof y);
+  ck_assert_uint_eq(nx, ny); /* Pillow's header is "P6\n37 23\n255\n", like ours */
+  ck_assert_mem_eq(x, y, nx);
+  accel_buffer_destroy(b);
+
+  /* 16-bit PGM with a comment, built from the netpbm specification */
+  FILE *f = fopen(tmp("w.pgm"), "wb");
+  fputs("P5\n# made by hand\n3 2\n65535\n", f);
+  const unsigned char px[12] = {0, 0, 0, 1, 1, 0, 0x0f, 0xff, 0x9c, 0x40, 0xff, 0xff};
+  fwrite(px, 1, 12, f);
+  fclose(f);
+  ck_assert_int_eq(accel_pnm_load(NULL, tmp("w.pgm"), &b), ACCEL_OK);
+  accel_buffer_view(b, &a);
+  const uint16_t want[6] = {0, 1, 256, 4095, 40000, 65535};
+  ck_assert_int_eq(a.dtype, ACCEL_DTYPE_U16);
+  ck_assert_int_eq(a.ndim, 2);
+  ck_assert_mem_eq(a.data, want, sizeof want);
+  ck_assert_int_eq(accel_pnm_save(NULL, tmp("w2.pgm"), &a), ACCEL_OK);
+  accel_buffer_destroy(b);
+  ck_assert_int_eq(accel_pnm_load(NULL, tmp("w2.pgm"), &b), ACCEL_OK);
+  accel_buffer_view(b, &a);
+  ck_assert_mem_eq(a.data, want, sizeof want);
+  accel_buffer_destroy(b);
+
+  f = fopen(tmp("short.pgm"), "wb");
+  fputs("P5 4 4 255\n1234", f);
+  fclose(f);
+  ck_assert_int_eq(accel_pnm_load(NULL, tmp("short.pgm"), &b), ACCEL_ERR_FORMAT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "truncated"));
+  f = fopen(tmp("ascii.pgm"), "wb");
+  fputs("P2 1 1 255\n7\n", f);
+  fclose(f);
+  ck_assert_int_eq(accel_pnm_load(NULL, tmp("ascii.pgm"), &b), ACCEL_ERR_FORMAT);
+  f = fopen(tmp("zero.pgm"), "wb");
+  fputs("P5 0 4 255\n", f);
+  fclose(f);
+  ck_assert_int_eq(accel_pnm_load(NULL, tmp("zero.pgm"), &b), ACCEL_ERR_FORMAT);
+  float fl[4] = {0};
+  accel_array_init(&a, fl, ACCEL_DTYPE_F32, 2, (int64_t[]){2, 2});
+  ck_assert_int_eq(accel_pnm_save(NULL, tmp("f.pgm"), &a), ACCEL_ERR_INVALID_ARG);
+}
+END_TEST
+
+Suite *suite_io(void) {
+  Suite *s = suite_create("io");
+  TCase *tc = tcase_create("npy_pnm");
+  tcase_add_checked_fixture(tc, setup, teardown);
+  tcase_add_test(tc, reads_what_numpy_wrote);
+  tcase_add_test(tc, refuses_what_it_cannot_read);
+  tcase_add_test(tc, every_truncation_is_an_error_not_a_crash);
+  tcase_add_test(tc, writes_byte_identical_to_numpy);
+  tcase_add_test(tc, saves_strided_views_in_c_order);
+  tcase_add_test(tc, failed_save_keeps_the_previous_file);
+  tcase_add_test(tc, pnm_round_trip_and_errors);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+ACCEL_TEST_MAIN(suite_io)

@@ -1,0 +1,86 @@
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void capture_log(void *user, accel_log_level level, const char *message) {
+  log_capture *c = user;
+  if (c->n >= CAPTURE_MAX) return;
+  c->level[c->n] = level;
+  snprintf(c->line[c->n], sizeof c->line[0], "%s", message);
+  c->n++;
+}
+
+int capture_count_exact(const log_capture *c, accel_log_level level, const char *text) {
+  int k = 0;
+  for (int i = 0; i < c->n; i++) k += c->level[i] == level && strcmp(c->line[i], text) == 0;
+  return k;
+}
+
+int capture_count_containing(const log_capture *c, int level, const char *needle) {
+  int k = 0;
+  for (int i = 0; i < c->n; i++) k += (level < 0 || (int)c->level[i] == level) && strstr(c->line[i], needle) != NULL;
+  return k;
+}
+
+int capture_count_level(const log_capture *c, accel_log_level level) {
+  int k = 0;
+  for (int i = 0; i < c->n; i++) k += c->level[i] >= level;
+  return k;
+}
+
+accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
+                    accel_log_level level) {
+  accel_ctx_options o;
+  ck_assert_int_eq(accel_ctx_options_init(&o), ACCEL_OK);
+  o.backend = backend;
+  o.fallback = policy;
+  o.log_level = level;
+  if (cap) {
+    o.log_fn = capture_log;
+    o.log_user = cap;
+  }
+  accel_ctx *ctx = NULL;
+  accel_status s = accel_ctx_create(&o, &ctx);
+  ck_assert_msg(s == ACCEL_OK, "accel_ctx_create: %s: %s", accel_status_string(s), accel_last_error(NULL));
+  return ctx;
+}
+
+uint8_t ref_luma(unsigned r, unsigned g, unsigned b) {
+  /* 0.299, 0.587, 0.114 scaled by 65536 and rounded, as Pillow's Convert.c does */
+  const unsigned wr = (unsigned)(0.299 * 65536 + 0.5), wg = (unsigned)(0.587 * 65536 + 0.5),
+                 wb = (unsigned)(0.114 * 65536 + 0.5);
+  return (uint8_t)((r * wr + g * wg + b * wb + 32768u) / 65536u);
+}
+
+void fill_random(uint8_t *p, size_t n, uint32_t seed) {
+  uint32_t x = seed ? seed : 1;
+  for (size_t i = 0; i < n; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p[i] = (uint8_t)(x >> 24);
+  }
+}
+
+const char *test_data_dir(void) {
+#ifdef TEST_DATA_DIR
+  return TEST_DATA_DIR;
+#else
+  return "tests/data";
+#endif
+}
+
+int run_suite(Suite *s) {
+  SRunner *sr = srunner_create(s);
+  srunner_run_all(sr, CK_NORMAL);
+  int failed = srunner_ntests_failed(sr);
+  srunner_free(sr);
+  return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+void clear_accel_env(void) {
+  unsetenv("ACCEL_BACKEND");
+  unsetenv("ACCEL_LOG");
+}
