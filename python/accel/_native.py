@@ -1,0 +1,153 @@
+"""Loading libaccel and describing its C ABI to ctypes.
+
+The library is found, in order, at $ACCEL_LIBRARY, by the system's library
+search (``ctypes.util.find_library('accel')``), or as ``libaccel.so.0``.
+Struct layouts mirror include/accel/core.h; they only ever grow at the end.
+"""
+import ctypes
+import ctypes.util
+import os
+
+ABI_VERSION = 0
+
+c_status = ctypes.c_int
+LOG_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p)
+PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_double)
+
+MAX_DIMS = 8
+STAGE_NAME_MAX = 48
+DEVICE_NAME_MAX = 256
+REASON_MAX = 256
+
+
+class CtxOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("backend", ctypes.c_int),
+        ("device", ctypes.c_int32),
+        ("fallback", ctypes.c_int),
+        ("device_memory_budget", ctypes.c_uint64),
+        ("cpu_threads", ctypes.c_int32),
+        ("log_level", ctypes.c_int),
+        ("log_fn", LOG_FN),
+        ("log_user", ctypes.c_void_p),
+    ]
+
+
+class CtxInfo(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("backend", ctypes.c_int),
+        ("device", ctypes.c_int32),
+        ("fallback", ctypes.c_int),
+        ("device_memory_budget", ctypes.c_uint64),
+        ("cpu_threads", ctypes.c_int32),
+        ("log_level", ctypes.c_int),
+    ]
+
+
+class StageStats(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("stage", ctypes.c_char * STAGE_NAME_MAX),
+        ("runs", ctypes.c_uint64),
+        ("gpu_runs", ctypes.c_uint64),
+        ("cpu_runs", ctypes.c_uint64),
+        ("fallbacks", ctypes.c_uint64),
+        ("failures", ctypes.c_uint64),
+        ("seconds", ctypes.c_double),
+    ]
+
+
+class BackendInfo(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("kind", ctypes.c_int),
+        ("name", ctypes.c_char * 16),
+        ("compiled", ctypes.c_int32),
+        ("available", ctypes.c_int32),
+        ("device_count", ctypes.c_int32),
+        ("reason", ctypes.c_char * REASON_MAX),
+    ]
+
+
+class DeviceInfo(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("index", ctypes.c_int32),
+        ("name", ctypes.c_char * DEVICE_NAME_MAX),
+        ("total_memory", ctypes.c_uint64),
+        ("free_memory", ctypes.c_uint64),
+        ("cc_major", ctypes.c_int32),
+        ("cc_minor", ctypes.c_int32),
+        ("multiprocessors", ctypes.c_int32),
+        ("driver_version", ctypes.c_int32),
+        ("runtime_version", ctypes.c_int32),
+    ]
+
+
+class Array(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int),
+        ("ndim", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_DIMS),
+        ("strides", ctypes.c_int64 * MAX_DIMS),
+    ]
+
+
+def _load():
+    candidates = []
+    if os.environ.get("ACCEL_LIBRARY"):
+        candidates.append(os.environ["ACCEL_LIBRARY"])
+    found = ctypes.util.find_library("accel")
+    if found:
+        candidates.append(found)
+    candidates.append("libaccel.so.%d" % ABI_VERSION)
+    errors = []
+    for path in candidates:
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append("%s: %s" % (path, e))
+    raise ImportError("cannot load libaccel (set ACCEL_LIBRARY to its path): " + "; ".join(errors))
+
+
+lib = _load()
+
+_P = ctypes.POINTER
+_SIGNATURES = {
+    "accel_version_number": (ctypes.c_uint32, []),
+    "accel_version_string": (ctypes.c_char_p, []),
+    "accel_abi_version": (ctypes.c_uint32, []),
+    "accel_build_info": (ctypes.c_char_p, []),
+    "accel_status_string": (ctypes.c_char_p, [c_status]),
+    "accel_status_describe": (ctypes.c_char_p, [c_status]),
+    "accel_ctx_options_init": (c_status, [_P(CtxOptions)]),
+    "accel_ctx_create": (c_status, [_P(CtxOptions), _P(ctypes.c_void_p)]),
+    "accel_ctx_destroy": (None, [ctypes.c_void_p]),
+    "accel_last_error": (ctypes.c_char_p, [ctypes.c_void_p]),
+    "accel_set_log": (c_status, [ctypes.c_void_p, LOG_FN, ctypes.c_void_p, ctypes.c_int]),
+    "accel_ctx_info_init": (c_status, [_P(CtxInfo)]),
+    "accel_ctx_query": (c_status, [ctypes.c_void_p, _P(CtxInfo)]),
+    "accel_stage_stats_init": (c_status, [_P(StageStats)]),
+    "accel_ctx_stats_count": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t)]),
+    "accel_ctx_stats_get": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(StageStats)]),
+    "accel_ctx_stats_reset": (c_status, [ctypes.c_void_p]),
+    "accel_backend_info_init": (c_status, [_P(BackendInfo)]),
+    "accel_backend_query": (c_status, [ctypes.c_int, _P(BackendInfo)]),
+    "accel_device_info_init": (c_status, [_P(DeviceInfo)]),
+    "accel_device_count": (c_status, [_P(ctypes.c_int32)]),
+    "accel_device_query": (c_status, [ctypes.c_int32, _P(DeviceInfo)]),
+    "accel_backend_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
+    "accel_log_level_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
+    "accel_image_to_gray": (c_status, [ctypes.c_void_p, _P(Array), _P(Array)]),
+}
+for _name, (_res, _args) in _SIGNATURES.items():
+    _f = getattr(lib, _name)
+    _f.restype = _res
+    _f.argtypes = _args
+
+if lib.accel_abi_version() != ABI_VERSION:
+    raise ImportError(
+        "libaccel ABI %d found, this package speaks ABI %d" % (lib.accel_abi_version(), ABI_VERSION))
