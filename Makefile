@@ -1,0 +1,33 @@
+# The README's two commands:
+#   make demo   build, then run the accel tool on the bundled sample data
+#   make test   build and test the CUDA-enabled, CPU-only and sanitizer builds
+# Both install missing Debian packages first when run as root.
+PYTHON ?= python3
+JOBS ?= $(shell nproc)
+ACCEL := build/tools/accel/accel
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+
+.PHONY: all demo test deps-demo deps-test build clean
+
+all: build
+
+deps-demo:
+	@scripts/ensure-deps.sh demo $(PYTHON)
+
+deps-test:
+	@scripts/ensure-deps.sh test $(PYTHON)
+
+build: deps-demo
+	@[ -f build/build.ninja ] || meson setup build -Dpython=$(PYTHON) $(if $(NVCC),-Dcuda=enabled,) \
+	  $(if $(CUDA_ARCH),-Dcuda-arch=$(CUDA_ARCH),)
+	meson compile -C build -j $(JOBS)
+
+demo: build
+	$(ACCEL) info
+	$(ACCEL) gray --out build/demo samples/astronaut.ppm
+
+test: deps-test
+	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh
+
+clean:
+	rm -rf build build-cpu build-asan build*.log
