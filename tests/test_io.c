@@ -198,15 +198,30 @@ START_TEST(failed_save_keeps_the_previous_file) {
   accel_array a;
   accel_array_init(&a, small, ACCEL_DTYPE_U8, 1, (int64_t[]){4});
   ck_assert_int_eq(accel_npy_save(NULL, tmp("keep.npy"), &a), ACCEL_OK);
-  /* make the next write fail part-way: a file size limit */
+  /* make the next saves fail part-way with a file size limit: once in a write, once at
+   * flush time (data small enough to sit in stdio's buffer). Check reports through a file,
+   * so no ck_assert may run until the limit is lifted. */
   signal(SIGXFSZ, SIG_IGN);
-  struct rlimit rl = {4096, 4096};
-  ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &rl), 0);
+  struct rlimit saved, rl;
+  ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
   uint8_t *big = calloc(1, 100000);
-  accel_array b;
-  accel_array_init(&b, big, ACCEL_DTYPE_U8, 1, (int64_t[]){100000});
-  ck_assert_int_eq(accel_npy_save(NULL, tmp("keep.npy"), &b), ACCEL_ERR_IO);
+  accel_array b1, b2;
+  accel_array_init(&b1, big, ACCEL_DTYPE_U8, 1, (int64_t[]){100000});
+  accel_array_init(&b2, big, ACCEL_DTYPE_U8, 1, (int64_t[]){1000});
+  rl = saved;
+  rl.rlim_cur = 4096;
+  int lim1 = setrlimit(RLIMIT_FSIZE, &rl);
+  accel_status in_write = accel_npy_save(NULL, tmp("keep.npy"), &b1);
+  rl.rlim_cur = 200;
+  int lim2 = setrlimit(RLIMIT_FSIZE, &rl);
+  accel_status at_flush = accel_npy_save(NULL, tmp("keep.npy"), &b2);
+  int restored = setrlimit(RLIMIT_FSIZE, &saved);
   free(big);
+  ck_assert_int_eq(lim1, 0);
+  ck_assert_int_eq(lim2, 0);
+  ck_assert_int_eq(restored, 0);
+  ck_assert_int_eq(in_write, ACCEL_ERR_IO);
+  ck_assert_int_eq(at_flush, ACCEL_ERR_IO);
   accel_buffer *back;
   accel_array r = load_ok(tmp("keep.npy"), &back);
   ck_assert_int_eq(r.shape[0], 4);
