@@ -15,7 +15,6 @@ typedef struct fake_control {
 } fake_control;
 
 extern fake_control fake;
-extern const accel__backend fake_backend;
 
 /* Reset `fake` to "opens and computes correctly". */
 void fake_reset(void);

@@ -46,15 +46,23 @@ void accel__why(char *why, const char *fmt, ...) {
   while (n && (why[n - 1] == '.' || why[n - 1] == '\n' || why[n - 1] == ' ')) why[--n] = '\0';
 }
 
-accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what,
-                                 const void *theirs, void *ours, size_t ours_size, size_t min_size) {
-  uint32_t size;
-  memcpy(&size, theirs, sizeof size);
-  if (size < min_size)
+/* The caller's struct_size, or ACCEL_ERR_VERSION if no version was ever that small. */
+static accel_status struct_size_of(const accel_ctx *ctx, const char *func, const char *what, const void *theirs,
+                                   size_t min_size, uint32_t *size) {
+  memcpy(size, theirs, sizeof *size);
+  if (*size < min_size)
     return accel__fail(ctx, ACCEL_ERR_VERSION,
                        "%s: %s->struct_size is %u, smaller than any version's (%zu); call the "
                        "matching _init function first",
-                       func, what, size, min_size);
+                       func, what, *size, min_size);
+  return ACCEL_OK;
+}
+
+accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what,
+                                 const void *theirs, void *ours, size_t ours_size, size_t min_size) {
+  uint32_t size;
+  accel_status s = struct_size_of(ctx, func, what, theirs, min_size, &size);
+  if (s) return s;
   if (size > ours_size) {
     const unsigned char *extra = (const unsigned char *)theirs + ours_size;
     for (size_t i = 0; i < size - ours_size; i++)
@@ -71,12 +79,8 @@ accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const c
 accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what,
                                   void *theirs, const void *ours, size_t ours_size, size_t min_size) {
   uint32_t size;
-  memcpy(&size, theirs, sizeof size);
-  if (size < min_size)
-    return accel__fail(ctx, ACCEL_ERR_VERSION,
-                       "%s: %s->struct_size is %u, smaller than any version's (%zu); call the "
-                       "matching _init function first",
-                       func, what, size, min_size);
+  accel_status s = struct_size_of(ctx, func, what, theirs, min_size, &size);
+  if (s) return s;
   size_t n = size < ours_size ? size : ours_size;
   memcpy((char *)theirs + sizeof size, (const char *)ours + sizeof size, n - sizeof size);
   if (size > ours_size) memset((char *)theirs + ours_size, 0, size - ours_size);
