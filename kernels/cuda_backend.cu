@@ -209,4 +209,5 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .open = */ cuda_open,
     /* .close = */ cuda_close,
     /* .image = */ &accel__cuda_image_ops,
+    /* .hash = */ NULL,
 };

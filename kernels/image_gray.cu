@@ -2,6 +2,7 @@
 #include "cuda_util.h"
 
 #include "image/ops.h"
+#include "image/pillow.h"
 
 #include <stdlib.h>
 
@@ -13,10 +14,7 @@ __global__ void gray_kernel(const uint8_t *__restrict__ src, int64_t src_pitch, 
     for (int64_t x = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; x < width;
          x += (int64_t)gridDim.x * blockDim.x) {
       const uint8_t *p = s + x * channels;
-      d[x] = channels >= 3 ? (uint8_t)((p[0] * (unsigned)ACCEL__LUMA_R + p[1] * (unsigned)ACCEL__LUMA_G +
-                                        p[2] * (unsigned)ACCEL__LUMA_B + (unsigned)ACCEL__LUMA_ROUND) >>
-                                       16)
-                           : p[0];
+      d[x] = channels >= 3 ? accel__luma(p[0], p[1], p[2]) : p[0];
     }
   }
 }

@@ -10,6 +10,7 @@
 #define ACCEL_ACCEL_H
 
 #include "core.h"
+#include "hash.h"
 #include "image.h"
 #include "io.h"
 

@@ -43,6 +43,7 @@ typedef struct accel__backend_config {
 } accel__backend_config;
 
 struct accel__image_ops; /* lib/image/ops.h */
+struct accel__hash_ops;  /* lib/hash/ops.h */
 
 typedef struct accel__backend {
   uint32_t version;            /* ACCEL__BACKEND_VERSION */
@@ -57,6 +58,7 @@ typedef struct accel__backend {
   /* Per-domain operations; NULL members (or a NULL table) mean "this
    * backend does not implement the stage", and the CPU runs it. */
   const struct accel__image_ops *image;
+  const struct accel__hash_ops *hash;
 } accel__backend;
 
 /* The backends this build has. */

@@ -1,6 +1,7 @@
 /* The CPU backend: always present, OpenMP-parallel ops from each domain. */
 #include "internal.h"
 
+#include "hash/ops.h"
 #include "image/ops.h"
 
 #include <string.h>
@@ -19,4 +20,5 @@ const accel__backend accel__cpu_backend = {
     .open = NULL,
     .close = NULL,
     .image = &accel__cpu_image_ops,
+    .hash = &accel__cpu_hash_ops,
 };

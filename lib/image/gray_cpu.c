@@ -1,10 +1,7 @@
 /* CPU gray conversion: Pillow's convert('L') arithmetic, rows in parallel. */
 #include "core/internal.h"
 #include "image/ops.h"
-
-static inline uint8_t luma(unsigned r, unsigned g, unsigned b) {
-  return (uint8_t)((r * ACCEL__LUMA_R + g * ACCEL__LUMA_G + b * ACCEL__LUMA_B + ACCEL__LUMA_ROUND) >> 16);
-}
+#include "image/pillow.h"
 
 static accel_status cpu_to_gray(accel__call *call, const accel_array *src, const accel_array *dst) {
   const int64_t h = src->shape[0], w = src->shape[1], c = src->shape[2];
@@ -19,11 +16,11 @@ static accel_status cpu_to_gray(accel__call *call, const accel_array *src, const
     uint8_t *d = (uint8_t *)(dbase + y * dy);
     if (c >= 3) {
       if (sc == 1 && sx == c && dx == 1) { /* interleaved rows: the common case */
-        for (int64_t x = 0; x < w; x++) d[x] = luma(s[x * c], s[x * c + 1], s[x * c + 2]);
+        for (int64_t x = 0; x < w; x++) d[x] = accel__luma(s[x * c], s[x * c + 1], s[x * c + 2]);
       } else {
         for (int64_t x = 0; x < w; x++) {
           const uint8_t *p = s + x * sx;
-          d[x * dx] = luma(p[0], p[sc], p[2 * sc]);
+          d[x * dx] = accel__luma(p[0], p[sc], p[2 * sc]);
         }
       }
     } else { /* gray or gray + alpha: the gray channel unchanged */

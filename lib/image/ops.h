@@ -8,9 +8,6 @@
 extern "C" {
 #endif
 
-/* Pillow's convert('L') weights, 16-bit fixed point (they sum to 65536). */
-enum { ACCEL__LUMA_R = 19595, ACCEL__LUMA_G = 38470, ACCEL__LUMA_B = 7471, ACCEL__LUMA_ROUND = 0x8000 };
-
 typedef struct accel__image_ops {
   /* src: U8 (H, W, C), C in 1..4, any strides; dst: U8 (H, W), any strides.
    * Both validated and non-overlapping; H, W > 0. */

@@ -30,6 +30,7 @@ typedef struct cli_command {
 
 extern const cli_command cli_info_command;
 extern const cli_command cli_gray_command;
+extern const cli_command cli_hash_command;
 
 /* "accel: <message>" on stderr (clearing a progress bar first). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -12,7 +12,8 @@ static const char USAGE[] =
     "Convert 8-bit images to gray with Pillow's convert('L') arithmetic\n"
     "(L = (R*19595 + G*38470 + B*7471 + 0x8000) >> 16; alpha ignored).\n"
     "\n"
-    "inputs:  .pgm .ppm .pnm (binary, 8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n"
+    "inputs:  .jpg .jpeg .png (decoded as Pillow decodes them), .pgm .ppm .pnm (binary,\n"
+    "         8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n"
     "  -o FILE        output file for a single input (format from its extension)\n"
     "  --out DIR      output directory (default ., created if missing); each INPUT becomes\n"
     "                 DIR/<name>.gray.<format>\n"
@@ -26,9 +27,13 @@ static const char *ext_of(const char *path) {
   return dot && (!slash || dot > slash) ? dot + 1 : "";
 }
 
+/* JPEG/PNG decode to Pillow's convert('RGB'), whose gray (the image.gray
+ * stage) is Pillow's convert('L') for every mode a file can have. */
 static accel_status load(accel_ctx *ctx, const char *path, accel_buffer **out) {
   const char *e = ext_of(path);
   if (strcasecmp(e, "npy") == 0) return accel_npy_load(ctx, path, out);
+  if (strcasecmp(e, "jpg") == 0 || strcasecmp(e, "jpeg") == 0 || strcasecmp(e, "png") == 0)
+    return accel_image_decode_file(ctx, path, NULL, out, NULL);
   return accel_pnm_load(ctx, path, out);
 }
 

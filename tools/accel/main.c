@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-static const cli_command *const COMMANDS[] = {&cli_info_command, &cli_gray_command};
+static const cli_command *const COMMANDS[] = {&cli_info_command, &cli_hash_command, &cli_gray_command};
 enum { NCOMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 
 static void usage(FILE *out) {

@@ -1,0 +1,140 @@
+/*
+ * accel/hash.h - perceptual image hashes, bit-exact with the Python
+ * `imagehash` library (4.3.2) on Pillow 9.4, many images at a time.
+ *
+ * Each input is decoded once (JPEG or PNG, see accel/image.h for the exact
+ * decoding rules) and every requested kind is computed from that one decode:
+ *
+ *   ahash            imagehash.average_hash(img, hash_size)
+ *   dhash            imagehash.dhash(img, hash_size)
+ *   dhash_vertical   imagehash.dhash_vertical(img, hash_size)
+ *   phash            imagehash.phash(img, hash_size)       (highfreq_factor 4)
+ *   whash            imagehash.whash(img, hash_size)       (haar, max-level LL removed)
+ *   colorhash        imagehash.colorhash(img, binbits)
+ *
+ * ahash, dhash, dhash_vertical and colorhash are identical to imagehash's.
+ * phash and whash compare floating-point values with their median; where two
+ * values are within rounding of the median (flat or synthetic images), a bit
+ * can differ from imagehash's (their DCT and wavelet code sum in a different
+ * order). docs/hash.md gives the measured agreement.
+ *
+ * Bits and hex: a hash of n bits is imagehash's boolean array flattened in row
+ * order, b[0] first. It is stored packed MSB first: byte j holds b[8j]..b[8j+7]
+ * in bits 7..0, unused low bits of the last byte are zero. The hex string is
+ * imagehash's str(hash): the bits read as one big-endian number, written with
+ * ceil(n / 4) lowercase hex digits (so 64 bits -> 16 digits, colorhash with
+ * binbits 3 -> 42 bits -> 11 digits). For 64-bit hashes, the 8 bytes read as
+ * a big-endian uint64 equal int(str(hash), 16).
+ *
+ * Stage names: "hash.batch" (decode + hash on the CPU), "hash.kernels" (the
+ * GPU part of a batch: gray planes in, hashes out).
+ */
+#ifndef ACCEL_HASH_H
+#define ACCEL_HASH_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum accel_hash_kind {
+  ACCEL_HASH_AHASH = 0,
+  ACCEL_HASH_DHASH = 1,
+  ACCEL_HASH_DHASH_VERTICAL = 2,
+  ACCEL_HASH_PHASH = 3,
+  ACCEL_HASH_WHASH = 4,
+  ACCEL_HASH_COLORHASH = 5
+} accel_hash_kind;
+
+enum {
+  ACCEL_HASH_KIND_COUNT = 6,
+  ACCEL_HASH_SIZE_MIN = 2,
+  ACCEL_HASH_SIZE_MAX = 64,   /* hash_size; 64 gives 4096-bit hashes */
+  ACCEL_HASH_MAX_BYTES = 512  /* bytes of the largest hash */
+};
+
+/* "ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash". */
+ACCEL_API const char *accel_hash_kind_name(accel_hash_kind kind);
+/* Parse a kind name (also imagehash's function names "average_hash" and
+ * "dhash_vertical"). ACCEL_ERR_INVALID_ARG otherwise. */
+ACCEL_API accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind);
+
+/* Reports the failure of one input of a batch. Called on the calling thread,
+ * in input order, after the batch has run; `message` is valid during the call. */
+typedef void (*accel_hash_error_fn)(void *user, size_t index, accel_status status, const char *message);
+
+typedef struct accel_hash_options {
+  uint32_t struct_size;         /* set by accel_hash_options_init */
+  uint32_t nkinds;              /* how many entries of kinds[] to compute */
+  accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT]; /* default: ahash, dhash, phash, whash */
+  int32_t hash_size;            /* default 8; ACCEL_HASH_SIZE_MIN..MAX; whash: a power of two */
+  int32_t color_binbits;        /* colorhash's binbits, default 3; 1..8 */
+  /* 0 (default): exact. 1: decode large JPEGs at a reduced DCT scale, as
+   * Pillow's draft() picks it for the largest resize the requested kinds
+   * need (whash then uses the reduced image's size). Much faster, not
+   * bit-exact: docs/hash.md gives the measured agreement. */
+  int32_t fast;
+  /* Decompression-bomb guard: an image with more pixels fails with
+   * ACCEL_ERR_LIMIT before any pixel is decoded. 0 = default, 256 000 000. */
+  uint64_t max_pixels;
+  accel_progress_fn progress;   /* stage "hash.batch", fraction of inputs done */
+  void *progress_user;
+  accel_hash_error_fn on_error; /* optional: the message of each failed input */
+  void *error_user;
+} accel_hash_options;
+
+ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options);
+
+/* Bits of one hash of `kind`: hash_size^2, or 14 * color_binbits for
+ * colorhash. ACCEL_ERR_INVALID_ARG for sizes imagehash refuses. */
+ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits,
+                                       uint32_t *nbits);
+/* Bytes each hash occupies in a batch's output: the largest
+ * ceil(bits / 8) over options->kinds. */
+ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *slot_bytes);
+
+/*
+ * Hash a batch of inputs. Outputs, caller-allocated:
+ *   hashes    n * nkinds * slot_bytes bytes: input i, kind k (in the order of
+ *             options->kinds) at hashes + (i * nkinds + k) * slot_bytes;
+ *             zero-filled for inputs that fail;
+ *   statuses  n entries: ACCEL_OK, or why input i failed (ACCEL_ERR_IO,
+ *             ACCEL_ERR_FORMAT, ACCEL_ERR_DECODE, ACCEL_ERR_LIMIT, ...).
+ * One failing input never fails the batch: the call returns ACCEL_OK when
+ * the batch ran, and an error only for invalid arguments, ACCEL_ERR_CANCELLED
+ * (progress callback) or a failure of the whole batch.
+ *
+ * CPU: inputs are decoded and hashed on the context's threads. CUDA: inputs
+ * are decoded on the CPU threads while the GPU converts, resizes and hashes
+ * the previous group; results are identical to the CPU's.
+ */
+ACCEL_API accel_status accel_hash_files(accel_ctx *ctx, const char *const *paths, size_t n,
+                                        const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
+                                        accel_status *statuses);
+/* The same for in-memory encoded files (JPEG or PNG bytes). */
+ACCEL_API accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *data, const size_t *sizes, size_t n,
+                                          const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
+                                          accel_status *statuses);
+/* The same for decoded images: U8 arrays of shape (H, W) ("L"), (H, W, 2)
+ * ("LA"), (H, W, 3) ("RGB") or (H, W, 4) ("RGBA"), hashed as imagehash hashes
+ * PIL.Image.fromarray(array). Any strides. */
+ACCEL_API accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t n,
+                                         const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
+                                         accel_status *statuses);
+
+/* Write imagehash's hex string of an nbits hash (ceil(nbits / 4) digits and
+ * a NUL). ACCEL_ERR_INVALID_ARG if out_size is too small. */
+ACCEL_API accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, size_t out_size);
+/* Parse imagehash's hex string of an nbits hash (imagehash.hex_to_hash's
+ * inverse of str()); writes ceil(nbits / 8) bytes. ACCEL_ERR_INVALID_ARG for
+ * a wrong length or a non-hex digit. */
+ACCEL_API accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, size_t out_size);
+/* Hamming distance between two nbits hashes (imagehash's a - b). */
+ACCEL_API accel_status accel_hash_distance(const uint8_t *a, const uint8_t *b, uint32_t nbits, uint32_t *distance);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_HASH_H */

@@ -1,0 +1,268 @@
+/* Hash API: options, argument checks, the batch through the dispatcher,
+ * per-input error reports, hex and Hamming helpers. */
+#include "hash/ops.h"
+
+#include "accel/hash.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum { HASH_OPTIONS_V1_SIZE = sizeof(accel_hash_options), DEFAULT_MAX_PIXELS = 256000000 };
+
+static const char *const KIND_NAMES[ACCEL_HASH_KIND_COUNT] = {"ahash", "dhash", "dhash_vertical",
+                                                              "phash", "whash", "colorhash"};
+
+const char *accel_hash_kind_name(accel_hash_kind kind) {
+  return (unsigned)kind < ACCEL_HASH_KIND_COUNT ? KIND_NAMES[kind] : "unknown";
+}
+
+accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind) {
+  if (!name || !kind) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_kind_from_string: NULL argument");
+  for (int i = 0; i < ACCEL_HASH_KIND_COUNT; i++)
+    if (strcasecmp(name, KIND_NAMES[i]) == 0) {
+      *kind = (accel_hash_kind)i;
+      return ACCEL_OK;
+    }
+  if (strcasecmp(name, "average_hash") == 0) {
+    *kind = ACCEL_HASH_AHASH;
+    return ACCEL_OK;
+  }
+  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
+                     "unknown hash kind \"%s\" (ahash, dhash, dhash_vertical, phash, whash, colorhash)", name);
+}
+
+accel_status accel_hash_options_init(accel_hash_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->nkinds = 4;
+  o->kinds[0] = ACCEL_HASH_AHASH;
+  o->kinds[1] = ACCEL_HASH_DHASH;
+  o->kinds[2] = ACCEL_HASH_PHASH;
+  o->kinds[3] = ACCEL_HASH_WHASH;
+  o->hash_size = 8;
+  o->color_binbits = 3;
+  return ACCEL_OK;
+}
+
+static bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+static accel_status bits_of(const accel_ctx *ctx, accel_hash_kind kind, int32_t n, int32_t binbits, uint32_t *nbits) {
+  if ((unsigned)kind >= ACCEL_HASH_KIND_COUNT)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "unknown hash kind %d", (int)kind);
+  if (kind == ACCEL_HASH_COLORHASH) {
+    if (binbits < 1 || binbits > 8)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "color_binbits %d outside 1..8", (int)binbits);
+    *nbits = 14u * (uint32_t)binbits;
+    return ACCEL_OK;
+  }
+  if (n < ACCEL_HASH_SIZE_MIN || n > ACCEL_HASH_SIZE_MAX)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "hash_size %d outside %d..%d (imagehash needs at least 2)", (int)n,
+                       ACCEL_HASH_SIZE_MIN, ACCEL_HASH_SIZE_MAX);
+  if (kind == ACCEL_HASH_WHASH && !power_of_two(n))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "whash needs a power-of-two hash_size, not %d", (int)n);
+  *nbits = (uint32_t)(n * n);
+  return ACCEL_OK;
+}
+
+accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits, uint32_t *nbits) {
+  if (!nbits) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_bits: nbits is NULL");
+  return bits_of(NULL, kind, hash_size, color_binbits, nbits);
+}
+
+/* Validate options (NULL = defaults) into a spec. */
+static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_hash_options *in,
+                            accel_hash_options *o, accel__hash_spec *spec) {
+  accel_hash_options_init(o);
+  if (in) {
+    accel_status s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, HASH_OPTIONS_V1_SIZE);
+    if (s) return s;
+  }
+  if (o->nkinds < 1 || o->nkinds > ACCEL_HASH_KIND_COUNT)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: nkinds %u outside 1..%d", func, o->nkinds,
+                       ACCEL_HASH_KIND_COUNT);
+  memset(spec, 0, sizeof *spec);
+  spec->nkinds = (int)o->nkinds;
+  spec->hash_size = o->hash_size;
+  spec->binbits = o->color_binbits;
+  for (uint32_t k = 0; k < o->nkinds; k++) {
+    uint32_t nbits;
+    accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
+    if (s) return s;
+    for (uint32_t j = 0; j < k; j++)
+      if (o->kinds[j] == o->kinds[k])
+        return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: kind %s is listed twice", func,
+                           accel_hash_kind_name(o->kinds[k]));
+    spec->kinds[k] = o->kinds[k];
+    size_t bytes = (nbits + 7) / 8;
+    if (bytes > spec->slot_bytes) spec->slot_bytes = bytes;
+    if (o->kinds[k] == ACCEL_HASH_COLORHASH) spec->need_color = true;
+    else spec->need_gray = true;
+  }
+  if (o->fast != 0 && o->fast != 1)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: fast must be 0 or 1", func);
+  return ACCEL_OK;
+}
+
+accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *slot_bytes) {
+  if (!slot_bytes) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_slot_bytes: slot_bytes is NULL");
+  accel_hash_options o;
+  accel__hash_spec spec;
+  accel_status s = resolve(NULL, "accel_hash_slot_bytes", options, &o, &spec);
+  if (s) return s;
+  *slot_bytes = spec.slot_bytes;
+  return ACCEL_OK;
+}
+
+/* Fast mode: the largest resize target of the requested kinds (whash then
+ * works from the reduced image); Pillow's draft() picks the JPEG scale. */
+static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
+  int64_t dw = 0, dh = 0;
+  for (int k = 0; k < spec->nkinds; k++) {
+    int64_t tw = 0, th = 0;
+    if (spec->kinds[k] == ACCEL_HASH_WHASH) tw = th = spec->hash_size;
+    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH) accel__hash_target(spec->kinds[k], spec->hash_size, 1, 1, &tw, &th);
+    if (tw > dw) dw = tw;
+    if (th > dh) dh = th;
+  }
+  *w = dw;
+  *h = dh;
+}
+
+static int run_batch(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->hash || !b->hash->batch) return ACCEL__NOT_IMPLEMENTED;
+  return b->hash->batch(call, job);
+}
+
+static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job *job, const accel_hash_options *in,
+                               uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
+  accel_hash_options o;
+  accel_status s = resolve(ctx, func, in, &o, &job->spec);
+  if (s) return s;
+  if (job->n && (!hashes || !statuses))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: hashes and statuses must not be NULL", func);
+  if (slot_bytes < job->spec.slot_bytes)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: slot_bytes %zu is smaller than the %zu these kinds need", func,
+                       slot_bytes, job->spec.slot_bytes);
+  job->spec.slot_bytes = slot_bytes;
+  job->hashes = hashes;
+  job->statuses = statuses;
+  job->progress = o.progress;
+  job->progress_user = o.progress_user;
+  job->decode.max_pixels = o.max_pixels ? o.max_pixels : DEFAULT_MAX_PIXELS;
+  if (o.fast) draft_size(&job->spec, &job->decode.draft_width, &job->decode.draft_height);
+  if (job->n == 0) return ACCEL_OK;
+  job->messages = calloc(job->n, sizeof(char *));
+  if (!job->messages) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", func);
+  memset(hashes, 0, job->n * (size_t)job->spec.nkinds * slot_bytes);
+  for (size_t i = 0; i < job->n; i++) statuses[i] = ACCEL_ERR_INTERNAL;
+
+  s = accel__dispatch(ctx, "hash.batch", run_batch, job);
+  if (s == ACCEL_OK && o.on_error)
+    for (size_t i = 0; i < job->n; i++)
+      if (statuses[i] != ACCEL_OK) o.on_error(o.error_user, i, statuses[i], job->messages[i] ? job->messages[i] : "");
+  for (size_t i = 0; i < job->n; i++) free(job->messages[i]);
+  free(job->messages);
+  return s;
+}
+
+accel_status accel_hash_files(accel_ctx *ctx, const char *const *paths, size_t n, const accel_hash_options *options,
+                              uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
+  static const char F[] = "accel_hash_files";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  if (n && !paths) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: paths is NULL", F);
+  for (size_t i = 0; i < n; i++)
+    if (!paths[i]) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: paths[%zu] is NULL", F, i);
+  accel__hash_job job = {.source = ACCEL__SRC_FILES, .n = n, .paths = paths};
+  return hash_batch(ctx, F, &job, options, hashes, slot_bytes, statuses);
+}
+
+accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *data, const size_t *sizes, size_t n,
+                                const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
+                                accel_status *statuses) {
+  static const char F[] = "accel_hash_buffers";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  if (n && (!data || !sizes)) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: data or sizes is NULL", F);
+  for (size_t i = 0; i < n; i++)
+    if (!data[i] && sizes[i]) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: data[%zu] is NULL", F, i);
+  accel__hash_job job = {.source = ACCEL__SRC_BUFFERS, .n = n, .data = data, .sizes = sizes};
+  return hash_batch(ctx, F, &job, options, hashes, slot_bytes, statuses);
+}
+
+accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t n, const accel_hash_options *options,
+                               uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
+  static const char F[] = "accel_hash_arrays";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  if (n && !images) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: images is NULL", F);
+  for (size_t i = 0; i < n; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "images[%zu]", i);
+    accel_status s = accel__array_check(ctx, F, what, &images[i]);
+    if (s) return s;
+    const accel_array *a = &images[i];
+    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) || (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) ||
+        a->shape[0] < 1 || a->shape[1] < 1)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG,
+                         "%s: %s must be a non-empty U8 (H, W) or (H, W, C) array with C in 1..4", F, what);
+  }
+  accel__hash_job job = {.source = ACCEL__SRC_ARRAYS, .n = n, .arrays = images};
+  return hash_batch(ctx, F, &job, options, hashes, slot_bytes, statuses);
+}
+
+/* ------------------------------------------------------------ hex, distance */
+
+accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, size_t out_size) {
+  if (!hash || !out || nbits == 0)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_to_hex: NULL argument or zero bits");
+  const uint32_t digits = (nbits + 3) / 4;
+  if (out_size < (size_t)digits + 1)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_to_hex: %u bits need %u characters and a NUL", nbits,
+                       digits);
+  /* digit d (from the right) holds bits n-1-4d-3 .. n-1-4d of the number, i.e.
+   * array bits b[n-4-4d] .. b[n-1-4d] (those below 0 are leading zeros) */
+  static const char HEX[] = "0123456789abcdef";
+  for (uint32_t d = 0; d < digits; d++) {
+    unsigned v = 0;
+    for (int k = 3; k >= 0; k--) {
+      int64_t bit = (int64_t)nbits - 1 - 4 * (int64_t)d - k;
+      v = v << 1 | (bit >= 0 ? (hash[bit >> 3] >> (7 - (bit & 7))) & 1u : 0u);
+    }
+    out[digits - 1 - d] = HEX[v];
+  }
+  out[digits] = '\0';
+  return ACCEL_OK;
+}
+
+accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, size_t out_size) {
+  if (!hex || !out || nbits == 0)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: NULL argument or zero bits");
+  const uint32_t digits = (nbits + 3) / 4, bytes = (nbits + 7) / 8;
+  if (strlen(hex) != digits)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: \"%s\" is not %u hex digits", hex, digits);
+  if (out_size < bytes) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: out_size < %u", bytes);
+  memset(out, 0, bytes);
+  for (uint32_t d = 0; d < digits; d++) {
+    char c = hex[digits - 1 - d];
+    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (v < 0) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: '%c' is not a hex digit", c);
+    for (int k = 3; k >= 0; k--) {
+      int64_t bit = (int64_t)nbits - 1 - 4 * (int64_t)d - k;
+      if ((v >> k) & 1) {
+        if (bit < 0) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: \"%s\" has more than %u bits", hex, nbits);
+        out[bit >> 3] |= (uint8_t)(0x80u >> (bit & 7));
+      }
+    }
+  }
+  return ACCEL_OK;
+}
+
+accel_status accel_hash_distance(const uint8_t *a, const uint8_t *b, uint32_t nbits, uint32_t *distance) {
+  if (!a || !b || !distance) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_distance: NULL argument");
+  uint32_t d = 0, full = nbits / 8;
+  for (uint32_t i = 0; i < full; i++) d += (uint32_t)__builtin_popcount((unsigned)(a[i] ^ b[i]));
+  if (nbits % 8) d += (uint32_t)__builtin_popcount((unsigned)((a[full] ^ b[full]) & (0xffu << (8 - nbits % 8)) & 0xffu));
+  *distance = d;
+  return ACCEL_OK;
+}

@@ -1,0 +1,66 @@
+/*
+ * lib/hash/hashes.h - imagehash's hash functions on a decoded gray plane
+ * (internal). The arithmetic of each step is documented with its function.
+ */
+#ifndef ACCEL_HASH_HASHES_H
+#define ACCEL_HASH_HASHES_H
+
+#include "core/internal.h"
+
+#include "accel/hash.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What to compute, resolved from accel_hash_options. */
+typedef struct accel__hash_spec {
+  int nkinds;
+  accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT];
+  int hash_size;
+  int binbits;
+  size_t slot_bytes;
+  bool need_gray;   /* any kind but colorhash */
+  bool need_color;  /* colorhash */
+} accel__hash_spec;
+
+/* colorhash's pixel classes, counted while decoding:
+ * black: L < 32; gray: not black and S < 85; colors: the rest; faint: colors
+ * with S < 170; bright: colors with S > 170 (S == 170 is in neither, as in
+ * imagehash); hue bins: numpy.histogram over linspace(0, 255, 7). */
+typedef struct accel__color_counts {
+  uint64_t pixels, black, gray, colors;
+  uint64_t faint[6], bright[6];
+} accel__color_counts;
+
+void accel__colorhash(const accel__color_counts *c, int binbits, uint8_t *out);
+
+/* The resize target (width, height) a kind needs from a w x h image. */
+void accel__hash_target(accel_hash_kind kind, int hash_size, int64_t w, int64_t h, int64_t *tw, int64_t *th);
+
+/* Hash bits from the resized plane (packed, tw x th) of each kind. */
+void accel__ahash(const uint8_t *px, int n, uint8_t *out);
+void accel__dhash(const uint8_t *px, int n, uint8_t *out);          /* (n+1) x n */
+void accel__dhash_vertical(const uint8_t *px, int n, uint8_t *out); /* n x (n+1) */
+void accel__phash(const uint8_t *px, int n, uint8_t *out);          /* 4n x 4n */
+accel_status accel__whash(const uint8_t *px, int64_t scale, int n, uint8_t *out); /* scale x scale */
+
+/* Every requested kind of one image: gray plane (may be NULL when only
+ * colorhash is asked), colour counts (may be NULL without colorhash). Writes
+ * nkinds slots of spec->slot_bytes. */
+accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
+                               int64_t stride, const accel__color_counts *color, uint8_t *slots, char *why);
+
+/* numpy.median: the middle value, or the mean of the two middle ones. */
+double accel__median(const double *v, int m);
+
+/* Set bit i (MSB-first packing). */
+static inline void accel__set_bit(uint8_t *out, size_t i, bool v) {
+  if (v) out[i >> 3] |= (uint8_t)(0x80u >> (i & 7));
+}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_HASH_HASHES_H */

@@ -1,0 +1,60 @@
+/* lib/hash/job.h - a hashing batch as both backends see it (internal). */
+#ifndef ACCEL_HASH_JOB_H
+#define ACCEL_HASH_JOB_H
+
+#include "hash/hashes.h"
+#include "io/decode.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum accel__hash_source { ACCEL__SRC_FILES, ACCEL__SRC_BUFFERS, ACCEL__SRC_ARRAYS } accel__hash_source;
+
+typedef struct accel__hash_job {
+  accel__hash_source source;
+  size_t n;
+  const char *const *paths;
+  const void *const *data;
+  const size_t *sizes;
+  const accel_array *arrays;
+  accel__hash_spec spec;
+  accel__decode_options decode;
+  uint8_t *hashes;            /* [n][nkinds][slot_bytes] */
+  accel_status *statuses;     /* [n] */
+  char **messages;            /* [n]: NULL or a malloc'd message for a failed input */
+  accel_progress_fn progress;
+  void *progress_user;
+} accel__hash_job;
+
+/* One decoded input, ready to hash: Pillow's gray plane (w x h, packed)
+ * and, with colorhash, its colour counts. With want_rgb, colour images keep
+ * an RGB plane instead (rgb != NULL, gray == NULL, no counts): the GPU
+ * converts and counts. Gray modes always come as a gray plane. */
+typedef struct accel__hash_image {
+  int64_t w, h;
+  uint8_t *gray;
+  uint8_t *rgb;
+  bool have_color;            /* color holds the counts */
+  accel__color_counts color;
+} accel__hash_image;
+
+accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why);
+void accel__hash_image_free(accel__hash_image *img);
+
+/* Record input i's outcome: the status, a copy of the message on failure
+ * (its hash slots stay zero). */
+void accel__hash_record(accel__hash_job *job, size_t i, accel_status status, const char *why);
+uint8_t *accel__hash_slots(const accel__hash_job *job, size_t i);
+
+/* colorhash's class of an RGB colour: bits 0-2 hue bin (0..5), bits 3-4
+ * 0 gray (S < 85), 1 faint (S < 170), 2 neither (S == 170), 3 bright.
+ * A table of all 2^24 colours, built once on first use (NULL if it cannot
+ * be allocated: then compute per pixel). */
+const uint8_t *accel__color_class_table(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_HASH_JOB_H */

@@ -1,0 +1,186 @@
+/* Decoding one input of a batch into what the hashes need, row by row. */
+#include "hash/job.h"
+
+#include "image/convert.h"
+#include "image/pillow.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------- colour classes */
+
+static uint8_t *class_table;
+static pthread_once_t class_once = PTHREAD_ONCE_INIT;
+
+static uint8_t classify(unsigned r, unsigned g, unsigned b) {
+  uint8_t hue, sat;
+  accel__rgb_to_hs(r, g, b, &hue, &sat);
+  int bin = (2 * hue) / 85; /* numpy.histogram over linspace(0, 255, 7): edges 0, 42.5, ..., 255 */
+  if (bin > 5) bin = 5;
+  int cls = sat < 85 ? 0 : sat < 170 ? 1 : sat == 170 ? 2 : 3;
+  return (uint8_t)(cls << 3 | bin);
+}
+
+static void build_class_table(void) {
+  uint8_t *t = malloc((size_t)1 << 24);
+  if (!t) return;
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < 256; r++)
+    for (unsigned g = 0; g < 256; g++)
+      for (unsigned b = 0; b < 256; b++) t[(unsigned)r << 16 | g << 8 | b] = classify((unsigned)r, g, b);
+  class_table = t;
+}
+
+const uint8_t *accel__color_class_table(void) {
+  pthread_once(&class_once, build_class_table);
+  return class_table;
+}
+
+static inline void count_class(accel__color_counts *c, uint8_t cls, unsigned l) {
+  c->pixels++;
+  if (l < 32) {
+    c->black++;
+    return;
+  }
+  switch (cls >> 3) {
+  case 0: c->gray++; break;
+  case 1: c->colors++; c->faint[cls & 7]++; break;
+  case 2: c->colors++; break; /* S == 170: a colour, but neither faint nor bright */
+  default: c->colors++; c->bright[cls & 7]++; break;
+  }
+}
+
+/* ---------------------------------------------------------- the sink */
+
+typedef struct load_ctx {
+  const accel__hash_spec *spec;
+  bool want_rgb;
+  accel__hash_image *img;
+  accel__image_header hdr;
+  uint8_t *scratch; /* one RGB row */
+  const uint8_t *table;
+} load_ctx;
+
+static accel_status on_begin(void *user, const accel__image_header *hdr, char *why) {
+  load_ctx *c = user;
+  c->hdr = *hdr;
+  accel__hash_image *img = c->img;
+  img->w = hdr->width;
+  img->h = hdr->height;
+  size_t px = (size_t)hdr->width * (size_t)hdr->height;
+  bool gray_mode = accel__mode_is_gray(hdr->mode);
+  if (c->want_rgb && !gray_mode) {
+    img->rgb = malloc(px * 3);
+  } else {
+    img->gray = malloc(px);
+    if (c->spec->need_color && !gray_mode) {
+      c->scratch = malloc((size_t)hdr->width * 3);
+      c->table = accel__color_class_table();
+    }
+    img->have_color = c->spec->need_color;
+  }
+  if ((!img->rgb && !img->gray) || (c->spec->need_color && !gray_mode && !c->want_rgb && !c->scratch)) {
+    accel__why(why, "out of memory for a %lldx%lld image", (long long)hdr->width, (long long)hdr->height);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  return ACCEL_OK;
+}
+
+static void on_row(void *user, int64_t y, const void *pixels) {
+  load_ctx *c = user;
+  accel__hash_image *img = c->img;
+  const int64_t w = img->w;
+  if (img->rgb) {
+    accel__row_to_rgb(&c->hdr, pixels, w, img->rgb + (size_t)y * (size_t)w * 3);
+    return;
+  }
+  uint8_t *g = img->gray + (size_t)y * (size_t)w;
+  accel__row_to_gray(&c->hdr, pixels, w, g);
+  if (!img->have_color) return;
+  if (accel__mode_is_gray(c->hdr.mode)) { /* R = G = B: saturation 0 */
+    for (int64_t x = 0; x < w; x++) count_class(&img->color, 0, g[x]);
+    return;
+  }
+  accel__row_to_rgb(&c->hdr, pixels, w, c->scratch);
+  const uint8_t *p = c->scratch;
+  if (c->table) {
+    for (int64_t x = 0; x < w; x++)
+      count_class(&img->color, c->table[(unsigned)p[3 * x] << 16 | (unsigned)p[3 * x + 1] << 8 | p[3 * x + 2]], g[x]);
+  } else {
+    for (int64_t x = 0; x < w; x++) count_class(&img->color, classify(p[3 * x], p[3 * x + 1], p[3 * x + 2]), g[x]);
+  }
+}
+
+/* An array input is an image already in memory: L, LA, RGB or RGBA. */
+static accel_status load_array(load_ctx *c, const accel_array *a, char *why) {
+  accel__image_header hdr;
+  memset(&hdr, 0, sizeof hdr);
+  int ch = a->ndim == 2 ? 1 : (int)a->shape[2];
+  static const accel__mode modes[5] = {ACCEL__MODE_L, ACCEL__MODE_L, ACCEL__MODE_LA, ACCEL__MODE_RGB,
+                                       ACCEL__MODE_RGBA};
+  hdr.mode = modes[ch];
+  hdr.width = a->shape[1];
+  hdr.height = a->shape[0];
+  accel_status s = on_begin(c, &hdr, why);
+  if (s) return s;
+  uint8_t *row = malloc((size_t)hdr.width * (size_t)ch);
+  if (!row) {
+    accel__why(why, "out of memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel_array r = *a; /* one row as a (W, C) or (W,) array */
+  r.ndim = a->ndim - 1;
+  memmove(r.shape, a->shape + 1, sizeof(int64_t) * (size_t)r.ndim);
+  memmove(r.strides, a->strides + 1, sizeof(int64_t) * (size_t)r.ndim);
+  for (int64_t y = 0; y < hdr.height; y++) {
+    r.data = (char *)a->data + y * a->strides[0];
+    accel__array_pack(&r, row);
+    on_row(c, y, row);
+  }
+  free(row);
+  return ACCEL_OK;
+}
+
+accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why) {
+  memset(img, 0, sizeof *img);
+  load_ctx c = {.spec = &job->spec, .want_rgb = want_rgb, .img = img};
+  accel__decode_sink sink = {on_begin, on_row, &c};
+  accel_status s;
+  if (job->source == ACCEL__SRC_ARRAYS) {
+    s = load_array(&c, &job->arrays[i], why);
+  } else if (job->source == ACCEL__SRC_BUFFERS) {
+    s = accel__decode(job->data[i], job->sizes[i], &job->decode, &sink, why);
+  } else {
+    uint8_t *data;
+    size_t size;
+    s = accel__read_file(job->paths[i], &data, &size, why);
+    if (!s) {
+      s = accel__decode(data, size, &job->decode, &sink, why);
+      free(data);
+    }
+  }
+  free(c.scratch);
+  if (s) accel__hash_image_free(img);
+  return s;
+}
+
+void accel__hash_image_free(accel__hash_image *img) {
+  free(img->gray);
+  free(img->rgb);
+  memset(img, 0, sizeof *img);
+}
+
+uint8_t *accel__hash_slots(const accel__hash_job *job, size_t i) {
+  return job->hashes + i * (size_t)job->spec.nkinds * job->spec.slot_bytes;
+}
+
+void accel__hash_record(accel__hash_job *job, size_t i, accel_status status, const char *why) {
+  job->statuses[i] = status;
+  free(job->messages[i]);
+  job->messages[i] = NULL;
+  if (status != ACCEL_OK) {
+    memset(accel__hash_slots(job, i), 0, (size_t)job->spec.nkinds * job->spec.slot_bytes);
+    job->messages[i] = strdup(why && *why ? why : accel_status_describe(status));
+  }
+}

@@ -1,0 +1,25 @@
+/* lib/hash/ops.h - the hash domain's part of the backend vtable. */
+#ifndef ACCEL_HASH_OPS_H
+#define ACCEL_HASH_OPS_H
+
+#include "hash/job.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct accel__hash_ops {
+  /* Run the whole batch: statuses, messages and hashes of every input. */
+  accel_status (*batch)(accel__call *call, accel__hash_job *job);
+} accel__hash_ops;
+
+extern const accel__hash_ops accel__cpu_hash_ops;
+#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
+extern const accel__hash_ops accel__cuda_hash_ops;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

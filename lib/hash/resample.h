@@ -1,0 +1,62 @@
+/*
+ * lib/hash/resample.h - Pillow 9.4's Image.resize(size, LANCZOS) on 8-bit
+ * gray images, bit for bit (internal).
+ *
+ * Coefficients (per output pixel, computed in double as Pillow does):
+ *   scale = in / out; filterscale = max(scale, 1); support = 3 * filterscale
+ *   ksize = 2 * ceil(support) + 1; center = (x + 0.5) * scale
+ *   first = max(0, (int)(center - support + 0.5)), last = min(in, (int)(center + support + 0.5))
+ *   w[i] = lanczos((first + i - center + 0.5) / filterscale),
+ *     lanczos(t) = sinc(t) * sinc(t / 3) on [-3, 3), 0 elsewhere
+ *   normalized by their sum, then to 22-bit fixed point rounded away from 0.
+ * Each output is clip8((2^21 + sum in * w) >> 22): the horizontal pass runs
+ * first (over the rows the vertical pass will read) into an 8-bit
+ * intermediate, then the vertical pass. A pass whose size does not change is
+ * skipped; an unchanged size is a copy.
+ */
+#ifndef ACCEL_HASH_RESAMPLE_H
+#define ACCEL_HASH_RESAMPLE_H
+
+#include "core/internal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { ACCEL__RESAMPLE_BITS = 22 };
+
+/* One axis of a resize: per output index, the first input index, the tap
+ * count and ksize fixed-point weights. */
+typedef struct accel__axis {
+  int64_t in_size, out_size;
+  int ksize;
+  int32_t *first;   /* [out_size] */
+  int32_t *count;   /* [out_size] */
+  int32_t *weight;  /* [out_size * ksize] */
+} accel__axis;
+
+accel_status accel__axis_init(accel__axis *axis, int64_t in_size, int64_t out_size);
+void accel__axis_free(accel__axis *axis);
+
+/* Rows of the input the vertical pass of `v` reads: [*begin, *end). */
+void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end);
+
+/* Horizontal pass: rows [row0, row1) of in (width h->in_size, stride
+ * in_stride) into out (width h->out_size, stride out_stride), out row 0 being
+ * input row row0. */
+void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_stride, int64_t row0, int64_t row1,
+                          uint8_t *out, int64_t out_stride);
+/* Vertical pass: `in` holds input rows starting at row `in_row0` (so the
+ * weights' first indices are shifted by it); width w. */
+void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0, int64_t w,
+                          uint8_t *out, int64_t out_stride);
+
+/* Whole resize of a gray plane (w x h, stride) to ow x oh (packed). */
+accel_status accel__resize_gray(const uint8_t *in, int64_t w, int64_t h, int64_t stride, uint8_t *out, int64_t ow,
+                                int64_t oh);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_HASH_RESAMPLE_H */

@@ -1,0 +1,15 @@
+/* lib/image/convert.h - rows of a decoded image to gray or RGB with Pillow's
+ * convert('L') / convert('RGB') arithmetic (internal). */
+#ifndef ACCEL_IMAGE_CONVERT_H
+#define ACCEL_IMAGE_CONVERT_H
+
+#include "io/decode.h"
+
+/* w pixels of `row` (in header->mode) to w gray bytes. */
+void accel__row_to_gray(const accel__image_header *header, const void *row, int64_t w, uint8_t *out);
+/* w pixels of `row` to w RGB triplets. */
+void accel__row_to_rgb(const accel__image_header *header, const void *row, int64_t w, uint8_t *out);
+/* True if the mode's RGB is always gray (R = G = B): 1, L, LA, I. */
+bool accel__mode_is_gray(accel__mode mode);
+
+#endif

@@ -1,0 +1,109 @@
+/* Public decoding: a file or buffer to Pillow's gray or RGB. */
+#include "image/convert.h"
+
+#include "accel/image.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { DECODE_OPTIONS_V1_SIZE = sizeof(accel_decode_options), IMAGE_INFO_V1_SIZE = sizeof(accel_image_info) };
+
+accel_status accel_decode_options_init(accel_decode_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_decode_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->target = ACCEL_DECODE_RGB;
+  return ACCEL_OK;
+}
+
+accel_status accel_image_info_init(accel_image_info *info) {
+  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_image_info_init: info is NULL");
+  memset(info, 0, sizeof *info);
+  info->struct_size = sizeof *info;
+  return ACCEL_OK;
+}
+
+const char *accel_image_mode_name(accel_image_mode mode) { return accel__mode_name((accel__mode)mode); }
+
+typedef struct decode_ctx {
+  accel_decode_target target;
+  accel__image_header hdr;
+  accel_buffer *buf;
+  uint8_t *px;
+} decode_ctx;
+
+static accel_status on_begin(void *user, const accel__image_header *hdr, char *why) {
+  decode_ctx *c = user;
+  c->hdr = *hdr;
+  int64_t shape[3] = {hdr->height, hdr->width, 3};
+  if (accel_buffer_create(ACCEL_DTYPE_U8, c->target == ACCEL_DECODE_RGB ? 3 : 2, shape, &c->buf)) {
+    accel__why(why, "out of memory for a %lldx%lld image", (long long)hdr->width, (long long)hdr->height);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel_array v;
+  accel_buffer_view(c->buf, &v);
+  c->px = v.data;
+  return ACCEL_OK;
+}
+
+static void on_row(void *user, int64_t y, const void *pixels) {
+  decode_ctx *c = user;
+  const int64_t w = c->hdr.width;
+  if (c->target == ACCEL_DECODE_RGB) accel__row_to_rgb(&c->hdr, pixels, w, c->px + (size_t)(y * w * 3));
+  else accel__row_to_gray(&c->hdr, pixels, w, c->px + (size_t)(y * w));
+}
+
+static accel_status decode(accel_ctx *ctx, const char *func, const char *path, const void *data, size_t size,
+                           const accel_decode_options *in, accel_buffer **out, accel_image_info *info) {
+  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", func);
+  *out = NULL;
+  accel_decode_options o;
+  accel_decode_options_init(&o);
+  if (in) {
+    accel_status s = accel__versioned_in(ctx, func, "options", in, &o, sizeof o, DECODE_OPTIONS_V1_SIZE);
+    if (s) return s;
+  }
+  if (o.target != ACCEL_DECODE_GRAY && o.target != ACCEL_DECODE_RGB)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown target %d", func, (int)o.target);
+  if (info && info->struct_size < IMAGE_INFO_V1_SIZE)
+    return accel__fail(ctx, ACCEL_ERR_VERSION, "%s: info->struct_size too small; call accel_image_info_init", func);
+  accel__decode_options dopt = {.max_pixels = o.max_pixels ? o.max_pixels : 256000000};
+  decode_ctx c = {.target = o.target};
+  accel__decode_sink sink = {on_begin, on_row, &c};
+  char why[ACCEL_REASON_MAX] = "";
+  uint8_t *file = NULL;
+  accel_status s = ACCEL_OK;
+  if (path) {
+    s = accel__read_file(path, &file, &size, why);
+    data = file;
+  }
+  if (!s) s = accel__decode(data, size, &dopt, &sink, why);
+  free(file);
+  if (s) {
+    accel_buffer_destroy(c.buf);
+    return accel__fail(ctx, s, "%s: %s%s%s", func, path ? path : "", path ? ": " : "", why);
+  }
+  if (info) {
+    accel_image_info i;
+    accel_image_info_init(&i);
+    i.format = c.hdr.format == 'J' ? ACCEL_IMAGE_FORMAT_JPEG : ACCEL_IMAGE_FORMAT_PNG;
+    i.mode = (accel_image_mode)c.hdr.mode;
+    i.width = c.hdr.width;
+    i.height = c.hdr.height;
+    accel__versioned_out(ctx, func, "info", info, &i, sizeof i, IMAGE_INFO_V1_SIZE);
+  }
+  *out = c.buf;
+  return ACCEL_OK;
+}
+
+accel_status accel_image_decode_file(accel_ctx *ctx, const char *path, const accel_decode_options *options,
+                                     accel_buffer **out, accel_image_info *info) {
+  if (!path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_image_decode_file: path is NULL");
+  return decode(ctx, "accel_image_decode_file", path, NULL, 0, options, out, info);
+}
+
+accel_status accel_image_decode_buffer(accel_ctx *ctx, const void *data, size_t size,
+                                       const accel_decode_options *options, accel_buffer **out, accel_image_info *info) {
+  if (!data && size) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_image_decode_buffer: data is NULL");
+  return decode(ctx, "accel_image_decode_buffer", NULL, data, size, options, out, info);
+}

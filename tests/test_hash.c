@@ -1,0 +1,659 @@
+/* suite_hash: decoding and perceptual hashes against imagehash's own output.
+ *
+ *   test_hash            the committed subset (tests/data/hash), the decoder
+ *                        against Pillow's pixels, batch semantics, helpers
+ *   test_hash --shared   the whole corpus of ../shared/data/hash with the
+ *                        acceptance rule of the hashing issue (exit 77 when
+ *                        ../shared is absent)
+ */
+#include "testutil.h"
+
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#ifndef SHARED_DATA_DIR
+#define SHARED_DATA_DIR "../shared/data"
+#endif
+
+/* ------------------------------------------------------------ reference TSV */
+
+enum { MAX_ROWS = 256, NCOLS = 17 };
+static const char *const COLS[NCOLS] = {"file",    "group",   "sha256",          "width",
+                                        "height",  "mode",    "ahash8",          "ahash16",
+                                        "dhash8",  "dhash16", "dhash_vertical8", "dhash_vertical16",
+                                        "phash8",  "phash16", "whash8",          "whash16",
+                                        "colorhash8"};
+
+typedef struct ref_row {
+  char col[NCOLS][80];
+} ref_row;
+
+typedef struct ref_table {
+  int n;
+  ref_row rows[MAX_ROWS];
+} ref_table;
+
+static void load_tsv(ref_table *t, const char *path) {
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "cannot open %s", path);
+  char line[4096];
+  bool header = false;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    line[strcspn(line, "\r\n")] = '\0';
+    if (!header) { /* check the column order once */
+      header = true;
+      char *save = NULL, *tok = strtok_r(line, "\t", &save);
+      for (int c = 0; c < NCOLS; c++, tok = strtok_r(NULL, "\t", &save))
+        ck_assert_msg(tok && strcmp(tok, COLS[c]) == 0, "%s: column %d is not %s", path, c, COLS[c]);
+      continue;
+    }
+    ck_assert_int_lt(t->n, MAX_ROWS);
+    ref_row *r = &t->rows[t->n++];
+    char *save = NULL, *tok = strtok_r(line, "\t", &save);
+    for (int c = 0; c < NCOLS; c++, tok = strtok_r(NULL, "\t", &save)) {
+      ck_assert_msg(tok != NULL, "%s: short row", path);
+      snprintf(r->col[c], sizeof r->col[c], "%s", tok);
+    }
+  }
+  fclose(f);
+}
+
+static int col_of(const char *kind, int size) {
+  char name[32];
+  snprintf(name, sizeof name, "%s%d", kind, size);
+  for (int c = 0; c < NCOLS; c++)
+    if (strcmp(COLS[c], name) == 0) return c;
+  return -1;
+}
+
+static int hex_distance(const char *a, const char *b) {
+  int d = 0;
+  for (size_t i = 0; a[i] && b[i]; i++) {
+    char x[2] = {a[i], 0}, y[2] = {b[i], 0};
+    d += __builtin_popcount((unsigned)(strtol(x, NULL, 16) ^ strtol(y, NULL, 16)));
+  }
+  return d;
+}
+
+typedef struct kind_tally {
+  int same, differ, max_distance;
+} kind_tally;
+
+/* Hash every row's file at one size with `kinds`; tally agreement per kind;
+ * error rows must fail with ACCEL_ERR_DECODE. */
+static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int size, const accel_hash_kind *kinds,
+                    int nk, kind_tally *tally) {
+  const char *paths[MAX_ROWS];
+  char buf[MAX_ROWS][512];
+  for (int i = 0; i < t->n; i++) {
+    snprintf(buf[i], sizeof buf[i], "%s/%s", dir, t->rows[i].col[0]);
+    paths[i] = buf[i];
+  }
+  accel_hash_options o;
+  accel_hash_options_init(&o);
+  o.nkinds = (uint32_t)nk;
+  memcpy(o.kinds, kinds, sizeof(accel_hash_kind) * (size_t)nk);
+  o.hash_size = size;
+  size_t slot;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+  uint8_t *hashes = malloc((size_t)t->n * (size_t)nk * slot);
+  accel_status st[MAX_ROWS];
+  ck_assert_int_eq(accel_hash_files(ctx, paths, (size_t)t->n, &o, hashes, slot, st), ACCEL_OK);
+  for (int i = 0; i < t->n; i++) {
+    const ref_row *r = &t->rows[i];
+    if (strcmp(r->col[5], "error") == 0) {
+      ck_assert_msg(st[i] == ACCEL_ERR_DECODE, "%s: Pillow cannot load it, we returned %s", r->col[0],
+                    accel_status_string(st[i]));
+      continue;
+    }
+    ck_assert_msg(st[i] == ACCEL_OK, "%s: %s", r->col[0], accel_status_string(st[i]));
+    for (int k = 0; k < nk; k++) {
+      int c = col_of(accel_hash_kind_name(kinds[k]), kinds[k] == ACCEL_HASH_COLORHASH ? 8 : size);
+      ck_assert_int_ge(c, 0);
+      uint32_t nbits;
+      accel_hash_bits(kinds[k], size, 3, &nbits);
+      char hex[ACCEL_HASH_MAX_BYTES * 2 + 1];
+      ck_assert_int_eq(accel_hash_to_hex(hashes + ((size_t)i * (size_t)nk + (size_t)k) * slot, nbits, hex, sizeof hex),
+                       ACCEL_OK);
+      if (strcmp(hex, r->col[c]) == 0) {
+        tally[k].same++;
+      } else {
+        int d = hex_distance(hex, r->col[c]);
+        tally[k].differ++;
+        if (d > tally[k].max_distance) tally[k].max_distance = d;
+        printf("  %s %s: ours %s, imagehash %s (distance %d)\n", r->col[0], COLS[c], hex, r->col[c], d);
+      }
+    }
+  }
+  free(hashes);
+}
+
+static const accel_hash_kind ALL6[6] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_DHASH_VERTICAL,
+                                        ACCEL_HASH_PHASH, ACCEL_HASH_WHASH,  ACCEL_HASH_COLORHASH};
+
+/* The hashing issue's acceptance rule: ahash, dhash, dhash_vertical and
+ * colorhash identical; phash and whash identical on >= 99% of the images
+ * and within distance 2 on the rest. `strict` demands identity for all. */
+static void check_corpus(const char *dir, const ref_table *t, bool strict) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_AUTO, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  for (int size = 8; size <= 16; size += 8) {
+    kind_tally tally[6];
+    memset(tally, 0, sizeof tally);
+    int nk = size == 8 ? 6 : 5; /* colorhash has one column */
+    compare(ctx, dir, t, size, ALL6, nk, tally);
+    for (int k = 0; k < nk; k++) {
+      const kind_tally *y = &tally[k];
+      int total = y->same + y->differ;
+      printf("%s size %d: %d/%d identical to imagehash, max distance %d\n", accel_hash_kind_name(ALL6[k]), size,
+             y->same, total, y->max_distance);
+      bool float_kind = ALL6[k] == ACCEL_HASH_PHASH || ALL6[k] == ACCEL_HASH_WHASH;
+      if (strict || !float_kind) {
+        ck_assert_msg(y->differ == 0, "%s size %d differs on %d images", accel_hash_kind_name(ALL6[k]), size, y->differ);
+      } else {
+        ck_assert_msg(y->same * 100 >= total * 99, "%s size %d identical on only %d/%d", accel_hash_kind_name(ALL6[k]),
+                      size, y->same, total);
+        ck_assert_int_le(y->max_distance, 2);
+      }
+    }
+  }
+  accel_ctx_destroy(ctx);
+}
+
+static const char *data_path(const char *rel) {
+  static char p[4][1024];
+  static int k;
+  k = (k + 1) % 4;
+  snprintf(p[k], sizeof p[k], "%s/%s", test_data_dir(), rel);
+  return p[k];
+}
+
+START_TEST(committed_subset_matches_imagehash) {
+  static ref_table t;
+  memset(&t, 0, sizeof t);
+  load_tsv(&t, data_path("hash/reference.tsv"));
+  load_tsv(&t, data_path("hash/generated.tsv"));
+  ck_assert_int_ge(t.n, 30);
+  check_corpus(data_path("hash"), &t, true);
+}
+END_TEST
+
+/* ------------------------------------------------------------ decoding */
+
+static accel_buffer *npy(const char *rel) {
+  accel_buffer *b = NULL;
+  ck_assert_msg(accel_npy_load(NULL, data_path(rel), &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+  return b;
+}
+
+static void check_decode(const char *file, accel_decode_target target, const char *expected, accel_image_mode mode) {
+  accel_decode_options o;
+  accel_decode_options_init(&o);
+  o.target = target;
+  accel_image_info info;
+  accel_image_info_init(&info);
+  accel_buffer *got = NULL, *want = npy(expected);
+  accel_status s = accel_image_decode_file(NULL, data_path(file), &o, &got, &info);
+  ck_assert_msg(s == ACCEL_OK, "%s: %s", file, accel_last_error(NULL));
+  accel_array g, w;
+  accel_buffer_view(got, &g);
+  accel_buffer_view(want, &w);
+  ck_assert_int_eq(info.mode, mode);
+  ck_assert_int_eq(g.ndim, w.ndim);
+  for (int i = 0; i < g.ndim; i++) ck_assert_int_eq(g.shape[i], w.shape[i]);
+  ck_assert_int_eq(info.width, g.shape[1]);
+  ck_assert_int_eq(info.height, g.shape[0]);
+  size_t n = (size_t)(g.shape[0] * g.shape[1] * (g.ndim == 3 ? g.shape[2] : 1));
+  ck_assert_msg(memcmp(g.data, w.data, n) == 0, "%s: pixels differ from Pillow's", file);
+  accel_buffer_destroy(got);
+  accel_buffer_destroy(want);
+}
+
+START_TEST(decoded_pixels_match_pillow) {
+  check_decode("hash/hopper.jpg", ACCEL_DECODE_RGB, "decode/hopper.RGB.npy", ACCEL_IMAGE_MODE_RGB);
+  check_decode("hash/hopper_16bit_qtables.jpg", ACCEL_DECODE_RGB, "decode/hopper_16bit_qtables.RGB.npy",
+               ACCEL_IMAGE_MODE_RGB);
+  check_decode("hash/pil_sample_cmyk.jpg", ACCEL_DECODE_RGB, "decode/pil_sample_cmyk.RGB.npy", ACCEL_IMAGE_MODE_CMYK);
+  check_decode("hash/pil_sample_cmyk.jpg", ACCEL_DECODE_GRAY, "decode/pil_sample_cmyk.L.npy", ACCEL_IMAGE_MODE_CMYK);
+  check_decode("hash/hopper_gray.jpg", ACCEL_DECODE_GRAY, "decode/hopper_gray.L.npy", ACCEL_IMAGE_MODE_L);
+  check_decode("hash/i_trns.png", ACCEL_DECODE_GRAY, "decode/i_trns.L.npy", ACCEL_IMAGE_MODE_I);
+  check_decode("hash/gen_adam7_rgba16.png", ACCEL_DECODE_RGB, "decode/gen_adam7_rgba16.RGB.npy", ACCEL_IMAGE_MODE_RGBA);
+  check_decode("hash/pil123p.png", ACCEL_DECODE_RGB, "decode/pil123p.RGB.npy", ACCEL_IMAGE_MODE_P);
+  check_decode("hash/pil123p.png", ACCEL_DECODE_GRAY, "decode/pil123p.L.npy", ACCEL_IMAGE_MODE_P);
+  check_decode("hash/gen_gray2.png", ACCEL_DECODE_GRAY, "decode/gen_gray2.L.npy", ACCEL_IMAGE_MODE_L);
+}
+END_TEST
+
+START_TEST(png_robustness_follows_pillow) {
+  FILE *f = fopen(data_path("png_edge/expected.tsv"), "r");
+  ck_assert_ptr_nonnull(f);
+  char line[256];
+  int cases = 0;
+  accel_decode_options o;
+  accel_decode_options_init(&o);
+  o.target = ACCEL_DECODE_GRAY;
+  while (fgets(line, sizeof line, f)) {
+    if (line[0] == '#') continue;
+    char name[128], outcome[16];
+    ck_assert_int_eq(sscanf(line, "%127s %15s", name, outcome), 2);
+    char rel[256];
+    snprintf(rel, sizeof rel, "png_edge/%s", name);
+    accel_buffer *got = NULL;
+    accel_status s = accel_image_decode_file(NULL, data_path(rel), &o, &got, NULL);
+    if (strcmp(outcome, "ok") == 0) {
+      ck_assert_msg(s == ACCEL_OK, "%s: Pillow loads it, we: %s", name, accel_last_error(NULL));
+      snprintf(rel, sizeof rel, "png_edge/%.*s.L.npy", (int)(strlen(name) - 4), name);
+      accel_buffer *want = npy(rel);
+      accel_array g, w;
+      accel_buffer_view(got, &g);
+      accel_buffer_view(want, &w);
+      ck_assert_msg(memcmp(g.data, w.data, (size_t)(w.shape[0] * w.shape[1])) == 0, "%s: pixels differ", name);
+      accel_buffer_destroy(want);
+    } else {
+      ck_assert_msg(s == ACCEL_ERR_DECODE, "%s: Pillow refuses it, we returned %s", name, accel_status_string(s));
+    }
+    accel_buffer_destroy(got);
+    cases++;
+  }
+  fclose(f);
+  ck_assert_int_eq(cases, 7);
+}
+END_TEST
+
+static uint8_t *slurp(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  ck_assert_ptr_nonnull(f);
+  fseek(f, 0, SEEK_END);
+  *n = (size_t)ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *b = malloc(*n ? *n : 1);
+  ck_assert_uint_eq(fread(b, 1, *n, f), *n);
+  fclose(f);
+  return b;
+}
+
+/* Every prefix and a bit-flipped copy of a JPEG and a PNG: an error (or, for
+ * the PNG's trailing chunks, success), never a crash. Run under ASan too. */
+START_TEST(truncated_and_corrupt_inputs_never_crash) {
+  const char *files[] = {"hash/hopper__progressive.jpg", "hash/pil_sample_cmyk.jpg", "hash/gen_adam7_rgb8.png",
+                         "hash/pil123p.png", "hash/gen_gray_alpha16.png"};
+  accel_decode_options o;
+  accel_decode_options_init(&o);
+  for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
+    size_t n;
+    uint8_t *full = slurp(data_path(files[fi]), &n);
+    size_t step = n / 300 + 1;
+    for (size_t cut = 0; cut < n; cut += step) {
+      accel_buffer *b = NULL;
+      accel_status s = accel_image_decode_buffer(NULL, full, cut, &o, &b, NULL);
+      ck_assert_msg(s == ACCEL_ERR_DECODE || s == ACCEL_ERR_FORMAT || (s == ACCEL_OK && cut > n - 64), "%s cut %zu: %s",
+                    files[fi], cut, accel_status_string(s));
+      ck_assert_int_eq(s == ACCEL_OK, b != NULL);
+      accel_buffer_destroy(b);
+    }
+    uint32_t x = 12345;
+    for (int trial = 0; trial < 40; trial++) {
+      uint8_t *bad = malloc(n);
+      memcpy(bad, full, n);
+      for (int k = 0; k < 8; k++) {
+        x = x * 1103515245u + 12345u;
+        bad[16 + (x >> 8) % (n - 16)] ^= (uint8_t)(1u << (x % 8));
+      }
+      accel_buffer *b = NULL;
+      accel_status s = accel_image_decode_buffer(NULL, bad, n, &o, &b, NULL);
+      ck_assert(s == ACCEL_OK || s == ACCEL_ERR_DECODE || s == ACCEL_ERR_FORMAT || s == ACCEL_ERR_LIMIT);
+      accel_buffer_destroy(b);
+      free(bad);
+    }
+    free(full);
+  }
+  uint8_t junk[64];
+  fill_random(junk, sizeof junk, 3);
+  accel_buffer *b = NULL;
+  ck_assert_int_eq(accel_image_decode_buffer(NULL, junk, sizeof junk, &o, &b, NULL), ACCEL_ERR_FORMAT);
+  ck_assert_int_eq(accel_image_decode_file(NULL, "/nonexistent.png", &o, &b, NULL), ACCEL_ERR_IO);
+}
+END_TEST
+
+START_TEST(pixel_limit_guards_decompression_bombs) {
+  accel_decode_options o;
+  accel_decode_options_init(&o);
+  o.max_pixels = 128 * 128 - 1;
+  accel_buffer *b = NULL;
+  ck_assert_int_eq(accel_image_decode_file(NULL, data_path("hash/hopper.jpg"), &o, &b, NULL), ACCEL_ERR_LIMIT);
+  ck_assert_int_eq(accel_image_decode_file(NULL, data_path("hash/hopper.png"), &o, &b, NULL), ACCEL_ERR_LIMIT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "limit"));
+  o.max_pixels = 128 * 128;
+  ck_assert_int_eq(accel_image_decode_file(NULL, data_path("hash/hopper.png"), &o, &b, NULL), ACCEL_OK);
+  accel_buffer_destroy(b);
+
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options h;
+  accel_hash_options_init(&h);
+  h.max_pixels = 1000;
+  const char *paths[2] = {data_path("hash/hopper.png"), data_path("hash/palette_gray.png")};
+  uint8_t out[2 * 4 * 8];
+  accel_status st[2];
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 2, &h, out, 8, st), ACCEL_OK);
+  ck_assert_int_eq(st[0], ACCEL_ERR_LIMIT);
+  ck_assert_int_eq(st[1], ACCEL_OK); /* 10x10 */
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ batch semantics */
+
+typedef struct errors_seen {
+  int n;
+  size_t index[8];
+  accel_status status[8];
+  char message[8][200];
+} errors_seen;
+
+static void record_error(void *user, size_t index, accel_status status, const char *message) {
+  errors_seen *e = user;
+  if (e->n >= 8) return;
+  e->index[e->n] = index;
+  e->status[e->n] = status;
+  snprintf(e->message[e->n], sizeof e->message[0], "%s", message);
+  e->n++;
+}
+
+START_TEST(one_broken_input_never_fails_the_batch) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const char *paths[5] = {data_path("hash/hopper.jpg"), data_path("hash/truncated_jpeg.jpg"), "/no/such/file.png",
+                          data_path("hash/broken.png"), data_path("hash/hopper.png")};
+  accel_hash_options o;
+  accel_hash_options_init(&o);
+  errors_seen seen = {0};
+  o.on_error = record_error;
+  o.error_user = &seen;
+  size_t slot;
+  accel_hash_slot_bytes(&o, &slot);
+  ck_assert_uint_eq(slot, 8);
+  uint8_t out[5 * 4 * 8];
+  memset(out, 0xee, sizeof out);
+  accel_status st[5];
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 5, &o, out, slot, st), ACCEL_OK);
+  ck_assert_int_eq(st[0], ACCEL_OK);
+  ck_assert_int_eq(st[1], ACCEL_ERR_DECODE);
+  ck_assert_int_eq(st[2], ACCEL_ERR_IO);
+  ck_assert_int_eq(st[3], ACCEL_ERR_DECODE);
+  ck_assert_int_eq(st[4], ACCEL_OK);
+  for (int i = 32; i < 32 * 4; i++) ck_assert_int_eq(out[i], 0); /* failed inputs: zeros */
+  ck_assert_int_eq(seen.n, 3);
+  ck_assert_int_eq(seen.index[0], 1);
+  ck_assert_int_eq(seen.index[1], 2);
+  ck_assert_int_eq(seen.index[2], 3);
+  ck_assert_ptr_nonnull(strstr(seen.message[0], "Premature end"));
+  ck_assert_ptr_nonnull(strstr(seen.message[1], "/no/such/file.png"));
+  /* input 0 and input 4 hash as a batch of one would */
+  uint8_t one[4 * 8];
+  accel_status s1;
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 1, &o, one, slot, &s1), ACCEL_OK);
+  ck_assert_mem_eq(one, out, sizeof one);
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 0, &o, NULL, slot, NULL), ACCEL_OK);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+static int cancel_after_two(void *user, const char *stage, double fraction) {
+  int *calls = user;
+  ck_assert_str_eq(stage, "hash.batch");
+  ck_assert(fraction > 0.0 && fraction <= 1.0);
+  return ++*calls >= 2;
+}
+
+START_TEST(progress_reports_and_cancels) {
+  accel_ctx_options co;
+  accel_ctx_options_init(&co);
+  co.backend = ACCEL_BACKEND_CPU;
+  co.cpu_threads = 1;
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
+  const char *paths[6];
+  for (int i = 0; i < 6; i++) paths[i] = data_path("hash/hopper.png");
+  accel_hash_options o;
+  accel_hash_options_init(&o);
+  int calls = 0;
+  o.progress = cancel_after_two;
+  o.progress_user = &calls;
+  uint8_t out[6 * 4 * 8];
+  accel_status st[6];
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 6, &o, out, 8, st), ACCEL_ERR_CANCELLED);
+  ck_assert_int_eq(calls, 2);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "cancel"));
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(buffers_and_arrays_hash_like_files) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options o;
+  accel_hash_options_init(&o);
+  o.nkinds = 6;
+  memcpy(o.kinds, ALL6, sizeof ALL6);
+  size_t slot;
+  accel_hash_slot_bytes(&o, &slot);
+  const char *files[3] = {data_path("hash/hopper.png"), data_path("hash/hopper_gray.jpg"),
+                          data_path("hash/uncompressed_la.png")};
+  uint8_t by_file[3 * 6 * 8], by_buffer[3 * 6 * 8], by_array[3 * 6 * 8];
+  accel_status st[3];
+  ck_assert_int_eq(accel_hash_files(ctx, files, 3, &o, by_file, slot, st), ACCEL_OK);
+  const void *data[3];
+  size_t sizes[3];
+  for (int i = 0; i < 3; i++) data[i] = slurp(files[i], &sizes[i]);
+  ck_assert_int_eq(accel_hash_buffers(ctx, data, sizes, 3, &o, by_buffer, slot, st), ACCEL_OK);
+  ck_assert_mem_eq(by_file, by_buffer, sizeof by_file);
+
+  /* arrays: an RGB PNG, a gray JPEG and an LA PNG decoded into their own
+   * modes hash as imagehash hashes Image.fromarray of them */
+  accel_buffer *img[3];
+  accel_array arr[3];
+  accel_decode_options d;
+  accel_decode_options_init(&d);
+  ck_assert_int_eq(accel_image_decode_file(NULL, files[0], &d, &img[0], NULL), ACCEL_OK);
+  d.target = ACCEL_DECODE_GRAY;
+  ck_assert_int_eq(accel_image_decode_file(NULL, files[1], &d, &img[1], NULL), ACCEL_OK);
+  accel_buffer_view(img[0], &arr[0]);
+  accel_buffer_view(img[1], &arr[1]);
+  /* LA: gray with an alpha channel that must not matter */
+  accel_buffer_view(img[1], &arr[2]);
+  uint8_t *la = malloc((size_t)(arr[2].shape[0] * arr[2].shape[1] * 2));
+  for (int64_t i = 0; i < arr[2].shape[0] * arr[2].shape[1]; i++) {
+    la[2 * i] = ((uint8_t *)arr[2].data)[i];
+    la[2 * i + 1] = (uint8_t)(i * 31);
+  }
+  accel_array_init(&arr[2], la, ACCEL_DTYPE_U8, 3, (int64_t[]){arr[1].shape[0], arr[1].shape[1], 2});
+  ck_assert_int_eq(accel_hash_arrays(ctx, arr, 3, &o, by_array, slot, st), ACCEL_OK);
+  ck_assert_mem_eq(by_array, by_file, 2 * 6 * slot);            /* RGB and L */
+  ck_assert_mem_eq(by_array + 2 * 6 * slot, by_file + 6 * slot, 6 * slot); /* LA = its L */
+  /* a flipped, channel-reversed view hashes like the flipped copy */
+  accel_array v = arr[0];
+  v.data = (uint8_t *)arr[0].data + (arr[0].shape[0] - 1) * arr[0].strides[0] + 2;
+  v.strides[0] = -arr[0].strides[0];
+  v.strides[2] = -1;
+  size_t bytes = (size_t)(arr[0].shape[0] * arr[0].shape[1] * 3);
+  uint8_t *copy = malloc(bytes);
+  accel_array c;
+  accel_array_init(&c, copy, ACCEL_DTYPE_U8, 3, arr[0].shape);
+  for (int64_t y = 0; y < c.shape[0]; y++)
+    for (int64_t x = 0; x < c.shape[1]; x++)
+      for (int k = 0; k < 3; k++)
+        copy[(y * c.shape[1] + x) * 3 + k] = ((uint8_t *)arr[0].data)[((c.shape[0] - 1 - y) * c.shape[1] + x) * 3 + 2 - k];
+  uint8_t hv[6 * 8], hc[6 * 8];
+  ck_assert_int_eq(accel_hash_arrays(ctx, &v, 1, &o, hv, slot, st), ACCEL_OK);
+  ck_assert_int_eq(accel_hash_arrays(ctx, &c, 1, &o, hc, slot, st), ACCEL_OK);
+  ck_assert_mem_eq(hv, hc, sizeof hv);
+  accel_array bad = arr[0];
+  bad.dtype = ACCEL_DTYPE_U16;
+  ck_assert_int_eq(accel_hash_arrays(ctx, &bad, 1, &o, hv, slot, st), ACCEL_ERR_INVALID_ARG);
+  free(copy);
+  free(la);
+  for (int i = 0; i < 3; i++) free((void *)data[i]);
+  accel_buffer_destroy(img[0]);
+  accel_buffer_destroy(img[1]);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(fast_mode_changes_only_jpegs) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options o;
+  accel_hash_options_init(&o);
+  const char *files[2] = {data_path("hash/hopper.png"), data_path("hash/hopper.jpg")};
+  uint8_t exact[2 * 4 * 8], fast[2 * 4 * 8];
+  accel_status st[2];
+  ck_assert_int_eq(accel_hash_files(ctx, files, 2, &o, exact, 8, st), ACCEL_OK);
+  o.fast = 1;
+  ck_assert_int_eq(accel_hash_files(ctx, files, 2, &o, fast, 8, st), ACCEL_OK);
+  ck_assert_int_eq(st[1], ACCEL_OK);
+  ck_assert_mem_eq(exact, fast, 4 * 8); /* PNG: no DCT scaling */
+  uint32_t d;                           /* a 128x128 JPEG decoded at 1/4: close, not equal */
+  accel_hash_distance(exact + 32, fast + 32, 64, &d);
+  ck_assert_int_le(d, 16);
+  o.fast = 2;
+  ck_assert_int_eq(accel_hash_files(ctx, files, 2, &o, fast, 8, st), ACCEL_ERR_INVALID_ARG);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ helpers */
+
+START_TEST(options_and_sizes_are_validated) {
+  uint32_t bits;
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_AHASH, 8, 3, &bits), ACCEL_OK);
+  ck_assert_uint_eq(bits, 64);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_PHASH, 16, 3, &bits), ACCEL_OK);
+  ck_assert_uint_eq(bits, 256);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 3, &bits), ACCEL_OK);
+  ck_assert_uint_eq(bits, 42);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_AHASH, 1, 3, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_DHASH, 65, 3, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_WHASH, 12, 3, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 9, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits((accel_hash_kind)9, 8, 3, &bits), ACCEL_ERR_INVALID_ARG);
+  accel_hash_options o;
+  accel_hash_options_init(&o);
+  ck_assert_uint_eq(o.nkinds, 4);
+  ck_assert_int_eq(o.kinds[3], ACCEL_HASH_WHASH);
+  size_t slot;
+  o.kinds[1] = ACCEL_HASH_AHASH;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_ERR_INVALID_ARG); /* listed twice */
+  accel_hash_options_init(&o);
+  o.hash_size = 16;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+  ck_assert_uint_eq(slot, 32);
+  o.nkinds = 0;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_ERR_INVALID_ARG);
+  accel_hash_kind k;
+  ck_assert_int_eq(accel_hash_kind_from_string("average_hash", &k), ACCEL_OK);
+  ck_assert_int_eq(k, ACCEL_HASH_AHASH);
+  ck_assert_int_eq(accel_hash_kind_from_string("dhash_vertical", &k), ACCEL_OK);
+  ck_assert_int_eq(k, ACCEL_HASH_DHASH_VERTICAL);
+  ck_assert_int_eq(accel_hash_kind_from_string("md5", &k), ACCEL_ERR_INVALID_ARG);
+  for (int i = 0; i < ACCEL_HASH_KIND_COUNT; i++) {
+    ck_assert_int_eq(accel_hash_kind_from_string(accel_hash_kind_name((accel_hash_kind)i), &k), ACCEL_OK);
+    ck_assert_int_eq(k, i);
+  }
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options_init(&o);
+  const char *p = data_path("hash/hopper.png");
+  uint8_t out[64];
+  accel_status st;
+  ck_assert_int_eq(accel_hash_files(ctx, &p, 1, &o, out, 4, &st), ACCEL_ERR_INVALID_ARG); /* slot too small */
+  ck_assert_int_eq(accel_hash_files(ctx, NULL, 1, &o, out, 8, &st), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_files(NULL, &p, 1, &o, out, 8, &st), ACCEL_ERR_INVALID_ARG);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(hex_and_distance_follow_imagehash) {
+  /* worked examples: imagehash's str() of known arrays */
+  uint8_t h[8] = {0x81, 0, 0, 0, 0, 0, 0, 0x01}; /* bits [0][0], [0][7], [7][7] */
+  char hex[80];
+  ck_assert_int_eq(accel_hash_to_hex(h, 64, hex, sizeof hex), ACCEL_OK);
+  ck_assert_str_eq(hex, "8100000000000001");
+  /* colorhash, 42 bits: the first digit holds 2 bits */
+  uint8_t c[6];
+  ck_assert_int_eq(accel_hash_from_hex("33000000000", 42, c, sizeof c), ACCEL_OK);
+  ck_assert_int_eq(c[0], 0xcc); /* 0b11 0011 0000... : bits 0,1 then 4,5 */
+  ck_assert_int_eq(accel_hash_to_hex(c, 42, hex, sizeof hex), ACCEL_OK);
+  ck_assert_str_eq(hex, "33000000000");
+  ck_assert_int_eq(accel_hash_from_hex("0e000000000", 42, c, sizeof c), ACCEL_OK);
+  ck_assert_int_eq(accel_hash_to_hex(c, 42, hex, sizeof hex), ACCEL_OK);
+  ck_assert_str_eq(hex, "0e000000000");
+  ck_assert_int_eq(accel_hash_from_hex("4e000000000", 42, c, sizeof c), ACCEL_ERR_INVALID_ARG); /* a 43rd bit */
+  ck_assert_int_eq(accel_hash_from_hex("0e00000000", 42, c, sizeof c), ACCEL_ERR_INVALID_ARG);  /* too short */
+  ck_assert_int_eq(accel_hash_from_hex("0x000000000", 42, c, sizeof c), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_to_hex(h, 64, hex, 16), ACCEL_ERR_INVALID_ARG); /* no room for the NUL */
+  /* distances: imagehash's hash - hash */
+  uint8_t a[8], b[8];
+  accel_hash_from_hex("8100000000000001", 64, a, 8);
+  accel_hash_from_hex("0100000000000000", 64, b, 8);
+  uint32_t d;
+  ck_assert_int_eq(accel_hash_distance(a, b, 64, &d), ACCEL_OK);
+  ck_assert_uint_eq(d, 2);
+  uint8_t x[6], y[6];
+  accel_hash_from_hex("3ffffffffff", 42, x, 6);
+  accel_hash_from_hex("00000000000", 42, y, 6);
+  ck_assert_int_eq(accel_hash_distance(x, y, 42, &d), ACCEL_OK);
+  ck_assert_uint_eq(d, 42);
+  for (int i = 0; i < 6; i++) x[i] = 0xff; /* bits past nbits never count */
+  ck_assert_int_eq(accel_hash_distance(x, y, 42, &d), ACCEL_OK);
+  ck_assert_uint_eq(d, 42);
+}
+END_TEST
+
+Suite *suite_hash(void) {
+  Suite *s = suite_create("hash");
+  TCase *tc = tcase_create("hash");
+  tcase_set_timeout(tc, 120);
+  tcase_add_test(tc, committed_subset_matches_imagehash);
+  tcase_add_test(tc, decoded_pixels_match_pillow);
+  tcase_add_test(tc, png_robustness_follows_pillow);
+  tcase_add_test(tc, truncated_and_corrupt_inputs_never_crash);
+  tcase_add_test(tc, pixel_limit_guards_decompression_bombs);
+  tcase_add_test(tc, one_broken_input_never_fails_the_batch);
+  tcase_add_test(tc, progress_reports_and_cancels);
+  tcase_add_test(tc, buffers_and_arrays_hash_like_files);
+  tcase_add_test(tc, fast_mode_changes_only_jpegs);
+  tcase_add_test(tc, options_and_sizes_are_validated);
+  tcase_add_test(tc, hex_and_distance_follow_imagehash);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+START_TEST(shared_corpus_meets_the_acceptance_rule) {
+  static ref_table t;
+  memset(&t, 0, sizeof t);
+  load_tsv(&t, SHARED_DATA_DIR "/hash/reference.tsv");
+  ck_assert_int_ge(t.n, 150);
+  check_corpus(SHARED_DATA_DIR "/hash/images", &t, false);
+}
+END_TEST
+
+static Suite *suite_hash_shared(void) {
+  Suite *s = suite_create("hash_shared");
+  TCase *tc = tcase_create("reference");
+  tcase_set_timeout(tc, 600);
+  tcase_add_test(tc, shared_corpus_meets_the_acceptance_rule);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  clear_accel_env();
+  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
+    struct stat st;
+    if (stat(SHARED_DATA_DIR "/hash/reference.tsv", &st) != 0) {
+      printf("SKIP: %s/hash/reference.tsv is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
+      return 77;
+    }
+    return run_suite(suite_hash_shared());
+  }
+  return run_suite(suite_hash());
+}
