@@ -214,6 +214,8 @@ static void check_decode(const char *file, accel_decode_target target, const cha
 
 START_TEST(decoded_pixels_match_pillow) {
   check_decode("hash/hopper.jpg", ACCEL_DECODE_RGB, "decode/hopper.RGB.npy", ACCEL_IMAGE_MODE_RGB);
+  check_decode("hash/hopper.jpg", ACCEL_DECODE_GRAY, "decode/hopper.L.npy", ACCEL_IMAGE_MODE_RGB);
+  check_decode("hash/tiny.png", ACCEL_DECODE_GRAY, "decode/tiny.L.npy", ACCEL_IMAGE_MODE_P);
   check_decode("hash/hopper_16bit_qtables.jpg", ACCEL_DECODE_RGB, "decode/hopper_16bit_qtables.RGB.npy",
                ACCEL_IMAGE_MODE_RGB);
   check_decode("hash/pil_sample_cmyk.jpg", ACCEL_DECODE_RGB, "decode/pil_sample_cmyk.RGB.npy", ACCEL_IMAGE_MODE_CMYK);

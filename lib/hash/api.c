@@ -88,7 +88,7 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
   spec->hash_size = o->hash_size;
   spec->binbits = o->color_binbits;
   for (uint32_t k = 0; k < o->nkinds; k++) {
-    uint32_t nbits;
+    uint32_t nbits = 0;
     accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
     if (s) return s;
     for (uint32_t j = 0; j < k; j++)

@@ -1,6 +1,7 @@
 /* The CPU hash batch: inputs decoded and hashed in parallel, one per thread
  * at a time (dynamic schedule: image sizes vary). */
 #include "hash/ops.h"
+#include "hash/resample.h"
 
 #include <stdlib.h>
 #ifdef _OPENMP
@@ -11,14 +12,18 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
   size_t done = 0;
   int cancelled = 0;
   const long long n = (long long)job->n;
-#pragma omp parallel for num_threads(call->threads) schedule(dynamic, 1)
+#pragma omp parallel num_threads(call->threads)
+  {
+    accel__axis_cache cache = {0}; /* per thread: weights reused across same-sized images */
+#pragma omp for schedule(dynamic, 1)
   for (long long i = 0; i < n; i++) {
     if (__atomic_load_n(&cancelled, __ATOMIC_RELAXED)) continue;
     char why[ACCEL_REASON_MAX] = "";
     accel__hash_image img;
     accel_status s = accel__hash_load(job, (size_t)i, false, &img, why);
-    if (!s) s = accel__hash_compute(&job->spec, img.gray, img.w, img.h, img.w, &img.color, accel__hash_slots(job, (size_t)i),
-                                  why);
+    if (!s)
+      s = accel__hash_compute(&job->spec, img.gray, img.w, img.h, img.w, &img.color, &cache,
+                              accel__hash_slots(job, (size_t)i), why);
     accel__hash_image_free(&img);
     accel__hash_record(job, (size_t)i, s, why);
     size_t d = __atomic_add_fetch(&done, 1, __ATOMIC_RELAXED);
@@ -29,6 +34,8 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
 #endif
     if (caller && job->progress && job->progress(job->progress_user, "hash.batch", (double)d / (double)n))
       __atomic_store_n(&cancelled, 1, __ATOMIC_RELAXED);
+  }
+    accel__axis_cache_free(&cache);
   }
   if (cancelled) {
     accel__why(call->why, "cancelled by the progress callback after %zu of %zu inputs", done, job->n);

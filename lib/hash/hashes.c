@@ -152,14 +152,16 @@ void accel__hash_target(accel_hash_kind kind, int n, int64_t w, int64_t h, int64
 }
 
 accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
-                               int64_t stride, const accel__color_counts *color, uint8_t *slots, char *why) {
+                                 int64_t stride, const accel__color_counts *color, accel__axis_cache *cache,
+                                 uint8_t *slots, char *why) {
   const int n = spec->hash_size;
   int64_t tw[ACCEL_HASH_KIND_COUNT], th[ACCEL_HASH_KIND_COUNT];
   uint8_t *planes[ACCEL_HASH_KIND_COUNT] = {0};
   accel_status s = ACCEL_OK;
   memset(slots, 0, spec->slot_bytes * (size_t)spec->nkinds);
 
-  /* 1. resized planes; each distinct target width shares one horizontal pass */
+  /* 1. resized planes; each distinct target width shares one horizontal pass
+   *    over the union of the rows its targets' vertical passes read */
   bool done[ACCEL_HASH_KIND_COUNT] = {0};
   for (int k = 0; k < spec->nkinds; k++) {
     accel__hash_target(spec->kinds[k], n, w, h, &tw[k], &th[k]);
@@ -167,35 +169,40 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
   }
   for (int k = 0; k < spec->nkinds && !s; k++) {
     if (done[k]) continue;
-    /* the kinds sharing this width (and not yet planned) */
     int group[ACCEL_HASH_KIND_COUNT], ng = 0;
     for (int j = k; j < spec->nkinds; j++)
       if (!done[j] && tw[j] == tw[k]) group[ng++] = j;
-    accel__axis ax = {0}, ay[ACCEL_HASH_KIND_COUNT];
-    memset(ay, 0, sizeof ay);
     int64_t y0 = h, y1 = 0;
     for (int g = 0; g < ng && !s; g++) {
       int j = group[g];
       planes[j] = malloc((size_t)(tw[j] * th[j]));
-      if (!planes[j]) s = ACCEL_ERR_OUT_OF_MEMORY;
-      else if (th[j] != h && (s = accel__axis_init(&ay[g], h, th[j])) == ACCEL_OK) {
-        int64_t a, b;
-        accel__axis_span(&ay[g], &a, &b);
-        if (a < y0) y0 = a;
-        if (b > y1) y1 = b;
+      if (!planes[j]) {
+        s = ACCEL_ERR_OUT_OF_MEMORY;
       } else if (th[j] == h) {
         y0 = 0;
         y1 = h;
+      } else {
+        const accel__axis *ay = accel__axis_cached(cache, h, th[j]);
+        if (!ay) {
+          s = ACCEL_ERR_OUT_OF_MEMORY;
+          break;
+        }
+        int64_t a, b;
+        accel__axis_span(ay, &a, &b);
+        if (a < y0) y0 = a;
+        if (b > y1) y1 = b;
       }
     }
     uint8_t *tmp = NULL;
-    const uint8_t *rows = gray; /* the horizontally resampled rows [y0, y1) */
+    const uint8_t *rows = gray; /* the horizontally resampled rows [rows0, y1) */
     int64_t rows_stride = stride, rows0 = 0;
     if (!s && tw[k] != w) {
-      if ((s = accel__axis_init(&ax, w, tw[k])) == ACCEL_OK) {
-        tmp = malloc((size_t)(tw[k] * (y1 - y0)));
-        if (!tmp) s = ACCEL_ERR_OUT_OF_MEMORY;
-        else accel__resample_rows(&ax, gray, stride, y0, y1, tmp, tw[k]);
+      const accel__axis *ax = accel__axis_cached(cache, w, tw[k]);
+      tmp = ax ? malloc((size_t)(tw[k] * (y1 - y0))) : NULL;
+      if (!tmp) {
+        s = ACCEL_ERR_OUT_OF_MEMORY;
+      } else {
+        accel__resample_rows(ax, gray, stride, y0, y1, tmp, tw[k]);
         rows = tmp;
         rows_stride = tw[k];
         rows0 = y0;
@@ -206,14 +213,13 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
       if (th[j] == h) {
         for (int64_t y = 0; y < h; y++) memcpy(planes[j] + y * tw[j], rows + (y - rows0) * rows_stride, (size_t)tw[j]);
       } else {
-        accel__resample_cols(&ay[g], rows, rows_stride, rows0, tw[j], planes[j], tw[j]);
+        const accel__axis *ay = accel__axis_cached(cache, h, th[j]);
+        if (!ay) s = ACCEL_ERR_OUT_OF_MEMORY;
+        else accel__resample_cols(ay, rows, rows_stride, rows0, tw[j], planes[j], tw[j]);
       }
       done[j] = true;
     }
     free(tmp);
-    accel__axis_free(&ax);
-    for (int g = 0; g < ng; g++)
-      if (ay[g].weight) accel__axis_free(&ay[g]);
     if (s) accel__why(why, "out of memory resizing a %lldx%lld image", (long long)w, (long long)h);
   }
 

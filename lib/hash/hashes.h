@@ -45,11 +45,13 @@ void accel__dhash_vertical(const uint8_t *px, int n, uint8_t *out); /* n x (n+1)
 void accel__phash(const uint8_t *px, int n, uint8_t *out);          /* 4n x 4n */
 accel_status accel__whash(const uint8_t *px, int64_t scale, int n, uint8_t *out); /* scale x scale */
 
-/* Every requested kind of one image: gray plane (may be NULL when only
- * colorhash is asked), colour counts (may be NULL without colorhash). Writes
- * nkinds slots of spec->slot_bytes. */
+/* Every requested kind of one image: gray plane, colour counts (may be NULL
+ * without colorhash), the calling thread's axis cache. Writes nkinds slots
+ * of spec->slot_bytes. */
+struct accel__axis_cache;
 accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
-                               int64_t stride, const accel__color_counts *color, uint8_t *slots, char *why);
+                                 int64_t stride, const accel__color_counts *color, struct accel__axis_cache *cache,
+                                 uint8_t *slots, char *why);
 
 /* numpy.median: the middle value, or the mean of the two middle ones. */
 double accel__median(const double *v, int m);

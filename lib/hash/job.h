@@ -47,12 +47,6 @@ void accel__hash_image_free(accel__hash_image *img);
 void accel__hash_record(accel__hash_job *job, size_t i, accel_status status, const char *why);
 uint8_t *accel__hash_slots(const accel__hash_job *job, size_t i);
 
-/* colorhash's class of an RGB colour: bits 0-2 hue bin (0..5), bits 3-4
- * 0 gray (S < 85), 1 faint (S < 170), 2 neither (S == 170), 3 bright.
- * A table of all 2^24 colours, built once on first use (NULL if it cannot
- * be allocated: then compute per pixel). */
-const uint8_t *accel__color_class_table(void);
-
 #ifdef __cplusplus
 }
 #endif

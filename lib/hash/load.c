@@ -10,45 +10,42 @@
 
 /* ---------------------------------------------------------- colour classes */
 
-static uint8_t *class_table;
-static pthread_once_t class_once = PTHREAD_ONCE_INIT;
+/* Pillow's saturation depends only on max(R,G,B) and max - min: a 64 KB
+ * table [max][span] of it decides gray / faint / neither / bright; only the
+ * saturated pixels need the hue, computed exactly per pixel. */
+static uint8_t sat_table[256][256];
+static pthread_once_t sat_once = PTHREAD_ONCE_INIT;
 
-static uint8_t classify(unsigned r, unsigned g, unsigned b) {
-  uint8_t hue, sat;
-  accel__rgb_to_hs(r, g, b, &hue, &sat);
-  int bin = (2 * hue) / 85; /* numpy.histogram over linspace(0, 255, 7): edges 0, 42.5, ..., 255 */
-  if (bin > 5) bin = 5;
-  int cls = sat < 85 ? 0 : sat < 170 ? 1 : sat == 170 ? 2 : 3;
-  return (uint8_t)(cls << 3 | bin);
+static void build_sat_table(void) {
+  for (unsigned mx = 0; mx < 256; mx++)
+    for (unsigned span = 0; span <= mx; span++) {
+      uint8_t hue, sat;
+      accel__rgb_to_hs(mx, mx - span, mx - span, &hue, &sat);
+      sat_table[mx][span] = sat;
+    }
 }
 
-static void build_class_table(void) {
-  uint8_t *t = malloc((size_t)1 << 24);
-  if (!t) return;
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r < 256; r++)
-    for (unsigned g = 0; g < 256; g++)
-      for (unsigned b = 0; b < 256; b++) t[(unsigned)r << 16 | g << 8 | b] = classify((unsigned)r, g, b);
-  class_table = t;
-}
-
-const uint8_t *accel__color_class_table(void) {
-  pthread_once(&class_once, build_class_table);
-  return class_table;
-}
-
-static inline void count_class(accel__color_counts *c, uint8_t cls, unsigned l) {
+static inline void count_pixel(accel__color_counts *c, unsigned r, unsigned g, unsigned b, unsigned l) {
   c->pixels++;
-  if (l < 32) {
+  if (l < 256 / 8) {
     c->black++;
     return;
   }
-  switch (cls >> 3) {
-  case 0: c->gray++; break;
-  case 1: c->colors++; c->faint[cls & 7]++; break;
-  case 2: c->colors++; break; /* S == 170: a colour, but neither faint nor bright */
-  default: c->colors++; c->bright[cls & 7]++; break;
+  const unsigned mx = r > g ? (r > b ? r : b) : (g > b ? g : b);
+  const unsigned mn = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  const unsigned sat = sat_table[mx][mx - mn];
+  if (sat < 256 / 3) {
+    c->gray++;
+    return;
   }
+  c->colors++;
+  if (sat == 256 * 2 / 3) return; /* S == 170: a colour, but neither faint nor bright (as imagehash) */
+  uint8_t hue, s2;
+  accel__rgb_to_hs(r, g, b, &hue, &s2);
+  int bin = (2 * hue) / 85; /* numpy.histogram over linspace(0, 255, 7): edges 0, 42.5, ..., 255 */
+  if (bin > 5) bin = 5;
+  if (sat < 256 * 2 / 3) c->faint[bin]++;
+  else c->bright[bin]++;
 }
 
 /* ---------------------------------------------------------- the sink */
@@ -59,7 +56,6 @@ typedef struct load_ctx {
   accel__hash_image *img;
   accel__image_header hdr;
   uint8_t *scratch; /* one RGB row */
-  const uint8_t *table;
 } load_ctx;
 
 static accel_status on_begin(void *user, const accel__image_header *hdr, char *why) {
@@ -76,7 +72,7 @@ static accel_status on_begin(void *user, const accel__image_header *hdr, char *w
     img->gray = malloc(px);
     if (c->spec->need_color && !gray_mode) {
       c->scratch = malloc((size_t)hdr->width * 3);
-      c->table = accel__color_class_table();
+      pthread_once(&sat_once, build_sat_table);
     }
     img->have_color = c->spec->need_color;
   }
@@ -98,18 +94,18 @@ static void on_row(void *user, int64_t y, const void *pixels) {
   uint8_t *g = img->gray + (size_t)y * (size_t)w;
   accel__row_to_gray(&c->hdr, pixels, w, g);
   if (!img->have_color) return;
-  if (accel__mode_is_gray(c->hdr.mode)) { /* R = G = B: saturation 0 */
-    for (int64_t x = 0; x < w; x++) count_class(&img->color, 0, g[x]);
+  accel__color_counts *cc = &img->color;
+  if (accel__mode_is_gray(c->hdr.mode)) { /* R = G = B: saturation 0, so black or gray */
+    int64_t black = 0;
+    for (int64_t x = 0; x < w; x++) black += g[x] < 256 / 8;
+    cc->pixels += (uint64_t)w;
+    cc->black += (uint64_t)black;
+    cc->gray += (uint64_t)(w - black);
     return;
   }
   accel__row_to_rgb(&c->hdr, pixels, w, c->scratch);
   const uint8_t *p = c->scratch;
-  if (c->table) {
-    for (int64_t x = 0; x < w; x++)
-      count_class(&img->color, c->table[(unsigned)p[3 * x] << 16 | (unsigned)p[3 * x + 1] << 8 | p[3 * x + 2]], g[x]);
-  } else {
-    for (int64_t x = 0; x < w; x++) count_class(&img->color, classify(p[3 * x], p[3 * x + 1], p[3 * x + 2]), g[x]);
-  }
+  for (int64_t x = 0; x < w; x++) count_pixel(cc, p[3 * x], p[3 * x + 1], p[3 * x + 2], g[x]);
 }
 
 /* An array input is an image already in memory: L, LA, RGB or RGBA. */

@@ -52,6 +52,23 @@ accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size)
     a->count[x] = n;
   }
   free(w);
+  /* split weights for the SIMD pass; huge kernels (a downscale by more than
+   * ~700x) would overflow its 32-bit lanes and keep the scalar pass */
+  if (a->ksize <= 4096) {
+    a->kpad = (a->ksize + 15) / 16 * 16;
+    a->hi = calloc((size_t)out_size * (size_t)a->kpad, sizeof(int16_t));
+    a->lo = calloc((size_t)out_size * (size_t)a->kpad, sizeof(int16_t));
+    if (!a->hi || !a->lo) {
+      accel__axis_free(a);
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    for (int64_t x = 0; x < out_size; x++)
+      for (int i = 0; i < a->count[x]; i++) {
+        const int32_t k = a->weight[x * a->ksize + i];
+        a->hi[x * a->kpad + i] = (int16_t)(k >> 11); /* arithmetic shift: k = hi * 2048 + lo, 0 <= lo < 2048 */
+        a->lo[x * a->kpad + i] = (int16_t)(k & 2047);
+      }
+  }
   return ACCEL_OK;
 }
 
@@ -59,7 +76,24 @@ void accel__axis_free(accel__axis *a) {
   free(a->first);
   free(a->count);
   free(a->weight);
+  free(a->hi);
+  free(a->lo);
   memset(a, 0, sizeof *a);
+}
+
+const accel__axis *accel__axis_cached(accel__axis_cache *c, int64_t in_size, int64_t out_size) {
+  for (int i = 0; i < ACCEL__AXIS_CACHE_SIZE; i++)
+    if (c->entry[i].weight && c->entry[i].in_size == in_size && c->entry[i].out_size == out_size) return &c->entry[i];
+  accel__axis *slot = &c->entry[c->next];
+  c->next = (c->next + 1) % ACCEL__AXIS_CACHE_SIZE;
+  if (slot->weight) accel__axis_free(slot);
+  return accel__axis_init(slot, in_size, out_size) == ACCEL_OK ? slot : NULL;
+}
+
+void accel__axis_cache_free(accel__axis_cache *c) {
+  for (int i = 0; i < ACCEL__AXIS_CACHE_SIZE; i++)
+    if (c->entry[i].weight) accel__axis_free(&c->entry[i]);
+  c->next = 0;
 }
 
 void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end) {
@@ -74,21 +108,70 @@ static inline uint8_t clip8(int32_t ss) {
 }
 
 /* Integer sums are exact, so any summation order (and SIMD) gives Pillow's
- * value; the hot loops are compiled for AVX2 too and picked at run time. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-/* explicitly hidden: GCC gives the clones' dispatcher default visibility */
-#define ACCEL__CLONES __attribute__((target_clones("avx2", "default"), visibility("hidden")))
-#endif
-#endif
-#ifndef ACCEL__CLONES
-#define ACCEL__CLONES
+ * value. The horizontal pass uses pmaddwd on the split weights: per lane,
+ * 255 * 2048 * 2 * kpad / 8 < 2^31 for kpad <= 4096. */
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+static int32_t dot_sse2(const uint8_t *p, const int16_t *hi, const int16_t *lo, int kpad) {
+  const __m128i zero = _mm_setzero_si128();
+  __m128i ah = zero, al = zero;
+  for (int i = 0; i < kpad; i += 8) {
+    const __m128i px = _mm_unpacklo_epi8(_mm_loadl_epi64((const __m128i *)(const void *)(p + i)), zero);
+    ah = _mm_add_epi32(ah, _mm_madd_epi16(px, _mm_loadu_si128((const __m128i *)(const void *)(hi + i))));
+    al = _mm_add_epi32(al, _mm_madd_epi16(px, _mm_loadu_si128((const __m128i *)(const void *)(lo + i))));
+  }
+  int32_t h[4], l[4];
+  _mm_storeu_si128((__m128i *)(void *)h, ah);
+  _mm_storeu_si128((__m128i *)(void *)l, al);
+  return (int32_t)(((int64_t)h[0] + h[1] + h[2] + h[3]) * 2048 + ((int64_t)l[0] + l[1] + l[2] + l[3]));
+}
+
+__attribute__((target("avx2"))) static int32_t dot_avx2(const uint8_t *p, const int16_t *hi, const int16_t *lo,
+                                                        int kpad) {
+  __m256i ah = _mm256_setzero_si256(), al = _mm256_setzero_si256();
+  for (int i = 0; i < kpad; i += 16) {
+    const __m256i px = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p + i)));
+    ah = _mm256_add_epi32(ah, _mm256_madd_epi16(px, _mm256_loadu_si256((const __m256i *)(const void *)(hi + i))));
+    al = _mm256_add_epi32(al, _mm256_madd_epi16(px, _mm256_loadu_si256((const __m256i *)(const void *)(lo + i))));
+  }
+  int32_t h[8], l[8];
+  _mm256_storeu_si256((__m256i *)(void *)h, ah);
+  _mm256_storeu_si256((__m256i *)(void *)l, al);
+  int64_t sh = 0, sl = 0;
+  for (int i = 0; i < 8; i++) {
+    sh += h[i];
+    sl += l[i];
+  }
+  return (int32_t)(sh * 2048 + sl);
+}
+
+static bool have_avx2(void) {
+  static int cached = -1;
+  if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return cached == 1;
+}
 #endif
 
-ACCEL__CLONES
 void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_stride, int64_t row0, int64_t row1,
                           uint8_t *out, int64_t out_stride) {
   const int ksize = h->ksize;
+#if defined(__x86_64__)
+  /* each row copied into a zero-padded buffer, so kpad-wide reads stay inside it */
+  uint8_t *pad = h->hi ? calloc((size_t)(h->in_size + h->kpad), 1) : NULL;
+  if (pad) {
+    int32_t (*dot)(const uint8_t *, const int16_t *, const int16_t *, int) = have_avx2() ? dot_avx2 : dot_sse2;
+    for (int64_t y = row0; y < row1; y++) {
+      memcpy(pad, in + y * in_stride, (size_t)h->in_size);
+      uint8_t *dst = out + (y - row0) * out_stride;
+      for (int64_t x = 0; x < h->out_size; x++)
+        dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
+                       dot(pad + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad));
+    }
+    free(pad);
+    return;
+  }
+#endif
   for (int64_t y = row0; y < row1; y++) {
     const uint8_t *src = in + y * in_stride;
     uint8_t *dst = out + (y - row0) * out_stride;
@@ -102,6 +185,17 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
     }
   }
 }
+
+/* The vertical pass vectorizes across columns; compiled for AVX2 as well
+ * (explicitly hidden: GCC gives the clones' dispatcher default visibility). */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ACCEL__CLONES __attribute__((target_clones("avx2", "default"), visibility("hidden")))
+#endif
+#endif
+#ifndef ACCEL__CLONES
+#define ACCEL__CLONES
+#endif
 
 ACCEL__CLONES
 void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0, int64_t w,

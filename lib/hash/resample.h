@@ -33,10 +33,29 @@ typedef struct accel__axis {
   int32_t *first;   /* [out_size] */
   int32_t *count;   /* [out_size] */
   int32_t *weight;  /* [out_size * ksize] */
+  /* For SIMD dot products: each weight split exactly as hi * 2048 + lo
+   * (both int16), padded with zeros to kpad (a multiple of 16). */
+  int kpad;
+  int16_t *hi, *lo; /* [out_size * kpad] */
 } accel__axis;
 
 accel_status accel__axis_init(accel__axis *axis, int64_t in_size, int64_t out_size);
 void accel__axis_free(accel__axis *axis);
+
+/* A few axes kept for reuse: catalogs repeat the same image sizes, and
+ * computing the weights (two sin() per tap) is a large part of small resizes.
+ * One cache per thread; not thread safe. */
+enum { ACCEL__AXIS_CACHE_SIZE = 16 };
+typedef struct accel__axis_cache {
+  int next;
+  accel__axis entry[ACCEL__AXIS_CACHE_SIZE]; /* weight == NULL: empty */
+} accel__axis_cache;
+
+/* The axis for in_size -> out_size, from the cache or computed into it;
+ * valid until the cache computes ACCEL__AXIS_CACHE_SIZE others. NULL when
+ * out of memory. */
+const accel__axis *accel__axis_cached(accel__axis_cache *cache, int64_t in_size, int64_t out_size);
+void accel__axis_cache_free(accel__axis_cache *cache);
 
 /* Rows of the input the vertical pass of `v` reads: [*begin, *end). */
 void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end);

@@ -9,6 +9,8 @@
 void accel__row_to_gray(const accel__image_header *header, const void *row, int64_t w, uint8_t *out);
 /* w pixels of `row` to w RGB triplets. */
 void accel__row_to_rgb(const accel__image_header *header, const void *row, int64_t w, uint8_t *out);
+/* w packed RGB pixels to gray (vectorized where the CPU allows). */
+void accel__rgb_row_to_gray(const uint8_t *rgb, int64_t w, uint8_t *out);
 /* True if the mode's RGB is always gray (R = G = B): 1, L, LA, I. */
 bool accel__mode_is_gray(accel__mode mode);
 

@@ -1,5 +1,6 @@
 /* CPU gray conversion: Pillow's convert('L') arithmetic, rows in parallel. */
 #include "core/internal.h"
+#include "image/convert.h"
 #include "image/ops.h"
 #include "image/pillow.h"
 
@@ -15,7 +16,9 @@ static accel_status cpu_to_gray(accel__call *call, const accel_array *src, const
     const uint8_t *s = (const uint8_t *)(sbase + y * sy);
     uint8_t *d = (uint8_t *)(dbase + y * dy);
     if (c >= 3) {
-      if (sc == 1 && sx == c && dx == 1) { /* interleaved rows: the common case */
+      if (sc == 1 && sx == 3 && dx == 1) { /* packed RGB rows: the common case */
+        accel__rgb_row_to_gray(s, w, d);
+      } else if (sc == 1 && sx == c && dx == 1) {
         for (int64_t x = 0; x < w; x++) d[x] = accel__luma(s[x * c], s[x * c + 1], s[x * c + 2]);
       } else {
         for (int64_t x = 0; x < w; x++) {

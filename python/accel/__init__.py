@@ -9,11 +9,16 @@ numpy arrays, over the library's stable C ABI (ctypes; no compilation).
 Errors raise AccelError with the library's status name and message.
 """
 import ctypes
+import os
 
 from . import _native
 from ._native import lib
 
-__all__ = ["AccelError", "Context", "version", "build_info", "backends", "devices"]
+__all__ = ["AccelError", "Context", "HashResult", "version", "build_info", "backends", "devices",
+           "hex_to_bits", "distance", "HASH_KINDS"]
+
+HASH_KINDS = ("ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash")
+DEFAULT_KINDS = ("ahash", "dhash", "phash", "whash")
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
@@ -98,6 +103,88 @@ def _as_array(a, writable=False):
     return d
 
 
+def _nbits(kind, size, binbits):
+    n = ctypes.c_uint32()
+    _check(lib.accel_hash_bits(HASH_KINDS.index(kind), size, binbits, ctypes.byref(n)))
+    return n.value
+
+
+def hex_to_bits(hexstr, nbits):
+    """imagehash's hex string of an nbits hash -> numpy bool array of nbits
+    (row-major, as imagehash's hash.hash.flatten())."""
+    import numpy as np
+    buf = (ctypes.c_uint8 * ((nbits + 7) // 8))()
+    _check(lib.accel_hash_from_hex(hexstr.encode(), nbits, buf, len(buf)))
+    return np.unpackbits(np.frombuffer(bytes(buf), dtype=np.uint8))[:nbits].astype(bool)
+
+
+def distance(hex_a, hex_b):
+    """Hamming distance of two hashes given as imagehash hex strings of equal length."""
+    if len(hex_a) != len(hex_b):
+        raise ValueError("hashes of different lengths")
+    nbits = 4 * len(hex_a)
+    a = (ctypes.c_uint8 * ((nbits + 7) // 8))()
+    b = (ctypes.c_uint8 * ((nbits + 7) // 8))()
+    _check(lib.accel_hash_from_hex(hex_a.encode(), nbits, a, len(a)))
+    _check(lib.accel_hash_from_hex(hex_b.encode(), nbits, b, len(b)))
+    d = ctypes.c_uint32()
+    _check(lib.accel_hash_distance(a, b, nbits, ctypes.byref(d)))
+    return d.value
+
+
+class HashResult:
+    """Hashes of a batch. ``hashes`` is a uint8 array (n, nkinds, slot_bytes)
+    of packed bits (MSB first, imagehash's row order); ``status`` an int32
+    array of accel_status values (0 = ok); ``messages`` maps the index of each
+    failed input to its error message."""
+
+    def __init__(self, kinds, size, binbits, hashes, status, messages):
+        self.kinds, self.size, self.binbits = tuple(kinds), size, binbits
+        self.hashes, self.status, self.messages = hashes, status, messages
+
+    def __len__(self):
+        return len(self.status)
+
+    def ok(self, i):
+        return int(self.status[i]) == 0
+
+    def error(self, i):
+        """(status name, message) of a failed input, or None."""
+        if self.ok(i):
+            return None
+        return lib.accel_status_string(int(self.status[i])).decode(), self.messages.get(i, "")
+
+    def hex(self, i, kind):
+        """imagehash's str() of input i's hash of `kind` (None if the input failed)."""
+        if not self.ok(i):
+            return None
+        k = self.kinds.index(kind)
+        nbits = _nbits(kind, self.size, self.binbits)
+        out = ctypes.create_string_buffer((nbits + 3) // 4 + 1)
+        row = self.hashes[i, k]
+        _check(lib.accel_hash_to_hex(row.ctypes.data, nbits, out, len(out)))
+        return out.value.decode()
+
+    def u64(self, kind):
+        """64-bit hashes as a uint64 array (int(str(hash), 16)); 0 for failed inputs."""
+        import numpy as np
+        if _nbits(kind, self.size, self.binbits) != 64:
+            raise ValueError("%s at this size is not a 64-bit hash" % kind)
+        k = self.kinds.index(kind)
+        return np.ascontiguousarray(self.hashes[:, k, :8]).view(">u8").reshape(-1).astype(np.uint64)
+
+    def to_dicts(self):
+        """One dict per input: {kind: hex} or {"error": name, "message": text}."""
+        out = []
+        for i in range(len(self)):
+            if self.ok(i):
+                out.append({k: self.hex(i, k) for k in self.kinds})
+            else:
+                name, msg = self.error(i)
+                out.append({"error": name, "message": msg})
+        return out
+
+
 class Context:
     """An accel_ctx: the backend choice, fallback policy, threads, logging and
     statistics for the calls made through it.
@@ -175,6 +262,100 @@ class Context:
 
     def reset_stats(self):
         _check(lib.accel_ctx_stats_reset(self.handle), self.handle)
+
+    # ------------------------------------------------------------ hashing
+
+    def _hash(self, fn, args, n, kinds, size, binbits, fast, max_pixels, progress):
+        import numpy as np
+        kinds = tuple(kinds)
+        o = _native.HashOptions()
+        _check(lib.accel_hash_options_init(ctypes.byref(o)))
+        if not 1 <= len(kinds) <= len(HASH_KINDS):
+            raise ValueError("between 1 and %d kinds" % len(HASH_KINDS))
+        for i, k in enumerate(kinds):
+            if k not in HASH_KINDS:
+                raise ValueError("unknown hash kind %r (one of %s)" % (k, ", ".join(HASH_KINDS)))
+            o.kinds[i] = HASH_KINDS.index(k)
+        o.nkinds = len(kinds)
+        o.hash_size = size
+        o.color_binbits = binbits
+        o.fast = 1 if fast else 0
+        o.max_pixels = max_pixels
+        messages = {}
+
+        def on_error(user, index, status, message):
+            messages[index] = message.decode(errors="replace")
+        err_cb = _native.HASH_ERROR_FN(on_error)
+        o.on_error = err_cb
+        prog_cb = None
+        if progress is not None:
+            def on_progress(user, stage, fraction, _p=progress):
+                try:
+                    return 1 if _p(stage.decode(), fraction) else 0
+                except Exception:
+                    return 1
+            prog_cb = _native.PROGRESS_FN(on_progress)
+            o.progress = prog_cb
+        slot = ctypes.c_size_t()
+        _check(lib.accel_hash_slot_bytes(ctypes.byref(o), ctypes.byref(slot)))
+        hashes = np.zeros((n, len(kinds), slot.value), dtype=np.uint8)
+        status = np.zeros(n, dtype=np.int32)
+        _check(fn(self.handle, *args, n, ctypes.byref(o), hashes.ctypes.data, slot.value, status.ctypes.data),
+               self.handle)
+        return HashResult(kinds, size, binbits, hashes, status, messages)
+
+    def hash_files(self, paths, kinds=DEFAULT_KINDS, size=8, binbits=3, fast=False, max_pixels=0, progress=None):
+        """Hash image files (JPEG/PNG), each decoded once for all `kinds`; bit-exact
+        with imagehash (see docs/hash.md). Returns a HashResult; a file that cannot
+        be read or decoded gets an error status, never an exception."""
+        paths = [os.fspath(p) for p in paths]
+        arr = (ctypes.c_char_p * len(paths))(*[p.encode() for p in paths])
+        return self._hash(lib.accel_hash_files, (arr,), len(paths), kinds, size, binbits, fast, max_pixels,
+                          progress)
+
+    def hash_bytes(self, blobs, kinds=DEFAULT_KINDS, size=8, binbits=3, fast=False, max_pixels=0, progress=None):
+        """Hash encoded images given as bytes-like objects."""
+        blobs = [bytes(b) for b in blobs]
+        ptrs = (ctypes.c_void_p * len(blobs))(*[ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) for b in blobs])
+        sizes = (ctypes.c_size_t * len(blobs))(*[len(b) for b in blobs])
+        return self._hash(lib.accel_hash_buffers, (ptrs, sizes), len(blobs), kinds, size, binbits, fast,
+                          max_pixels, progress)
+
+    def hash_arrays(self, images, kinds=DEFAULT_KINDS, size=8, binbits=3, progress=None):
+        """Hash decoded images: uint8 numpy arrays (H, W) "L", (H, W, 2) "LA",
+        (H, W, 3) "RGB" or (H, W, 4) "RGBA", as imagehash hashes
+        PIL.Image.fromarray(array)."""
+        descs = [_as_array(a) for a in images]
+        arr = (_native.Array * len(descs))(*descs)
+        return self._hash(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress)
+
+    def decode(self, source, gray=False, max_pixels=0):
+        """Decode a JPEG/PNG (path or bytes) as Pillow does: uint8 (H, W, 3) RGB, or
+        (H, W) with gray=True (Pillow's convert('L')). Returns (array, mode name)."""
+        import numpy as np
+        o = _native.DecodeOptions()
+        lib.accel_decode_options_init(ctypes.byref(o))
+        o.target = 0 if gray else 1
+        o.max_pixels = max_pixels
+        info = _native.ImageInfo()
+        lib.accel_image_info_init(ctypes.byref(info))
+        buf = ctypes.c_void_p()
+        if isinstance(source, (bytes, bytearray, memoryview)):
+            data = bytes(source)
+            _check(lib.accel_image_decode_buffer(self.handle, data, len(data), ctypes.byref(o), ctypes.byref(buf),
+                                                 ctypes.byref(info)), self.handle)
+        else:
+            _check(lib.accel_image_decode_file(self.handle, os.fspath(source).encode(), ctypes.byref(o),
+                                               ctypes.byref(buf), ctypes.byref(info)), self.handle)
+        try:
+            view = _native.Array()
+            lib.accel_buffer_view(buf, ctypes.byref(view))
+            shape = tuple(view.shape[i] for i in range(view.ndim))
+            n = int(np.prod(shape))
+            out = np.ctypeslib.as_array((ctypes.c_uint8 * n).from_address(view.data)).reshape(shape).copy()
+        finally:
+            lib.accel_buffer_destroy(buf)
+        return out, lib.accel_image_mode_name(info.mode).decode()
 
     def to_gray(self, image, out=None):
         """uint8 (H, W) or (H, W, C) with C in 1..4 -> uint8 (H, W), with Pillow's

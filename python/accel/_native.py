@@ -86,6 +86,44 @@ class DeviceInfo(ctypes.Structure):
     ]
 
 
+HASH_KIND_COUNT = 6
+HASH_ERROR_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_char_p)
+
+
+class HashOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("nkinds", ctypes.c_uint32),
+        ("kinds", ctypes.c_int * HASH_KIND_COUNT),
+        ("hash_size", ctypes.c_int32),
+        ("color_binbits", ctypes.c_int32),
+        ("fast", ctypes.c_int32),
+        ("max_pixels", ctypes.c_uint64),
+        ("progress", PROGRESS_FN),
+        ("progress_user", ctypes.c_void_p),
+        ("on_error", HASH_ERROR_FN),
+        ("error_user", ctypes.c_void_p),
+    ]
+
+
+class DecodeOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("target", ctypes.c_int),
+        ("max_pixels", ctypes.c_uint64),
+    ]
+
+
+class ImageInfo(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("format", ctypes.c_int),
+        ("mode", ctypes.c_int),
+        ("width", ctypes.c_int64),
+        ("height", ctypes.c_int64),
+    ]
+
+
 class Array(ctypes.Structure):
     _fields_ = [
         ("data", ctypes.c_void_p),
@@ -142,6 +180,28 @@ _SIGNATURES = {
     "accel_backend_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
     "accel_log_level_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
     "accel_image_to_gray": (c_status, [ctypes.c_void_p, _P(Array), _P(Array)]),
+    "accel_hash_options_init": (c_status, [_P(HashOptions)]),
+    "accel_hash_kind_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
+    "accel_hash_bits": (c_status, [ctypes.c_int, ctypes.c_int32, ctypes.c_int32, _P(ctypes.c_uint32)]),
+    "accel_hash_slot_bytes": (c_status, [_P(HashOptions), _P(ctypes.c_size_t)]),
+    "accel_hash_files": (c_status, [ctypes.c_void_p, _P(ctypes.c_char_p), ctypes.c_size_t, _P(HashOptions),
+                                    ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "accel_hash_buffers": (c_status, [ctypes.c_void_p, _P(ctypes.c_void_p), _P(ctypes.c_size_t), ctypes.c_size_t,
+                                      _P(HashOptions), ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "accel_hash_arrays": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_size_t, _P(HashOptions),
+                                     ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]),
+    "accel_hash_to_hex": (c_status, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]),
+    "accel_hash_from_hex": (c_status, [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]),
+    "accel_hash_distance": (c_status, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, _P(ctypes.c_uint32)]),
+    "accel_decode_options_init": (c_status, [_P(DecodeOptions)]),
+    "accel_image_info_init": (c_status, [_P(ImageInfo)]),
+    "accel_image_mode_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "accel_image_decode_file": (c_status, [ctypes.c_void_p, ctypes.c_char_p, _P(DecodeOptions),
+                                           _P(ctypes.c_void_p), _P(ImageInfo)]),
+    "accel_image_decode_buffer": (c_status, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                                             _P(DecodeOptions), _P(ctypes.c_void_p), _P(ImageInfo)]),
+    "accel_buffer_view": (c_status, [ctypes.c_void_p, _P(Array)]),
+    "accel_buffer_destroy": (None, [ctypes.c_void_p]),
 }
 for _name, (_res, _args) in _SIGNATURES.items():
     _f = getattr(lib, _name)
