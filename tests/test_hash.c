@@ -8,6 +8,8 @@
  */
 #include "testutil.h"
 
+#include "hash/job.h"
+
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -610,6 +612,21 @@ START_TEST(hex_and_distance_follow_imagehash) {
 }
 END_TEST
 
+/* The CPU's table of saturations and the per-pixel formula the GPU uses
+ * agree on every colour, so CPU and GPU colorhashes count the same pixels. */
+START_TEST(saturation_table_equals_the_formula_everywhere) {
+  long bad = 0;
+  for (unsigned r = 0; r < 256; r++)
+    for (unsigned g = 0; g < 256; g++)
+      for (unsigned b = 0; b < 256; b++) {
+        uint8_t hue, sat;
+        accel__rgb_to_hs(r, g, b, &hue, &sat);
+        bad += accel__saturation(r, g, b) != sat;
+      }
+  ck_assert_int_eq(bad, 0);
+}
+END_TEST
+
 Suite *suite_hash(void) {
   Suite *s = suite_create("hash");
   TCase *tc = tcase_create("hash");
@@ -625,6 +642,7 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, fast_mode_changes_only_jpegs);
   tcase_add_test(tc, options_and_sizes_are_validated);
   tcase_add_test(tc, hex_and_distance_follow_imagehash);
+  tcase_add_test(tc, saturation_table_equals_the_formula_everywhere);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -9,7 +9,7 @@
 #endif
 
 static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
-  size_t done = 0;
+  size_t done = 0, reported = 0;
   int cancelled = 0;
   const long long n = (long long)job->n;
 #pragma omp parallel num_threads(call->threads)
@@ -32,8 +32,11 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
 #else
     const bool caller = true;
 #endif
-    if (caller && job->progress && job->progress(job->progress_user, "hash.batch", (double)d / (double)n))
-      __atomic_store_n(&cancelled, 1, __ATOMIC_RELAXED);
+    if (caller && job->progress) {
+      reported = d;
+      if (job->progress(job->progress_user, "hash.batch", (double)d / (double)n))
+        __atomic_store_n(&cancelled, 1, __ATOMIC_RELAXED);
+    }
   }
     accel__axis_cache_free(&cache);
   }
@@ -41,6 +44,8 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
     accel__why(call->why, "cancelled by the progress callback after %zu of %zu inputs", done, job->n);
     return ACCEL_ERR_CANCELLED;
   }
+  /* another thread may have finished the last inputs: report completion */
+  if (job->progress && reported < job->n) job->progress(job->progress_user, "hash.batch", 1.0);
   return ACCEL_OK;
 }
 

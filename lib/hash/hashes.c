@@ -33,101 +33,57 @@ void accel__colorhash(const accel__color_counts *c, int binbits, uint8_t *out) {
   }
 }
 
-/* ------------------------------------------------------------ simple hashes */
+/* ------------------------------------------------------------ phash, whash */
 
-/* numpy.mean of uint8: an exact integer sum divided by the count. */
-void accel__ahash(const uint8_t *px, int n, uint8_t *out) {
-  const int m = n * n;
-  uint64_t sum = 0;
-  for (int i = 0; i < m; i++) sum += px[i];
-  const double avg = (double)sum / (double)m;
-  memset(out, 0, (size_t)(m + 7) / 8);
-  for (int i = 0; i < m; i++) accel__set_bit(out, (size_t)i, (double)px[i] > avg);
-}
-
-void accel__dhash(const uint8_t *px, int n, uint8_t *out) {
-  memset(out, 0, (size_t)(n * n + 7) / 8);
-  for (int r = 0; r < n; r++)
-    for (int c = 0; c < n; c++) accel__set_bit(out, (size_t)(r * n + c), px[r * (n + 1) + c + 1] > px[r * (n + 1) + c]);
-}
-
-void accel__dhash_vertical(const uint8_t *px, int n, uint8_t *out) {
-  memset(out, 0, (size_t)(n * n + 7) / 8);
-  for (int r = 0; r < n; r++)
-    for (int c = 0; c < n; c++) accel__set_bit(out, (size_t)(r * n + c), px[(r + 1) * n + c] > px[r * n + c]);
-}
-
-/* numpy.median: the middle value, or the mean of the two middle values. */
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
-double accel__median(const double *v, int m) {
-  double *s = malloc(sizeof(double) * (size_t)m);
-  if (!s) return NAN;
-  memcpy(s, v, sizeof(double) * (size_t)m);
-  qsort(s, (size_t)m, sizeof(double), cmp_double);
-  double med = m % 2 ? s[m / 2] : (s[m / 2 - 1] + s[m / 2]) / 2.0;
-  free(s);
-  return med;
-}
-
-/* phash: scipy.fftpack.dct (type II, unnormalized) along axis 0, then axis 1,
- * of the 4n x 4n plane; only the n x n low frequencies are needed; bits =
- * coefficient > their median. Power-of-two sizes use scipy's own algorithm
- * (dct.h) and match bit for bit; other sizes sum the definition,
- * 2 * sum x[i] cos(pi k (2i+1) / 2N), which can differ where coefficients
- * tie at the median. */
-void accel__phash(const uint8_t *px, int n, uint8_t *out) {
+double *accel__phash_cos_table(int n) {
   const int N = 4 * n;
-  accel__dct_plan plan;
-  const bool exact = accel__dct_plan_init(&plan, N);
-  double *line = malloc(sizeof(double) * (size_t)N), *scratch = malloc(sizeof(double) * (size_t)N);
-  double *cosk = exact ? NULL : malloc(sizeof(double) * (size_t)(n * N));
-  double *cols = malloc(sizeof(double) * (size_t)(n * N)); /* [k][j]: axis-0 transform, low k only */
-  double *low = calloc((size_t)(n * n), sizeof(double));
-  memset(out, 0, (size_t)(n * n + 7) / 8);
-  if (!line || !scratch || (!exact && !cosk) || !cols || !low) goto done;
-  if (!exact)
+  double *c = malloc(sizeof(double) * (size_t)(n * N));
+  if (c)
     for (int k = 0; k < n; k++)
-      for (int i = 0; i < N; i++) cosk[k * N + i] = 2.0 * cos(M_PI * (double)k * (double)(2 * i + 1) / (double)(2 * N));
-  for (int j = 0; j < N; j++) { /* axis 0: each column */
-    for (int i = 0; i < N; i++) line[i] = (double)px[i * N + j];
-    if (exact) {
-      accel__dct2(&plan, line, scratch);
-      for (int k = 0; k < n; k++) cols[k * N + j] = line[k];
-    } else {
-      for (int k = 0; k < n; k++) {
-        double s = 0.0;
-        for (int i = 0; i < N; i++) s += line[i] * cosk[k * N + i];
-        cols[k * N + j] = s;
-      }
-    }
-  }
-  for (int k = 0; k < n; k++) { /* axis 1: the low rows */
-    for (int j = 0; j < N; j++) line[j] = cols[k * N + j];
-    if (exact) {
-      accel__dct2(&plan, line, scratch);
-      for (int l = 0; l < n; l++) low[k * n + l] = line[l];
-    } else {
-      for (int l = 0; l < n; l++) {
-        double s = 0.0;
-        for (int j = 0; j < N; j++) s += line[j] * cosk[l * N + j];
-        low[k * n + l] = s;
-      }
-    }
-  }
-  {
-    const double med = accel__median(low, n * n);
-    for (int i = 0; i < n * n; i++) accel__set_bit(out, (size_t)i, low[i] > med);
-  }
-done:
-  free(line);
-  free(scratch);
+      for (int i = 0; i < N; i++) c[k * N + i] = 2.0 * cos(M_PI * (double)k * (double)(2 * i + 1) / (double)(2 * N));
+  return c;
+}
+
+accel_status accel__phash_plane(const uint8_t *px, int n, uint8_t *out) {
+  accel__dct_plan plan;
+  const bool exact = accel__dct_plan_init(&plan, 4 * n);
+  double *cosk = exact ? NULL : accel__phash_cos_table(n);
+  double *scratch = malloc(sizeof(double) * (size_t)accel__phash_scratch(n));
+  accel_status s = ACCEL_OK;
+  if (!scratch || (!exact && !cosk)) s = ACCEL_ERR_OUT_OF_MEMORY;
+  else accel__phash(px, n, exact ? &plan : NULL, cosk, scratch, out);
   free(cosk);
-  free(cols);
-  free(low);
+  free(scratch);
+  return s;
+}
+
+/* Block by block (memory of one block, not of the N x N double image), with
+ * exactly the operations pywt performs on the whole image: Haar is local, so
+ * below level m a block's coefficients depend on the block alone. */
+accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, uint8_t *out) {
+  const accel__whash_geom g = accel__whash_geometry(N, n);
+  double *blk = malloc(sizeof(double) * (size_t)(g.B * g.B)), *tmp = malloc(sizeof(double) * (size_t)(g.B * g.B));
+  double *pyr = calloc((size_t)(3 * n * n), sizeof(double));
+  accel_status s = ACCEL_OK;
+  if (!blk || !tmp || !pyr) {
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  } else {
+    double *ptmp = pyr + n * n, *low = ptmp + n * n;
+    for (int bi = 0; bi < n; bi++)
+      for (int bj = 0; bj < n; bj++) {
+        accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
+        pyr[bi * n + bj] = blk[0];
+      }
+    accel__whash_top(pyr, n, g.ln, ptmp);
+    for (int bi = 0; bi < n; bi++)
+      for (int bj = 0; bj < n; bj++)
+        low[bi * n + bj] = accel__whash_block_final(px, &g, bi, bj, pyr[bi * n + bj], blk, tmp);
+    accel__whash_bits(low, n, ptmp, out);
+  }
+  free(blk);
+  free(tmp);
+  free(pyr);
+  return s;
 }
 
 /* ------------------------------------------------------------ the plan */
@@ -230,9 +186,11 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
     case ACCEL_HASH_AHASH: accel__ahash(planes[k], n, out); break;
     case ACCEL_HASH_DHASH: accel__dhash(planes[k], n, out); break;
     case ACCEL_HASH_DHASH_VERTICAL: accel__dhash_vertical(planes[k], n, out); break;
-    case ACCEL_HASH_PHASH: accel__phash(planes[k], n, out); break;
+    case ACCEL_HASH_PHASH:
+      if ((s = accel__phash_plane(planes[k], n, out)) != ACCEL_OK) accel__why(why, "out of memory in phash");
+      break;
     case ACCEL_HASH_WHASH:
-      if ((s = accel__whash(planes[k], tw[k], n, out)) != ACCEL_OK) accel__why(why, "out of memory in whash");
+      if ((s = accel__whash_plane(planes[k], tw[k], n, out)) != ACCEL_OK) accel__why(why, "out of memory in whash");
       break;
     case ACCEL_HASH_COLORHASH: accel__colorhash(color, spec->binbits, out); break;
     }

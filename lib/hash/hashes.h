@@ -8,6 +8,7 @@
 #include "core/internal.h"
 
 #include "accel/hash.h"
+#include "hash/hash_math.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -38,12 +39,13 @@ void accel__colorhash(const accel__color_counts *c, int binbits, uint8_t *out);
 /* The resize target (width, height) a kind needs from a w x h image. */
 void accel__hash_target(accel_hash_kind kind, int hash_size, int64_t w, int64_t h, int64_t *tw, int64_t *th);
 
-/* Hash bits from the resized plane (packed, tw x th) of each kind. */
-void accel__ahash(const uint8_t *px, int n, uint8_t *out);
-void accel__dhash(const uint8_t *px, int n, uint8_t *out);          /* (n+1) x n */
-void accel__dhash_vertical(const uint8_t *px, int n, uint8_t *out); /* n x (n+1) */
-void accel__phash(const uint8_t *px, int n, uint8_t *out);          /* 4n x 4n */
-accel_status accel__whash(const uint8_t *px, int64_t scale, int n, uint8_t *out); /* scale x scale */
+/* phash of a 4n x 4n plane and whash of a scale x scale plane (the
+ * arithmetic is in hash_math.h; these allocate its scratch). */
+accel_status accel__phash_plane(const uint8_t *px, int n, uint8_t *out);
+accel_status accel__whash_plane(const uint8_t *px, int64_t scale, int n, uint8_t *out);
+/* 2 cos(pi k (2i+1) / 2N) for k < n, i < N = 4n: phash's direct DCT for
+ * sizes scipy's algorithm port does not cover. Caller frees. */
+double *accel__phash_cos_table(int n);
 
 /* Every requested kind of one image: gray plane, colour counts (may be NULL
  * without colorhash), the calling thread's axis cache. Writes nkinds slots
@@ -53,13 +55,6 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
                                  int64_t stride, const accel__color_counts *color, struct accel__axis_cache *cache,
                                  uint8_t *slots, char *why);
 
-/* numpy.median: the middle value, or the mean of the two middle ones. */
-double accel__median(const double *v, int m);
-
-/* Set bit i (MSB-first packing). */
-static inline void accel__set_bit(uint8_t *out, size_t i, bool v) {
-  if (v) out[i >> 3] |= (uint8_t)(0x80u >> (i & 7));
-}
 
 #ifdef __cplusplus
 }

@@ -44,6 +44,10 @@ void accel__hash_image_free(accel__hash_image *img);
 
 /* Record input i's outcome: the status, a copy of the message on failure
  * (its hash slots stay zero). */
+/* Pillow's HSV saturation from the 64 KB table the CPU colorhash uses (the
+ * GPU computes it with accel__rgb_to_hs; a test checks they agree). */
+uint8_t accel__saturation(unsigned r, unsigned g, unsigned b);
+
 void accel__hash_record(accel__hash_job *job, size_t i, accel_status status, const char *why);
 uint8_t *accel__hash_slots(const accel__hash_job *job, size_t i);
 

@@ -2,6 +2,7 @@
 #include "hash/job.h"
 
 #include "image/convert.h"
+#include "hash/hash_math.h"
 #include "image/pillow.h"
 
 #include <pthread.h>
@@ -25,27 +26,25 @@ static void build_sat_table(void) {
     }
 }
 
-static inline void count_pixel(accel__color_counts *c, unsigned r, unsigned g, unsigned b, unsigned l) {
-  c->pixels++;
-  if (l < 256 / 8) {
-    c->black++;
-    return;
-  }
+uint8_t accel__saturation(unsigned r, unsigned g, unsigned b) {
+  pthread_once(&sat_once, build_sat_table);
   const unsigned mx = r > g ? (r > b ? r : b) : (g > b ? g : b);
   const unsigned mn = r < g ? (r < b ? r : b) : (g < b ? g : b);
-  const unsigned sat = sat_table[mx][mx - mn];
-  if (sat < 256 / 3) {
-    c->gray++;
-    return;
+  return sat_table[mx][mx - mn];
+}
+
+static inline void count_pixel(accel__color_counts *c, unsigned r, unsigned g, unsigned b, unsigned l) {
+  const unsigned mx = r > g ? (r > b ? r : b) : (g > b ? g : b);
+  const unsigned mn = r < g ? (r < b ? r : b) : (g < b ? g : b);
+  const int cls = accel__color_class(r, g, b, l, sat_table[mx][mx - mn]);
+  c->pixels++;
+  if (cls == 0) c->black++;
+  else if (cls == 1) c->gray++;
+  else {
+    c->colors++;
+    if (cls >= 9) c->bright[cls - 9]++;
+    else if (cls >= 3) c->faint[cls - 3]++;
   }
-  c->colors++;
-  if (sat == 256 * 2 / 3) return; /* S == 170: a colour, but neither faint nor bright (as imagehash) */
-  uint8_t hue, s2;
-  accel__rgb_to_hs(r, g, b, &hue, &s2);
-  int bin = (2 * hue) / 85; /* numpy.histogram over linspace(0, 255, 7): edges 0, 42.5, ..., 255 */
-  if (bin > 5) bin = 5;
-  if (sat < 256 * 2 / 3) c->faint[bin]++;
-  else c->bright[bin]++;
 }
 
 /* ---------------------------------------------------------- the sink */

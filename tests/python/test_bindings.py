@@ -92,5 +92,90 @@ class Bindings(unittest.TestCase):
         self.assertIn("cpu_threads", str(e.exception))
 
 
+HASHDATA = os.path.join(os.environ["ACCEL_SOURCE_ROOT"], "tests", "data", "hash")
+
+
+def reference():
+    rows = {}
+    for name in ("reference.tsv", "generated.tsv"):
+        with open(os.path.join(HASHDATA, name)) as f:
+            lines = [l.rstrip("\n") for l in f if not l.startswith("#")]
+        header = lines[0].split("\t")
+        for line in lines[1:]:
+            cols = dict(zip(header, line.split("\t")))
+            rows[cols["file"]] = cols
+    return rows
+
+
+class Hashing(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ref = reference()
+        cls.ctx = accel.Context(backend="cpu")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctx.close()
+
+    def test_files_match_imagehash(self):
+        names = sorted(self.ref)
+        r = self.ctx.hash_files([os.path.join(HASHDATA, n) for n in names], kinds=accel.HASH_KINDS)
+        for i, n in enumerate(names):
+            if self.ref[n]["mode"] == "error":
+                self.assertEqual(r.error(i)[0], "ACCEL_ERR_DECODE", n)
+                self.assertIsNone(r.hex(i, "ahash"))
+                continue
+            for k in accel.HASH_KINDS:
+                self.assertEqual(r.hex(i, k), self.ref[n][k + "8"], (n, k))
+        ok = [i for i, n in enumerate(names) if self.ref[n]["mode"] != "error"]
+        u = r.u64("dhash")
+        self.assertEqual(u.dtype, np.uint64)
+        for i in ok:
+            self.assertEqual(int(u[i]), int(self.ref[names[i]]["dhash8"], 16))
+        with self.assertRaises(ValueError):
+            r.u64("colorhash")
+        d = r.to_dicts()
+        self.assertEqual(set(d[ok[0]]), set(accel.HASH_KINDS))
+
+    def test_bytes_and_size_16(self):
+        names = ["hopper.jpg", "pil123p.png", "pil_sample_cmyk.jpg"]
+        blobs = []
+        for n in names:
+            with open(os.path.join(HASHDATA, n), "rb") as f:
+                blobs.append(f.read())
+        r = self.ctx.hash_bytes(blobs + [b"garbage"], kinds=["phash", "whash"], size=16)
+        for i, n in enumerate(names):
+            self.assertEqual(r.hex(i, "phash"), self.ref[n]["phash16"])
+            self.assertEqual(r.hex(i, "whash"), self.ref[n]["whash16"])
+        self.assertEqual(r.error(3)[0], "ACCEL_ERR_FORMAT")
+
+    def test_numpy_arrays_hash_like_pil_fromarray(self):
+        rgb, mode = self.ctx.decode(os.path.join(HASHDATA, "hopper.png"))
+        self.assertEqual((rgb.shape, rgb.dtype, mode), ((128, 128, 3), np.uint8, "RGB"))
+        gray, mode = self.ctx.decode(os.path.join(HASHDATA, "hopper_gray.jpg"), gray=True)
+        self.assertEqual((gray.ndim, mode), (2, "L"))
+        rgba = np.dstack([rgb, np.arange(128 * 128, dtype=np.uint32).reshape(128, 128).astype(np.uint8)])
+        r = self.ctx.hash_arrays([rgb, gray, rgba, rgb[::-1, :, ::-1][::-1, :, ::-1]], kinds=accel.HASH_KINDS)
+        for k in accel.HASH_KINDS:
+            self.assertEqual(r.hex(0, k), self.ref["hopper.png"][k + "8"])
+            self.assertEqual(r.hex(1, k), self.ref["hopper_gray.jpg"][k + "8"])
+            self.assertEqual(r.hex(2, k), r.hex(0, k))  # alpha is ignored
+            self.assertEqual(r.hex(3, k), r.hex(0, k))  # a strided view of the same pixels
+        with self.assertRaises(accel.AccelError):
+            self.ctx.hash_arrays([np.zeros((4, 4, 5), np.uint8)])
+        with self.assertRaises(ValueError):
+            self.ctx.hash_files([os.path.join(HASHDATA, "hopper.png")], kinds=["md5"])
+
+    def test_helpers(self):
+        self.assertEqual(accel.distance("8100000000000001", "0100000000000000"), 2)
+        bits = accel.hex_to_bits("8100000000000001", 64)
+        self.assertEqual(np.flatnonzero(bits).tolist(), [0, 7, 63])
+        calls = []
+        r = self.ctx.hash_files([os.path.join(HASHDATA, "hopper.png")] * 3,
+                                progress=lambda stage, f: calls.append((stage, f)))
+        self.assertTrue(all(r.ok(i) for i in range(3)))
+        self.assertEqual(calls[-1], ("hash.batch", 1.0))
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
