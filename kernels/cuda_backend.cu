@@ -9,6 +9,7 @@
  */
 #include "cuda_util.h"
 
+#include "hash/ops.h"
 #include "image/ops.h"
 
 #include <dlfcn.h>
@@ -209,5 +210,5 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .open = */ cuda_open,
     /* .close = */ cuda_close,
     /* .image = */ &accel__cuda_image_ops,
-    /* .hash = */ NULL,
+    /* .hash = */ &accel__cuda_hash_ops,
 };

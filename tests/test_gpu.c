@@ -2,6 +2,7 @@
  * exists; elsewhere the program exits 77 (meson's "skipped") with the reason. */
 #include "testutil.h"
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,57 @@ START_TEST(device_query_is_sane) {
 }
 END_TEST
 
+/* The CUDA hash batch equals the CPU's on the committed corpus: every kind,
+ * sizes 8 and 16 and a non-power-of-two size, colour binbits 3 and 5. */
+START_TEST(hash_batch_equals_cpu) {
+  DIR *d = opendir(TEST_DATA_DIR "/hash");
+  ck_assert_ptr_nonnull(d);
+  static char names[256][512];
+  const char *paths[256];
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) && n < 256) {
+    size_t l = strlen(e->d_name);
+    if (l > 4 && (strcmp(e->d_name + l - 4, ".png") == 0 || strcmp(e->d_name + l - 4, ".jpg") == 0)) {
+      snprintf(names[n], sizeof names[n], "%s/hash/%s", TEST_DATA_DIR, e->d_name);
+      paths[n] = names[n];
+      n++;
+    }
+  }
+  closedir(d);
+  ck_assert_int_gt(n, 30);
+  const struct { int size, binbits, nkinds; } runs[] = {{8, 3, 6}, {16, 5, 6}, {6, 3, 5}};
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    accel_hash_options o;
+    accel_hash_options_init(&o);
+    o.nkinds = (uint32_t)runs[r].nkinds;
+    const accel_hash_kind all[6] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_DHASH_VERTICAL, ACCEL_HASH_PHASH,
+                                    runs[r].nkinds == 6 ? ACCEL_HASH_WHASH : ACCEL_HASH_COLORHASH, ACCEL_HASH_COLORHASH};
+    memcpy(o.kinds, all, sizeof all);
+    o.hash_size = runs[r].size;
+    o.color_binbits = runs[r].binbits;
+    size_t slot;
+    ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+    uint8_t *a = malloc((size_t)n * 6 * slot), *b = malloc((size_t)n * 6 * slot);
+    accel_status sa[256], sb[256];
+    ck_assert_msg(accel_hash_files(gpu, paths, (size_t)n, &o, a, slot, sa) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_hash_files(cpu, paths, (size_t)n, &o, b, slot, sb), ACCEL_OK);
+    for (int i = 0; i < n; i++) {
+      ck_assert_msg(sa[i] == sb[i], "%s: %s vs %s", paths[i], accel_status_string(sa[i]), accel_status_string(sb[i]));
+      ck_assert_msg(memcmp(a + (size_t)i * o.nkinds * slot, b + (size_t)i * o.nkinds * slot, o.nkinds * slot) == 0,
+                    "%s: GPU hashes differ from the CPU's (size %d)", paths[i], runs[r].size);
+    }
+    free(a);
+    free(b);
+  }
+  accel_stage_stats st;
+  accel_stage_stats_init(&st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "hash.batch", &st), ACCEL_OK);
+  ck_assert_uint_eq(st.gpu_runs, 3);
+  ck_assert_uint_eq(st.fallbacks, 0);
+}
+END_TEST
+
 Suite *suite_gpu(void) {
   Suite *s = suite_create("gpu");
   TCase *tc = tcase_create("cuda");
@@ -138,6 +190,7 @@ Suite *suite_gpu(void) {
   tcase_add_test(tc, gray_strided_equals_cpu);
   tcase_add_test(tc, memory_budget_is_enforced_through_the_policy);
   tcase_add_test(tc, device_query_is_sane);
+  tcase_add_test(tc, hash_batch_equals_cpu);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -9,6 +9,7 @@
 #include "testutil.h"
 
 #include "hash/job.h"
+#include "hash/ops.h"
 
 #include <dirent.h>
 #include <stdio.h>
@@ -627,6 +628,118 @@ START_TEST(saturation_table_equals_the_formula_everywhere) {
 }
 END_TEST
 
+#if EXPECT_CUDA
+/* The CUDA batch pipeline (decode rounds, grouping, arena layout, one
+ * upload, every kernel's per-thread code, downloads) run on the host through
+ * a test backend, against the CPU backend. Only the launch geometry and the
+ * CUDA calls themselves are left to the GPU suite. */
+static accel_status emu_open(accel__backend_config *cfg, void **state, char *why) {
+  (void)why;
+  cfg->memory_budget = accel__cuda_hash_emulated_budget;
+  *state = NULL;
+  return ACCEL_OK;
+}
+
+static void emu_probe(accel__probe_result *out) { out->device_count = 1; }
+
+static const accel__backend emulated_gpu = {
+    .version = ACCEL__BACKEND_VERSION,
+    .name = "cuda-emulated",
+    .kind = ACCEL_BACKEND_CUDA,
+    .probe = emu_probe,
+    .open = emu_open,
+    .hash = &accel__cuda_hash_ops_emulated,
+};
+
+static void compare_pipelines(const char **paths, size_t n, int size, int binbits, log_capture *cap,
+                              uint64_t *fallbacks) {
+  accel_ctx_options o;
+  accel_ctx_options_init(&o);
+  o.backend = ACCEL_BACKEND_CUDA;
+  o.log_fn = capture_log;
+  o.log_user = cap;
+  accel_ctx *gpu = NULL;
+  ck_assert_int_eq(accel__ctx_create_with(&o, &emulated_gpu, &gpu), ACCEL_OK);
+  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options h;
+  accel_hash_options_init(&h);
+  h.nkinds = 6;
+  memcpy(h.kinds, ALL6, sizeof ALL6);
+  if (size & (size - 1)) h.nkinds = 5; /* whash needs a power of two: drop it (it is last but colorhash) */
+  if (h.nkinds == 5) h.kinds[4] = ACCEL_HASH_COLORHASH;
+  h.hash_size = size;
+  h.color_binbits = binbits;
+  size_t slot;
+  ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
+  uint8_t *a = malloc(n * 6 * slot), *b = malloc(n * 6 * slot);
+  accel_status sa[MAX_ROWS], sb[MAX_ROWS];
+  ck_assert_int_eq(accel_hash_files(gpu, paths, n, &h, a, slot, sa), ACCEL_OK);
+  ck_assert_int_eq(accel_hash_files(cpu, paths, n, &h, b, slot, sb), ACCEL_OK);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_msg(sa[i] == sb[i], "%s: %s vs %s", paths[i], accel_status_string(sa[i]), accel_status_string(sb[i]));
+    for (uint32_t k = 0; k < h.nkinds; k++) {
+      const uint8_t *x = a + (i * h.nkinds + k) * slot, *y = b + (i * h.nkinds + k) * slot;
+      if (memcmp(x, y, slot) == 0) continue;
+      uint32_t nbits;
+      accel_hash_bits(h.kinds[k], size, binbits, &nbits);
+      char hx[ACCEL_HASH_MAX_BYTES * 2 + 1], hy[ACCEL_HASH_MAX_BYTES * 2 + 1];
+      accel_hash_to_hex(x, nbits, hx, sizeof hx);
+      accel_hash_to_hex(y, nbits, hy, sizeof hy);
+      ck_abort_msg("%s: %s size %d binbits %d: GPU pipeline %s, CPU %s", paths[i], accel_hash_kind_name(h.kinds[k]),
+                   size, binbits, hx, hy);
+    }
+  }
+  accel_stage_stats st;
+  accel_stage_stats_init(&st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "hash.batch", &st), ACCEL_OK);
+  *fallbacks = st.fallbacks;
+  free(a);
+  free(b);
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
+}
+
+START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
+  static ref_table t;
+  memset(&t, 0, sizeof t);
+  load_tsv(&t, data_path("hash/reference.tsv"));
+  load_tsv(&t, data_path("hash/generated.tsv"));
+  const char *paths[MAX_ROWS];
+  static char buf[MAX_ROWS][512];
+  for (int i = 0; i < t.n; i++) {
+    snprintf(buf[i], sizeof buf[i], "%s/%s", data_path("hash"), t.rows[i].col[0]);
+    paths[i] = buf[i];
+  }
+  const uint64_t saved = accel__cuda_hash_emulated_budget;
+  const struct {
+    uint64_t budget;
+    int size, binbits;
+  } runs[] = {
+      {(uint64_t)1 << 30, 8, 3},  /* everything in large groups */
+      {(uint64_t)1 << 30, 16, 3}, /* 256-bit hashes, 64x64 DCT */
+      {(uint64_t)6 << 20, 8, 3},  /* a small budget: many groups, some of one image */
+      {(uint64_t)1 << 30, 6, 4},  /* a non-power-of-two size: the direct DCT */
+  };
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    accel__cuda_hash_emulated_budget = runs[r].budget;
+    log_capture cap = {0};
+    uint64_t fallbacks = 0;
+    compare_pipelines(paths, (size_t)t.n, runs[r].size, runs[r].binbits, &cap, &fallbacks);
+    ck_assert_msg(fallbacks == 0, "run %zu fell back to the CPU: %s", r, cap.n ? cap.line[0] : "");
+  }
+  /* a budget no image fits in: the one fallback policy, and still the right answer */
+  accel__cuda_hash_emulated_budget = 64 << 10;
+  log_capture cap = {0};
+  uint64_t fallbacks = 0;
+  compare_pipelines(paths, 4, 8, 3, &cap, &fallbacks);
+  ck_assert_uint_eq(fallbacks, 1);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] hash.batch failed: "), 1);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "device memory"), 1);
+  accel__cuda_hash_emulated_budget = saved;
+}
+END_TEST
+#endif
+
 Suite *suite_hash(void) {
   Suite *s = suite_create("hash");
   TCase *tc = tcase_create("hash");
@@ -643,6 +756,9 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, options_and_sizes_are_validated);
   tcase_add_test(tc, hex_and_distance_follow_imagehash);
   tcase_add_test(tc, saturation_table_equals_the_formula_everywhere);
+#if EXPECT_CUDA
+  tcase_add_test(tc, gpu_pipeline_equals_cpu_in_emulation);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -98,7 +98,8 @@ ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, 
  * Hash a batch of inputs. Outputs, caller-allocated:
  *   hashes    n * nkinds * slot_bytes bytes: input i, kind k (in the order of
  *             options->kinds) at hashes + (i * nkinds + k) * slot_bytes;
- *             zero-filled for inputs that fail;
+ *             the bytes of a slot past the hash's ceil(bits / 8) are zero,
+ *             and all of an input's slots are zero when it fails;
  *   statuses  n entries: ACCEL_OK, or why input i failed (ACCEL_ERR_IO,
  *             ACCEL_ERR_FORMAT, ACCEL_ERR_DECODE, ACCEL_ERR_LIMIT, ...).
  * One failing input never fails the batch: the call returns ACCEL_OK when

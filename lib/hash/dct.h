@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #ifdef __CUDACC__
-#define ACCEL__DCT_HD __host__ __device__
+#define ACCEL__DCT_HD static inline __host__ __device__
 #else
 #define ACCEL__DCT_HD static inline
 #endif

@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #ifdef __CUDACC__
-#define ACCEL__MATH_HD __host__ __device__
+#define ACCEL__MATH_HD static inline __host__ __device__
 #else
 #define ACCEL__MATH_HD static inline
 #endif

@@ -41,6 +41,10 @@ typedef struct accel__hash_image {
 
 accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why);
 void accel__hash_image_free(accel__hash_image *img);
+/* Inputs [from, to) decoded on `threads` threads into img[0 .. to-from);
+ * failures recorded in the job (their img stays empty). */
+void accel__hash_load_range(accel__hash_job *job, size_t from, size_t to, bool want_rgb, accel__hash_image *img,
+                            int threads);
 
 /* Record input i's outcome: the status, a copy of the message on failure
  * (its hash slots stay zero). */

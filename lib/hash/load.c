@@ -160,6 +160,17 @@ accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rg
   return s;
 }
 
+void accel__hash_load_range(accel__hash_job *job, size_t from, size_t to, bool want_rgb, accel__hash_image *img,
+                            int threads) {
+  const long long n = (long long)(to - from);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (long long i = 0; i < n; i++) {
+    char why[ACCEL_REASON_MAX] = "";
+    accel_status s = accel__hash_load(job, from + (size_t)i, want_rgb, &img[i], why);
+    if (s) accel__hash_record(job, from + (size_t)i, s, why);
+  }
+}
+
 void accel__hash_image_free(accel__hash_image *img) {
   free(img->gray);
   free(img->rgb);

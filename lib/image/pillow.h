@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #ifdef __CUDACC__
-#define ACCEL__HD __host__ __device__ __forceinline__
+#define ACCEL__HD static inline __host__ __device__
 #else
 #define ACCEL__HD static inline
 #endif
