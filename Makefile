@@ -24,6 +24,7 @@ build: deps-demo
 
 demo: build
 	$(ACCEL) info
+	$(ACCEL) hash --kinds ahash,dhash,phash,whash,colorhash samples/photos
 	$(ACCEL) gray --out build/demo samples/astronaut.ppm
 
 test: deps-test

@@ -218,8 +218,12 @@ def main():
     cores = os.cpu_count() or 1
     ctx1 = accel.Context(backend=args.backend, strict=True, threads=1)
     ctxn = accel.Context(backend=args.backend, strict=True, threads=0)
+    photos = [p for p in corpus if "__" in os.path.basename(p) or
+              any(os.path.basename(q).startswith(os.path.splitext(os.path.basename(p))[0] + "__") for q in corpus)]
     results = [measure_corpus("corpus (../shared/data/hash, all decodable images)", corpus, ctx1, ctxn, args.repeat,
                               cores),
+               measure_corpus("corpus photos (the nine photos and their near-duplicate variants)", photos, ctx1, ctxn,
+                              args.repeat, cores),
                measure_corpus("12-megapixel JPEGs (4000x3000, made from the corpus photos)", big, ctx1, ctxn,
                               args.repeat, cores)]
     cpu = platform.processor()
