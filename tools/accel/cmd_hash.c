@@ -68,7 +68,7 @@ static bool walk(const char *dir, path_list *out) {
   while ((e = readdir(d)))
     if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ok = ok && push(&names, e->d_name);
   closedir(d);
-  qsort(names.v, names.n, sizeof(char *), cmp_str);
+  if (names.n) qsort(names.v, names.n, sizeof(char *), cmp_str);
   size_t dl = strlen(dir);
   bool slash = dl && dir[dl - 1] == '/';
   for (size_t i = 0; i < names.n && ok; i++) {
