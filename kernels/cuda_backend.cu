@@ -11,6 +11,7 @@
 
 #include "hash/ops.h"
 #include "image/ops.h"
+#include "index/ops.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -211,4 +212,5 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .close = */ cuda_close,
     /* .image = */ &accel__cuda_image_ops,
     /* .hash = */ &accel__cuda_hash_ops,
+    /* .index = */ &accel__cuda_index_ops,
 };

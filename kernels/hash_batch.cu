@@ -257,11 +257,9 @@ int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb
 /* Build the arena layout and the host staging copy of one group. The
  * staging buffer receives [meta | descs | passes | plan | cosk | weights |
  * pixels]; returns false when out of host memory. */
-namespace {
-struct executor;
-}
-static uint8_t *exec_host_alloc(executor *x, size_t n);
-static void exec_host_free(executor *x, uint8_t *p);
+typedef accel__executor executor;
+static uint8_t *exec_host_alloc(executor *x, size_t n) { return x->host_alloc(n); }
+static void exec_host_free(executor *x, uint8_t *p) { x->host_free(p); }
 
 static bool build_group(const accel__hash_job *job, group_plan *g, accel__axis_cache *cache,
                         const accel__dct_plan *plan, const double *cosk, executor *x, uint8_t **staging,
@@ -513,68 +511,6 @@ static dim3 grid_for(int64_t w, int64_t h, int64_t z, dim3 block) {
 }
 
 namespace {
-
-/* Where the pipeline runs: a CUDA device (st != NULL), or the host, for
- * tests without a GPU (memory from malloc within a budget, kernels as
- * loops over the same per-thread bodies). */
-struct executor {
-  accel__cuda_state *st;
-  uint64_t emu_budget, emu_in_use;
-
-  uint64_t room() const {
-    const uint64_t b = st ? st->budget : emu_budget, u = st ? st->in_use : emu_in_use;
-    return b > u ? b - u : 0;
-  }
-  accel_status alloc(size_t n, uint8_t **p, char *why) {
-    if (st) return accel__cuda_alloc(st, n, (void **)p, why);
-    if (emu_in_use + n > emu_budget) {
-      accel__why(why, "needs %.1f MiB more device memory, over the budget of %.1f MiB", n / 1048576.0,
-                 emu_budget / 1048576.0);
-      return ACCEL_ERR_DEVICE_MEMORY;
-    }
-    if (!(*p = (uint8_t *)malloc(n ? n : 1))) {
-      accel__why(why, "out of memory");
-      return ACCEL_ERR_OUT_OF_MEMORY;
-    }
-    emu_in_use += n;
-    return ACCEL_OK;
-  }
-  void release(uint8_t *p, size_t n) {
-    if (!p) return;
-    if (st) {
-      accel__cuda_free(st, p, n);
-    } else {
-      free(p);
-      emu_in_use -= n;
-    }
-  }
-  uint8_t *host_alloc(size_t n) {
-    uint8_t *p = nullptr;
-    if (st) return cudaHostAlloc((void **)&p, n, cudaHostAllocDefault) == cudaSuccess ? p : nullptr;
-    return (uint8_t *)malloc(n);
-  }
-  void host_free(uint8_t *p) {
-    if (p && st) cudaFreeHost(p);
-    else free(p);
-  }
-  cudaError_t upload(void *d, const void *h, size_t n) {
-    if (st) return cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, st->stream);
-    memcpy(d, h, n);
-    return cudaSuccess;
-  }
-  cudaError_t download(void *h, const void *d, size_t n) {
-    if (st) return cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, st->stream);
-    memcpy(h, d, n);
-    return cudaSuccess;
-  }
-  cudaError_t zero(void *d, size_t n) {
-    if (st) return cudaMemsetAsync(d, 0, n, st->stream);
-    memset(d, 0, n);
-    return cudaSuccess;
-  }
-  cudaError_t sync() { return st ? cudaStreamSynchronize(st->stream) : cudaSuccess; }
-  cudaError_t last_error() { return st ? cudaGetLastError() : cudaSuccess; }
-};
 
 /* Every kernel of a group, in order: launched on the stream, or run as loops
  * on the host with the same bodies (the colour histogram straight into the
@@ -839,9 +775,6 @@ static accel_status cuda_hash_batch(accel__call *call, accel__hash_job *job) {
 extern "C" const accel__hash_ops accel__cuda_hash_ops = {
     /* .batch = */ cuda_hash_batch,
 };
-
-static uint8_t *exec_host_alloc(executor *x, size_t n) { return x->host_alloc(n); }
-static void exec_host_free(executor *x, uint8_t *p) { x->host_free(p); }
 
 /* Tests: the same pipeline on the host, with this much "device" memory. */
 extern "C" uint64_t accel__cuda_hash_emulated_budget = (uint64_t)1 << 30;

@@ -12,6 +12,7 @@
 #include "core.h"
 #include "hash.h"
 #include "image.h"
+#include "index.h"
 #include "io.h"
 
 #endif /* ACCEL_ACCEL_H */

@@ -44,6 +44,7 @@ typedef struct accel__backend_config {
 
 struct accel__image_ops; /* lib/image/ops.h */
 struct accel__hash_ops;  /* lib/hash/ops.h */
+struct accel__index_ops; /* lib/index/ops.h */
 
 typedef struct accel__backend {
   uint32_t version;            /* ACCEL__BACKEND_VERSION */
@@ -59,6 +60,7 @@ typedef struct accel__backend {
    * backend does not implement the stage", and the CPU runs it. */
   const struct accel__image_ops *image;
   const struct accel__hash_ops *hash;
+  const struct accel__index_ops *index;
 } accel__backend;
 
 /* The backends this build has. */

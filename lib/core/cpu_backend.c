@@ -3,6 +3,7 @@
 
 #include "hash/ops.h"
 #include "image/ops.h"
+#include "index/ops.h"
 
 #include <string.h>
 
@@ -21,4 +22,5 @@ const accel__backend accel__cpu_backend = {
     .close = NULL,
     .image = &accel__cpu_image_ops,
     .hash = &accel__cpu_hash_ops,
+    .index = &accel__cpu_index_ops,
 };

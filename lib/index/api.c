@@ -1,0 +1,503 @@
+/* Index searches: options, the dispatcher, pair results, grouping. */
+#include "index/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+enum { SEARCH_OPTIONS_V1_SIZE = sizeof(accel_search_options), KNN_MAX = 4096 };
+
+accel_status accel_search_options_init(accel_search_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_search_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->rule = ACCEL_INDEX_ALL;
+  o->algorithm = ACCEL_INDEX_AUTO;
+  return ACCEL_OK;
+}
+
+static accel_status read_search(const accel_index *ix, const char *func, const accel_search_options *in,
+                                accel_search_options *o, accel__search *s) {
+  accel_search_options_init(o);
+  if (in) {
+    accel_status st = accel__versioned_in(ix->ctx, func, "options", in, o, sizeof *o, SEARCH_OPTIONS_V1_SIZE);
+    if (st) return st;
+  }
+  if (o->rule != ACCEL_INDEX_ALL && o->rule != ACCEL_INDEX_ANY)
+    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown rule %d", func, (int)o->rule);
+  if ((unsigned)o->algorithm > ACCEL_INDEX_MULTI_INDEX)
+    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown algorithm %d", func, (int)o->algorithm);
+  memset(s, 0, sizeof *s);
+  s->rule = o->rule;
+  s->algorithm = o->algorithm;
+  for (uint32_t f = 0; f < ix->nfields; f++) {
+    if (o->thresholds[f] > ix->bits)
+      return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: threshold %u of field %u is over the %u bits", func,
+                         o->thresholds[f], f, ix->bits);
+    s->thresholds[f] = o->thresholds[f];
+  }
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ pair results */
+
+struct accel_pairs {
+  size_t n, cap;
+  uint32_t *a, *b; /* positions while collecting */
+  uint64_t *first, *second;
+  uint32_t *dist, nfields;
+  pthread_mutex_t mu;
+  bool oom;
+};
+
+static void collect(accel__pair_sink *sink, const uint32_t *a, const uint32_t *b, size_t n) {
+  accel_pairs *p = sink->user;
+  pthread_mutex_lock(&p->mu);
+  if (p->n + n > p->cap && !p->oom) {
+    size_t cap = p->cap ? p->cap : 4096;
+    while (cap < p->n + n) cap *= 2;
+    uint32_t *na = realloc(p->a, cap * sizeof(uint32_t));
+    if (na) p->a = na;
+    uint32_t *nb = na ? realloc(p->b, cap * sizeof(uint32_t)) : NULL;
+    if (nb) p->b = nb;
+    if (nb) p->cap = cap;
+    else p->oom = true;
+  }
+  if (!p->oom) {
+    memcpy(p->a + p->n, a, n * sizeof(uint32_t));
+    memcpy(p->b + p->n, b, n * sizeof(uint32_t));
+    p->n += n;
+  }
+  pthread_mutex_unlock(&p->mu);
+}
+
+static accel_pairs *pairs_new(uint32_t nfields) {
+  accel_pairs *p = calloc(1, sizeof *p);
+  if (p) {
+    p->nfields = nfields;
+    pthread_mutex_init(&p->mu, NULL);
+  }
+  return p;
+}
+
+void accel_pairs_destroy(accel_pairs *p) {
+  if (!p) return;
+  free(p->a);
+  free(p->b);
+  free(p->first);
+  free(p->second);
+  free(p->dist);
+  pthread_mutex_destroy(&p->mu);
+  free(p);
+}
+
+typedef struct key_pos {
+  uint64_t first, second;
+  size_t at;
+} key_pos;
+
+static int cmp_key(const void *x, const void *y) {
+  const key_pos *a = x, *b = y;
+  if (a->first != b->first) return a->first < b->first ? -1 : 1;
+  return (a->second > b->second) - (a->second < b->second);
+}
+
+/* Positions to ids (join: the smaller id first; range: the query number
+ * first), the distances of every field, then sorted by (first, second). */
+static accel_status finish_pairs(accel_pairs *p, const accel__codes *x, const accel__codes *y, const uint64_t *ids,
+                                 bool join) {
+  const size_t n = p->n;
+  key_pos *k = malloc((n ? n : 1) * sizeof *k);
+  p->first = malloc((n ? n : 1) * sizeof(uint64_t));
+  p->second = malloc((n ? n : 1) * sizeof(uint64_t));
+  p->dist = malloc((n ? n : 1) * p->nfields * sizeof(uint32_t));
+  if (!k || !p->first || !p->second || !p->dist) {
+    free(k);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  for (size_t i = 0; i < n; i++) {
+    uint64_t f = join ? ids[p->a[i]] : p->a[i], s = ids[p->b[i]];
+    if (join && f > s) {
+      uint64_t t = f;
+      f = s;
+      s = t;
+    }
+    k[i] = (key_pos){f, s, i};
+  }
+  qsort(k, n, sizeof *k, cmp_key);
+  for (size_t i = 0; i < n; i++) {
+    const size_t at = k[i].at;
+    p->first[i] = k[i].first;
+    p->second[i] = k[i].second;
+    for (uint32_t f = 0; f < p->nfields; f++)
+      p->dist[i * p->nfields + f] = accel__field_distance(x, p->a[at], y, p->b[at], f);
+  }
+  free(k);
+  free(p->a);
+  free(p->b);
+  p->a = p->b = NULL;
+  return ACCEL_OK;
+}
+
+accel_status accel_pairs_view(const accel_pairs *p, size_t *count, const uint64_t **first, const uint64_t **second,
+                              const uint32_t **distances, uint32_t *nfields) {
+  if (!p) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_pairs_view: pairs is NULL");
+  if (count) *count = p->n;
+  if (first) *first = p->first;
+  if (second) *second = p->second;
+  if (distances) *distances = p->dist;
+  if (nfields) *nfields = p->nfields;
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+/* GPU backends search by brute force: an explicit request for multi-index
+ * hashing is a CPU algorithm, so the stage runs on the CPU. */
+static bool wants_cpu(const accel__backend *b, const accel__index_job *job) {
+  return b->kind != ACCEL_BACKEND_CPU && job->search.algorithm == ACCEL_INDEX_MULTI_INDEX;
+}
+
+static int run_join(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->index || !b->index->join || wants_cpu(b, job)) return ACCEL__NOT_IMPLEMENTED;
+  return b->index->join(call, job);
+}
+
+static int run_range(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->index || !b->index->range || wants_cpu(b, job)) return ACCEL__NOT_IMPLEMENTED;
+  return b->index->range(call, job);
+}
+
+static int run_knn(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->index || !b->index->knn) return ACCEL__NOT_IMPLEMENTED;
+  return b->index->knn(call, job);
+}
+
+static void job_init(accel__index_job *job, accel_index *ix, const char *stage, const accel_search_options *o,
+                     const accel__search *s) {
+  memset(job, 0, sizeof *job);
+  job->stage = stage;
+  job->index = ix;
+  job->codes = accel__index_codes(ix);
+  job->entry_ids = ix->ids;
+  job->bits = ix->bits;
+  if (s) job->search = *s;
+  if (o) {
+    job->progress = o->progress;
+    job->progress_user = o->progress_user;
+  }
+}
+
+static void log_algorithm(accel_index *ix, const accel__index_job *job) {
+  accel__log(ix->ctx, ACCEL_LOG_DEBUG, "accel: %s over %zu entries by %s (%s)", job->stage, job->codes.n,
+             job->used == ACCEL_INDEX_MULTI_INDEX ? "multi-index hashing" : "brute force", accel__index_isa());
+}
+
+accel_status accel_index_self_join(accel_index *ix, const accel_search_options *options, accel_pairs **out) {
+  static const char F[] = "accel_index_self_join";
+  if (!ix || !out) return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  *out = NULL;
+  accel_search_options o;
+  accel__search s;
+  accel_status st = read_search(ix, F, options, &o, &s);
+  if (st) return st;
+  accel_pairs *p = pairs_new(ix->nfields);
+  if (!p) return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  accel__pair_sink sink = {collect, p};
+  accel__index_job job;
+  job_init(&job, ix, "index.join", &o, &s);
+  job.sink = &sink;
+  st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
+  if (!st) log_algorithm(ix, &job);
+  if (!st && p->oom) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the pairs", F);
+  if (!st && finish_pairs(p, &job.codes, &job.codes, ix->ids, true))
+    st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory sorting %zu pairs", F, p->n);
+  if (st) {
+    accel_pairs_destroy(p);
+    return st;
+  }
+  *out = p;
+  return ACCEL_OK;
+}
+
+accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queries, const accel_search_options *options,
+                               accel_pairs **out) {
+  static const char F[] = "accel_index_range";
+  if (!ix || !out || (nq && !queries))
+    return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  *out = NULL;
+  if (nq > UINT32_MAX) return accel__fail(ix->ctx, ACCEL_ERR_LIMIT, "%s: at most %u queries a call", F, UINT32_MAX);
+  accel_search_options o;
+  accel__search s;
+  accel_status st = read_search(ix, F, options, &o, &s);
+  if (st) return st;
+  accel_pairs *p = pairs_new(ix->nfields);
+  uint64_t *storage = NULL;
+  accel__index_job job;
+  job_init(&job, ix, "index.range", &o, &s);
+  if (!p || accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage)) {
+    accel_pairs_destroy(p);
+    free(storage);
+    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  }
+  accel__pair_sink sink = {collect, p};
+  job.sink = &sink;
+  st = nq == 0 || ix->n == 0 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.range", run_range, &job);
+  if (!st) log_algorithm(ix, &job);
+  if (!st && p->oom) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the pairs", F);
+  if (!st && finish_pairs(p, &job.queries, &job.codes, ix->ids, false))
+    st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory sorting %zu pairs", F, p->n);
+  free(storage);
+  if (st) {
+    accel_pairs_destroy(p);
+    return st;
+  }
+  *out = p;
+  return ACCEL_OK;
+}
+
+accel_status accel_index_knn(accel_index *ix, size_t nq, const uint64_t *queries, uint32_t k, uint32_t field,
+                             uint64_t *ids, uint32_t *distances) {
+  static const char F[] = "accel_index_knn";
+  if (!ix || (nq && (!queries || !ids)))
+    return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  if (k < 1 || k > KNN_MAX) return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: k %u outside 1..%d", F, k, KNN_MAX);
+  if (field >= ix->nfields)
+    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: field %u, the index has %u", F, field, ix->nfields);
+  if (nq == 0) return ACCEL_OK;
+  accel__index_job job;
+  job_init(&job, ix, "index.knn", NULL, NULL);
+  uint64_t *storage = NULL;
+  if (accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage))
+    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  job.k = k;
+  job.field = field;
+  job.out_ids = ids;
+  job.out_distances = distances;
+  accel_status st = ACCEL_OK;
+  if (ix->n == 0) {
+    for (size_t i = 0; i < nq * k; i++) {
+      ids[i] = UINT64_MAX;
+      if (distances) distances[i] = UINT32_MAX;
+    }
+  } else {
+    st = accel__dispatch(ix->ctx, "index.knn", run_knn, &job);
+  }
+  free(storage);
+  return st;
+}
+
+/* ------------------------------------------------------------ union-find */
+
+typedef struct uf {
+  uint32_t *parent, *size;
+  size_t n;
+  pthread_mutex_t mu;
+} uf;
+
+static bool uf_init(uf *u, size_t n) {
+  u->n = n;
+  u->parent = malloc((n ? n : 1) * sizeof(uint32_t));
+  u->size = malloc((n ? n : 1) * sizeof(uint32_t));
+  if (!u->parent || !u->size) return false;
+  for (size_t i = 0; i < n; i++) {
+    u->parent[i] = (uint32_t)i;
+    u->size[i] = 1;
+  }
+  pthread_mutex_init(&u->mu, NULL);
+  return true;
+}
+
+static uint32_t uf_find(uf *u, uint32_t x) {
+  while (u->parent[x] != x) {
+    u->parent[x] = u->parent[u->parent[x]]; /* path halving */
+    x = u->parent[x];
+  }
+  return x;
+}
+
+static void uf_union(uf *u, uint32_t a, uint32_t b) {
+  a = uf_find(u, a);
+  b = uf_find(u, b);
+  if (a == b) return;
+  if (u->size[a] < u->size[b]) {
+    uint32_t t = a;
+    a = b;
+    b = t;
+  }
+  u->parent[b] = a;
+  u->size[a] += u->size[b];
+}
+
+static void uf_sink(accel__pair_sink *sink, const uint32_t *a, const uint32_t *b, size_t n) {
+  uf *u = sink->user;
+  pthread_mutex_lock(&u->mu);
+  for (size_t i = 0; i < n; i++) uf_union(u, a[i], b[i]);
+  pthread_mutex_unlock(&u->mu);
+}
+
+static void uf_free(uf *u) {
+  free(u->parent);
+  free(u->size);
+  if (u->parent && u->size) pthread_mutex_destroy(&u->mu);
+}
+
+/* ------------------------------------------------------------ groups */
+
+struct accel_groups {
+  size_t n;
+  uint64_t *offsets, *members;
+};
+
+void accel_groups_destroy(accel_groups *g) {
+  if (!g) return;
+  free(g->offsets);
+  free(g->members);
+  free(g);
+}
+
+accel_status accel_groups_view(const accel_groups *g, size_t *ngroups, const uint64_t **offsets,
+                               const uint64_t **members) {
+  if (!g) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_groups_view: groups is NULL");
+  if (ngroups) *ngroups = g->n;
+  if (offsets) *offsets = g->offsets;
+  if (members) *members = g->members;
+  return ACCEL_OK;
+}
+
+typedef struct root_id {
+  uint32_t root;
+  uint64_t id;
+} root_id;
+
+static int cmp_root_id(const void *x, const void *y) {
+  const root_id *a = x, *b = y;
+  if (a->root != b->root) return a->root < b->root ? -1 : 1;
+  return (a->id > b->id) - (a->id < b->id);
+}
+
+typedef struct group_ref {
+  uint64_t first;
+  size_t at, len;
+} group_ref;
+
+static int cmp_group(const void *x, const void *y) {
+  const group_ref *a = x, *b = y;
+  return (a->first > b->first) - (a->first < b->first);
+}
+
+/* Components of size >= 2 of u over elements whose ids are ids[0..n). */
+static accel_status groups_from_uf(uf *u, const uint64_t *ids, accel_groups **out) {
+  const size_t n = u->n;
+  root_id *r = malloc((n ? n : 1) * sizeof *r);
+  group_ref *refs = malloc((n ? n : 1) * sizeof *refs);
+  accel_groups *g = calloc(1, sizeof *g);
+  if (!r || !refs || !g) {
+    free(r);
+    free(refs);
+    free(g);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    uint32_t root = uf_find(u, (uint32_t)i);
+    if (u->size[root] >= 2) r[m++] = (root_id){root, ids[i]};
+  }
+  qsort(r, m, sizeof *r, cmp_root_id); /* by component, members by id */
+  size_t ng = 0;
+  for (size_t i = 0; i < m;) {
+    size_t j = i + 1;
+    while (j < m && r[j].root == r[i].root) j++;
+    refs[ng++] = (group_ref){r[i].id, i, j - i};
+    i = j;
+  }
+  qsort(refs, ng, sizeof *refs, cmp_group); /* groups by their first member */
+  g->n = ng;
+  g->offsets = malloc((ng + 1) * sizeof(uint64_t));
+  g->members = malloc((m ? m : 1) * sizeof(uint64_t));
+  if (!g->offsets || !g->members) {
+    free(r);
+    free(refs);
+    accel_groups_destroy(g);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < ng; i++) {
+    g->offsets[i] = k;
+    for (size_t j = 0; j < refs[i].len; j++) g->members[k++] = r[refs[i].at + j].id;
+  }
+  g->offsets[ng] = k;
+  free(r);
+  free(refs);
+  *out = g;
+  return ACCEL_OK;
+}
+
+static int cmp_u64(const void *x, const void *y) {
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+  return (a > b) - (a < b);
+}
+
+static size_t find_u64(const uint64_t *v, size_t n, uint64_t key) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const uint64_t *second, accel_groups **out) {
+  static const char F[] = "accel_groups_from_pairs";
+  if (!out || (npairs && (!first || !second))) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  *out = NULL;
+  if (npairs > UINT32_MAX / 2) return accel__fail(NULL, ACCEL_ERR_LIMIT, "%s: too many pairs", F);
+  /* ids to dense numbers: the sorted distinct ids */
+  uint64_t *ids = malloc((npairs ? 2 * npairs : 1) * sizeof(uint64_t));
+  if (!ids) return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  if (npairs) {
+    memcpy(ids, first, npairs * sizeof(uint64_t));
+    memcpy(ids + npairs, second, npairs * sizeof(uint64_t));
+  }
+  qsort(ids, 2 * npairs, sizeof(uint64_t), cmp_u64);
+  size_t n = 0;
+  for (size_t i = 0; i < 2 * npairs; i++)
+    if (i == 0 || ids[i] != ids[n - 1]) ids[n++] = ids[i];
+  uf u;
+  accel_status s = ACCEL_OK;
+  if (!uf_init(&u, n)) {
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  } else {
+    for (size_t i = 0; i < npairs; i++)
+      uf_union(&u, (uint32_t)find_u64(ids, n, first[i]), (uint32_t)find_u64(ids, n, second[i]));
+    s = groups_from_uf(&u, ids, out);
+  }
+  uf_free(&u);
+  free(ids);
+  if (s) return accel__fail(NULL, s, "%s: out of memory", F);
+  return ACCEL_OK;
+}
+
+accel_status accel_index_group(accel_index *ix, const accel_search_options *options, accel_groups **out) {
+  static const char F[] = "accel_index_group";
+  if (!ix || !out) return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  *out = NULL;
+  accel_search_options o;
+  accel__search s;
+  accel_status st = read_search(ix, F, options, &o, &s);
+  if (st) return st;
+  uf u;
+  if (!uf_init(&u, ix->n)) {
+    uf_free(&u);
+    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  }
+  accel__pair_sink sink = {uf_sink, &u};
+  accel__index_job job;
+  job_init(&job, ix, "index.join", &o, &s);
+  job.sink = &sink;
+  st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
+  if (!st) log_algorithm(ix, &job);
+  if (!st && groups_from_uf(&u, ix->ids, out)) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  uf_free(&u);
+  return st;
+}

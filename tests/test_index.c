@@ -1,0 +1,708 @@
+/* suite_index: the Hamming index against a straightforward reference (every
+ * pair, bits counted one by one) on random and clustered codes, for 64, 128
+ * and 256 bits, thresholds 0..12, both rules, every algorithm (and the CUDA
+ * pipeline in host emulation); k-nearest, grouping, the container, files. */
+#include "testutil.h"
+
+#include "index/ops.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ data */
+
+static uint64_t rng_state;
+static uint64_t rnd(void) { /* xorshift64* */
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return rng_state * 0x2545F4914F6CDD1Dull;
+}
+
+typedef struct dataset {
+  size_t n;
+  uint32_t words, nfields;
+  uint64_t *ids, *codes; /* codes: [n][nfields][words] */
+} dataset;
+
+/* Random codes, or clusters: a few centres, members a few bits away, and
+ * runs of identical copies. Ids random and unique (not the positions). */
+static dataset make_data(size_t n, uint32_t bits, uint32_t nfields, bool clustered, uint64_t seed) {
+  rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
+  dataset d = {n, bits / 64, nfields, malloc(n * sizeof(uint64_t)), malloc(n * nfields * (bits / 64) * sizeof(uint64_t))};
+  const size_t wpe = nfields * d.words;
+  for (size_t i = 0; i < n; i++) {
+    d.ids[i] = (rnd() << 20) ^ i; /* unique: the low bits hold i */
+    uint64_t *c = d.codes + i * wpe;
+    if (!clustered || i < 8) {
+      for (size_t w = 0; w < wpe; w++) c[w] = rnd();
+    } else if (i % 5 == 0) { /* an identical copy of an earlier code */
+      memcpy(c, d.codes + (rnd() % i) * wpe, wpe * 8);
+    } else { /* a centre (one of the first 8) with a few flipped bits */
+      memcpy(c, d.codes + (rnd() % 8) * wpe, wpe * 8);
+      for (int k = (int)(rnd() % 9); k > 0; k--) {
+        uint64_t b = rnd() % (wpe * 64);
+        c[b / 64] ^= 1ull << (b % 64);
+      }
+    }
+  }
+  return d;
+}
+
+static void free_data(dataset *d) {
+  free(d->ids);
+  free(d->codes);
+}
+
+/* ------------------------------------------------------------ the reference */
+
+static uint32_t slow_distance(const uint64_t *a, const uint64_t *b, uint32_t words) {
+  uint32_t d = 0;
+  for (uint32_t w = 0; w < words; w++)
+    for (int bit = 0; bit < 64; bit++) d += (uint32_t)(((a[w] ^ b[w]) >> bit) & 1);
+  return d;
+}
+
+static bool slow_match(const uint64_t *a, const uint64_t *b, const dataset *d, const accel_search_options *o) {
+  int within = 0;
+  for (uint32_t f = 0; f < d->nfields; f++)
+    within += slow_distance(a + f * d->words, b + f * d->words, d->words) <= o->thresholds[f];
+  return o->rule == ACCEL_INDEX_ALL ? within == (int)d->nfields : within > 0;
+}
+
+typedef struct pair {
+  uint64_t a, b;
+} pair;
+
+static int cmp_pair(const void *x, const void *y) {
+  const pair *p = x, *q = y;
+  if (p->a != q->a) return p->a < q->a ? -1 : 1;
+  return (p->b > q->b) - (p->b < q->b);
+}
+
+static pair *reference_join(const dataset *d, const accel_search_options *o, size_t *np) {
+  size_t cap = 1024, n = 0;
+  pair *p = malloc(cap * sizeof *p);
+  const size_t wpe = d->nfields * d->words;
+  for (size_t i = 0; i < d->n; i++)
+    for (size_t j = i + 1; j < d->n; j++)
+      if (slow_match(d->codes + i * wpe, d->codes + j * wpe, d, o)) {
+        if (n == cap) p = realloc(p, (cap *= 2) * sizeof *p);
+        uint64_t a = d->ids[i], b = d->ids[j];
+        p[n++] = a < b ? (pair){a, b} : (pair){b, a};
+      }
+  qsort(p, n, sizeof *p, cmp_pair);
+  *np = n;
+  return p;
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static accel_index *build(accel_ctx *ctx, const dataset *d) {
+  accel_index_options o;
+  accel_index_options_init(&o);
+  o.bits = d->words * 64;
+  o.nfields = d->nfields;
+  accel_index *ix = NULL;
+  ck_assert_int_eq(accel_index_create(ctx, &o, &ix), ACCEL_OK);
+  ck_assert_int_eq(accel_index_add(ix, d->n, d->ids, d->codes, NULL, NULL), ACCEL_OK);
+  return ix;
+}
+
+/* The join equals the reference: the same pairs, in (first, second) order,
+ * with the distances of every field. */
+static void check_join(accel_index *ix, const dataset *d, const accel_search_options *o, const char *what) {
+  size_t nref;
+  pair *ref = reference_join(d, o, &nref);
+  accel_pairs *p = NULL;
+  ck_assert_msg(accel_index_self_join(ix, o, &p) == ACCEL_OK, "%s: %s", what, accel_last_error(NULL));
+  size_t n;
+  const uint64_t *first, *second;
+  const uint32_t *dist;
+  uint32_t nf;
+  accel_pairs_view(p, &n, &first, &second, &dist, &nf);
+  ck_assert_msg(n == nref, "%s: %zu pairs, the reference has %zu", what, n, nref);
+  for (size_t i = 0; i < n; i++) {
+    ck_assert_msg(first[i] == ref[i].a && second[i] == ref[i].b, "%s: pair %zu differs", what, i);
+    size_t pa = 0, pb = 0;
+    accel_index_find(ix, first[i], &pa);
+    accel_index_find(ix, second[i], &pb);
+    for (uint32_t f = 0; f < nf; f++) {
+      uint64_t ca[8 * 4], cb[8 * 4];
+      accel_index_get(ix, pa, NULL, ca, NULL, NULL);
+      accel_index_get(ix, pb, NULL, cb, NULL, NULL);
+      ck_assert_uint_eq(dist[i * nf + f], slow_distance(ca + f * d->words, cb + f * d->words, d->words));
+    }
+  }
+  accel_pairs_destroy(p);
+  free(ref);
+}
+
+static accel_ctx *cpu_ctx(void) { return make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
+
+/* ------------------------------------------------------------ joins */
+
+START_TEST(joins_equal_the_reference) {
+  accel_ctx *ctx = cpu_ctx();
+  const uint32_t bits[3] = {64, 128, 256};
+  for (int b = 0; b < 3; b++)
+    for (int clustered = 0; clustered < 2; clustered++) {
+      dataset d = make_data(400, bits[b], 1, clustered, (uint64_t)(b * 2 + clustered + 1));
+      accel_index *ix = build(ctx, &d);
+      for (uint32_t r = 0; r <= 12; r++)
+        for (int alg = 0; alg < 3; alg++) {
+          accel_search_options o;
+          accel_search_options_init(&o);
+          o.thresholds[0] = r;
+          o.algorithm = (accel_index_algorithm)alg;
+          char what[96];
+          snprintf(what, sizeof what, "%u bits %s r=%u algorithm %d", bits[b], clustered ? "clustered" : "random", r, alg);
+          check_join(ix, &d, &o, what);
+        }
+      accel_index_destroy(ix);
+      free_data(&d);
+    }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(several_fields_and_both_rules) {
+  accel_ctx *ctx = cpu_ctx();
+  for (int clustered = 0; clustered < 2; clustered++) {
+    dataset d = make_data(350, 64, 3, clustered, 40 + (uint64_t)clustered);
+    accel_index *ix = build(ctx, &d);
+    const uint32_t th[][3] = {{5, 5, 5}, {0, 12, 3}, {10, 2, 7}, {12, 12, 12}, {0, 0, 0}};
+    for (size_t t = 0; t < sizeof th / sizeof th[0]; t++)
+      for (int rule = 0; rule < 2; rule++)
+        for (int alg = 0; alg < 3; alg++) {
+          accel_search_options o;
+          accel_search_options_init(&o);
+          memcpy(o.thresholds, th[t], sizeof th[t]);
+          o.rule = (accel_index_rule)rule;
+          o.algorithm = (accel_index_algorithm)alg;
+          char what[96];
+          snprintf(what, sizeof what, "3 fields %s thresholds %zu rule %d algorithm %d", clustered ? "clustered" : "random",
+                   t, rule, alg);
+          check_join(ix, &d, &o, what);
+        }
+    accel_index_destroy(ix);
+    free_data(&d);
+  }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Large enough that AUTO picks multi-index hashing for small thresholds, with
+ * many identical codes (clustered). */
+START_TEST(multi_index_at_scale) {
+  accel_ctx *ctx = cpu_ctx();
+  for (int clustered = 0; clustered < 2; clustered++) {
+    dataset d = make_data(5000, 64, 1, clustered, 77 + (uint64_t)clustered);
+    accel_index *ix = build(ctx, &d);
+    for (uint32_t r = 0; r <= 6; r += 2) {
+      accel_search_options o;
+      accel_search_options_init(&o);
+      o.thresholds[0] = r;
+      char what[64];
+      snprintf(what, sizeof what, "5000 %s r=%u auto", clustered ? "clustered" : "random", r);
+      check_join(ix, &d, &o, what);
+    }
+    accel_index_destroy(ix);
+    free_data(&d);
+  }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ range, k-nearest */
+
+START_TEST(range_and_knn_equal_the_reference) {
+  accel_ctx *ctx = cpu_ctx();
+  for (int clustered = 0; clustered < 2; clustered++) {
+    dataset d = make_data(3000, 128, 2, clustered, 90 + (uint64_t)clustered);
+    dataset q = make_data(60, 128, 2, clustered, 190 + (uint64_t)clustered);
+    memcpy(q.codes, d.codes, 20 * 2 * 2 * sizeof(uint64_t)); /* some queries are entries */
+    accel_index *ix = build(ctx, &d);
+    const size_t wpe = 2 * 2;
+    for (uint32_t r = 0; r <= 12; r += 3)
+      for (int alg = 0; alg < 3; alg++) {
+        accel_search_options o;
+        accel_search_options_init(&o);
+        o.thresholds[0] = r;
+        o.thresholds[1] = r + 2;
+        o.rule = r % 2 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
+        o.algorithm = (accel_index_algorithm)alg;
+        accel_pairs *p = NULL;
+        ck_assert_int_eq(accel_index_range(ix, q.n, q.codes, &o, &p), ACCEL_OK);
+        size_t n, k = 0;
+        const uint64_t *first, *second;
+        accel_pairs_view(p, &n, &first, &second, NULL, NULL);
+        for (size_t qi = 0; qi < q.n; qi++) {
+          uint64_t want[3000];
+          size_t nw = 0;
+          for (size_t j = 0; j < d.n; j++)
+            if (slow_match(q.codes + qi * wpe, d.codes + j * wpe, &d, &o)) want[nw++] = d.ids[j];
+          /* sort ids ascending */
+          for (size_t a = 1; a < nw; a++)
+            for (size_t b2 = a; b2 > 0 && want[b2 - 1] > want[b2]; b2--) {
+              uint64_t t = want[b2];
+              want[b2] = want[b2 - 1];
+              want[b2 - 1] = t;
+            }
+          for (size_t t = 0; t < nw; t++, k++) {
+            ck_assert_msg(k < n && first[k] == qi && second[k] == want[t], "range r=%u alg %d query %zu", r, alg, qi);
+          }
+        }
+        ck_assert_uint_eq(k, n);
+        accel_pairs_destroy(p);
+      }
+    /* k nearest by field 1, ties by id */
+    const uint32_t K = 7;
+    uint64_t ids[60 * 7];
+    uint32_t dist[60 * 7];
+    ck_assert_int_eq(accel_index_knn(ix, q.n, q.codes, K, 1, ids, dist), ACCEL_OK);
+    for (size_t qi = 0; qi < q.n; qi++) {
+      /* reference: the K smallest (distance, id) */
+      uint32_t best_d[7];
+      uint64_t best_id[7];
+      for (uint32_t r = 0; r < K; r++) {
+        best_d[r] = UINT32_MAX;
+        best_id[r] = UINT64_MAX;
+      }
+      for (size_t j = 0; j < d.n; j++) {
+        uint32_t dd = slow_distance(q.codes + qi * wpe + 2, d.codes + j * wpe + 2, 2);
+        uint64_t id = d.ids[j];
+        for (uint32_t r = 0; r < K; r++)
+          if (dd < best_d[r] || (dd == best_d[r] && id < best_id[r])) {
+            for (uint32_t s = K - 1; s > r; s--) {
+              best_d[s] = best_d[s - 1];
+              best_id[s] = best_id[s - 1];
+            }
+            best_d[r] = dd;
+            best_id[r] = id;
+            break;
+          }
+      }
+      for (uint32_t r = 0; r < K; r++) {
+        ck_assert_uint_eq(dist[qi * K + r], best_d[r]);
+        ck_assert_uint_eq(ids[qi * K + r], best_id[r]);
+      }
+    }
+    accel_index_destroy(ix);
+    free_data(&d);
+    free_data(&q);
+  }
+  /* fewer entries than k: padding */
+  dataset d = make_data(3, 64, 1, false, 5);
+  accel_index *ix = build(ctx, &d);
+  uint64_t ids[5];
+  uint32_t dist[5];
+  ck_assert_int_eq(accel_index_knn(ix, 1, d.codes, 5, 0, ids, dist), ACCEL_OK);
+  ck_assert_uint_eq(dist[0], 0);
+  ck_assert_uint_eq(ids[0], d.ids[0]);
+  ck_assert_uint_eq(ids[3], UINT64_MAX);
+  ck_assert_uint_eq(dist[4], UINT32_MAX);
+  ck_assert_int_eq(accel_index_knn(ix, 1, d.codes, 0, 0, ids, dist), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_index_knn(ix, 1, d.codes, 1, 1, ids, dist), ACCEL_ERR_INVALID_ARG);
+  accel_index_destroy(ix);
+  free_data(&d);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ grouping */
+
+static void check_groups_equal_components(const pair *p, size_t np, const accel_groups *g) {
+  /* reference components by repeated relabelling */
+  uint64_t ids[4096];
+  size_t n = 0;
+  for (size_t i = 0; i < np; i++) {
+    uint64_t v[2] = {p[i].a, p[i].b};
+    for (int k = 0; k < 2; k++) {
+      size_t j = 0;
+      while (j < n && ids[j] != v[k]) j++;
+      if (j == n) ids[n++] = v[k];
+    }
+  }
+  size_t label[4096];
+  for (size_t i = 0; i < n; i++) label[i] = i;
+  for (bool again = true; again;) {
+    again = false;
+    for (size_t i = 0; i < np; i++) {
+      size_t x = 0, y = 0;
+      while (ids[x] != p[i].a) x++;
+      while (ids[y] != p[i].b) y++;
+      size_t lo = label[x] < label[y] ? label[x] : label[y];
+      if (label[x] != lo || label[y] != lo) {
+        for (size_t k = 0; k < n; k++)
+          if (label[k] == label[x] || label[k] == label[y]) label[k] = lo;
+        again = true;
+      }
+    }
+  }
+  size_t ng;
+  const uint64_t *off, *mem;
+  accel_groups_view(g, &ng, &off, &mem);
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++) {
+    bool first = true;
+    for (size_t k = 0; k < i; k++) first = first && label[k] != label[i];
+    distinct += first;
+  }
+  ck_assert_uint_eq(ng, distinct);
+  size_t total = 0;
+  for (size_t gi = 0; gi < ng; gi++) {
+    ck_assert_uint_ge(off[gi + 1] - off[gi], 2);
+    if (gi) ck_assert_uint_lt(mem[off[gi - 1]], mem[off[gi]]); /* groups by first member */
+    for (uint64_t m = off[gi]; m < off[gi + 1]; m++) {
+      if (m > off[gi]) ck_assert_uint_lt(mem[m - 1], mem[m]); /* members sorted */
+      size_t x = 0, y = 0;
+      while (ids[x] != mem[m]) x++;
+      while (ids[y] != mem[off[gi]]) y++;
+      ck_assert_uint_eq(label[x], label[y]); /* one component */
+      total++;
+    }
+  }
+  ck_assert_uint_eq(total, n);
+}
+
+START_TEST(grouping_is_connected_components) {
+  accel_ctx *ctx = cpu_ctx();
+  dataset d = make_data(600, 64, 2, true, 123);
+  accel_index *ix = build(ctx, &d);
+  for (uint32_t r = 0; r <= 8; r += 4) {
+    accel_search_options o;
+    accel_search_options_init(&o);
+    o.thresholds[0] = r;
+    o.thresholds[1] = r;
+    o.rule = ACCEL_INDEX_ALL;
+    size_t np;
+    pair *ref = reference_join(&d, &o, &np);
+    uint64_t *a = malloc((np ? np : 1) * 8), *b = malloc((np ? np : 1) * 8);
+    for (size_t i = 0; i < np; i++) {
+      a[i] = ref[i].a;
+      b[i] = ref[i].b;
+    }
+    accel_groups *g1 = NULL, *g2 = NULL;
+    ck_assert_int_eq(accel_groups_from_pairs(np, a, b, &g1), ACCEL_OK);
+    check_groups_equal_components(ref, np, g1);
+    ck_assert_int_eq(accel_index_group(ix, &o, &g2), ACCEL_OK); /* without materializing pairs: the same groups */
+    size_t n1, n2;
+    const uint64_t *o1, *m1, *o2, *m2;
+    accel_groups_view(g1, &n1, &o1, &m1);
+    accel_groups_view(g2, &n2, &o2, &m2);
+    ck_assert_uint_eq(n1, n2);
+    ck_assert_mem_eq(o1, o2, (n1 + 1) * sizeof(uint64_t));
+    ck_assert_mem_eq(m1, m2, o1[n1] * sizeof(uint64_t));
+    accel_groups_destroy(g1);
+    accel_groups_destroy(g2);
+    free(a);
+    free(b);
+    free(ref);
+  }
+  accel_groups *g = NULL;
+  ck_assert_int_eq(accel_groups_from_pairs(0, NULL, NULL, &g), ACCEL_OK);
+  size_t ng = 9;
+  accel_groups_view(g, &ng, NULL, NULL);
+  ck_assert_uint_eq(ng, 0);
+  accel_groups_destroy(g);
+  accel_index_destroy(ix);
+  free_data(&d);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ the container */
+
+START_TEST(add_remove_get_find_meta) {
+  accel_ctx *ctx = cpu_ctx();
+  accel_index *ix = NULL;
+  accel_index_options o;
+  accel_index_options_init(&o);
+  o.bits = 128;
+  o.nfields = 2;
+  ck_assert_int_eq(accel_index_create(ctx, &o, &ix), ACCEL_OK);
+  uint64_t ids[3] = {10, 20, 30}, codes[3 * 4] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  const char *labels[3] = {"a.jpg", NULL, "c.png"};
+  uint64_t stamps[3] = {111, 222, 333};
+  ck_assert_int_eq(accel_index_add(ix, 3, ids, codes, labels, stamps), ACCEL_OK);
+  uint64_t dup[2] = {40, 20};
+  ck_assert_int_eq(accel_index_add(ix, 2, dup, codes, NULL, NULL), ACCEL_ERR_INVALID_ARG); /* all or nothing */
+  uint64_t twice[2] = {50, 50};
+  ck_assert_int_eq(accel_index_add(ix, 2, twice, codes, NULL, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "twice"));
+  size_t count, pos;
+  uint32_t b, nf;
+  accel_index_info(ix, &b, &nf, &count);
+  ck_assert_uint_eq(count, 3);
+  ck_assert_uint_eq(b, 128);
+  ck_assert_uint_eq(nf, 2);
+  ck_assert_int_eq(accel_index_find(ix, 40, &pos), ACCEL_ERR_NOT_FOUND);
+  ck_assert_int_eq(accel_index_find(ix, 50, &pos), ACCEL_ERR_NOT_FOUND);
+  size_t removed;
+  uint64_t gone[2] = {10, 99};
+  ck_assert_int_eq(accel_index_remove(ix, 2, gone, &removed), ACCEL_OK);
+  ck_assert_uint_eq(removed, 1);
+  ck_assert_int_eq(accel_index_find(ix, 30, &pos), ACCEL_OK);
+  uint64_t id, c[4], stamp;
+  const char *label;
+  ck_assert_int_eq(accel_index_get(ix, pos, &id, c, &label, &stamp), ACCEL_OK);
+  ck_assert_uint_eq(id, 30);
+  ck_assert_uint_eq(c[0], 9);
+  ck_assert_uint_eq(c[3], 12);
+  ck_assert_str_eq(label, "c.png");
+  ck_assert_uint_eq(stamp, 333);
+  ck_assert_int_eq(accel_index_find(ix, 20, &pos), ACCEL_OK);
+  accel_index_get(ix, pos, &id, NULL, &label, NULL);
+  ck_assert_ptr_null(label);
+  ck_assert_int_eq(accel_index_get(ix, 2, &id, NULL, NULL, NULL), ACCEL_ERR_NOT_FOUND);
+  const char *meta;
+  accel_index_get_meta(ix, &meta);
+  ck_assert_str_eq(meta, "");
+  ck_assert_int_eq(accel_index_set_meta(ix, "kinds=dhash,ahash size=8"), ACCEL_OK);
+  accel_index_get_meta(ix, &meta);
+  ck_assert_str_eq(meta, "kinds=dhash,ahash size=8");
+  /* many adds and removes keep the id map consistent */
+  for (uint64_t k = 0; k < 5000; k++) {
+    uint64_t cc[4] = {k, k, k, k}, i2 = 1000 + k * 7919;
+    ck_assert_int_eq(accel_index_add(ix, 1, &i2, cc, NULL, NULL), ACCEL_OK);
+    if (k % 3 == 0) {
+      uint64_t r = 1000 + (k / 2) * 7919;
+      accel_index_remove(ix, 1, &r, NULL);
+    }
+  }
+  accel_index_info(ix, NULL, NULL, &count);
+  for (size_t p = 0; p < count; p++) {
+    accel_index_get(ix, p, &id, NULL, NULL, NULL);
+    ck_assert_int_eq(accel_index_find(ix, id, &pos), ACCEL_OK);
+    ck_assert_uint_eq(pos, p);
+  }
+  o.bits = 96;
+  accel_index *bad = NULL;
+  ck_assert_int_eq(accel_index_create(ctx, &o, &bad), ACCEL_ERR_INVALID_ARG);
+  o.bits = 64;
+  o.nfields = 9;
+  ck_assert_int_eq(accel_index_create(ctx, &o, &bad), ACCEL_ERR_INVALID_ARG);
+  accel_search_options so;
+  accel_search_options_init(&so);
+  so.thresholds[0] = 129;
+  accel_pairs *p = NULL;
+  ck_assert_int_eq(accel_index_self_join(ix, &so, &p), ACCEL_ERR_INVALID_ARG);
+  accel_index_destroy(ix);
+  accel_index_destroy(NULL);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ files */
+
+static char tmpdir[128];
+
+static void file_setup(void) {
+  snprintf(tmpdir, sizeof tmpdir, "/tmp/accel-index-XXXXXX");
+  ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void file_teardown(void) {
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", tmpdir);
+  ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(save_load_round_trip_and_corruption) {
+  accel_ctx *ctx = cpu_ctx();
+  dataset d = make_data(200, 256, 2, true, 9);
+  accel_index *ix = build(ctx, &d);
+  uint64_t extra_id = 1, extra_codes[8] = {1, 2, 3, 4, 5, 6, 7, 8}, stamp = 42;
+  const char *label = "photos/IMG_0001.JPG";
+  ck_assert_int_eq(accel_index_add(ix, 1, &extra_id, extra_codes, &label, &stamp), ACCEL_OK);
+  accel_index_set_meta(ix, "kinds=phash,whash size=16");
+  char path[256];
+  snprintf(path, sizeof path, "%s/catalog.idx", tmpdir);
+  ck_assert_int_eq(accel_index_save(ix, path), ACCEL_OK);
+  accel_index *back = NULL;
+  ck_assert_int_eq(accel_index_load(ctx, path, &back), ACCEL_OK);
+  size_t n1, n2;
+  uint32_t b2, f2;
+  accel_index_info(ix, NULL, NULL, &n1);
+  accel_index_info(back, &b2, &f2, &n2);
+  ck_assert_uint_eq(n1, n2);
+  ck_assert_uint_eq(b2, 256);
+  ck_assert_uint_eq(f2, 2);
+  for (size_t p = 0; p < n1; p++) {
+    uint64_t i1, i2, c1[8], c2[8], s1, s2;
+    const char *l1, *l2;
+    accel_index_get(ix, p, &i1, c1, &l1, &s1);
+    accel_index_get(back, p, &i2, c2, &l2, &s2);
+    ck_assert_uint_eq(i1, i2);
+    ck_assert_mem_eq(c1, c2, sizeof c1);
+    ck_assert_uint_eq(s1, s2);
+    ck_assert(l1 == NULL ? l2 == NULL : strcmp(l1, l2) == 0);
+  }
+  const char *meta;
+  accel_index_get_meta(back, &meta);
+  ck_assert_str_eq(meta, "kinds=phash,whash size=16");
+  accel_index_destroy(back);
+
+  /* every truncation and sampled single-bit corruptions: errors, never a crash */
+  FILE *f = fopen(path, "rb");
+  fseek(f, 0, SEEK_END);
+  long size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  unsigned char *full = malloc((size_t)size);
+  ck_assert_int_eq(fread(full, 1, (size_t)size, f), size);
+  fclose(f);
+  char bad[300];
+  snprintf(bad, sizeof bad, "%s/bad.idx", tmpdir);
+  for (long cut = 0; cut < size; cut += cut < 200 ? 1 : 997) {
+    f = fopen(bad, "wb");
+    fwrite(full, 1, (size_t)cut, f);
+    fclose(f);
+    ck_assert_msg(accel_index_load(ctx, bad, &back) == ACCEL_ERR_FORMAT, "cut at %ld", cut);
+    ck_assert_ptr_null(back);
+  }
+  for (long at = 0; at < size; at += 37) {
+    full[at] ^= 0x10;
+    f = fopen(bad, "wb");
+    fwrite(full, 1, (size_t)size, f);
+    fclose(f);
+    full[at] ^= 0x10;
+    ck_assert_msg(accel_index_load(ctx, bad, &back) == ACCEL_ERR_FORMAT, "bit flipped at %ld", at);
+  }
+  ck_assert_int_eq(accel_index_load(ctx, "/nonexistent/x.idx", &back), ACCEL_ERR_IO);
+
+  /* a failed save keeps the previous file (a file size limit makes the write fail) */
+  signal(SIGXFSZ, SIG_IGN);
+  struct rlimit saved, rl;
+  getrlimit(RLIMIT_FSIZE, &saved);
+  rl = saved;
+  rl.rlim_cur = 1000;
+  int lim = setrlimit(RLIMIT_FSIZE, &rl);
+  accel_status st = accel_index_save(ix, path);
+  setrlimit(RLIMIT_FSIZE, &saved);
+  ck_assert_int_eq(lim, 0);
+  ck_assert_int_eq(st, ACCEL_ERR_IO);
+  ck_assert_int_eq(accel_index_load(ctx, path, &back), ACCEL_OK);
+  accel_index_destroy(back);
+  free(full);
+  accel_index_destroy(ix);
+  free_data(&d);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ CUDA in emulation */
+
+#if EXPECT_CUDA
+static accel_status emu_open(accel__backend_config *cfg, void **state, char *why) {
+  (void)why;
+  cfg->memory_budget = accel__cuda_index_emulated_budget;
+  *state = NULL;
+  return ACCEL_OK;
+}
+
+static void emu_probe(accel__probe_result *out) { out->device_count = 1; }
+
+static const accel__backend emulated_gpu = {
+    .version = ACCEL__BACKEND_VERSION,
+    .name = "cuda-emulated",
+    .kind = ACCEL_BACKEND_CUDA,
+    .probe = emu_probe,
+    .open = emu_open,
+    .index = &accel__cuda_index_ops_emulated,
+};
+
+START_TEST(gpu_searches_equal_the_reference_in_emulation) {
+  log_capture cap = {0};
+  accel_ctx_options co;
+  accel_ctx_options_init(&co);
+  co.backend = ACCEL_BACKEND_CUDA;
+  co.log_fn = capture_log;
+  co.log_user = &cap;
+  accel_ctx *gpu = NULL;
+  ck_assert_int_eq(accel__ctx_create_with(&co, &emulated_gpu, &gpu), ACCEL_OK);
+  accel_ctx *cpu = cpu_ctx();
+  for (int clustered = 0; clustered < 2; clustered++) {
+    dataset d = make_data(500, 128, 2, clustered, 300 + (uint64_t)clustered);
+    accel_index *gx = build(gpu, &d), *cx = build(cpu, &d);
+    for (uint32_t r = 0; r <= 12; r += 4)
+      for (int rule = 0; rule < 2; rule++) {
+        accel_search_options o;
+        accel_search_options_init(&o);
+        o.thresholds[0] = r;
+        o.thresholds[1] = 12 - r;
+        o.rule = (accel_index_rule)rule;
+        check_join(gx, &d, &o, "emulated GPU join");
+        accel_pairs *pg = NULL, *pc = NULL;
+        ck_assert_int_eq(accel_index_range(gx, 40, d.codes, &o, &pg), ACCEL_OK);
+        ck_assert_int_eq(accel_index_range(cx, 40, d.codes, &o, &pc), ACCEL_OK);
+        size_t ng, nc;
+        const uint64_t *fg, *sg, *fc, *sc;
+        accel_pairs_view(pg, &ng, &fg, &sg, NULL, NULL);
+        accel_pairs_view(pc, &nc, &fc, &sc, NULL, NULL);
+        ck_assert_uint_eq(ng, nc);
+        ck_assert_mem_eq(fg, fc, ng * 8);
+        ck_assert_mem_eq(sg, sc, ng * 8);
+        accel_pairs_destroy(pg);
+        accel_pairs_destroy(pc);
+      }
+    uint64_t ig[40 * 9], ic[40 * 9];
+    uint32_t dg[40 * 9], dc[40 * 9];
+    ck_assert_int_eq(accel_index_knn(gx, 40, d.codes + 10 * 4, 9, 1, ig, dg), ACCEL_OK);
+    ck_assert_int_eq(accel_index_knn(cx, 40, d.codes + 10 * 4, 9, 1, ic, dc), ACCEL_OK);
+    ck_assert_mem_eq(ig, ic, sizeof ig);
+    ck_assert_mem_eq(dg, dc, sizeof dg);
+    accel_stage_stats st;
+    accel_stage_stats_init(&st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.join", &st), ACCEL_OK);
+    ck_assert_uint_eq(st.fallbacks, 0);
+    ck_assert_uint_gt(st.gpu_runs, 0);
+    accel_index_destroy(gx);
+    accel_index_destroy(cx);
+    free_data(&d);
+  }
+  /* too little device memory: the fallback line, and the right answer from the CPU */
+  const uint64_t saved = accel__cuda_index_emulated_budget;
+  accel__cuda_index_emulated_budget = 4096;
+  dataset d = make_data(300, 64, 1, true, 11);
+  accel_index *gx = build(gpu, &d);
+  accel_search_options o;
+  accel_search_options_init(&o);
+  o.thresholds[0] = 3;
+  check_join(gx, &d, &o, "emulated GPU join over budget");
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] index.join failed: "), 1);
+  accel__cuda_index_emulated_budget = saved;
+  accel_index_destroy(gx);
+  free_data(&d);
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+#endif
+
+Suite *suite_index(void) {
+  Suite *s = suite_create("index");
+  TCase *tc = tcase_create("search");
+  tcase_set_timeout(tc, 300);
+  tcase_add_test(tc, joins_equal_the_reference);
+  tcase_add_test(tc, several_fields_and_both_rules);
+  tcase_add_test(tc, multi_index_at_scale);
+  tcase_add_test(tc, range_and_knn_equal_the_reference);
+  tcase_add_test(tc, grouping_is_connected_components);
+  tcase_add_test(tc, add_remove_get_find_meta);
+#if EXPECT_CUDA
+  tcase_add_test(tc, gpu_searches_equal_the_reference_in_emulation);
+#endif
+  suite_add_tcase(s, tc);
+  TCase *tf = tcase_create("files");
+  tcase_add_checked_fixture(tf, file_setup, file_teardown);
+  tcase_add_test(tf, save_load_round_trip_and_corruption);
+  suite_add_tcase(s, tf);
+  return s;
+}
+
+ACCEL_TEST_MAIN(suite_index)
