@@ -63,6 +63,80 @@ scan_avx512(const accel__codes *a, size_t i, const accel__codes *b, size_t j0, s
 }
 #endif
 
+/* One field of one word (a single 64-bit hash kind, the common case): a
+ * tile of rows [i0, i1) against columns [j0, j1), four rows held in
+ * registers per pass over the columns. For a join only j > i is emitted. */
+typedef void (*tile1_fn)(const uint64_t *rows, size_t i0, size_t i1, const uint64_t *cols, size_t j0, size_t j1,
+                         uint32_t r, bool join, accel__pair_buf *pb);
+
+static inline void tile1_tail(const uint64_t *rows, size_t i, size_t ni, const uint64_t *cols, size_t j, size_t j1,
+                              uint32_t r, bool join, accel__pair_buf *pb) {
+  for (; j < j1; j++)
+    for (size_t k = 0; k < ni; k++)
+      if ((!join || j > i + k) && (uint32_t)__builtin_popcountll(rows[i + k] ^ cols[j]) <= r)
+        accel__pair_push(pb, (uint32_t)(i + k), (uint32_t)j);
+}
+
+#define TILE1_SCALAR_BODY                                                                                              \
+  for (size_t i = i0; i < i1; i += 4) {                                                                                \
+    const size_t ni = i1 - i < 4 ? i1 - i : 4;                                                                         \
+    const size_t js = join && i + 1 > j0 ? i + 1 : j0;                                                                 \
+    if (js < j1) tile1_tail(rows, i, ni, cols, js, j1, r, join, pb);                                                   \
+  }
+
+static void tile1_generic(const uint64_t *rows, size_t i0, size_t i1, const uint64_t *cols, size_t j0, size_t j1,
+                          uint32_t r, bool join, accel__pair_buf *pb) {
+  TILE1_SCALAR_BODY
+}
+
+#if defined(__x86_64__)
+__attribute__((target("popcnt"))) static void tile1_popcnt(const uint64_t *rows, size_t i0, size_t i1,
+                                                           const uint64_t *cols, size_t j0, size_t j1, uint32_t r,
+                                                           bool join, accel__pair_buf *pb) {
+  TILE1_SCALAR_BODY
+}
+
+__attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void
+tile1_avx512(const uint64_t *rows, size_t i0, size_t i1, const uint64_t *cols, size_t j0, size_t j1, uint32_t r,
+             bool join, accel__pair_buf *pb) {
+  const __m512i th = _mm512_set1_epi64(r);
+  for (size_t i = i0; i < i1; i += 4) {
+    const size_t ni = i1 - i < 4 ? i1 - i : 4;
+    const size_t js = join && i + 1 > j0 ? i + 1 : j0;
+    /* rows past the tile's end repeat the last one; their matches are dropped */
+    const __m512i a0 = _mm512_set1_epi64((long long)rows[i]);
+    const __m512i a1 = _mm512_set1_epi64((long long)rows[i + (ni > 1 ? 1 : 0)]);
+    const __m512i a2 = _mm512_set1_epi64((long long)rows[i + (ni > 2 ? 2 : 0)]);
+    const __m512i a3 = _mm512_set1_epi64((long long)rows[i + (ni > 3 ? 3 : 0)]);
+    size_t j = js;
+    for (; j + 8 <= j1; j += 8) {
+      const __m512i y = _mm512_loadu_si512((const void *)(cols + j));
+      const __mmask8 m0 = _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(a0, y)), th);
+      const __mmask8 m1 = _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(a1, y)), th);
+      const __mmask8 m2 = _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(a2, y)), th);
+      const __mmask8 m3 = _mm512_cmple_epu64_mask(_mm512_popcnt_epi64(_mm512_xor_si512(a3, y)), th);
+      if (__builtin_expect((m0 | m1 | m2 | m3) != 0, 0)) {
+        const __mmask8 ms[4] = {m0, m1, m2, m3};
+        for (size_t k = 0; k < ni; k++)
+          for (unsigned m = ms[k]; m; m &= m - 1) {
+            const size_t jj = j + (size_t)__builtin_ctz(m);
+            if (!join || jj > i + k) accel__pair_push(pb, (uint32_t)(i + k), (uint32_t)jj);
+          }
+      }
+    }
+    if (j < j1) tile1_tail(rows, i, ni, cols, j, j1, r, join, pb);
+  }
+}
+#endif
+
+static tile1_fn pick_tile1(void) {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return tile1_avx512;
+  if (__builtin_cpu_supports("popcnt")) return tile1_popcnt;
+#endif
+  return tile1_generic;
+}
+
 static scan_fn pick_scan(void) {
 #if defined(__x86_64__)
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return scan_avx512;
@@ -111,64 +185,71 @@ static accel_status progress_end(progress *p, accel__call *call) {
   return ACCEL_OK;
 }
 
+/* A thread's pair buffer; on failure *oom is set and the search fails. */
+static accel__pair_buf *pair_buf_new(accel__pair_sink *sink, int *oom) {
+  accel__pair_buf *pb = malloc(sizeof *pb);
+  if (pb) {
+    pb->n = 0;
+    pb->sink = sink;
+  } else {
+    __atomic_store_n(oom, 1, __ATOMIC_RELAXED);
+  }
+  return pb;
+}
+
+static accel_status oom_status(accel__call *call) {
+  accel__why(call->why, "out of memory");
+  return ACCEL_ERR_OUT_OF_MEMORY;
+}
+
 /* ------------------------------------------------------------ brute force */
 
 enum { ROWS = 64, COLS = 4096 };
 
-static accel_status bf_join(accel__call *call, accel__index_job *job) {
-  const accel__codes *c = &job->codes;
+/* Rows x columns in blocks of ROWS rows; each block passes over the columns
+ * in tiles of COLS, kept in cache while the block's rows meet them. A join
+ * compares only j > i (rows and columns are the same codes). */
+static void bf_block(const accel__codes *rows, size_t i0, size_t i1, const accel__codes *cols, bool join,
+                     const accel__search *s, scan_fn scan, tile1_fn tile1, accel__pair_buf *pb) {
+  const bool one_word = rows->nfields == 1 && rows->words == 1;
+  for (size_t j0 = join ? i0 + 1 : 0; j0 < cols->n; j0 += COLS) {
+    const size_t j1 = j0 + COLS < cols->n ? j0 + COLS : cols->n;
+    if (one_word) {
+      tile1(rows->field[0], i0, i1, cols->field[0], j0, j1, s->thresholds[0], join, pb);
+      continue;
+    }
+    for (size_t i = i0; i < i1; i++) {
+      const size_t js = join && i + 1 > j0 ? i + 1 : j0;
+      if (js < j1) scan(rows, i, cols, js, j1, s, (uint32_t)i, pb);
+    }
+  }
+}
+
+static accel_status bf_search(accel__call *call, accel__index_job *job, bool join) {
+  const accel__codes *rows = join ? &job->codes : &job->queries, *cols = &job->codes;
   const scan_fn scan = pick_scan();
-  const size_t n = c->n, blocks = (n + ROWS - 1) / ROWS;
+  const tile1_fn tile1 = pick_tile1();
+  const size_t n = rows->n, blocks = (n + ROWS - 1) / ROWS;
   progress p = {job, blocks, 0, 0};
+  int oom = 0;
 #pragma omp parallel num_threads(call->threads)
   {
-    accel__pair_buf *pb = malloc(sizeof *pb);
-    if (pb) {
-      pb->n = 0;
-      pb->sink = job->sink;
-    }
+    accel__pair_buf *pb = pair_buf_new(job->sink, &oom);
 #pragma omp for schedule(dynamic, 1)
     for (long long blk = 0; blk < (long long)blocks; blk++) {
       if (!pb || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED)) continue;
       const size_t i0 = (size_t)blk * ROWS, i1 = i0 + ROWS < n ? i0 + ROWS : n;
-      /* column tiles kept in cache while the block's rows pass over them */
-      for (size_t j0 = i0 + 1; j0 < n; j0 += COLS) {
-        const size_t j1 = j0 + COLS < n ? j0 + COLS : n;
-        for (size_t i = i0; i < i1; i++) {
-          const size_t js = i + 1 > j0 ? i + 1 : j0;
-          if (js < j1) scan(c, i, c, js, j1, &job->search, (uint32_t)i, pb);
-        }
-      }
+      bf_block(rows, i0, i1, cols, join, &job->search, scan, tile1, pb);
       progress_step(&p, 1);
     }
     if (pb) accel__pair_flush(pb);
     free(pb);
   }
-  return progress_end(&p, call);
+  return oom ? oom_status(call) : progress_end(&p, call);
 }
 
-static accel_status bf_range(accel__call *call, accel__index_job *job) {
-  const scan_fn scan = pick_scan();
-  const accel__codes *c = &job->codes, *q = &job->queries;
-  progress p = {job, q->n, 0, 0};
-#pragma omp parallel num_threads(call->threads)
-  {
-    accel__pair_buf *pb = malloc(sizeof *pb);
-    if (pb) {
-      pb->n = 0;
-      pb->sink = job->sink;
-    }
-#pragma omp for schedule(dynamic, 16)
-    for (long long qi = 0; qi < (long long)q->n; qi++) {
-      if (!pb || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED)) continue;
-      scan(q, (size_t)qi, c, 0, c->n, &job->search, (uint32_t)qi, pb);
-      progress_step(&p, 1);
-    }
-    if (pb) accel__pair_flush(pb);
-    free(pb);
-  }
-  return progress_end(&p, call);
-}
+static accel_status bf_join(accel__call *call, accel__index_job *job) { return bf_search(call, job, true); }
+static accel_status bf_range(accel__call *call, accel__index_job *job) { return bf_search(call, job, false); }
 
 /* ------------------------------------------------------------ multi-index hashing */
 
@@ -215,6 +296,7 @@ static inline bool pass_owns(const accel__codes *a, size_t i, const accel__codes
 static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
   const accel__codes *c = &job->codes;
   progress p = {job, 0, 0, 0};
+  int oom = 0;
   const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
   for (int k = 0; k < plan->npasses; k++) {
     accel_status st = job->index ? accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &tables[k])
@@ -246,11 +328,7 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
       }
 #pragma omp parallel num_threads(call->threads)
       {
-        accel__pair_buf *pb = malloc(sizeof *pb);
-        if (pb) {
-          pb->n = 0;
-          pb->sink = job->sink;
-        }
+        accel__pair_buf *pb = pair_buf_new(job->sink, &oom);
 #pragma omp for schedule(dynamic, 64)
         for (long long r = 0; r < (long long)nruns; r++) {
           if (!pb) continue;
@@ -274,7 +352,7 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
     }
   }
   free(runs);
-  return progress_end(&p, call);
+  return oom ? oom_status(call) : progress_end(&p, call);
 }
 
 static size_t lower_bound(const uint64_t *v, size_t n, uint64_t key) {
@@ -299,13 +377,10 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, const mi
     }
   }
   progress p = {job, q->n, 0, 0};
+  int oom = 0;
 #pragma omp parallel num_threads(call->threads)
   {
-    accel__pair_buf *pb = malloc(sizeof *pb);
-    if (pb) {
-      pb->n = 0;
-      pb->sink = job->sink;
-    }
+    accel__pair_buf *pb = pair_buf_new(job->sink, &oom);
 #pragma omp for schedule(dynamic, 16)
     for (long long qi = 0; qi < (long long)q->n; qi++) {
       if (!pb || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED)) continue;
@@ -330,7 +405,7 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, const mi
     if (pb) accel__pair_flush(pb);
     free(pb);
   }
-  return progress_end(&p, call);
+  return oom ? oom_status(call) : progress_end(&p, call);
 }
 
 /* Multi-index hashing pays when few pairs share a substring: the expected
