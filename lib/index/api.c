@@ -151,10 +151,16 @@ accel_status accel_pairs_view(const accel_pairs *p, size_t *count, const uint64_
 
 /* ------------------------------------------------------------ dispatch */
 
-/* GPU backends search by brute force: an explicit request for multi-index
- * hashing is a CPU algorithm, so the stage runs on the CPU. */
+/* GPU backends search by brute force. Multi-index hashing is a CPU
+ * algorithm: asked for explicitly, or chosen by AUTO where it examines so few
+ * pairs that the CPU beats the GPU's brute force, the stage runs on the CPU
+ * (a choice, not a failure: nothing is logged as a fallback). k-nearest
+ * always stays on the backend. */
 static bool wants_cpu(const accel__backend *b, const accel__index_job *job) {
-  return b->kind != ACCEL_BACKEND_CPU && job->search.algorithm == ACCEL_INDEX_MULTI_INDEX;
+  if (b->kind == ACCEL_BACKEND_CPU) return false;
+  if (job->search.algorithm == ACCEL_INDEX_MULTI_INDEX) return true;
+  return job->search.algorithm == ACCEL_INDEX_AUTO &&
+         accel__prefer_cpu_mih_to_gpu(job->codes.n, job->bits, &job->search, job->codes.nfields);
 }
 
 static int run_join(const accel__backend *b, accel__call *call, void *job) {

@@ -1,4 +1,4 @@
-/* Multi-index hashing tables: substring keys and per-substring sort orders. */
+/* Multi-index hashing tables: per substring, the entries sorted by it. */
 #include "index/mih.h"
 
 #include <stdlib.h>
@@ -45,25 +45,30 @@ accel_status accel__mih_build(const accel__codes *c, uint32_t f, uint32_t bits, 
     t->len[s] = (uint32_t)((uint64_t)bits * (s + 1) / m) - t->start[s];
   }
   const size_t n = c->n ? c->n : 1;
-  t->keys = malloc((size_t)m * n * sizeof(uint64_t));
   t->order = malloc((size_t)m * n * sizeof(uint32_t));
   t->sorted_keys = malloc((size_t)m * n * sizeof(uint64_t));
-  if (!t->keys || !t->order || !t->sorted_keys) {
+  if (!t->order || !t->sorted_keys) {
     accel__mih_free(t);
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   int failed = 0;
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
-  for (int s = 0; s < (int)m; s++) {
-    uint64_t *k = t->keys + (size_t)s * n;
-    for (size_t i = 0; i < c->n; i++) k[i] = accel__substring(c, f, i, t->start[s], t->len[s]);
-    uint32_t *o = t->order + (size_t)s * n;
-    if (!radix_sort(k, c->n, t->len[s], o)) {
-      __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
-      continue;
+#pragma omp parallel num_threads(threads)
+  {
+    uint64_t *k = malloc(n * sizeof(uint64_t)); /* this substring of every entry, by position */
+    if (!k) __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(dynamic, 1)
+    for (int s = 0; s < (int)m; s++) {
+      if (!k) continue;
+      for (size_t i = 0; i < c->n; i++) k[i] = accel__substring(c, f, i, t->start[s], t->len[s]);
+      uint32_t *o = t->order + (size_t)s * n;
+      if (!radix_sort(k, c->n, t->len[s], o)) {
+        __atomic_store_n(&failed, 1, __ATOMIC_RELAXED);
+        continue;
+      }
+      uint64_t *sk = t->sorted_keys + (size_t)s * n;
+      for (size_t i = 0; i < c->n; i++) sk[i] = k[o[i]];
     }
-    uint64_t *sk = t->sorted_keys + (size_t)s * n;
-    for (size_t i = 0; i < c->n; i++) sk[i] = k[o[i]];
+    free(k);
   }
   if (failed) {
     accel__mih_free(t);
@@ -75,7 +80,6 @@ accel_status accel__mih_build(const accel__codes *c, uint32_t f, uint32_t bits, 
 
 void accel__mih_free(accel__mih_table *t) {
   if (!t) return;
-  free(t->keys);
   free(t->order);
   free(t->sorted_keys);
   free(t);

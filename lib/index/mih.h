@@ -24,15 +24,23 @@ typedef struct accel__mih_table {
   uint32_t field, m, bits;
   size_t n;
   uint32_t start[ACCEL__MIH_MAX_M], len[ACCEL__MIH_MAX_M];
-  uint64_t *keys;        /* [m][n]: substring s of entry i */
-  uint32_t *order;       /* [m][n]: positions sorted by that substring */
-  uint64_t *sorted_keys; /* [m][n]: keys[s][order[s][k]] */
+  uint32_t *order;       /* [m][n]: positions sorted by substring s */
+  uint64_t *sorted_keys; /* [m][n]: substring s of entry order[s][k] */
   struct accel__mih_table *next; /* the index keeps one table per (field, m) in a list */
 } accel__mih_table;
 
 /* The number of substrings multi-index hashing uses for threshold r on
  * `bits`-bit codes, or 0 if it cannot (r + 1 > bits). */
 uint32_t accel__mih_substrings(uint32_t bits, uint32_t r);
+
+/* Bits [start, start + len) of a code given as words (bit 0 = the first
+ * word's MSB), 1 <= len <= 64. */
+static inline uint64_t accel__words_substring(const uint64_t *w, uint32_t start, uint32_t len) {
+  const uint32_t k = start / 64, off = start % 64;
+  uint64_t v = w[k] << off;
+  if (off + len > 64) v |= w[k + 1] >> (64 - off);
+  return len == 64 ? v : v >> (64 - len);
+}
 
 /* Substring [start, start + len) of entry i (bit 0 = the first word's MSB). */
 static inline uint64_t accel__substring(const accel__codes *c, uint32_t f, size_t i, uint32_t start, uint32_t len) {

@@ -47,6 +47,9 @@ extern uint64_t accel__cuda_index_emulated_budget;
 const char *accel__index_isa(void);
 /* The automatic choice: multi-index hashing for this search? */
 bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *search, uint32_t nfields);
+/* On a GPU backend with AUTO: is multi-index hashing on the CPU clearly
+ * cheaper than brute force on the GPU (large sets, small thresholds)? */
+bool accel__prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *search, uint32_t nfields);
 
 #ifdef __cplusplus
 }

@@ -282,15 +282,83 @@ static bool plan_mih(const accel__codes *c, const accel__search *s, uint32_t bit
   return true;
 }
 
-/* Does pass `pass` (driving field f) own the pair? ALL: the full rule. ANY:
- * within f's threshold and not within that of an earlier field. */
-static inline bool pass_owns(const accel__codes *a, size_t i, const accel__codes *b, size_t j, const accel__search *s,
-                             uint32_t f) {
-  if (s->rule == ACCEL_INDEX_ALL) return accel__pair_matches(a, i, b, j, s);
-  if (accel__field_distance(a, i, b, j, f) > s->thresholds[f]) return false;
+#if __has_attribute(target_clones) && defined(__x86_64__)
+#define POPCNT_CLONES __attribute__((target_clones("popcnt", "default")))
+#else
+#define POPCNT_CLONES
+#endif
+
+/* Is a pair found through field f (at distance d_f <= its threshold, known)
+ * owned by that pass? ALL: every other field within its threshold too. ANY:
+ * no earlier field within its threshold (that field's pass emits it). */
+static inline bool others_agree(const accel__codes *a, size_t i, const accel__codes *b, size_t j,
+                                const accel__search *s, uint32_t f) {
+  if (s->rule == ACCEL_INDEX_ALL) {
+    for (uint32_t g = 0; g < a->nfields; g++)
+      if (g != f && accel__field_distance(a, i, b, j, g) > s->thresholds[g]) return false;
+    return true;
+  }
   for (uint32_t g = 0; g < f; g++)
     if (accel__field_distance(a, i, b, j, g) <= s->thresholds[g]) return false;
   return true;
+}
+
+/* Did an earlier substring than `sub` already match exactly? Then the pair
+ * belongs to that substring's run (each pair is examined once). `x` holds
+ * the XOR of the two codes of the driving field. */
+static inline bool earlier_substring_equal(const accel__mih_table *t, const uint64_t *x, uint32_t sub) {
+  for (uint32_t s2 = 0; s2 < sub; s2++)
+    if (accel__words_substring(x, t->start[s2], t->len[s2]) == 0) return true;
+  return false;
+}
+
+/* Per-thread copies of one run's positions and codes (the driving field),
+ * so that the pairs of a run read contiguous memory. */
+typedef struct run_buf {
+  uint32_t *pos;
+  uint64_t *code;
+  size_t cap;
+} run_buf;
+
+static bool run_buf_reserve(run_buf *rb, size_t n, uint32_t words) {
+  if (n <= rb->cap) return true;
+  size_t cap = rb->cap ? rb->cap : 64;
+  while (cap < n) cap *= 2;
+  uint32_t *pos = realloc(rb->pos, cap * sizeof(uint32_t));
+  if (pos) rb->pos = pos;
+  uint64_t *code = pos ? realloc(rb->code, cap * words * sizeof(uint64_t)) : NULL;
+  if (code) rb->code = code;
+  if (!code) return false;
+  rb->cap = cap;
+  return true;
+}
+
+/* Every pair within the run [a0, a1) of substring `sub` of the driving field. */
+POPCNT_CLONES static void mih_join_run(const accel__codes *c, const accel__mih_table *t, uint32_t sub, size_t a0,
+                                       size_t a1, const accel__search *s, run_buf *rb, accel__pair_buf *pb) {
+  const uint32_t f = t->field, words = c->words, thr = s->thresholds[f];
+  const uint32_t *order = t->order + (size_t)sub * t->n;
+  const size_t len = a1 - a0;
+  for (size_t x = 0; x < len; x++) {
+    rb->pos[x] = order[a0 + x];
+    for (uint32_t w = 0; w < words; w++) rb->code[x * words + w] = c->field[f][w * c->stride + rb->pos[x]];
+  }
+  for (size_t x = 0; x < len; x++) {
+    const uint64_t *cx = rb->code + x * words;
+    for (size_t y = x + 1; y < len; y++) {
+      const uint64_t *cy = rb->code + y * words;
+      uint64_t xw[4];
+      uint32_t d = 0;
+      for (uint32_t w = 0; w < words; w++) {
+        xw[w] = cx[w] ^ cy[w];
+        d += (uint32_t)__builtin_popcountll(xw[w]);
+      }
+      if (d > thr || earlier_substring_equal(t, xw, sub)) continue;
+      const uint32_t pi = rb->pos[x], qi = rb->pos[y];
+      if (c->nfields > 1 && !others_agree(c, pi, c, qi, s, f)) continue;
+      accel__pair_push(pb, pi < qi ? pi : qi, pi < qi ? qi : pi);
+    }
+  }
 }
 
 static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
@@ -307,46 +375,40 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
     }
     p.total += plan->m[k];
   }
-  uint32_t *runs = malloc((c->n + 1) * sizeof(uint32_t));
-  if (!runs) {
-    accel__why(call->why, "out of memory");
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  for (int k = 0; k < plan->npasses && !p.cancelled; k++) {
+  /* runs: [start, end) of equal substrings with two or more entries */
+  size_t *runs = malloc((c->n + 1) * sizeof(size_t));
+  if (!runs) return oom_status(call);
+  for (int k = 0; k < plan->npasses && !p.cancelled && !oom; k++) {
     const accel__mih_table *t = tables[k];
-    const uint32_t f = plan->field[k];
-    for (uint32_t sub = 0; sub < t->m && !p.cancelled; sub++) {
+    for (uint32_t sub = 0; sub < t->m && !p.cancelled && !oom; sub++) {
       const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
-      const uint32_t *order = t->order + (size_t)sub * t->n;
-      /* runs of equal substrings with two or more entries */
       size_t nruns = 0;
       for (size_t a = 0; a < c->n;) {
         size_t b = a + 1;
         while (b < c->n && sk[b] == sk[a]) b++;
-        if (b - a > 1) runs[nruns++] = (uint32_t)a;
+        if (b - a > 1) runs[nruns++] = a;
         a = b;
       }
 #pragma omp parallel num_threads(call->threads)
       {
         accel__pair_buf *pb = pair_buf_new(job->sink, &oom);
+        run_buf rb = {NULL, NULL, 0};
 #pragma omp for schedule(dynamic, 64)
         for (long long r = 0; r < (long long)nruns; r++) {
-          if (!pb) continue;
+          if (!pb || __atomic_load_n(&oom, __ATOMIC_RELAXED)) continue;
           const size_t a0 = runs[r];
           size_t a1 = a0 + 1;
           while (a1 < c->n && sk[a1] == sk[a0]) a1++;
-          for (size_t x = a0; x < a1; x++)
-            for (size_t y = x + 1; y < a1; y++) {
-              const uint32_t pi = order[x], qi = order[y];
-              bool seen = false; /* the pair belongs to the first substring the two share */
-              for (uint32_t s2 = 0; s2 < sub && !seen; s2++)
-                seen = t->keys[(size_t)s2 * t->n + pi] == t->keys[(size_t)s2 * t->n + qi];
-              if (seen || !pass_owns(c, pi, c, qi, &job->search, f)) continue;
-              accel__pair_push(pb, pi < qi ? pi : qi, pi < qi ? qi : pi);
-            }
+          if (!run_buf_reserve(&rb, a1 - a0, c->words)) {
+            __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
+            continue;
+          }
+          mih_join_run(c, t, sub, a0, a1, &job->search, &rb, pb);
         }
         if (pb) accel__pair_flush(pb);
         free(pb);
+        free(rb.pos);
+        free(rb.code);
       }
       progress_step(&p, 1);
     }
@@ -363,6 +425,31 @@ static size_t lower_bound(const uint64_t *v, size_t n, uint64_t key) {
     else hi = mid;
   }
   return lo;
+}
+
+/* Every entry within reach of query qi through the pass of table t. */
+POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, const accel__codes *c,
+                                          const accel__mih_table *t, const accel__search *s, accel__pair_buf *pb) {
+  const uint32_t f = t->field, words = c->words, thr = s->thresholds[f];
+  uint64_t mine[4];
+  for (uint32_t w = 0; w < words; w++) mine[w] = q->field[f][w * q->stride + qi];
+  for (uint32_t sub = 0; sub < t->m; sub++) {
+    const uint64_t key = accel__words_substring(mine, t->start[sub], t->len[sub]);
+    const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
+    const uint32_t *order = t->order + (size_t)sub * t->n;
+    for (size_t x = lower_bound(sk, t->n, key); x < t->n && sk[x] == key; x++) {
+      const uint32_t pi = order[x];
+      uint64_t xw[4];
+      uint32_t d = 0;
+      for (uint32_t w = 0; w < words; w++) {
+        xw[w] = mine[w] ^ c->field[f][w * c->stride + pi];
+        d += (uint32_t)__builtin_popcountll(xw[w]);
+      }
+      if (d > thr || earlier_substring_equal(t, xw, sub)) continue;
+      if (c->nfields > 1 && !others_agree(q, qi, c, pi, s, f)) continue;
+      accel__pair_push(pb, (uint32_t)qi, pi);
+    }
+  }
 }
 
 static accel_status mih_range(accel__call *call, accel__index_job *job, const mih_plan *plan) {
@@ -384,22 +471,7 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, const mi
 #pragma omp for schedule(dynamic, 16)
     for (long long qi = 0; qi < (long long)q->n; qi++) {
       if (!pb || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED)) continue;
-      for (int k = 0; k < plan->npasses; k++) {
-        const accel__mih_table *t = tables[k];
-        const uint32_t f = plan->field[k];
-        uint64_t qkeys[ACCEL__MIH_MAX_M];
-        for (uint32_t sub = 0; sub < t->m; sub++) qkeys[sub] = accel__substring(q, f, (size_t)qi, t->start[sub], t->len[sub]);
-        for (uint32_t sub = 0; sub < t->m; sub++) {
-          const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
-          const uint32_t *order = t->order + (size_t)sub * t->n;
-          for (size_t x = lower_bound(sk, t->n, qkeys[sub]); x < t->n && sk[x] == qkeys[sub]; x++) {
-            const uint32_t pi = order[x];
-            bool seen = false;
-            for (uint32_t s2 = 0; s2 < sub && !seen; s2++) seen = t->keys[(size_t)s2 * t->n + pi] == qkeys[s2];
-            if (!seen && pass_owns(q, (size_t)qi, c, pi, &job->search, f)) accel__pair_push(pb, (uint32_t)qi, pi);
-          }
-        }
-      }
+      for (int k = 0; k < plan->npasses; k++) mih_range_query(q, (size_t)qi, c, tables[k], &job->search, pb);
       progress_step(&p, 1);
     }
     if (pb) accel__pair_flush(pb);
@@ -408,49 +480,113 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, const mi
   return oom ? oom_status(call) : progress_end(&p, call);
 }
 
-/* Multi-index hashing pays when few pairs share a substring: the expected
- * share for uniform codes is sum over substrings of 2^-len; brute force
- * compares every pair at a fraction of the cost of a candidate. Small sets
- * always go brute force. */
+/* ------------------------------------------------------------ the choice */
+
+/* Multi-index hashing examines the pairs that share a substring exactly (the
+ * candidates); brute force examines every pair. One candidate costs about as
+ * much as MIH_CANDIDATE_COST brute-force comparisons of a single 64-bit field
+ * (measured with bench/index_bench.py on x86-64 with AVX-512: 0.035 ns per
+ * compared pair on 2 cores, 0.7 ns per candidate); comparisons of several
+ * fields or words cost more per pair in the general kernel. */
+enum { MIH_CANDIDATE_COST = 20 };
+/* A data-centre GPU's brute force against these 2 CPU cores' brute force, a
+ * conservative guess (no GPU measurement yet): on a CUDA backend, AUTO runs
+ * multi-index hashing on the CPU only where it wins by at least this. */
+enum { GPU_SPEEDUP = 20 };
+
+static double bf_pair_cost(const accel__codes *c) {
+  return c->nfields == 1 && c->words == 1 ? 1.0 : 2.0 * c->nfields * c->words;
+}
+
+/* The share of pairs that share one of the m substrings if codes were
+ * uniform: a lower bound for any data (equal substrings are least likely
+ * when every value is equally likely). */
+static double uniform_share(uint32_t bits, uint32_t m) {
+  double share = 0;
+  for (uint32_t k = 0; k < m; k++) {
+    const uint32_t len = (uint32_t)((uint64_t)bits * (k + 1) / m) - (uint32_t)((uint64_t)bits * k / m);
+    share += len >= 60 ? 0 : 1.0 / (double)((uint64_t)1 << len);
+  }
+  return share;
+}
+
+static double plan_uniform_share(const mih_plan *plan, uint32_t bits) {
+  double share = 0;
+  for (int k = 0; k < plan->npasses; k++) share += uniform_share(bits, plan->m[k]);
+  return share;
+}
+
+/* sum over substrings and runs of equal values of L(L-1)/2 (join: the exact
+ * number of candidates) or L^2 / n (range: the expected candidates of a query
+ * drawn like the entries). */
+static double table_candidates(const accel__mih_table *t, bool join) {
+  double sum = 0;
+  for (uint32_t sub = 0; sub < t->m; sub++) {
+    const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
+    for (size_t a = 0; a < t->n;) {
+      size_t b = a + 1;
+      while (b < t->n && sk[b] == sk[a]) b++;
+      const double len = (double)(b - a);
+      sum += join ? len * (len - 1) / 2 : len * len / (double)t->n;
+      a = b;
+    }
+  }
+  return sum;
+}
+
 bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
   if (n < 2048) return false;
-  for (uint32_t f = 0; f < nfields; f++) {
-    if (s->rule == ACCEL_INDEX_ALL && f > 0) break; /* ALL: one driving field (checked below) */
-    uint32_t t = s->thresholds[f];
-    if (s->rule == ACCEL_INDEX_ALL)
-      for (uint32_t g = 1; g < nfields; g++)
-        if (s->thresholds[g] < t) t = s->thresholds[g];
-    const uint32_t m = accel__mih_substrings(bits, t);
-    if (!m) return false;
-    double share = 0;
-    for (uint32_t k = 0; k < m; k++) {
-      const uint32_t len = (uint32_t)((uint64_t)bits * (k + 1) / m) - (uint32_t)((uint64_t)bits * k / m);
-      share += len >= 60 ? 0 : 1.0 / (double)((uint64_t)1 << len);
-    }
-    if (share > 0.02) return false;
+  accel__codes shape;
+  memset(&shape, 0, sizeof shape);
+  shape.nfields = nfields;
+  shape.words = bits / 64;
+  mih_plan plan;
+  if (!plan_mih(&shape, s, bits, &plan)) return false;
+  return plan_uniform_share(&plan, bits) * MIH_CANDIDATE_COST < bf_pair_cost(&shape);
+}
+
+bool accel__prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
+  if (n < 65536) return false;
+  accel__codes shape;
+  memset(&shape, 0, sizeof shape);
+  shape.nfields = nfields;
+  shape.words = bits / 64;
+  mih_plan plan;
+  if (!plan_mih(&shape, s, bits, &plan)) return false;
+  return plan_uniform_share(&plan, bits) * MIH_CANDIDATE_COST * GPU_SPEEDUP < bf_pair_cost(&shape);
+}
+
+/* AUTO: brute force for small sets and where even uniform codes would give
+ * too many candidates; otherwise the tables are built (cached on the index)
+ * and the candidates counted exactly, so clustered catalogs with many equal
+ * substrings fall back to brute force when that is cheaper. */
+static bool choose_mih(accel__call *call, accel__index_job *job, const mih_plan *plan, bool join) {
+  const accel__codes *c = &job->codes;
+  if (job->search.algorithm != ACCEL_INDEX_AUTO) return job->search.algorithm == ACCEL_INDEX_MULTI_INDEX;
+  if (!accel__prefer_mih(c->n, job->bits, &job->search, c->nfields) || !job->index) return false;
+  const double nq = join ? (double)c->n : (double)job->queries.n;
+  const double bf = (join ? nq * (nq - 1) / 2 : nq * (double)c->n) * bf_pair_cost(c);
+  if (!join && nq * 16 < (double)c->n / 64) return false; /* too few queries to pay for sorting the index */
+  double candidates = 0;
+  for (int k = 0; k < plan->npasses; k++) {
+    const accel__mih_table *t;
+    if (accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &t)) return false;
+    candidates += table_candidates(t, join) * (join ? 1.0 : nq);
   }
-  return true;
+  return candidates * MIH_CANDIDATE_COST < bf;
 }
 
 static accel_status cpu_join(accel__call *call, accel__index_job *job) {
   mih_plan plan;
-  const bool mih_ok = plan_mih(&job->codes, &job->search, job->bits, &plan);
-  bool mih = job->search.algorithm == ACCEL_INDEX_MULTI_INDEX ||
-             (job->search.algorithm == ACCEL_INDEX_AUTO && accel__prefer_mih(job->codes.n, job->bits, &job->search,
-                                                                              job->codes.nfields));
-  if (mih && !mih_ok) mih = false; /* thresholds too large for substrings: brute force is exact too */
+  /* thresholds too large for substrings: brute force (exact too) */
+  const bool mih = plan_mih(&job->codes, &job->search, job->bits, &plan) && choose_mih(call, job, &plan, true);
   job->used = mih ? ACCEL_INDEX_MULTI_INDEX : ACCEL_INDEX_BRUTE_FORCE;
   return mih ? mih_join(call, job, &plan) : bf_join(call, job);
 }
 
 static accel_status cpu_range(accel__call *call, accel__index_job *job) {
   mih_plan plan;
-  const bool mih_ok = plan_mih(&job->codes, &job->search, job->bits, &plan);
-  /* the tables cost a sort of the index: worth it for many queries */
-  bool mih = job->search.algorithm == ACCEL_INDEX_MULTI_INDEX ||
-             (job->search.algorithm == ACCEL_INDEX_AUTO && job->queries.n * 16 >= job->codes.n / 64 &&
-              accel__prefer_mih(job->codes.n, job->bits, &job->search, job->codes.nfields));
-  if (mih && !mih_ok) mih = false;
+  const bool mih = plan_mih(&job->codes, &job->search, job->bits, &plan) && choose_mih(call, job, &plan, false);
   job->used = mih ? ACCEL_INDEX_MULTI_INDEX : ACCEL_INDEX_BRUTE_FORCE;
   return mih ? mih_range(call, job, &plan) : bf_range(call, job);
 }
