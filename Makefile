@@ -25,6 +25,7 @@ build: deps-demo
 demo: build
 	$(ACCEL) info
 	$(ACCEL) hash --kinds ahash,dhash,phash,whash,colorhash samples/photos
+	$(ACCEL) dupes samples/photos --kinds dhash,ahash --threshold 5
 	$(ACCEL) gray --out build/demo samples/astronaut.ppm
 
 test: deps-test

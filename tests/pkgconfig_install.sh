@@ -1,5 +1,5 @@
 #!/bin/sh
-# Install into a scratch root, then build examples/c/gray.c the way a user
+# Install into a scratch root, then build examples/c/gray.c (and dupes.c) the way a user
 # does, with nothing but `pkg-config --cflags --libs accel`, against the shared
 # library and (with --static) against libaccel.a; run both and the installed
 # accel tool; compare the gray output with Pillow's.
@@ -37,6 +37,10 @@ $cc -std=c11 -Wall -Wextra -Werror $($PC --cflags accel) "$src/examples/c/gray.c
 if readelf -d "$work/gray_static" | grep -q 'libaccel'; then echo "FAIL: the static build links libaccel.so"; exit 1; fi
 "$work/gray_static" "$src/samples/astronaut.ppm" "$work/static.pgm"
 cmp "$work/static.pgm" "$src/tests/data/gray/astronaut.L.pgm"
+# the duplicate-grouping example on the sample photos: the chelsea copies form one group
+$cc -std=c11 -Wall -Wextra -Werror $($PC --cflags accel) "$src/examples/c/dupes.c" -o "$work/dupes" $($PC --libs accel)
+LD_LIBRARY_PATH="$libdir" "$work/dupes" "$src"/samples/photos/* >"$work/dupes.tsv"
+[ "$(grep -c chelsea "$work/dupes.tsv")" = 3 ] || { echo "FAIL: dupes example:"; cat "$work/dupes.tsv"; exit 1; }
 # the installed tool
 LD_LIBRARY_PATH="$libdir" "$prefix/bin/accel" --version
 echo "ok: installed under $prefix; examples built with pkg-config (shared and static) match Pillow"

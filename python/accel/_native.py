@@ -106,6 +106,28 @@ class HashOptions(ctypes.Structure):
     ]
 
 
+INDEX_MAX_FIELDS = 8
+
+
+class IndexOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("bits", ctypes.c_uint32),
+        ("nfields", ctypes.c_uint32),
+    ]
+
+
+class SearchOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("rule", ctypes.c_int),
+        ("thresholds", ctypes.c_uint32 * INDEX_MAX_FIELDS),
+        ("algorithm", ctypes.c_int),
+        ("progress", PROGRESS_FN),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+
 class DecodeOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -202,6 +224,35 @@ _SIGNATURES = {
                                              _P(DecodeOptions), _P(ctypes.c_void_p), _P(ImageInfo)]),
     "accel_buffer_view": (c_status, [ctypes.c_void_p, _P(Array)]),
     "accel_buffer_destroy": (None, [ctypes.c_void_p]),
+    "accel_index_options_init": (c_status, [_P(IndexOptions)]),
+    "accel_index_create": (c_status, [ctypes.c_void_p, _P(IndexOptions), _P(ctypes.c_void_p)]),
+    "accel_index_destroy": (None, [ctypes.c_void_p]),
+    "accel_index_info": (c_status, [ctypes.c_void_p, _P(ctypes.c_uint32), _P(ctypes.c_uint32),
+                                    _P(ctypes.c_size_t)]),
+    "accel_index_add": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p,
+                                   _P(ctypes.c_char_p), ctypes.c_void_p]),
+    "accel_index_remove": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, _P(ctypes.c_size_t)]),
+    "accel_index_get": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(ctypes.c_uint64), ctypes.c_void_p,
+                                   _P(ctypes.c_char_p), _P(ctypes.c_uint64)]),
+    "accel_index_find": (c_status, [ctypes.c_void_p, ctypes.c_uint64, _P(ctypes.c_size_t)]),
+    "accel_index_set_meta": (c_status, [ctypes.c_void_p, ctypes.c_char_p]),
+    "accel_index_get_meta": (c_status, [ctypes.c_void_p, _P(ctypes.c_char_p)]),
+    "accel_index_save": (c_status, [ctypes.c_void_p, ctypes.c_char_p]),
+    "accel_index_load": (c_status, [ctypes.c_void_p, ctypes.c_char_p, _P(ctypes.c_void_p)]),
+    "accel_search_options_init": (c_status, [_P(SearchOptions)]),
+    "accel_index_self_join": (c_status, [ctypes.c_void_p, _P(SearchOptions), _P(ctypes.c_void_p)]),
+    "accel_index_range": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, _P(SearchOptions),
+                                     _P(ctypes.c_void_p)]),
+    "accel_index_knn": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint32,
+                                   ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p]),
+    "accel_pairs_view": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t), _P(ctypes.c_void_p),
+                                    _P(ctypes.c_void_p), _P(ctypes.c_void_p), _P(ctypes.c_uint32)]),
+    "accel_pairs_destroy": (None, [ctypes.c_void_p]),
+    "accel_groups_from_pairs": (c_status, [ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, _P(ctypes.c_void_p)]),
+    "accel_index_group": (c_status, [ctypes.c_void_p, _P(SearchOptions), _P(ctypes.c_void_p)]),
+    "accel_groups_view": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t), _P(ctypes.c_void_p),
+                                     _P(ctypes.c_void_p)]),
+    "accel_groups_destroy": (None, [ctypes.c_void_p]),
 }
 for _name, (_res, _args) in _SIGNATURES.items():
     _f = getattr(lib, _name)

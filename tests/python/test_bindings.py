@@ -1,5 +1,6 @@
 """The Python package over the built shared library: version, contexts, the
-log callback, errors, statistics and gray conversion on numpy arrays."""
+log callback, errors, statistics, gray conversion and hashing on numpy arrays,
+and the Hamming index against a numpy brute force."""
 import os
 import sys
 import unittest
@@ -175,6 +176,156 @@ class Hashing(unittest.TestCase):
                                 progress=lambda stage, f: calls.append((stage, f)))
         self.assertTrue(all(r.ok(i) for i in range(3)))
         self.assertEqual(calls[-1], ("hash.batch", 1.0))
+
+
+def np_distances(a, b):
+    """Hamming distances of every pair of rows of uint64 arrays a (n, w) and
+    b (m, w): numpy's unpackbits, nothing shared with the library."""
+    x = a[:, None, :] ^ b[None, :, :]
+    return np.unpackbits(x.view(np.uint8), axis=-1).sum(axis=-1, dtype=np.uint32)
+
+
+def np_components(ids, edges):
+    parent = {int(i): int(i) for i in ids}
+
+    def find(a):
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a, b in edges:
+        parent[find(int(a))] = find(int(b))
+    groups = {}
+    for i in ids:
+        groups.setdefault(find(int(i)), []).append(int(i))
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
+
+
+class Index(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = accel.Context(backend="cpu")
+        rng = np.random.default_rng(7)
+        # 3000 entries, 2 fields of 128 bits: clusters around 40 centres, copies, noise
+        centres = rng.integers(0, 2**64, size=(40, 2, 2), dtype=np.uint64)
+        pick = rng.integers(0, 40, size=3000)
+        codes = centres[pick].copy()
+        flips = rng.integers(0, 128, size=(3000, 2, 6))
+        for i in range(3000):
+            for f in range(2):
+                for b in flips[i, f, : rng.integers(0, 7)]:
+                    codes[i, f, b // 64] ^= np.uint64(1) << np.uint64(63 - b % 64)
+        codes[::7] = rng.integers(0, 2**64, size=codes[::7].shape, dtype=np.uint64)
+        cls.codes = codes
+        cls.ids = rng.permutation(10**6)[:3000].astype(np.uint64)
+        cls.d0 = np_distances(codes[:, 0], codes[:, 0])
+        cls.d1 = np_distances(codes[:, 1], codes[:, 1])
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctx.close()
+
+    def build(self):
+        ix = accel.Index(self.ctx, bits=128, nfields=2)
+        ix.add(self.ids, self.codes, labels=["img%d.jpg" % i for i in range(len(self.ids))])
+        return ix
+
+    def reference_pairs(self, t0, t1, rule):
+        m = (self.d0 <= t0) & (self.d1 <= t1) if rule == "all" else (self.d0 <= t0) | (self.d1 <= t1)
+        i, j = np.nonzero(np.triu(m, 1))
+        a, b = self.ids[i], self.ids[j]
+        pairs = sorted(zip(np.minimum(a, b).tolist(), np.maximum(a, b).tolist(), self.d0[i, j].tolist(),
+                           self.d1[i, j].tolist()))
+        return pairs
+
+    def test_self_join_and_groups_equal_numpy(self):
+        ix = self.build()
+        self.assertEqual(len(ix), 3000)
+        for t0, t1, rule in ((3, 3, "all"), (0, 9, "any"), (8, 2, "all")):
+            want = self.reference_pairs(t0, t1, rule)
+            self.assertGreater(len(want), 100)
+            for alg in ("auto", "brute_force", "multi_index"):
+                first, second, dist = ix.self_join([t0, t1], rule=rule, algorithm=alg)
+                self.assertEqual((first.dtype, second.dtype, dist.shape), (np.uint64, np.uint64, (len(first), 2)))
+                got = list(zip(first.tolist(), second.tolist(), dist[:, 0].tolist(), dist[:, 1].tolist()))
+                self.assertEqual(got, want, (t0, t1, rule, alg))
+            groups = ix.groups([t0, t1], rule=rule)
+            want_groups = np_components(self.ids, [(a, b) for a, b, _, _ in want])
+            self.assertEqual([g.tolist() for g in groups], want_groups)
+            self.assertEqual([g.tolist() for g in accel.groups_from_pairs(first, second)], want_groups)
+
+    def test_range_and_knn_equal_numpy(self):
+        ix = self.build()
+        q = self.codes[:50].copy()
+        q[::3, 1] ^= np.uint64(0xF0)
+        first, second, dist = ix.range(q, thresholds=[4, 6], rule="all")
+        dq0 = np_distances(q[:, 0], self.codes[:, 0])
+        dq1 = np_distances(q[:, 1], self.codes[:, 1])
+        qi, j = np.nonzero((dq0 <= 4) & (dq1 <= 6))
+        want = sorted(zip(qi.tolist(), self.ids[j].tolist()))
+        self.assertEqual(list(zip(first.tolist(), second.tolist())), want)
+        ids, d = ix.knn(q, 5, field=1)
+        for r in range(len(q)):
+            order = sorted(zip(dq1[r].tolist(), self.ids.tolist()))[:5]
+            self.assertEqual(list(zip(d[r].tolist(), ids[r].tolist())), order)
+        small = accel.Index(self.ctx)
+        small.add([5, 9], np.array([0, 3], dtype=np.uint64))
+        ids, d = small.knn(np.array([1], dtype=np.uint64), 3)
+        self.assertEqual(ids[0].tolist(), [5, 9, 2**64 - 1])
+        self.assertEqual(d[0].tolist(), [1, 1, 2**32 - 1])
+
+    def test_container_save_load_and_errors(self):
+        import tempfile
+        ix = self.build()
+        ix.meta = "kinds=dhash,ahash"
+        with self.assertRaises(accel.AccelError) as e:
+            ix.add([self.ids[0]], self.codes[:1])
+        self.assertEqual(e.exception.name, "ACCEL_ERR_INVALID_ARG")
+        self.assertEqual(ix.remove([self.ids[1], 123456789]), 1)
+        self.assertNotIn(int(self.ids[1]), ix)
+        self.assertIn(int(self.ids[2]), ix)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "x.idx")
+            ix.save(path)
+            back = accel.Index.load(self.ctx, path)
+            self.assertEqual((back.bits, back.nfields, len(back), back.meta), (128, 2, 2999, "kinds=dhash,ahash"))
+            a, b = ix.entries(), back.entries()
+            for x, y in zip(a, b):
+                if isinstance(x, list):
+                    self.assertEqual(x, y)
+                else:
+                    np.testing.assert_array_equal(x, y)
+            with open(path, "r+b") as f:
+                f.seek(100)
+                f.write(b"\x00\x01")
+            with self.assertRaises(accel.AccelError) as e:
+                accel.Index.load(self.ctx, path)
+            self.assertEqual(e.exception.name, "ACCEL_ERR_FORMAT")
+        with self.assertRaises(ValueError):
+            ix.self_join([1, 2, 3])
+        with self.assertRaises(ValueError):
+            ix.add([1], np.zeros((1, 3), np.uint64))
+        with self.assertRaises(ValueError):
+            ix.self_join(1, rule="most")
+        with self.assertRaises(accel.AccelError):
+            ix.self_join(129)
+
+    def test_hashes_into_an_index_group_like_imagehash(self):
+        ref = {n: r for n, r in reference().items() if r["mode"] != "error"}
+        names = sorted(ref)
+        h = self.ctx.hash_files([os.path.join(HASHDATA, n) for n in names], kinds=("dhash", "ahash"))
+        ix = accel.Index(self.ctx, nfields=2)
+        ix.add(np.arange(len(names)), np.stack([h.u64("dhash"), h.u64("ahash")], axis=1))
+        got = [[names[i] for i in g] for g in ix.groups(5)]
+        def dist(a, b):
+            return bin(int(a, 16) ^ int(b, 16)).count("1")
+        edges = [(i, j) for i in range(len(names)) for j in range(i + 1, len(names))
+                 if dist(ref[names[i]]["dhash8"], ref[names[j]]["dhash8"]) <= 5
+                 and dist(ref[names[i]]["ahash8"], ref[names[j]]["ahash8"]) <= 5]
+        want = [[names[i] for i in g] for g in np_components(range(len(names)), edges)]
+        self.assertEqual(got, want)
+        self.assertGreaterEqual(len(want), 3)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 /* Shared CLI pieces: errors, the context, option values, progress bars. */
 #include "cli.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
 #include <time.h>
 
 static cli_progress *active_bar; /* the bar on screen, erased before other output */
@@ -62,7 +64,7 @@ bool cli_take_value(int argc, char **argv, int *i, const char *name, const char 
     return true;
   }
   if (a[n] != '\0') return false;
-  if (*i + 1 >= argc) {
+  if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0) {
     *missing = true;
     cli_error("option %s needs a value", name);
     return true;
@@ -138,4 +140,169 @@ void cli_progress_end(cli_progress *p) {
 int cli_progress_callback(void *user, const char *stage, double fraction) {
   cli_progress_update((cli_progress *)user, fraction, stage);
   return 0;
+}
+
+/* ------------------------------------------------------------ paths */
+
+bool cli_paths_push(cli_paths *l, const char *p) {
+  if (l->n == l->cap) {
+    size_t cap = l->cap ? 2 * l->cap : 256;
+    char **v = realloc(l->v, cap * sizeof *v);
+    if (!v) return false;
+    l->v = v;
+    l->cap = cap;
+  }
+  if (!(l->v[l->n] = strdup(p))) return false;
+  l->n++;
+  return true;
+}
+
+void cli_paths_free(cli_paths *l) {
+  for (size_t i = 0; i < l->n; i++) free(l->v[i]);
+  free(l->v);
+  l->v = NULL;
+  l->n = l->cap = 0;
+}
+
+static bool image_name(const char *name) {
+  const char *dot = strrchr(name, '.');
+  return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".png") == 0);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+bool cli_walk(const char *dir, cli_paths *out) {
+  DIR *d = opendir(dir);
+  if (!d) {
+    cli_error("%s: %s", dir, strerror(errno));
+    return false;
+  }
+  cli_paths names = {0};
+  struct dirent *e;
+  bool ok = true;
+  while ((e = readdir(d)))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ok = ok && cli_paths_push(&names, e->d_name);
+  closedir(d);
+  if (names.n) qsort(names.v, names.n, sizeof(char *), cmp_str);
+  size_t dl = strlen(dir);
+  bool slash = dl && dir[dl - 1] == '/';
+  for (size_t i = 0; i < names.n && ok; i++) {
+    size_t n = dl + strlen(names.v[i]) + 2;
+    char *p = malloc(n);
+    if (!p) {
+      ok = false;
+      break;
+    }
+    snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
+    struct stat st;
+    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) ok = cli_walk(p, out);
+    else if (image_name(names.v[i])) ok = cli_paths_push(out, p);
+    free(p);
+  }
+  cli_paths_free(&names);
+  return ok;
+}
+
+bool cli_collect(int argc, char **argv, cli_paths *out, bool *oom) {
+  bool ok = true;
+  *oom = false;
+  for (int i = 0; i < argc; i++) {
+    struct stat st;
+    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (!cli_walk(argv[i], out)) ok = false;
+    } else if (!cli_paths_push(out, argv[i])) {
+      *oom = true;
+      return false;
+    }
+  }
+  return ok;
+}
+
+void cli_json_string(const char *s) {
+  putchar('"');
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') printf("\\%c", c);
+    else if (c < 0x20) printf("\\u%04x", c);
+    else putchar(c);
+  }
+  putchar('"');
+}
+
+/* ------------------------------------------------------------ option values */
+
+bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o) {
+  char *copy = strdup(list), *save = NULL;
+  if (!copy) return false;
+  o->nkinds = 0;
+  bool ok = true;
+  for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
+    if (o->nkinds == ACCEL_HASH_KIND_COUNT) {
+      cli_error("%s: too many kinds in '%s'", cmd, list);
+      ok = false;
+    } else if (accel_hash_kind_from_string(t, &o->kinds[o->nkinds])) {
+      cli_error("%s: %s", cmd, accel_last_error(NULL));
+      ok = false;
+    } else {
+      o->nkinds++;
+    }
+  }
+  free(copy);
+  if (ok && o->nkinds == 0) {
+    cli_error("%s: --kinds is empty", cmd);
+    ok = false;
+  }
+  return ok;
+}
+
+bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out) {
+  char *end;
+  long x = strtol(v, &end, 10);
+  if (!*v || *end || x < lo || x > hi) {
+    cli_error("%s: %s must be an integer in %d..%d, not '%s'", cmd, what, lo, hi, v);
+    return false;
+  }
+  *out = (int)x;
+  return true;
+}
+
+/* ------------------------------------------------------------ argument order */
+
+static bool takes_value(const char *arg, const char *const *value_options) {
+  for (; value_options && *value_options; value_options++)
+    if (strcmp(arg, *value_options) == 0) return true;
+  return false;
+}
+
+char **cli_permute(int argc, char **argv, const char *const *value_options, int *out_argc) {
+  static char dashdash[] = "--";
+  char **out = malloc(((size_t)argc + 2) * sizeof(char *));
+  char **pos = malloc(((size_t)argc + 1) * sizeof(char *));
+  if (!out || !pos) {
+    free(out);
+    free(pos);
+    return NULL;
+  }
+  int no = 0, np = 0;
+  out[no++] = argv[0];
+  bool ended = false;
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (ended) {
+      pos[np++] = argv[i];
+    } else if (strcmp(a, "--") == 0) {
+      ended = true;
+    } else if (a[0] == '-' && a[1]) {
+      out[no++] = argv[i];
+      if (takes_value(a, value_options) && i + 1 < argc) out[no++] = argv[++i];
+    } else {
+      pos[np++] = argv[i];
+    }
+  }
+  out[no++] = dashdash;
+  for (int i = 0; i < np; i++) out[no++] = pos[i];
+  out[no] = NULL;
+  free(pos);
+  *out_argc = no;
+  return out;
 }

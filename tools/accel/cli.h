@@ -26,11 +26,17 @@ typedef struct cli_command {
   const char *summary;
   const char *usage; /* full help text */
   int (*run)(const cli_globals *g, int argc, char **argv);
+  /* Options may follow the operands ("accel dupes DIR --threshold 3"): the
+   * dispatcher moves them first, then "--", then the operands in their
+   * order. These options take a separate value. NULL: argv as given. */
+  const char *const *value_options;
 } cli_command;
 
 extern const cli_command cli_info_command;
 extern const cli_command cli_gray_command;
 extern const cli_command cli_hash_command;
+extern const cli_command cli_dupes_command;
+extern const cli_command cli_index_command;
 
 /* "accel: <message>" on stderr (clearing a progress bar first). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -44,6 +50,34 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx);
  * reported through *missing. */
 bool cli_take_value(int argc, char **argv, int *i, const char *name, const char **value, bool *missing);
 bool cli_is_help(const char *arg);
+
+/* argv reordered: argv[0], the options (with the values of those in
+ * value_options), "--", the operands in their order. A "--" in argv ends the
+ * options. NULL when out of memory; free() the array (not the strings). */
+char **cli_permute(int argc, char **argv, const char *const *value_options, int *out_argc);
+
+/* A growable list of paths (owned strings). */
+typedef struct cli_paths {
+  char **v;
+  size_t n, cap;
+} cli_paths;
+
+bool cli_paths_push(cli_paths *l, const char *path);
+void cli_paths_free(cli_paths *l);
+/* Append the .jpg/.jpeg/.png files (any case) under dir, recursively, depth
+ * first, entries in byte order (reproducible). Prints why on failure. */
+bool cli_walk(const char *dir, cli_paths *out);
+/* Command-line PATH arguments: directories walked, files taken as given.
+ * Returns false if a directory could not be read (the rest is collected). */
+bool cli_collect(int argc, char **argv, cli_paths *out, bool *oom);
+
+/* A JSON string literal on stdout. */
+void cli_json_string(const char *s);
+
+/* "--kinds a,b,c" into o->kinds / o->nkinds; errors name the command. */
+bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o);
+/* An integer option in lo..hi; errors name the command and option. */
+bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out);
 
 /* Create a directory and its parents (like mkdir -p); prints why on failure. */
 bool cli_make_dirs(const char *path);

@@ -157,4 +157,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return failed ? CLI_SOME_FAILED : CLI_OK;
 }
 
-const cli_command cli_gray_command = {"gray", "convert images to 8-bit gray (Pillow's convert('L'))", USAGE, run};
+static const char *const VALUE_OPTIONS[] = {"-o", "--out", "--format", NULL};
+
+const cli_command cli_gray_command = {"gray", "convert images to 8-bit gray (Pillow's convert('L'))", USAGE, run,
+                                      VALUE_OPTIONS};

@@ -1,13 +1,9 @@
 /* accel hash: perceptual hashes of image files, imagehash's hex strings. */
 #include "cli.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
 
 static const char USAGE[] =
     "usage: accel [global options] hash [--kinds K1,K2,...] [--size N] [--binbits B] [--fast]\n"
@@ -30,76 +26,6 @@ static const char USAGE[] =
     "A file that cannot be hashed gets error:<status> in its columns (TSV) or an \"error\"\n"
     "member (JSON), a message on stderr, and makes the exit status 1.\n";
 
-typedef struct path_list {
-  char **v;
-  size_t n, cap;
-} path_list;
-
-static bool push(path_list *l, const char *p) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? 2 * l->cap : 256;
-    char **v = realloc(l->v, cap * sizeof *v);
-    if (!v) return false;
-    l->v = v;
-    l->cap = cap;
-  }
-  if (!(l->v[l->n] = strdup(p))) return false;
-  l->n++;
-  return true;
-}
-
-static bool image_name(const char *name) {
-  const char *dot = strrchr(name, '.');
-  return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".png") == 0);
-}
-
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
-/* Depth first, entries in byte order, so the output order is reproducible. */
-static bool walk(const char *dir, path_list *out) {
-  DIR *d = opendir(dir);
-  if (!d) {
-    cli_error("%s: %s", dir, strerror(errno));
-    return false;
-  }
-  path_list names = {0};
-  struct dirent *e;
-  bool ok = true;
-  while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ok = ok && push(&names, e->d_name);
-  closedir(d);
-  if (names.n) qsort(names.v, names.n, sizeof(char *), cmp_str);
-  size_t dl = strlen(dir);
-  bool slash = dl && dir[dl - 1] == '/';
-  for (size_t i = 0; i < names.n && ok; i++) {
-    size_t n = dl + strlen(names.v[i]) + 2;
-    char *p = malloc(n);
-    if (!p) {
-      ok = false;
-      break;
-    }
-    snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
-    struct stat st;
-    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) ok = walk(p, out);
-    else if (image_name(names.v[i])) ok = push(out, p);
-    free(p);
-  }
-  for (size_t i = 0; i < names.n; i++) free(names.v[i]);
-  free(names.v);
-  return ok;
-}
-
-static void json_string(const char *s) {
-  putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
-    if (c == '"' || c == '\\') printf("\\%c", c);
-    else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
-  }
-  putchar('"');
-}
-
 typedef struct err_sink {
   const char *const *paths;
   size_t offset;
@@ -108,41 +34,6 @@ typedef struct err_sink {
 static void on_error(void *user, size_t index, accel_status status, const char *message) {
   err_sink *e = user;
   cli_error("%s: %s: %s", e->paths[e->offset + index], accel_status_string(status), message);
-}
-
-static bool parse_kinds(const char *list, accel_hash_options *o) {
-  char *copy = strdup(list), *save = NULL;
-  if (!copy) return false;
-  o->nkinds = 0;
-  bool ok = true;
-  for (char *t = strtok_r(copy, ",", &save); t && ok; t = strtok_r(NULL, ",", &save)) {
-    if (o->nkinds == ACCEL_HASH_KIND_COUNT) {
-      cli_error("hash: too many kinds in '%s'", list);
-      ok = false;
-    } else if (accel_hash_kind_from_string(t, &o->kinds[o->nkinds])) {
-      cli_error("hash: %s", accel_last_error(NULL));
-      ok = false;
-    } else {
-      o->nkinds++;
-    }
-  }
-  free(copy);
-  if (ok && o->nkinds == 0) {
-    cli_error("hash: --kinds is empty");
-    ok = false;
-  }
-  return ok;
-}
-
-static bool parse_int(const char *what, const char *v, int lo, int hi, int *out) {
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (!*v || *end || x < lo || x > hi) {
-    cli_error("hash: %s must be an integer in %d..%d, not '%s'", what, lo, hi, v);
-    return false;
-  }
-  *out = (int)x;
-  return true;
 }
 
 static int run(const cli_globals *g, int argc, char **argv) {
@@ -159,13 +50,13 @@ static int run(const cli_globals *g, int argc, char **argv) {
     } else if (strcmp(argv[i], "--fast") == 0) {
       o.fast = 1;
     } else if (cli_take_value(argc, argv, &i, "--kinds", &v, &missing)) {
-      if (missing || !parse_kinds(v, &o)) return CLI_USAGE;
+      if (missing || !cli_parse_kinds("hash", v, &o)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--size", &v, &missing)) {
-      if (missing || !parse_int("--size", v, ACCEL_HASH_SIZE_MIN, ACCEL_HASH_SIZE_MAX, &o.hash_size)) return CLI_USAGE;
+      if (missing || !cli_parse_int("hash", "--size", v, ACCEL_HASH_SIZE_MIN, ACCEL_HASH_SIZE_MAX, &o.hash_size)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--binbits", &v, &missing)) {
-      if (missing || !parse_int("--binbits", v, 1, 8, &o.color_binbits)) return CLI_USAGE;
+      if (missing || !cli_parse_int("hash", "--binbits", v, 1, 8, &o.color_binbits)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--jobs", &v, &missing)) {
-      if (missing || !parse_int("--jobs", v, 0, 4096, &jobs)) return CLI_USAGE;
+      if (missing || !cli_parse_int("hash", "--jobs", v, 0, 4096, &jobs)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
       if (missing) return CLI_USAGE;
       if (strcmp(v, "tsv") && strcmp(v, "json")) {
@@ -191,16 +82,16 @@ static int run(const cli_globals *g, int argc, char **argv) {
     return CLI_USAGE;
   }
 
-  path_list paths = {0};
+  cli_paths paths = {0};
   int rc = CLI_OK;
-  for (int i = first; i < argc; i++) {
-    struct stat st;
-    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (!walk(argv[i], &paths)) rc = CLI_SOME_FAILED;
-    } else if (!push(&paths, argv[i])) {
+  bool oom;
+  if (!cli_collect(argc - first, argv + first, &paths, &oom)) {
+    if (oom) {
       cli_error("out of memory");
+      cli_paths_free(&paths);
       return CLI_USAGE;
     }
+    rc = CLI_SOME_FAILED;
   }
 
   cli_globals gj = *g;
@@ -252,7 +143,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
       if (st[i] != ACCEL_OK) rc = CLI_SOME_FAILED;
       if (json) {
         printf("%s\n  {\"path\": ", printed++ ? "," : "");
-        json_string(path);
+        cli_json_string(path);
         if (st[i] != ACCEL_OK) printf(", \"error\": \"%s\"}", accel_status_string(st[i]));
       } else {
         fputs(path, stdout);
@@ -277,10 +168,12 @@ static int run(const cli_globals *g, int argc, char **argv) {
   if (json) printf("%s]\n", printed ? "\n" : "");
   free(hashes);
   free(st);
-  for (size_t i = 0; i < paths.n; i++) free(paths.v[i]);
-  free(paths.v);
+  cli_paths_free(&paths);
   accel_ctx_destroy(ctx);
   return rc;
 }
 
-const cli_command cli_hash_command = {"hash", "perceptual hashes of images, identical to imagehash", USAGE, run};
+static const char *const VALUE_OPTIONS[] = {"--kinds", "--size", "--binbits", "--jobs", "--format", NULL};
+
+const cli_command cli_hash_command = {"hash", "perceptual hashes of images, identical to imagehash", USAGE, run,
+                                      VALUE_OPTIONS};

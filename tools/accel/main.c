@@ -7,7 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static const cli_command *const COMMANDS[] = {&cli_info_command, &cli_hash_command, &cli_gray_command};
+static const cli_command *const COMMANDS[] = {&cli_info_command, &cli_hash_command, &cli_dupes_command,
+                                              &cli_index_command, &cli_gray_command};
 enum { NCOMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 
 static void usage(FILE *out) {
@@ -118,5 +119,14 @@ int main(int argc, char **argv) {
       return CLI_OK;
     }
   }
-  return c->run(&g, argc - i, argv + i);
+  if (!c->value_options) return c->run(&g, argc - i, argv + i);
+  int pargc;
+  char **pargv = cli_permute(argc - i, argv + i, c->value_options, &pargc);
+  if (!pargv) {
+    cli_error("out of memory");
+    return CLI_USAGE;
+  }
+  int rc = c->run(&g, pargc, pargv);
+  free(pargv);
+  return rc;
 }

@@ -1,0 +1,313 @@
+/* Image files hashed into a Hamming index, reusing an index file. */
+#include "catalog.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+enum { CHUNK = 512, META_FORMAT = 1 };
+
+uint32_t catalog_bits(const char *cmd, const accel_hash_options *o) {
+  uint32_t most = 0;
+  for (uint32_t k = 0; k < o->nkinds; k++) {
+    uint32_t b = 0;
+    if (accel_hash_bits(o->kinds[k], o->hash_size, o->color_binbits, &b)) {
+      cli_error("%s: %s", cmd, accel_last_error(NULL));
+      return 0;
+    }
+    if (b > most) most = b;
+  }
+  if (most > 256) {
+    cli_error("%s: hashes of %u bits; the index holds up to 256 bits a kind (--size 16 or less)", cmd, most);
+    return 0;
+  }
+  return most <= 64 ? 64 : most <= 128 ? 128 : 256;
+}
+
+void catalog_meta(const accel_hash_options *o, char *buf, size_t n) {
+  size_t at = (size_t)snprintf(buf, n, "accel-catalog %d kinds=", META_FORMAT);
+  for (uint32_t k = 0; k < o->nkinds && at < n; k++)
+    at += (size_t)snprintf(buf + at, n - at, "%s%s", k ? "," : "", accel_hash_kind_name(o->kinds[k]));
+  if (at < n)
+    snprintf(buf + at, n - at, " size=%d binbits=%d fast=%d", (int)o->hash_size, (int)o->color_binbits, (int)o->fast);
+}
+
+bool catalog_parse_meta(const char *meta, accel_hash_options *o) {
+  int format = 0, size = 0, binbits = 0, fast = 0, used = 0;
+  char kinds[256];
+  if (sscanf(meta, "accel-catalog %d kinds=%255s size=%d binbits=%d fast=%d%n", &format, kinds, &size, &binbits, &fast,
+             &used) != 5 ||
+      format != META_FORMAT || meta[used] != '\0')
+    return false;
+  accel_hash_options_init(o);
+  o->hash_size = size;
+  o->color_binbits = binbits;
+  o->fast = fast;
+  o->nkinds = 0;
+  char *save = NULL;
+  for (char *t = strtok_r(kinds, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    if (o->nkinds == ACCEL_HASH_KIND_COUNT || accel_hash_kind_from_string(t, &o->kinds[o->nkinds])) return false;
+    o->nkinds++;
+  }
+  size_t slot;
+  return o->nkinds > 0 && accel_hash_slot_bytes(o, &slot) == ACCEL_OK;
+}
+
+void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uint32_t bits, uint64_t *codes) {
+  const uint32_t words = bits / 64;
+  for (uint32_t k = 0; k < nkinds; k++) {
+    const uint8_t *h = slots + k * slot_bytes;
+    for (uint32_t w = 0; w < words; w++) {
+      uint64_t v = 0;
+      for (uint32_t b = 0; b < 8; b++) {
+        const size_t at = (size_t)w * 8 + b;
+        v = v << 8 | (at < slot_bytes ? h[at] : 0);
+      }
+      codes[k * words + w] = v;
+    }
+  }
+}
+
+const char *catalog_label(const accel_index *ix, uint64_t id) {
+  size_t pos;
+  const char *label = NULL;
+  if (accel_index_find(ix, id, &pos) == ACCEL_OK) accel_index_get(ix, pos, NULL, NULL, &label, NULL);
+  return label ? label : "?";
+}
+
+/* A file's size and modification time, mixed into one number. */
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static uint64_t file_stamp(const struct stat *st) {
+  const uint64_t t = (uint64_t)st->st_mtim.tv_sec * 1000000000ull + (uint64_t)st->st_mtim.tv_nsec;
+  return mix((uint64_t)st->st_size ^ mix(t + 0x9e3779b97f4a7c15ull)) | 1; /* never 0: 0 means "no stamp" */
+}
+
+typedef struct label_pos {
+  const char *label;
+  size_t pos;
+} label_pos;
+
+static int cmp_label(const void *a, const void *b) {
+  return strcmp(((const label_pos *)a)->label, ((const label_pos *)b)->label);
+}
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+/* Open the index file if there is one with the same hashes; else a new index. */
+static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, const char *meta, accel_index **out,
+                      bool *fresh) {
+  *out = NULL;
+  *fresh = true;
+  if (o->index_path && access(o->index_path, F_OK) == 0) {
+    accel_index *ix = NULL;
+    if (accel_index_load(ctx, o->index_path, &ix)) {
+      cli_error("%s: %s (remove the file or name another --index)", o->cmd, accel_last_error(ctx));
+      return CLI_USAGE;
+    }
+    const char *m = "";
+    uint32_t b = 0, nf = 0;
+    accel_index_get_meta(ix, &m);
+    accel_index_info(ix, &b, &nf, NULL);
+    if (strcmp(m, meta) == 0 && b == bits && nf == o->hash.nkinds) {
+      *out = ix;
+      *fresh = false;
+      return CLI_OK;
+    }
+    if (strncmp(m, "accel-catalog ", 14) != 0) {
+      cli_error("%s: %s is an index but not one of image hashes (meta '%s'); name another --index", o->cmd,
+                o->index_path, m);
+      accel_index_destroy(ix);
+      return CLI_USAGE;
+    }
+    cli_error("%s: %s holds other hashes (%s); rebuilding it with %s", o->cmd, o->index_path, m, meta);
+    accel_index_destroy(ix);
+  }
+  accel_index_options io;
+  accel_index_options_init(&io);
+  io.bits = bits;
+  io.nfields = o->hash.nkinds;
+  if (accel_index_create(ctx, &io, out) || accel_index_set_meta(*out, meta)) {
+    cli_error("%s: %s", o->cmd, accel_last_error(ctx));
+    accel_index_destroy(*out);
+    *out = NULL;
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+typedef struct err_sink {
+  const char *cmd;
+  char **paths;
+} err_sink;
+
+static void on_error(void *user, size_t index, accel_status status, const char *message) {
+  err_sink *e = user;
+  cli_error("%s: %s: %s: %s", e->cmd, e->paths[index], accel_status_string(status), message);
+}
+
+int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o, const cli_paths *paths,
+                  accel_index **out, catalog_stats *stats) {
+  memset(stats, 0, sizeof *stats);
+  *out = NULL;
+  const uint32_t bits = catalog_bits(o->cmd, &o->hash);
+  size_t slot;
+  if (!bits || accel_hash_slot_bytes(&o->hash, &slot)) {
+    if (bits) cli_error("%s: %s", o->cmd, accel_last_error(NULL));
+    return CLI_USAGE;
+  }
+  char meta[512];
+  catalog_meta(&o->hash, meta, sizeof meta);
+  accel_index *ix = NULL;
+  bool fresh;
+  int rc = open_index(ctx, o, bits, meta, &ix, &fresh);
+  if (rc) return rc;
+  bool changed = fresh;
+
+  /* each path once, in byte order */
+  char **want = malloc((paths->n ? paths->n : 1) * sizeof(char *));
+  size_t nwant = 0, count = 0;
+  accel_index_info(ix, NULL, NULL, &count);
+  label_pos *have = malloc((count ? count : 1) * sizeof *have);
+  unsigned char *keep = calloc(count ? count : 1, 1);
+  char **todo = malloc((paths->n ? paths->n : 1) * sizeof(char *));
+  uint64_t *stamps = malloc((paths->n ? paths->n : 1) * sizeof(uint64_t));
+  const uint32_t wpe = o->hash.nkinds * bits / 64;
+  uint8_t *hashes = malloc((size_t)CHUNK * o->hash.nkinds * slot);
+  accel_status *st = malloc(CHUNK * sizeof(accel_status));
+  uint64_t *codes = malloc((size_t)CHUNK * wpe * sizeof(uint64_t)), *ids = malloc(CHUNK * sizeof(uint64_t));
+  uint64_t *chunk_stamps = malloc(CHUNK * sizeof(uint64_t));
+  const char **labels = malloc(CHUNK * sizeof(char *));
+  if (!want || !have || !keep || !todo || !stamps || !hashes || !st || !codes || !ids || !chunk_stamps || !labels) {
+    cli_error("out of memory");
+    rc = CLI_USAGE;
+    goto out;
+  }
+  memcpy(want, paths->v, paths->n * sizeof(char *));
+  if (paths->n) qsort(want, paths->n, sizeof(char *), cmp_str);
+  for (size_t i = 0; i < paths->n; i++)
+    if (i == 0 || strcmp(want[i], want[nwant - 1])) want[nwant++] = want[i];
+
+  /* which entries are current; the largest id, for new ones */
+  uint64_t next_id = 1;
+  size_t nhave = 0;
+  for (size_t p = 0; p < count; p++) {
+    uint64_t id;
+    const char *label;
+    accel_index_get(ix, p, &id, NULL, &label, NULL);
+    if (id >= next_id) next_id = id + 1;
+    if (label) have[nhave++] = (label_pos){label, p};
+  }
+  if (nhave) qsort(have, nhave, sizeof *have, cmp_label);
+  size_t ntodo = 0;
+  for (size_t i = 0; i < nwant; i++) {
+    struct stat sb;
+    if (stat(want[i], &sb) != 0) {
+      cli_error("%s: %s: %s", o->cmd, want[i], strerror(errno));
+      stats->failed++;
+      continue;
+    }
+    const uint64_t stamp = file_stamp(&sb);
+    label_pos key = {want[i], 0};
+    const label_pos *hit = nhave ? bsearch(&key, have, nhave, sizeof *have, cmp_label) : NULL;
+    uint64_t old = 0;
+    if (hit) accel_index_get(ix, hit->pos, NULL, NULL, NULL, &old);
+    if (hit && old == stamp) {
+      keep[hit->pos] = 1;
+      stats->reused++;
+    } else {
+      stamps[ntodo] = stamp;
+      todo[ntodo++] = want[i];
+    }
+  }
+  /* drop entries of files that changed or were not asked for */
+  size_t ndrop = 0;
+  uint64_t *drop = malloc((count ? count : 1) * sizeof(uint64_t));
+  if (!drop) {
+    cli_error("out of memory");
+    rc = CLI_USAGE;
+    goto out;
+  }
+  for (size_t p = 0; p < count; p++)
+    if (!keep[p]) accel_index_get(ix, p, &drop[ndrop++], NULL, NULL, NULL);
+  if (ndrop) {
+    accel_index_remove(ix, ndrop, drop, &stats->removed);
+    changed = true;
+  }
+  free(drop);
+
+  /* hash the rest */
+  cli_progress bar;
+  accel_hash_options ho = o->hash;
+  err_sink es = {o->cmd, NULL};
+  ho.on_error = on_error;
+  ho.error_user = &es;
+  ho.progress = cli_progress_callback;
+  ho.progress_user = &bar;
+  for (size_t off = 0; off < ntodo; off += CHUNK) {
+    const size_t n = ntodo - off < CHUNK ? ntodo - off : CHUNK;
+    char label[64];
+    snprintf(label, sizeof label, "hash %zu/%zu", off, ntodo);
+    cli_progress_begin(&bar, label, g->progress);
+    es.paths = todo + off;
+    accel_status s = accel_hash_files(ctx, (const char *const *)todo + off, n, &ho, hashes, slot, st);
+    cli_progress_end(&bar);
+    if (s) {
+      cli_error("%s: %s", o->cmd, accel_last_error(ctx));
+      rc = CLI_USAGE;
+      goto out;
+    }
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+      if (st[i] != ACCEL_OK) {
+        stats->failed++;
+        continue;
+      }
+      catalog_codes(hashes + i * o->hash.nkinds * slot, slot, o->hash.nkinds, bits, codes + m * wpe);
+      ids[m] = next_id++;
+      labels[m] = todo[off + i];
+      chunk_stamps[m] = stamps[off + i];
+      m++;
+    }
+    if (m && accel_index_add(ix, m, ids, codes, labels, chunk_stamps)) {
+      cli_error("%s: %s", o->cmd, accel_last_error(ctx));
+      rc = CLI_USAGE;
+      goto out;
+    }
+    stats->hashed += m;
+    changed = changed || m > 0;
+  }
+  if (o->index_path && changed && accel_index_save(ix, o->index_path)) {
+    cli_error("%s: %s", o->cmd, accel_last_error(ctx));
+    rc = CLI_SOME_FAILED; /* the results are still right; the cache was not written */
+  }
+  if (!rc && stats->failed) rc = CLI_SOME_FAILED;
+
+out:
+  free(want);
+  free(have);
+  free(keep);
+  free(todo);
+  free(stamps);
+  free(hashes);
+  free(st);
+  free(codes);
+  free(ids);
+  free(chunk_stamps);
+  free(labels);
+  if (rc == CLI_USAGE) {
+    accel_index_destroy(ix);
+    return rc;
+  }
+  *out = ix;
+  return rc;
+}

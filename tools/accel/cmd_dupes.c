@@ -1,0 +1,317 @@
+/* accel dupes: groups of near-duplicate images. */
+#include "catalog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char USAGE[] =
+    "usage: accel [global options] dupes [--kinds K1,K2,...] [--threshold T] [--rule all|any]\n"
+    "                                    [--size N] [--format tsv|json] [--index FILE] [--pairs]\n"
+    "                                    [--binbits B] [--fast] [--algorithm auto|brute|mih] PATH...\n"
+    "\n"
+    "Hashes the images (JPEG, PNG; directories walked recursively), finds every pair\n"
+    "within the threshold and prints the groups of near-duplicates: the connected\n"
+    "components of those pairs. Exact: no pair within the threshold is missed.\n"
+    "\n"
+    "  --kinds LIST      hash kinds compared (default dhash,ahash): ahash, dhash,\n"
+    "                    dhash_vertical, phash, whash, colorhash\n"
+    "  --threshold T     largest Hamming distance that still matches, inclusive (default 5);\n"
+    "                    one value for every kind, or one per kind: --threshold 5,8\n"
+    "  --rule R          all (default): a pair matches when every kind is within its\n"
+    "                    threshold; any: when at least one is\n"
+    "  --size N          hash_size (default 8, 64-bit hashes; up to 16)\n"
+    "  --binbits B       colorhash's binbits (default 3)\n"
+    "  --fast            reduced-scale JPEG decoding (not bit-exact; see accel hash --help)\n"
+    "  --index FILE      keep the hashes in FILE: entries of files with the same size and\n"
+    "                    modification time are reused, the others hashed; FILE is then\n"
+    "                    rewritten to hold exactly these files\n"
+    "  --pairs           print the matching pairs instead of the groups\n"
+    "  --algorithm A     auto (default), brute (brute force) or mih (multi-index hashing)\n"
+    "  --format F        tsv (default) or json\n"
+    "\n"
+    "TSV output: a header 'group<TAB>path', then one line per member of each group of\n"
+    "two or more: groups numbered from 1, ordered by their first path, paths sorted\n"
+    "(byte order). With --pairs: 'path1<TAB>path2' and one distance column per kind.\n"
+    "JSON: [{\"group\": 1, \"paths\": [...]}, ...] or, with --pairs, [{\"paths\": [a, b],\n"
+    "\"distances\": {kind: d, ...}}, ...].\n"
+    "\n"
+    "Files that cannot be hashed are reported on stderr, left out, and make the exit\n"
+    "status 1.\n";
+
+static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+typedef struct group_view {
+  const char **paths;
+  size_t n;
+} group_view;
+
+static int cmp_group(const void *a, const void *b) {
+  return strcmp(((const group_view *)a)->paths[0], ((const group_view *)b)->paths[0]);
+}
+
+/* Groups as sorted lists of paths, ordered by their first path. */
+static int print_groups(accel_index *ix, const accel_groups *groups, bool json) {
+  size_t ng;
+  const uint64_t *off, *mem;
+  accel_groups_view(groups, &ng, &off, &mem);
+  const char **paths = malloc((ng ? off[ng] : 1) * sizeof(char *));
+  group_view *gv = malloc((ng ? ng : 1) * sizeof *gv);
+  if (!paths || !gv) {
+    free(paths);
+    free(gv);
+    cli_error("out of memory");
+    return CLI_USAGE;
+  }
+  for (size_t g = 0; g < ng; g++) {
+    gv[g].paths = paths + off[g];
+    gv[g].n = (size_t)(off[g + 1] - off[g]);
+    for (size_t m = 0; m < gv[g].n; m++) gv[g].paths[m] = catalog_label(ix, mem[off[g] + m]);
+    qsort(gv[g].paths, gv[g].n, sizeof(char *), cmp_str);
+  }
+  if (ng) qsort(gv, ng, sizeof *gv, cmp_group);
+  if (json) {
+    printf("[");
+    for (size_t g = 0; g < ng; g++) {
+      printf("%s\n  {\"group\": %zu, \"paths\": [", g ? "," : "", g + 1);
+      for (size_t m = 0; m < gv[g].n; m++) {
+        if (m) printf(", ");
+        cli_json_string(gv[g].paths[m]);
+      }
+      printf("]}");
+    }
+    printf("%s]\n", ng ? "\n" : "");
+  } else {
+    printf("group\tpath\n");
+    for (size_t g = 0; g < ng; g++)
+      for (size_t m = 0; m < gv[g].n; m++) printf("%zu\t%s\n", g + 1, gv[g].paths[m]);
+  }
+  free(paths);
+  free(gv);
+  return CLI_OK;
+}
+
+typedef struct pair_view {
+  const char *a, *b;
+  size_t at;
+} pair_view;
+
+static int cmp_pair(const void *x, const void *y) {
+  const pair_view *p = x, *q = y;
+  int c = strcmp(p->a, q->a);
+  return c ? c : strcmp(p->b, q->b);
+}
+
+static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_hash_options *o, bool json) {
+  size_t n;
+  const uint64_t *first, *second;
+  const uint32_t *dist;
+  uint32_t nf;
+  accel_pairs_view(pairs, &n, &first, &second, &dist, &nf);
+  pair_view *pv = malloc((n ? n : 1) * sizeof *pv);
+  if (!pv) {
+    cli_error("out of memory");
+    return CLI_USAGE;
+  }
+  for (size_t i = 0; i < n; i++) {
+    const char *a = catalog_label(ix, first[i]), *b = catalog_label(ix, second[i]);
+    pv[i] = strcmp(a, b) <= 0 ? (pair_view){a, b, i} : (pair_view){b, a, i};
+  }
+  if (n) qsort(pv, n, sizeof *pv, cmp_pair);
+  if (json) printf("[");
+  else {
+    printf("path1\tpath2");
+    for (uint32_t k = 0; k < o->nkinds; k++) printf("\t%s", accel_hash_kind_name(o->kinds[k]));
+    printf("\n");
+  }
+  for (size_t i = 0; i < n; i++) {
+    const uint32_t *d = dist + pv[i].at * nf;
+    if (json) {
+      printf("%s\n  {\"paths\": [", i ? "," : "");
+      cli_json_string(pv[i].a);
+      printf(", ");
+      cli_json_string(pv[i].b);
+      printf("], \"distances\": {");
+      for (uint32_t k = 0; k < o->nkinds; k++) printf("%s\"%s\": %u", k ? ", " : "", accel_hash_kind_name(o->kinds[k]), d[k]);
+      printf("}}");
+    } else {
+      printf("%s\t%s", pv[i].a, pv[i].b);
+      for (uint32_t k = 0; k < o->nkinds; k++) printf("\t%u", d[k]);
+      printf("\n");
+    }
+  }
+  if (json) printf("%s]\n", n ? "\n" : "");
+  free(pv);
+  return CLI_OK;
+}
+
+/* "5" for every kind or "5,8" one per kind. */
+static bool parse_thresholds(const char *v, uint32_t *out, uint32_t *given) {
+  uint32_t n = 0;
+  const char *p = v;
+  while (*p) {
+    char *end;
+    long x = strtol(p, &end, 10);
+    if (end == p || x < 0 || x > 4096 || n == ACCEL_INDEX_MAX_FIELDS || (*end && *end != ',')) {
+      cli_error("dupes: --threshold takes integers like 5 or 5,8, not '%s'", v);
+      return false;
+    }
+    out[n++] = (uint32_t)x;
+    p = *end ? end + 1 : end;
+  }
+  if (n == 0) {
+    cli_error("dupes: --threshold is empty");
+    return false;
+  }
+  *given = n;
+  return true;
+}
+
+static int run(const cli_globals *g, int argc, char **argv) {
+  catalog_options co;
+  memset(&co, 0, sizeof co);
+  co.cmd = "dupes";
+  accel_hash_options_init(&co.hash);
+  co.hash.nkinds = 2;
+  co.hash.kinds[0] = ACCEL_HASH_DHASH;
+  co.hash.kinds[1] = ACCEL_HASH_AHASH;
+  accel_search_options so;
+  accel_search_options_init(&so);
+  uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
+  bool json = false, pairs = false;
+  int first = argc;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    if (strcmp(argv[i], "--") == 0) {
+      first = i + 1;
+      break;
+    } else if (strcmp(argv[i], "--fast") == 0) {
+      co.hash.fast = 1;
+    } else if (strcmp(argv[i], "--pairs") == 0) {
+      pairs = true;
+    } else if (cli_take_value(argc, argv, &i, "--kinds", &v, &missing)) {
+      if (missing || !cli_parse_kinds("dupes", v, &co.hash)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
+      if (missing || !parse_thresholds(v, th, &nth)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      if (strcmp(v, "all") == 0) so.rule = ACCEL_INDEX_ALL;
+      else if (strcmp(v, "any") == 0) so.rule = ACCEL_INDEX_ANY;
+      else {
+        cli_error("dupes: --rule must be all or any, not '%s'", v);
+        return CLI_USAGE;
+      }
+    } else if (cli_take_value(argc, argv, &i, "--algorithm", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      if (strcmp(v, "auto") == 0) so.algorithm = ACCEL_INDEX_AUTO;
+      else if (strcmp(v, "brute") == 0) so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
+      else if (strcmp(v, "mih") == 0) so.algorithm = ACCEL_INDEX_MULTI_INDEX;
+      else {
+        cli_error("dupes: --algorithm must be auto, brute or mih, not '%s'", v);
+        return CLI_USAGE;
+      }
+    } else if (cli_take_value(argc, argv, &i, "--size", &v, &missing)) {
+      if (missing || !cli_parse_int("dupes", "--size", v, ACCEL_HASH_SIZE_MIN, 16, &co.hash.hash_size))
+        return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--binbits", &v, &missing)) {
+      if (missing || !cli_parse_int("dupes", "--binbits", v, 1, 8, &co.hash.color_binbits)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--index", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      co.index_path = v;
+    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      if (strcmp(v, "tsv") && strcmp(v, "json")) {
+        cli_error("dupes: --format must be tsv or json, not '%s'", v);
+        return CLI_USAGE;
+      }
+      json = strcmp(v, "json") == 0;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("dupes: unknown option '%s' (see accel dupes --help)", argv[i]);
+      return CLI_USAGE;
+    } else {
+      first = i;
+      break;
+    }
+  }
+  if (first >= argc) {
+    cli_error("dupes: no PATH given (see accel dupes --help)");
+    return CLI_USAGE;
+  }
+  if (nth != 1 && nth != co.hash.nkinds) {
+    cli_error("dupes: %u thresholds for %u kinds (give one, or one per kind)", nth, co.hash.nkinds);
+    return CLI_USAGE;
+  }
+  const uint32_t bits = catalog_bits("dupes", &co.hash);
+  if (!bits) return CLI_USAGE;
+  for (uint32_t k = 0; k < co.hash.nkinds; k++) {
+    so.thresholds[k] = th[nth == 1 ? 0 : k];
+    uint32_t kb = 0;
+    accel_hash_bits(co.hash.kinds[k], co.hash.hash_size, co.hash.color_binbits, &kb);
+    if (so.thresholds[k] > kb) {
+      cli_error("dupes: threshold %u is over the %u bits of %s", so.thresholds[k], kb,
+                accel_hash_kind_name(co.hash.kinds[k]));
+      return CLI_USAGE;
+    }
+  }
+
+  cli_paths paths = {0};
+  bool oom;
+  int rc = cli_collect(argc - first, argv + first, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
+  if (oom) {
+    cli_error("out of memory");
+    cli_paths_free(&paths);
+    return CLI_USAGE;
+  }
+  accel_ctx *ctx = NULL;
+  int r = cli_open_ctx(g, &ctx);
+  if (r) {
+    cli_paths_free(&paths);
+    return r;
+  }
+  accel_index *ix = NULL;
+  catalog_stats stats;
+  r = catalog_build(g, ctx, &co, &paths, &ix, &stats);
+  cli_paths_free(&paths);
+  if (r == CLI_USAGE) {
+    accel_ctx_destroy(ctx);
+    return r;
+  }
+  if (r) rc = r;
+  if (co.index_path && g->log_level <= ACCEL_LOG_INFO)
+    cli_error("dupes: %s: %zu hashes reused, %zu computed, %zu dropped", co.index_path, stats.reused, stats.hashed,
+              stats.removed);
+
+  cli_progress bar;
+  cli_progress_begin(&bar, "dupes", g->progress);
+  so.progress = cli_progress_callback;
+  so.progress_user = &bar;
+  accel_status s;
+  if (pairs) {
+    accel_pairs *p = NULL;
+    s = accel_index_self_join(ix, &so, &p);
+    cli_progress_end(&bar);
+    if (!s) r = print_pairs(ix, p, &co.hash, json);
+    accel_pairs_destroy(p);
+  } else {
+    accel_groups *gr = NULL;
+    s = accel_index_group(ix, &so, &gr);
+    cli_progress_end(&bar);
+    if (!s) r = print_groups(ix, gr, json);
+    accel_groups_destroy(gr);
+  }
+  if (s) {
+    cli_error("dupes: %s", accel_last_error(ctx));
+    r = CLI_USAGE;
+  }
+  if (r) rc = r;
+  accel_index_destroy(ix);
+  accel_ctx_destroy(ctx);
+  return rc;
+}
+
+static const char *const VALUE_OPTIONS[] = {"--kinds", "--threshold", "--rule",  "--size",  "--binbits",
+                                            "--index", "--algorithm", "--format", NULL};
+
+const cli_command cli_dupes_command = {"dupes", "groups of near-duplicate images (exact Hamming search)", USAGE, run,
+                                       VALUE_OPTIONS};

@@ -1,0 +1,438 @@
+/* accel index: keep a catalog's hashes in an index file and query it. */
+#include "catalog.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char USAGE[] =
+    "usage: accel [global options] index build FILE [--kinds K1,K2,...] [--size N] [--binbits B]\n"
+    "                                            [--fast] PATH...\n"
+    "       accel [global options] index query FILE [--threshold T] [--rule all|any]\n"
+    "                                            [--k K] [--by KIND] [--format tsv|json] PATH...\n"
+    "       accel [global options] index info FILE\n"
+    "\n"
+    "build   hash the images under PATH into FILE (created, or updated: entries of files\n"
+    "        with the same size and modification time are reused, files no longer given\n"
+    "        are dropped). Kinds default to the file's when it exists, else dhash,ahash;\n"
+    "        the file is the one `accel dupes --index FILE` reads.\n"
+    "query   hash the images PATH (the queries) as the index's were hashed and print\n"
+    "        every entry within the threshold (default 5; one value, or one per kind)\n"
+    "        by the rule (all: every kind within, any: at least one):\n"
+    "          TSV 'query<TAB>path<TAB><kind>...' with the distance of each kind;\n"
+    "        or, with --k K, the K nearest entries by the distance of one kind (--by,\n"
+    "        default the first), ties by insertion order:\n"
+    "          TSV 'query<TAB>rank<TAB>path<TAB>distance'.\n"
+    "info    entries, bits and the hash options of FILE.\n"
+    "\n"
+    "Files that cannot be hashed are reported on stderr and make the exit status 1.\n";
+
+static bool parse_thresholds(const char *v, uint32_t *out, uint32_t *given) {
+  uint32_t n = 0;
+  const char *p = v;
+  while (*p) {
+    char *end;
+    long x = strtol(p, &end, 10);
+    if (end == p || x < 0 || x > 4096 || n == ACCEL_INDEX_MAX_FIELDS || (*end && *end != ',')) {
+      cli_error("index: --threshold takes integers like 5 or 5,8, not '%s'", v);
+      return false;
+    }
+    out[n++] = (uint32_t)x;
+    p = *end ? end + 1 : end;
+  }
+  if (!n) cli_error("index: --threshold is empty");
+  *given = n;
+  return n > 0;
+}
+
+/* The hash options an index file was built with. */
+static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, accel_hash_options *o) {
+  if (accel_index_load(ctx, file, ix)) {
+    cli_error("index: %s", accel_last_error(ctx));
+    return false;
+  }
+  const char *meta = "";
+  accel_index_get_meta(*ix, &meta);
+  if (!catalog_parse_meta(meta, o)) {
+    cli_error("index: %s is not an index of image hashes (meta '%s')", file, meta);
+    accel_index_destroy(*ix);
+    *ix = NULL;
+    return false;
+  }
+  return true;
+}
+
+static int cmd_build(const cli_globals *g, int argc, char **argv) {
+  catalog_options co;
+  memset(&co, 0, sizeof co);
+  co.cmd = "index build";
+  accel_hash_options_init(&co.hash);
+  co.hash.nkinds = 2;
+  co.hash.kinds[0] = ACCEL_HASH_DHASH;
+  co.hash.kinds[1] = ACCEL_HASH_AHASH;
+  bool given = false;
+  int first = argc;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    if (strcmp(argv[i], "--") == 0) {
+      first = i + 1;
+      break;
+    } else if (strcmp(argv[i], "--fast") == 0) {
+      co.hash.fast = 1;
+      given = true;
+    } else if (cli_take_value(argc, argv, &i, "--kinds", &v, &missing)) {
+      if (missing || !cli_parse_kinds("index build", v, &co.hash)) return CLI_USAGE;
+      given = true;
+    } else if (cli_take_value(argc, argv, &i, "--size", &v, &missing)) {
+      if (missing || !cli_parse_int("index build", "--size", v, ACCEL_HASH_SIZE_MIN, 16, &co.hash.hash_size))
+        return CLI_USAGE;
+      given = true;
+    } else if (cli_take_value(argc, argv, &i, "--binbits", &v, &missing)) {
+      if (missing || !cli_parse_int("index build", "--binbits", v, 1, 8, &co.hash.color_binbits)) return CLI_USAGE;
+      given = true;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("index build: unknown option '%s' (see accel index --help)", argv[i]);
+      return CLI_USAGE;
+    } else {
+      first = i;
+      break;
+    }
+  }
+  if (first >= argc) {
+    cli_error("index build: no FILE given (see accel index --help)");
+    return CLI_USAGE;
+  }
+  co.index_path = argv[first++];
+  if (first >= argc) {
+    cli_error("index build: no PATH given (see accel index --help)");
+    return CLI_USAGE;
+  }
+  accel_ctx *ctx = NULL;
+  int rc = cli_open_ctx(g, &ctx);
+  if (rc) return rc;
+  if (!given) { /* keep an existing file's hashes */
+    FILE *f = fopen(co.index_path, "rb");
+    if (f) {
+      fclose(f);
+      accel_index *old = NULL;
+      accel_hash_options fo;
+      if (!file_options(ctx, co.index_path, &old, &fo)) {
+        accel_ctx_destroy(ctx);
+        return CLI_USAGE;
+      }
+      co.hash = fo;
+      accel_index_destroy(old);
+    }
+  }
+  cli_paths paths = {0};
+  bool oom;
+  rc = cli_collect(argc - first, argv + first, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
+  if (oom) {
+    cli_error("out of memory");
+    cli_paths_free(&paths);
+    accel_ctx_destroy(ctx);
+    return CLI_USAGE;
+  }
+  accel_index *ix = NULL;
+  catalog_stats st;
+  int r = catalog_build(g, ctx, &co, &paths, &ix, &st);
+  cli_paths_free(&paths);
+  if (r) rc = r;
+  if (ix) {
+    size_t n = 0;
+    accel_index_info(ix, NULL, NULL, &n);
+    fprintf(stderr, "accel: index build: %s: %zu entries (%zu reused, %zu hashed, %zu dropped, %zu failed)\n",
+            co.index_path, n, st.reused, st.hashed, st.removed, st.failed);
+  }
+  accel_index_destroy(ix);
+  accel_ctx_destroy(ctx);
+  return rc;
+}
+
+typedef struct err_sink {
+  char **paths;
+} err_sink;
+
+static void on_error(void *user, size_t index, accel_status status, const char *message) {
+  cli_error("index query: %s: %s: %s", ((err_sink *)user)->paths[index], accel_status_string(status), message);
+}
+
+typedef struct row {
+  uint64_t query;
+  const char *path;
+  size_t at;
+} row;
+
+static int cmp_row(const void *a, const void *b) {
+  const row *x = a, *y = b;
+  if (x->query != y->query) return x->query < y->query ? -1 : 1;
+  return strcmp(x->path, y->path);
+}
+
+static int cmd_query(const cli_globals *g, int argc, char **argv) {
+  const char *file = NULL, *by = NULL;
+  accel_search_options so;
+  accel_search_options_init(&so);
+  uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
+  int k = 0, first = argc;
+  bool json = false;
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    if (strcmp(argv[i], "--") == 0) {
+      first = i + 1;
+      break;
+    } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
+      if (missing || !parse_thresholds(v, th, &nth)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      if (strcmp(v, "all") && strcmp(v, "any")) {
+        cli_error("index query: --rule must be all or any, not '%s'", v);
+        return CLI_USAGE;
+      }
+      so.rule = strcmp(v, "any") == 0 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
+    } else if (cli_take_value(argc, argv, &i, "--k", &v, &missing)) {
+      if (missing || !cli_parse_int("index query", "--k", v, 1, 4096, &k)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--by", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      by = v;
+    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      if (strcmp(v, "tsv") && strcmp(v, "json")) {
+        cli_error("index query: --format must be tsv or json, not '%s'", v);
+        return CLI_USAGE;
+      }
+      json = strcmp(v, "json") == 0;
+    } else if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("index query: unknown option '%s' (see accel index --help)", argv[i]);
+      return CLI_USAGE;
+    } else {
+      first = i;
+      break;
+    }
+  }
+  if (first >= argc) {
+    cli_error("index query: no FILE given (see accel index --help)");
+    return CLI_USAGE;
+  }
+  file = argv[first++];
+  if (first >= argc) {
+    cli_error("index query: no PATH given (see accel index --help)");
+    return CLI_USAGE;
+  }
+  accel_ctx *ctx = NULL;
+  int rc = cli_open_ctx(g, &ctx);
+  if (rc) return rc;
+  accel_index *ix = NULL;
+  accel_hash_options ho;
+  if (!file_options(ctx, file, &ix, &ho)) {
+    accel_ctx_destroy(ctx);
+    return CLI_USAGE;
+  }
+  uint32_t bits = 0, by_field = 0;
+  accel_index_info(ix, &bits, NULL, NULL);
+  rc = CLI_OK;
+  if (nth != 1 && nth != ho.nkinds) {
+    cli_error("index query: %u thresholds for the index's %u kinds", nth, ho.nkinds);
+    rc = CLI_USAGE;
+  }
+  for (uint32_t f = 0; f < ho.nkinds; f++) so.thresholds[f] = th[nth == 1 ? 0 : f];
+  if (by) {
+    accel_hash_kind kind;
+    bool found = false;
+    if (accel_hash_kind_from_string(by, &kind) == ACCEL_OK)
+      for (uint32_t f = 0; f < ho.nkinds && !found; f++)
+        if (ho.kinds[f] == kind) {
+          by_field = f;
+          found = true;
+        }
+    if (!found) {
+      cli_error("index query: --by %s: not a kind of this index", by);
+      rc = CLI_USAGE;
+    }
+  }
+  cli_paths q = {0};
+  bool oom = false;
+  if (!rc && !cli_collect(argc - first, argv + first, &q, &oom)) rc = oom ? CLI_USAGE : CLI_SOME_FAILED;
+  size_t slot = 0;
+  accel_hash_slot_bytes(&ho, &slot);
+  const uint32_t wpe = ho.nkinds * bits / 64;
+  uint8_t *hashes = malloc((q.n ? q.n : 1) * ho.nkinds * slot);
+  accel_status *st = malloc((q.n ? q.n : 1) * sizeof(accel_status));
+  uint64_t *codes = malloc((q.n ? q.n : 1) * wpe * sizeof(uint64_t));
+  size_t *qmap = malloc((q.n ? q.n : 1) * sizeof(size_t)); /* query row -> path */
+  size_t nq = 0;
+  if (rc != CLI_USAGE && (!hashes || !st || !codes || !qmap)) {
+    cli_error("out of memory");
+    rc = CLI_USAGE;
+  }
+  if (rc != CLI_USAGE) {
+    err_sink es = {q.v};
+    ho.on_error = on_error;
+    ho.error_user = &es;
+    if (accel_hash_files(ctx, (const char *const *)q.v, q.n, &ho, hashes, slot, st)) {
+      cli_error("index query: %s", accel_last_error(ctx));
+      rc = CLI_USAGE;
+    }
+  }
+  if (rc != CLI_USAGE) {
+    for (size_t i = 0; i < q.n; i++) {
+      if (st[i] != ACCEL_OK) {
+        rc = CLI_SOME_FAILED;
+        continue;
+      }
+      catalog_codes(hashes + i * ho.nkinds * slot, slot, ho.nkinds, bits, codes + nq * wpe);
+      qmap[nq++] = i;
+    }
+    if (k > 0) {
+      uint64_t *ids = malloc((nq ? nq : 1) * (size_t)k * sizeof(uint64_t));
+      uint32_t *dist = malloc((nq ? nq : 1) * (size_t)k * sizeof(uint32_t));
+      if (!ids || !dist || accel_index_knn(ix, nq, codes, (uint32_t)k, by_field, ids, dist)) {
+        cli_error("index query: %s", ids && dist ? accel_last_error(ctx) : "out of memory");
+        rc = CLI_USAGE;
+      } else {
+        const char *kname = accel_hash_kind_name(ho.kinds[by_field]);
+        if (json) printf("[");
+        else printf("query\trank\tpath\t%s\n", kname);
+        size_t printed = 0;
+        for (size_t i = 0; i < nq; i++)
+          for (int r = 0; r < k; r++) {
+            const size_t at = i * (size_t)k + (size_t)r;
+            if (ids[at] == UINT64_MAX) break;
+            const char *path = catalog_label(ix, ids[at]);
+            if (json) {
+              printf("%s\n  {\"query\": ", printed++ ? "," : "");
+              cli_json_string(q.v[qmap[i]]);
+              printf(", \"rank\": %d, \"path\": ", r + 1);
+              cli_json_string(path);
+              printf(", \"%s\": %u}", kname, dist[at]);
+            } else {
+              printf("%s\t%d\t%s\t%u\n", q.v[qmap[i]], r + 1, path, dist[at]);
+            }
+          }
+        if (json) printf("%s]\n", printed ? "\n" : "");
+      }
+      free(ids);
+      free(dist);
+    } else {
+      accel_pairs *p = NULL;
+      if (accel_index_range(ix, nq, codes, &so, &p)) {
+        cli_error("index query: %s", accel_last_error(ctx));
+        rc = CLI_USAGE;
+      } else {
+        size_t n;
+        const uint64_t *qi, *id;
+        const uint32_t *d;
+        uint32_t nf;
+        accel_pairs_view(p, &n, &qi, &id, &d, &nf);
+        if (json) {
+          printf("[");
+        } else {
+          printf("query\tpath");
+          for (uint32_t f = 0; f < ho.nkinds; f++) printf("\t%s", accel_hash_kind_name(ho.kinds[f]));
+          printf("\n");
+        }
+        /* within a query, entries by path */
+        row *rows = malloc((n ? n : 1) * sizeof *rows);
+        for (size_t i = 0; rows && i < n; i++) rows[i] = (row){qi[i], catalog_label(ix, id[i]), i};
+        if (rows && n) qsort(rows, n, sizeof *rows, cmp_row);
+        if (!rows) {
+          cli_error("out of memory");
+          rc = CLI_USAGE;
+          n = 0;
+        }
+        for (size_t r = 0; r < n; r++) {
+          const size_t i = rows[r].at;
+          const char *query = q.v[qmap[qi[i]]], *path = rows[r].path;
+          if (json) {
+            printf("%s\n  {\"query\": ", r ? "," : "");
+            cli_json_string(query);
+            printf(", \"path\": ");
+            cli_json_string(path);
+            printf(", \"distances\": {");
+            for (uint32_t f = 0; f < nf; f++)
+              printf("%s\"%s\": %u", f ? ", " : "", accel_hash_kind_name(ho.kinds[f]), d[i * nf + f]);
+            printf("}}");
+          } else {
+            printf("%s\t%s", query, path);
+            for (uint32_t f = 0; f < nf; f++) printf("\t%u", d[i * nf + f]);
+            printf("\n");
+          }
+        }
+        if (json) printf("%s]\n", n ? "\n" : "");
+        free(rows);
+      }
+      accel_pairs_destroy(p);
+    }
+  }
+  free(hashes);
+  free(st);
+  free(codes);
+  free(qmap);
+  cli_paths_free(&q);
+  accel_index_destroy(ix);
+  accel_ctx_destroy(ctx);
+  return rc;
+}
+
+static int cmd_info(const cli_globals *g, int argc, char **argv) {
+  /* argv: "info", "--", FILE */
+  if (argc != 3 || strcmp(argv[1], "--")) {
+    cli_error("index info: give exactly one FILE and no options (see accel index --help)");
+    return CLI_USAGE;
+  }
+  argv++;
+  accel_ctx *ctx = NULL;
+  int rc = cli_open_ctx(g, &ctx);
+  if (rc) return rc;
+  accel_index *ix = NULL;
+  accel_hash_options ho;
+  if (!file_options(ctx, argv[1], &ix, &ho)) {
+    accel_ctx_destroy(ctx);
+    return CLI_USAGE;
+  }
+  uint32_t bits, nf;
+  size_t n;
+  accel_index_info(ix, &bits, &nf, &n);
+  printf("entries\t%zu\nbits\t%u\nkinds\t", n, bits);
+  for (uint32_t f = 0; f < ho.nkinds; f++) printf("%s%s", f ? "," : "", accel_hash_kind_name(ho.kinds[f]));
+  printf("\nsize\t%d\nbinbits\t%d\nfast\t%d\n", (int)ho.hash_size, (int)ho.color_binbits, (int)ho.fast);
+  accel_index_destroy(ix);
+  accel_ctx_destroy(ctx);
+  return CLI_OK;
+}
+
+static int run(const cli_globals *g, int argc, char **argv) {
+  if (argc < 2) {
+    cli_error("index: build, query or info? (see accel index --help)");
+    return CLI_USAGE;
+  }
+  static const char *const build_values[] = {"--kinds", "--size", "--binbits", NULL};
+  static const char *const query_values[] = {"--threshold", "--rule", "--k", "--by", "--format", NULL};
+  int (*sub)(const cli_globals *, int, char **) = NULL;
+  const char *const *values = NULL;
+  if (strcmp(argv[1], "build") == 0) {
+    sub = cmd_build;
+    values = build_values;
+  } else if (strcmp(argv[1], "query") == 0) {
+    sub = cmd_query;
+    values = query_values;
+  } else if (strcmp(argv[1], "info") == 0) {
+    sub = cmd_info;
+  } else {
+    cli_error("index: unknown subcommand '%s' (build, query or info)", argv[1]);
+    return CLI_USAGE;
+  }
+  int pargc; /* options may follow FILE and the PATHs */
+  char **pargv = cli_permute(argc - 1, argv + 1, values, &pargc);
+  if (!pargv) {
+    cli_error("out of memory");
+    return CLI_USAGE;
+  }
+  int rc = sub(g, pargc, pargv);
+  free(pargv);
+  return rc;
+}
+
+const cli_command cli_index_command = {"index", "keep image hashes in an index file; query it", USAGE, run, NULL};
