@@ -247,17 +247,6 @@ accel_status find_pairs(accel__executor *x, accel__call *call, accel__index_job 
   return s;
 }
 
-struct cand {
-  uint32_t d;
-  uint64_t id;
-};
-
-int cmp_cand(const void *x, const void *y) {
-  const cand *a = (const cand *)x, *b = (const cand *)y;
-  if (a->d != b->d) return a->d < b->d ? -1 : 1;
-  return (a->id > b->id) - (a->id < b->id);
-}
-
 accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   const size_t nq = job->queries.n;
   const uint32_t k = job->k, f = job->field, maxd = job->codes.words * 64;
@@ -336,7 +325,7 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   if (!s) { /* order each query's candidates by (distance, id) on the host */
     for (size_t i = 0; i < nq && !s; i++) {
       const size_t m = (size_t)(off[i + 1] - off[i]);
-      cand *cs = (cand *)malloc((m ? m : 1) * sizeof(cand));
+      accel__knn_cand *cs = (accel__knn_cand *)malloc((m ? m : 1) * sizeof(accel__knn_cand));
       if (!cs) {
         accel__why(call->why, "out of host memory");
         s = ACCEL_ERR_OUT_OF_MEMORY;
@@ -344,13 +333,9 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
       }
       for (size_t t = 0; t < m; t++) {
         const uint32_t j = found[off[i] + t];
-        cs[t] = cand{accel__field_distance(&job->queries, i, &job->codes, j, f), job->entry_ids[j]};
+        cs[t] = accel__knn_cand{accel__field_distance(&job->queries, i, &job->codes, j, f), job->entry_ids[j]};
       }
-      qsort(cs, m, sizeof(cand), cmp_cand);
-      for (uint32_t r = 0; r < k; r++) {
-        job->out_ids[i * k + r] = r < m ? cs[r].id : UINT64_MAX;
-        if (job->out_distances) job->out_distances[i * k + r] = r < m ? cs[r].d : UINT32_MAX;
-      }
+      accel__knn_emit(cs, m, k, job->out_ids + i * k, job->out_distances ? job->out_distances + i * k : nullptr);
       free(cs);
     }
   }

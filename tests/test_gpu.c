@@ -1,4 +1,4 @@
-/* suite_gpu: CUDA results equal CPU results. Runs only where a CUDA device
+/* suite_gpu: CUDA results equal CPU results (gray, hashes, index searches). Runs only where a CUDA device
  * exists; elsewhere the program exits 77 (meson's "skipped") with the reason. */
 #include "testutil.h"
 
@@ -180,6 +180,134 @@ START_TEST(hash_batch_equals_cpu) {
 }
 END_TEST
 
+/* Codes: random, with clusters of near copies (every 3rd code a copy of an
+ * earlier one with 0..5 bits flipped). */
+static void make_codes(uint64_t *c, size_t n, uint32_t wpe, uint64_t seed) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (size_t i = 0; i < n; i++)
+    for (uint32_t w = 0; w < wpe; w++) {
+      x ^= x >> 12, x ^= x << 25, x ^= x >> 27;
+      c[i * wpe + w] = x * 0x2545F4914F6CDD1Dull;
+    }
+  for (size_t i = 3; i < n; i += 3) {
+    memcpy(c + i * wpe, c + (i / 3) * wpe, wpe * sizeof(uint64_t));
+    for (uint32_t k = 0; k < (uint32_t)(i % 6); k++) c[i * wpe + (k % wpe)] ^= 1ull << ((i * 7 + k * 13) % 64);
+  }
+}
+
+static accel_pairs *join_on(accel_ctx *ctx, const uint64_t *codes, size_t n, uint32_t bits, uint32_t nfields,
+                            const accel_search_options *so) {
+  accel_index_options io;
+  accel_index_options_init(&io);
+  io.bits = bits;
+  io.nfields = nfields;
+  accel_index *ix = NULL;
+  ck_assert_int_eq(accel_index_create(ctx, &io, &ix), ACCEL_OK);
+  uint64_t *ids = malloc(n * sizeof(uint64_t));
+  for (size_t i = 0; i < n; i++) ids[i] = (uint64_t)i * 2654435761u;
+  ck_assert_int_eq(accel_index_add(ix, n, ids, codes, NULL, NULL), ACCEL_OK);
+  accel_pairs *p = NULL;
+  ck_assert_msg(accel_index_self_join(ix, so, &p) == ACCEL_OK, "%s", accel_last_error(ctx));
+  free(ids);
+  accel_index_destroy(ix);
+  return p;
+}
+
+/* The CUDA brute-force join (forced: AUTO may pick multi-index hashing on
+ * the CPU) equals the CPU's, for 64/128/256 bits, both rules, and an output
+ * larger than the first device buffer (the rerun path). */
+START_TEST(index_join_equals_cpu) {
+  const struct { uint32_t bits, nfields, t0, t1; size_t n; accel_index_rule rule; } runs[] = {
+      {64, 1, 6, 0, 20000, ACCEL_INDEX_ALL}, {128, 2, 10, 4, 9000, ACCEL_INDEX_ANY},
+      {256, 1, 20, 0, 5000, ACCEL_INDEX_ALL}, {64, 1, 22, 0, 6000, ACCEL_INDEX_ALL}};
+  for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
+    const uint32_t wpe = runs[r].bits / 64 * runs[r].nfields;
+    uint64_t *codes = malloc(runs[r].n * wpe * sizeof(uint64_t));
+    make_codes(codes, runs[r].n, wpe, r + 1);
+    accel_search_options so;
+    accel_search_options_init(&so);
+    so.thresholds[0] = runs[r].t0;
+    so.thresholds[1] = runs[r].t1;
+    so.rule = runs[r].rule;
+    so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
+    accel_pairs *a = join_on(gpu, codes, runs[r].n, runs[r].bits, runs[r].nfields, &so);
+    accel_pairs *b = join_on(cpu, codes, runs[r].n, runs[r].bits, runs[r].nfields, &so);
+    size_t na, nb;
+    const uint64_t *fa, *sa, *fb, *sb;
+    const uint32_t *da, *db;
+    accel_pairs_view(a, &na, &fa, &sa, &da, NULL);
+    accel_pairs_view(b, &nb, &fb, &sb, &db, NULL);
+    ck_assert_uint_eq(na, nb);
+    ck_assert_uint_gt(na, 0);
+    ck_assert(memcmp(fa, fb, na * 8) == 0 && memcmp(sa, sb, na * 8) == 0);
+    ck_assert(memcmp(da, db, na * runs[r].nfields * 4) == 0);
+    accel_pairs_destroy(a);
+    accel_pairs_destroy(b);
+    free(codes);
+  }
+  accel_stage_stats st;
+  accel_stage_stats_init(&st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.join", &st), ACCEL_OK);
+  ck_assert_uint_eq(st.gpu_runs, 4);
+  ck_assert_uint_eq(st.fallbacks, 0);
+}
+END_TEST
+
+/* Range and k-nearest on the GPU equal the CPU's. */
+START_TEST(index_range_and_knn_equal_cpu) {
+  const size_t n = 30000, nq = 300;
+  uint64_t *codes = malloc(n * 2 * sizeof(uint64_t)), *q = malloc(nq * 2 * sizeof(uint64_t));
+  make_codes(codes, n, 2, 11);
+  memcpy(q, codes, nq * 2 * sizeof(uint64_t));
+  for (size_t i = 0; i < nq; i += 2) q[i * 2] ^= 0x101;
+  accel_index_options io;
+  accel_index_options_init(&io);
+  io.bits = 128;
+  accel_index *ig = NULL, *ic = NULL;
+  uint64_t *ids = malloc(n * sizeof(uint64_t));
+  for (size_t i = 0; i < n; i++) ids[i] = n - i;
+  ck_assert_int_eq(accel_index_create(gpu, &io, &ig), ACCEL_OK);
+  ck_assert_int_eq(accel_index_create(cpu, &io, &ic), ACCEL_OK);
+  ck_assert_int_eq(accel_index_add(ig, n, ids, codes, NULL, NULL), ACCEL_OK);
+  ck_assert_int_eq(accel_index_add(ic, n, ids, codes, NULL, NULL), ACCEL_OK);
+  accel_search_options so;
+  accel_search_options_init(&so);
+  so.thresholds[0] = 8;
+  so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
+  accel_pairs *a = NULL, *b = NULL;
+  ck_assert_msg(accel_index_range(ig, nq, q, &so, &a) == ACCEL_OK, "%s", accel_last_error(gpu));
+  ck_assert_int_eq(accel_index_range(ic, nq, q, &so, &b), ACCEL_OK);
+  size_t na, nb;
+  const uint64_t *fa, *sa, *fb, *sb;
+  accel_pairs_view(a, &na, &fa, &sa, NULL, NULL);
+  accel_pairs_view(b, &nb, &fb, &sb, NULL, NULL);
+  ck_assert_uint_eq(na, nb);
+  ck_assert_uint_ge(na, nq / 2);
+  ck_assert(memcmp(fa, fb, na * 8) == 0 && memcmp(sa, sb, na * 8) == 0);
+  accel_pairs_destroy(a);
+  accel_pairs_destroy(b);
+  enum { K = 16 };
+  uint64_t *ka = malloc(nq * K * 8), *kb = malloc(nq * K * 8);
+  uint32_t *kda = malloc(nq * K * 4), *kdb = malloc(nq * K * 4);
+  ck_assert_msg(accel_index_knn(ig, nq, q, K, 0, ka, kda) == ACCEL_OK, "%s", accel_last_error(gpu));
+  ck_assert_int_eq(accel_index_knn(ic, nq, q, K, 0, kb, kdb), ACCEL_OK);
+  ck_assert(memcmp(ka, kb, nq * K * 8) == 0 && memcmp(kda, kdb, nq * K * 4) == 0);
+  accel_stage_stats st;
+  accel_stage_stats_init(&st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.knn", &st), ACCEL_OK);
+  ck_assert_uint_eq(st.gpu_runs, 1);
+  accel_index_destroy(ig);
+  accel_index_destroy(ic);
+  free(codes);
+  free(q);
+  free(ids);
+  free(ka);
+  free(kb);
+  free(kda);
+  free(kdb);
+}
+END_TEST
+
 Suite *suite_gpu(void) {
   Suite *s = suite_create("gpu");
   TCase *tc = tcase_create("cuda");
@@ -191,6 +319,8 @@ Suite *suite_gpu(void) {
   tcase_add_test(tc, memory_budget_is_enforced_through_the_policy);
   tcase_add_test(tc, device_query_is_sane);
   tcase_add_test(tc, hash_batch_equals_cpu);
+  tcase_add_test(tc, index_join_equals_cpu);
+  tcase_add_test(tc, index_range_and_knn_equal_cpu);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -6,6 +6,7 @@
  *                        acceptance rule of the hashing issue (exit 77 when
  *                        ../shared is absent)
  */
+#include "emulated_gpu.h"
 #include "testutil.h"
 
 #include "hash/job.h"
@@ -633,33 +634,9 @@ END_TEST
  * upload, every kernel's per-thread code, downloads) run on the host through
  * a test backend, against the CPU backend. Only the launch geometry and the
  * CUDA calls themselves are left to the GPU suite. */
-static accel_status emu_open(accel__backend_config *cfg, void **state, char *why) {
-  (void)why;
-  cfg->memory_budget = accel__cuda_hash_emulated_budget;
-  *state = NULL;
-  return ACCEL_OK;
-}
-
-static void emu_probe(accel__probe_result *out) { out->device_count = 1; }
-
-static const accel__backend emulated_gpu = {
-    .version = ACCEL__BACKEND_VERSION,
-    .name = "cuda-emulated",
-    .kind = ACCEL_BACKEND_CUDA,
-    .probe = emu_probe,
-    .open = emu_open,
-    .hash = &accel__cuda_hash_ops_emulated,
-};
-
 static void compare_pipelines(const char **paths, size_t n, int size, int binbits, log_capture *cap,
                               uint64_t *fallbacks) {
-  accel_ctx_options o;
-  accel_ctx_options_init(&o);
-  o.backend = ACCEL_BACKEND_CUDA;
-  o.log_fn = capture_log;
-  o.log_user = cap;
-  accel_ctx *gpu = NULL;
-  ck_assert_int_eq(accel__ctx_create_with(&o, &emulated_gpu, &gpu), ACCEL_OK);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
   accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   accel_hash_options h;
   accel_hash_options_init(&h);

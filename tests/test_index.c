@@ -2,6 +2,7 @@
  * pair, bits counted one by one) on random and clustered codes, for 64, 128
  * and 256 bits, thresholds 0..12, both rules, every algorithm (and the CUDA
  * pipeline in host emulation); k-nearest, grouping, the container, files. */
+#include "emulated_gpu.h"
 #include "testutil.h"
 
 #include "index/ops.h"
@@ -619,33 +620,9 @@ END_TEST
 /* ------------------------------------------------------------ CUDA in emulation */
 
 #if EXPECT_CUDA
-static accel_status emu_open(accel__backend_config *cfg, void **state, char *why) {
-  (void)why;
-  cfg->memory_budget = accel__cuda_index_emulated_budget;
-  *state = NULL;
-  return ACCEL_OK;
-}
-
-static void emu_probe(accel__probe_result *out) { out->device_count = 1; }
-
-static const accel__backend emulated_gpu = {
-    .version = ACCEL__BACKEND_VERSION,
-    .name = "cuda-emulated",
-    .kind = ACCEL_BACKEND_CUDA,
-    .probe = emu_probe,
-    .open = emu_open,
-    .index = &accel__cuda_index_ops_emulated,
-};
-
 START_TEST(gpu_searches_equal_the_reference_in_emulation) {
   log_capture cap = {0};
-  accel_ctx_options co;
-  accel_ctx_options_init(&co);
-  co.backend = ACCEL_BACKEND_CUDA;
-  co.log_fn = capture_log;
-  co.log_user = &cap;
-  accel_ctx *gpu = NULL;
-  ck_assert_int_eq(accel__ctx_create_with(&co, &emulated_gpu, &gpu), ACCEL_OK);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
   accel_ctx *cpu = cpu_ctx();
   for (int clustered = 0; clustered < 2; clustered++) {
     dataset d = make_data(500, 128, 2, clustered, 300 + (uint64_t)clustered);

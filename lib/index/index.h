@@ -102,6 +102,16 @@ static inline bool accel__pair_matches(const accel__codes *x, size_t i, const ac
   return s->rule == ACCEL_INDEX_ALL;
 }
 
+/* A k-nearest candidate: an entry's distance and id. */
+typedef struct accel__knn_cand {
+  uint32_t d;
+  uint64_t id;
+} accel__knn_cand;
+
+/* Order n candidates by (distance, id) and write the first k to ids and
+ * distances (distances may be NULL); past n: UINT64_MAX and UINT32_MAX. */
+void accel__knn_emit(accel__knn_cand *c, size_t n, uint32_t k, uint64_t *ids, uint32_t *distances);
+
 #ifdef __cplusplus
 }
 #endif

@@ -534,26 +534,27 @@ static double table_candidates(const accel__mih_table *t, bool join) {
   return sum;
 }
 
-bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
-  if (n < 2048) return false;
+/* Multi-index hashing's cost over brute force's if the codes were uniform
+ * (a lower bound), or a negative value when the thresholds allow no
+ * substrings. */
+static double uniform_cost_ratio(uint32_t bits, const accel__search *s, uint32_t nfields) {
   accel__codes shape;
   memset(&shape, 0, sizeof shape);
   shape.nfields = nfields;
   shape.words = bits / 64;
   mih_plan plan;
-  if (!plan_mih(&shape, s, bits, &plan)) return false;
-  return plan_uniform_share(&plan, bits) * MIH_CANDIDATE_COST < bf_pair_cost(&shape);
+  if (!plan_mih(&shape, s, bits, &plan)) return -1;
+  return plan_uniform_share(&plan, bits) * MIH_CANDIDATE_COST / bf_pair_cost(&shape);
+}
+
+bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
+  const double ratio = n < 2048 ? -1 : uniform_cost_ratio(bits, s, nfields);
+  return ratio >= 0 && ratio < 1;
 }
 
 bool accel__prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
-  if (n < 65536) return false;
-  accel__codes shape;
-  memset(&shape, 0, sizeof shape);
-  shape.nfields = nfields;
-  shape.words = bits / 64;
-  mih_plan plan;
-  if (!plan_mih(&shape, s, bits, &plan)) return false;
-  return plan_uniform_share(&plan, bits) * MIH_CANDIDATE_COST * GPU_SPEEDUP < bf_pair_cost(&shape);
+  const double ratio = n < 65536 ? -1 : uniform_cost_ratio(bits, s, nfields);
+  return ratio >= 0 && ratio * GPU_SPEEDUP < 1;
 }
 
 /* AUTO: brute force for small sets and where even uniform codes would give
@@ -593,15 +594,18 @@ static accel_status cpu_range(accel__call *call, accel__index_job *job) {
 
 /* ------------------------------------------------------------ k nearest */
 
-typedef struct cand {
-  uint32_t d;
-  uint64_t id;
-} cand;
-
 static int cmp_cand(const void *x, const void *y) {
-  const cand *a = x, *b = y;
+  const accel__knn_cand *a = x, *b = y;
   if (a->d != b->d) return a->d < b->d ? -1 : 1;
   return (a->id > b->id) - (a->id < b->id);
+}
+
+void accel__knn_emit(accel__knn_cand *c, size_t n, uint32_t k, uint64_t *ids, uint32_t *distances) {
+  qsort(c, n, sizeof *c, cmp_cand);
+  for (uint32_t r = 0; r < k; r++) {
+    ids[r] = r < n ? c[r].id : UINT64_MAX;
+    if (distances) distances[r] = r < n ? c[r].d : UINT32_MAX;
+  }
 }
 
 /* Distances are small integers: a histogram gives the k-th smallest, then
@@ -615,7 +619,7 @@ static accel_status cpu_knn(accel__call *call, accel__index_job *job) {
   {
     uint16_t *dist = malloc((c->n ? c->n : 1) * sizeof(uint16_t));
     size_t *hist = malloc((maxd + 1) * sizeof(size_t));
-    cand *cs = NULL;
+    accel__knn_cand *cs = NULL;
     size_t ccap = 0;
     if (!dist || !hist) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
 #pragma omp for schedule(dynamic, 4)
@@ -640,7 +644,7 @@ static accel_status cpu_knn(accel__call *call, accel__index_job *job) {
       if (below > ccap) {
         free(cs);
         ccap = below;
-        cs = malloc(ccap * sizeof(cand));
+        cs = malloc(ccap * sizeof *cs);
         if (!cs) {
           __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
           ccap = 0;
@@ -648,12 +652,9 @@ static accel_status cpu_knn(accel__call *call, accel__index_job *job) {
         }
       }
       for (size_t j = 0; j < c->n; j++)
-        if (dist[j] <= cut) cs[nc++] = (cand){dist[j], job->entry_ids[j]};
-      qsort(cs, nc, sizeof(cand), cmp_cand);
-      for (uint32_t r = 0; r < k; r++) {
-        job->out_ids[(size_t)qi * k + r] = r < nc ? cs[r].id : UINT64_MAX;
-        if (job->out_distances) job->out_distances[(size_t)qi * k + r] = r < nc ? cs[r].d : UINT32_MAX;
-      }
+        if (dist[j] <= cut) cs[nc++] = (accel__knn_cand){dist[j], job->entry_ids[j]};
+      accel__knn_emit(cs, nc, k, job->out_ids + (size_t)qi * k,
+                      job->out_distances ? job->out_distances + (size_t)qi * k : NULL);
       progress_step(&p, 1);
     }
     free(dist);

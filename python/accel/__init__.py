@@ -108,6 +108,21 @@ def _as_array(a, writable=False):
     return d
 
 
+def _progress_fn(progress):
+    """A C progress callback calling progress(stage, fraction); a true result,
+    or an exception, cancels the call. None without a callable. Keep the
+    result alive for the duration of the call."""
+    if progress is None:
+        return None
+
+    def on_progress(user, stage, fraction, _p=progress):
+        try:
+            return 1 if _p(stage.decode(), fraction) else 0
+        except Exception:  # never let a Python error unwind through C
+            return 1
+    return _native.PROGRESS_FN(on_progress)
+
+
 def _nbits(kind, size, binbits):
     n = ctypes.c_uint32()
     _check(lib.accel_hash_bits(HASH_KINDS.index(kind), size, binbits, ctypes.byref(n)))
@@ -292,14 +307,8 @@ class Context:
             messages[index] = message.decode(errors="replace")
         err_cb = _native.HASH_ERROR_FN(on_error)
         o.on_error = err_cb
-        prog_cb = None
-        if progress is not None:
-            def on_progress(user, stage, fraction, _p=progress):
-                try:
-                    return 1 if _p(stage.decode(), fraction) else 0
-                except Exception:
-                    return 1
-            prog_cb = _native.PROGRESS_FN(on_progress)
+        prog_cb = _progress_fn(progress)
+        if prog_cb is not None:
             o.progress = prog_cb
         slot = ctypes.c_size_t()
         _check(lib.accel_hash_slot_bytes(ctypes.byref(o), ctypes.byref(slot)))
@@ -578,14 +587,8 @@ class Index:
             if t < 0:
                 raise ValueError("thresholds must be >= 0")
             o.thresholds[f] = t
-        cb = None
-        if progress is not None:
-            def on_progress(user, stage, fraction, _p=progress):
-                try:
-                    return 1 if _p(stage.decode(), fraction) else 0
-                except Exception:
-                    return 1
-            cb = _native.PROGRESS_FN(on_progress)
+        cb = _progress_fn(progress)
+        if cb is not None:
             o.progress = cb
         return o, cb
 

@@ -306,3 +306,54 @@ char **cli_permute(int argc, char **argv, const char *const *value_options, int 
   *out_argc = no;
   return out;
 }
+
+int cli_hash_option(const char *cmd, int argc, char **argv, int *i, accel_hash_options *o, int max_size) {
+  const char *v = NULL;
+  bool missing = false;
+  if (strcmp(argv[*i], "--fast") == 0) {
+    o->fast = 1;
+    return 1;
+  }
+  if (cli_take_value(argc, argv, i, "--kinds", &v, &missing))
+    return !missing && cli_parse_kinds(cmd, v, o) ? 1 : -1;
+  if (cli_take_value(argc, argv, i, "--size", &v, &missing))
+    return !missing && cli_parse_int(cmd, "--size", v, ACCEL_HASH_SIZE_MIN, max_size, &o->hash_size) ? 1 : -1;
+  if (cli_take_value(argc, argv, i, "--binbits", &v, &missing))
+    return !missing && cli_parse_int(cmd, "--binbits", v, 1, 8, &o->color_binbits) ? 1 : -1;
+  return 0;
+}
+
+bool cli_parse_format(const char *cmd, const char *v, bool *json) {
+  if (strcmp(v, "tsv") && strcmp(v, "json")) {
+    cli_error("%s: --format must be tsv or json, not '%s'", cmd, v);
+    return false;
+  }
+  *json = strcmp(v, "json") == 0;
+  return true;
+}
+
+bool cli_parse_rule(const char *cmd, const char *v, accel_index_rule *rule) {
+  if (strcmp(v, "all") && strcmp(v, "any")) {
+    cli_error("%s: --rule must be all or any, not '%s'", cmd, v);
+    return false;
+  }
+  *rule = strcmp(v, "any") == 0 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
+  return true;
+}
+
+bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_t *given) {
+  uint32_t n = 0;
+  for (const char *p = v; *p;) {
+    char *end;
+    long x = strtol(p, &end, 10);
+    if (end == p || x < 0 || x > 4096 || n == ACCEL_INDEX_MAX_FIELDS || (*end && *end != ',')) {
+      cli_error("%s: --threshold takes integers like 5 or 5,8, not '%s'", cmd, v);
+      return false;
+    }
+    out[n++] = (uint32_t)x;
+    p = *end ? end + 1 : end;
+  }
+  if (n == 0) cli_error("%s: --threshold is empty", cmd);
+  *given = n;
+  return n > 0;
+}

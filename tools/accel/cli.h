@@ -79,6 +79,17 @@ bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o);
 /* An integer option in lo..hi; errors name the command and option. */
 bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out);
 
+/* The hash options shared by hash, dupes and index build: --kinds, --size
+ * (up to max_size), --binbits, --fast. Returns 1 if argv[*i] was one (then
+ * *i is past its value), 0 if not, -1 on a bad value (reported). */
+int cli_hash_option(const char *cmd, int argc, char **argv, int *i, accel_hash_options *o, int max_size);
+/* "--format tsv|json" into *json; false (reported) otherwise. */
+bool cli_parse_format(const char *cmd, const char *v, bool *json);
+/* "--rule all|any". */
+bool cli_parse_rule(const char *cmd, const char *v, accel_index_rule *rule);
+/* "--threshold 5" or "5,8": up to ACCEL_INDEX_MAX_FIELDS values in out, *n of them. */
+bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_t *n);
+
 /* Create a directory and its parents (like mkdir -p); prints why on failure. */
 bool cli_make_dirs(const char *path);
 

@@ -145,28 +145,6 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
   return CLI_OK;
 }
 
-/* "5" for every kind or "5,8" one per kind. */
-static bool parse_thresholds(const char *v, uint32_t *out, uint32_t *given) {
-  uint32_t n = 0;
-  const char *p = v;
-  while (*p) {
-    char *end;
-    long x = strtol(p, &end, 10);
-    if (end == p || x < 0 || x > 4096 || n == ACCEL_INDEX_MAX_FIELDS || (*end && *end != ',')) {
-      cli_error("dupes: --threshold takes integers like 5 or 5,8, not '%s'", v);
-      return false;
-    }
-    out[n++] = (uint32_t)x;
-    p = *end ? end + 1 : end;
-  }
-  if (n == 0) {
-    cli_error("dupes: --threshold is empty");
-    return false;
-  }
-  *given = n;
-  return true;
-}
-
 static int run(const cli_globals *g, int argc, char **argv) {
   catalog_options co;
   memset(&co, 0, sizeof co);
@@ -183,25 +161,18 @@ static int run(const cli_globals *g, int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
+    int h = 0;
     if (strcmp(argv[i], "--") == 0) {
       first = i + 1;
       break;
-    } else if (strcmp(argv[i], "--fast") == 0) {
-      co.hash.fast = 1;
+    } else if ((h = cli_hash_option("dupes", argc, argv, &i, &co.hash, 16))) {
+      if (h < 0) return CLI_USAGE;
     } else if (strcmp(argv[i], "--pairs") == 0) {
       pairs = true;
-    } else if (cli_take_value(argc, argv, &i, "--kinds", &v, &missing)) {
-      if (missing || !cli_parse_kinds("dupes", v, &co.hash)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !parse_thresholds(v, th, &nth)) return CLI_USAGE;
+      if (missing || !cli_parse_thresholds("dupes", v, th, &nth)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "all") == 0) so.rule = ACCEL_INDEX_ALL;
-      else if (strcmp(v, "any") == 0) so.rule = ACCEL_INDEX_ANY;
-      else {
-        cli_error("dupes: --rule must be all or any, not '%s'", v);
-        return CLI_USAGE;
-      }
+      if (missing || !cli_parse_rule("dupes", v, &so.rule)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--algorithm", &v, &missing)) {
       if (missing) return CLI_USAGE;
       if (strcmp(v, "auto") == 0) so.algorithm = ACCEL_INDEX_AUTO;
@@ -211,21 +182,11 @@ static int run(const cli_globals *g, int argc, char **argv) {
         cli_error("dupes: --algorithm must be auto, brute or mih, not '%s'", v);
         return CLI_USAGE;
       }
-    } else if (cli_take_value(argc, argv, &i, "--size", &v, &missing)) {
-      if (missing || !cli_parse_int("dupes", "--size", v, ACCEL_HASH_SIZE_MIN, 16, &co.hash.hash_size))
-        return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--binbits", &v, &missing)) {
-      if (missing || !cli_parse_int("dupes", "--binbits", v, 1, 8, &co.hash.color_binbits)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--index", &v, &missing)) {
       if (missing) return CLI_USAGE;
       co.index_path = v;
     } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "tsv") && strcmp(v, "json")) {
-        cli_error("dupes: --format must be tsv or json, not '%s'", v);
-        return CLI_USAGE;
-      }
-      json = strcmp(v, "json") == 0;
+      if (missing || !cli_parse_format("dupes", v, &json)) return CLI_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("dupes: unknown option '%s' (see accel dupes --help)", argv[i]);
       return CLI_USAGE;

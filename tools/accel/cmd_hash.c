@@ -39,31 +39,21 @@ static void on_error(void *user, size_t index, accel_status status, const char *
 static int run(const cli_globals *g, int argc, char **argv) {
   accel_hash_options o;
   accel_hash_options_init(&o);
-  const char *format = "tsv";
+  bool json = false;
   int jobs = g->threads, first = argc;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
+    int h = 0;
     if (strcmp(argv[i], "--") == 0) {
       first = i + 1;
       break;
-    } else if (strcmp(argv[i], "--fast") == 0) {
-      o.fast = 1;
-    } else if (cli_take_value(argc, argv, &i, "--kinds", &v, &missing)) {
-      if (missing || !cli_parse_kinds("hash", v, &o)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--size", &v, &missing)) {
-      if (missing || !cli_parse_int("hash", "--size", v, ACCEL_HASH_SIZE_MIN, ACCEL_HASH_SIZE_MAX, &o.hash_size)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--binbits", &v, &missing)) {
-      if (missing || !cli_parse_int("hash", "--binbits", v, 1, 8, &o.color_binbits)) return CLI_USAGE;
+    } else if ((h = cli_hash_option("hash", argc, argv, &i, &o, ACCEL_HASH_SIZE_MAX))) {
+      if (h < 0) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--jobs", &v, &missing)) {
       if (missing || !cli_parse_int("hash", "--jobs", v, 0, 4096, &jobs)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "tsv") && strcmp(v, "json")) {
-        cli_error("hash: --format must be tsv or json, not '%s'", v);
-        return CLI_USAGE;
-      }
-      format = v;
+      if (missing || !cli_parse_format("hash", v, &json)) return CLI_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("hash: unknown option '%s' (see accel hash --help)", argv[i]);
       return CLI_USAGE;
@@ -100,7 +90,6 @@ static int run(const cli_globals *g, int argc, char **argv) {
   int r = cli_open_ctx(&gj, &ctx);
   if (r) return r;
 
-  const bool json = strcmp(format, "json") == 0;
   uint32_t nbits[ACCEL_HASH_KIND_COUNT];
   for (uint32_t k = 0; k < o.nkinds; k++) accel_hash_bits(o.kinds[k], o.hash_size, o.color_binbits, &nbits[k]);
   if (json) {

@@ -27,24 +27,6 @@ static const char USAGE[] =
     "\n"
     "Files that cannot be hashed are reported on stderr and make the exit status 1.\n";
 
-static bool parse_thresholds(const char *v, uint32_t *out, uint32_t *given) {
-  uint32_t n = 0;
-  const char *p = v;
-  while (*p) {
-    char *end;
-    long x = strtol(p, &end, 10);
-    if (end == p || x < 0 || x > 4096 || n == ACCEL_INDEX_MAX_FIELDS || (*end && *end != ',')) {
-      cli_error("index: --threshold takes integers like 5 or 5,8, not '%s'", v);
-      return false;
-    }
-    out[n++] = (uint32_t)x;
-    p = *end ? end + 1 : end;
-  }
-  if (!n) cli_error("index: --threshold is empty");
-  *given = n;
-  return n > 0;
-}
-
 /* The hash options an index file was built with. */
 static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, accel_hash_options *o) {
   if (accel_index_load(ctx, file, ix)) {
@@ -73,23 +55,12 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
   bool given = false;
   int first = argc;
   for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
+    int h = 0;
     if (strcmp(argv[i], "--") == 0) {
       first = i + 1;
       break;
-    } else if (strcmp(argv[i], "--fast") == 0) {
-      co.hash.fast = 1;
-      given = true;
-    } else if (cli_take_value(argc, argv, &i, "--kinds", &v, &missing)) {
-      if (missing || !cli_parse_kinds("index build", v, &co.hash)) return CLI_USAGE;
-      given = true;
-    } else if (cli_take_value(argc, argv, &i, "--size", &v, &missing)) {
-      if (missing || !cli_parse_int("index build", "--size", v, ACCEL_HASH_SIZE_MIN, 16, &co.hash.hash_size))
-        return CLI_USAGE;
-      given = true;
-    } else if (cli_take_value(argc, argv, &i, "--binbits", &v, &missing)) {
-      if (missing || !cli_parse_int("index build", "--binbits", v, 1, 8, &co.hash.color_binbits)) return CLI_USAGE;
+    } else if ((h = cli_hash_option("index build", argc, argv, &i, &co.hash, 16))) {
+      if (h < 0) return CLI_USAGE;
       given = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("index build: unknown option '%s' (see accel index --help)", argv[i]);
@@ -184,26 +155,16 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
       first = i + 1;
       break;
     } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !parse_thresholds(v, th, &nth)) return CLI_USAGE;
+      if (missing || !cli_parse_thresholds("index query", v, th, &nth)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "all") && strcmp(v, "any")) {
-        cli_error("index query: --rule must be all or any, not '%s'", v);
-        return CLI_USAGE;
-      }
-      so.rule = strcmp(v, "any") == 0 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
+      if (missing || !cli_parse_rule("index query", v, &so.rule)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--k", &v, &missing)) {
       if (missing || !cli_parse_int("index query", "--k", v, 1, 4096, &k)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--by", &v, &missing)) {
       if (missing) return CLI_USAGE;
       by = v;
     } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "tsv") && strcmp(v, "json")) {
-        cli_error("index query: --format must be tsv or json, not '%s'", v);
-        return CLI_USAGE;
-      }
-      json = strcmp(v, "json") == 0;
+      if (missing || !cli_parse_format("index query", v, &json)) return CLI_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("index query: unknown option '%s' (see accel index --help)", argv[i]);
       return CLI_USAGE;
