@@ -27,30 +27,17 @@ import json
 import multiprocessing
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
+
+from benchenv import ensure_venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 KINDS = ["ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash"]
 DEFAULT_KINDS = ["ahash", "dhash", "phash", "whash"]
 BAD = {"broken.png", "broken_data_stream.png", "truncated_end_chunk.png", "truncated_image.png", "truncated_jpeg.jpg"}
-
-
-def ensure_venv(build):
-    """Re-run this script inside a venv holding the pinned peers."""
-    venv = os.path.join(ROOT, build, "bench-venv")
-    py = os.path.join(venv, "bin", "python3")
-    if os.path.realpath(sys.prefix) == os.path.realpath(venv):
-        return
-    if not os.path.exists(py):
-        print("bench: creating %s with the pinned peers" % venv, file=sys.stderr)
-        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
-        subprocess.run([py, "-m", "pip", "install", "-q", "-r", os.path.join(HERE, "requirements-hash.txt")],
-                       check=True)
-    os.execv(py, [py] + sys.argv)
 
 
 def make_12mp(src_dir, out_dir):
@@ -199,7 +186,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="a third of each corpus, one repeat")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     args = ap.parse_args()
-    ensure_venv(args.build)
+    ensure_venv(args.build, "bench-venv", "requirements-hash.txt")
     warnings.filterwarnings("ignore")
     lib = os.path.join(ROOT, args.build, "libaccel.so")
     if not os.path.exists(lib):

@@ -1,0 +1,392 @@
+#!/usr/bin/env python3
+"""Hamming similarity search: libaccel's self-join against faiss-cpu and a
+numpy brute force, side by side on the same codes, one run.
+
+    python3 bench/index_bench.py [--build build] [--sizes 10000,100000,1000000]
+                                 [--radii 0-10] [--backend cpu|cuda] [--quick]
+
+Installs the peers at pinned versions (bench/requirements-index.txt) into a
+virtual environment (build/bench-index-venv). For every N, r and data set
+(random 64-bit codes; clustered: near-duplicate groups of 1 to 8 codes a few
+bits apart, a fifth of them exact copies) it finds every pair within r
+(inclusive) and times, including building each index:
+
+  * libaccel: accel.Index + self_join (the algorithm chosen automatically);
+  * faiss IndexBinaryFlat: range_search of every code against all (radius
+    r + 1: faiss's range search is strict, d < radius);
+  * faiss IndexBinaryMultiHash: the same with the fastest exact setting
+    (nhash substrings searched within nflip bits, nhash * (nflip + 1) > r),
+    picked per r on 200 of the queries;
+  * numpy: blocked XOR + np.bitwise_count over the upper triangle, one
+    thread (its cost does not depend on r: measured once per N and data set
+    at the largest r).
+
+Runs that would take longer than --budget seconds are measured on a sample of
+the queries (every code still searched against all) and extrapolated
+linearly; such cells are marked "est.". Every full run's pair set is checked
+against libaccel's (and sampled runs' neighbour counts).
+
+Results: a Markdown table on stdout and bench/results/index-<backend>-<date>.{md,json}.
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import sys
+import time
+
+from benchenv import ensure_venv
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+# ---------------------------------------------------------------- data
+
+def codes_random(n, seed):
+    import numpy as np
+    return np.random.default_rng(seed).integers(0, 2**64, size=n, dtype=np.uint64)
+
+
+def codes_clustered(n, seed):
+    """Groups of 1..8 codes (geometric sizes): each member its group's centre
+    with 0..6 random bits flipped, or (one in five) an exact copy of a member."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    out = np.empty(n, dtype=np.uint64)
+    i = 0
+    while i < n:
+        size = min(int(rng.geometric(0.45)), 8, n - i)
+        centre = rng.integers(0, 2**64, dtype=np.uint64)
+        for k in range(size):
+            if k and rng.random() < 0.2:
+                out[i + k] = out[i + int(rng.integers(0, k))]
+                continue
+            c = int(centre)
+            for b in rng.choice(64, size=int(rng.integers(0, 7)), replace=False):
+                c ^= 1 << int(b)
+            out[i + k] = c
+        i += size
+    perm = rng.permutation(n)
+    return out[perm]
+
+
+# ---------------------------------------------------------------- runners
+
+def pair_keys(first, second, n):
+    import numpy as np
+    a = np.minimum(first, second).astype(np.uint64)
+    b = np.maximum(first, second).astype(np.uint64)
+    return np.sort(a * np.uint64(n) + b)
+
+
+def run_libaccel(accel, ctx, codes, r):
+    """Build + self-join; ids are positions. Returns (seconds, sorted pair keys)."""
+    import numpy as np
+    t = time.perf_counter()
+    ix = accel.Index(ctx)
+    ix.add(np.arange(len(codes), dtype=np.uint64), codes)
+    first, second, _ = ix.self_join(r)
+    dt = time.perf_counter() - t
+    ix.close()
+    return dt, first * np.uint64(len(codes)) + second  # already sorted by (first, second)
+
+
+def faiss_bytes(codes):
+    import numpy as np
+    return np.ascontiguousarray(codes).view(np.uint8).reshape(len(codes), 8)
+
+
+def faiss_pairs(lims, I, q0, n):
+    """(query, neighbour) of a range search over queries q0.. -> keys of pairs i < j."""
+    import numpy as np
+    q = np.repeat(np.arange(q0, q0 + len(lims) - 1, dtype=np.int64), np.diff(lims).astype(np.int64))
+    keep = I > q
+    return np.sort(q[keep].astype(np.uint64) * np.uint64(n) + I[keep].astype(np.uint64))
+
+
+def neighbour_count(keys, n, q1):
+    """How many neighbours queries 0..q1-1 have among the pairs (both ends)."""
+    import numpy as np
+    a, b = keys // np.uint64(n), keys % np.uint64(n)
+    return int(np.count_nonzero(a < q1) + np.count_nonzero(b < q1))
+
+
+def run_faiss_flat(faiss, codes, r, queries):
+    """(seconds to build, seconds to search `queries` codes, lims, I)."""
+    xb = faiss_bytes(codes)
+    t = time.perf_counter()
+    ix = faiss.IndexBinaryFlat(64)
+    ix.add(xb)
+    t_add = time.perf_counter() - t
+    t = time.perf_counter()
+    lims, _, I = ix.range_search(xb[:queries], r + 1)
+    return t_add, time.perf_counter() - t, lims, I
+
+
+def multihash_settings(r):
+    """Exact (nhash, b, nflip): a code within r differs in at most r bits, so
+    some substring of nhash differs in at most r // nhash <= nflip bits."""
+    out = []
+    for nhash in sorted({r + 1, 2, 3, 4, 6, 8}):
+        if nhash > 64 or nhash < 1:
+            continue
+        b = 64 // nhash
+        nflip = r // nhash
+        if b < 1 or nflip > 3 or b > 32 and nflip > 1:
+            continue
+        out.append((nhash, b, nflip))
+    return out
+
+
+def run_faiss_multihash(faiss, codes, r, queries, setting):
+    nhash, b, nflip = setting
+    xb = faiss_bytes(codes)
+    t = time.perf_counter()
+    ix = faiss.IndexBinaryMultiHash(64, nhash, b)
+    ix.nflip = nflip
+    ix.add(xb)
+    t_add = time.perf_counter() - t
+    t = time.perf_counter()
+    lims, _, I = ix.range_search(xb[:queries], r + 1)
+    return t_add, time.perf_counter() - t, lims, I
+
+
+def run_numpy(codes, r, rows):
+    """Upper triangle over the first `rows` rows, blocks of 1024 x 8192."""
+    import numpy as np
+    n = len(codes)
+    t = time.perf_counter()
+    keys = []
+    for i0 in range(0, rows, 1024):
+        i1 = min(i0 + 1024, rows)
+        a = codes[i0:i1, None]
+        for j0 in range(i0, n, 8192):
+            j1 = min(j0 + 8192, n)
+            d = np.bitwise_count(a ^ codes[None, j0:j1])
+            ii, jj = np.nonzero(d <= r)
+            ii += i0
+            jj += j0
+            keep = jj > ii
+            keys.append(ii[keep].astype(np.uint64) * np.uint64(n) + jj[keep].astype(np.uint64))
+    dt = time.perf_counter() - t
+    return dt, np.sort(np.concatenate(keys)) if keys else np.zeros(0, np.uint64)
+
+
+def sampled_agrees(lims, I, q, keys, n):
+    """A range search of queries 0..q-1 against all agrees with libaccel's
+    pairs: the same pair set when q = n, else the same neighbour count."""
+    import numpy as np
+    if q == n:
+        return bool(np.array_equal(faiss_pairs(lims, I, 0, n), keys))
+    own = np.arange(q).repeat(np.diff(lims).astype(np.int64))
+    return int(np.count_nonzero(I != own)) == neighbour_count(keys, n, q)
+
+
+def triangle_share(rows, n):
+    """Share of the upper triangle's pairs in the first `rows` rows."""
+    return (rows * n - rows * (rows + 1) / 2) / (n * (n - 1) / 2)
+
+
+def quickest(fn, *args):
+    """fn(*args) -> (seconds, ...): runs taking under 2 s are repeated (best of 3)."""
+    out = fn(*args)
+    for _ in range(2):
+        if out[0] >= 2.0:
+            break
+        again = fn(*args)
+        if again[0] < out[0]:
+            out = again
+    return out
+
+
+def faiss_total(fn):
+    """Adapt a faiss runner to return (build + search seconds, lims, I)."""
+    def run(*args):
+        t_add, t_q, lims, I = fn(*args)
+        return t_add + t_q, t_add, t_q, lims, I
+    return run
+
+
+# ---------------------------------------------------------------- main
+
+def fmt_t(t, est=False):
+    if t is None:
+        return "-"
+    s = "%.3f" % t if t < 10 else "%.1f" % t
+    return s + (" est." if est else "")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--radii", default="0-10")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--budget", type=float, default=30.0, help="seconds a peer's full run may take")
+    ap.add_argument("--quick", action="store_true", help="N = 10000 only, r = 0, 5, 10")
+    args = ap.parse_args()
+    ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
+
+    import numpy as np
+    import faiss
+    os.environ.setdefault("ACCEL_LIBRARY", os.path.join(ROOT, args.build, "libaccel.so.0"))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import accel
+
+    sizes = [int(x) for x in args.sizes.split(",")]
+    lo, _, hi = args.radii.partition("-")
+    radii = list(range(int(lo), int(hi or lo) + 1))
+    if args.quick:
+        sizes, radii = [10000], [0, 5, 10]
+    ctx = accel.Context(backend=args.backend)
+    threads = faiss.omp_get_max_threads()
+    results = []
+    targets = []
+    log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+
+    for n in sizes:
+        for data, make in (("random", codes_random), ("clustered", codes_clustered)):
+            codes = make(n, 1000 + n)
+            # numpy: once per data set, at the largest r (its cost does not depend on r)
+            est_pairs = n * (n - 1) / 2 / 1.5e8  # ~1.5e8 pairs/s: seconds for the whole triangle
+            rows = n if est_pairs <= args.budget else max(1024, int(n * args.budget / est_pairs / 4) // 1024 * 1024)
+            t_np, np_keys = run_numpy(codes, max(radii), min(rows, n))
+            np_share = triangle_share(min(rows, n), n)
+            np_time, np_est = t_np / np_share, rows < n
+            log("n=%d %s numpy %.2fs%s" % (n, data, np_time, " est" if np_est else ""))
+            for r in radii:
+                row = {"n": n, "data": data, "r": r}
+                t_lib, keys = quickest(run_libaccel, accel, ctx, codes, r)
+                row["libaccel"] = t_lib
+                row["pairs"] = int(len(keys))
+                # numpy agreement on its (sampled) rows
+                sub = np_keys[np.bitwise_count(
+                    (codes[(np_keys // np.uint64(n)).astype(np.int64)] ^
+                     codes[(np_keys % np.uint64(n)).astype(np.int64)])) <= r] if len(np_keys) else np_keys
+                lib_rows = keys[(keys // np.uint64(n)) < np.uint64(rows)]
+                row["numpy"], row["numpy_est"] = np_time, np_est
+                row["numpy_agrees"] = bool(np.array_equal(sub, lib_rows))
+                # faiss flat: 1% of the queries first; all of them if that fits the budget
+                q = max(1, n // 100)
+                t_add, t_q, lims, I = run_faiss_flat(faiss, codes, r, q)
+                est = t_add + t_q * n / q
+                if est <= args.budget and q < n:
+                    est, t_add, t_q, lims, I = quickest(faiss_total(run_faiss_flat), faiss, codes, r, n)
+                    q = n
+                row["flat"], row["flat_est"] = est, q < n
+                row["flat_agrees"] = sampled_agrees(lims, I, q, keys, n)
+                # faiss multihash: every exact setting on 200 queries, the fastest on 1% of them,
+                # then on all if that fits the budget
+                trials = []
+                for setting in multihash_settings(r):
+                    qs = min(n, 200)
+                    t_add, t_q, lims, I = run_faiss_multihash(faiss, codes, r, qs, setting)
+                    trials.append((t_add + t_q * n / qs, setting))
+                e, setting = min(trials)
+                qs = max(1, n // 100)
+                t_add, t_q, lims, I = run_faiss_multihash(faiss, codes, r, qs, setting)
+                e = t_add + t_q * n / qs
+                if e <= args.budget and qs < n:
+                    e, t_add, t_q, lims, I = quickest(faiss_total(run_faiss_multihash), faiss, codes, r, n, setting)
+                    qs = n
+                row["multihash"], row["multihash_est"] = e, qs < n
+                row["multihash_setting"] = "nhash=%d b=%d nflip=%d" % setting
+                row["multihash_agrees"] = sampled_agrees(lims, I, qs, keys, n)
+                peers = [row["flat"], row["multihash"]]
+                row["ratio_faiss_best"] = min(peers) / t_lib
+                row["ratio_numpy"] = np_time / t_lib
+                results.append(row)
+                log("n=%d %s r=%d: libaccel %.3fs, flat %s, multihash %s (%s), pairs %d, agree %s/%s/%s" % (
+                    n, data, r, t_lib, fmt_t(row["flat"], row["flat_est"]),
+                    fmt_t(row["multihash"], row["multihash_est"]), row["multihash_setting"], row["pairs"],
+                    row["numpy_agrees"], row["flat_agrees"], row["multihash_agrees"]))
+
+    # the acceptance targets: 87,500 codes r = 5 under 1 s; 1,000,000 codes r <= 4 under 30 s
+    if not args.quick:
+        for data, make in (("random", codes_random), ("clustered", codes_clustered)):
+            codes = make(87500, 87500)
+            t_lib, keys = quickest(run_libaccel, accel, ctx, codes, 5)
+            best = None
+            for setting in multihash_settings(5):
+                t, _, _, lims, I = quickest(faiss_total(run_faiss_multihash), faiss, codes, 5, 87500, setting)
+                if best is None or t < best[0]:
+                    best = (t, setting, faiss_pairs(lims, I, 0, 87500))
+            t_flat, _, _, lims, I = quickest(faiss_total(run_faiss_flat), faiss, codes, 5, 87500)
+            agree = bool(np.array_equal(best[2], keys)) and bool(np.array_equal(faiss_pairs(lims, I, 0, 87500), keys))
+            targets.append({"case": "87,500 codes, r = 5, %s" % data, "libaccel": t_lib, "limit": 1.0,
+                            "faiss_best": min(best[0], t_flat), "pairs": int(len(keys)), "agrees": agree})
+            log("target 87500 %s: %.3fs (faiss best %.3fs)" % (data, t_lib, min(best[0], t_flat)))
+        for row in results:
+            if row["n"] == 1000000 and row["r"] <= 4:
+                targets.append({"case": "1,000,000 codes, r = %d, %s" % (row["r"], row["data"]),
+                                "libaccel": row["libaccel"], "limit": 30.0,
+                                "faiss_best": min(row["flat"], row["multihash"]), "pairs": row["pairs"],
+                                "agrees": row["flat_agrees"] and row["multihash_agrees"]})
+
+    info = {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": "%s, %d cores" % (platform.processor() or platform.machine(), os.cpu_count()),
+        "backend": args.backend,
+        "libaccel": accel.version(),
+        "build": accel.build_info(),
+        "peers": "faiss-cpu %s (%d OpenMP threads), numpy %s (one thread)" % (faiss.__version__, threads,
+                                                                             np.__version__),
+        "command": "bench/index_bench.py " + " ".join(sys.argv[1:]),
+    }
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["machine"] = "%s, %d cores" % (line.split(":", 1)[1].strip(), os.cpu_count())
+                    break
+    except OSError:
+        pass
+    md = ["# Hamming self-join: libaccel vs faiss-cpu and numpy", ""]
+    md += ["- %s: %s" % (k, v) for k, v in info.items()]
+    md += ["- times: seconds to build the index and find every pair within r (inclusive); runs under 2 s",
+           "  are the best of 3;",
+           "  faiss with radius r + 1 (its range search is strict); \"est.\" = measured on 1% of the",
+           "  queries (or rows) and extrapolated; ratio = the faster faiss index's time / libaccel's",
+           "- agreement: every full run's pair set equals libaccel's (sampled runs: neighbour counts)", ""]
+    if targets:
+        md += ["## Targets", "", "| case | libaccel s | limit | faiss best s | ratio | pairs | same pairs |",
+               "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        for t in targets:
+            md.append("| %s | %.3f | %s | %s | **%.0fx** | %d | %s |" % (
+                t["case"], t["libaccel"], "%.0f s %s" % (t["limit"], "ok" if t["libaccel"] < t["limit"] else "MISSED"),
+                fmt_t(t["faiss_best"]), t["faiss_best"] / t["libaccel"], t["pairs"], "yes" if t["agrees"] else "NO"))
+        md.append("")
+    for n in sizes:
+        for data in ("random", "clustered"):
+            rows = [r for r in results if r["n"] == n and r["data"] == data]
+            if not rows:
+                continue
+            md += ["## N = %d, %s codes" % (n, data), "",
+                   "| r | pairs | libaccel s | faiss flat s | faiss multihash s (setting) | numpy s | "
+                   "vs faiss best | vs numpy | same pairs |",
+                   "| ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |"]
+            for r in rows:
+                md.append("| %d | %d | %s | %s | %s (%s) | %s | **%.0fx** | %.0fx | %s |" % (
+                    r["r"], r["pairs"], fmt_t(r["libaccel"]), fmt_t(r["flat"], r["flat_est"]),
+                    fmt_t(r["multihash"], r["multihash_est"]), r["multihash_setting"],
+                    fmt_t(r["numpy"], r["numpy_est"]), r["ratio_faiss_best"], r["ratio_numpy"],
+                    "yes" if r["numpy_agrees"] and r["flat_agrees"] and r["multihash_agrees"] else "NO"))
+            md.append("")
+    text = "\n".join(md)
+    print(text)
+    if not args.quick:
+        out = os.path.join(HERE, "results", "index-%s-%s" % (args.backend, datetime.date.today().isoformat()))
+        with open(out + ".md", "w") as f:
+            f.write(text + "\n")
+        with open(out + ".json", "w") as f:
+            json.dump({"info": info, "results": results, "targets": targets}, f, indent=1)
+        print("bench: wrote %s.md and .json" % out, file=sys.stderr)
+    ok = all(r["numpy_agrees"] and r["flat_agrees"] and r["multihash_agrees"] for r in results)
+    ok = ok and all(t["agrees"] for t in targets)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
