@@ -192,7 +192,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
     rc = CLI_USAGE;
     goto out;
   }
-  memcpy(want, paths->v, paths->n * sizeof(char *));
+  if (paths->n) memcpy(want, paths->v, paths->n * sizeof(char *));
   if (paths->n) qsort(want, paths->n, sizeof(char *), cmp_str);
   for (size_t i = 0; i < paths->n; i++)
     if (i == 0 || strcmp(want[i], want[nwant - 1])) want[nwant++] = want[i];
