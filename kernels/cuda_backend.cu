@@ -213,4 +213,5 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .image = */ &accel__cuda_image_ops,
     /* .hash = */ &accel__cuda_hash_ops,
     /* .index = */ &accel__cuda_index_ops,
+    /* .ct = */ nullptr,
 };

@@ -18,7 +18,7 @@ pcdir=$(dirname "$pc")
 PC="pkg-config --define-variable=prefix=$prefix"
 export PKG_CONFIG_PATH="$pcdir"
 libdir=$($PC --variable=libdir accel)
-for h in accel.h core.h hash.h image.h index.h io.h; do
+for h in accel.h core.h ct.h hash.h image.h index.h io.h; do
   [ -f "$prefix/include/accel/$h" ] || { echo "FAIL: include/accel/$h not installed"; exit 1; }
 done
 [ -x "$prefix/bin/accel" ] || { echo "FAIL: bin/accel not installed"; exit 1; }

@@ -10,6 +10,7 @@
 #define ACCEL_ACCEL_H
 
 #include "core.h"
+#include "ct.h"
 #include "hash.h"
 #include "image.h"
 #include "index.h"

@@ -6,6 +6,8 @@
  *      Fortran-ordered arrays, structured dtypes and object arrays are refused
  *      with ACCEL_ERR_FORMAT. Saved files are version 1.0 (2.0 when the header
  *      needs it), little-endian, C order.
+ * Raw: the elements in C order, little-endian, nothing else (CT scanners and
+ *      tools such as ImageJ write volumes this way): shape and dtype are given.
  * PNM: binary PGM (P5, gray) and PPM (P6, RGB), maxval 1..65535; maxval
  *      255 or less loads as U8 (values as stored), more as U16. Loads give
  *      (H, W) for PGM and (H, W, 3) for PPM.
@@ -31,6 +33,18 @@ ACCEL_API accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_bu
  * file is written under a temporary name and renamed, so a failed save never
  * leaves a partial file at `path`. Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO. */
 ACCEL_API accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array *array);
+
+/* Load a raw little-endian file of exactly offset + prod(shape) * size(dtype)
+ * bytes, the first `offset` bytes skipped (a header): any other size is
+ * ACCEL_ERR_FORMAT, naming both sizes. ndim 1..ACCEL_ARRAY_MAX_DIMS.
+ * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO, ACCEL_ERR_FORMAT,
+ * ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_raw_load(accel_ctx *ctx, const char *path, accel_dtype dtype, int32_t ndim,
+                                      const int64_t *shape, uint64_t offset, accel_buffer **out);
+
+/* Save any array (any strides) as raw little-endian C-ordered elements,
+ * atomically like accel_npy_save. */
+ACCEL_API accel_status accel_raw_save(accel_ctx *ctx, const char *path, const accel_array *array);
 
 /* Load a binary PGM or PPM file into a new buffer.
  * Errors: ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_OUT_OF_MEMORY. */

@@ -45,6 +45,7 @@ typedef struct accel__backend_config {
 struct accel__image_ops; /* lib/image/ops.h */
 struct accel__hash_ops;  /* lib/hash/ops.h */
 struct accel__index_ops; /* lib/index/ops.h */
+struct accel__ct_ops;    /* lib/ct/ops.h */
 
 typedef struct accel__backend {
   uint32_t version;            /* ACCEL__BACKEND_VERSION */
@@ -61,6 +62,7 @@ typedef struct accel__backend {
   const struct accel__image_ops *image;
   const struct accel__hash_ops *hash;
   const struct accel__index_ops *index;
+  const struct accel__ct_ops *ct;
 } accel__backend;
 
 /* The backends this build has. */

@@ -4,6 +4,7 @@
 #include "hash/ops.h"
 #include "image/ops.h"
 #include "index/ops.h"
+#include "ct/ops.h"
 
 #include <string.h>
 
@@ -23,4 +24,5 @@ const accel__backend accel__cpu_backend = {
     .image = &accel__cpu_image_ops,
     .hash = &accel__cpu_hash_ops,
     .index = &accel__cpu_index_ops,
+    .ct = &accel__cpu_ct_ops,
 };

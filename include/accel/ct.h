@@ -1,0 +1,226 @@
+/*
+ * accel/ct.h - pore segmentation of CT volumes: rescale, threshold, fill
+ * holes, exact Euclidean distance transform, markers, marker-controlled
+ * watershed and a pore network, as single stages and as one pipeline.
+ *
+ * Volumes are 3-D arrays indexed (z, y, x) (numpy's C order); any strides
+ * are accepted, C-contiguous arrays are used without copies. Masks are U8,
+ * nonzero = true; outputs are written 0/1. Spacing is the voxel size along
+ * (z, y, x) in any length unit (> 0); distances and volumes come in that unit.
+ *
+ * The reference semantics (docs/ct.md) are SciPy 1.10 (binary_fill_holes,
+ * distance_transform_edt) and scikit-image 0.19.3 (peak_local_max,
+ * watershed): the fixtures of ../shared/data/ct are reproduced exactly.
+ *
+ * Stage names: "ct.rescale", "ct.threshold", "ct.fill_holes", "ct.edt",
+ * "ct.markers", "ct.watershed", "ct.network", and "ct.pipeline" for a whole
+ * pipeline run. Volumes up to 2^32 - 1 voxels (ACCEL_ERR_LIMIT beyond).
+ */
+#ifndef ACCEL_CT_H
+#define ACCEL_CT_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum accel_ct_compare {
+  ACCEL_CT_GREATER = 0,       /* value >  threshold (default) */
+  ACCEL_CT_GREATER_EQUAL = 1, /* value >= threshold */
+  ACCEL_CT_LESS = 2,          /* value <  threshold */
+  ACCEL_CT_LESS_EQUAL = 3     /* value <= threshold */
+} accel_ct_compare;
+
+typedef enum accel_ct_connectivity {
+  ACCEL_CT_FACES = 6,   /* 6-connected: voxels sharing a face */
+  ACCEL_CT_CORNERS = 26 /* 26-connected: sharing a face, an edge or a corner */
+} accel_ct_connectivity;
+
+/* ---------------------------------------------------------------- stages */
+
+/* DICOM's rescale: out[z, y, x] = in[z, y, x] * slope[z] + intercept[z],
+ * computed in double and stored as F32. `in`: I16 or U16 (Z, Y, X); slope and
+ * intercept: Z values each, or NULL for 1 and 0. */
+ACCEL_API accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const double *slope,
+                                        const double *intercept, const accel_array *out);
+
+/* out = in <compare> threshold, as U8 0/1. `in`: U8, I16, U16, I32 or F32;
+ * the comparison is made in double (exact for these types). */
+ACCEL_API accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double threshold,
+                                          accel_ct_compare compare, const accel_array *out);
+
+/* SciPy's binary_fill_holes: out = mask, plus every background voxel not
+ * connected to the volume's border through background voxels (components
+ * labelled with the given connectivity; SciPy's default is
+ * ACCEL_CT_FACES). U8 in, U8 out (may be the same array). */
+ACCEL_API accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_ct_connectivity connectivity,
+                                           const accel_array *out);
+
+/* SciPy's distance_transform_edt(mask, sampling=spacing) as F32: for every
+ * nonzero voxel, the Euclidean distance (in spacing units) to the centre of
+ * the nearest zero voxel; zero voxels get 0. The volume's border is not
+ * background. Exact (linear-time separable algorithm on the CPU, exact per
+ * line parabola envelopes on the GPU). A mask without any zero voxel gives
+ * +inf everywhere (SciPy returns distances to a point outside the volume).
+ * `spacing` may be NULL for (1, 1, 1). */
+ACCEL_API accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double *spacing,
+                                    const accel_array *out);
+
+typedef struct accel_ct_marker_options {
+  uint32_t struct_size;  /* set by accel_ct_marker_options_init */
+  int32_t min_distance;  /* default 3: peaks closer than this (Chebyshev, voxels) are suppressed */
+  /* Gaussian smoothing of the distance map before the peak search (SciPy's
+   * gaussian_filter: truncate 4.0, mode 'reflect'), in voxels; 0 (default):
+   * none. With a pipeline the watershed floods the smoothed map too, as
+   * SNOW does. */
+  double smooth_sigma;
+  accel_progress_fn progress;
+  void *progress_user;
+} accel_ct_marker_options;
+
+ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *options);
+
+/* Markers as scikit-image 0.19.3's
+ *   peak_local_max(edt, min_distance=d, exclude_border=False,
+ *                  labels=label(mask, connectivity=3))
+ * finds them (per 26-connected component of mask: local maxima of a
+ * (2d+1)^3 window, the strongest first with ties ordered as numpy 1.x's
+ * quicksort orders them, then peaks closer than d to a kept one dropped),
+ * numbered 1..n in C order into `out` (I32, zero elsewhere). `edt`: F32,
+ * `mask`: U8. *count (may be NULL) receives n. */
+ACCEL_API accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
+                                        const accel_ct_marker_options *options, const accel_array *out,
+                                        uint32_t *count);
+
+/* How ties between equally low markers are broken by the watershed. */
+typedef enum accel_ct_ties {
+  /* scikit-image's order: its binary heap pops equal-valued markers in an
+   * order that depends on the heap's history; reproduced exactly (CPU; on a
+   * GPU backend this stage runs on the CPU). */
+  ACCEL_CT_TIES_SKIMAGE = 0,
+  /* Equal-valued markers in C order (a stable priority queue); otherwise the
+   * same flood. Identical on every backend; runs on the GPU. */
+  ACCEL_CT_TIES_STABLE = 1
+} accel_ct_ties;
+
+typedef struct accel_ct_watershed_options {
+  uint32_t struct_size;   /* set by accel_ct_watershed_options_init */
+  accel_ct_ties ties;     /* default ACCEL_CT_TIES_SKIMAGE */
+  accel_progress_fn progress;
+  void *progress_user;
+} accel_ct_watershed_options;
+
+ACCEL_API accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *options);
+
+/* scikit-image 0.19.3's watershed(image, markers, mask=mask) with
+ * connectivity 1: a priority flood from the markers (I32, nonzero = a
+ * label), lowest value first and, among equal values, first pushed first;
+ * every voxel takes the label of the neighbour that reached it. Voxels
+ * outside mask (U8; NULL = everywhere) stay 0, as do voxels no marker
+ * reaches. `image`: F32 without NaN (flood -edt to split pores); `out`: I32
+ * (may alias `markers`). */
+ACCEL_API accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,
+                                          const accel_array *mask, const accel_ct_watershed_options *options,
+                                          const accel_array *out);
+
+/* ---------------------------------------------------------------- pore network */
+
+/* A region (pore body): label L's voxels. */
+typedef struct accel_ct_region {
+  uint32_t struct_size;      /* set by the caller: sizeof(accel_ct_region) */
+  uint32_t label;
+  uint64_t voxels;
+  double volume;             /* voxels * spacing[0] * spacing[1] * spacing[2] */
+  double equivalent_radius;  /* radius of the sphere of that volume */
+  double centroid[3];        /* mean voxel centre, (z, y, x) * spacing */
+  double inscribed_radius;   /* the largest distance-map value inside */
+} accel_ct_region;
+
+/* A throat: the face-adjacent voxel pairs of two regions a < b. */
+typedef struct accel_ct_throat {
+  uint32_t struct_size;      /* set by the caller: sizeof(accel_ct_throat) */
+  uint32_t a, b;             /* region labels, a < b */
+  uint64_t faces;            /* shared voxel faces */
+  double area;               /* sum of the shared faces' areas (spacing products) */
+  double inscribed_radius;   /* max over shared faces of min(edt[one side], edt[other]) */
+} accel_ct_throat;
+
+typedef struct accel_ct_network accel_ct_network;
+
+/* The network of a label volume (I32, 0 = not pore; regions are the labels
+ * present, sorted) with its distance map (F32, same shape) and spacing (NULL
+ * = 1, 1, 1). */
+ACCEL_API accel_status accel_ct_network_build(accel_ctx *ctx, const accel_array *labels, const accel_array *edt,
+                                              const double *spacing, accel_ct_network **out);
+/* Counts, and porosity = labelled voxels / all voxels. Any may be NULL. */
+ACCEL_API accel_status accel_ct_network_info(const accel_ct_network *network, size_t *regions, size_t *throats,
+                                             double *porosity);
+/* Region i (0 .. regions-1, by label) and throat i (sorted by (a, b)). */
+ACCEL_API accel_status accel_ct_network_region(const accel_ct_network *network, size_t i, accel_ct_region *out);
+ACCEL_API accel_status accel_ct_network_throat(const accel_ct_network *network, size_t i, accel_ct_throat *out);
+ACCEL_API void accel_ct_network_destroy(accel_ct_network *network);
+
+/* ---------------------------------------------------------------- the pipeline */
+
+typedef enum accel_ct_pores {
+  ACCEL_CT_PORES_CLOSED = 0, /* closed voids: fill_holes(solid) & ~solid */
+  ACCEL_CT_PORES_ALL = 1     /* every voxel that is not solid */
+} accel_ct_pores;
+
+typedef struct accel_ct_pipeline_options {
+  uint32_t struct_size;            /* set by accel_ct_pipeline_options_init */
+  /* input I16/U16 with slopes: rescaled per slice first (NULL: not) */
+  const double *slope, *intercept; /* Z values each, both or neither */
+  double threshold;                /* solid = input <compare> threshold */
+  accel_ct_compare compare;        /* default ACCEL_CT_GREATER */
+  accel_ct_connectivity fill_connectivity; /* default ACCEL_CT_FACES */
+  accel_ct_pores pores;            /* default ACCEL_CT_PORES_CLOSED */
+  double spacing[3];               /* default 1, 1, 1 */
+  int32_t min_distance;            /* default 3 */
+  double smooth_sigma;             /* default 0 */
+  accel_ct_ties ties;              /* default ACCEL_CT_TIES_SKIMAGE */
+  accel_progress_fn progress;      /* stage names as above, fraction of the pipeline */
+  void *progress_user;
+} accel_ct_pipeline_options;
+
+ACCEL_API accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *options);
+
+/* Where a run writes; NULL members are not computed unless later stages
+ * need them (and are then never downloaded from a GPU). */
+typedef struct accel_ct_outputs {
+  uint32_t struct_size;        /* set by accel_ct_outputs_init */
+  const accel_array *solid;    /* U8 */
+  const accel_array *filled;   /* U8 */
+  const accel_array *pores;    /* U8 */
+  const accel_array *edt;      /* F32 (the unsmoothed distance map) */
+  const accel_array *markers;  /* I32 */
+  const accel_array *labels;   /* I32 */
+  accel_ct_network **network;  /* receives a network (destroy it) */
+  uint32_t marker_count;       /* out: markers found or given */
+} accel_ct_outputs;
+
+ACCEL_API accel_status accel_ct_outputs_init(accel_ct_outputs *outputs);
+
+typedef struct accel_ct_pipeline accel_ct_pipeline;
+
+/* A pipeline with fixed options, reusable for many volumes (on a GPU its
+ * device memory is kept between runs of equal shape). */
+ACCEL_API accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_options *options,
+                                                accel_ct_pipeline **out);
+ACCEL_API void accel_ct_pipeline_destroy(accel_ct_pipeline *pipeline);
+
+/* Run on `input` (Z, Y, X): U8, I16, U16, I32 or F32 (I16/U16 rescaled first
+ * when the options give slopes). `markers` (I32) replaces the peak search
+ * when not NULL. Only the stages that the requested outputs need are run: on
+ * a CUDA backend with one upload of the input and one download per requested
+ * output; volumes over the device memory budget are processed in Z slabs with
+ * results identical to the whole-volume run (docs/ct.md). */
+ACCEL_API accel_status accel_ct_pipeline_run(accel_ct_pipeline *pipeline, const accel_array *input,
+                                             const accel_array *markers, accel_ct_outputs *outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_CT_H */

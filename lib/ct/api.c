@@ -1,0 +1,551 @@
+/* CT stages and the pipeline: argument checks, contiguous views, dispatch. */
+#include "ct/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ arrays */
+
+/* A contiguous view of a caller's array: its memory when C-contiguous, else
+ * a packed copy (inputs) or a scratch buffer unpacked on commit (outputs). */
+typedef struct view {
+  const accel_array *a;
+  void *data;
+  bool owned;
+} view;
+
+static accel_status view_in(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, view *v) {
+  v->a = a;
+  v->owned = false;
+  if (accel__array_is_contiguous(a)) {
+    v->data = a->data;
+    return ACCEL_OK;
+  }
+  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
+  if (!(v->data = malloc(bytes ? bytes : 1)))
+    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a contiguous copy of %s", F, what);
+  v->owned = true;
+  accel__array_pack(a, v->data);
+  return ACCEL_OK;
+}
+
+static accel_status view_out(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, view *v) {
+  v->a = a;
+  v->owned = false;
+  if (accel__array_is_contiguous(a)) {
+    v->data = a->data;
+    return ACCEL_OK;
+  }
+  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
+  if (!(v->data = malloc(bytes ? bytes : 1)))
+    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a contiguous copy of %s", F, what);
+  v->owned = true;
+  return ACCEL_OK;
+}
+
+/* An output that is also read (watershed's markers, fill in place): packed. */
+static accel_status view_inout(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, view *v) {
+  return view_in(ctx, F, what, a, v);
+}
+
+static void view_commit(view *v) {
+  if (v->owned) accel__array_unpack(v->data, v->a);
+}
+
+static void view_free(view *v) {
+  if (v->owned) free(v->data);
+  v->owned = false;
+}
+
+static const char *dtype_list(const accel_dtype *ok, int n, char *buf, size_t cap) {
+  size_t at = 0;
+  buf[0] = '\0';
+  for (int i = 0; i < n && at < cap; i++)
+    at += (size_t)snprintf(buf + at, cap - at, "%s%s", i ? (i + 1 == n ? " or " : ", ") : "", accel__dtype_name(ok[i]));
+  return buf;
+}
+
+/* A 3-D volume of one of the given dtypes, of `shape` if given (else it sets it). */
+static accel_status check_volume(accel_ctx *ctx, const char *F, const char *what, const accel_array *a,
+                                 const accel_dtype *ok, int nok, accel__dims *shape, bool set_shape) {
+  accel_status s = accel__array_check(ctx, F, what, a);
+  if (s) return s;
+  if (a->ndim != 3)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be a 3-D volume (z, y, x), not %d-D", F, what,
+                       (int)a->ndim);
+  bool dtype_ok = false;
+  for (int i = 0; i < nok; i++) dtype_ok = dtype_ok || a->dtype == ok[i];
+  if (!dtype_ok) {
+    char list[128];
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be %s, not %s", F, what,
+                       dtype_list(ok, nok, list, sizeof list), accel__dtype_name(a->dtype));
+  }
+  const accel__dims d = {a->shape[0], a->shape[1], a->shape[2]};
+  if (set_shape) {
+    if (accel__dims_count(d) >= ACCEL__CT_NONE)
+      return accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s has %llu voxels; at most %u", F, what,
+                         (unsigned long long)accel__dims_count(d), ACCEL__CT_NONE - 1);
+    *shape = d;
+  } else if (d.nz != shape->nz || d.ny != shape->ny || d.nx != shape->nx) {
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has shape (%lld, %lld, %lld), expected (%lld, %lld, %lld)",
+                       F, what, (long long)d.nz, (long long)d.ny, (long long)d.nx, (long long)shape->nz,
+                       (long long)shape->ny, (long long)shape->nx);
+  }
+  return ACCEL_OK;
+}
+
+static const accel_dtype U8[] = {ACCEL_DTYPE_U8}, F32[] = {ACCEL_DTYPE_F32}, I32[] = {ACCEL_DTYPE_I32};
+
+/* Outputs must not overlap inputs, except when they are the same view. */
+static accel_status check_overlap(accel_ctx *ctx, const char *F, const accel_array *out, const accel_array *in,
+                                  const char *what, bool same_allowed) {
+  if (!in || !accel__arrays_overlap(out, in)) return ACCEL_OK;
+  const bool same = out->data == in->data && out->dtype == in->dtype &&
+                    memcmp(out->strides, in->strides, 3 * sizeof(int64_t)) == 0;
+  if (same && same_allowed) return ACCEL_OK;
+  return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: the output overlaps %s%s", F, what,
+                     same_allowed ? " (only the very same array is allowed)" : "");
+}
+
+static accel_status check_spacing(accel_ctx *ctx, const char *F, const double *in, double out[3]) {
+  for (int a = 0; a < 3; a++) {
+    out[a] = in ? in[a] : 1.0;
+    if (!(out[a] > 0) || !isfinite(out[a]))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: spacing[%d] = %g must be positive and finite", F, a, out[a]);
+  }
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+#define RUN_OP(NAME)                                                                                                   \
+  static int run_##NAME(const accel__backend *b, accel__call *call, void *job) {                                     \
+    if (!b->ct || !b->ct->NAME) return ACCEL__NOT_IMPLEMENTED;                                                         \
+    return b->ct->NAME(call, job);                                                                                     \
+  }
+RUN_OP(rescale)
+RUN_OP(threshold)
+RUN_OP(fill_holes)
+RUN_OP(edt)
+RUN_OP(markers)
+
+static int run_watershed(const accel__backend *b, accel__call *call, void *job) {
+  /* scikit-image's tie order is a sequential binary heap's: the CPU's */
+  if (!b->ct || !b->ct->watershed || (b->kind != ACCEL_BACKEND_CPU && ((accel__ct_job *)job)->ties != ACCEL_CT_TIES_STABLE))
+    return ACCEL__NOT_IMPLEMENTED;
+  return b->ct->watershed(call, job);
+}
+
+static int run_pipeline(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->ct || !b->ct->pipeline) return ACCEL__NOT_IMPLEMENTED;
+  return b->ct->pipeline(call, job);
+}
+
+/* ------------------------------------------------------------ stages */
+
+accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const double *slope, const double *intercept,
+                              const accel_array *out) {
+  static const char F[] = "accel_ct_rescale";
+  static const accel_dtype ok[] = {ACCEL_DTYPE_I16, ACCEL_DTYPE_U16};
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel__dims d;
+  accel_status s = check_volume(ctx, F, "in", in, ok, 2, &d, true);
+  if (!s) s = check_volume(ctx, F, "out", out, F32, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, in, "in", false);
+  if (s) return s;
+  for (int64_t z = 0; z < d.nz; z++)
+    if ((slope && !isfinite(slope[z])) || (intercept && !isfinite(intercept[z])))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: slope or intercept of slice %lld is not finite", F,
+                         (long long)z);
+  view vi, vo;
+  if ((s = view_in(ctx, F, "in", in, &vi))) return s;
+  if ((s = view_out(ctx, F, "out", out, &vo))) {
+    view_free(&vi);
+    return s;
+  }
+  accel__ct_job job = {.stage = "ct.rescale", .d = d, .in = vi.data, .in_dtype = in->dtype, .slope = slope,
+                       .intercept = intercept, .out = vo.data};
+  s = accel__dispatch(ctx, "ct.rescale", run_rescale, &job);
+  if (!s) view_commit(&vo);
+  view_free(&vi);
+  view_free(&vo);
+  return s;
+}
+
+accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double threshold, accel_ct_compare compare,
+                                const accel_array *out) {
+  static const char F[] = "accel_ct_threshold";
+  static const accel_dtype ok[] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_I16, ACCEL_DTYPE_U16, ACCEL_DTYPE_I32, ACCEL_DTYPE_F32};
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  if ((unsigned)compare > ACCEL_CT_LESS_EQUAL)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown comparison %d", F, (int)compare);
+  if (isnan(threshold)) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: threshold is NaN", F);
+  accel__dims d;
+  accel_status s = check_volume(ctx, F, "in", in, ok, 5, &d, true);
+  if (!s) s = check_volume(ctx, F, "out", out, U8, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, in, "in", in->dtype == ACCEL_DTYPE_U8);
+  if (s) return s;
+  view vi, vo;
+  if ((s = view_in(ctx, F, "in", in, &vi))) return s;
+  if ((s = view_out(ctx, F, "out", out, &vo))) {
+    view_free(&vi);
+    return s;
+  }
+  accel__ct_job job = {.stage = "ct.threshold", .d = d, .in = vi.data, .in_dtype = in->dtype, .threshold = threshold,
+                       .compare = compare, .out = vo.data};
+  s = accel__dispatch(ctx, "ct.threshold", run_threshold, &job);
+  if (!s) view_commit(&vo);
+  view_free(&vi);
+  view_free(&vo);
+  return s;
+}
+
+accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_ct_connectivity connectivity,
+                                 const accel_array *out) {
+  static const char F[] = "accel_ct_fill_holes";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  if (connectivity != ACCEL_CT_FACES && connectivity != ACCEL_CT_CORNERS)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: connectivity must be 6 or 26, not %d", F, (int)connectivity);
+  accel__dims d;
+  accel_status s = check_volume(ctx, F, "mask", mask, U8, 1, &d, true);
+  if (!s) s = check_volume(ctx, F, "out", out, U8, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, mask, "mask", true);
+  if (s) return s;
+  view vi, vo;
+  if ((s = view_in(ctx, F, "mask", mask, &vi))) return s;
+  if ((s = view_out(ctx, F, "out", out, &vo))) {
+    view_free(&vi);
+    return s;
+  }
+  accel__ct_job job = {.stage = "ct.fill_holes", .d = d, .mask = vi.data, .connectivity = (int)connectivity,
+                       .out = vo.data};
+  s = accel__dispatch(ctx, "ct.fill_holes", run_fill_holes, &job);
+  if (!s) view_commit(&vo);
+  view_free(&vi);
+  view_free(&vo);
+  return s;
+}
+
+accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double *spacing, const accel_array *out) {
+  static const char F[] = "accel_ct_edt";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel__dims d;
+  double sp[3];
+  accel_status s = check_volume(ctx, F, "mask", mask, U8, 1, &d, true);
+  if (!s) s = check_volume(ctx, F, "out", out, F32, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, mask, "mask", false);
+  if (!s) s = check_spacing(ctx, F, spacing, sp);
+  if (s) return s;
+  view vi, vo;
+  if ((s = view_in(ctx, F, "mask", mask, &vi))) return s;
+  if ((s = view_out(ctx, F, "out", out, &vo))) {
+    view_free(&vi);
+    return s;
+  }
+  accel__ct_job job = {.stage = "ct.edt", .d = d, .mask = vi.data, .out = vo.data};
+  memcpy(job.spacing, sp, sizeof sp);
+  s = accel__dispatch(ctx, "ct.edt", run_edt, &job);
+  if (!s) view_commit(&vo);
+  view_free(&vi);
+  view_free(&vo);
+  return s;
+}
+
+enum { MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options), WATERSHED_OPTIONS_V1 = sizeof(accel_ct_watershed_options),
+       PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options), OUTPUTS_V1 = sizeof(accel_ct_outputs) };
+
+accel_status accel_ct_marker_options_init(accel_ct_marker_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_marker_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->min_distance = 3;
+  return ACCEL_OK;
+}
+
+static accel_status finite_nonnegative(accel_ctx *ctx, const char *F, const float *v, uint64_t n, const char *what) {
+  for (uint64_t i = 0; i < n; i++)
+    if (!(v[i] >= 0) || isinf(v[i]))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s[%llu] = %g: a distance map is finite and not negative",
+                         F, what, (unsigned long long)i, (double)v[i]);
+  return ACCEL_OK;
+}
+
+accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
+                              const accel_ct_marker_options *options, const accel_array *out, uint32_t *count) {
+  static const char F[] = "accel_ct_markers";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel_ct_marker_options o;
+  accel_ct_marker_options_init(&o);
+  accel_status s = ACCEL_OK;
+  if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, MARKER_OPTIONS_V1))) return s;
+  if (o.min_distance < 0) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: min_distance %d < 0", F, o.min_distance);
+  if (!(o.smooth_sigma >= 0) || isinf(o.smooth_sigma))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: smooth_sigma %g must be >= 0", F, o.smooth_sigma);
+  accel__dims d;
+  s = check_volume(ctx, F, "edt", edt, F32, 1, &d, true);
+  if (!s) s = check_volume(ctx, F, "mask", mask, U8, 1, &d, false);
+  if (!s) s = check_volume(ctx, F, "out", out, I32, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, edt, "edt", false);
+  if (!s) s = check_overlap(ctx, F, out, mask, "mask", false);
+  if (s) return s;
+  view ve, vm, vo;
+  if ((s = view_in(ctx, F, "edt", edt, &ve))) return s;
+  if ((s = finite_nonnegative(ctx, F, ve.data, accel__dims_count(d), "edt")) ||
+      (s = view_in(ctx, F, "mask", mask, &vm))) {
+    view_free(&ve);
+    return s;
+  }
+  if ((s = view_out(ctx, F, "out", out, &vo))) {
+    view_free(&ve);
+    view_free(&vm);
+    return s;
+  }
+  accel__ct_job job = {.stage = "ct.markers", .d = d, .image = ve.data, .mask = vm.data, .min_distance = o.min_distance,
+                       .sigma = o.smooth_sigma, .out = vo.data, .progress = o.progress,
+                       .progress_user = o.progress_user};
+  s = accel__dispatch(ctx, "ct.markers", run_markers, &job);
+  if (!s) {
+    view_commit(&vo);
+    if (count) *count = job.count;
+  }
+  view_free(&ve);
+  view_free(&vm);
+  view_free(&vo);
+  return s;
+}
+
+accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_watershed_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->ties = ACCEL_CT_TIES_SKIMAGE;
+  return ACCEL_OK;
+}
+
+accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,
+                                const accel_array *mask, const accel_ct_watershed_options *options,
+                                const accel_array *out) {
+  static const char F[] = "accel_ct_watershed";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel_ct_watershed_options o;
+  accel_ct_watershed_options_init(&o);
+  accel_status s = ACCEL_OK;
+  if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, WATERSHED_OPTIONS_V1))) return s;
+  if (o.ties != ACCEL_CT_TIES_SKIMAGE && o.ties != ACCEL_CT_TIES_STABLE)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown ties rule %d", F, (int)o.ties);
+  accel__dims d;
+  s = check_volume(ctx, F, "image", image, F32, 1, &d, true);
+  if (!s) s = check_volume(ctx, F, "markers", markers, I32, 1, &d, false);
+  if (!s && mask) s = check_volume(ctx, F, "mask", mask, U8, 1, &d, false);
+  if (!s) s = check_volume(ctx, F, "out", out, I32, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, image, "image", false);
+  if (!s) s = check_overlap(ctx, F, out, mask, "mask", false);
+  if (!s) s = check_overlap(ctx, F, out, markers, "markers", true);
+  if (s) return s;
+  const uint64_t n = accel__dims_count(d);
+  view vi, vm = {NULL, NULL, false}, vo;
+  if ((s = view_in(ctx, F, "image", image, &vi))) return s;
+  for (uint64_t i = 0; i < n && !s; i++)
+    if (isnan(((const float *)vi.data)[i]))
+      s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: image[%llu] is NaN", F, (unsigned long long)i);
+  if (!s && mask) s = view_in(ctx, F, "mask", mask, &vm);
+  /* the output starts as the markers */
+  if (!s) {
+    if (out->data == markers->data) {
+      s = view_inout(ctx, F, "out", out, &vo);
+    } else if (!(s = view_out(ctx, F, "out", out, &vo))) {
+      view vk;
+      if (!(s = view_in(ctx, F, "markers", markers, &vk))) {
+        memcpy(vo.data, vk.data, n * sizeof(int32_t));
+        view_free(&vk);
+      } else {
+        view_free(&vo);
+      }
+    }
+  }
+  if (s) {
+    view_free(&vi);
+    view_free(&vm);
+    return s;
+  }
+  for (uint64_t i = 0; i < n && !s; i++)
+    if (((const int32_t *)vo.data)[i] == INT32_MIN)
+      s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: marker value %d is reserved", F, INT32_MIN);
+  accel__ct_job job = {.stage = "ct.watershed", .d = d, .image = vi.data, .mask = vm.data, .ties = o.ties,
+                       .out = vo.data, .progress = o.progress, .progress_user = o.progress_user};
+  if (!s) s = accel__dispatch(ctx, "ct.watershed", run_watershed, &job);
+  if (!s) view_commit(&vo);
+  view_free(&vi);
+  view_free(&vm);
+  view_free(&vo);
+  return s;
+}
+
+accel_status accel_ct_network_build(accel_ctx *ctx, const accel_array *labels, const accel_array *edt,
+                                    const double *spacing, accel_ct_network **out) {
+  static const char F[] = "accel_ct_network_build";
+  if (!ctx || !out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  *out = NULL;
+  accel__dims d;
+  double sp[3];
+  accel_status s = check_volume(ctx, F, "labels", labels, I32, 1, &d, true);
+  if (!s) s = check_volume(ctx, F, "edt", edt, F32, 1, &d, false);
+  if (!s) s = check_spacing(ctx, F, spacing, sp);
+  if (s) return s;
+  view vl, ve;
+  if ((s = view_in(ctx, F, "labels", labels, &vl))) return s;
+  if ((s = view_in(ctx, F, "edt", edt, &ve))) {
+    view_free(&vl);
+    return s;
+  }
+  const double t0 = accel__now();
+  s = accel__ct_network_cpu(vl.data, ve.data, d, sp, accel__ctx_threads(ctx), out);
+  accel__stats_delta delta = {.runs = 1, .cpu_runs = s ? 0 : 1, .failures = s ? 1 : 0, .seconds = accel__now() - t0};
+  accel__stats_add(ctx, "ct.network", &delta);
+  view_free(&vl);
+  view_free(&ve);
+  if (s) return accel__fail(ctx, s, "%s: out of memory", F);
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ the pipeline */
+
+struct accel_ct_pipeline {
+  accel_ctx *ctx;
+  accel_ct_pipeline_options o;
+  double *slope, *intercept; /* our copies */
+  int64_t nslopes;
+};
+
+accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_pipeline_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->compare = ACCEL_CT_GREATER;
+  o->fill_connectivity = ACCEL_CT_FACES;
+  o->pores = ACCEL_CT_PORES_CLOSED;
+  o->spacing[0] = o->spacing[1] = o->spacing[2] = 1.0;
+  o->min_distance = 3;
+  o->ties = ACCEL_CT_TIES_SKIMAGE;
+  return ACCEL_OK;
+}
+
+accel_status accel_ct_outputs_init(accel_ct_outputs *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_outputs_init: outputs is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  return ACCEL_OK;
+}
+
+accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_options *options,
+                                      accel_ct_pipeline **out) {
+  static const char F[] = "accel_ct_pipeline_create";
+  if (!ctx || !out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  *out = NULL;
+  accel_ct_pipeline_options o;
+  accel_ct_pipeline_options_init(&o);
+  accel_status s;
+  if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, PIPELINE_OPTIONS_V1))) return s;
+  if (!o.slope != !o.intercept)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: give slope and intercept together, or neither", F);
+  if ((unsigned)o.compare > ACCEL_CT_LESS_EQUAL)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown comparison %d", F, (int)o.compare);
+  if (isnan(o.threshold)) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: threshold is NaN", F);
+  if (o.fill_connectivity != ACCEL_CT_FACES && o.fill_connectivity != ACCEL_CT_CORNERS)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: fill_connectivity must be 6 or 26", F);
+  if (o.pores != ACCEL_CT_PORES_CLOSED && o.pores != ACCEL_CT_PORES_ALL)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown pores mode %d", F, (int)o.pores);
+  if (o.min_distance < 0) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: min_distance < 0", F);
+  if (!(o.smooth_sigma >= 0) || isinf(o.smooth_sigma))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: smooth_sigma must be >= 0", F);
+  if (o.ties != ACCEL_CT_TIES_SKIMAGE && o.ties != ACCEL_CT_TIES_STABLE)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown ties rule %d", F, (int)o.ties);
+  double sp[3];
+  if ((s = check_spacing(ctx, F, o.spacing, sp))) return s;
+  accel_ct_pipeline *p = calloc(1, sizeof *p);
+  if (!p) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  p->ctx = ctx;
+  p->o = o;
+  p->o.slope = p->o.intercept = NULL; /* copied at run time, when Z is known */
+  p->slope = (double *)o.slope;       /* the caller's, read at each run */
+  p->intercept = (double *)o.intercept;
+  *out = p;
+  return ACCEL_OK;
+}
+
+void accel_ct_pipeline_destroy(accel_ct_pipeline *p) { free(p); }
+
+accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *input, const accel_array *markers,
+                                   accel_ct_outputs *outputs) {
+  static const char F[] = "accel_ct_pipeline_run";
+  if (!p || !outputs) return accel__fail(p ? p->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  accel_ctx *ctx = p->ctx;
+  accel_ct_outputs o;
+  accel_ct_outputs_init(&o);
+  accel_status s = accel__versioned_in(ctx, F, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
+  if (s) return s;
+  static const accel_dtype in_ok[] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_I16, ACCEL_DTYPE_U16, ACCEL_DTYPE_I32,
+                                      ACCEL_DTYPE_F32};
+  accel__dims d;
+  if ((s = check_volume(ctx, F, "input", input, in_ok, 5, &d, true))) return s;
+  if (p->slope && input->dtype != ACCEL_DTYPE_I16 && input->dtype != ACCEL_DTYPE_U16)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: rescaling needs an I16 or U16 input, not %s", F,
+                       accel__dtype_name(input->dtype));
+  if (markers && (s = check_volume(ctx, F, "markers", markers, I32, 1, &d, false))) return s;
+  const struct {
+    const accel_array *a;
+    const accel_dtype *dt;
+    const char *what;
+  } outs[] = {{o.solid, U8, "outputs.solid"},   {o.filled, U8, "outputs.filled"},    {o.pores, U8, "outputs.pores"},
+              {o.edt, F32, "outputs.edt"},      {o.markers, I32, "outputs.markers"}, {o.labels, I32, "outputs.labels"}};
+  enum { NOUT = sizeof outs / sizeof outs[0] };
+  for (int k = 0; k < NOUT; k++) {
+    if (!outs[k].a) continue;
+    if ((s = check_volume(ctx, F, outs[k].what, outs[k].a, outs[k].dt, 1, &d, false)) ||
+        (s = check_overlap(ctx, F, outs[k].a, input, "the input", false)) ||
+        (s = check_overlap(ctx, F, outs[k].a, markers, "the markers", false)))
+      return s;
+    for (int j = 0; j < k; j++)
+      if (outs[j].a && (s = check_overlap(ctx, F, outs[k].a, outs[j].a, outs[j].what, false))) return s;
+  }
+  if (o.network) *o.network = NULL;
+  view vin, vmk = {NULL, NULL, false}, vo[NOUT];
+  memset(vo, 0, sizeof vo);
+  if ((s = view_in(ctx, F, "input", input, &vin))) return s;
+  if (markers && (s = view_in(ctx, F, "markers", markers, &vmk))) goto done;
+  for (int k = 0; k < NOUT; k++)
+    if (outs[k].a && (s = view_out(ctx, F, outs[k].what, outs[k].a, &vo[k]))) goto done;
+  accel__ct_pipeline_job job;
+  memset(&job, 0, sizeof job);
+  job.d = d;
+  job.in = vin.data;
+  job.in_dtype = input->dtype;
+  job.o = p->o;
+  job.o.slope = p->slope;
+  job.o.intercept = p->intercept;
+  job.given_markers = vmk.data;
+  job.solid = vo[0].data;
+  job.filled = vo[1].data;
+  job.pores = vo[2].data;
+  job.edt = vo[3].data;
+  job.markers = vo[4].data;
+  job.labels = vo[5].data;
+  job.want_network = o.network != NULL;
+  s = accel__dispatch(ctx, "ct.pipeline", run_pipeline, &job);
+  if (!s) {
+    for (int k = 0; k < NOUT; k++)
+      if (outs[k].a) view_commit(&vo[k]);
+    if (o.network) *o.network = job.network;
+    o.marker_count = job.marker_count;
+    s = accel__versioned_out(ctx, F, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
+  } else {
+    accel_ct_network_destroy(job.network);
+  }
+done:
+  view_free(&vin);
+  view_free(&vmk);
+  for (int k = 0; k < NOUT; k++) view_free(&vo[k]);
+  return s;
+}

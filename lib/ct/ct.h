@@ -1,0 +1,74 @@
+/*
+ * lib/ct/ct.h - the CT algorithms on contiguous host volumes (internal).
+ *
+ * Volumes are C-ordered (z, y, x) with n = nz * ny * nx < 2^32 voxels, so a
+ * voxel's linear index fits a uint32. Every function here is exact and
+ * deterministic for any thread count; the CUDA kernels reproduce them.
+ */
+#ifndef ACCEL_CT_INTERNAL_H
+#define ACCEL_CT_INTERNAL_H
+
+#include "core/internal.h"
+
+#include "accel/ct.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct accel__dims {
+  int64_t nz, ny, nx;
+} accel__dims;
+
+static inline uint64_t accel__dims_count(accel__dims d) { return (uint64_t)d.nz * (uint64_t)d.ny * (uint64_t)d.nx; }
+
+enum { ACCEL__CT_NONE = 0xffffffffu }; /* "no component" in label arrays */
+
+/* ---- connected components */
+
+/* For every voxel whose mask value is selected (nonzero if want_set, zero
+ * otherwise): the smallest linear index of its component (connectivity 6 or
+ * 26) in root[]; ACCEL__CT_NONE elsewhere. root must hold n entries. */
+accel_status accel__ct_components(const uint8_t *mask, accel__dims d, bool want_set, int connectivity, int threads,
+                                  uint32_t *root);
+
+/* ---- stages */
+
+void accel__ct_rescale_cpu(const void *in, accel_dtype dtype, accel__dims d, const double *slope,
+                           const double *intercept, float *out, int threads);
+void accel__ct_threshold_cpu(const void *in, accel_dtype dtype, uint64_t n, double t, accel_ct_compare cmp,
+                             uint8_t *out, int threads);
+/* out may equal mask. */
+accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int connectivity, int threads, uint8_t *out);
+/* spacing: (z, y, x). */
+accel_status accel__ct_edt_cpu(const uint8_t *mask, accel__dims d, const double spacing[3], int threads, float *out);
+
+/* SciPy's gaussian_filter(in, sigma, truncate=4.0, mode='reflect') of a
+ * float32 volume (one sigma for every axis, in voxels). out may equal in. */
+accel_status accel__ct_gaussian_cpu(const float *in, accel__dims d, double sigma, int threads, float *out);
+
+/* Peak search (peak_local_max semantics, see accel/ct.h); markers numbered
+ * in C order into out (I32). */
+accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance,
+                                   int threads, int32_t *out, uint32_t *count);
+
+/* Priority flood (watershed semantics, see accel/ct.h). labels holds the
+ * markers on entry (already restricted to the mask), the labels on return.
+ * mask may be NULL (everywhere). progress may be NULL. */
+accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, accel__dims d, accel_ct_ties ties,
+                                     int32_t *labels, accel_progress_fn progress, void *progress_user);
+
+/* numpy 1.x's argsort(kind='quicksort') of float32 keys without NaN: the
+ * introsort (median of three, insertion sort below 16, heapsort beyond the
+ * depth limit) whose order of equal keys peak_local_max inherits. */
+void accel__np_argsort_f32(const float *keys, int64_t *order, int64_t n);
+
+/* The network (see accel/ct.h). */
+accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, accel__dims d, const double spacing[3],
+                                   int threads, accel_ct_network **out);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_CT_INTERNAL_H */

@@ -1,0 +1,286 @@
+/* The pore network of a label volume: regions, throats, porosity. */
+#include "ct/ct.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+struct accel_ct_network {
+  size_t nregions, nthroats;
+  accel_ct_region *regions;
+  accel_ct_throat *throats;
+  double porosity;
+};
+
+typedef struct racc { /* a region's sums */
+  uint64_t voxels;
+  double sz, sy, sx;
+  float maxedt;
+} racc;
+
+typedef struct tacc { /* a throat's sums; key = a << 32 | b, 0 = empty slot */
+  uint64_t key;
+  uint64_t faces[3]; /* faces normal to z, y, x */
+  float radius;
+} tacc;
+
+typedef struct tmap {
+  tacc *slot;
+  size_t cap, n;
+} tmap;
+
+static uint64_t mix(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  return x;
+}
+
+static tacc *tmap_get(tmap *m, uint64_t key) {
+  if ((m->n + 1) * 2 > m->cap) {
+    size_t cap = m->cap ? m->cap * 2 : 1024;
+    tacc *s = calloc(cap, sizeof *s);
+    if (!s) return NULL;
+    for (size_t i = 0; i < m->cap; i++)
+      if (m->slot[i].key) {
+        size_t j = mix(m->slot[i].key) & (cap - 1);
+        while (s[j].key) j = (j + 1) & (cap - 1);
+        s[j] = m->slot[i];
+      }
+    free(m->slot);
+    m->slot = s;
+    m->cap = cap;
+  }
+  size_t j = mix(key) & (m->cap - 1);
+  while (m->slot[j].key && m->slot[j].key != key) j = (j + 1) & (m->cap - 1);
+  if (!m->slot[j].key) {
+    m->slot[j].key = key;
+    m->n++;
+  }
+  return &m->slot[j];
+}
+
+static int cmp_u32(const void *a, const void *b) {
+  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+static int cmp_throat(const void *a, const void *b) {
+  const accel_ct_throat *x = a, *y = b;
+  if (x->a != y->a) return x->a < y->a ? -1 : 1;
+  return (x->b > y->b) - (x->b < y->b);
+}
+
+/* Labels to dense region numbers: a direct table when the largest label is
+ * small enough, else the sorted distinct labels (binary search). */
+typedef struct label_map {
+  uint32_t *direct; /* label -> region + 1 (0: absent) */
+  uint32_t *sorted; /* distinct labels */
+  size_t nsorted;
+} label_map;
+
+static inline uint32_t region_of(const label_map *lm, uint32_t label) {
+  if (lm->direct) return lm->direct[label] - 1;
+  size_t lo = 0, hi = lm->nsorted;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (lm->sorted[mid] < label) lo = mid + 1;
+    else hi = mid;
+  }
+  return (uint32_t)lo;
+}
+
+accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, accel__dims d, const double spacing[3],
+                                   int threads, accel_ct_network **out) {
+  const uint64_t n = accel__dims_count(d);
+  accel_status st = ACCEL_OK;
+  label_map lm = {NULL, NULL, 0};
+  racc *ra = NULL;
+  tmap *maps = NULL;
+  accel_ct_network *net = calloc(1, sizeof *net);
+  if (!net) return ACCEL_ERR_OUT_OF_MEMORY;
+  int32_t maxl = 0;
+  uint64_t labelled = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (labels[i] > 0) {
+      labelled++;
+      if (labels[i] > maxl) maxl = labels[i];
+    }
+  net->porosity = n ? (double)labelled / (double)n : 0.0;
+  size_t nreg = 0;
+  if ((uint64_t)maxl <= n + 1024) {
+    lm.direct = calloc((size_t)maxl + 1, sizeof(uint32_t));
+    if (!lm.direct) goto oom;
+    for (uint64_t i = 0; i < n; i++)
+      if (labels[i] > 0) lm.direct[labels[i]] = 1;
+    for (int32_t l = 1; l <= maxl; l++)
+      if (lm.direct[l]) lm.direct[l] = (uint32_t)++nreg;
+  } else {
+    lm.sorted = malloc((labelled ? labelled : 1) * sizeof(uint32_t));
+    if (!lm.sorted) goto oom;
+    for (uint64_t i = 0; i < n; i++)
+      if (labels[i] > 0) lm.sorted[lm.nsorted++] = (uint32_t)labels[i];
+    qsort(lm.sorted, lm.nsorted, sizeof(uint32_t), cmp_u32);
+    for (size_t i = 0; i < lm.nsorted; i++)
+      if (i == 0 || lm.sorted[i] != lm.sorted[nreg - 1]) lm.sorted[nreg++] = lm.sorted[i];
+    lm.nsorted = nreg;
+  }
+  const int nt = threads < 1 ? 1 : threads;
+  ra = calloc((size_t)nt * (nreg ? nreg : 1), sizeof *ra);
+  maps = calloc((size_t)nt, sizeof *maps);
+  if (!ra || !maps) goto oom;
+  int oom_flag = 0;
+#pragma omp parallel num_threads(nt)
+  {
+#ifdef _OPENMP
+    const int t = omp_get_thread_num();
+#else
+    const int t = 0;
+#endif
+    racc *mine = ra + (size_t)t * nreg;
+    tmap *tm = &maps[t];
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t z = 0; z < d.nz; z++)
+      for (int64_t y = 0; y < d.ny; y++)
+        for (int64_t x = 0; x < d.nx; x++) {
+          const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
+          const int32_t a = labels[i];
+          if (a <= 0) continue;
+          racc *r = &mine[region_of(&lm, (uint32_t)a)];
+          r->voxels++;
+          r->sz += (double)z;
+          r->sy += (double)y;
+          r->sx += (double)x;
+          if (edt[i] > r->maxedt) r->maxedt = edt[i];
+          const int64_t step[3] = {d.ny * d.nx, d.nx, 1};
+          const bool inside[3] = {z + 1 < d.nz, y + 1 < d.ny, x + 1 < d.nx};
+          for (int ax = 0; ax < 3; ax++) {
+            if (!inside[ax]) continue;
+            const uint64_t j = i + (uint64_t)step[ax];
+            const int32_t b = labels[j];
+            if (b <= 0 || b == a) continue;
+            const uint32_t lo = (uint32_t)(a < b ? a : b), hi = (uint32_t)(a < b ? b : a);
+            tacc *th = tmap_get(tm, (uint64_t)lo << 32 | hi);
+            if (!th) {
+              __atomic_store_n(&oom_flag, 1, __ATOMIC_RELAXED);
+              continue;
+            }
+            th->faces[ax]++;
+            const float m = edt[i] < edt[j] ? edt[i] : edt[j];
+            if (m > th->radius) th->radius = m;
+          }
+        }
+  }
+  if (oom_flag) goto oom;
+  /* regions: the threads' sums added in thread order (deterministic) */
+  net->regions = calloc(nreg ? nreg : 1, sizeof(accel_ct_region));
+  if (!net->regions) goto oom;
+  net->nregions = nreg;
+  const double cell = spacing[0] * spacing[1] * spacing[2];
+  for (size_t r = 0; r < nreg; r++) {
+    racc sum = {0, 0, 0, 0, 0};
+    for (int t = 0; t < nt; t++) {
+      const racc *q = &ra[(size_t)t * nreg + r];
+      sum.voxels += q->voxels;
+      sum.sz += q->sz;
+      sum.sy += q->sy;
+      sum.sx += q->sx;
+      if (q->maxedt > sum.maxedt) sum.maxedt = q->maxedt;
+    }
+    accel_ct_region *g = &net->regions[r];
+    g->struct_size = sizeof *g;
+    g->label = lm.direct ? 0 : lm.sorted[r];
+    g->voxels = sum.voxels;
+    g->volume = (double)sum.voxels * cell;
+    g->equivalent_radius = cbrt(3.0 * g->volume / (4.0 * M_PI));
+    const double v = sum.voxels ? (double)sum.voxels : 1.0;
+    g->centroid[0] = sum.sz / v * spacing[0];
+    g->centroid[1] = sum.sy / v * spacing[1];
+    g->centroid[2] = sum.sx / v * spacing[2];
+    g->inscribed_radius = sum.maxedt;
+  }
+  if (lm.direct)
+    for (int32_t l = 1; l <= maxl; l++)
+      if (lm.direct[l]) net->regions[lm.direct[l] - 1].label = (uint32_t)l;
+  /* throats: the threads' maps merged, sorted by (a, b) */
+  tmap all = {NULL, 0, 0};
+  for (int t = 0; t < nt; t++)
+    for (size_t i = 0; i < maps[t].cap; i++) {
+      const tacc *q = &maps[t].slot[i];
+      if (!q->key) continue;
+      tacc *th = tmap_get(&all, q->key);
+      if (!th) {
+        free(all.slot);
+        goto oom;
+      }
+      for (int ax = 0; ax < 3; ax++) th->faces[ax] += q->faces[ax];
+      if (q->radius > th->radius) th->radius = q->radius;
+    }
+  net->throats = calloc(all.n ? all.n : 1, sizeof(accel_ct_throat));
+  if (!net->throats) {
+    free(all.slot);
+    goto oom;
+  }
+  const double area[3] = {spacing[1] * spacing[2], spacing[0] * spacing[2], spacing[0] * spacing[1]};
+  for (size_t i = 0; i < all.cap; i++) {
+    const tacc *q = &all.slot[i];
+    if (!q->key) continue;
+    accel_ct_throat *th = &net->throats[net->nthroats++];
+    th->struct_size = sizeof *th;
+    th->a = (uint32_t)(q->key >> 32);
+    th->b = (uint32_t)q->key;
+    th->faces = q->faces[0] + q->faces[1] + q->faces[2];
+    th->area = (double)q->faces[0] * area[0] + (double)q->faces[1] * area[1] + (double)q->faces[2] * area[2];
+    th->inscribed_radius = q->radius;
+  }
+  free(all.slot);
+  qsort(net->throats, net->nthroats, sizeof(accel_ct_throat), cmp_throat);
+  goto done;
+oom:
+  st = ACCEL_ERR_OUT_OF_MEMORY;
+done:
+  free(lm.direct);
+  free(lm.sorted);
+  free(ra);
+  if (maps)
+    for (int t = 0; t < nt; t++) free(maps[t].slot);
+  free(maps);
+  if (st) {
+    accel_ct_network_destroy(net);
+    return st;
+  }
+  *out = net;
+  return ACCEL_OK;
+}
+
+void accel_ct_network_destroy(accel_ct_network *net) {
+  if (!net) return;
+  free(net->regions);
+  free(net->throats);
+  free(net);
+}
+
+accel_status accel_ct_network_info(const accel_ct_network *net, size_t *regions, size_t *throats, double *porosity) {
+  if (!net) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_network_info: network is NULL");
+  if (regions) *regions = net->nregions;
+  if (throats) *throats = net->nthroats;
+  if (porosity) *porosity = net->porosity;
+  return ACCEL_OK;
+}
+
+accel_status accel_ct_network_region(const accel_ct_network *net, size_t i, accel_ct_region *out) {
+  static const char F[] = "accel_ct_network_region";
+  if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  if (i >= net->nregions) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: region %zu of %zu", F, i, net->nregions);
+  return accel__versioned_out(NULL, F, "region", out, &net->regions[i], sizeof *out, sizeof *out);
+}
+
+accel_status accel_ct_network_throat(const accel_ct_network *net, size_t i, accel_ct_throat *out) {
+  static const char F[] = "accel_ct_network_throat";
+  if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  if (i >= net->nthroats) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: throat %zu of %zu", F, i, net->nthroats);
+  return accel__versioned_out(NULL, F, "throat", out, &net->throats[i], sizeof *out, sizeof *out);
+}

@@ -1,0 +1,715 @@
+/* suite_ct: the CT stages and pipeline against SciPy 1.10 / scikit-image
+ * 0.19.3 reference outputs (tests/data/ct, copied from ../shared/data/ct),
+ * and against straightforward implementations written here (brute-force
+ * distances, a breadth-first fill), on random volumes.
+ *
+ *   test_ct            the committed fixtures and the synthetic checks
+ *   test_ct --shared   every folder of ../shared/data/ct (exit 77, skipped,
+ *                      when ../shared is absent)
+ */
+#include "emulated_gpu.h"
+#include "testutil.h"
+
+#include "ct/ct.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#ifndef SHARED_DATA_DIR
+#define SHARED_DATA_DIR "../shared/data"
+#endif
+
+#define EXPECT(cond, ...)                                                                                              \
+  do {                                                                                                                 \
+    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
+  } while (0)
+
+/* ------------------------------------------------------------ fixtures */
+
+/* Load dir/name.npy, or dir/name.npy.gz (gunzipped through a temporary file). */
+static accel_buffer *load(const char *dir, const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+  accel_buffer *b = NULL;
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    ck_assert_msg(accel_npy_load(NULL, path, &b) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
+    return b;
+  }
+  snprintf(path, sizeof path, "%s/%s.npy.gz", dir, name);
+  gzFile gz = gzopen(path, "rb");
+  ck_assert_msg(gz != NULL, "cannot open %s", path);
+  char tmp[] = "/tmp/accel-ct-XXXXXX";
+  int fd = mkstemp(tmp);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "wb");
+  char buf[65536];
+  int n;
+  while ((n = gzread(gz, buf, sizeof buf)) > 0) ck_assert_int_eq(fwrite(buf, 1, (size_t)n, f), n);
+  gzclose(gz);
+  fclose(f);
+  ck_assert_msg(accel_npy_load(NULL, tmp, &b) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
+  unlink(tmp);
+  return b;
+}
+
+static accel_array view_of(accel_buffer *b) {
+  accel_array a;
+  accel_buffer_view(b, &a);
+  return a;
+}
+
+typedef struct fixture {
+  char dir[512], name[128];
+  double threshold, spacing[3];
+  accel_ct_pores pores;
+  accel_buffer *input, *filled, *pores_ref, *edt, *markers, *labels;
+  accel__dims d;
+  uint64_t n;
+} fixture;
+
+static void load_fixture(fixture *fx, const char *root, const char *name) {
+  memset(fx, 0, sizeof *fx);
+  snprintf(fx->dir, sizeof fx->dir, "%s/%s", root, name);
+  snprintf(fx->name, sizeof fx->name, "%s", name);
+  char path[1024], line[256];
+  snprintf(path, sizeof path, "%s/meta.txt", fx->dir);
+  FILE *f = fopen(path, "r");
+  ck_assert_msg(f != NULL, "%s", path);
+  while (fgets(line, sizeof line, f)) {
+    double a, b, c;
+    char mode[32];
+    if (sscanf(line, "threshold %lf", &a) == 1) fx->threshold = a;
+    if (sscanf(line, "sampling (%lf, %lf, %lf)", &a, &b, &c) == 3) {
+      fx->spacing[0] = a;
+      fx->spacing[1] = b;
+      fx->spacing[2] = c;
+    }
+    if (sscanf(line, "pores %31s", mode) == 1) fx->pores = strcmp(mode, "all") == 0 ? ACCEL_CT_PORES_ALL : ACCEL_CT_PORES_CLOSED;
+  }
+  fclose(f);
+  ck_assert(fx->spacing[0] > 0);
+  fx->input = load(fx->dir, "input");
+  fx->filled = load(fx->dir, "filled");
+  fx->pores_ref = load(fx->dir, "pores");
+  fx->edt = load(fx->dir, "edt");
+  fx->markers = load(fx->dir, "markers");
+  fx->labels = load(fx->dir, "labels");
+  accel_array in = view_of(fx->input);
+  fx->d = (accel__dims){in.shape[0], in.shape[1], in.shape[2]};
+  fx->n = accel__dims_count(fx->d);
+}
+
+static void free_fixture(fixture *fx) {
+  accel_buffer_destroy(fx->input);
+  accel_buffer_destroy(fx->filled);
+  accel_buffer_destroy(fx->pores_ref);
+  accel_buffer_destroy(fx->edt);
+  accel_buffer_destroy(fx->markers);
+  accel_buffer_destroy(fx->labels);
+}
+
+static accel_array new_volume(void **data, accel_dtype dt, accel__dims d) {
+  const int64_t shape[3] = {d.nz, d.ny, d.nx};
+  *data = calloc(accel__dims_count(d) ? accel__dims_count(d) : 1, accel_dtype_size(dt));
+  accel_array a;
+  ck_assert_int_eq(accel_array_init(&a, *data, dt, 3, shape), ACCEL_OK);
+  return a;
+}
+
+/* Every stage of one fixture against its references, then the pipeline. */
+static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
+  const uint64_t n = fx->n;
+  accel_array in = view_of(fx->input), ref_filled = view_of(fx->filled), ref_pores = view_of(fx->pores_ref),
+              ref_edt = view_of(fx->edt), ref_markers = view_of(fx->markers), ref_labels = view_of(fx->labels);
+  void *solid_d, *filled_d, *pores_d, *edt_d, *markers_d, *labels_d;
+  accel_array solid = new_volume(&solid_d, ACCEL_DTYPE_U8, fx->d), filled = new_volume(&filled_d, ACCEL_DTYPE_U8, fx->d),
+              pores = new_volume(&pores_d, ACCEL_DTYPE_U8, fx->d), edt = new_volume(&edt_d, ACCEL_DTYPE_F32, fx->d),
+              markers = new_volume(&markers_d, ACCEL_DTYPE_I32, fx->d),
+              labels = new_volume(&labels_d, ACCEL_DTYPE_I32, fx->d);
+  /* threshold + fill holes */
+  ck_assert_int_eq(accel_ct_threshold(ctx, &in, fx->threshold, ACCEL_CT_GREATER, &solid), ACCEL_OK);
+  ck_assert_msg(accel_ct_fill_holes(ctx, &solid, ACCEL_CT_FACES, &filled) == ACCEL_OK, "%s", accel_last_error(ctx));
+  uint64_t bad = 0;
+  for (uint64_t i = 0; i < n; i++) bad += ((uint8_t *)filled_d)[i] != ((uint8_t *)ref_filled.data)[i];
+  ck_assert_msg(bad == 0, "%s: filled differs at %llu voxels", fx->name, (unsigned long long)bad);
+  const uint8_t *s = solid_d, *fl = filled_d;
+  uint8_t *p = pores_d;
+  for (uint64_t i = 0; i < n; i++) p[i] = (uint8_t)(fx->pores == ACCEL_CT_PORES_ALL ? !s[i] : fl[i] && !s[i]);
+  ck_assert_msg(memcmp(p, ref_pores.data, n) == 0, "%s: pores differ", fx->name);
+  /* EDT of the reference pores: within 1e-5 relative (in fact identical) */
+  ck_assert_int_eq(accel_ct_edt(ctx, &ref_pores, fx->spacing, &edt), ACCEL_OK);
+  uint64_t exact = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    const float a = ((float *)edt_d)[i], b = ((float *)ref_edt.data)[i];
+    EXPECT(fabsf(a - b) <= 1e-5f * fabsf(b), "%s: edt[%llu] = %.9g, SciPy %.9g", fx->name, (unsigned long long)i,
+           (double)a, (double)b);
+    exact += a == b;
+  }
+  ck_assert_msg(exact == n, "%s: edt not bit-identical at %llu voxels", fx->name, (unsigned long long)(n - exact));
+  /* markers from the reference distance map */
+  uint32_t count = 0;
+  ck_assert_msg(accel_ct_markers(ctx, &ref_edt, &ref_pores, NULL, &markers, &count) == ACCEL_OK, "%s",
+                accel_last_error(ctx));
+  bad = 0;
+  int32_t refmax = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    bad += ((int32_t *)markers_d)[i] != ((int32_t *)ref_markers.data)[i];
+    if (((int32_t *)ref_markers.data)[i] > refmax) refmax = ((int32_t *)ref_markers.data)[i];
+  }
+  ck_assert_msg(bad == 0, "%s: markers differ at %llu voxels", fx->name, (unsigned long long)bad);
+  ck_assert_uint_eq(count, (uint32_t)refmax);
+  /* watershed of -edt from the reference markers */
+  float *neg = malloc(n * sizeof(float));
+  for (uint64_t i = 0; i < n; i++) neg[i] = -((float *)ref_edt.data)[i];
+  accel_array nega;
+  const int64_t shape[3] = {fx->d.nz, fx->d.ny, fx->d.nx};
+  accel_array_init(&nega, neg, ACCEL_DTYPE_F32, 3, shape);
+  ck_assert_msg(accel_ct_watershed(ctx, &nega, &ref_markers, &ref_pores, NULL, &labels) == ACCEL_OK, "%s",
+                accel_last_error(ctx));
+  bad = 0;
+  for (uint64_t i = 0; i < n; i++) bad += ((int32_t *)labels_d)[i] != ((int32_t *)ref_labels.data)[i];
+  ck_assert_msg(bad == 0, "%s: labels differ at %llu voxels", fx->name, (unsigned long long)bad);
+  if (stable_too) { /* the GPU's tie rule: equal-valued markers in C order */
+    accel_ct_watershed_options wo;
+    accel_ct_watershed_options_init(&wo);
+    wo.ties = ACCEL_CT_TIES_STABLE;
+    ck_assert_int_eq(accel_ct_watershed(ctx, &nega, &ref_markers, &ref_pores, &wo, &labels), ACCEL_OK);
+    uint64_t pore = 0, differ = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      pore += ((uint8_t *)ref_pores.data)[i] != 0;
+      differ += ((int32_t *)labels_d)[i] != ((int32_t *)ref_labels.data)[i];
+    }
+    ck_assert_msg((double)differ <= 0.001 * (double)pore, "%s: stable ties differ at %llu of %llu pore voxels",
+                  fx->name, (unsigned long long)differ, (unsigned long long)pore);
+  }
+  free(neg);
+  /* the pipeline, end to end */
+  accel_ct_pipeline_options po;
+  accel_ct_pipeline_options_init(&po);
+  po.threshold = fx->threshold;
+  po.pores = fx->pores;
+  memcpy(po.spacing, fx->spacing, sizeof po.spacing);
+  accel_ct_pipeline *pl = NULL;
+  ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &pl), ACCEL_OK);
+  memset(filled_d, 7, n);
+  memset(pores_d, 7, n);
+  memset(edt_d, 0, n * 4);
+  memset(markers_d, 0, n * 4);
+  memset(labels_d, 0, n * 4);
+  accel_ct_outputs out;
+  accel_ct_outputs_init(&out);
+  out.filled = &filled;
+  out.pores = &pores;
+  out.edt = &edt;
+  out.markers = &markers;
+  out.labels = &labels;
+  accel_ct_network *net = NULL;
+  out.network = &net;
+  ck_assert_msg(accel_ct_pipeline_run(pl, &in, NULL, &out) == ACCEL_OK, "%s", accel_last_error(ctx));
+  ck_assert_msg(memcmp(filled_d, ref_filled.data, n) == 0, "%s: pipeline filled differs", fx->name);
+  ck_assert_msg(memcmp(pores_d, ref_pores.data, n) == 0, "%s: pipeline pores differ", fx->name);
+  ck_assert_msg(memcmp(edt_d, ref_edt.data, n * 4) == 0, "%s: pipeline edt differs", fx->name);
+  ck_assert_msg(memcmp(markers_d, ref_markers.data, n * 4) == 0, "%s: pipeline markers differ", fx->name);
+  ck_assert_msg(memcmp(labels_d, ref_labels.data, n * 4) == 0, "%s: pipeline labels differ", fx->name);
+  ck_assert_uint_eq(out.marker_count, (uint32_t)refmax);
+  size_t nreg = 0;
+  ck_assert_int_eq(accel_ct_network_info(net, &nreg, NULL, NULL), ACCEL_OK);
+  ck_assert_uint_eq(nreg, (size_t)refmax);
+  accel_ct_network_destroy(net);
+  accel_ct_pipeline_destroy(pl);
+  free(solid_d);
+  free(filled_d);
+  free(pores_d);
+  free(edt_d);
+  free(markers_d);
+  free(labels_d);
+}
+
+static const char *const COMMITTED[] = {"berea_pore", "food_aniso_64x96x80_s1"};
+
+START_TEST(committed_fixtures_equal_the_references) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  fixture fx;
+  load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[_i]);
+  check_fixture(ctx, &fx, true);
+  free_fixture(&fx);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+static const char *const SHARED[] = {"berea_pore", "food_64x96x80_s1", "food_aniso_64x96x80_s1"};
+
+START_TEST(shared_fixtures_equal_the_references) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  fixture fx;
+  load_fixture(&fx, SHARED_DATA_DIR "/ct", SHARED[_i]);
+  check_fixture(ctx, &fx, true);
+  free_fixture(&fx);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ synthetic checks */
+
+static uint64_t rng = 1;
+static uint32_t rnd(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (uint32_t)(rng >> 11);
+}
+
+/* The EDT against every pair (foreground voxel, background voxel), in double. */
+START_TEST(edt_equals_brute_force) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims shapes[] = {{7, 9, 11}, {1, 20, 1}, {13, 1, 6}, {5, 5, 40}, {16, 17, 3}};
+  const double spacings[][3] = {{1, 1, 1}, {2, 0.5, 0.5}, {0.3, 1.7, 1.1}};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (size_t sp = 0; sp < 3; sp++)
+      for (int density = 0; density < 3; density++) {
+        const accel__dims d = shapes[si];
+        const uint64_t n = accel__dims_count(d);
+        void *md, *od;
+        accel_array m = new_volume(&md, ACCEL_DTYPE_U8, d), o = new_volume(&od, ACCEL_DTYPE_F32, d);
+        uint8_t *mk = md;
+        for (uint64_t i = 0; i < n; i++) mk[i] = (uint8_t)(rnd() % 100 >= (density == 0 ? 2 : density == 1 ? 20 : 70));
+        mk[rnd() % n] = 0; /* at least one background voxel */
+        ck_assert_int_eq(accel_ct_edt(ctx, &m, spacings[sp], &o), ACCEL_OK);
+        const bool exact = sp < 2;
+        for (uint64_t i = 0; i < n; i++) {
+          const int64_t z = (int64_t)i / (d.ny * d.nx), y = ((int64_t)i / d.nx) % d.ny, x = (int64_t)i % d.nx;
+          double best = mk[i] ? INFINITY : 0;
+          for (uint64_t j = 0; j < n && mk[i]; j++) {
+            if (mk[j]) continue;
+            const int64_t zz = (int64_t)j / (d.ny * d.nx), yy = ((int64_t)j / d.nx) % d.ny, xx = (int64_t)j % d.nx;
+            const double dz = (double)(z - zz) * spacings[sp][0], dy = (double)(y - yy) * spacings[sp][1],
+                         dx = (double)(x - xx) * spacings[sp][2];
+            const double dd = dz * dz + dy * dy + dx * dx;
+            if (dd < best) best = dd;
+          }
+          const float want = (float)sqrt(best), got = ((float *)od)[i];
+          EXPECT(exact ? got == want : fabsf(got - want) <= 2e-6f * want, "shape %zu spacing %zu voxel %llu: %.9g vs %.9g",
+                 si, sp, (unsigned long long)i, (double)got, (double)want);
+        }
+        free(md);
+        free(od);
+      }
+  /* no background at all: +inf everywhere */
+  void *md, *od;
+  const accel__dims d = {3, 4, 5};
+  accel_array m = new_volume(&md, ACCEL_DTYPE_U8, d), o = new_volume(&od, ACCEL_DTYPE_F32, d);
+  memset(md, 1, 60);
+  ck_assert_int_eq(accel_ct_edt(ctx, &m, NULL, &o), ACCEL_OK);
+  for (int i = 0; i < 60; i++) ck_assert(isinf(((float *)od)[i]));
+  free(md);
+  free(od);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* Fill holes against a breadth-first search from the border. */
+START_TEST(fill_holes_equals_a_flood_from_the_border) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims shapes[] = {{12, 13, 14}, {1, 30, 30}, {20, 1, 9}, {2, 2, 2}, {31, 8, 5}};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+    for (int conn = 0; conn < 2; conn++)
+      for (int density = 40; density <= 70; density += 15) {
+        const accel__dims d = shapes[si];
+        const uint64_t n = accel__dims_count(d);
+        void *md, *od;
+        accel_array m = new_volume(&md, ACCEL_DTYPE_U8, d), o = new_volume(&od, ACCEL_DTYPE_U8, d);
+        uint8_t *mk = md;
+        for (uint64_t i = 0; i < n; i++) mk[i] = (uint8_t)(rnd() % 100 < (uint32_t)density);
+        ck_assert_int_eq(accel_ct_fill_holes(ctx, &m, conn ? ACCEL_CT_CORNERS : ACCEL_CT_FACES, &o), ACCEL_OK);
+        /* reference: flood the background from border voxels */
+        uint8_t *out = malloc(n);
+        uint64_t *queue = malloc(n * sizeof(uint64_t)), qh = 0, qt = 0;
+        for (uint64_t i = 0; i < n; i++) out[i] = 1;
+        for (uint64_t i = 0; i < n; i++) {
+          const int64_t z = (int64_t)i / (d.ny * d.nx), y = ((int64_t)i / d.nx) % d.ny, x = (int64_t)i % d.nx;
+          const bool border = z == 0 || y == 0 || x == 0 || z == d.nz - 1 || y == d.ny - 1 || x == d.nx - 1;
+          if (border && !mk[i]) {
+            out[i] = 0;
+            queue[qt++] = i;
+          }
+        }
+        while (qh < qt) {
+          const uint64_t i = queue[qh++];
+          const int64_t z = (int64_t)i / (d.ny * d.nx), y = ((int64_t)i / d.nx) % d.ny, x = (int64_t)i % d.nx;
+          for (int dz = -1; dz <= 1; dz++)
+            for (int dy = -1; dy <= 1; dy++)
+              for (int dx = -1; dx <= 1; dx++) {
+                if (!conn && abs(dz) + abs(dy) + abs(dx) != 1) continue;
+                const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
+                if (zz < 0 || yy < 0 || xx < 0 || zz >= d.nz || yy >= d.ny || xx >= d.nx) continue;
+                const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
+                if (!mk[j] && out[j]) {
+                  out[j] = 0;
+                  queue[qt++] = j;
+                }
+              }
+        }
+        ck_assert_msg(memcmp(out, od, n) == 0, "shape %zu conn %d density %d", si, conn, density);
+        /* in place */
+        ck_assert_int_eq(accel_ct_fill_holes(ctx, &m, conn ? ACCEL_CT_CORNERS : ACCEL_CT_FACES, &m), ACCEL_OK);
+        ck_assert(memcmp(out, md, n) == 0);
+        free(out);
+        free(queue);
+        free(md);
+        free(od);
+      }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(threshold_and_rescale) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims d = {3, 4, 5};
+  void *id, *fd, *od;
+  accel_array in = new_volume(&id, ACCEL_DTYPE_I16, d), f = new_volume(&fd, ACCEL_DTYPE_F32, d),
+              o = new_volume(&od, ACCEL_DTYPE_U8, d);
+  int16_t *v = id;
+  for (int i = 0; i < 60; i++) v[i] = (int16_t)(i * 37 % 200 - 100);
+  const double slope[3] = {1.0, 2.0, 0.5}, intercept[3] = {-1024, 0, 10.25};
+  ck_assert_int_eq(accel_ct_rescale(ctx, &in, slope, intercept, &f), ACCEL_OK);
+  for (int i = 0; i < 60; i++) ck_assert(((float *)fd)[i] == (float)(v[i] * slope[i / 20] + intercept[i / 20]));
+  const accel_ct_compare cmps[4] = {ACCEL_CT_GREATER, ACCEL_CT_GREATER_EQUAL, ACCEL_CT_LESS, ACCEL_CT_LESS_EQUAL};
+  for (int c = 0; c < 4; c++) {
+    ck_assert_int_eq(accel_ct_threshold(ctx, &in, 11, cmps[c], &o), ACCEL_OK);
+    for (int i = 0; i < 60; i++) {
+      const int want = c == 0 ? v[i] > 11 : c == 1 ? v[i] >= 11 : c == 2 ? v[i] < 11 : v[i] <= 11;
+      ck_assert_int_eq(((uint8_t *)od)[i], want);
+    }
+  }
+  ck_assert_int_eq(accel_ct_threshold(ctx, &f, -1000.5, ACCEL_CT_GREATER, &o), ACCEL_OK);
+  for (int i = 0; i < 60; i++) ck_assert_int_eq(((uint8_t *)od)[i], ((float *)fd)[i] > -1000.5f);
+  free(id);
+  free(fd);
+  free(od);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* numpy 1.x's argsort (quicksort kind), as numpy's scalar code orders ties:
+ * keys -((37 i + 11) mod m) / 2 in float32, orders recorded from numpy. */
+START_TEST(argsort_orders_ties_as_numpy) {
+  static const int64_t want40[] = {19, 34, 29, 24, 14, 9,  39, 4,  16, 6,  21, 31, 26, 11, 36, 1,  13, 33, 3,  18,
+                                   38, 28, 8,  23, 35, 30, 0,  20, 15, 10, 5,  25, 27, 22, 2,  17, 32, 12, 37, 7};
+  static const int64_t want100[] = {
+      99, 43, 29, 50, 57, 22, 64, 71, 15, 78, 36, 1,  8,  85, 92, 11, 32, 46, 95, 53, 25, 4,  81, 60, 88,
+      67, 39, 74, 18, 63, 56, 70, 98, 77, 84, 42, 91, 0,  49, 35, 7,  14, 28, 21, 94, 3,  87, 10, 80, 73,
+      17, 66, 59, 24, 38, 52, 45, 31, 55, 97, 41, 90, 6,  34, 83, 76, 48, 69, 13, 27, 62, 20, 9,  86, 37,
+      93, 44, 51, 23, 79, 2,  65, 72, 16, 30, 58, 96, 26, 5,  40, 19, 61, 33, 82, 12, 54, 75, 47, 89, 68};
+  static const int64_t want300[] = {
+      0,   99,  201, 96,  204, 93,  207, 90,  210, 87,  213, 84,  216, 198, 81,  78,  222, 75,  147, 225, 72,  228,
+      69,  231, 66,  234, 63,  219, 102, 195, 105, 153, 144, 156, 141, 159, 138, 162, 135, 165, 132, 168, 129, 171,
+      126, 174, 123, 177, 120, 180, 117, 183, 114, 186, 111, 189, 108, 192, 237, 60,  150, 240, 258, 21,  288, 261,
+      36,  12,  264, 33,  285, 9,   267, 15,  282, 270, 27,  273, 18,  24,  279, 276, 30,  42,  39,  51,  294, 54,
+      243, 249, 48,  246, 6,   297, 252, 57,  45,  291, 255, 3,   296, 152, 281, 176, 179, 164, 173, 290, 284, 158,
+      170, 293, 287, 167, 161, 155, 278, 194, 185, 236, 242, 233, 230, 245, 227, 248, 251, 221, 218, 254, 215, 257,
+      182, 212, 260, 206, 263, 203, 200, 266, 197, 269, 239, 191, 272, 188, 275, 209, 224, 149, 74,  59,  62,  65,
+      68,  71,  77,  80,  83,  86,  89,  92,  95,  98,  101, 104, 56,  107, 53,  47,  2,   5,   8,   11,  14,  17,
+      20,  23,  26,  29,  32,  35,  38,  41,  44,  50,  110, 299, 125, 143, 131, 113, 122, 140, 146, 128, 137, 119,
+      134, 116, 112, 34,  262, 31,  268, 136, 265, 259, 163, 40,  256, 43,  133, 253, 46,  166, 250, 49,  37,  160,
+      25,  271, 1,   151, 295, 4,   292, 7,   145, 289, 10,  154, 28,  286, 283, 16,  142, 280, 19,  157, 277, 22,
+      274, 139, 13,  247, 55,  130, 214, 85,  178, 211, 88,  208, 91,  118, 205, 94,  181, 202, 97,  199, 100, 115,
+      196, 103, 184, 193, 106, 190, 109, 121, 52,  82,  79,  244, 187, 169, 241, 58,  238, 61,  127, 235, 64,  172,
+      232, 67,  229, 70,  124, 226, 73,  298, 223, 76,  175, 220, 217, 148};
+  const struct {
+    int n, m;
+    const int64_t *want;
+  } cases[] = {{40, 5, want40}, {100, 7, want100}, {300, 3, want300}};
+  for (int c = 0; c < 3; c++) {
+    float keys[300];
+    int64_t order[300];
+    for (int i = 0; i < cases[c].n; i++) keys[i] = -(float)((37 * i + 11) % cases[c].m) * 0.5f;
+    accel__np_argsort_f32(keys, order, cases[c].n);
+    for (int i = 0; i < cases[c].n; i++) ck_assert_msg(order[i] == cases[c].want[i], "n %d position %d", cases[c].n, i);
+  }
+}
+END_TEST
+
+/* A plateau between two markers splits by first-pushed-first: the left half
+ * to the first marker, which pops first. */
+START_TEST(watershed_plateau_and_mask) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims d = {1, 1, 7};
+  void *imd, *mkd, *od, *maskd;
+  accel_array im = new_volume(&imd, ACCEL_DTYPE_F32, d), mk = new_volume(&mkd, ACCEL_DTYPE_I32, d),
+              o = new_volume(&od, ACCEL_DTYPE_I32, d), mask = new_volume(&maskd, ACCEL_DTYPE_U8, d);
+  ((int32_t *)mkd)[0] = 1;
+  ((int32_t *)mkd)[6] = 2;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im, &mk, NULL, NULL, &o), ACCEL_OK);
+  const int32_t want[7] = {1, 1, 1, 1, 2, 2, 2};
+  ck_assert_mem_eq(od, want, sizeof want);
+  /* a mask gap stops the flood; out may alias the markers */
+  memset(maskd, 1, 7);
+  ((uint8_t *)maskd)[2] = 0;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im, &mk, &mask, NULL, &mk), ACCEL_OK);
+  const int32_t want2[7] = {1, 1, 0, 2, 2, 2, 2};
+  ck_assert_mem_eq(mkd, want2, sizeof want2);
+  /* a voxel takes its label when first pushed, not when popped: x = 1 is
+   * labelled by marker 1 at once, though marker 2's lower valley floods first */
+  float *v = imd;
+  const float vals[7] = {0, 5, 5, 1, 1, 1, 0};
+  memcpy(v, vals, sizeof vals);
+  memset(mkd, 0, 28);
+  ((int32_t *)mkd)[0] = 1;
+  ((int32_t *)mkd)[6] = 2;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im, &mk, NULL, NULL, &o), ACCEL_OK);
+  const int32_t want3[7] = {1, 1, 2, 2, 2, 2, 2};
+  ck_assert_mem_eq(od, want3, sizeof want3);
+  free(imd);
+  free(mkd);
+  free(od);
+  free(maskd);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The network against sums written here, on the committed berea labels. */
+START_TEST(network_equals_direct_sums) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  fixture fx;
+  load_fixture(&fx, TEST_DATA_DIR "/ct", "berea_pore");
+  accel_array lab = view_of(fx.labels), edt = view_of(fx.edt);
+  const double sp[3] = {2.0, 0.5, 1.5};
+  accel_ct_network *net = NULL;
+  ck_assert_int_eq(accel_ct_network_build(ctx, &lab, &edt, sp, &net), ACCEL_OK);
+  const int32_t *L = lab.data;
+  const float *E = edt.data;
+  const accel__dims d = fx.d;
+  int32_t maxl = 0;
+  uint64_t labelled = 0;
+  for (uint64_t i = 0; i < fx.n; i++) {
+    if (L[i] > maxl) maxl = L[i];
+    labelled += L[i] > 0;
+  }
+  size_t nreg, nth;
+  double porosity;
+  accel_ct_network_info(net, &nreg, &nth, &porosity);
+  ck_assert_uint_eq(nreg, (size_t)maxl);
+  ck_assert(fabs(porosity - (double)labelled / (double)fx.n) < 1e-15);
+  for (int32_t l = 1; l <= maxl; l++) {
+    uint64_t cnt = 0;
+    double cz = 0, cy = 0, cx = 0;
+    float mx = 0;
+    for (uint64_t i = 0; i < fx.n; i++)
+      if (L[i] == l) {
+        cnt++;
+        cz += (double)(i / (uint64_t)(d.ny * d.nx));
+        cy += (double)((i / (uint64_t)d.nx) % (uint64_t)d.ny);
+        cx += (double)(i % (uint64_t)d.nx);
+        if (E[i] > mx) mx = E[i];
+      }
+    accel_ct_region r;
+    r.struct_size = sizeof r;
+    ck_assert_int_eq(accel_ct_network_region(net, (size_t)l - 1, &r), ACCEL_OK);
+    ck_assert_uint_eq(r.label, (uint32_t)l);
+    ck_assert_uint_eq(r.voxels, cnt);
+    ck_assert(fabs(r.volume - (double)cnt * 1.5) < 1e-9);
+    ck_assert(fabs(r.equivalent_radius - cbrt(3.0 * (double)cnt * 1.5 / (4.0 * M_PI))) < 1e-9);
+    ck_assert(fabs(r.centroid[0] - cz / (double)cnt * 2.0) < 1e-9 && fabs(r.centroid[1] - cy / (double)cnt * 0.5) < 1e-9 &&
+              fabs(r.centroid[2] - cx / (double)cnt * 1.5) < 1e-9);
+    ck_assert(r.inscribed_radius == mx);
+  }
+  /* throats: every face-adjacent pair of different labels, counted here */
+  uint64_t *faces = calloc((size_t)(maxl + 1) * (size_t)(maxl + 1), sizeof(uint64_t));
+  double *area = calloc((size_t)(maxl + 1) * (size_t)(maxl + 1), sizeof(double));
+  float *rad = calloc((size_t)(maxl + 1) * (size_t)(maxl + 1), sizeof(float));
+  const double fa[3] = {sp[1] * sp[2], sp[0] * sp[2], sp[0] * sp[1]};
+  for (int64_t z = 0; z < d.nz; z++)
+    for (int64_t y = 0; y < d.ny; y++)
+      for (int64_t x = 0; x < d.nx; x++) {
+        const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
+        const int64_t nz[3] = {z + 1 < d.nz, y + 1 < d.ny, x + 1 < d.nx};
+        const uint64_t step[3] = {(uint64_t)(d.ny * d.nx), (uint64_t)d.nx, 1};
+        for (int a = 0; a < 3; a++) {
+          if (!nz[a]) continue;
+          const int32_t p = L[i], q = L[i + step[a]];
+          if (p <= 0 || q <= 0 || p == q) continue;
+          const size_t k = (size_t)(p < q ? p : q) * (size_t)(maxl + 1) + (size_t)(p < q ? q : p);
+          faces[k]++;
+          area[k] += fa[a];
+          const float m = E[i] < E[i + step[a]] ? E[i] : E[i + step[a]];
+          if (m > rad[k]) rad[k] = m;
+        }
+      }
+  size_t t = 0;
+  for (int32_t a = 1; a <= maxl; a++)
+    for (int32_t b = a + 1; b <= maxl; b++) {
+      const size_t k = (size_t)a * (size_t)(maxl + 1) + (size_t)b;
+      if (!faces[k]) continue;
+      accel_ct_throat th;
+      th.struct_size = sizeof th;
+      ck_assert_int_eq(accel_ct_network_throat(net, t++, &th), ACCEL_OK);
+      ck_assert(th.a == (uint32_t)a && th.b == (uint32_t)b);
+      ck_assert_uint_eq(th.faces, faces[k]);
+      ck_assert(fabs(th.area - area[k]) < 1e-9 * area[k]);
+      ck_assert(th.inscribed_radius == rad[k]);
+    }
+  ck_assert_uint_eq(t, nth);
+  ck_assert_uint_gt(nth, 10);
+  accel_ct_throat th;
+  th.struct_size = sizeof th;
+  ck_assert_int_eq(accel_ct_network_throat(net, nth, &th), ACCEL_ERR_NOT_FOUND);
+  free(faces);
+  free(area);
+  free(rad);
+  accel_ct_network_destroy(net);
+  free_fixture(&fx);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(bad_arguments_are_errors) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims d = {2, 3, 4}, d2 = {2, 3, 5};
+  void *a, *b, *c, *e;
+  accel_array u8 = new_volume(&a, ACCEL_DTYPE_U8, d), f32 = new_volume(&b, ACCEL_DTYPE_F32, d),
+              i32 = new_volume(&c, ACCEL_DTYPE_I32, d), other = new_volume(&e, ACCEL_DTYPE_F32, d2);
+  accel_array flat = u8;
+  flat.ndim = 2;
+  ck_assert_int_eq(accel_ct_edt(ctx, &flat, NULL, &f32), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "3-D"));
+  ck_assert_int_eq(accel_ct_edt(ctx, &u8, NULL, &other), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "shape"));
+  ck_assert_int_eq(accel_ct_edt(ctx, &f32, NULL, &f32), ACCEL_ERR_INVALID_ARG);
+  const double bad_sp[3] = {1, 0, 1};
+  ck_assert_int_eq(accel_ct_edt(ctx, &u8, bad_sp, &f32), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_fill_holes(ctx, &u8, (accel_ct_connectivity)18, &u8), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_threshold(ctx, &f32, NAN, ACCEL_CT_GREATER, &u8), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_rescale(ctx, &f32, NULL, NULL, &f32), ACCEL_ERR_INVALID_ARG);
+  ((float *)b)[3] = NAN;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &f32, &i32, NULL, NULL, &i32), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_markers(ctx, &f32, &u8, NULL, &i32, NULL), ACCEL_ERR_INVALID_ARG);
+  ((float *)b)[3] = -1;
+  ck_assert_int_eq(accel_ct_markers(ctx, &f32, &u8, NULL, &i32, NULL), ACCEL_ERR_INVALID_ARG);
+  ((float *)b)[3] = 0;
+  accel_ct_marker_options mo;
+  accel_ct_marker_options_init(&mo);
+  mo.min_distance = -1;
+  ck_assert_int_eq(accel_ct_markers(ctx, &f32, &u8, &mo, &i32, NULL), ACCEL_ERR_INVALID_ARG);
+  accel_ct_pipeline_options po;
+  accel_ct_pipeline_options_init(&po);
+  double slope[2] = {1, 1};
+  po.slope = slope;
+  accel_ct_pipeline *p = NULL;
+  ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &p), ACCEL_ERR_INVALID_ARG); /* no intercept */
+  ck_assert_ptr_null(p);
+  accel_ct_pipeline_options_init(&po);
+  ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &p), ACCEL_OK);
+  accel_ct_outputs out;
+  accel_ct_outputs_init(&out);
+  out.edt = &u8; /* wrong dtype */
+  ck_assert_int_eq(accel_ct_pipeline_run(p, &f32, NULL, &out), ACCEL_ERR_INVALID_ARG);
+  accel_ct_pipeline_destroy(p);
+  free(a);
+  free(b);
+  free(c);
+  free(e);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A strided (non-contiguous) view gives the same results as a contiguous copy. */
+START_TEST(strided_views) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims big = {6, 8, 10}, d = {6, 8, 5};
+  void *md, *cd, *o1, *o2;
+  accel_array m = new_volume(&md, ACCEL_DTYPE_U8, big), c = new_volume(&cd, ACCEL_DTYPE_U8, d),
+              a1 = new_volume(&o1, ACCEL_DTYPE_F32, d), a2 = new_volume(&o2, ACCEL_DTYPE_F32, big);
+  for (int i = 0; i < 480; i++) ((uint8_t *)md)[i] = (uint8_t)(rnd() % 5 != 0);
+  accel_array sv = m; /* every other x */
+  sv.shape[2] = 5;
+  sv.strides[2] = 2;
+  for (int i = 0; i < 240; i++) ((uint8_t *)cd)[i] = ((uint8_t *)md)[2 * i];
+  accel_array ov = a2;
+  ov.shape[2] = 5;
+  ov.strides[2] = 8;
+  ck_assert_int_eq(accel_ct_edt(ctx, &c, NULL, &a1), ACCEL_OK);
+  ck_assert_int_eq(accel_ct_edt(ctx, &sv, NULL, &ov), ACCEL_OK);
+  for (int i = 0; i < 240; i++) ck_assert(((float *)o1)[i] == ((float *)o2)[2 * i]);
+  free(md);
+  free(cd);
+  free(o1);
+  free(o2);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(raw_files) {
+  char dir[] = "/tmp/accel-raw-XXXXXX";
+  ck_assert_ptr_nonnull(mkdtemp(dir));
+  char path[256];
+  snprintf(path, sizeof path, "%s/v.raw", dir);
+  int16_t v[24];
+  for (int i = 0; i < 24; i++) v[i] = (int16_t)(i * 1000 - 9000);
+  accel_array a;
+  const int64_t shape[3] = {2, 3, 4};
+  accel_array_init(&a, v, ACCEL_DTYPE_I16, 3, shape);
+  ck_assert_int_eq(accel_raw_save(NULL, path, &a), ACCEL_OK);
+  accel_buffer *b = NULL;
+  ck_assert_int_eq(accel_raw_load(NULL, path, ACCEL_DTYPE_I16, 3, shape, 0, &b), ACCEL_OK);
+  accel_array back = view_of(b);
+  ck_assert_mem_eq(back.data, v, sizeof v);
+  accel_buffer_destroy(b);
+  const int64_t wrong[3] = {2, 3, 5};
+  ck_assert_int_eq(accel_raw_load(NULL, path, ACCEL_DTYPE_I16, 3, wrong, 0, &b), ACCEL_ERR_FORMAT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "48 bytes"));
+  const int64_t sub[3] = {1, 3, 4};
+  ck_assert_int_eq(accel_raw_load(NULL, path, ACCEL_DTYPE_I16, 3, sub, 24, &b), ACCEL_OK); /* a 24-byte header */
+  back = view_of(b);
+  ck_assert_mem_eq(back.data, v + 12, 24);
+  accel_buffer_destroy(b);
+  ck_assert_int_eq(accel_raw_load(NULL, "/nonexistent/v.raw", ACCEL_DTYPE_I16, 3, shape, 0, &b), ACCEL_ERR_IO);
+  unlink(path);
+  rmdir(dir);
+}
+END_TEST
+
+Suite *suite_ct(void) {
+  Suite *s = suite_create("ct");
+  TCase *tc = tcase_create("stages");
+  tcase_set_timeout(tc, 300);
+  tcase_add_loop_test(tc, committed_fixtures_equal_the_references, 0, 2);
+  tcase_add_test(tc, edt_equals_brute_force);
+  tcase_add_test(tc, fill_holes_equals_a_flood_from_the_border);
+  tcase_add_test(tc, threshold_and_rescale);
+  tcase_add_test(tc, argsort_orders_ties_as_numpy);
+  tcase_add_test(tc, watershed_plateau_and_mask);
+  tcase_add_test(tc, network_equals_direct_sums);
+  tcase_add_test(tc, bad_arguments_are_errors);
+  tcase_add_test(tc, strided_views);
+  tcase_add_test(tc, raw_files);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+static Suite *suite_ct_shared(void) {
+  Suite *s = suite_create("ct_shared");
+  TCase *tc = tcase_create("shared");
+  tcase_set_timeout(tc, 600);
+  tcase_add_loop_test(tc, shared_fixtures_equal_the_references, 0, 3);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+int main(int argc, char **argv) {
+  clear_accel_env();
+  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
+    struct stat st;
+    if (stat(SHARED_DATA_DIR "/ct/berea_pore/labels.npy", &st) != 0) {
+      printf("SKIP: %s/ct is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
+      return 77;
+    }
+    return run_suite(suite_ct_shared());
+  }
+  return run_suite(suite_ct());
+}
