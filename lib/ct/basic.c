@@ -2,6 +2,7 @@
 #include "ct/ct.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void accel__ct_rescale_cpu(const void *in, accel_dtype dtype, accel__dims d, const double *slope,
                            const double *intercept, float *out, int threads) {
@@ -44,38 +45,109 @@ void accel__ct_threshold_cpu(const void *in, accel_dtype dtype, uint64_t n, doub
 }
 
 /* Background components touching the volume's border are outside; every
- * other background voxel is a hole and becomes foreground. */
-accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int connectivity, int threads, uint8_t *out) {
-  const uint64_t n = accel__dims_count(d);
-  uint32_t *root = malloc((n ? n : 1) * sizeof(uint32_t));
-  uint8_t *outside = calloc(n / 8 + 1, 1); /* one bit per component root */
-  if (!root || !outside) {
-    free(root);
-    free(outside);
-    return ACCEL_ERR_OUT_OF_MEMORY;
+ * other background voxel is a hole and becomes foreground. The outside is
+ * found by a scanline flood from the border voxels: each popped seed grows to
+ * its whole background run along x, and the runs of the neighbouring rows
+ * that touch it (x0..x1 for 6-connectivity, one more each side for 26) are
+ * pushed, one seed per run. Every voxel is visited a bounded number of times,
+ * in runs of consecutive bytes. */
+typedef struct seed {
+  int64_t z, y, x;
+} seed;
+
+typedef struct seeds {
+  seed *v;
+  size_t n, cap;
+} seeds;
+
+static bool push_seed(seeds *s, int64_t z, int64_t y, int64_t x) {
+  if (s->n == s->cap) {
+    size_t cap = s->cap ? s->cap * 2 : 4096;
+    seed *v = realloc(s->v, cap * sizeof *v);
+    if (!v) return false;
+    s->v = v;
+    s->cap = cap;
   }
-  accel_status s = accel__ct_components(mask, d, false, connectivity, threads, root);
-  if (s) {
-    free(root);
-    free(outside);
-    return s;
-  }
-  /* mark the components of border voxels */
-  for (int64_t z = 0; z < d.nz; z++)
-    for (int64_t y = 0; y < d.ny; y++) {
-      const bool face = z == 0 || z == d.nz - 1 || y == 0 || y == d.ny - 1;
-      const uint64_t row = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx;
-      for (int64_t x = 0; x < d.nx; x += face || x == d.nx - 1 ? 1 : d.nx - 1) {
-        const uint32_t r = root[row + (uint64_t)x];
-        if (r != ACCEL__CT_NONE) outside[r >> 3] |= (uint8_t)(1u << (r & 7));
+  s->v[s->n++] = (seed){z, y, x};
+  return true;
+}
+
+/* state[]: 0 background not yet reached, 1 foreground, 2 outside. */
+enum { FREE = 0, SOLID = 1, OUT = 2 };
+
+static inline bool has_zero_byte(uint64_t w) { return ((w - 0x0101010101010101ull) & ~w & 0x8080808080808080ull) != 0; }
+
+/* Push one seed per run of FREE voxels in row (z, y), x in [a, b]; words
+ * of eight voxels that are all FREE or all taken are passed in one step. */
+static bool scan_row(const uint8_t *state, accel__dims d, int64_t z, int64_t y, int64_t a, int64_t b, seeds *st) {
+  if (z < 0 || y < 0 || z >= d.nz || y >= d.ny) return true;
+  if (a < 0) a = 0;
+  if (b >= d.nx) b = d.nx - 1;
+  const uint8_t *row = state + ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx;
+  bool in_run = false;
+  int64_t x = a;
+  while (x <= b) {
+    if (x + 8 <= b + 1) {
+      uint64_t w;
+      memcpy(&w, row + x, 8);
+      if (w == 0) { /* eight FREE voxels */
+        if (!in_run && !push_seed(st, z, y, x)) return false;
+        in_run = true;
+        x += 8;
+        continue;
+      }
+      if (!has_zero_byte(w)) { /* eight taken voxels */
+        in_run = false;
+        x += 8;
+        continue;
       }
     }
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (uint64_t i = 0; i < n; i++) {
-    const uint32_t r = root[i];
-    out[i] = (uint8_t)(r == ACCEL__CT_NONE ? 1 : !((outside[r >> 3] >> (r & 7)) & 1));
+    const bool free = row[x] == FREE;
+    if (free && !in_run && !push_seed(st, z, y, x)) return false;
+    in_run = free;
+    x++;
   }
-  free(root);
-  free(outside);
+  return true;
+}
+
+accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int connectivity, int threads, uint8_t *out) {
+  const uint64_t n = accel__dims_count(d);
+  uint8_t *state = malloc(n ? n : 1);
+  seeds st = {NULL, 0, 0};
+  if (!state) return ACCEL_ERR_OUT_OF_MEMORY;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (uint64_t i = 0; i < n; i++) state[i] = mask[i] ? SOLID : FREE;
+  bool ok = true;
+  /* seeds: every border voxel (runs are found when popped) */
+  for (int64_t z = 0; z < d.nz && ok; z++)
+    for (int64_t y = 0; y < d.ny && ok; y++) {
+      const bool face = z == 0 || z == d.nz - 1 || y == 0 || y == d.ny - 1;
+      ok = face ? scan_row(state, d, z, y, 0, d.nx - 1, &st)
+                : (push_seed(&st, z, y, 0) && (d.nx == 1 || push_seed(&st, z, y, d.nx - 1)));
+    }
+  const int64_t grow = connectivity == 26 ? 1 : 0;
+  while (ok && st.n) {
+    const seed sd = st.v[--st.n];
+    uint8_t *row = state + ((uint64_t)sd.z * (uint64_t)d.ny + (uint64_t)sd.y) * (uint64_t)d.nx;
+    if (row[sd.x] != FREE) continue;
+    int64_t x0 = sd.x, x1 = sd.x;
+    while (x0 > 0 && row[x0 - 1] == FREE) x0--;
+    while (x1 + 1 < d.nx && row[x1 + 1] == FREE) x1++;
+    memset(row + x0, OUT, (size_t)(x1 - x0 + 1));
+    for (int64_t dz = -1; dz <= 1 && ok; dz++)
+      for (int64_t dy = -1; dy <= 1 && ok; dy++) {
+        if (!dz && !dy) continue;
+        if (connectivity == 6 && dz && dy) continue; /* 6: only the 4 face rows */
+        ok = scan_row(state, d, sd.z + dz, sd.y + dy, x0 - grow, x1 + grow, &st);
+      }
+  }
+  free(st.v);
+  if (!ok) {
+    free(state);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (uint64_t i = 0; i < n; i++) out[i] = (uint8_t)(state[i] != OUT);
+  free(state);
   return ACCEL_OK;
 }

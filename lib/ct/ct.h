@@ -32,6 +32,12 @@ enum { ACCEL__CT_NONE = 0xffffffffu }; /* "no component" in label arrays */
 accel_status accel__ct_components(const uint8_t *mask, accel__dims d, bool want_set, int connectivity, int threads,
                                   uint32_t *root);
 
+/* The same for the voxels of `list` (increasing indices, all with mask set),
+ * the components of the set voxels: p[] is written at those voxels only
+ * (read p[j] only where mask[j] is set). */
+accel_status accel__ct_components_list(const uint8_t *mask, accel__dims d, const uint32_t *list, uint64_t count,
+                                       int connectivity, int threads, uint32_t *p);
+
 /* ---- stages */
 
 void accel__ct_rescale_cpu(const void *in, accel_dtype dtype, accel__dims d, const double *slope,

@@ -50,6 +50,25 @@ static void envelope(float *f, int64_t n, double s, int64_t *v, double *zz, doub
   }
 }
 
+/* A line's zeros (background already at distance 0) bound its runs of
+ * nonzero values: for p inside a run, a parabola centred beyond the zero
+ * next to it costs more than that zero's, so each run together with its
+ * bounding zeros is transformed alone; lines of zeros are left as they are. */
+static void transform_line(float *f, int64_t n, double s, int64_t *v, double *zz, double *g) {
+  int64_t i = 0;
+  while (i < n) {
+    if (f[i] == 0) {
+      i++;
+      continue;
+    }
+    int64_t j = i;
+    while (j + 1 < n && f[j + 1] != 0) j++;
+    const int64_t lo = i > 0 ? i - 1 : 0, hi = j + 1 < n ? j + 1 : j;
+    envelope(f + lo, hi - lo + 1, s, v, zz, g);
+    i = j + 1;
+  }
+}
+
 /* Pass along y (axis 1) or z (axis 0) on the float volume; false when out
  * of memory for the line buffers. */
 static bool pass_strided(float *vol, accel__dims d, int axis, double s, int threads) {
@@ -74,7 +93,7 @@ static bool pass_strided(float *vol, accel__dims d, int axis, double s, int thre
         for (int64_t i = 0; i < n; i++) memcpy(buf + i * BLOCK, vol + base + i * stride, (size_t)w * sizeof(float));
         for (int64_t c = 0; c < w; c++) {
           for (int64_t i = 0; i < n; i++) line[i] = buf[i * BLOCK + c];
-          envelope(line, n, s, v, zz, g);
+          transform_line(line, n, s, v, zz, g);
           for (int64_t i = 0; i < n; i++) buf[i * BLOCK + c] = line[i];
         }
         for (int64_t i = 0; i < n; i++) memcpy(vol + base + i * stride, buf + i * BLOCK, (size_t)w * sizeof(float));

@@ -68,6 +68,55 @@ static inline void scan_voxel(const uint8_t *mask, accel__dims d, bool want_set,
   }
 }
 
+/* First list entry with index >= v (the list is increasing). */
+static uint64_t lower(const uint32_t *list, uint64_t count, uint64_t v) {
+  uint64_t lo = 0, hi = count;
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (list[mid] < v) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static void coords(uint64_t i, accel__dims d, int64_t *z, int64_t *y, int64_t *x) {
+  *x = (int64_t)(i % (uint64_t)d.nx);
+  const uint64_t r = i / (uint64_t)d.nx;
+  *y = (int64_t)(r % (uint64_t)d.ny);
+  *z = (int64_t)(r / (uint64_t)d.ny);
+}
+
+accel_status accel__ct_components_list(const uint8_t *mask, accel__dims d, const uint32_t *list, uint64_t count,
+                                       int connectivity, int threads, uint32_t *p) {
+  if (accel__dims_count(d) >= ACCEL__CT_NONE) return ACCEL_ERR_LIMIT;
+  const back_nb b = backward_neighbours(connectivity);
+  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
+  int nslabs = threads < 1 ? 1 : threads;
+  if (nslabs > d.nz) nslabs = (int)(d.nz ? d.nz : 1);
+#pragma omp parallel for num_threads(nslabs) schedule(static, 1)
+  for (int s = 0; s < nslabs; s++) {
+    const int64_t z0 = d.nz * s / nslabs, z1 = d.nz * (s + 1) / nslabs;
+    const uint64_t k0 = lower(list, count, (uint64_t)z0 * plane), k1 = lower(list, count, (uint64_t)z1 * plane);
+    for (uint64_t k = k0; k < k1; k++) p[list[k]] = list[k];
+    for (uint64_t k = k0; k < k1; k++) {
+      int64_t z, y, x;
+      coords(list[k], d, &z, &y, &x);
+      scan_voxel(mask, d, true, &b, z0, z, y, x, p);
+    }
+  }
+  for (int s = 1; s < nslabs; s++) { /* the slab boundaries */
+    const int64_t z = d.nz * s / nslabs;
+    const uint64_t k0 = lower(list, count, (uint64_t)z * plane), k1 = lower(list, count, (uint64_t)(z + 1) * plane);
+    for (uint64_t k = k0; k < k1; k++) {
+      int64_t zz, y, x;
+      coords(list[k], d, &zz, &y, &x);
+      scan_voxel(mask, d, true, &b, z - 1, zz, y, x, p);
+    }
+  }
+  for (uint64_t k = 0; k < count; k++) p[list[k]] = p[p[list[k]]]; /* flatten, in increasing order */
+  return ACCEL_OK;
+}
+
 accel_status accel__ct_components(const uint8_t *mask, accel__dims d, bool want_set, int connectivity, int threads,
                                   uint32_t *p) {
   const uint64_t n = accel__dims_count(d);

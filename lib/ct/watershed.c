@@ -34,13 +34,20 @@ static inline uint32_t value_key(float f) {
 
 typedef unsigned __int128 u128;
 
-/* The flood over padded arrays: lab[] is OUTSIDE outside the mask (and in
- * the one-voxel padding), 0 unlabelled, else a label; vk[] the value keys. */
+typedef struct cell {
+  int32_t lab;
+  uint32_t vk;
+} cell;
+
+/* The flood over a padded volume of cells: lab is OUTSIDE outside the mask
+ * (and in the one-voxel padding), 0 unlabelled, else a label; vk the value
+ * key. A neighbour's label and key share a cache line: the flood's order
+ * jumps around the volume, and these loads are its cost. */
 #define OUTSIDE INT32_MIN
-#define DEFINE_FLOOD(NAME, KEY_T, AGE_SHIFT)                                                                           \
-  typedef struct NAME##_item {                                                                                         \
+#define DEFINE_FLOOD(NAME, KEY_T, AGE_SHIFT, INDEX_T)                                                                  \
+  typedef struct __attribute__((packed)) NAME##_item {                                                                 \
     KEY_T key;                                                                                                         \
-    uint64_t index;                                                                                                    \
+    INDEX_T index;                                                                                                     \
   } NAME##_item;                                                                                                       \
                                                                                                                        \
   typedef struct NAME##_heap {                                                                                         \
@@ -76,6 +83,7 @@ typedef unsigned __int128 u128;
     for (;;) { /* smallest of (last, left, right), left first on ties */                                             \
       const size_t l = 2 * i + 1, r = l + 1;                                                                           \
       if (l >= n) break;                                                                                               \
+      __builtin_prefetch(&h->a[4 * i + 3]); /* the children's children */                                              \
       size_t s = i;                                                                                                    \
       KEY_T sk = last.key;                                                                                             \
       if (h->a[l].key < sk) {                                                                                          \
@@ -91,23 +99,23 @@ typedef unsigned __int128 u128;
     return top;                                                                                                        \
   }                                                                                                                    \
                                                                                                                        \
-  static accel_status NAME(const uint32_t *vk, int32_t *lab, const int64_t nb[6], const uint64_t *seeds,              \
+  static accel_status NAME(cell *c, const int64_t nb[6], const uint64_t *seeds,                                        \
                            uint64_t nseeds, bool stable, uint64_t total, accel_progress_fn progress, void *user) {    \
     NAME##_heap h = {NULL, 0, 0};                                                                                      \
     for (uint64_t k = 0; k < nseeds; k++) {                                                                            \
       const uint64_t i = seeds[k];                                                                                     \
-      const NAME##_item it = {((KEY_T)vk[i] << AGE_SHIFT) | (KEY_T)(stable ? k : 0), i};                               \
+      const NAME##_item it = {((KEY_T)c[i].vk << AGE_SHIFT) | (KEY_T)(stable ? k : 0), (INDEX_T)i};                    \
       if (!NAME##_push(&h, it)) goto oom;                                                                              \
     }                                                                                                                  \
     uint64_t age = stable ? nseeds : 1, popped = 0;                                                                    \
     while (h.n) {                                                                                                      \
       const NAME##_item e = NAME##_pop(&h);                                                                            \
-      const int32_t l = lab[e.index];                                                                                  \
+      const int32_t l = c[e.index].lab;                                                                                \
       for (int k = 0; k < 6; k++) {                                                                                    \
         const uint64_t j = (uint64_t)((int64_t)e.index + nb[k]);                                                       \
-        if (lab[j] != 0) continue; /* outside the mask, or labelled */                                               \
-        lab[j] = l;                                                                                                    \
-        const NAME##_item it = {((KEY_T)vk[j] << AGE_SHIFT) | (KEY_T)(++age), j};                                      \
+        if (c[j].lab != 0) continue; /* outside the mask, or labelled */                                             \
+        c[j].lab = l;                                                                                                  \
+        const NAME##_item it = {((KEY_T)c[j].vk << AGE_SHIFT) | (KEY_T)(++age), (INDEX_T)j};                           \
         if (!NAME##_push(&h, it)) goto oom;                                                                            \
       }                                                                                                                \
       if (progress && (++popped & 0xfffff) == 0 && progress(user, "ct.watershed", (double)popped / (double)total)) {  \
@@ -122,29 +130,119 @@ typedef unsigned __int128 u128;
     return ACCEL_ERR_OUT_OF_MEMORY;                                                                                    \
   }
 
-DEFINE_FLOOD(flood64, uint64_t, 32)
-DEFINE_FLOOD(flood128, u128, 64)
+DEFINE_FLOOD(flood64, uint64_t, 32, uint32_t)
+DEFINE_FLOOD(flood128, u128, 64, uint64_t)
+
+/* ------------------------------------------------------------ sparse masks
+ *
+ * When the mask covers little of the volume, the padded copy would cost more
+ * than the flood: the flood then works in the caller's arrays (labels, mask,
+ * image), finding a popped voxel's position by two divisions done as
+ * multiplications. Same heap, same order, same result. */
+
+typedef struct divider {
+  uint64_t m;
+  unsigned s;
+} divider;
+
+/* q = (i * m) >> s equals i / d for every i < 2^32. */
+static divider make_divider(uint64_t d) {
+  unsigned l = 0;
+  while (((uint64_t)1 << l) < d) l++;
+  divider v = {(uint64_t)((((u128)1) << (32 + l)) / d + 1), 32 + l};
+  return v;
+}
+
+static inline uint64_t divide(uint64_t i, divider v) { return (uint64_t)(((u128)i * v.m) >> v.s); }
+
+static accel_status flood_direct(const float *image, const uint8_t *mask, accel__dims d, int32_t *lab,
+                                 const uint32_t *seeds, uint64_t nseeds, bool stable, uint64_t total,
+                                 accel_progress_fn progress, void *user) {
+  flood64_heap h = {NULL, 0, 0};
+  const divider dx = make_divider((uint64_t)d.nx), dy = make_divider((uint64_t)d.ny);
+  const int64_t plane = d.ny * d.nx;
+  for (uint64_t k = 0; k < nseeds; k++) {
+    const flood64_item it = {((uint64_t)value_key(image[seeds[k]]) << 32) | (stable ? k : 0), seeds[k]};
+    if (!flood64_push(&h, it)) goto oom;
+  }
+  uint64_t age = stable ? nseeds : 1, popped = 0;
+  while (h.n) {
+    const flood64_item e = flood64_pop(&h);
+    const uint64_t i = e.index, q = divide(i, dx), z = divide(q, dy);
+    const int64_t x = (int64_t)(i - q * (uint64_t)d.nx), y = (int64_t)(q - z * (uint64_t)d.ny);
+    const int32_t l = lab[i];
+    /* -z, -y, -x, +x, +y, +z, skipped at the volume's faces */
+    const bool ok[6] = {z > 0, y > 0, x > 0, x + 1 < d.nx, y + 1 < d.ny, (int64_t)z + 1 < d.nz};
+    const int64_t nb[6] = {-plane, -d.nx, -1, 1, d.nx, plane};
+    for (int k = 0; k < 6; k++) {
+      if (!ok[k]) continue;
+      const uint64_t j = (uint64_t)((int64_t)i + nb[k]);
+      if (!mask[j] || lab[j] != 0) continue;
+      lab[j] = l;
+      const flood64_item it = {((uint64_t)value_key(image[j]) << 32) | (++age), (uint32_t)j};
+      if (!flood64_push(&h, it)) goto oom;
+    }
+    if ((++popped & 0xfffff) == 0 && progress && progress(user, "ct.watershed", (double)popped / (double)total)) {
+      free(h.a);
+      return ACCEL_ERR_CANCELLED;
+    }
+  }
+  free(h.a);
+  return ACCEL_OK;
+oom:
+  free(h.a);
+  return ACCEL_ERR_OUT_OF_MEMORY;
+}
+
+static accel_status watershed_sparse(const float *image, const uint8_t *mask, accel__dims d, accel_ct_ties ties,
+                                     int32_t *labels, uint64_t inmask, accel_progress_fn progress, void *user) {
+  const uint64_t n = accel__dims_count(d);
+  uint64_t nseeds = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    if (!labels[i]) continue;
+    if (!mask[i]) labels[i] = 0; /* markers outside the mask are dropped */
+    else nseeds++;
+  }
+  uint32_t *seeds = malloc((nseeds ? nseeds : 1) * sizeof(uint32_t));
+  if (!seeds) return ACCEL_ERR_OUT_OF_MEMORY;
+  nseeds = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (labels[i]) seeds[nseeds++] = (uint32_t)i;
+  accel_status st = flood_direct(image, mask, d, labels, seeds, nseeds, ties == ACCEL_CT_TIES_STABLE, inmask,
+                                 progress, user);
+  free(seeds);
+  return st;
+}
 
 accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, accel__dims d, accel_ct_ties ties,
                                      int32_t *labels, accel_progress_fn progress, void *progress_user) {
+  const uint64_t n = accel__dims_count(d);
+  if (mask) {
+    uint64_t inmask = 0;
+    for (uint64_t i = 0; i < n; i++) inmask += mask[i] != 0;
+    if (inmask < n / 8 && 2 * n < ((uint64_t)1 << 32)) {
+      accel_status st = watershed_sparse(image, mask, d, ties, labels, inmask, progress, progress_user);
+      if (!st && progress) progress(progress_user, "ct.watershed", 1.0);
+      return st;
+    }
+  }
   const int64_t pz = d.nz + 2, py = d.ny + 2, px = d.nx + 2;
   const uint64_t pn = (uint64_t)pz * (uint64_t)py * (uint64_t)px;
-  uint32_t *vk = malloc(pn * sizeof(uint32_t));
-  int32_t *lab = malloc(pn * sizeof(int32_t));
+  cell *c = malloc(pn * sizeof(cell));
   uint64_t *seeds = NULL, nseeds = 0, inmask = 0;
   accel_status st = ACCEL_OK;
-  if (!vk || !lab) goto oom;
-  for (uint64_t i = 0; i < pn; i++) lab[i] = OUTSIDE;
+  if (!c) goto oom;
+  for (uint64_t i = 0; i < pn; i++) c[i] = (cell){OUTSIDE, 0};
   for (int64_t z = 0; z < d.nz; z++)
     for (int64_t y = 0; y < d.ny; y++) {
       const uint64_t src = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx;
       const uint64_t dst = ((uint64_t)(z + 1) * (uint64_t)py + (uint64_t)(y + 1)) * (uint64_t)px + 1;
       for (int64_t x = 0; x < d.nx; x++) {
-        vk[dst + (uint64_t)x] = value_key(image[src + (uint64_t)x]);
+        c[dst + (uint64_t)x].vk = value_key(image[src + (uint64_t)x]);
         if (mask && !mask[src + (uint64_t)x]) continue;
         inmask++;
         const int32_t m = labels[src + (uint64_t)x];
-        lab[dst + (uint64_t)x] = m;
+        c[dst + (uint64_t)x].lab = m;
         if (m) nseeds++;
       }
     }
@@ -152,20 +250,20 @@ accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, ac
   if (!seeds) goto oom;
   nseeds = 0;
   for (uint64_t i = 0; i < pn; i++) /* C order of the padded volume = C order of the volume */
-    if (lab[i] != 0 && lab[i] != OUTSIDE) seeds[nseeds++] = i;
+    if (c[i].lab != 0 && c[i].lab != OUTSIDE) seeds[nseeds++] = i;
   const int64_t nb[6] = {-py * px, -px, -1, 1, px, py * px};
   const bool stable = ties == ACCEL_CT_TIES_STABLE;
   const uint64_t max_age = (stable ? nseeds : 1) + inmask + 1;
-  st = max_age < ((uint64_t)1 << 32)
-           ? flood64(vk, lab, nb, seeds, nseeds, stable, inmask, progress, progress_user)
-           : flood128(vk, lab, nb, seeds, nseeds, stable, inmask, progress, progress_user);
+  st = max_age < ((uint64_t)1 << 32) && pn < ((uint64_t)1 << 32)
+           ? flood64(c, nb, seeds, nseeds, stable, inmask, progress, progress_user)
+           : flood128(c, nb, seeds, nseeds, stable, inmask, progress, progress_user);
   if (!st)
     for (int64_t z = 0; z < d.nz; z++)
       for (int64_t y = 0; y < d.ny; y++) {
         const uint64_t dst = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx;
         const uint64_t src = ((uint64_t)(z + 1) * (uint64_t)py + (uint64_t)(y + 1)) * (uint64_t)px + 1;
         for (int64_t x = 0; x < d.nx; x++) {
-          const int32_t l = lab[src + (uint64_t)x];
+          const int32_t l = c[src + (uint64_t)x].lab;
           labels[dst + (uint64_t)x] = l == OUTSIDE ? 0 : l;
         }
       }
@@ -174,8 +272,7 @@ accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, ac
 oom:
   st = ACCEL_ERR_OUT_OF_MEMORY;
 done:
-  free(vk);
-  free(lab);
+  free(c);
   free(seeds);
   return st;
 }

@@ -19,7 +19,7 @@ import os
 from . import _native
 from ._native import lib
 
-__all__ = ["AccelError", "Context", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
+__all__ = ["AccelError", "Context", "CT", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
            "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]
 
 HASH_KINDS = ("ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash")
@@ -282,6 +282,11 @@ class Context:
 
     def reset_stats(self):
         _check(lib.accel_ctx_stats_reset(self.handle), self.handle)
+
+    @property
+    def ct(self):
+        """The CT stages and pipeline on numpy volumes (z, y, x): see CT."""
+        return CT(self)
 
     # ------------------------------------------------------------ hashing
 
@@ -645,3 +650,223 @@ class Index:
         out = ctypes.c_void_p()
         self._err(lib.accel_index_group(self.handle, ctypes.byref(o), ctypes.byref(out)))
         return _groups_out(out)
+
+
+# ---------------------------------------------------------------- CT
+
+COMPARES = {">": 0, ">=": 1, "<": 2, "<=": 3}
+PORES = {"closed": 0, "all": 1}
+TIES = {"skimage": 0, "stable": 1}
+
+
+class CT:
+    """CT pore segmentation on numpy volumes indexed (z, y, x) (include/accel/ct.h).
+
+    Masks come back as bool arrays; every stage accepts any strides. The
+    semantics are SciPy's (fill_holes, edt) and scikit-image 0.19.3's
+    (markers = peak_local_max, watershed), reproduced exactly."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def _h(self):
+        return self._ctx.handle
+
+    @staticmethod
+    def _vol(a, dtypes, what):
+        import numpy as np
+        a = np.asarray(a)
+        if a.ndim != 3:
+            raise ValueError("%s must be a 3-D volume (z, y, x), not %d-D" % (what, a.ndim))
+        if a.dtype == bool:
+            return a
+        if a.dtype.name not in dtypes:
+            raise TypeError("%s must be %s, not %s" % (what, " or ".join(dtypes), a.dtype))
+        return a
+
+    @staticmethod
+    def _spacing(spacing):
+        if spacing is None:
+            return None
+        sp = (ctypes.c_double * 3)(*[float(x) for x in spacing])
+        if len(spacing) != 3:
+            raise ValueError("spacing has 3 values (z, y, x)")
+        return sp
+
+    def rescale(self, volume, slope=None, intercept=None):
+        """int16/uint16 -> float32: volume * slope[z] + intercept[z] (DICOM's rescale);
+        slope and intercept are per slice (or scalars)."""
+        import numpy as np
+        v = self._vol(volume, ("int16", "uint16"), "volume")
+        nz = v.shape[0]
+        sl = None if slope is None else np.ascontiguousarray(np.broadcast_to(np.asarray(slope, float), (nz,)))
+        ic = None if intercept is None else np.ascontiguousarray(np.broadcast_to(np.asarray(intercept, float), (nz,)))
+        out = np.empty(v.shape, np.float32)
+        _check(lib.accel_ct_rescale(self._h(), ctypes.byref(_as_array(v)), None if sl is None else sl.ctypes.data,
+                                    None if ic is None else ic.ctypes.data, ctypes.byref(_as_array(out, True))),
+               self._h())
+        return out
+
+    def threshold(self, volume, threshold, compare=">"):
+        """volume <compare> threshold as a bool volume; compare one of > >= < <=."""
+        import numpy as np
+        v = self._vol(volume, ("uint8", "int16", "uint16", "int32", "float32"), "volume")
+        if v.dtype == bool:
+            v = v.view(np.uint8)
+        out = np.empty(v.shape, bool)
+        _check(lib.accel_ct_threshold(self._h(), ctypes.byref(_as_array(v)), float(threshold), COMPARES[compare],
+                                      ctypes.byref(_as_array(out, True))), self._h())
+        return out
+
+    def fill_holes(self, mask, connectivity=6):
+        """scipy.ndimage.binary_fill_holes (connectivity 6, SciPy's default, or 26)."""
+        import numpy as np
+        m = self._vol(mask, ("uint8",), "mask")
+        out = np.empty(m.shape, bool)
+        _check(lib.accel_ct_fill_holes(self._h(), ctypes.byref(_as_array(m)), int(connectivity),
+                                       ctypes.byref(_as_array(out, True))), self._h())
+        return out
+
+    def edt(self, mask, spacing=None):
+        """scipy.ndimage.distance_transform_edt(mask, sampling=spacing) as float32."""
+        import numpy as np
+        m = self._vol(mask, ("uint8",), "mask")
+        out = np.empty(m.shape, np.float32)
+        _check(lib.accel_ct_edt(self._h(), ctypes.byref(_as_array(m)), self._spacing(spacing),
+                                ctypes.byref(_as_array(out, True))), self._h())
+        return out
+
+    def markers(self, edt, mask, min_distance=3, smooth_sigma=0.0):
+        """peak_local_max(edt, min_distance, exclude_border=False, labels=26-connected
+        components of mask), numbered 1..n in C order: (int32 volume, n)."""
+        import numpy as np
+        e = self._vol(edt, ("float32",), "edt")
+        m = self._vol(mask, ("uint8",), "mask")
+        o = _native.CtMarkerOptions()
+        _check(lib.accel_ct_marker_options_init(ctypes.byref(o)))
+        o.min_distance = min_distance
+        o.smooth_sigma = smooth_sigma
+        out = np.empty(e.shape, np.int32)
+        n = ctypes.c_uint32()
+        _check(lib.accel_ct_markers(self._h(), ctypes.byref(_as_array(e)), ctypes.byref(_as_array(m)),
+                                    ctypes.byref(o), ctypes.byref(_as_array(out, True)), ctypes.byref(n)),
+               self._h())
+        return out, n.value
+
+    def watershed(self, image, markers, mask=None, ties="skimage", progress=None):
+        """skimage.segmentation.watershed(image, markers, mask=mask) (connectivity 1):
+        int32 labels. ties: "skimage" (its heap's order of equal markers) or "stable"."""
+        import numpy as np
+        im = self._vol(image, ("float32",), "image")
+        mk = self._vol(markers, ("int32",), "markers")
+        o = _native.CtWatershedOptions()
+        _check(lib.accel_ct_watershed_options_init(ctypes.byref(o)))
+        o.ties = TIES[ties]
+        cb = _progress_fn(progress)
+        if cb is not None:
+            o.progress = cb
+        mdesc = None
+        if mask is not None:
+            mdesc = _as_array(self._vol(mask, ("uint8",), "mask"))
+        out = np.empty(im.shape, np.int32)
+        _check(lib.accel_ct_watershed(self._h(), ctypes.byref(_as_array(im)), ctypes.byref(_as_array(mk)),
+                                      None if mdesc is None else ctypes.byref(mdesc), ctypes.byref(o),
+                                      ctypes.byref(_as_array(out, True))), self._h())
+        return out
+
+    def network(self, labels, edt, spacing=None):
+        """The pore network: {"porosity", "regions": [dict...], "throats": [dict...]}."""
+        lab = self._vol(labels, ("int32",), "labels")
+        e = self._vol(edt, ("float32",), "edt")
+        h = ctypes.c_void_p()
+        _check(lib.accel_ct_network_build(self._h(), ctypes.byref(_as_array(lab)), ctypes.byref(_as_array(e)),
+                                          self._spacing(spacing), ctypes.byref(h)), self._h())
+        return _network_dict(h)
+
+    def pipeline(self, volume, threshold, compare=">", pores="closed", spacing=(1.0, 1.0, 1.0), min_distance=3,
+                 smooth_sigma=0.0, ties="skimage", fill_connectivity=6, slope=None, intercept=None, markers=None,
+                 outputs=("filled", "pores", "edt", "markers", "labels", "network"), progress=None):
+        """The whole chain in one call (one upload and one download per output on a GPU):
+        a dict with the requested outputs among solid, filled, pores, edt, markers,
+        labels, network, plus "marker_count"."""
+        import numpy as np
+        v = self._vol(volume, ("uint8", "int16", "uint16", "int32", "float32"), "volume")
+        if v.dtype == bool:
+            v = v.view(np.uint8)
+        o = _native.CtPipelineOptions()
+        _check(lib.accel_ct_pipeline_options_init(ctypes.byref(o)))
+        keep = []
+        if slope is not None or intercept is not None:
+            nz = v.shape[0]
+            sl = np.ascontiguousarray(np.broadcast_to(np.asarray(1.0 if slope is None else slope, float), (nz,)))
+            ic = np.ascontiguousarray(np.broadcast_to(np.asarray(0.0 if intercept is None else intercept, float),
+                                                      (nz,)))
+            keep += [sl, ic]
+            o.slope = sl.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+            o.intercept = ic.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+        o.threshold = float(threshold)
+        o.compare = COMPARES[compare]
+        o.fill_connectivity = int(fill_connectivity)
+        o.pores = PORES[pores]
+        for i in range(3):
+            o.spacing[i] = float(spacing[i])
+        o.min_distance = min_distance
+        o.smooth_sigma = smooth_sigma
+        o.ties = TIES[ties]
+        cb = _progress_fn(progress)
+        if cb is not None:
+            o.progress = cb
+        p = ctypes.c_void_p()
+        _check(lib.accel_ct_pipeline_create(self._h(), ctypes.byref(o), ctypes.byref(p)), self._h())
+        try:
+            out = _native.CtOutputs()
+            _check(lib.accel_ct_outputs_init(ctypes.byref(out)))
+            kinds = {"solid": bool, "filled": bool, "pores": bool, "edt": np.float32, "markers": np.int32,
+                     "labels": np.int32}
+            result, descs = {}, []
+            for name in outputs:
+                if name == "network":
+                    continue
+                if name not in kinds:
+                    raise ValueError("unknown output %r" % name)
+                result[name] = np.empty(v.shape, kinds[name])
+                d = _as_array(result[name], True)
+                descs.append(d)
+                setattr(out, name, ctypes.cast(ctypes.pointer(d), ctypes.c_void_p))
+            net = ctypes.c_void_p()
+            if "network" in outputs:
+                out.network = ctypes.pointer(net)
+            mk = None
+            if markers is not None:
+                mk = _as_array(self._vol(markers, ("int32",), "markers"))
+            _check(lib.accel_ct_pipeline_run(p, ctypes.byref(_as_array(v)), None if mk is None else ctypes.byref(mk),
+                                             ctypes.byref(out)), self._h())
+            if "network" in outputs:
+                result["network"] = _network_dict(net)
+            result["marker_count"] = out.marker_count
+            return result
+        finally:
+            lib.accel_ct_pipeline_destroy(p)
+
+
+def _network_dict(h):
+    try:
+        nr, nt, por = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_double()
+        _check(lib.accel_ct_network_info(h, ctypes.byref(nr), ctypes.byref(nt), ctypes.byref(por)))
+        regions, throats = [], []
+        for i in range(nr.value):
+            r = _native.CtRegion()
+            r.struct_size = ctypes.sizeof(r)
+            _check(lib.accel_ct_network_region(h, i, ctypes.byref(r)))
+            regions.append({"label": r.label, "voxels": r.voxels, "volume": r.volume,
+                            "equivalent_radius": r.equivalent_radius, "centroid": tuple(r.centroid),
+                            "inscribed_radius": r.inscribed_radius})
+        for i in range(nt.value):
+            t = _native.CtThroat()
+            t.struct_size = ctypes.sizeof(t)
+            _check(lib.accel_ct_network_throat(h, i, ctypes.byref(t)))
+            throats.append({"a": t.a, "b": t.b, "faces": t.faces, "area": t.area,
+                            "inscribed_radius": t.inscribed_radius})
+        return {"porosity": por.value, "regions": regions, "throats": throats}
+    finally:
+        lib.accel_ct_network_destroy(h)

@@ -128,6 +128,80 @@ class SearchOptions(ctypes.Structure):
     ]
 
 
+class CtMarkerOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("min_distance", ctypes.c_int32),
+        ("smooth_sigma", ctypes.c_double),
+        ("progress", PROGRESS_FN),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+
+class CtWatershedOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("ties", ctypes.c_int),
+        ("progress", PROGRESS_FN),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+
+class CtRegion(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("label", ctypes.c_uint32),
+        ("voxels", ctypes.c_uint64),
+        ("volume", ctypes.c_double),
+        ("equivalent_radius", ctypes.c_double),
+        ("centroid", ctypes.c_double * 3),
+        ("inscribed_radius", ctypes.c_double),
+    ]
+
+
+class CtThroat(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("a", ctypes.c_uint32),
+        ("b", ctypes.c_uint32),
+        ("faces", ctypes.c_uint64),
+        ("area", ctypes.c_double),
+        ("inscribed_radius", ctypes.c_double),
+    ]
+
+
+class CtPipelineOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("slope", ctypes.POINTER(ctypes.c_double)),
+        ("intercept", ctypes.POINTER(ctypes.c_double)),
+        ("threshold", ctypes.c_double),
+        ("compare", ctypes.c_int),
+        ("fill_connectivity", ctypes.c_int),
+        ("pores", ctypes.c_int),
+        ("spacing", ctypes.c_double * 3),
+        ("min_distance", ctypes.c_int32),
+        ("smooth_sigma", ctypes.c_double),
+        ("ties", ctypes.c_int),
+        ("progress", PROGRESS_FN),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+
+class CtOutputs(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("solid", ctypes.c_void_p),
+        ("filled", ctypes.c_void_p),
+        ("pores", ctypes.c_void_p),
+        ("edt", ctypes.c_void_p),
+        ("markers", ctypes.c_void_p),
+        ("labels", ctypes.c_void_p),
+        ("network", ctypes.POINTER(ctypes.c_void_p)),
+        ("marker_count", ctypes.c_uint32),
+    ]
+
+
 class DecodeOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -253,6 +327,31 @@ _SIGNATURES = {
     "accel_groups_view": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t), _P(ctypes.c_void_p),
                                      _P(ctypes.c_void_p)]),
     "accel_groups_destroy": (None, [ctypes.c_void_p]),
+    "accel_ct_rescale": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, ctypes.c_void_p, _P(Array)]),
+    "accel_ct_threshold": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_double, ctypes.c_int, _P(Array)]),
+    "accel_ct_fill_holes": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_int, _P(Array)]),
+    "accel_ct_edt": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, _P(Array)]),
+    "accel_ct_marker_options_init": (c_status, [_P(CtMarkerOptions)]),
+    "accel_ct_markers": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), _P(CtMarkerOptions), _P(Array),
+                                    _P(ctypes.c_uint32)]),
+    "accel_ct_watershed_options_init": (c_status, [_P(CtWatershedOptions)]),
+    "accel_ct_watershed": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), ctypes.c_void_p,
+                                      _P(CtWatershedOptions), _P(Array)]),
+    "accel_ct_network_build": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), ctypes.c_void_p,
+                                          _P(ctypes.c_void_p)]),
+    "accel_ct_network_info": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t), _P(ctypes.c_size_t),
+                                         _P(ctypes.c_double)]),
+    "accel_ct_network_region": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(CtRegion)]),
+    "accel_ct_network_throat": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(CtThroat)]),
+    "accel_ct_network_destroy": (None, [ctypes.c_void_p]),
+    "accel_ct_pipeline_options_init": (c_status, [_P(CtPipelineOptions)]),
+    "accel_ct_outputs_init": (c_status, [_P(CtOutputs)]),
+    "accel_ct_pipeline_create": (c_status, [ctypes.c_void_p, _P(CtPipelineOptions), _P(ctypes.c_void_p)]),
+    "accel_ct_pipeline_destroy": (None, [ctypes.c_void_p]),
+    "accel_ct_pipeline_run": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, _P(CtOutputs)]),
+    "accel_raw_load": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int32,
+                                  _P(ctypes.c_int64), ctypes.c_uint64, _P(ctypes.c_void_p)]),
+    "accel_raw_save": (c_status, [ctypes.c_void_p, ctypes.c_char_p, _P(Array)]),
 }
 for _name, (_res, _args) in _SIGNATURES.items():
     _f = getattr(lib, _name)
