@@ -79,23 +79,25 @@ typedef struct cell {
     const size_t n = --h->n;                                                                                           \
     if (n == 0) return top;                                                                                            \
     const NAME##_item last = h->a[n];                                                                                  \
+    NAME##_item *a = h->a;                                                                                             \
     size_t i = 0;                                                                                                      \
-    for (;;) { /* smallest of (last, left, right), left first on ties */                                             \
-      const size_t l = 2 * i + 1, r = l + 1;                                                                           \
-      if (l >= n) break;                                                                                               \
-      __builtin_prefetch(&h->a[4 * i + 3]); /* the children's children */                                              \
-      size_t s = i;                                                                                                    \
-      KEY_T sk = last.key;                                                                                             \
-      if (h->a[l].key < sk) {                                                                                          \
-        s = l;                                                                                                         \
-        sk = h->a[l].key;                                                                                              \
-      }                                                                                                                \
-      if (r < n && h->a[r].key < sk) s = r;                                                                            \
-      if (s == i) break;                                                                                               \
-      h->a[i] = h->a[s];                                                                                               \
+    /* the smaller child (the left one on ties) moves up while it is strictly                                      \
+     * smaller than the last item, which then fills the hole */                                                     \
+    for (;;) {                                                                                                         \
+      const size_t l = 2 * i + 1;                                                                                      \
+      if (l + 1 >= n) break;                                                                                           \
+      __builtin_prefetch(&a[4 * i + 3]);                                                                               \
+      const size_t s = l + (a[l + 1].key < a[l].key);                                                                  \
+      if (!(a[s].key < last.key)) break;                                                                               \
+      a[i] = a[s];                                                                                                     \
       i = s;                                                                                                           \
     }                                                                                                                  \
-    h->a[i] = last;                                                                                                    \
+    const size_t l = 2 * i + 1;                                                                                        \
+    if (l + 1 == n && a[l].key < last.key) { /* a lone left child */                                                 \
+      a[i] = a[l];                                                                                                     \
+      i = l;                                                                                                           \
+    }                                                                                                                  \
+    a[i] = last;                                                                                                       \
     return top;                                                                                                        \
   }                                                                                                                    \
                                                                                                                        \
@@ -110,6 +112,10 @@ typedef struct cell {
     uint64_t age = stable ? nseeds : 1, popped = 0;                                                                    \
     while (h.n) {                                                                                                      \
       const NAME##_item e = NAME##_pop(&h);                                                                            \
+      if (h.n) { /* the next voxel's neighbours, fetched while this one is done */                                   \
+        const uint64_t nx = h.a[0].index;                                                                              \
+        for (int k = 0; k < 6; k++) __builtin_prefetch(&c[(uint64_t)((int64_t)nx + nb[k])]);                           \
+      }                                                                                                                \
       const int32_t l = c[e.index].lab;                                                                                \
       for (int k = 0; k < 6; k++) {                                                                                    \
         const uint64_t j = (uint64_t)((int64_t)e.index + nb[k]);                                                       \
@@ -168,6 +174,13 @@ static accel_status flood_direct(const float *image, const uint8_t *mask, accel_
   uint64_t age = stable ? nseeds : 1, popped = 0;
   while (h.n) {
     const flood64_item e = flood64_pop(&h);
+    if (h.n) { /* the next voxel's neighbourhood, fetched while this one is done */
+      const uint64_t nx = h.a[0].index;
+      __builtin_prefetch(&lab[nx]);
+      __builtin_prefetch(&mask[nx]);
+      if (nx >= (uint64_t)plane) __builtin_prefetch(&lab[nx - (uint64_t)plane]);
+      __builtin_prefetch(&lab[nx + (uint64_t)plane]);
+    }
     const uint64_t i = e.index, q = divide(i, dx), z = divide(q, dy);
     const int64_t x = (int64_t)(i - q * (uint64_t)d.nx), y = (int64_t)(q - z * (uint64_t)d.ny);
     const int32_t l = lab[i];
