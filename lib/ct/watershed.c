@@ -45,65 +45,105 @@ typedef struct cell {
  * jumps around the volume, and these loads are its cost. */
 #define OUTSIDE INT32_MIN
 #define DEFINE_FLOOD(NAME, KEY_T, AGE_SHIFT, INDEX_T)                                                                  \
-  typedef struct __attribute__((packed)) NAME##_item {                                                                 \
+  static const KEY_T NAME##_age_mask = ((KEY_T)1 << AGE_SHIFT) - 1;                                                    \
+  typedef struct NAME##_item {                                                                                         \
     KEY_T key;                                                                                                         \
     INDEX_T index;                                                                                                     \
   } NAME##_item;                                                                                                       \
                                                                                                                        \
+  /* keys and indices in two arrays: the comparisons read only the keys */                                          \
   typedef struct NAME##_heap {                                                                                         \
-    NAME##_item *a;                                                                                                    \
+    KEY_T *k;                                                                                                          \
+    INDEX_T *x;                                                                                                        \
     size_t n, cap;                                                                                                     \
   } NAME##_heap;                                                                                                       \
+                                                                                                                       \
+  static void NAME##_free(NAME##_heap *h) {                                                                            \
+    free(h->k);                                                                                                        \
+    free(h->x);                                                                                                        \
+  }                                                                                                                    \
                                                                                                                        \
   static bool NAME##_push(NAME##_heap *h, NAME##_item it) {                                                            \
     if (h->n == h->cap) {                                                                                              \
       size_t cap = h->cap ? h->cap * 2 : 4096;                                                                         \
-      NAME##_item *a = realloc(h->a, cap * sizeof *a);                                                                 \
-      if (!a) return false;                                                                                            \
-      h->a = a;                                                                                                        \
+      KEY_T *k = realloc(h->k, cap * sizeof *k);                                                                       \
+      if (!k) return false;                                                                                            \
+      h->k = k;                                                                                                        \
+      INDEX_T *x = realloc(h->x, cap * sizeof *x);                                                                     \
+      if (!x) return false;                                                                                            \
+      h->x = x;                                                                                                        \
       h->cap = cap;                                                                                                    \
     }                                                                                                                  \
     size_t c = h->n++;                                                                                                 \
     while (c > 0) { /* the parent moves down while the item is strictly smaller */                                   \
       const size_t p = (c + 1) / 2 - 1;                                                                                \
-      if (!(it.key < h->a[p].key)) break;                                                                              \
-      h->a[c] = h->a[p];                                                                                               \
+      if (!(it.key < h->k[p])) break;                                                                                  \
+      h->k[c] = h->k[p];                                                                                               \
+      h->x[c] = h->x[p];                                                                                               \
       c = p;                                                                                                           \
     }                                                                                                                  \
-    h->a[c] = it;                                                                                                      \
+    h->k[c] = it.key;                                                                                                  \
+    h->x[c] = it.index;                                                                                                \
     return true;                                                                                                       \
   }                                                                                                                    \
                                                                                                                        \
   static NAME##_item NAME##_pop(NAME##_heap *h) {                                                                      \
-    const NAME##_item top = h->a[0];                                                                                   \
+    const NAME##_item top = {h->k[0], h->x[0]};                                                                        \
     const size_t n = --h->n;                                                                                           \
     if (n == 0) return top;                                                                                            \
-    const NAME##_item last = h->a[n];                                                                                  \
-    NAME##_item *a = h->a;                                                                                             \
+    KEY_T *k = h->k;                                                                                                   \
+    INDEX_T *x = h->x;                                                                                                 \
+    const KEY_T lk = k[n];                                                                                             \
+    const INDEX_T lx = x[n];                                                                                           \
     size_t i = 0;                                                                                                      \
-    /* the smaller child (the left one on ties) moves up while it is strictly                                      \
-     * smaller than the last item, which then fills the hole */                                                     \
-    for (;;) {                                                                                                         \
-      const size_t l = 2 * i + 1;                                                                                      \
-      if (l + 1 >= n) break;                                                                                           \
-      __builtin_prefetch(&a[4 * i + 3]);                                                                               \
-      const size_t s = l + (a[l + 1].key < a[l].key);                                                                  \
-      if (!(a[s].key < last.key)) break;                                                                               \
-      a[i] = a[s];                                                                                                     \
-      i = s;                                                                                                           \
+    if ((lk & NAME##_age_mask) != 0) {                                                                                 \
+      /* a key no other item has: the hole goes down the smaller children to                                       \
+       * the bottom and the last item comes back up (one comparison a level;                                       \
+       * the same final places as the sift-down below, ties being impossible) */                                  \
+      for (;;) {                                                                                                       \
+        const size_t l = 2 * i + 1;                                                                                    \
+        if (l + 1 >= n) {                                                                                              \
+          if (l + 1 == n) { /* a lone left child */                                                                  \
+            k[i] = k[l];                                                                                               \
+            x[i] = x[l];                                                                                               \
+            i = l;                                                                                                     \
+          }                                                                                                            \
+          break;                                                                                                       \
+        }                                                                                                              \
+        __builtin_prefetch(&k[4 * i + 3]);                                                                             \
+        const size_t s = l + (k[l + 1] < k[l]);                                                                        \
+        k[i] = k[s];                                                                                                   \
+        x[i] = x[s];                                                                                                   \
+        i = s;                                                                                                         \
+      }                                                                                                                \
+      while (i > 0) {                                                                                                  \
+        const size_t p = (i - 1) / 2;                                                                                  \
+        if (!(lk < k[p])) break;                                                                                       \
+        k[i] = k[p];                                                                                                   \
+        x[i] = x[p];                                                                                                   \
+        i = p;                                                                                                         \
+      }                                                                                                                \
+    } else {                                                                                                           \
+      /* an age-0 marker may tie: scikit-image's sift-down exactly; the                                             \
+       * smaller child (the left one on ties) moves up while strictly smaller */                                    \
+      for (;;) {                                                                                                       \
+        const size_t l = 2 * i + 1;                                                                                    \
+        if (l >= n) break;                                                                                             \
+        const size_t s = l + 1 < n ? l + (k[l + 1] < k[l]) : l;                                                        \
+        if (!(k[s] < lk)) break;                                                                                       \
+        k[i] = k[s];                                                                                                   \
+        x[i] = x[s];                                                                                                   \
+        i = s;                                                                                                         \
+      }                                                                                                                \
     }                                                                                                                  \
-    const size_t l = 2 * i + 1;                                                                                        \
-    if (l + 1 == n && a[l].key < last.key) { /* a lone left child */                                                 \
-      a[i] = a[l];                                                                                                     \
-      i = l;                                                                                                           \
-    }                                                                                                                  \
-    a[i] = last;                                                                                                       \
+    k[i] = lk;                                                                                                         \
+    x[i] = lx;                                                                                                         \
     return top;                                                                                                        \
   }                                                                                                                    \
                                                                                                                        \
   static accel_status NAME(cell *c, const int64_t nb[6], const uint64_t *seeds,                                        \
                            uint64_t nseeds, bool stable, uint64_t total, accel_progress_fn progress, void *user) {    \
-    NAME##_heap h = {NULL, 0, 0};                                                                                      \
+    NAME##_heap h = {NULL, NULL, 0, 0};                                                                                \
     for (uint64_t k = 0; k < nseeds; k++) {                                                                            \
       const uint64_t i = seeds[k];                                                                                     \
       const NAME##_item it = {((KEY_T)c[i].vk << AGE_SHIFT) | (KEY_T)(stable ? k : 0), (INDEX_T)i};                    \
@@ -113,7 +153,7 @@ typedef struct cell {
     while (h.n) {                                                                                                      \
       const NAME##_item e = NAME##_pop(&h);                                                                            \
       if (h.n) { /* the next voxel's neighbours, fetched while this one is done */                                   \
-        const uint64_t nx = h.a[0].index;                                                                              \
+        const uint64_t nx = h.x[0];                                                                                    \
         for (int k = 0; k < 6; k++) __builtin_prefetch(&c[(uint64_t)((int64_t)nx + nb[k])]);                           \
       }                                                                                                                \
       const int32_t l = c[e.index].lab;                                                                                \
@@ -125,14 +165,14 @@ typedef struct cell {
         if (!NAME##_push(&h, it)) goto oom;                                                                            \
       }                                                                                                                \
       if (progress && (++popped & 0xfffff) == 0 && progress(user, "ct.watershed", (double)popped / (double)total)) {  \
-        free(h.a);                                                                                                     \
+        NAME##_free(&h);                                                                                               \
         return ACCEL_ERR_CANCELLED;                                                                                    \
       }                                                                                                                \
     }                                                                                                                  \
-    free(h.a);                                                                                                         \
+    NAME##_free(&h);                                                                                                   \
     return ACCEL_OK;                                                                                                   \
   oom:                                                                                                                 \
-    free(h.a);                                                                                                         \
+    NAME##_free(&h);                                                                                                   \
     return ACCEL_ERR_OUT_OF_MEMORY;                                                                                    \
   }
 
@@ -164,7 +204,7 @@ static inline uint64_t divide(uint64_t i, divider v) { return (uint64_t)(((u128)
 static accel_status flood_direct(const float *image, const uint8_t *mask, accel__dims d, int32_t *lab,
                                  const uint32_t *seeds, uint64_t nseeds, bool stable, uint64_t total,
                                  accel_progress_fn progress, void *user) {
-  flood64_heap h = {NULL, 0, 0};
+  flood64_heap h = {NULL, NULL, 0, 0};
   const divider dx = make_divider((uint64_t)d.nx), dy = make_divider((uint64_t)d.ny);
   const int64_t plane = d.ny * d.nx;
   for (uint64_t k = 0; k < nseeds; k++) {
@@ -175,7 +215,7 @@ static accel_status flood_direct(const float *image, const uint8_t *mask, accel_
   while (h.n) {
     const flood64_item e = flood64_pop(&h);
     if (h.n) { /* the next voxel's neighbourhood, fetched while this one is done */
-      const uint64_t nx = h.a[0].index;
+      const uint64_t nx = h.x[0];
       __builtin_prefetch(&lab[nx]);
       __builtin_prefetch(&mask[nx]);
       if (nx >= (uint64_t)plane) __builtin_prefetch(&lab[nx - (uint64_t)plane]);
@@ -196,14 +236,14 @@ static accel_status flood_direct(const float *image, const uint8_t *mask, accel_
       if (!flood64_push(&h, it)) goto oom;
     }
     if ((++popped & 0xfffff) == 0 && progress && progress(user, "ct.watershed", (double)popped / (double)total)) {
-      free(h.a);
+      flood64_free(&h);
       return ACCEL_ERR_CANCELLED;
     }
   }
-  free(h.a);
+  flood64_free(&h);
   return ACCEL_OK;
 oom:
-  free(h.a);
+  flood64_free(&h);
   return ACCEL_ERR_OUT_OF_MEMORY;
 }
 
