@@ -328,5 +328,113 @@ class Index(unittest.TestCase):
         self.assertGreaterEqual(len(want), 3)
 
 
+CTDATA = os.path.join(os.environ["ACCEL_SOURCE_ROOT"], "tests", "data", "ct")
+
+
+def ct_fixture(name):
+    import gzip
+    import io
+    folder = os.path.join(CTDATA, name)
+    arrays = {}
+    for k in ("input", "filled", "pores", "edt", "markers", "labels"):
+        with gzip.open(os.path.join(folder, k + ".npy.gz")) as f:
+            arrays[k] = np.load(io.BytesIO(f.read()))
+    meta = {}
+    with open(os.path.join(folder, "meta.txt")) as f:
+        for line in f:
+            key, _, value = line.strip().partition(" ")
+            meta[key] = value
+    spacing = tuple(float(x) for x in meta["sampling"].strip("()").split(","))
+    return arrays, float(meta["threshold"]), meta["pores"], spacing
+
+
+class CT(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = accel.Context(backend="cpu")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctx.close()
+
+    def test_stages_and_pipeline_equal_the_references(self):
+        ct = self.ctx.ct
+        for name in ("berea_pore", "food_aniso_64x96x80_s1"):
+            a, thr, pores_mode, spacing = ct_fixture(name)
+            solid = ct.threshold(a["input"], thr)
+            self.assertEqual(solid.dtype, bool)
+            np.testing.assert_array_equal(solid, a["input"] > thr)
+            filled = ct.fill_holes(solid)
+            np.testing.assert_array_equal(filled, a["filled"].astype(bool))
+            pores = a["pores"].astype(bool)
+            np.testing.assert_array_equal(ct.edt(pores, spacing), a["edt"])
+            markers, n = ct.markers(a["edt"], pores)
+            np.testing.assert_array_equal(markers, a["markers"])
+            self.assertEqual(n, a["markers"].max())
+            np.testing.assert_array_equal(ct.watershed(-a["edt"], a["markers"], mask=pores), a["labels"])
+            r = ct.pipeline(a["input"], thr, pores=pores_mode, spacing=spacing)
+            for k in ("filled", "pores", "edt", "markers", "labels"):
+                np.testing.assert_array_equal(r[k], a[k].astype(r[k].dtype), err_msg=k)
+            self.assertEqual(r["marker_count"], a["markers"].max())
+            net = r["network"]
+            lab = a["labels"]
+            self.assertAlmostEqual(net["porosity"], (lab > 0).mean(), places=12)
+            counts = np.bincount(lab.ravel())[1:]
+            self.assertEqual([reg["voxels"] for reg in net["regions"]], counts[counts > 0].tolist())
+
+    def test_network_equals_numpy(self):
+        a, _, _, _ = ct_fixture("berea_pore")
+        lab, edt = a["labels"], a["edt"]
+        spacing = (0.5, 1.0, 2.0)
+        net = self.ctx.ct.network(lab, edt, spacing)
+        idx = np.indices(lab.shape).reshape(3, -1).astype(float)
+        flat = lab.ravel()
+        for reg in net["regions"]:
+            sel = flat == reg["label"]
+            self.assertEqual(reg["voxels"], sel.sum())
+            self.assertAlmostEqual(reg["volume"], sel.sum() * 1.0, places=9)
+            for ax in range(3):
+                self.assertAlmostEqual(reg["centroid"][ax], idx[ax, sel].mean() * spacing[ax], places=9)
+            self.assertEqual(reg["inscribed_radius"], float(edt.ravel()[sel].max()))
+        # throats: face-adjacent pairs of different labels along each axis
+        want = {}
+        area = {0: 2.0, 1: 1.0, 2: 0.5}
+        for ax in range(3):
+            sl0 = [slice(None)] * 3
+            sl1 = [slice(None)] * 3
+            sl0[ax] = slice(0, -1)
+            sl1[ax] = slice(1, None)
+            p, q = lab[tuple(sl0)].ravel(), lab[tuple(sl1)].ravel()
+            ep, eq = edt[tuple(sl0)].ravel(), edt[tuple(sl1)].ravel()
+            m = (p > 0) & (q > 0) & (p != q)
+            for u, v, r in zip(np.minimum(p[m], q[m]), np.maximum(p[m], q[m]), np.minimum(ep[m], eq[m])):
+                t = want.setdefault((int(u), int(v)), [0, 0.0, 0.0])
+                t[0] += 1
+                t[1] += area[ax]
+                t[2] = max(t[2], float(r))
+        got = {(t["a"], t["b"]): [t["faces"], t["area"], t["inscribed_radius"]] for t in net["throats"]}
+        self.assertEqual(sorted(got), sorted(want))
+        for k in want:
+            self.assertEqual(got[k][0], want[k][0])
+            self.assertAlmostEqual(got[k][1], want[k][1], places=9)
+            self.assertEqual(got[k][2], want[k][2])
+
+    def test_strided_views_rescale_and_errors(self):
+        a, _, _, _ = ct_fixture("berea_pore")
+        pores = a["pores"].astype(bool)
+        t = pores.transpose(2, 1, 0)  # a strided view
+        np.testing.assert_array_equal(self.ctx.ct.edt(t), self.ctx.ct.edt(np.ascontiguousarray(t)))
+        v = np.arange(2 * 3 * 4, dtype=np.int16).reshape(2, 3, 4)
+        out = self.ctx.ct.rescale(v, slope=[1.0, 2.0], intercept=-1024)
+        np.testing.assert_array_equal(out, (v * np.array([1.0, 2.0])[:, None, None] - 1024).astype(np.float32))
+        with self.assertRaises(ValueError):
+            self.ctx.ct.edt(pores[0])
+        with self.assertRaises(TypeError):
+            self.ctx.ct.edt(a["edt"])
+        with self.assertRaises(accel.AccelError) as e:
+            self.ctx.ct.edt(pores, spacing=(1, -1, 1))
+        self.assertEqual(e.exception.name, "ACCEL_ERR_INVALID_ARG")
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)
