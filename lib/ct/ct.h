@@ -53,6 +53,24 @@ accel_status accel__ct_edt_cpu(const uint8_t *mask, accel__dims d, const double 
  * float32 volume (one sigma for every axis, in voxels). out may equal in. */
 accel_status accel__ct_gaussian_cpu(const float *in, accel__dims d, double sigma, int threads, float *out);
 
+/* The mask's voxels in C order (malloc'd; NULL when out of memory). */
+uint32_t *accel__ct_mask_list(const uint8_t *mask, uint64_t n, uint64_t *count);
+
+/* The window offsets of radius r, nearest first: (2r+1)^3 - 1 of them. */
+int accel__ct_window_offsets(int r, int (*offs)[3]);
+
+/* The peak search in two parts. First (the per-voxel part, also done on a
+ * GPU): root[] = the smallest voxel of each mask voxel's 26-connected
+ * component and cand[] = 1 where no voxel of the same component in the
+ * (2 md + 1)^3 window is higher (both at the voxels of list only). Then the
+ * rest: flat components, the threshold, numpy's order, the minimum distance,
+ * numbering (root[] and cand[] are overwritten). */
+accel_status accel__ct_peak_candidates_cpu(const float *edt, const uint8_t *mask, accel__dims d, int md, int threads,
+                                           const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand);
+accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, accel__dims d, int md,
+                                      const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand,
+                                      int32_t *out, uint32_t *count);
+
 /* Peak search (peak_local_max semantics, see accel/ct.h); markers numbered
  * in C order into out (I32). */
 accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance,

@@ -101,27 +101,45 @@ static accel_status flat_candidates(const uint8_t *mask, const uint32_t *comp_of
   return ACCEL_OK;
 }
 
-accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int md, int threads,
-                                   int32_t *out, uint32_t *count) {
+int accel__ct_window_offsets(int r, int (*offs)[3]) {
+  int noffs = 0;
+  for (int dz = -r; dz <= r; dz++)
+    for (int dy = -r; dy <= r; dy++)
+      for (int dx = -r; dx <= r; dx++)
+        if (dz || dy || dx) {
+          offs[noffs][0] = dz;
+          offs[noffs][1] = dy;
+          offs[noffs][2] = dx;
+          noffs++;
+        }
+  qsort(offs, (size_t)noffs, sizeof *offs, cmp_offset);
+  return noffs;
+}
+
+accel_status accel__ct_peak_candidates_cpu(const float *edt, const uint8_t *mask, accel__dims d, int md, int threads,
+                                           const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand) {
+  accel_status st = accel__ct_components_list(mask, d, list, np, 26, threads, root);
+  if (st) return st;
+  const int r = md < 1 ? 0 : md, w = 2 * r + 1;
+  int (*offs)[3] = malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
+  if (!offs) return ACCEL_ERR_OUT_OF_MEMORY;
+  const int noffs = accel__ct_window_offsets(r, offs);
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 4096)
+  for (uint64_t k = 0; k < np; k++)
+    cand[list[k]] = is_window_max(edt, mask, root, d, list[k], (const int(*)[3])offs, noffs);
+  free(offs);
+  return ACCEL_OK;
+}
+
+accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, accel__dims d, int md,
+                                      const uint32_t *list, uint64_t np, uint32_t *comp_of, uint8_t *cand,
+                                      int32_t *out, uint32_t *count) {
   const uint64_t n = accel__dims_count(d);
   accel_status st = ACCEL_OK;
-  uint32_t *list = NULL, *comp_of = malloc((n ? n : 1) * sizeof(uint32_t)); /* comp_of: at mask voxels only */
-  uint8_t *cand = calloc(n ? n : 1, 1);
   comp *comps = NULL;
   uint32_t *cand_list = NULL;
   int64_t *order = NULL;
   float *keys = NULL;
-  int (*offs)[3] = NULL;
-  if (!comp_of || !cand) goto oom;
-  /* the mask voxels, in C order */
-  uint64_t np = 0;
-  for (uint64_t i = 0; i < n; i++) np += mask[i] != 0;
-  list = calloc(np ? np : 1, sizeof(uint32_t));
-  if (!list) goto oom;
-  np = 0;
-  for (uint64_t i = 0; i < n; i++)
-    if (mask[i]) list[np++] = (uint32_t)i;
-  if ((st = accel__ct_components_list(mask, d, list, np, 26, threads, comp_of))) goto done;
   /* roots (smallest voxels) to component numbers 0, 1, ... in that order: a
    * root comes before its members, so its number is known when they come */
   uint32_t ncomp = 0;
@@ -140,25 +158,7 @@ accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel_
       comps[c].lo[a] = INT64_MAX;
       comps[c].hi[a] = -1;
     }
-  const int r = md < 1 ? 0 : md, w = 2 * r + 1;
-  offs = malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
-  if (!offs) goto oom;
-  int noffs = 0;
-  for (int dz = -r; dz <= r; dz++)
-    for (int dy = -r; dy <= r; dy++)
-      for (int dx = -r; dx <= r; dx++)
-        if (dz || dy || dx) {
-          offs[noffs][0] = dz;
-          offs[noffs][1] = dy;
-          offs[noffs][2] = dx;
-          noffs++;
-        }
-  qsort(offs, (size_t)noffs, sizeof *offs, cmp_offset);
-
-  /* window maxima; per component counts and bounding boxes */
-#pragma omp parallel for num_threads(threads) schedule(dynamic, 4096)
-  for (uint64_t k = 0; k < np; k++)
-    cand[list[k]] = is_window_max(edt, mask, comp_of, d, list[k], (const int(*)[3])offs, noffs);
+  /* per component counts and bounding boxes */
   for (uint64_t k = 0; k < np; k++) {
     const uint32_t i = list[k];
     comp *c = &comps[comp_of[i]];
@@ -172,7 +172,7 @@ accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel_
       if (c3[a] > c->hi[a]) c->hi[a] = c3[a];
     }
   }
-  if (r > 0) /* a 1-voxel window (min_distance 0) has no flat-image rule */
+  if (md > 0) /* a 1-voxel window (min_distance 0) has no flat-image rule */
     for (uint32_t c = 0; c < ncomp; c++) /* flat components */
       if (comps[c].maxima == comps[c].voxels && (st = flat_candidates(mask, comp_of, c, &comps[c], d, cand)))
         goto done;
@@ -243,13 +243,38 @@ accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel_
 oom:
   st = ACCEL_ERR_OUT_OF_MEMORY;
 done:
-  free(list);
-  free(comp_of);
-  free(cand);
   free(comps);
   free(cand_list);
   free(order);
   free(keys);
-  free(offs);
   return st;
+}
+
+accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int md, int threads,
+                                   int32_t *out, uint32_t *count) {
+  const uint64_t n = accel__dims_count(d);
+  accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
+  uint32_t *list = NULL, *root = malloc((n ? n : 1) * sizeof(uint32_t)); /* at mask voxels only */
+  uint8_t *cand = calloc(n ? n : 1, 1);
+  uint64_t np = 0;
+  if (!root || !cand || !(list = accel__ct_mask_list(mask, n, &np))) goto done;
+  if (!(st = accel__ct_peak_candidates_cpu(edt, mask, d, md, threads, list, np, root, cand)))
+    st = accel__ct_markers_finish(edt, mask, d, md, list, np, root, cand, out, count);
+done:
+  free(list);
+  free(root);
+  free(cand);
+  return st;
+}
+
+uint32_t *accel__ct_mask_list(const uint8_t *mask, uint64_t n, uint64_t *count) {
+  uint64_t np = 0;
+  for (uint64_t i = 0; i < n; i++) np += mask[i] != 0;
+  uint32_t *list = calloc(np ? np : 1, sizeof(uint32_t));
+  if (!list) return NULL;
+  np = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (mask[i]) list[np++] = (uint32_t)i;
+  *count = np;
+  return list;
 }
