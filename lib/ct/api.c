@@ -345,41 +345,45 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
   if (!s) s = check_overlap(ctx, F, out, markers, "markers", true);
   if (s) return s;
   const uint64_t n = accel__dims_count(d);
-  view vi, vm = {NULL, NULL, false}, vo;
+  view vi, vm = {NULL, NULL, false}, vk = {NULL, NULL, false}, vo;
   if ((s = view_in(ctx, F, "image", image, &vi))) return s;
-  for (uint64_t i = 0; i < n && !s; i++)
-    if (isnan(((const float *)vi.data)[i]))
-      s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: image[%llu] is NaN", F, (unsigned long long)i);
-  if (!s && mask) s = view_in(ctx, F, "mask", mask, &vm);
-  /* the output starts as the markers */
-  if (!s) {
-    if (out->data == markers->data) {
-      s = view_inout(ctx, F, "out", out, &vo);
-    } else if (!(s = view_out(ctx, F, "out", out, &vo))) {
-      view vk;
-      if (!(s = view_in(ctx, F, "markers", markers, &vk))) {
-        memcpy(vo.data, vk.data, n * sizeof(int32_t));
-        view_free(&vk);
-      } else {
-        view_free(&vo);
-      }
+  if (mask && (s = view_in(ctx, F, "mask", mask, &vm))) goto fail;
+  const bool alias = out->data == markers->data;
+  if ((s = alias ? view_inout(ctx, F, "out", out, &vo) : view_out(ctx, F, "out", out, &vo))) goto fail;
+  if (!alias && (s = view_in(ctx, F, "markers", markers, &vk))) {
+    view_free(&vo);
+    goto fail;
+  }
+  /* one pass: the output starts as markers * mask; NaN values in the mask and
+   * the reserved marker value are refused */
+  {
+    const float *im = vi.data;
+    const uint8_t *mk = vm.data;
+    const int32_t *src = alias ? vo.data : vk.data;
+    int32_t *dst = vo.data;
+    uint64_t bad_nan = UINT64_MAX, bad_marker = UINT64_MAX;
+    for (uint64_t i = 0; i < n; i++) {
+      const bool in = !mk || mk[i];
+      const int32_t m = in ? src[i] : 0;
+      dst[i] = m;
+      if (in && isnan(im[i]) && bad_nan == UINT64_MAX) bad_nan = i;
+      if (m == INT32_MIN && bad_marker == UINT64_MAX) bad_marker = i;
     }
+    view_free(&vk);
+    if (bad_nan != UINT64_MAX)
+      s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: image[%llu] is NaN", F, (unsigned long long)bad_nan);
+    else if (bad_marker != UINT64_MAX)
+      s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: marker value %d (at %llu) is reserved", F, INT32_MIN,
+                      (unsigned long long)bad_marker);
   }
-  if (s) {
-    view_free(&vi);
-    view_free(&vm);
-    return s;
-  }
-  for (uint64_t i = 0; i < n && !s; i++)
-    if (((const int32_t *)vo.data)[i] == INT32_MIN)
-      s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: marker value %d is reserved", F, INT32_MIN);
   accel__ct_job job = {.stage = "ct.watershed", .d = d, .image = vi.data, .mask = vm.data, .ties = o.ties,
                        .out = vo.data, .progress = o.progress, .progress_user = o.progress_user};
   if (!s) s = accel__dispatch(ctx, "ct.watershed", run_watershed, &job);
   if (!s) view_commit(&vo);
+  view_free(&vo);
+fail:
   view_free(&vi);
   view_free(&vm);
-  view_free(&vo);
   return s;
 }
 

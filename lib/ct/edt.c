@@ -23,7 +23,8 @@ enum { BLOCK = 16 };
 /* One line: f[0..n) (squared distances, +inf = none) in place; spacing s.
  * v, zz: scratch of n and n + 1 entries. */
 static void envelope(float *f, int64_t n, double s, int64_t *v, double *zz, double *g) {
-  const double s2 = s * s;
+  const double s2 = s * s, s2x2 = 2.0 * s2;
+  double *h = g + n; /* h[k]: the k-th envelope parabola's value at 0, g[v] + s2 v^2 */
   int64_t k = -1;
   for (int64_t q = 0; q < n; q++) {
     g[q] = f[q];
@@ -31,13 +32,13 @@ static void envelope(float *f, int64_t n, double s, int64_t *v, double *zz, doub
     const double fq = g[q] + s2 * (double)q * (double)q;
     double cross = -INFINITY;
     while (k >= 0) {
-      const int64_t p = v[k];
-      cross = (fq - (g[p] + s2 * (double)p * (double)p)) / (2.0 * s2 * (double)(q - p));
+      cross = (fq - h[k]) / (s2x2 * (double)(q - v[k]));
       if (cross <= zz[k]) k--;
       else break;
     }
     k++;
     v[k] = q;
+    h[k] = fq;
     zz[k] = k == 0 ? -INFINITY : cross;
     zz[k + 1] = INFINITY;
   }
@@ -54,13 +55,19 @@ static void envelope(float *f, int64_t n, double s, int64_t *v, double *zz, doub
  * nonzero values: for p inside a run, a parabola centred beyond the zero
  * next to it costs more than that zero's, so each run together with its
  * bounding zeros is transformed alone; lines of zeros are left as they are. */
+static inline bool four_zeros(const float *f) { /* zeros here are +0.0: all bits clear */
+  uint64_t a, b;
+  memcpy(&a, f, 8);
+  memcpy(&b, f + 2, 8);
+  return (a | b) == 0;
+}
+
 static void transform_line(float *f, int64_t n, double s, int64_t *v, double *zz, double *g) {
   int64_t i = 0;
   while (i < n) {
-    if (f[i] == 0) {
-      i++;
-      continue;
-    }
+    while (i + 4 <= n && four_zeros(f + i)) i += 4;
+    while (i < n && f[i] == 0) i++;
+    if (i >= n) break;
     int64_t j = i;
     while (j + 1 < n && f[j + 1] != 0) j++;
     const int64_t lo = i > 0 ? i - 1 : 0, hi = j + 1 < n ? j + 1 : j;
@@ -69,9 +76,12 @@ static void transform_line(float *f, int64_t n, double s, int64_t *v, double *zz
   }
 }
 
-/* Pass along y (axis 1) or z (axis 0) on the float volume; false when out
- * of memory for the line buffers. */
-static bool pass_strided(float *vol, accel__dims d, int axis, double s, int threads) {
+/* Pass along y (axis 1) or z (axis 0) on the float volume; with root, the
+ * square roots are taken as the lines are written back (the last pass).
+ * sqrtf of a float equals the double square root rounded to float (a double
+ * carries more than twice a float's bits, so rounding twice is harmless).
+ * False when out of memory for the line buffers. */
+static bool pass_strided(float *vol, accel__dims d, int axis, double s, bool root, int threads) {
   int oom = 0;
   const int64_t n = axis == 0 ? d.nz : d.ny;
   const int64_t stride = axis == 0 ? d.ny * d.nx : d.nx; /* elements between line entries */
@@ -79,60 +89,72 @@ static bool pass_strided(float *vol, accel__dims d, int axis, double s, int thre
   const int64_t xblocks = (d.nx + BLOCK - 1) / BLOCK;
 #pragma omp parallel num_threads(threads)
   {
+    /* a block of BLOCK lines, transposed: line c at buf[c * n] */
     float *buf = malloc((size_t)n * BLOCK * sizeof(float));
     int64_t *v = malloc((size_t)n * sizeof(int64_t));
-    double *zz = malloc((size_t)(n + 1) * sizeof(double)), *g = malloc((size_t)n * sizeof(double));
-    float *line = malloc((size_t)n * sizeof(float));
-    if (!buf || !v || !zz || !g || !line) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
+    double *zz = malloc((size_t)(n + 1) * sizeof(double)), *g = malloc((size_t)(2 * n) * sizeof(double));
+    if (!buf || !v || !zz || !g) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
 #pragma omp for schedule(dynamic, 4) collapse(2)
     for (int64_t o = 0; o < outer; o++)
       for (int64_t xb = 0; xb < xblocks; xb++) {
-        if (!buf || !v || !zz || !g || !line) continue;
+        if (!buf || !v || !zz || !g) continue;
         const int64_t x0 = xb * BLOCK, w = d.nx - x0 < BLOCK ? d.nx - x0 : BLOCK;
         const int64_t base = axis == 0 ? o * d.nx + x0 : o * d.ny * d.nx + x0;
-        for (int64_t i = 0; i < n; i++) memcpy(buf + i * BLOCK, vol + base + i * stride, (size_t)w * sizeof(float));
-        for (int64_t c = 0; c < w; c++) {
-          for (int64_t i = 0; i < n; i++) line[i] = buf[i * BLOCK + c];
-          transform_line(line, n, s, v, zz, g);
-          for (int64_t i = 0; i < n; i++) buf[i * BLOCK + c] = line[i];
+        for (int64_t i = 0; i < n; i++) {
+          const float *src = vol + base + i * stride;
+          for (int64_t c = 0; c < w; c++) buf[c * n + i] = src[c];
         }
-        for (int64_t i = 0; i < n; i++) memcpy(vol + base + i * stride, buf + i * BLOCK, (size_t)w * sizeof(float));
+        for (int64_t c = 0; c < w; c++) transform_line(buf + c * n, n, s, v, zz, g);
+        for (int64_t i = 0; i < n; i++) {
+          float *dst = vol + base + i * stride;
+          if (root)
+            for (int64_t c = 0; c < w; c++) dst[c] = sqrtf(buf[c * n + i]);
+          else
+            for (int64_t c = 0; c < w; c++) dst[c] = buf[c * n + i];
+        }
       }
     free(buf);
     free(v);
     free(zz);
     free(g);
-    free(line);
   }
   return !oom;
 }
 
 accel_status accel__ct_edt_cpu(const uint8_t *mask, accel__dims d, const double spacing[3], int threads, float *out) {
   const double sx = spacing[2];
-  /* x: distance to the nearest zero of the row, in voxels */
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t r = 0; r < d.nz * d.ny; r++) {
-    const uint8_t *m = mask + r * d.nx;
-    float *o = out + r * d.nx;
-    int64_t last = -1; /* the last zero seen */
-    for (int64_t x = 0; x < d.nx; x++) {
-      if (!m[x]) last = x;
-      o[x] = last < 0 ? INFINITY : (float)(x - last);
-    }
-    last = -1;
-    for (int64_t x = d.nx - 1; x >= 0; x--) {
-      if (!m[x]) last = x;
-      if (last >= 0 && (float)(last - x) < o[x]) o[x] = (float)(last - x);
-      if (!isinf(o[x])) {
-        const double dx = (double)o[x] * sx;
-        o[x] = (float)(dx * dx);
+  /* x: distance to the nearest zero of the row, in voxels (int32 sweeps, then
+   * the squares scaled in one vectorizable loop; rows without a zero: inf) */
+  int oom = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    int32_t *dist = malloc((size_t)(d.nx ? d.nx : 1) * sizeof(int32_t));
+    if (!dist) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < d.nz * d.ny; r++) {
+      if (!dist) continue;
+      const uint8_t *m = mask + r * d.nx;
+      float *o = out + r * d.nx;
+      const int32_t far = INT32_MAX / 2;
+      int32_t run = far;
+      for (int64_t x = 0; x < d.nx; x++) {
+        run = m[x] ? (run < far ? run + 1 : far) : 0;
+        dist[x] = run;
+      }
+      run = far;
+      for (int64_t x = d.nx - 1; x >= 0; x--) {
+        run = m[x] ? (run < far ? run + 1 : far) : 0;
+        if (run < dist[x]) dist[x] = run;
+      }
+      for (int64_t x = 0; x < d.nx; x++) {
+        const double dx = (double)dist[x] * sx;
+        o[x] = dist[x] >= far ? INFINITY : (float)(dx * dx);
       }
     }
+    free(dist);
   }
-  if (!pass_strided(out, d, 1, spacing[1], threads) || !pass_strided(out, d, 0, spacing[0], threads))
+  if (oom) return ACCEL_ERR_OUT_OF_MEMORY;
+  if (!pass_strided(out, d, 1, spacing[1], false, threads) || !pass_strided(out, d, 0, spacing[0], true, threads))
     return ACCEL_ERR_OUT_OF_MEMORY;
-  const uint64_t n = accel__dims_count(d);
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (uint64_t i = 0; i < n; i++) out[i] = (float)sqrt((double)out[i]);
   return ACCEL_OK;
 }

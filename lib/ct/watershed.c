@@ -250,17 +250,26 @@ oom:
 static accel_status watershed_sparse(const float *image, const uint8_t *mask, accel__dims d, accel_ct_ties ties,
                                      int32_t *labels, uint64_t inmask, accel_progress_fn progress, void *user) {
   const uint64_t n = accel__dims_count(d);
-  uint64_t nseeds = 0;
+  uint64_t nseeds = 0, cap = 1024;
+  uint32_t *seeds = malloc(cap * sizeof(uint32_t));
+  if (!seeds) return ACCEL_ERR_OUT_OF_MEMORY;
   for (uint64_t i = 0; i < n; i++) {
     if (!labels[i]) continue;
-    if (!mask[i]) labels[i] = 0; /* markers outside the mask are dropped */
-    else nseeds++;
+    if (!mask[i]) { /* markers outside the mask are dropped */
+      labels[i] = 0;
+      continue;
+    }
+    if (nseeds == cap) {
+      uint32_t *more = realloc(seeds, 2 * cap * sizeof(uint32_t));
+      if (!more) {
+        free(seeds);
+        return ACCEL_ERR_OUT_OF_MEMORY;
+      }
+      seeds = more;
+      cap *= 2;
+    }
+    seeds[nseeds++] = (uint32_t)i;
   }
-  uint32_t *seeds = malloc((nseeds ? nseeds : 1) * sizeof(uint32_t));
-  if (!seeds) return ACCEL_ERR_OUT_OF_MEMORY;
-  nseeds = 0;
-  for (uint64_t i = 0; i < n; i++)
-    if (labels[i]) seeds[nseeds++] = (uint32_t)i;
   accel_status st = flood_direct(image, mask, d, labels, seeds, nseeds, ties == ACCEL_CT_TIES_STABLE, inmask,
                                  progress, user);
   free(seeds);
