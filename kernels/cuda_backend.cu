@@ -12,6 +12,7 @@
 #include "hash/ops.h"
 #include "image/ops.h"
 #include "index/ops.h"
+#include "ct/ops.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -213,5 +214,5 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .image = */ &accel__cuda_image_ops,
     /* .hash = */ &accel__cuda_hash_ops,
     /* .index = */ &accel__cuda_index_ops,
-    /* .ct = */ nullptr,
+    /* .ct = */ &accel__cuda_ct_ops,
 };

@@ -11,6 +11,7 @@
 #include "testutil.h"
 
 #include "ct/ct.h"
+#include "ct/ops.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -175,7 +176,7 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
   bad = 0;
   for (uint64_t i = 0; i < n; i++) bad += ((int32_t *)labels_d)[i] != ((int32_t *)ref_labels.data)[i];
   ck_assert_msg(bad == 0, "%s: labels differ at %llu voxels", fx->name, (unsigned long long)bad);
-  if (stable_too) { /* the GPU's tie rule: equal-valued markers in C order */
+  if (stable_too) { /* the stable tie rule: equal-valued markers in C order */
     accel_ct_watershed_options wo;
     accel_ct_watershed_options_init(&wo);
     wo.ties = ACCEL_CT_TIES_STABLE;
@@ -674,6 +675,141 @@ START_TEST(raw_files) {
 }
 END_TEST
 
+
+/* ------------------------------------------------------------ the CUDA pipeline in emulation */
+
+#if EXPECT_CUDA
+/* Every GPU stage and the GPU pipeline (their host emulation: the kernels'
+ * per-voxel code in loops) equal the CPU, whole and in slabs. */
+static void gpu_equals_cpu(uint64_t budget, const char *what) {
+  accel__cuda_ct_emulated_budget = budget;
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  for (size_t f = 0; f < 2; f++) {
+    fixture fx;
+    load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[f]);
+    const uint64_t n = fx.n;
+    accel_array in = view_of(fx.input), ref_pores = view_of(fx.pores_ref), ref_edt = view_of(fx.edt);
+    void *a_d, *b_d;
+    /* threshold, fill holes (both connectivities), EDT, markers */
+    accel_array a8 = new_volume(&a_d, ACCEL_DTYPE_U8, fx.d), b8 = new_volume(&b_d, ACCEL_DTYPE_U8, fx.d);
+    ck_assert_msg(accel_ct_threshold(gpu, &in, fx.threshold, ACCEL_CT_GREATER, &a8) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_ct_threshold(cpu, &in, fx.threshold, ACCEL_CT_GREATER, &b8), ACCEL_OK);
+    ck_assert_msg(memcmp(a_d, b_d, n) == 0, "%s %s: threshold", what, fx.name);
+    accel_array solid = b8;
+    void *fa_d, *fb_d;
+    accel_array fa = new_volume(&fa_d, ACCEL_DTYPE_U8, fx.d), fb = new_volume(&fb_d, ACCEL_DTYPE_U8, fx.d);
+    for (int conn = 0; conn < 2; conn++) {
+      const accel_ct_connectivity c = conn ? ACCEL_CT_CORNERS : ACCEL_CT_FACES;
+      ck_assert_msg(accel_ct_fill_holes(gpu, &solid, c, &fa) == ACCEL_OK, "%s", accel_last_error(gpu));
+      ck_assert_int_eq(accel_ct_fill_holes(cpu, &solid, c, &fb), ACCEL_OK);
+      ck_assert_msg(memcmp(fa_d, fb_d, n) == 0, "%s %s: fill holes conn %d", what, fx.name, conn);
+      /* the background of the berea solid is one huge component: fill its complement too */
+      ck_assert_int_eq(accel_ct_fill_holes(gpu, &ref_pores, c, &fa), ACCEL_OK);
+      ck_assert_int_eq(accel_ct_fill_holes(cpu, &ref_pores, c, &fb), ACCEL_OK);
+      ck_assert_msg(memcmp(fa_d, fb_d, n) == 0, "%s %s: fill holes of the pores conn %d", what, fx.name, conn);
+    }
+    void *ea_d, *eb_d;
+    accel_array ea = new_volume(&ea_d, ACCEL_DTYPE_F32, fx.d), eb = new_volume(&eb_d, ACCEL_DTYPE_F32, fx.d);
+    ck_assert_msg(accel_ct_edt(gpu, &ref_pores, fx.spacing, &ea) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_ct_edt(cpu, &ref_pores, fx.spacing, &eb), ACCEL_OK);
+    ck_assert_msg(memcmp(ea_d, eb_d, n * 4) == 0, "%s %s: edt", what, fx.name);
+    void *ma_d, *mb_d;
+    accel_array ma = new_volume(&ma_d, ACCEL_DTYPE_I32, fx.d), mb = new_volume(&mb_d, ACCEL_DTYPE_I32, fx.d);
+    uint32_t ca = 0, cb = 0;
+    ck_assert_msg(accel_ct_markers(gpu, &ref_edt, &ref_pores, NULL, &ma, &ca) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_ct_markers(cpu, &ref_edt, &ref_pores, NULL, &mb, &cb), ACCEL_OK);
+    ck_assert_msg(memcmp(ma_d, mb_d, n * 4) == 0 && ca == cb, "%s %s: markers", what, fx.name);
+    /* the pipeline */
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po);
+    po.threshold = fx.threshold;
+    po.pores = fx.pores;
+    memcpy(po.spacing, fx.spacing, sizeof po.spacing);
+    accel_ct_pipeline *pg = NULL, *pc = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(gpu, &po, &pg), ACCEL_OK);
+    ck_assert_int_eq(accel_ct_pipeline_create(cpu, &po, &pc), ACCEL_OK);
+    void *la_d, *lb_d;
+    accel_array la = new_volume(&la_d, ACCEL_DTYPE_I32, fx.d), lb = new_volume(&lb_d, ACCEL_DTYPE_I32, fx.d);
+    accel_ct_outputs oa, ob;
+    accel_ct_outputs_init(&oa);
+    accel_ct_outputs_init(&ob);
+    oa.edt = &ea;
+    oa.labels = &la;
+    oa.filled = &fa;
+    ob.edt = &eb;
+    ob.labels = &lb;
+    ob.filled = &fb;
+    ck_assert_msg(accel_ct_pipeline_run(pg, &in, NULL, &oa) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_ct_pipeline_run(pc, &in, NULL, &ob), ACCEL_OK);
+    ck_assert_msg(memcmp(la_d, lb_d, n * 4) == 0, "%s %s: pipeline labels", what, fx.name);
+    ck_assert_msg(memcmp(ea_d, eb_d, n * 4) == 0, "%s %s: pipeline edt", what, fx.name);
+    ck_assert_msg(memcmp(fa_d, fb_d, n) == 0, "%s %s: pipeline filled", what, fx.name);
+    ck_assert_msg(memcmp(la_d, view_of(fx.labels).data, n * 4) == 0, "%s %s: pipeline labels vs the reference", what,
+                  fx.name);
+    ck_assert_uint_eq(oa.marker_count, ob.marker_count);
+    accel_ct_pipeline_destroy(pg);
+    accel_ct_pipeline_destroy(pc);
+    free(a_d);
+    free(b_d);
+    free(fa_d);
+    free(fb_d);
+    free(ea_d);
+    free(eb_d);
+    free(ma_d);
+    free(mb_d);
+    free(la_d);
+    free(lb_d);
+    free_fixture(&fx);
+  }
+  /* every stage ran on the "GPU": no fallback (the policy is DENY anyway) */
+  const char *stages[] = {"ct.threshold", "ct.fill_holes", "ct.edt", "ct.markers", "ct.pipeline"};
+  for (int k = 0; k < 5; k++) {
+    accel_stage_stats st;
+    accel_stage_stats_init(&st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, stages[k], &st), ACCEL_OK);
+    ck_assert_msg(st.gpu_runs == st.runs && st.fallbacks == 0, "%s: %s ran %llu times, %llu on the GPU", what,
+                  stages[k], (unsigned long long)st.runs, (unsigned long long)st.gpu_runs);
+  }
+  ck_assert_int_eq(cap.n, 0);
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
+  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+}
+
+START_TEST(gpu_stages_equal_cpu_in_emulation) { gpu_equals_cpu((uint64_t)1 << 30, "whole volume"); }
+END_TEST
+
+/* A budget of a few planes: every stage goes through its slab path. */
+START_TEST(gpu_slabs_equal_cpu_in_emulation) { gpu_equals_cpu(1200000, "slabs"); }
+END_TEST
+
+/* A budget below one plane: the GPU stage fails, the CPU answers, the line is logged. */
+START_TEST(gpu_too_small_a_budget_falls_back) {
+  accel__cuda_ct_emulated_budget = 20000;
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  fixture fx;
+  load_fixture(&fx, TEST_DATA_DIR "/ct", "berea_pore");
+  accel_array pores = view_of(fx.pores_ref), ref = view_of(fx.edt);
+  void *e_d;
+  accel_array e = new_volume(&e_d, ACCEL_DTYPE_F32, fx.d);
+  ck_assert_int_eq(accel_ct_edt(gpu, &pores, NULL, &e), ACCEL_OK);
+  ck_assert(memcmp(e_d, ref.data, fx.n * 4) == 0);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] ct.edt failed: "), 1);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, ". CPU fallback."), 1);
+  accel_ctx *strict = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  ck_assert_int_eq(accel_ct_edt(strict, &pores, NULL, &e), ACCEL_ERR_DEVICE_MEMORY);
+  accel_ctx_destroy(strict);
+  free(e_d);
+  free_fixture(&fx);
+  accel_ctx_destroy(gpu);
+  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+}
+END_TEST
+#endif
+
 Suite *suite_ct(void) {
   Suite *s = suite_create("ct");
   TCase *tc = tcase_create("stages");
@@ -688,6 +824,11 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_test(tc, strided_views);
   tcase_add_test(tc, raw_files);
+#if EXPECT_CUDA
+  tcase_add_test(tc, gpu_stages_equal_cpu_in_emulation);
+  tcase_add_test(tc, gpu_slabs_equal_cpu_in_emulation);
+  tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -14,7 +14,11 @@
  *
  * Stage names: "ct.rescale", "ct.threshold", "ct.fill_holes", "ct.edt",
  * "ct.markers", "ct.watershed", "ct.network", and "ct.pipeline" for a whole
- * pipeline run. Volumes up to 2^32 - 1 voxels (ACCEL_ERR_LIMIT beyond).
+ * pipeline run. On a CUDA backend rescale, threshold, fill holes, the EDT and
+ * the markers' window test run on the GPU (in Z slabs beyond the device
+ * memory budget); the watershed (a sequential priority queue) and the
+ * network run on the CPU. Volumes up to 2^32 - 1 voxels (ACCEL_ERR_LIMIT
+ * beyond).
  */
 #ifndef ACCEL_CT_H
 #define ACCEL_CT_H
@@ -96,11 +100,11 @@ ACCEL_API accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, 
 /* How ties between equally low markers are broken by the watershed. */
 typedef enum accel_ct_ties {
   /* scikit-image's order: its binary heap pops equal-valued markers in an
-   * order that depends on the heap's history; reproduced exactly (CPU; on a
-   * GPU backend this stage runs on the CPU). */
+   * order that depends on the heap's history; reproduced exactly (the same
+   * heap, operation for operation). */
   ACCEL_CT_TIES_SKIMAGE = 0,
-  /* Equal-valued markers in C order (a stable priority queue); otherwise the
-   * same flood. Identical on every backend; runs on the GPU. */
+  /* Equal-valued markers in C order (a stable priority queue), otherwise the
+   * same flood: an order defined without reference to any heap. */
   ACCEL_CT_TIES_STABLE = 1
 } accel_ct_ties;
 
@@ -211,11 +215,12 @@ ACCEL_API accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_p
 ACCEL_API void accel_ct_pipeline_destroy(accel_ct_pipeline *pipeline);
 
 /* Run on `input` (Z, Y, X): U8, I16, U16, I32 or F32 (I16/U16 rescaled first
- * when the options give slopes). `markers` (I32) replaces the peak search
- * when not NULL. Only the stages that the requested outputs need are run: on
- * a CUDA backend with one upload of the input and one download per requested
- * output; volumes over the device memory budget are processed in Z slabs with
- * results identical to the whole-volume run (docs/ct.md). */
+ * when the options give slopes; the slope and intercept arrays are read at
+ * each run and must hold Z values). `markers` (I32) replaces the peak search
+ * when not NULL. Only the stages that the requested outputs need are run. On
+ * a CUDA backend the GPU stages work on the whole volume when it fits the
+ * device memory budget, else in Z slabs, with results identical either way
+ * (docs/ct.md says what crosses the bus). */
 ACCEL_API accel_status accel_ct_pipeline_run(accel_ct_pipeline *pipeline, const accel_array *input,
                                              const accel_array *markers, accel_ct_outputs *outputs);
 

@@ -14,7 +14,7 @@
  *
  * With ACCEL_CT_TIES_STABLE the markers get ages 0, 1, 2, ... in C order
  * instead, which makes every key distinct: any exact priority queue then
- * gives the same flood, as the GPU does.
+ * gives the same flood.
  *
  * Values become 32-bit keys that order like the floats (-0 as +0); a key and
  * an age pack into one integer compared in one instruction.

@@ -755,7 +755,8 @@ class CT:
 
     def watershed(self, image, markers, mask=None, ties="skimage", progress=None):
         """skimage.segmentation.watershed(image, markers, mask=mask) (connectivity 1):
-        int32 labels. ties: "skimage" (its heap's order of equal markers) or "stable"."""
+        int32 labels. ties: "skimage" (its heap's order of equal markers) or "stable"
+        (equal markers in C order)."""
         import numpy as np
         im = self._vol(image, ("float32",), "image")
         mk = self._vol(markers, ("int32",), "markers")

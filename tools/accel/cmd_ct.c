@@ -32,7 +32,7 @@ static const char USAGE[] =
     "  --smooth SIGMA         Gaussian smoothing of the distance map for markers and\n"
     "                         watershed (SNOW's option; default 0, none)\n"
     "  --ties RULE            skimage (default): scikit-image's order of equal markers;\n"
-    "                         stable: C order, the GPU-resident flood\n"
+    "                         stable: equal markers in C order\n"
     "  --markers M.npy        use these markers (int32) instead of the peak search\n"
     "outputs (.npy, written atomically):\n"
     "  --out-solid F  --out-filled F  --out-pores F  --out-edt F  --out-markers F\n"

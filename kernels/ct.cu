@@ -1,0 +1,981 @@
+/*
+ * kernels/ct.cu - the CT stages on the GPU, and volumes larger than the
+ * device memory budget in Z slabs.
+ *
+ * Every kernel is a per-voxel (or per-line) function that the host emulation
+ * also runs, in loops, for tests without a GPU; the arithmetic is the CPU's
+ * (the EDT's lines come from lib/ct/edt_line.h), so results are identical.
+ *
+ * - rescale, threshold: one thread per voxel.
+ * - connected components (fill holes: background, 6 or 26; markers: pores,
+ *   26): union-find over voxel indices with atomicMin links from the larger
+ *   root to the smaller (Playne and Hawick's scheme), then every voxel takes
+ *   its root: the smallest voxel of its component, as on the CPU.
+ * - EDT: one thread per row (two sweeps), then one thread per line along y
+ *   and along z with its scratch interleaved with its neighbours' (coalesced).
+ * - markers: the window-maximum test per voxel on the GPU; the rest (numpy's
+ *   order of ties and the minimum distance, a sequential greedy choice over a
+ *   few candidates) on the host, from the downloaded roots and flags.
+ * - the watershed stays on the CPU (scikit-image's tie order is a sequential
+ *   binary heap's), and so does the network.
+ *
+ * Slabs: fill holes labels each slab's background on the device and joins
+ * the labels across the planes where slabs meet on the host (with which of
+ * them reach the volume's border), then writes each slab; the EDT runs its x and y passes
+ * per slab and its z pass per block of rows across all slabs; the markers'
+ * window test runs per slab with min_distance planes of halo on each side,
+ * with the components labelled on the host. Each is exact by construction:
+ * the same operations on the same values as the whole-volume run.
+ */
+#include "cuda_util.h"
+
+#include "ct/edt_line.h"
+#include "ct/ops.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+const uint32_t NONE = 0xffffffffu;
+
+/* ------------------------------------------------------------ launching */
+
+template <class F> __global__ void k_each(uint64_t n, F f) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    f(i);
+}
+
+/* f(i) for i in [0, n): a grid-stride kernel, or a loop in emulation. */
+template <class F> accel_status each(accel__executor *x, uint64_t n, F f, char *why, const char *what) {
+  if (!n) return ACCEL_OK;
+  if (!x->st) {
+    for (uint64_t i = 0; i < n; i++) f(i);
+    return ACCEL_OK;
+  }
+  const uint64_t blocks = (n + 255) / 256;
+  k_each<<<(unsigned)(blocks < 65535u * 16 ? blocks : 65535u * 16), 256, 0, x->st->stream>>>(n, f);
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
+}
+
+__host__ __device__ inline uint32_t atomic_min_u32(uint32_t *p, uint32_t v) {
+#ifdef __CUDA_ARCH__
+  return atomicMin(p, v);
+#else
+  const uint32_t old = *p;
+  if (v < old) *p = v;
+  return old;
+#endif
+}
+
+/* A device buffer released when it goes out of scope. */
+struct dbuf {
+  accel__executor *x = nullptr;
+  uint8_t *p = nullptr;
+  size_t n = 0;
+  accel_status get(accel__executor *ex, size_t bytes, char *why) {
+    x = ex;
+    n = bytes;
+    return x->alloc(bytes, &p, why);
+  }
+  template <class T> T *as() const { return (T *)(void *)p; }
+  void reset() {
+    if (x) x->release(p, n);
+    x = nullptr;
+    p = nullptr;
+  }
+  ~dbuf() { reset(); }
+};
+
+accel_status check(accel__executor *x, cudaError_t e, char *why, const char *what) {
+  if (e == cudaSuccess) e = x->last_error();
+  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
+}
+
+/* Copy rows between layouts: `rows` rows of `width` bytes, spitch/dpitch
+ * bytes apart (cudaMemcpy2DAsync, or memcpy in emulation). */
+cudaError_t copy2d(accel__executor *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t rows, cudaMemcpyKind kind) {
+  if (!x->st) {
+    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return cudaSuccess;
+  }
+  return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, x->st->stream);
+}
+
+/* ------------------------------------------------------------ elementwise */
+
+struct rescale_f {
+  const void *in;
+  int i16;
+  const double *slope, *intercept; /* device copies, per slice (or null) */
+  float *out;
+  uint64_t plane;
+  int64_t z0; /* first slice of this chunk */
+  __host__ __device__ void operator()(uint64_t i) const {
+    const int64_t z = z0 + (int64_t)(i / plane);
+    const double a = slope ? slope[z] : 1.0, b = intercept ? intercept[z] : 0.0;
+    const double v = i16 ? (double)((const int16_t *)in)[i] : (double)((const uint16_t *)in)[i];
+    out[i] = (float)(v * a + b);
+  }
+};
+
+struct threshold_f {
+  const void *in;
+  accel_dtype dt;
+  double t;
+  int cmp;
+  uint8_t *out;
+  __host__ __device__ void operator()(uint64_t i) const {
+    double v;
+    switch (dt) {
+    case ACCEL_DTYPE_U8: v = ((const uint8_t *)in)[i]; break;
+    case ACCEL_DTYPE_I16: v = ((const int16_t *)in)[i]; break;
+    case ACCEL_DTYPE_U16: v = ((const uint16_t *)in)[i]; break;
+    case ACCEL_DTYPE_I32: v = ((const int32_t *)in)[i]; break;
+    default: v = ((const float *)in)[i]; break;
+    }
+    out[i] = (uint8_t)(cmp == 0 ? v > t : cmp == 1 ? v >= t : cmp == 2 ? v < t : v <= t);
+  }
+};
+
+/* ------------------------------------------------------------ components */
+
+struct dims3 {
+  int64_t nz, ny, nx;
+  __host__ __device__ uint64_t count() const { return (uint64_t)nz * (uint64_t)ny * (uint64_t)nx; }
+};
+
+__host__ __device__ inline uint32_t find_root(const uint32_t *L, uint32_t x) {
+  while (L[x] != x) x = L[x];
+  return x;
+}
+
+__host__ __device__ inline void unite(uint32_t *L, uint32_t a, uint32_t b) {
+  for (;;) {
+    a = find_root(L, a);
+    b = find_root(L, b);
+    if (a == b) return;
+    if (a > b) {
+      const uint32_t t = a;
+      a = b;
+      b = t;
+    }
+    const uint32_t old = atomic_min_u32(&L[b], a); /* link the larger root under the smaller */
+    if (old == b) return;
+    b = old; /* b was linked meanwhile: go on from where it points */
+  }
+}
+
+struct cc_init_f {
+  const uint8_t *m;
+  bool want_set;
+  uint32_t *L;
+  __host__ __device__ void operator()(uint64_t i) const { L[i] = ((m[i] != 0) == want_set) ? (uint32_t)i : NONE; }
+};
+
+/* Union each selected voxel with its selected backward neighbours. */
+struct cc_merge_f {
+  const uint8_t *m;
+  bool want_set;
+  bool conn26;
+  dims3 d;
+  uint32_t *L;
+  __host__ __device__ void operator()(uint64_t i) const {
+    if (L[i] == NONE) return;
+    const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
+                  z = (int64_t)(i / ((uint64_t)d.nx * (uint64_t)d.ny));
+    for (int dz = -1; dz <= 0; dz++)
+      for (int dy = -1; dy <= 1; dy++)
+        for (int dx = -1; dx <= 1; dx++) {
+          if (dz == 0 && (dy > 0 || (dy == 0 && dx >= 0))) continue;
+          if (!conn26 && (dz != 0) + (dy != 0) + (dx != 0) != 1) continue;
+          const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
+          if (zz < 0 || yy < 0 || xx < 0 || yy >= d.ny || xx >= d.nx) continue;
+          const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
+          if ((m[j] != 0) == want_set) unite(L, (uint32_t)i, (uint32_t)j);
+        }
+  }
+};
+
+struct cc_flatten_f {
+  uint32_t *L;
+  __host__ __device__ void operator()(uint64_t i) const {
+    if (L[i] != NONE) L[i] = find_root(L, (uint32_t)i);
+  }
+};
+
+/* Components of the voxels whose mask value is selected: L = the smallest
+ * voxel index of each (NONE elsewhere), indices local to the array. */
+accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want_set, bool conn26, uint32_t *L,
+                        char *why) {
+  const uint64_t n = d.count();
+  accel_status s = each(x, n, cc_init_f{m, want_set, L}, why, "component labels");
+  if (!s) s = each(x, n, cc_merge_f{m, want_set, conn26, d, L}, why, "component merge");
+  if (!s) s = each(x, n, cc_flatten_f{L}, why, "component roots");
+  return s;
+}
+
+/* ------------------------------------------------------------ fill holes */
+
+/* Mark the components of background voxels on the volume's border. In a
+ * slab, only the faces that are the volume's count (first_z, last_z). */
+struct border_f {
+  const uint32_t *L;
+  dims3 d;
+  bool first_z, last_z;
+  uint8_t *outside;
+  __host__ __device__ void operator()(uint64_t i) const {
+    const uint32_t r = L[i];
+    if (r == NONE) return;
+    const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
+                  z = (int64_t)(i / ((uint64_t)d.nx * (uint64_t)d.ny));
+    if (x == 0 || y == 0 || x == d.nx - 1 || y == d.ny - 1 || (first_z && z == 0) || (last_z && z == d.nz - 1))
+      outside[r] = 1; /* the same value from every thread: no race on the result */
+  }
+};
+
+struct fill_out_f {
+  const uint8_t *m;
+  const uint32_t *L;
+  const uint8_t *outside;
+  uint8_t *out;
+  __host__ __device__ void operator()(uint64_t i) const { out[i] = (uint8_t)(m[i] ? 1 : !outside[L[i]]); }
+};
+
+/* Whole volume on the device: mask in, filled out (may alias). */
+accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, bool conn26, uint8_t *out, char *why) {
+  const uint64_t n = d.count();
+  dbuf L, outside;
+  accel_status s = L.get(x, n * 4, why);
+  if (!s) s = outside.get(x, n, why);
+  if (!s && x->zero(outside.p, n) != cudaSuccess) s = check(x, cudaErrorUnknown, why, "memset");
+  if (!s) s = components(x, m, d, false, conn26, L.as<uint32_t>(), why);
+  if (!s) s = each(x, n, border_f{L.as<uint32_t>(), d, true, true, outside.p}, why, "fill border");
+  if (!s) s = each(x, n, fill_out_f{m, L.as<uint32_t>(), outside.p, out}, why, "fill output");
+  return s;
+}
+
+/* ------------------------------------------------------------ EDT */
+
+struct edt_rows_f {
+  const uint8_t *m;
+  float *f;
+  int64_t nx;
+  double sx;
+  int32_t *dist; /* nx entries per row, interleaved: [x * rows + r] */
+  uint64_t rows;
+  __host__ __device__ void operator()(uint64_t r) const {
+    accel__edt_row(m + r * (uint64_t)nx, f + r * (uint64_t)nx, nx, sx, dist + r, (int64_t)rows);
+  }
+};
+
+/* Lines along an axis of a (nz, ny, nx) block: line l of `count` starting at
+ * `first`; entries `stride` apart; each line's scratch interleaved. */
+struct edt_lines_f {
+  float *f;
+  int64_t n, stride, nx; /* line length; element stride; x extent */
+  bool along_z;
+  uint64_t first, count;
+  double s;
+  bool root;
+  int32_t *v;
+  double *zz, *g, *h;
+  __host__ __device__ void operator()(uint64_t t) const {
+    const uint64_t l = first + t;
+    /* along y: l = z * nx + x; along z: l = y * nx + x */
+    const uint64_t a = l / (uint64_t)nx, xx = l % (uint64_t)nx;
+    float *line = f + (along_z ? a * (uint64_t)nx + xx : a * (uint64_t)n * (uint64_t)nx + xx);
+    const accel__edt_scratch w = {v + t, zz + t, g + t, h + t, (int64_t)count};
+    accel__edt_line(line, stride, n, s, w);
+    if (root)
+      for (int64_t i = 0; i < n; i++) line[i * stride] = sqrtf(line[i * stride]);
+  }
+};
+
+/* The y pass (axis 1) or z pass (axis 0) over a (nz, ny, nx) block on the
+ * device, lines in chunks whose scratch fits what remains of the budget. */
+accel_status edt_pass(accel__executor *x, float *f, dims3 d, int axis, double s, bool root, char *why) {
+  const int64_t n = axis == 0 ? d.nz : d.ny;
+  const int64_t stride = axis == 0 ? d.ny * d.nx : d.nx;
+  const uint64_t lines = (uint64_t)(axis == 0 ? d.ny : d.nz) * (uint64_t)d.nx;
+  const uint64_t per_line = (uint64_t)n * 4 + (uint64_t)(n + 1) * 8 + (uint64_t)n * 16;
+  uint64_t chunk = lines;
+  const uint64_t room = x->room();
+  if (chunk * per_line > room) chunk = room / per_line;
+  if (chunk == 0) {
+    accel__why(why, "the distance transform needs %.1f MiB of line scratch, over the budget", per_line / 1048576.0);
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  dbuf v, zz, g, h;
+  accel_status st = v.get(x, chunk * (uint64_t)n * 4, why);
+  if (!st) st = zz.get(x, chunk * (uint64_t)(n + 1) * 8, why);
+  if (!st) st = g.get(x, chunk * (uint64_t)n * 8, why);
+  if (!st) st = h.get(x, chunk * (uint64_t)n * 8, why);
+  for (uint64_t first = 0; !st && first < lines; first += chunk) {
+    const uint64_t cnt = lines - first < chunk ? lines - first : chunk;
+    st = each(x, cnt,
+              edt_lines_f{f, n, stride, d.nx, axis == 0, first, cnt, s, root,
+                          v.as<int32_t>(), zz.as<double>(), g.as<double>(), h.as<double>()},
+              why, "distance transform lines");
+  }
+  return st;
+}
+
+/* x and y passes of a (nz, ny, nx) block: pores in, squared partial distances out. */
+accel_status edt_xy(accel__executor *x, const uint8_t *m, float *f, dims3 d, const double sp[3], char *why) {
+  const uint64_t rows = (uint64_t)d.nz * (uint64_t)d.ny;
+  dbuf dist;
+  accel_status s = dist.get(x, rows * (uint64_t)d.nx * 4, why);
+  if (!s) s = each(x, rows, edt_rows_f{m, f, d.nx, sp[2], dist.as<int32_t>(), rows}, why, "distance transform rows");
+  dist.reset();
+  if (!s) s = edt_pass(x, f, d, 1, sp[1], false, why);
+  return s;
+}
+
+/* ------------------------------------------------------------ markers */
+
+/* The window-maximum test of each pore voxel in planes [z0, z1) of a block
+ * that holds planes [b0, b1) of the volume (edt, mask and roots). */
+struct window_f {
+  const float *edt;
+  const uint8_t *m;
+  const uint32_t *root;
+  dims3 d;        /* the block's extents */
+  int64_t z0;     /* first tested plane, in block coordinates */
+  const int *offs;
+  int noffs;
+  uint8_t *cand;  /* the tested planes' flags, from z0 */
+  __host__ __device__ void operator()(uint64_t t) const {
+    const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
+    const uint64_t i = (uint64_t)z0 * plane + t;
+    if (!m[i]) {
+      cand[t] = 0;
+      return;
+    }
+    const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
+                  z = (int64_t)(i / plane);
+    const float v = edt[i];
+    const uint32_t c = root[i];
+    uint8_t is_max = 1;
+    for (int k = 0; k < noffs && is_max; k++) {
+      const int64_t zz = z + offs[3 * k], yy = y + offs[3 * k + 1], xx = x + offs[3 * k + 2];
+      if (zz < 0 || yy < 0 || xx < 0 || zz >= d.nz || yy >= d.ny || xx >= d.nx) continue;
+      const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
+      if (m[j] && root[j] == c && edt[j] > v) is_max = 0;
+    }
+    cand[t] = is_max;
+  }
+};
+
+/* ------------------------------------------------------------ the executor's context */
+
+struct run_ctx {
+  accel__executor *x;
+  accel__call *call;
+  dims3 d;
+};
+
+/* Z planes per slab for `per_voxel` bytes a voxel plus `halo` planes a side. */
+int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
+  const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
+  const uint64_t room = r.x->room() / 10 * 9; /* headroom for small buffers */
+  const uint64_t plane_bytes = plane * per_voxel;
+  if (plane_bytes == 0) return r.d.nz;
+  const int64_t fit = (int64_t)(room / plane_bytes) - 2 * halo;
+  return fit < 1 ? 0 : fit > r.d.nz ? r.d.nz : fit;
+}
+
+/* ------------------------------------------------------------ stages over host volumes */
+
+accel_status up(accel__executor *x, void *d, const void *h, size_t n, char *why) {
+  return check(x, x->upload(d, h, n), why, "upload");
+}
+
+accel_status down(accel__executor *x, void *h, const void *d, size_t n, char *why) {
+  accel_status s = check(x, x->download(h, d, n), why, "download");
+  if (!s) s = check(x, x->sync(), why, "download");
+  return s;
+}
+
+/* Threshold (with the optional rescale first) of host `in` into host
+ * `solid`, in chunks of whole planes. */
+accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const double *slope, const double *intercept,
+                            double t, int cmp, uint8_t *solid) {
+  char *why = r.call->why;
+  const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
+  const uint64_t isz = accel_dtype_size(dt);
+  const bool rescale = slope != nullptr;
+  dbuf ds, di;
+  accel_status s = ACCEL_OK;
+  if (rescale) {
+    if (!(s = ds.get(r.x, (uint64_t)r.d.nz * 8, why)) && !(s = di.get(r.x, (uint64_t)r.d.nz * 8, why))) {
+      s = up(r.x, ds.p, slope, (size_t)r.d.nz * 8, why);
+      if (!s) s = up(r.x, di.p, intercept, (size_t)r.d.nz * 8, why);
+    }
+    if (s) return s;
+  }
+  const uint64_t per_voxel = isz + 1 + (rescale ? 4 : 0);
+  const uint64_t plane_bytes = plane * per_voxel;
+  int64_t planes = (int64_t)(r.x->room() / 10 * 9 / (plane_bytes ? plane_bytes : 1));
+  if (planes < 1) {
+    accel__why(why, "one plane needs %.1f MiB, over the budget", plane * per_voxel / 1048576.0);
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  if (planes > r.d.nz) planes = r.d.nz;
+  dbuf din, dout, dflt;
+  if ((s = din.get(r.x, (uint64_t)planes * plane * isz, why)) || (s = dout.get(r.x, (uint64_t)planes * plane, why)))
+    return s;
+  if (rescale && (s = dflt.get(r.x, (uint64_t)planes * plane * 4, why))) return s;
+  for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
+    const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
+    const uint64_t cnt = (uint64_t)nzc * plane;
+    s = up(r.x, din.p, (const uint8_t *)in + (uint64_t)z0 * plane * isz, cnt * isz, why);
+    const void *src = din.p;
+    accel_dtype sdt = dt;
+    if (!s && rescale) {
+      s = each(r.x, cnt,
+               rescale_f{din.p, dt == ACCEL_DTYPE_I16, ds.as<double>(), di.as<double>(), dflt.as<float>(), plane, z0},
+               why, "rescale");
+      src = dflt.p;
+      sdt = ACCEL_DTYPE_F32;
+    }
+    if (!s) s = each(r.x, cnt, threshold_f{src, sdt, t, cmp, dout.p}, why, "threshold");
+    if (!s) s = down(r.x, solid + (uint64_t)z0 * plane, dout.p, cnt, why);
+  }
+  return s;
+}
+
+/* Host union-find over global voxel indices, for merging slab labels. */
+struct host_uf {
+  uint32_t *parent = nullptr; /* indexed by voxel; only touched entries are valid */
+  uint8_t *flag = nullptr;    /* per root: reaches the border */
+  bool ok(uint64_t n) {
+    parent = (uint32_t *)malloc((n ? n : 1) * 4);
+    flag = (uint8_t *)calloc(n ? n : 1, 1);
+    return parent && flag;
+  }
+  ~host_uf() {
+    free(parent);
+    free(flag);
+  }
+  uint32_t find(uint32_t a) {
+    while (parent[a] != a) {
+      parent[a] = parent[parent[a]];
+      a = parent[a];
+    }
+    return a;
+  }
+  void unite(uint32_t a, uint32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a == b) return;
+    if (a > b) {
+      const uint32_t t = a;
+      a = b;
+      b = t;
+    }
+    parent[b] = a;
+    flag[a] = (uint8_t)(flag[a] | flag[b]);
+  }
+};
+
+/* Fill holes of a host mask into host out, in Z slabs. Pass 1 labels each
+ * slab's background on the device and brings the labels back with the
+ * roots that reach the volume's border; the host joins the labels across the
+ * planes where slabs meet; pass 2 labels each slab again and writes it with
+ * the joined answer (per voxel, whether its component is outside). */
+accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *out) {
+  char *why = r.call->why;
+  const dims3 &d = r.d;
+  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
+  const int64_t planes = slab_planes(r, 1 + 4 + 1 + 1 + 1, 0); /* mask, labels, outside, out, bitmap */
+  if (planes < 1) {
+    accel__why(why, "one plane of fill holes needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  host_uf uf;
+  if (!uf.ok(n)) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const uint64_t cap = (uint64_t)planes * plane;
+  dbuf dm, dl, dout, doutside;
+  accel_status s = dm.get(r.x, cap, why);
+  if (!s) s = dl.get(r.x, cap * 4, why);
+  if (!s) s = doutside.get(r.x, cap, why);
+  if (!s) s = dout.get(r.x, cap, why);
+  uint32_t *roots = (uint32_t *)malloc(cap * 4);
+  uint8_t *flags = (uint8_t *)malloc(cap);
+  if (!s && (!roots || !flags)) {
+    accel__why(why, "out of host memory");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  /* pass 1: per slab, roots of every voxel (brought back), border roots;
+   * the host links each slab's voxels to their roots (global indices) */
+  for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
+    const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+    const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
+    const dims3 sd = {nzc, d.ny, d.nx};
+    s = up(r.x, dm.p, mask + base, cnt, why);
+    if (!s && r.x->zero(doutside.p, cnt) != cudaSuccess) s = check(r.x, cudaErrorUnknown, why, "memset");
+    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
+    if (!s) s = each(r.x, cnt, border_f{dl.as<uint32_t>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
+    if (!s) s = down(r.x, roots, dl.p, cnt * 4, why);
+    if (!s) s = down(r.x, flags, doutside.p, cnt, why);
+    if (s) break;
+    /* the slab's trees on the host: every background voxel points to its
+     * root (global indices); a root carries its border flag */
+    for (uint64_t i = 0; i < cnt; i++) {
+      if (roots[i] == NONE) {
+        uf.parent[base + i] = NONE;
+        continue;
+      }
+      uf.parent[base + i] = (uint32_t)(base + roots[i]);
+      if (roots[i] == i) uf.flag[base + i] = flags[i];
+    }
+  }
+  /* merge where slabs meet: the first plane of each slab with the plane before */
+  for (int64_t z0 = planes; z0 < d.nz && !s; z0 += planes)
+    for (int64_t y = 0; y < d.ny; y++)
+      for (int64_t xx = 0; xx < d.nx; xx++) {
+        const uint64_t i = ((uint64_t)z0 * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)xx;
+        if (mask[i]) continue;
+        for (int dy = -1; dy <= 1; dy++)
+          for (int dx = -1; dx <= 1; dx++) {
+            if (!conn26 && (dy || dx)) continue;
+            const int64_t yy = y + dy, xj = xx + dx;
+            if (yy < 0 || xj < 0 || yy >= d.ny || xj >= d.nx) continue;
+            const uint64_t j = ((uint64_t)(z0 - 1) * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xj;
+            if (!mask[j]) uf.unite((uint32_t)i, (uint32_t)j);
+          }
+      }
+  /* pass 2: each slab with its roots' merged answers */
+  for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
+    const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+    const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
+    const dims3 sd = {nzc, d.ny, d.nx};
+    for (uint64_t i = 0; i < cnt; i++) /* at every background voxel (its local root's among them): outside */
+      flags[i] = uf.parent[base + i] == NONE ? 0 : uf.flag[uf.find((uint32_t)(base + i))];
+    s = up(r.x, dm.p, mask + base, cnt, why);
+    if (!s) s = up(r.x, doutside.p, flags, cnt, why);
+    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
+    if (!s) s = each(r.x, cnt, fill_out_f{dm.p, dl.as<uint32_t>(), doutside.p, dout.p}, why, "fill output");
+    if (!s) s = down(r.x, out + base, dout.p, cnt, why);
+  }
+  free(roots);
+  free(flags);
+  return s;
+}
+
+/* EDT of host pores into host out: whole on the device when it fits, else
+ * x and y passes per slab and the z pass per block of rows. */
+accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], float *out) {
+  char *why = r.call->why;
+  const dims3 &d = r.d;
+  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
+  const uint64_t line_scratch = (uint64_t)(d.nz > d.ny ? d.nz : d.ny) * 40;
+  if (n * 9 + line_scratch * 1024 <= r.x->room()) { /* pores, squared distances, row scratch */
+    dbuf dm, df;
+    accel_status s = dm.get(r.x, n, why);
+    if (!s) s = df.get(r.x, n * 4, why);
+    if (!s) s = up(r.x, dm.p, pores, n, why);
+    if (!s) s = edt_xy(r.x, dm.p, df.as<float>(), d, sp, why);
+    dm.reset();
+    if (!s) s = edt_pass(r.x, df.as<float>(), d, 0, sp[0], true, why);
+    if (!s) s = down(r.x, out, df.p, n * 4, why);
+    return s;
+  }
+  /* x and y per slab */
+  int64_t planes = slab_planes(r, 1 + 4 + 4, 0);
+  accel_status s = ACCEL_OK;
+  if (planes < 1) {
+    accel__why(why, "one plane of the distance transform needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  {
+    dbuf dm, df;
+    if ((s = dm.get(r.x, (uint64_t)planes * plane, why)) || (s = df.get(r.x, (uint64_t)planes * plane * 4, why)))
+      return s;
+    for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
+      const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+      const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
+      s = up(r.x, dm.p, pores + base, cnt, why);
+      if (!s) s = edt_xy(r.x, dm.p, df.as<float>(), dims3{nzc, d.ny, d.nx}, sp, why);
+      if (!s) s = down(r.x, out + base, df.p, cnt * 4, why);
+    }
+  }
+  if (s) return s;
+  /* z per block of rows: all planes, rows [y0, y1) */
+  const uint64_t col_bytes = (uint64_t)d.nz * (uint64_t)d.nx * 4 + (uint64_t)d.nx * ((uint64_t)d.nz * 28 + 8);
+  int64_t rows = (int64_t)(r.x->room() / 10 * 9 / (col_bytes ? col_bytes : 1));
+  if (rows < 1) {
+    accel__why(why, "one row block of the distance transform needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  if (rows > d.ny) rows = d.ny;
+  dbuf df;
+  if ((s = df.get(r.x, (uint64_t)d.nz * (uint64_t)rows * (uint64_t)d.nx * 4, why))) return s;
+  for (int64_t y0 = 0; y0 < d.ny && !s; y0 += rows) {
+    const int64_t nyc = d.ny - y0 < rows ? d.ny - y0 : rows;
+    const size_t w = (size_t)nyc * (size_t)d.nx * 4;
+    s = check(r.x, copy2d(r.x, df.p, w, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, w, (size_t)d.nz,
+                          cudaMemcpyHostToDevice),
+              why, "upload");
+    if (!s) s = edt_pass(r.x, df.as<float>(), dims3{d.nz, nyc, d.nx}, 0, sp[0], true, why);
+    if (!s)
+      s = check(r.x, copy2d(r.x, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df.p, w, w, (size_t)d.nz,
+                            cudaMemcpyDeviceToHost),
+                why, "download");
+    if (!s) s = check(r.x, r.x->sync(), why, "download");
+  }
+  return s;
+}
+
+/* The window test of the peak search for host volumes: whole, or per slab
+ * with min_distance planes of halo. root: host roots (from the host's
+ * components when slabbed) or NULL to label on the device (whole volumes). */
+accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int md, uint32_t *root, uint8_t *cand,
+                         bool have_root) {
+  char *why = r.call->why;
+  const dims3 &d = r.d;
+  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
+  const int rad = md < 1 ? 0 : md, w = 2 * rad + 1;
+  int (*offs)[3] = (int (*)[3])malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
+  if (!offs) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const int noffs = accel__ct_window_offsets(rad, offs);
+  dbuf doffs;
+  accel_status s = doffs.get(r.x, (size_t)(noffs ? noffs : 1) * 3 * sizeof(int), why);
+  if (!s && noffs) s = up(r.x, doffs.p, offs, (size_t)noffs * 3 * sizeof(int), why);
+  free(offs);
+  if (s) return s;
+  if (!have_root && n * 10 <= r.x->room()) { /* whole: label and test on the device */
+    dbuf de, dm, dl, dc;
+    if (!(s = de.get(r.x, n * 4, why)) && !(s = dm.get(r.x, n, why)) && !(s = dl.get(r.x, n * 4, why)) &&
+        !(s = dc.get(r.x, n, why))) {
+      s = up(r.x, de.p, edt, n * 4, why);
+      if (!s) s = up(r.x, dm.p, pores, n, why);
+      if (!s) s = components(r.x, dm.p, d, true, true, dl.as<uint32_t>(), why);
+      if (!s)
+        s = each(r.x, n, window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), d, 0, doffs.as<int>(), noffs, dc.p},
+                 why, "peak window");
+      if (!s) s = down(r.x, root, dl.p, n * 4, why);
+      if (!s) s = down(r.x, cand, dc.p, n, why);
+    }
+    return s;
+  }
+  if (!have_root) { /* components on the host, exact like the device's */
+    uint64_t np = 0;
+    uint32_t *list = accel__ct_mask_list(pores, n, &np);
+    if (!list) {
+      accel__why(why, "out of host memory");
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    s = accel__ct_components_list(pores, accel__dims{d.nz, d.ny, d.nx}, list, np, 26, r.call->threads, root);
+    free(list);
+    if (s) {
+      accel__why(why, "out of host memory");
+      return s;
+    }
+  }
+  const int64_t planes = slab_planes(r, 4 + 1 + 4 + 1, rad);
+  if (planes < 1) {
+    accel__why(why, "one plane of the peak search (with its halo) needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  const uint64_t cap = (uint64_t)(planes + 2 * rad) * plane;
+  dbuf de, dm, dl, dc;
+  if ((s = de.get(r.x, cap * 4, why)) || (s = dm.get(r.x, cap, why)) || (s = dl.get(r.x, cap * 4, why)) ||
+      (s = dc.get(r.x, (uint64_t)planes * plane, why)))
+    return s;
+  /* roots at non-pore voxels are never read: the host's are garbage there */
+  for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
+    const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+    const int64_t b0 = z0 - rad < 0 ? 0 : z0 - rad, b1 = z0 + nzc + rad > d.nz ? d.nz : z0 + nzc + rad;
+    const uint64_t bcnt = (uint64_t)(b1 - b0) * plane, bbase = (uint64_t)b0 * plane;
+    s = up(r.x, de.p, edt + bbase, bcnt * 4, why);
+    if (!s) s = up(r.x, dm.p, pores + bbase, bcnt, why);
+    if (!s) s = up(r.x, dl.p, root + bbase, bcnt * 4, why);
+    if (!s)
+      s = each(r.x, (uint64_t)nzc * plane,
+               window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0,
+                        doffs.as<int>(), noffs, dc.p},
+               why, "peak window");
+    if (!s) s = down(r.x, cand + (uint64_t)z0 * plane, dc.p, (uint64_t)nzc * plane, why);
+  }
+  return s;
+}
+
+/* Markers of host edt/pores into host out (the window test on the device,
+ * the rest on the host). */
+accel_status markers_host(run_ctx &r, const float *edt, const uint8_t *pores, int md, int32_t *out, uint32_t *count) {
+  const uint64_t n = r.d.count();
+  uint32_t *root = (uint32_t *)malloc((n ? n : 1) * 4);
+  uint8_t *cand = (uint8_t *)calloc(n ? n : 1, 1);
+  uint64_t np = 0;
+  uint32_t *list = nullptr;
+  accel_status s = ACCEL_OK;
+  if (!root || !cand) {
+    accel__why(r.call->why, "out of host memory");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  if (!s) s = window_host(r, edt, pores, md, root, cand, false);
+  if (!s && !(list = accel__ct_mask_list(pores, n, &np))) {
+    accel__why(r.call->why, "out of host memory");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  if (!s &&
+      (s = accel__ct_markers_finish(edt, pores, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out,
+                                    count)))
+    accel__why(r.call->why, "out of host memory");
+  free(root);
+  free(cand);
+  free(list);
+  return s;
+}
+
+/* ------------------------------------------------------------ ops */
+
+template <int OP> accel_status stage(accel__executor *x, accel__call *call, accel__ct_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  const uint64_t n = r.d.count();
+  char *why = call->why;
+  switch (OP) {
+  case 0: { /* rescale: elementwise in plane chunks */
+    const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
+    int64_t planes = (int64_t)(x->room() / 10 * 9 / (plane * 6 + 16));
+    if (planes < 1) {
+      accel__why(why, "one plane needs more than the device budget");
+      return ACCEL_ERR_DEVICE_MEMORY;
+    }
+    if (planes > r.d.nz) planes = r.d.nz;
+    dbuf ds, di, din, dout;
+    accel_status s = ds.get(x, (uint64_t)r.d.nz * 8, why);
+    if (!s) s = di.get(x, (uint64_t)r.d.nz * 8, why);
+    if (!s && job->slope) s = up(x, ds.p, job->slope, (size_t)r.d.nz * 8, why);
+    if (!s && job->intercept) s = up(x, di.p, job->intercept, (size_t)r.d.nz * 8, why);
+    if (!s) s = din.get(x, (uint64_t)planes * plane * 2, why);
+    if (!s) s = dout.get(x, (uint64_t)planes * plane * 4, why);
+    for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
+      const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
+      const uint64_t cnt = (uint64_t)nzc * plane;
+      s = up(x, din.p, (const uint8_t *)job->in + (uint64_t)z0 * plane * 2, cnt * 2, why);
+      if (!s)
+        s = each(x, cnt,
+                 rescale_f{din.p, job->in_dtype == ACCEL_DTYPE_I16, job->slope ? ds.as<double>() : nullptr,
+                           job->intercept ? di.as<double>() : nullptr, dout.as<float>(), plane, z0},
+                 why, "rescale");
+      if (!s) s = down(x, (float *)job->out + (uint64_t)z0 * plane, dout.p, cnt * 4, why);
+    }
+    return s;
+  }
+  case 1:
+    return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare,
+                          (uint8_t *)job->out);
+  case 2: {
+    if (n * 8 <= x->room()) { /* whole: mask, labels, outside flags, out */
+      dbuf dm, dout;
+      accel_status s = dm.get(x, n, why);
+      if (!s) s = dout.get(x, n, why);
+      if (!s) s = up(x, dm.p, job->mask, n, why);
+      if (!s) s = fill_device(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
+      if (!s) s = down(x, job->out, dout.p, n, why);
+      return s;
+    }
+    return fill_slabs(r, job->mask, job->connectivity == 26, (uint8_t *)job->out);
+  }
+  case 3:
+    return edt_host(r, job->mask, job->spacing, (float *)job->out);
+  default: {
+    /* markers (a smoothed map is smoothed on the host, as the CPU does) */
+    const float *map = job->image;
+    float *smooth = nullptr;
+    if (job->sigma > 0) {
+      smooth = (float *)malloc((n ? n : 1) * 4);
+      if (!smooth || accel__ct_gaussian_cpu(job->image, job->d, job->sigma, call->threads, smooth)) {
+        free(smooth);
+        accel__why(why, "out of host memory");
+        return ACCEL_ERR_OUT_OF_MEMORY;
+      }
+      map = smooth;
+    }
+    accel_status s = markers_host(r, map, job->mask, job->min_distance, (int32_t *)job->out, &job->count);
+    free(smooth);
+    return s;
+  }
+  }
+}
+
+/* The pipeline: threshold, fill, pores, EDT and the peak window on the
+ * device (whole or slabbed per stage), the rest on the host as the CPU does. */
+accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_job *job) {
+  const accel__dims d = job->d;
+  run_ctx r{x, call, dims3{d.nz, d.ny, d.nx}};
+  const uint64_t n = accel__dims_count(d), nb = n ? n : 1;
+  const accel_ct_pipeline_options *o = &job->o;
+  char *why = call->why;
+  const bool want_labels = job->labels || job->want_network;
+  const bool want_markers = !job->given_markers && (job->markers || want_labels);
+  const bool want_edt = job->edt || want_markers || want_labels;
+  const bool want_pores = job->pores || want_edt;
+  const bool want_filled = job->filled || (want_pores && o->pores == ACCEL_CT_PORES_CLOSED);
+  accel_status s = ACCEL_OK;
+  uint8_t *solid = job->solid ? job->solid : (uint8_t *)malloc(nb);
+  uint8_t *filled = job->filled ? job->filled : want_filled ? (uint8_t *)malloc(nb) : nullptr;
+  uint8_t *pores = job->pores ? job->pores : want_pores ? (uint8_t *)malloc(nb) : nullptr;
+  float *edt = job->edt ? job->edt : want_edt ? (float *)malloc(nb * 4) : nullptr;
+  float *flood = nullptr;
+  int32_t *markers = job->markers ? job->markers : want_markers ? (int32_t *)malloc(nb * 4) : nullptr;
+  int32_t *labels = job->labels ? job->labels : want_labels ? (int32_t *)malloc(nb * 4) : nullptr;
+  if (!solid || (want_filled && !filled) || (want_pores && !pores) || (want_edt && !edt) ||
+      (want_markers && !markers) || (want_labels && !labels)) {
+    accel__why(why, "out of host memory for the pipeline's volumes");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const accel_progress_fn progress = o->progress;
+#define STEP(NAME, F)                                                                                                  \
+  do {                                                                                                                 \
+    job->current = NAME;                                                                                               \
+    if (!s && progress && progress(o->progress_user, NAME, F)) {                                                       \
+      accel__why(why, "cancelled by the progress callback");                                                           \
+      s = ACCEL_ERR_CANCELLED;                                                                                         \
+    }                                                                                                                  \
+  } while (0)
+  STEP("ct.threshold", 0.0);
+  if (!s) s = threshold_host(r, job->in, job->in_dtype, o->slope, o->intercept, o->threshold, (int)o->compare, solid);
+  if (want_filled) {
+    STEP("ct.fill_holes", 0.05);
+    if (!s) {
+      accel__ct_job fj;
+      memset(&fj, 0, sizeof fj);
+      fj.d = d;
+      fj.mask = solid;
+      fj.connectivity = (int)o->fill_connectivity;
+      fj.out = filled;
+      s = stage<2>(x, call, &fj);
+    }
+  }
+  if (!s && want_pores)
+    for (uint64_t i = 0; i < n; i++)
+      pores[i] = (uint8_t)(o->pores == ACCEL_CT_PORES_CLOSED ? filled[i] && !solid[i] : !solid[i]);
+  if (want_edt) {
+    STEP("ct.edt", 0.15);
+    if (!s) s = edt_host(r, pores, o->spacing, edt);
+  }
+  const float *map = edt;
+  if (!s && (want_markers || want_labels) && o->smooth_sigma > 0) {
+    flood = (float *)malloc(nb * 4);
+    if (!flood || accel__ct_gaussian_cpu(edt, d, o->smooth_sigma, call->threads, flood)) {
+      accel__why(why, "out of host memory for the smoothed map");
+      s = ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    map = flood;
+  }
+  if (want_markers) {
+    STEP("ct.markers", 0.35);
+    if (!s) s = markers_host(r, map, pores, o->min_distance, markers, &job->marker_count);
+  }
+  if (!s && job->given_markers) {
+    uint32_t given = 0;
+    for (uint64_t i = 0; i < n; i++) given += job->given_markers[i] != 0;
+    job->marker_count = given;
+    if (job->markers && job->markers != job->given_markers) memcpy(job->markers, job->given_markers, n * 4);
+  }
+  if (want_labels) {
+    STEP("ct.watershed", 0.5);
+    if (!s) {
+      const int32_t *seeds = job->given_markers ? job->given_markers : markers;
+      float *neg = flood ? flood : (float *)malloc(nb * 4);
+      if (!neg) {
+        accel__why(why, "out of host memory for the flooded map");
+        s = ACCEL_ERR_OUT_OF_MEMORY;
+      } else {
+        flood = neg;
+        for (uint64_t i = 0; i < n; i++) {
+          neg[i] = -map[i];
+          labels[i] = pores[i] ? seeds[i] : 0;
+        }
+        s = accel__ct_watershed_cpu(neg, pores, d, o->ties, labels, nullptr, nullptr);
+        if (s) accel__why(why, "out of host memory for the flood");
+      }
+    }
+  }
+  if (job->want_network) {
+    STEP("ct.network", 0.9);
+    if (!s && accel__ct_network_cpu(labels, edt, d, o->spacing, call->threads, &job->network)) {
+      accel__why(why, "out of host memory for the network");
+      s = ACCEL_ERR_OUT_OF_MEMORY;
+    }
+  }
+  if (!s && progress) progress(o->progress_user, "ct.pipeline", 1.0);
+#undef STEP
+  if (!job->solid) free(solid);
+  if (!job->filled) free(filled);
+  if (!job->pores) free(pores);
+  if (!job->edt) free(edt);
+  if (!job->markers) free(markers);
+  if (!job->labels) free(labels);
+  free(flood);
+  return s;
+}
+
+template <int OP> accel_status on_device(accel__call *call, accel__ct_job *job) {
+  accel__cuda_scope scope;
+  accel_status s = accel__cuda_enter(call, &scope);
+  if (s) return s;
+  accel__executor x = {scope.st, 0, 0};
+  s = stage<OP>(&x, call, job);
+  accel__cuda_leave(&scope);
+  return s;
+}
+
+accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) {
+  accel__cuda_scope scope;
+  accel_status s = accel__cuda_enter(call, &scope);
+  if (s) return s;
+  accel__executor x = {scope.st, 0, 0};
+  s = pipeline(&x, call, job);
+  accel__cuda_leave(&scope);
+  return s;
+}
+
+}  // namespace
+
+extern "C" uint64_t accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+
+namespace {
+template <int OP> accel_status emulated(accel__call *call, accel__ct_job *job) {
+  accel__executor x = {nullptr, accel__cuda_ct_emulated_budget, 0};
+  return stage<OP>(&x, call, job);
+}
+
+accel_status pipeline_emulated(accel__call *call, accel__ct_pipeline_job *job) {
+  accel__executor x = {nullptr, accel__cuda_ct_emulated_budget, 0};
+  return pipeline(&x, call, job);
+}
+}  // namespace
+
+extern "C" const accel__ct_ops accel__cuda_ct_ops = {
+    /* .rescale = */ on_device<0>,
+    /* .threshold = */ on_device<1>,
+    /* .fill_holes = */ on_device<2>,
+    /* .edt = */ on_device<3>,
+    /* .markers = */ on_device<4>,
+    /* .watershed = */ nullptr,
+    /* .pipeline = */ pipeline_on_device,
+};
+
+extern "C" const accel__ct_ops accel__cuda_ct_ops_emulated = {
+    /* .rescale = */ emulated<0>,
+    /* .threshold = */ emulated<1>,
+    /* .fill_holes = */ emulated<2>,
+    /* .edt = */ emulated<3>,
+    /* .markers = */ emulated<4>,
+    /* .watershed = */ nullptr,
+    /* .pipeline = */ pipeline_emulated,
+};
