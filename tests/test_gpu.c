@@ -1,4 +1,5 @@
-/* suite_gpu: CUDA results equal CPU results (gray, hashes, index searches). Runs only where a CUDA device
+/* suite_gpu: CUDA results equal CPU results (gray, hashes, index searches,
+ * CT stages whole and in slabs). Runs only where a CUDA device
  * exists; elsewhere the program exits 77 (meson's "skipped") with the reason. */
 #include "testutil.h"
 
@@ -308,6 +309,115 @@ START_TEST(index_range_and_knn_equal_cpu) {
 }
 END_TEST
 
+/* A porous volume: random blobs (a smoothed random field, thresholded). */
+static uint8_t *porous(int64_t nz, int64_t ny, int64_t nx, uint32_t seed) {
+  const uint64_t n = (uint64_t)(nz * ny * nx);
+  float *f = malloc(n * sizeof(float)), *g = malloc(n * sizeof(float));
+  uint8_t *r = malloc(n), *m = malloc(n);
+  fill_random(r, n, seed);
+  for (uint64_t i = 0; i < n; i++) f[i] = r[i];
+  for (int pass = 0; pass < 3; pass++) /* a box blur, three times, along all axes */
+    for (uint64_t i = 0; i < n; i++) {
+      const int64_t x = (int64_t)(i % (uint64_t)nx), y = (int64_t)((i / (uint64_t)nx) % (uint64_t)ny),
+                    z = (int64_t)(i / (uint64_t)(nx * ny));
+      float acc = 0;
+      int cnt = 0;
+      for (int dz = -1; dz <= 1; dz++)
+        for (int dy = -1; dy <= 1; dy++)
+          for (int dx = -1; dx <= 1; dx++) {
+            const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
+            if (zz < 0 || yy < 0 || xx < 0 || zz >= nz || yy >= ny || xx >= nx) continue;
+            acc += f[(uint64_t)((zz * ny + yy) * nx + xx)];
+            cnt++;
+          }
+      g[i] = acc / (float)cnt;
+      if (i + 1 == n) memcpy(f, g, n * sizeof(float));
+    }
+  for (uint64_t i = 0; i < n; i++) m[i] = (uint8_t)(f[i] > 125.0f); /* about a fifth is pore */
+  free(f);
+  free(g);
+  free(r);
+  return m;
+}
+
+/* CT stages and the pipeline on the GPU equal the CPU's, whole volumes and,
+ * with a small budget, in slabs. */
+START_TEST(ct_equals_cpu) {
+  const int64_t shape[3] = {48, 57, 70};
+  const uint64_t n = 48 * 57 * 70;
+  uint8_t *solid = porous(48, 57, 70, 9);
+  accel_array s;
+  accel_array_init(&s, solid, ACCEL_DTYPE_U8, 3, shape);
+  for (int slabs = 0; slabs < 2; slabs++) {
+    accel_ctx_options o;
+    accel_ctx_options_init(&o);
+    o.backend = ACCEL_BACKEND_CUDA;
+    o.fallback = ACCEL_FALLBACK_DENY;
+    if (slabs) o.device_memory_budget = 400000; /* a few planes */
+    accel_ctx *g = NULL;
+    ck_assert_int_eq(accel_ctx_create(&o, &g), ACCEL_OK);
+    uint8_t *fa = malloc(n), *fb = malloc(n);
+    accel_array a8, b8;
+    accel_array_init(&a8, fa, ACCEL_DTYPE_U8, 3, shape);
+    accel_array_init(&b8, fb, ACCEL_DTYPE_U8, 3, shape);
+    for (int conn = 6; conn <= 26; conn += 20) {
+      ck_assert_msg(accel_ct_fill_holes(g, &s, (accel_ct_connectivity)conn, &a8) == ACCEL_OK, "%s", accel_last_error(g));
+      ck_assert_int_eq(accel_ct_fill_holes(cpu, &s, (accel_ct_connectivity)conn, &b8), ACCEL_OK);
+      ck_assert_msg(memcmp(fa, fb, n) == 0, "fill holes differ (slabs %d, connectivity %d)", slabs, conn);
+    }
+    uint8_t *pores = malloc(n);
+    for (uint64_t i = 0; i < n; i++) pores[i] = !solid[i];
+    accel_array p;
+    accel_array_init(&p, pores, ACCEL_DTYPE_U8, 3, shape);
+    float *ea = malloc(n * 4), *eb = malloc(n * 4);
+    accel_array ae, be;
+    accel_array_init(&ae, ea, ACCEL_DTYPE_F32, 3, shape);
+    accel_array_init(&be, eb, ACCEL_DTYPE_F32, 3, shape);
+    const double sp[3] = {2.0, 0.5, 0.5};
+    ck_assert_msg(accel_ct_edt(g, &p, sp, &ae) == ACCEL_OK, "%s", accel_last_error(g));
+    ck_assert_int_eq(accel_ct_edt(cpu, &p, sp, &be), ACCEL_OK);
+    ck_assert_msg(memcmp(ea, eb, n * 4) == 0, "edt differs (slabs %d)", slabs);
+    int32_t *ma = malloc(n * 4), *mb = malloc(n * 4);
+    accel_array am, bm;
+    accel_array_init(&am, ma, ACCEL_DTYPE_I32, 3, shape);
+    accel_array_init(&bm, mb, ACCEL_DTYPE_I32, 3, shape);
+    ck_assert_msg(accel_ct_markers(g, &be, &p, NULL, &am, NULL) == ACCEL_OK, "%s", accel_last_error(g));
+    ck_assert_int_eq(accel_ct_markers(cpu, &be, &p, NULL, &bm, NULL), ACCEL_OK);
+    ck_assert_msg(memcmp(ma, mb, n * 4) == 0, "markers differ (slabs %d)", slabs);
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po);
+    po.threshold = 0;
+    po.pores = ACCEL_CT_PORES_ALL;
+    accel_ct_pipeline *pg = NULL, *pc = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(g, &po, &pg), ACCEL_OK);
+    ck_assert_int_eq(accel_ct_pipeline_create(cpu, &po, &pc), ACCEL_OK);
+    accel_ct_outputs oa, ob;
+    accel_ct_outputs_init(&oa);
+    accel_ct_outputs_init(&ob);
+    oa.labels = &am;
+    ob.labels = &bm;
+    ck_assert_msg(accel_ct_pipeline_run(pg, &s, NULL, &oa) == ACCEL_OK, "%s", accel_last_error(g));
+    ck_assert_int_eq(accel_ct_pipeline_run(pc, &s, NULL, &ob), ACCEL_OK);
+    ck_assert_msg(memcmp(ma, mb, n * 4) == 0, "pipeline labels differ (slabs %d)", slabs);
+    accel_stage_stats st;
+    accel_stage_stats_init(&st);
+    ck_assert_int_eq(accel_ctx_stats_find(g, "ct.edt", &st), ACCEL_OK);
+    ck_assert_uint_eq(st.gpu_runs, 1);
+    accel_ct_pipeline_destroy(pg);
+    accel_ct_pipeline_destroy(pc);
+    free(fa);
+    free(fb);
+    free(pores);
+    free(ea);
+    free(eb);
+    free(ma);
+    free(mb);
+    accel_ctx_destroy(g);
+  }
+  free(solid);
+}
+END_TEST
+
 Suite *suite_gpu(void) {
   Suite *s = suite_create("gpu");
   TCase *tc = tcase_create("cuda");
@@ -321,6 +431,7 @@ Suite *suite_gpu(void) {
   tcase_add_test(tc, hash_batch_equals_cpu);
   tcase_add_test(tc, index_join_equals_cpu);
   tcase_add_test(tc, index_range_and_knn_equal_cpu);
+  tcase_add_test(tc, ct_equals_cpu);
   suite_add_tcase(s, tc);
   return s;
 }
