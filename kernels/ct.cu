@@ -811,6 +811,12 @@ template <int OP> accel_status stage(accel__executor *x, accel__call *call, acce
   }
 }
 
+/* The peak search with its window test on the device. */
+accel_status device_peaks(accel__call *, void *user, const float *map, const uint8_t *mask, int md, int32_t *out,
+                          uint32_t *count) {
+  return markers_host(*(run_ctx *)user, map, mask, md, out, count);
+}
+
 /* The pipeline: threshold, fill, pores, EDT and the peak window on the
  * device (whole or slabbed per stage), the rest on the host as the CPU does. */
 accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_job *job) {
@@ -829,7 +835,6 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   uint8_t *filled = job->filled ? job->filled : want_filled ? (uint8_t *)malloc(nb) : nullptr;
   uint8_t *pores = job->pores ? job->pores : want_pores ? (uint8_t *)malloc(nb) : nullptr;
   float *edt = job->edt ? job->edt : want_edt ? (float *)malloc(nb * 4) : nullptr;
-  float *flood = nullptr;
   int32_t *markers = job->markers ? job->markers : want_markers ? (int32_t *)malloc(nb * 4) : nullptr;
   int32_t *labels = job->labels ? job->labels : want_labels ? (int32_t *)malloc(nb * 4) : nullptr;
   if (!solid || (want_filled && !filled) || (want_pores && !pores) || (want_edt && !edt) ||
@@ -867,51 +872,7 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
     STEP("ct.edt", 0.15);
     if (!s) s = edt_host(r, pores, o->spacing, edt);
   }
-  const float *map = edt;
-  if (!s && (want_markers || want_labels) && o->smooth_sigma > 0) {
-    flood = (float *)malloc(nb * 4);
-    if (!flood || accel__ct_gaussian_cpu(edt, d, o->smooth_sigma, call->threads, flood)) {
-      accel__why(why, "out of host memory for the smoothed map");
-      s = ACCEL_ERR_OUT_OF_MEMORY;
-    }
-    map = flood;
-  }
-  if (want_markers) {
-    STEP("ct.markers", 0.35);
-    if (!s) s = markers_host(r, map, pores, o->min_distance, markers, &job->marker_count);
-  }
-  if (!s && job->given_markers) {
-    uint32_t given = 0;
-    for (uint64_t i = 0; i < n; i++) given += job->given_markers[i] != 0;
-    job->marker_count = given;
-    if (job->markers && job->markers != job->given_markers) memcpy(job->markers, job->given_markers, n * 4);
-  }
-  if (want_labels) {
-    STEP("ct.watershed", 0.5);
-    if (!s) {
-      const int32_t *seeds = job->given_markers ? job->given_markers : markers;
-      float *neg = flood ? flood : (float *)malloc(nb * 4);
-      if (!neg) {
-        accel__why(why, "out of host memory for the flooded map");
-        s = ACCEL_ERR_OUT_OF_MEMORY;
-      } else {
-        flood = neg;
-        for (uint64_t i = 0; i < n; i++) {
-          neg[i] = -map[i];
-          labels[i] = pores[i] ? seeds[i] : 0;
-        }
-        s = accel__ct_watershed_cpu(neg, pores, d, o->ties, labels, nullptr, nullptr);
-        if (s) accel__why(why, "out of host memory for the flood");
-      }
-    }
-  }
-  if (job->want_network) {
-    STEP("ct.network", 0.9);
-    if (!s && accel__ct_network_cpu(labels, edt, d, o->spacing, call->threads, &job->network)) {
-      accel__why(why, "out of host memory for the network");
-      s = ACCEL_ERR_OUT_OF_MEMORY;
-    }
-  }
+  if (!s) s = accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, device_peaks, &r);
   if (!s && progress) progress(o->progress_user, "ct.pipeline", 1.0);
 #undef STEP
   if (!job->solid) free(solid);
@@ -920,7 +881,6 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   if (!job->edt) free(edt);
   if (!job->markers) free(markers);
   if (!job->labels) free(labels);
-  free(flood);
   return s;
 }
 

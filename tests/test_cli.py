@@ -590,6 +590,21 @@ class CliCt(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(npy_bytes(labels)[2], npy_bytes(self.source(folder, "labels"))[2])
 
+    def test_trims_equal_porespy(self):
+        folder = os.path.join(CTDATA, "berea_pore")
+        inp = os.path.join(self.tmp, "input.npy")
+        with open(inp, "wb") as f, gzip.open(self.source(folder, "input")) as g:
+            f.write(g.read())
+        markers = os.path.join(self.tmp, "m.npy")
+        for trim, ref in (("saddles", "trim_saddles"), ("nearby", "trim_nearby"), ("all", "trim_both"),
+                          ("nearby,saddles", "trim_both")):
+            r = run("ct", "segment", inp, "--threshold", "0", "--pores", "all", "--trim", trim, "--out-markers",
+                    markers)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertEqual(npy_bytes(markers)[2], npy_bytes(self.source(folder, ref))[2], trim)
+            want = max(memoryview(npy_bytes(self.source(folder, ref))[2]).cast("i"))
+            self.assertIn("markers\t%d\n" % want, r.stdout)
+
     def test_errors(self):
         inp = os.path.join(self.tmp, "x.npy")
         with open(inp, "wb") as f, gzip.open(self.source(os.path.join(CTDATA, "berea_pore"), "input")) as g:
@@ -600,7 +615,11 @@ class CliCt(unittest.TestCase):
                      ["ct", "segment", inp, "--threshold", "0", "--shape", "1,2,3"],
                      ["ct", "segment", "vol.raw", "--threshold", "0"],
                      ["ct", "segment", inp, inp, "--threshold", "0"],
-                     ["ct", "segment", inp, "--threshold", "0", "--spacing", "1,0,1"]):
+                     ["ct", "segment", inp, "--threshold", "0", "--spacing", "1,0,1"],
+                     ["ct", "segment", inp, "--threshold", "0", "--trim", "peaks"],
+                     ["ct", "segment", inp, "--threshold", "0", "--trim", "saddles,"],
+                     ["ct", "segment", inp, "--threshold", "0", "--saddle-iterations", "0"],
+                     ["ct", "segment", inp, "--threshold", "0", "--nearby-factor", "-1"]):
             r = run(*args)
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertTrue(r.stderr.startswith("accel: "), (args, r.stderr))

@@ -256,8 +256,6 @@ START_TEST(shared_fixtures_equal_the_references) {
 }
 END_TEST
 
-/* ------------------------------------------------------------ synthetic checks */
-
 static uint64_t rng = 1;
 static uint32_t rnd(void) {
   rng ^= rng << 13;
@@ -265,6 +263,180 @@ static uint32_t rnd(void) {
   rng ^= rng << 17;
   return (uint32_t)(rng >> 11);
 }
+
+/* SNOW's trims against PoreSpy 3.2.0 (tests/data/ct/make_trim_refs.py) on
+ * berea_pore: of the reference markers and of a denser peak set with
+ * touching peaks, each trim alone and both; then the same through
+ * accel_ct_markers and the pipeline. */
+START_TEST(trims_equal_porespy) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const char *dir = TEST_DATA_DIR "/ct/berea_pore";
+  accel_buffer *edt_b = load(dir, "edt"), *pores_b = load(dir, "pores"), *input_b = load(dir, "input");
+  accel_array edt = view_of(edt_b), pores = view_of(pores_b), input = view_of(input_b);
+  const accel__dims d = {edt.shape[0], edt.shape[1], edt.shape[2]};
+  const uint64_t n = accel__dims_count(d);
+  void *out_d;
+  accel_array out = new_volume(&out_d, ACCEL_DTYPE_I32, d);
+  static const struct {
+    const char *peaks, *ref;
+    uint32_t trim;
+  } cases[] = {
+      {"markers", "trim_saddles", ACCEL_CT_TRIM_SADDLES},
+      {"markers", "trim_nearby", ACCEL_CT_TRIM_NEARBY},
+      {"markers", "trim_both", ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY},
+      {"peaks_md1", "trim_saddles_md1", ACCEL_CT_TRIM_SADDLES},
+      {"peaks_md1", "trim_nearby_md1", ACCEL_CT_TRIM_NEARBY},
+      {"peaks_md1", "trim_both_md1", ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    accel_buffer *pk_b = load(dir, cases[c].peaks), *ref_b = load(dir, cases[c].ref);
+    accel_array pk = view_of(pk_b), ref = view_of(ref_b);
+    accel_ct_marker_options mo;
+    accel_ct_marker_options_init(&mo);
+    mo.trim = cases[c].trim;
+    uint32_t count = 0;
+    ck_assert_msg(accel_ct_trim_markers(ctx, &edt, &pk, &mo, &out, &count) == ACCEL_OK, "%s",
+                  accel_last_error(ctx));
+    uint64_t bad = 0, peaks_in = 0;
+    int32_t refmax = 0;
+    for (uint64_t i = 0; i < n; i++) {
+      bad += ((int32_t *)out_d)[i] != ((int32_t *)ref.data)[i];
+      peaks_in += ((int32_t *)pk.data)[i] != 0;
+      if (((int32_t *)ref.data)[i] > refmax) refmax = ((int32_t *)ref.data)[i];
+    }
+    ck_assert_msg(bad == 0, "%s of %s: differs from PoreSpy at %llu voxels", cases[c].ref, cases[c].peaks,
+                  (unsigned long long)bad);
+    ck_assert_uint_eq(count, (uint32_t)refmax);
+    ck_assert_msg(count < peaks_in, "%s: the fixture must exercise the trim", cases[c].ref); /* not vacuous */
+    /* in place (out aliasing the markers) */
+    ck_assert_int_eq(accel_ct_trim_markers(ctx, &edt, &pk, &mo, &pk, NULL), ACCEL_OK);
+    ck_assert_msg(memcmp(pk.data, ref.data, n * 4) == 0, "%s in place differs", cases[c].ref);
+    accel_buffer_destroy(pk_b);
+    accel_buffer_destroy(ref_b);
+  }
+  /* the peak search with both trims, and the pipeline */
+  accel_buffer *ref_b = load(dir, "trim_both");
+  accel_array ref = view_of(ref_b);
+  accel_ct_marker_options mo;
+  accel_ct_marker_options_init(&mo);
+  mo.trim = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY;
+  uint32_t count = 0;
+  ck_assert_int_eq(accel_ct_markers(ctx, &edt, &pores, &mo, &out, &count), ACCEL_OK);
+  ck_assert_msg(memcmp(out_d, ref.data, n * 4) == 0, "markers with trims differ from PoreSpy");
+  accel_ct_pipeline_options po;
+  accel_ct_pipeline_options_init(&po);
+  po.threshold = 0;
+  po.pores = ACCEL_CT_PORES_ALL;
+  po.trim = mo.trim;
+  accel_ct_pipeline *pl = NULL;
+  ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &pl), ACCEL_OK);
+  accel_ct_outputs o;
+  accel_ct_outputs_init(&o);
+  memset(out_d, 0, n * 4);
+  o.markers = &out;
+  ck_assert_msg(accel_ct_pipeline_run(pl, &input, NULL, &o) == ACCEL_OK, "%s", accel_last_error(ctx));
+  ck_assert_msg(memcmp(out_d, ref.data, n * 4) == 0, "pipeline markers with trims differ from PoreSpy");
+  ck_assert_uint_eq(o.marker_count, count);
+  accel_ct_pipeline_destroy(pl);
+  /* bad options */
+  mo.trim = 4;
+  ck_assert_int_eq(accel_ct_trim_markers(ctx, &edt, &out, &mo, &out, NULL), ACCEL_ERR_INVALID_ARG);
+  mo.trim = ACCEL_CT_TRIM_SADDLES;
+  mo.saddle_iterations = 0;
+  ck_assert_int_eq(accel_ct_trim_markers(ctx, &edt, &out, &mo, &out, NULL), ACCEL_ERR_INVALID_ARG);
+  mo.saddle_iterations = 20;
+  mo.nearby_factor = -1;
+  ck_assert_int_eq(accel_ct_markers(ctx, &edt, &pores, &mo, &out, NULL), ACCEL_ERR_INVALID_ARG);
+  accel_buffer_destroy(ref_b);
+  accel_buffer_destroy(edt_b);
+  accel_buffer_destroy(pores_b);
+  accel_buffer_destroy(input_b);
+  free(out_d);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The nearby trim's neighbour search against all pairs, on random peaks
+ * with anisotropic spacing: nearest (ties to the lowest number) and the
+ * drop rule, written out directly. */
+START_TEST(nearby_trim_equals_all_pairs) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims d = {23, 41, 37};
+  const uint64_t n = accel__dims_count(d);
+  void *map_d, *pk_d, *out_d;
+  accel_array map = new_volume(&map_d, ACCEL_DTYPE_F32, d), pk = new_volume(&pk_d, ACCEL_DTYPE_I32, d),
+              out = new_volume(&out_d, ACCEL_DTYPE_I32, d);
+  float *m = map_d;
+  int32_t *p = pk_d;
+  for (int round = 0; round < 20; round++) {
+    /* isolated single-voxel peaks (no two within a 3x3x3 cube) */
+    memset(p, 0, n * 4);
+    for (uint64_t i = 0; i < n; i++) m[i] = (float)(rnd() % 40) * 0.25f;
+    uint32_t want = 5 + rnd() % 300, np = 0;
+    int64_t pz[400], py[400], px[400];
+    for (uint32_t t = 0; t < want * 4 && np < want; t++) {
+      const int64_t z = rnd() % d.nz, y = rnd() % d.ny, x = rnd() % d.nx;
+      bool near = false;
+      for (uint32_t k = 0; k < np; k++)
+        near = near || (llabs(pz[k] - z) <= 1 && llabs(py[k] - y) <= 1 && llabs(px[k] - x) <= 1);
+      if (near) continue;
+      pz[np] = z;
+      py[np] = y;
+      px[np] = x;
+      np++;
+      p[(z * d.ny + y) * d.nx + x] = 1;
+    }
+    /* numbered in C order, as the groups are */
+    uint32_t order[400], k2 = 0;
+    for (uint64_t i = 0; i < n; i++)
+      if (p[i])
+        for (uint32_t k = 0; k < np; k++)
+          if ((uint64_t)((pz[k] * d.ny + py[k]) * d.nx + px[k]) == i) order[k2++] = k;
+    const double sp[3] = {1.5, 1.0, 0.5}, f = 0.5 + (rnd() % 8) * 0.25;
+    bool drop[400] = {false};
+    for (uint32_t a = 0; a < np; a++) {
+      const uint32_t i = order[a];
+      double best = INFINITY;
+      uint32_t who = UINT32_MAX;
+      for (uint32_t b = 0; b < np; b++) {
+        if (b == a) continue;
+        const uint32_t j = order[b];
+        const double dz = (double)(pz[j] - pz[i]) * sp[0], dy = (double)(py[j] - py[i]) * sp[1],
+                     dx = (double)(px[j] - px[i]) * sp[2], q = dz * dz + dy * dy + dx * dx;
+        if (q < best) { /* b ascending: the first of equals is the lowest */
+          best = q;
+          who = b;
+        }
+      }
+      if (who == UINT32_MAX) continue;
+      const double La = (double)m[(pz[i] * d.ny + py[i]) * d.nx + px[i]] + a * 1e-6;
+      const uint32_t j = order[who];
+      const double Lb = (double)m[(pz[j] * d.ny + py[j]) * d.nx + px[j]] + who * 1e-6;
+      if (sqrt(best) <= f * La) drop[La < Lb ? a : who] = true;
+    }
+    accel_ct_marker_options mo;
+    accel_ct_marker_options_init(&mo);
+    mo.trim = ACCEL_CT_TRIM_NEARBY;
+    mo.nearby_factor = f;
+    memcpy(mo.spacing, sp, sizeof sp);
+    uint32_t count = 0;
+    ck_assert_int_eq(accel_ct_trim_markers(ctx, &map, &pk, &mo, &out, &count), ACCEL_OK);
+    uint32_t next = 0;
+    for (uint32_t a = 0; a < np; a++) {
+      const uint32_t i = order[a];
+      const int32_t got = ((int32_t *)out_d)[(pz[i] * d.ny + py[i]) * d.nx + px[i]];
+      EXPECT(got == (drop[a] ? 0 : (int32_t)++next), "round %d peak %u: %d", round, a, got);
+    }
+    ck_assert_uint_eq(count, next);
+  }
+  free(map_d);
+  free(pk_d);
+  free(out_d);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ synthetic checks */
 
 /* The EDT against every pair (foreground voxel, background voxel), in double. */
 START_TEST(edt_equals_brute_force) {
@@ -815,6 +987,8 @@ Suite *suite_ct(void) {
   TCase *tc = tcase_create("stages");
   tcase_set_timeout(tc, 300);
   tcase_add_loop_test(tc, committed_fixtures_equal_the_references, 0, 2);
+  tcase_add_test(tc, trims_equal_porespy);
+  tcase_add_test(tc, nearby_trim_equals_all_pairs);
   tcase_add_test(tc, edt_equals_brute_force);
   tcase_add_test(tc, fill_holes_equals_a_flood_from_the_border);
   tcase_add_test(tc, threshold_and_rescale);

@@ -13,7 +13,7 @@
  * watershed): the fixtures of ../shared/data/ct are reproduced exactly.
  *
  * Stage names: "ct.rescale", "ct.threshold", "ct.fill_holes", "ct.edt",
- * "ct.markers", "ct.watershed", "ct.network", and "ct.pipeline" for a whole
+ * "ct.markers", "ct.trim", "ct.watershed", "ct.network", and "ct.pipeline" for a whole
  * pipeline run. On a CUDA backend rescale, threshold, fill holes, the EDT and
  * the markers' window test run on the GPU (in Z slabs beyond the device
  * memory budget); the watershed (a sequential priority queue) and the
@@ -71,16 +71,36 @@ ACCEL_API accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *ma
 ACCEL_API accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double *spacing,
                                     const accel_array *out);
 
+/* SNOW's peak trimming (Gostick 2017), flags for accel_ct_marker_options.trim. */
+enum {
+  /* PoreSpy 3's trim_saddle_points: a peak whose plateau, grown a voxel at a
+   * time through equal values, meets higher ground is dropped (see
+   * accel_ct_trim_markers). */
+  ACCEL_CT_TRIM_SADDLES = 1u,
+  /* PoreSpy 3's trim_nearby_peaks: of two peaks nearer to each other than
+   * the nearer one is to the solid, the one closer to the solid is dropped. */
+  ACCEL_CT_TRIM_NEARBY = 2u
+};
+
 typedef struct accel_ct_marker_options {
   uint32_t struct_size;  /* set by accel_ct_marker_options_init */
   int32_t min_distance;  /* default 3: peaks closer than this (Chebyshev, voxels) are suppressed */
   /* Gaussian smoothing of the distance map before the peak search (SciPy's
    * gaussian_filter: truncate 4.0, mode 'reflect'), in voxels; 0 (default):
-   * none. With a pipeline the watershed floods the smoothed map too, as
-   * SNOW does. */
+   * none. Only the peak search sees the smoothed map: the trims and (in a
+   * pipeline) the watershed use the distance map itself, as PoreSpy 3's
+   * snow_partitioning does. */
   double smooth_sigma;
   accel_progress_fn progress;
   void *progress_user;
+  /* ACCEL_CT_TRIM_* flags (default 0: none), applied to the peaks found;
+   * the survivors are renumbered (see accel_ct_trim_markers). */
+  uint32_t trim;
+  int32_t saddle_iterations; /* default 20 (PoreSpy's maxiter) */
+  double nearby_factor;      /* default 1 (PoreSpy's f) */
+  /* voxel size (z, y, x) for the distance between peaks in the nearby trim,
+   * in the distance map's unit; default 1, 1, 1 (PoreSpy's voxel units) */
+  double spacing[3];
 } accel_ct_marker_options;
 
 ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *options);
@@ -96,6 +116,27 @@ ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *opt
 ACCEL_API accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
                                         const accel_ct_marker_options *options, const accel_array *out,
                                         uint32_t *count);
+
+/* SNOW's trims of given peaks: `markers` (I32, nonzero = a peak voxel) and
+ * the distance map `edt` (F32, finite, not negative), with options->trim,
+ * saddle_iterations, nearby_factor and spacing (NULL options: both trims,
+ * defaults). The rules are PoreSpy 3.2's:
+ *  - saddles: per 6-connected group of peak voxels P, at most
+ *    saddle_iterations times: D = P dilated by a 3x3x3 cube, M = the highest
+ *    value in D, E = the voxels of D valued M (and > 0); E == P: a true peak
+ *    (E's voxels kept); E and P disjoint: dropped; else P = E and again.
+ *    Undecided after the last iteration: dropped.
+ *  - nearby: per 26-connected group i in C order, its centroid truncated to
+ *    whole voxels c_i, L_i = edt[c_i] + i * 1e-6, n_i the group with the
+ *    nearest centroid (ties: the lowest-numbered; SciPy's KD-tree leaves them
+ *    unspecified); where |c_i - c_n| * spacing <= nearby_factor * L_i, the
+ *    one of i, n_i with the smaller L is dropped (n_i when equal).
+ * The survivors are numbered by 26-connected group in C order into `out`
+ * (I32, may alias markers); *count (may be NULL) receives their number.
+ * Runs on the CPU on every backend (its work is per peak, not per voxel). */
+ACCEL_API accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *markers,
+                                             const accel_ct_marker_options *options, const accel_array *out,
+                                             uint32_t *count);
 
 /* How ties between equally low markers are broken by the watershed. */
 typedef enum accel_ct_ties {
@@ -182,10 +223,13 @@ typedef struct accel_ct_pipeline_options {
   accel_ct_pores pores;            /* default ACCEL_CT_PORES_CLOSED */
   double spacing[3];               /* default 1, 1, 1 */
   int32_t min_distance;            /* default 3 */
-  double smooth_sigma;             /* default 0 */
+  double smooth_sigma;             /* default 0: the peak search's smoothing */
   accel_ct_ties ties;              /* default ACCEL_CT_TIES_SKIMAGE */
   accel_progress_fn progress;      /* stage names as above, fraction of the pipeline */
   void *progress_user;
+  uint32_t trim;                   /* ACCEL_CT_TRIM_* of the peaks found (default 0) */
+  int32_t saddle_iterations;       /* default 20 */
+  double nearby_factor;            /* default 1 (distances in spacing units) */
 } accel_ct_pipeline_options;
 
 ACCEL_API accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *options);

@@ -261,6 +261,33 @@ accel_status accel_ct_marker_options_init(accel_ct_marker_options *o) {
   memset(o, 0, sizeof *o);
   o->struct_size = sizeof *o;
   o->min_distance = 3;
+  o->saddle_iterations = 20;
+  o->nearby_factor = 1.0;
+  o->spacing[0] = o->spacing[1] = o->spacing[2] = 1.0;
+  return ACCEL_OK;
+}
+
+static accel_status check_trim(accel_ctx *ctx, const char *F, uint32_t trim, int32_t iterations, double factor) {
+  if (trim & ~(uint32_t)(ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown trim flags 0x%x", F, (unsigned)trim);
+  if (iterations < 1)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: saddle_iterations %d must be >= 1", F, (int)iterations);
+  if (!(factor >= 0) || isinf(factor))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: nearby_factor %g must be finite and >= 0", F, factor);
+  return ACCEL_OK;
+}
+
+/* The trims after a peak search or on given peaks (host code on every
+ * backend), counted as the stage "ct.trim". */
+static accel_status run_trim(accel_ctx *ctx, const char *F, const float *map, accel__dims d,
+                             const accel_ct_marker_options *o, const double sp[3], int32_t *markers,
+                             uint32_t *count) {
+  const double t0 = accel__now();
+  accel_status s = accel__ct_trim_markers_cpu(map, d, o->trim, o->saddle_iterations, o->nearby_factor, sp,
+                                              accel__ctx_threads(ctx), markers, count);
+  accel__stats_delta delta = {.runs = 1, .cpu_runs = s ? 0 : 1, .failures = s ? 1 : 0, .seconds = accel__now() - t0};
+  accel__stats_add(ctx, "ct.trim", &delta);
+  if (s) return accel__fail(ctx, s, "%s: out of memory for the peak trims", F);
   return ACCEL_OK;
 }
 
@@ -283,6 +310,9 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   if (o.min_distance < 0) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: min_distance %d < 0", F, o.min_distance);
   if (!(o.smooth_sigma >= 0) || isinf(o.smooth_sigma))
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: smooth_sigma %g must be >= 0", F, o.smooth_sigma);
+  if ((s = check_trim(ctx, F, o.trim, o.saddle_iterations, o.nearby_factor))) return s;
+  double sp[3];
+  if ((s = check_spacing(ctx, F, o.spacing, sp))) return s;
   accel__dims d;
   s = check_volume(ctx, F, "edt", edt, F32, 1, &d, true);
   if (!s) s = check_volume(ctx, F, "mask", mask, U8, 1, &d, false);
@@ -306,12 +336,52 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
                        .sigma = o.smooth_sigma, .out = vo.data, .progress = o.progress,
                        .progress_user = o.progress_user};
   s = accel__dispatch(ctx, "ct.markers", run_markers, &job);
+  if (!s && o.trim) s = run_trim(ctx, F, ve.data, d, &o, sp, vo.data, &job.count);
   if (!s) {
     view_commit(&vo);
     if (count) *count = job.count;
   }
   view_free(&ve);
   view_free(&vm);
+  view_free(&vo);
+  return s;
+}
+
+accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *markers,
+                                   const accel_ct_marker_options *options, const accel_array *out, uint32_t *count) {
+  static const char F[] = "accel_ct_trim_markers";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel_ct_marker_options o;
+  accel_ct_marker_options_init(&o);
+  o.trim = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY;
+  accel_status s = ACCEL_OK;
+  if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, MARKER_OPTIONS_V1))) return s;
+  if ((s = check_trim(ctx, F, o.trim, o.saddle_iterations, o.nearby_factor))) return s;
+  double sp[3];
+  if ((s = check_spacing(ctx, F, o.spacing, sp))) return s;
+  accel__dims d;
+  s = check_volume(ctx, F, "edt", edt, F32, 1, &d, true);
+  if (!s) s = check_volume(ctx, F, "markers", markers, I32, 1, &d, false);
+  if (!s) s = check_volume(ctx, F, "out", out, I32, 1, &d, false);
+  if (!s) s = check_overlap(ctx, F, out, edt, "edt", false);
+  if (!s) s = check_overlap(ctx, F, out, markers, "markers", true);
+  if (s) return s;
+  const bool alias = out->data == markers->data;
+  view ve, vo;
+  if ((s = view_in(ctx, F, "edt", edt, &ve))) return s;
+  if ((s = finite_nonnegative(ctx, F, ve.data, accel__dims_count(d), "edt")) ||
+      (s = alias ? view_inout(ctx, F, "out", out, &vo) : view_out(ctx, F, "out", out, &vo))) {
+    view_free(&ve);
+    return s;
+  }
+  if (!alias) accel__array_pack(markers, vo.data); /* the output starts as the markers */
+  uint32_t n = 0;
+  s = run_trim(ctx, F, ve.data, d, &o, sp, vo.data, &n);
+  if (!s) {
+    view_commit(&vo);
+    if (count) *count = n;
+  }
+  view_free(&ve);
   view_free(&vo);
   return s;
 }
@@ -433,6 +503,8 @@ accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o) {
   o->spacing[0] = o->spacing[1] = o->spacing[2] = 1.0;
   o->min_distance = 3;
   o->ties = ACCEL_CT_TIES_SKIMAGE;
+  o->saddle_iterations = 20;
+  o->nearby_factor = 1.0;
   return ACCEL_OK;
 }
 
@@ -466,6 +538,7 @@ accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_op
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: smooth_sigma must be >= 0", F);
   if (o.ties != ACCEL_CT_TIES_SKIMAGE && o.ties != ACCEL_CT_TIES_STABLE)
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown ties rule %d", F, (int)o.ties);
+  if ((s = check_trim(ctx, F, o.trim, o.saddle_iterations, o.nearby_factor))) return s;
   double sp[3];
   if ((s = check_spacing(ctx, F, o.spacing, sp))) return s;
   accel_ct_pipeline *p = calloc(1, sizeof *p);

@@ -78,6 +78,90 @@ static bool report(accel__ct_pipeline_job *job, const char *stage, double fracti
   return job->o.progress && job->o.progress(job->o.progress_user, stage, fraction);
 }
 
+/* The peak search of the CPU pipeline. */
+static accel_status cpu_peaks(accel__call *call, void *user, const float *map, const uint8_t *mask, int md,
+                              int32_t *out, uint32_t *count) {
+  const accel__dims *d = user;
+  accel_status s = accel__ct_markers_cpu(map, mask, *d, md, call->threads, out, count);
+  return s ? oom(call, "the peak search") : ACCEL_OK;
+}
+
+accel_status accel__ct_pipeline_finish(accel__call *call, accel__ct_pipeline_job *job, const uint8_t *pores,
+                                       const float *edt, int32_t *markers, int32_t *labels, accel__ct_peak_fn peaks,
+                                       void *peaks_user) {
+  const accel__dims d = job->d;
+  const uint64_t n = accel__dims_count(d), nb = n ? n : 1;
+  const accel_ct_pipeline_options *o = &job->o;
+  accel_status s = ACCEL_OK;
+  float *scratch = NULL;
+  if (!job->given_markers && markers) {
+    /* the peak search sees the smoothed map, the trims and the flood the
+     * distance map itself (PoreSpy 3's snow_partitioning) */
+    const float *map = edt;
+    if (o->smooth_sigma > 0) {
+      if (report(job, "ct.markers", 0.3)) goto cancelled;
+      scratch = malloc(nb * sizeof(float));
+      if (!scratch || accel__ct_gaussian_cpu(edt, d, o->smooth_sigma, call->threads, scratch)) {
+        s = oom(call, "the smoothed distance map");
+        goto done;
+      }
+      map = scratch;
+    }
+    if (report(job, "ct.markers", 0.35)) goto cancelled;
+    if ((s = peaks(call, peaks_user, map, pores, o->min_distance, markers, &job->marker_count))) goto done;
+    if (o->trim) {
+      if (report(job, "ct.trim", 0.45)) goto cancelled;
+      if (accel__ct_trim_markers_cpu(edt, d, o->trim, o->saddle_iterations, o->nearby_factor, o->spacing,
+                                     call->threads, markers, &job->marker_count)) {
+        s = oom(call, "the peak trims");
+        goto done;
+      }
+    }
+  }
+  if (job->given_markers) {
+    uint32_t given = 0;
+    for (uint64_t i = 0; i < n; i++) given += job->given_markers[i] != 0;
+    job->marker_count = given;
+    if (job->markers && job->markers != job->given_markers) memcpy(job->markers, job->given_markers, n * 4);
+  }
+  if (labels) {
+    if (report(job, "ct.watershed", 0.5)) goto cancelled;
+    const int32_t *seeds = job->given_markers ? job->given_markers : markers;
+    float *neg = scratch ? scratch : malloc(nb * sizeof(float));
+    if (!neg) {
+      s = oom(call, "the flooded map");
+      goto done;
+    }
+    scratch = neg;
+#pragma omp parallel for num_threads(call->threads) schedule(static)
+    for (uint64_t i = 0; i < n; i++) {
+      neg[i] = -edt[i];
+      labels[i] = pores[i] ? seeds[i] : 0;
+    }
+    prog p = {job, 0.5, 0.4};
+    s = accel__ct_watershed_cpu(neg, pores, d, o->ties, labels, o->progress ? stage_progress : NULL, &p);
+    if (s == ACCEL_ERR_CANCELLED) goto cancelled;
+    if (s) {
+      s = oom(call, "the flood");
+      goto done;
+    }
+  }
+  if (job->want_network) {
+    if (report(job, "ct.network", 0.9)) goto cancelled;
+    if (accel__ct_network_cpu(labels, edt, d, o->spacing, call->threads, &job->network)) {
+      s = oom(call, "the network");
+      goto done;
+    }
+  }
+  goto done;
+cancelled:
+  accel__why(call->why, "cancelled by the progress callback");
+  s = ACCEL_ERR_CANCELLED;
+done:
+  free(scratch);
+  return s;
+}
+
 accel_status accel__ct_pipeline_cpu(accel__call *call, accel__ct_pipeline_job *job) {
   const accel__dims d = job->d;
   const uint64_t n = accel__dims_count(d), nb = n ? n : 1;
@@ -94,7 +178,7 @@ accel_status accel__ct_pipeline_cpu(accel__call *call, accel__ct_pipeline_job *j
   uint8_t *filled = job->filled ? job->filled : (want_filled ? malloc(nb) : NULL);
   uint8_t *pores = job->pores ? job->pores : (want_pores ? malloc(nb) : NULL);
   float *edt = job->edt ? job->edt : (want_edt ? malloc(nb * sizeof(float)) : NULL);
-  float *rescaled = NULL, *flood = NULL;
+  float *rescaled = NULL;
   int32_t *markers = job->markers ? job->markers : (want_markers ? malloc(nb * sizeof(int32_t)) : NULL);
   int32_t *labels = job->labels ? job->labels : (want_labels ? malloc(nb * sizeof(int32_t)) : NULL);
   if (!solid || (want_filled && !filled) || (want_pores && !pores) || (want_edt && !edt) ||
@@ -136,59 +220,8 @@ accel_status accel__ct_pipeline_cpu(accel__call *call, accel__ct_pipeline_job *j
       goto done;
     }
   }
-  /* the map the markers and the flood use: smoothed as SNOW does, or not */
-  const float *map = edt;
-  if ((want_markers || want_labels) && o->smooth_sigma > 0) {
-    if (report(job, "ct.markers", 0.3)) goto cancelled;
-    flood = malloc(nb * sizeof(float));
-    if (!flood || accel__ct_gaussian_cpu(edt, d, o->smooth_sigma, call->threads, flood)) {
-      s = oom(call, "the smoothed distance map");
-      goto done;
-    }
-    map = flood;
-  }
-  if (want_markers) {
-    if (report(job, "ct.markers", 0.35)) goto cancelled;
-    if (accel__ct_markers_cpu(map, pores, d, o->min_distance, call->threads, markers, &job->marker_count)) {
-      s = oom(call, "the peak search");
-      goto done;
-    }
-  }
-  if (job->given_markers) {
-    uint32_t given = 0;
-    for (uint64_t i = 0; i < n; i++) given += job->given_markers[i] != 0;
-    job->marker_count = given;
-    if (job->markers && job->markers != job->given_markers) memcpy(job->markers, job->given_markers, n * 4);
-  }
-  if (want_labels) {
-    if (report(job, "ct.watershed", 0.5)) goto cancelled;
-    const int32_t *seeds = job->given_markers ? job->given_markers : markers;
-    float *neg = flood ? flood : malloc(nb * sizeof(float));
-    if (!neg) {
-      s = oom(call, "the flooded map");
-      goto done;
-    }
-    flood = neg;
-#pragma omp parallel for num_threads(call->threads) schedule(static)
-    for (uint64_t i = 0; i < n; i++) {
-      neg[i] = -map[i];
-      labels[i] = pores[i] ? seeds[i] : 0;
-    }
-    prog p = {job, 0.5, 0.4};
-    s = accel__ct_watershed_cpu(neg, pores, d, o->ties, labels, o->progress ? stage_progress : NULL, &p);
-    if (s == ACCEL_ERR_CANCELLED) goto cancelled;
-    if (s) {
-      s = oom(call, "the flood");
-      goto done;
-    }
-  }
-  if (job->want_network) {
-    if (report(job, "ct.network", 0.9)) goto cancelled;
-    if (accel__ct_network_cpu(labels, edt, d, o->spacing, call->threads, &job->network)) {
-      s = oom(call, "the network");
-      goto done;
-    }
-  }
+  s = accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, cpu_peaks, &job->d);
+  if (s) goto done;
   report(job, "ct.pipeline", 1.0);
   goto done;
 cancelled:
@@ -202,7 +235,6 @@ done:
   if (!job->markers) free(markers);
   if (!job->labels) free(labels);
   free(rescaled);
-  free(flood);
   return s;
 }
 

@@ -76,6 +76,11 @@ accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, acc
 accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance,
                                    int threads, int32_t *out, uint32_t *count);
 
+/* SNOW's trims (see accel_ct_trim_markers) of the peak voxels of markers
+ * (nonzero), renumbered in place; *count receives the survivors' count. */
+accel_status accel__ct_trim_markers_cpu(const float *map, accel__dims d, unsigned trim, int iterations, double factor,
+                                        const double spacing[3], int threads, int32_t *markers, uint32_t *count);
+
 /* Priority flood (watershed semantics, see accel/ct.h). labels holds the
  * markers on entry (already restricted to the mask), the labels on return.
  * mask may be NULL (everywhere). progress may be NULL. */

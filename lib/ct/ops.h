@@ -66,6 +66,18 @@ extern const accel__ct_ops accel__cuda_ct_ops_emulated;
 extern uint64_t accel__cuda_ct_emulated_budget;
 #endif
 
+/* A pipeline's peak search: markers of `map` within `mask` (numbered, count
+ * set), or a status with call->why set. */
+typedef accel_status (*accel__ct_peak_fn)(accel__call *call, void *user, const float *map, const uint8_t *mask,
+                                          int min_distance, int32_t *out, uint32_t *count);
+
+/* The host part of every pipeline after the distance map: smoothing, the
+ * peak search (by `peaks`) and trims, or the given markers; the watershed;
+ * the network. markers / labels: where they go (NULL: not needed). */
+accel_status accel__ct_pipeline_finish(accel__call *call, accel__ct_pipeline_job *job, const uint8_t *pores,
+                                       const float *edt, int32_t *markers, int32_t *labels, accel__ct_peak_fn peaks,
+                                       void *peaks_user);
+
 /* The CPU pipeline (also what a GPU pipeline falls back to). */
 accel_status accel__ct_pipeline_cpu(accel__call *call, accel__ct_pipeline_job *job);
 

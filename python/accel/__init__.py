@@ -657,6 +657,7 @@ class Index:
 COMPARES = {">": 0, ">=": 1, "<": 2, "<=": 3}
 PORES = {"closed": 0, "all": 1}
 TIES = {"skimage": 0, "stable": 1}
+TRIMS = {"saddles": 1, "nearby": 2}
 
 
 class CT:
@@ -736,14 +737,16 @@ class CT:
                                 ctypes.byref(_as_array(out, True))), self._h())
         return out
 
-    def markers(self, edt, mask, min_distance=3, smooth_sigma=0.0):
+    def markers(self, edt, mask, min_distance=3, smooth_sigma=0.0, trim=(), saddle_iterations=20,
+                nearby_factor=1.0, spacing=None):
         """peak_local_max(edt, min_distance, exclude_border=False, labels=26-connected
-        components of mask), numbered 1..n in C order: (int32 volume, n)."""
+        components of mask), numbered 1..n in C order: (int32 volume, n). smooth_sigma:
+        the peak search sees gaussian_filter(edt, sigma). trim: any of "saddles",
+        "nearby" (SNOW's trims, see trim_markers), applied to the peaks found."""
         import numpy as np
         e = self._vol(edt, ("float32",), "edt")
         m = self._vol(mask, ("uint8",), "mask")
-        o = _native.CtMarkerOptions()
-        _check(lib.accel_ct_marker_options_init(ctypes.byref(o)))
+        o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
         o.min_distance = min_distance
         o.smooth_sigma = smooth_sigma
         out = np.empty(e.shape, np.int32)
@@ -752,6 +755,44 @@ class CT:
                                     ctypes.byref(o), ctypes.byref(_as_array(out, True)), ctypes.byref(n)),
                self._h())
         return out, n.value
+
+    def trim_markers(self, edt, peaks, trim=("saddles", "nearby"), saddle_iterations=20, nearby_factor=1.0,
+                     spacing=None):
+        """SNOW's trims of given peaks (nonzero voxels) with PoreSpy 3's rules
+        (trim_saddle_points, trim_nearby_peaks): (int32 volume numbered by 26-connected
+        group in C order, n)."""
+        import numpy as np
+        e = self._vol(edt, ("float32",), "edt")
+        pk = self._vol(peaks, ("int32",), "peaks")
+        o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
+        out = np.empty(e.shape, np.int32)
+        n = ctypes.c_uint32()
+        _check(lib.accel_ct_trim_markers(self._h(), ctypes.byref(_as_array(e)), ctypes.byref(_as_array(pk)),
+                                         ctypes.byref(o), ctypes.byref(_as_array(out, True)), ctypes.byref(n)),
+               self._h())
+        return out, n.value
+
+    @staticmethod
+    def _trim_flags(trim):
+        if isinstance(trim, str):
+            trim = (trim,)
+        flags = 0
+        for t in trim:
+            if t not in TRIMS:
+                raise ValueError("unknown trim %r (saddles, nearby)" % (t,))
+            flags |= TRIMS[t]
+        return flags
+
+    def _marker_options(self, trim, saddle_iterations, nearby_factor, spacing):
+        o = _native.CtMarkerOptions()
+        _check(lib.accel_ct_marker_options_init(ctypes.byref(o)))
+        o.trim = self._trim_flags(trim)
+        o.saddle_iterations = saddle_iterations
+        o.nearby_factor = nearby_factor
+        if spacing is not None:
+            for i in range(3):
+                o.spacing[i] = float(spacing[i])
+        return o
 
     def watershed(self, image, markers, mask=None, ties="skimage", progress=None):
         """skimage.segmentation.watershed(image, markers, mask=mask) (connectivity 1):
@@ -786,7 +827,8 @@ class CT:
 
     def pipeline(self, volume, threshold, compare=">", pores="closed", spacing=(1.0, 1.0, 1.0), min_distance=3,
                  smooth_sigma=0.0, ties="skimage", fill_connectivity=6, slope=None, intercept=None, markers=None,
-                 outputs=("filled", "pores", "edt", "markers", "labels", "network"), progress=None):
+                 outputs=("filled", "pores", "edt", "markers", "labels", "network"), progress=None, trim=(),
+                 saddle_iterations=20, nearby_factor=1.0):
         """The whole chain in one call (one upload and one download per output on a GPU):
         a dict with the requested outputs among solid, filled, pores, edt, markers,
         labels, network, plus "marker_count"."""
@@ -814,6 +856,9 @@ class CT:
         o.min_distance = min_distance
         o.smooth_sigma = smooth_sigma
         o.ties = TIES[ties]
+        o.trim = self._trim_flags(trim)
+        o.saddle_iterations = saddle_iterations
+        o.nearby_factor = nearby_factor
         cb = _progress_fn(progress)
         if cb is not None:
             o.progress = cb

@@ -135,6 +135,10 @@ class CtMarkerOptions(ctypes.Structure):
         ("smooth_sigma", ctypes.c_double),
         ("progress", PROGRESS_FN),
         ("progress_user", ctypes.c_void_p),
+        ("trim", ctypes.c_uint32),
+        ("saddle_iterations", ctypes.c_int32),
+        ("nearby_factor", ctypes.c_double),
+        ("spacing", ctypes.c_double * 3),
     ]
 
 
@@ -185,6 +189,9 @@ class CtPipelineOptions(ctypes.Structure):
         ("ties", ctypes.c_int),
         ("progress", PROGRESS_FN),
         ("progress_user", ctypes.c_void_p),
+        ("trim", ctypes.c_uint32),
+        ("saddle_iterations", ctypes.c_int32),
+        ("nearby_factor", ctypes.c_double),
     ]
 
 
@@ -332,6 +339,8 @@ _SIGNATURES = {
     "accel_ct_fill_holes": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_int, _P(Array)]),
     "accel_ct_edt": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, _P(Array)]),
     "accel_ct_marker_options_init": (c_status, [_P(CtMarkerOptions)]),
+    "accel_ct_trim_markers": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), _P(CtMarkerOptions), _P(Array),
+                                         ctypes.POINTER(ctypes.c_uint32)]),
     "accel_ct_markers": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), _P(CtMarkerOptions), _P(Array),
                                     _P(ctypes.c_uint32)]),
     "accel_ct_watershed_options_init": (c_status, [_P(CtWatershedOptions)]),

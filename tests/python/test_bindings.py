@@ -419,6 +419,30 @@ class CT(unittest.TestCase):
             self.assertAlmostEqual(got[k][1], want[k][1], places=9)
             self.assertEqual(got[k][2], want[k][2])
 
+    def test_trims_equal_porespy(self):
+        import gzip
+        import io
+
+        def ref(name):
+            with gzip.open(os.path.join(CTDATA, "berea_pore", name + ".npy.gz")) as f:
+                return np.load(io.BytesIO(f.read()))
+        a, _, _, _ = ct_fixture("berea_pore")
+        ct = self.ctx.ct
+        for peaks, suffix in ((a["markers"], ""), (ref("peaks_md1"), "_md1")):
+            for trim, kind in (("saddles", "saddles"), (("nearby",), "nearby"), (("saddles", "nearby"), "both")):
+                got, n = ct.trim_markers(a["edt"], peaks, trim=trim)
+                want = ref("trim_%s%s" % (kind, suffix))
+                np.testing.assert_array_equal(got, want, err_msg=kind + suffix)
+                self.assertEqual(n, want.max())
+        both = ref("trim_both")
+        got, n = ct.markers(a["edt"], a["pores"], trim=("saddles", "nearby"))
+        np.testing.assert_array_equal(got, both)
+        r = ct.pipeline(a["input"], 0, pores="all", trim=("saddles", "nearby"), outputs=("markers", "labels"))
+        np.testing.assert_array_equal(r["markers"], both)
+        self.assertEqual(r["marker_count"], both.max())
+        with self.assertRaises(ValueError):
+            ct.trim_markers(a["edt"], a["markers"], trim="peaks")
+
     def test_strided_views_rescale_and_errors(self):
         a, _, _, _ = ct_fixture("berea_pore")
         pores = a["pores"].astype(bool)

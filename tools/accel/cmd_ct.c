@@ -29,8 +29,13 @@ static const char USAGE[] =
     "  --fill-connectivity C  6 (default, SciPy's) or 26\n"
     "  --spacing Z,Y,X        voxel size (default 1,1,1); distances and volumes use it\n"
     "  --min-distance D       markers: minimum peak distance in voxels (default 3)\n"
-    "  --smooth SIGMA         Gaussian smoothing of the distance map for markers and\n"
-    "                         watershed (SNOW's option; default 0, none)\n"
+    "  --smooth SIGMA         Gaussian smoothing of the distance map for the peak search\n"
+    "                         (SNOW's option; default 0, none)\n"
+    "  --trim KINDS           SNOW's peak trims, PoreSpy 3's rules: saddles, nearby,\n"
+    "                         saddles,nearby (or all), none (default)\n"
+    "  --saddle-iterations N  the saddle trim's iteration limit (default 20)\n"
+    "  --nearby-factor F      nearby trim: peaks nearer than F times their distance to\n"
+    "                         the solid compete (default 1)\n"
     "  --ties RULE            skimage (default): scikit-image's order of equal markers;\n"
     "                         stable: equal markers in C order\n"
     "  --markers M.npy        use these markers (int32) instead of the peak search\n"
@@ -55,6 +60,23 @@ static bool parse_triple_int(const char *v, int64_t out[3]) {
 static bool parse_triple(const char *v, double out[3]) {
   int used = 0;
   return sscanf(v, "%lf,%lf,%lf%n", &out[0], &out[1], &out[2], &used) == 3 && !v[used];
+}
+
+/* "saddles", "nearby", a comma list of them, "all" or "none". */
+static bool parse_trim(const char *v, uint32_t *out) {
+  if (strcmp(v, "none") == 0) return *out = 0, true;
+  if (strcmp(v, "all") == 0) return *out = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY, true;
+  uint32_t flags = 0;
+  while (*v) {
+    const size_t len = strcspn(v, ",");
+    if (len == 7 && strncmp(v, "saddles", 7) == 0) flags |= ACCEL_CT_TRIM_SADDLES;
+    else if (len == 6 && strncmp(v, "nearby", 6) == 0) flags |= ACCEL_CT_TRIM_NEARBY;
+    else return false;
+    v += len;
+    if (*v == ',' && *++v == '\0') return false;
+  }
+  *out = flags;
+  return flags != 0;
 }
 
 static bool parse_double(const char *v, double *out) {
@@ -207,6 +229,20 @@ static int segment(const cli_globals *g, int argc, char **argv) {
     } else if (cli_take_value(argc, argv, &i, "--smooth", &v, &missing)) {
       if (missing || !parse_double(v, &po.smooth_sigma) || po.smooth_sigma < 0) {
         if (!missing) cli_error("ct segment: --smooth takes a sigma >= 0, not '%s'", v);
+        return CLI_USAGE;
+      }
+    } else if (cli_take_value(argc, argv, &i, "--trim", &v, &missing)) {
+      if (missing) return CLI_USAGE;
+      if (!parse_trim(v, &po.trim)) {
+        cli_error("ct segment: --trim takes saddles, nearby, saddles,nearby, all or none, not '%s'", v);
+        return CLI_USAGE;
+      }
+    } else if (cli_take_value(argc, argv, &i, "--saddle-iterations", &v, &missing)) {
+      if (missing || !cli_parse_int("ct segment", "--saddle-iterations", v, 1, 100000, &po.saddle_iterations))
+        return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--nearby-factor", &v, &missing)) {
+      if (missing || !parse_double(v, &po.nearby_factor) || !(po.nearby_factor >= 0) || isinf(po.nearby_factor)) {
+        if (!missing) cli_error("ct segment: --nearby-factor takes a number >= 0, not '%s'", v);
         return CLI_USAGE;
       }
     } else if (cli_take_value(argc, argv, &i, "--ties", &v, &missing)) {
@@ -394,7 +430,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   }
   static const char *const values[] = {"--shape", "--dtype", "--offset", "--rescale", "--threshold", "--compare",
                                        "--pores", "--fill-connectivity", "--spacing", "--min-distance", "--smooth",
-                                       "--ties", "--markers", "--out-solid", "--out-filled", "--out-pores",
+                                       "--trim", "--saddle-iterations", "--nearby-factor", "--ties", "--markers", "--out-solid", "--out-filled", "--out-pores",
                                        "--out-edt", "--out-markers", "--out-labels", "--network", NULL};
   int pargc;
   char **pargv = cli_permute(argc - 1, argv + 1, values, &pargc);
