@@ -27,6 +27,8 @@ demo: build
 	$(ACCEL) hash --kinds ahash,dhash,phash,whash,colorhash samples/photos
 	$(ACCEL) dupes samples/photos --kinds dhash,ahash --threshold 5
 	$(ACCEL) gray --out build/demo samples/astronaut.ppm
+	$(ACCEL) ct segment samples/ct/food_aniso_64x96x80.npy --threshold -300 --spacing 2,0.5,0.5 \
+	  --out-labels build/demo/food.labels.npy --network build/demo/food.network.json
 
 test: deps-test
 	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh

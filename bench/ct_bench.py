@@ -53,6 +53,14 @@ def make_volume(kind, n):
     return (ndi.zoom(src, n / 110, order=1) > 0.5).astype(np.uint8), 0.0, "all"
 
 
+def package_version(name):
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return "?"
+
+
 def best(fn, repeat):
     t_best, out = float("inf"), None
     for _ in range(repeat):
@@ -158,7 +166,7 @@ def main():
         "libaccel": accel.version(),
         "build": accel.build_info(),
         "peers": "SciPy %s, edt %s, scikit-image %s, numpy %s" % (
-            scipy.__version__, getattr(edt_pkg, "__version__", "?"), skimage.__version__, np.__version__),
+            scipy.__version__, package_version("edt"), skimage.__version__, np.__version__),
         "command": "bench/ct_bench.py " + " ".join(sys.argv[1:]),
     }
     try:

@@ -289,30 +289,44 @@ accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, ac
     }
   }
   const int64_t pz = d.nz + 2, py = d.ny + 2, px = d.nx + 2;
-  const uint64_t pn = (uint64_t)pz * (uint64_t)py * (uint64_t)px;
+  const uint64_t pn = (uint64_t)pz * (uint64_t)py * (uint64_t)px, pplane = (uint64_t)py * (uint64_t)px;
   cell *c = malloc(pn * sizeof(cell));
-  uint64_t *seeds = NULL, nseeds = 0, inmask = 0;
+  uint64_t *seeds = NULL, nseeds = 0, cap = 1024, inmask = 0;
   accel_status st = ACCEL_OK;
-  if (!c) goto oom;
-  for (uint64_t i = 0; i < pn; i++) c[i] = (cell){OUTSIDE, 0};
-  for (int64_t z = 0; z < d.nz; z++)
+  if (!c || !(seeds = malloc(cap * sizeof(uint64_t)))) goto oom;
+  /* every cell written once: the padding and the voxels outside the mask
+   * OUTSIDE, the others their marker and key; the seeds in C order (the
+   * padded volume's C order is the volume's) */
+  const cell out_cell = {OUTSIDE, 0};
+  for (uint64_t i = 0; i < pplane; i++) c[i] = c[pn - pplane + i] = out_cell;
+  for (int64_t z = 0; z < d.nz; z++) {
+    cell *plane = c + (uint64_t)(z + 1) * pplane;
+    for (int64_t x = 0; x < px; x++) plane[x] = plane[(uint64_t)(py - 1) * (uint64_t)px + (uint64_t)x] = out_cell;
     for (int64_t y = 0; y < d.ny; y++) {
       const uint64_t src = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx;
-      const uint64_t dst = ((uint64_t)(z + 1) * (uint64_t)py + (uint64_t)(y + 1)) * (uint64_t)px + 1;
+      const uint64_t row = (uint64_t)(z + 1) * pplane + (uint64_t)(y + 1) * (uint64_t)px;
+      c[row] = c[row + (uint64_t)px - 1] = out_cell;
       for (int64_t x = 0; x < d.nx; x++) {
-        c[dst + (uint64_t)x].vk = value_key(image[src + (uint64_t)x]);
-        if (mask && !mask[src + (uint64_t)x]) continue;
+        cell *to = &c[row + 1 + (uint64_t)x];
+        if (mask && !mask[src + (uint64_t)x]) {
+          *to = out_cell;
+          continue;
+        }
         inmask++;
         const int32_t m = labels[src + (uint64_t)x];
-        c[dst + (uint64_t)x].lab = m;
-        if (m) nseeds++;
+        to->lab = m;
+        to->vk = value_key(image[src + (uint64_t)x]);
+        if (!m) continue;
+        if (nseeds == cap) {
+          uint64_t *more = realloc(seeds, 2 * cap * sizeof(uint64_t));
+          if (!more) goto oom;
+          seeds = more;
+          cap *= 2;
+        }
+        seeds[nseeds++] = row + 1 + (uint64_t)x;
       }
     }
-  seeds = malloc((nseeds ? nseeds : 1) * sizeof(uint64_t));
-  if (!seeds) goto oom;
-  nseeds = 0;
-  for (uint64_t i = 0; i < pn; i++) /* C order of the padded volume = C order of the volume */
-    if (c[i].lab != 0 && c[i].lab != OUTSIDE) seeds[nseeds++] = i;
+  }
   const int64_t nb[6] = {-py * px, -px, -1, 1, px, py * px};
   const bool stable = ties == ACCEL_CT_TIES_STABLE;
   const uint64_t max_age = (stable ? nseeds : 1) + inmask + 1;
