@@ -40,26 +40,6 @@ namespace {
 
 const uint32_t NONE = 0xffffffffu;
 
-/* ------------------------------------------------------------ launching */
-
-template <class F> __global__ void k_each(uint64_t n, F f) {
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-    f(i);
-}
-
-/* f(i) for i in [0, n): a grid-stride kernel, or a loop in emulation. */
-template <class F> accel_status each(accel__executor *x, uint64_t n, F f, char *why, const char *what) {
-  if (!n) return ACCEL_OK;
-  if (!x->st) {
-    for (uint64_t i = 0; i < n; i++) f(i);
-    return ACCEL_OK;
-  }
-  const uint64_t blocks = (n + 255) / 256;
-  k_each<<<(unsigned)(blocks < 65535u * 16 ? blocks : 65535u * 16), 256, 0, x->st->stream>>>(n, f);
-  cudaError_t e = cudaGetLastError();
-  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
-}
-
 __host__ __device__ inline uint32_t atomic_min_u32(uint32_t *p, uint32_t v) {
 #ifdef __CUDA_ARCH__
   return atomicMin(p, v);
@@ -68,41 +48,6 @@ __host__ __device__ inline uint32_t atomic_min_u32(uint32_t *p, uint32_t v) {
   if (v < old) *p = v;
   return old;
 #endif
-}
-
-/* A device buffer released when it goes out of scope. */
-struct dbuf {
-  accel__executor *x = nullptr;
-  uint8_t *p = nullptr;
-  size_t n = 0;
-  accel_status get(accel__executor *ex, size_t bytes, char *why) {
-    x = ex;
-    n = bytes;
-    return x->alloc(bytes, &p, why);
-  }
-  template <class T> T *as() const { return (T *)(void *)p; }
-  void reset() {
-    if (x) x->release(p, n);
-    x = nullptr;
-    p = nullptr;
-  }
-  ~dbuf() { reset(); }
-};
-
-accel_status check(accel__executor *x, cudaError_t e, char *why, const char *what) {
-  if (e == cudaSuccess) e = x->last_error();
-  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
-}
-
-/* Copy rows between layouts: `rows` rows of `width` bytes, spitch/dpitch
- * bytes apart (cudaMemcpy2DAsync, or memcpy in emulation). */
-cudaError_t copy2d(accel__executor *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                   size_t rows, cudaMemcpyKind kind) {
-  if (!x->st) {
-    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
-    return cudaSuccess;
-  }
-  return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, x->st->stream);
 }
 
 /* ------------------------------------------------------------ elementwise */

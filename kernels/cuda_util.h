@@ -109,6 +109,87 @@ struct accel__executor {
   cudaError_t last_error() { return st ? cudaGetLastError() : cudaSuccess; }
 };
 
+
+/* Helpers every stage file shares (each file gets its own copies). */
+namespace {
+
+template <class F> __global__ void k_each(uint64_t n, F f) {
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
+    f(i);
+}
+
+/* f(i) for i in [0, n): a grid-stride kernel, or a loop in emulation. */
+template <class F> accel_status each(accel__executor *x, uint64_t n, F f, char *why, const char *what) {
+  if (!n) return ACCEL_OK;
+  if (!x->st) {
+    for (uint64_t i = 0; i < n; i++) f(i);
+    return ACCEL_OK;
+  }
+  const uint64_t blocks = (n + 255) / 256;
+  k_each<<<(unsigned)(blocks < 65535u * 16 ? blocks : 65535u * 16), 256, 0, x->st->stream>>>(n, f);
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
+}
+
+/* f(r, c) over a rows x cols grid: a 2D grid-stride kernel (any size fits
+ * the launch limits), or loops in emulation. */
+template <class F> __global__ void k_each2d(int64_t rows, int64_t cols, F f) {
+  for (int64_t r = blockIdx.y * (int64_t)blockDim.y + threadIdx.y; r < rows; r += (int64_t)gridDim.y * blockDim.y)
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x)
+      f(r, c);
+}
+
+template <class F>
+accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *why, const char *what) {
+  if (rows <= 0 || cols <= 0) return ACCEL_OK;
+  if (!x->st) {
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++) f(r, c);
+    return ACCEL_OK;
+  }
+  const dim3 block(32, 4, 1);
+  k_each2d<<<accel__grid2d(cols, rows, block), block, 0, x->st->stream>>>(rows, cols, f);
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
+}
+
+/* A device buffer released when it goes out of scope. */
+struct dbuf {
+  accel__executor *x = nullptr;
+  uint8_t *p = nullptr;
+  size_t n = 0;
+  accel_status get(accel__executor *ex, size_t bytes, char *why) {
+    x = ex;
+    n = bytes;
+    return x->alloc(bytes, &p, why);
+  }
+  template <class T> T *as() const { return (T *)(void *)p; }
+  void reset() {
+    if (x) x->release(p, n);
+    x = nullptr;
+    p = nullptr;
+  }
+  ~dbuf() { reset(); }
+};
+
+inline accel_status check(accel__executor *x, cudaError_t e, char *why, const char *what) {
+  if (e == cudaSuccess) e = x->last_error();
+  return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
+}
+
+/* Copy rows between layouts: `rows` rows of `width` bytes, spitch/dpitch
+ * bytes apart (cudaMemcpy2DAsync, or memcpy in emulation). */
+inline cudaError_t copy2d(accel__executor *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                   size_t rows, cudaMemcpyKind kind) {
+  if (!x->st) {
+    for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
+    return cudaSuccess;
+  }
+  return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, x->st->stream);
+}
+
+}  // namespace
+
 #endif
 
 #endif /* ACCEL_KERNELS_CUDA_UTIL_H */
