@@ -29,6 +29,10 @@ demo: build
 	$(ACCEL) gray --out build/demo samples/astronaut.ppm
 	$(ACCEL) ct segment samples/ct/food_aniso_64x96x80.npy --threshold -300 --spacing 2,0.5,0.5 \
 	  --out-labels build/demo/food.labels.npy --network build/demo/food.network.json
+	$(ACCEL) shadow --dsm samples/svf/city_dsm.npy --cdsm samples/svf/city_cdsm.npy --pixel-size 1 \
+	  --azimuth 247.5 --altitude 12 --out build/demo/svf
+	$(ACCEL) svf --dsm samples/svf/city_dsm.npy --cdsm samples/svf/city_cdsm.npy --pixel-size 1 \
+	  --out build/demo/svf
 
 test: deps-test
 	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh

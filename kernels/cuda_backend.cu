@@ -13,6 +13,7 @@
 #include "image/ops.h"
 #include "index/ops.h"
 #include "ct/ops.h"
+#include "svf/ops.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
@@ -215,4 +216,5 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .hash = */ &accel__cuda_hash_ops,
     /* .index = */ &accel__cuda_index_ops,
     /* .ct = */ &accel__cuda_ct_ops,
+    /* .svf = */ &accel__cuda_svf_ops,
 };

@@ -9,7 +9,7 @@ what=${1:-demo}
 python=${2:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev libpng-dev zlib1g-dev"
+pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev libpng-dev zlib1g-dev libtiff-dev"
 if [ "$what" = test ]; then
   pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip"
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"

@@ -6,6 +6,7 @@
 #include "hash/ops.h"
 #include "index/ops.h"
 #include "ct/ops.h"
+#include "svf/ops.h"
 
 static accel_status emu_open(accel__backend_config *cfg, void **state, char *why) {
   (void)why;
@@ -25,6 +26,7 @@ static const accel__backend emulated_gpu = {
     .hash = &accel__cuda_hash_ops_emulated,
     .index = &accel__cuda_index_ops_emulated,
     .ct = &accel__cuda_ct_ops_emulated,
+    .svf = &accel__cuda_svf_ops_emulated,
 };
 
 accel_ctx *make_emulated_gpu_ctx(accel_fallback_policy policy, log_capture *cap) {

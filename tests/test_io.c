@@ -2,6 +2,12 @@
  * error paths, atomic saves. */
 #include "testutil.h"
 
+#include "accel_config.h"
+#if ACCEL_HAVE_TIFF
+#include <math.h>
+#include <tiffio.h>
+#endif
+
 #include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
@@ -288,6 +294,86 @@ START_TEST(pnm_round_trip_and_errors) {
 }
 END_TEST
 
+
+#if ACCEL_HAVE_TIFF
+/* A tiled int16 GeoTIFF written here with libtiff (pixel scale, GDAL no-data):
+ * loads as F32 with NaN for no-data; saved with its georeferencing and
+ * loaded again, the values and the pixel scale come back. */
+START_TEST(geotiff_round_trip) {
+  accel_buffer *b = NULL;
+  /* registers libaccel's GeoTIFF tags with libtiff (a failed load does) */
+  ck_assert_int_eq(accel_tiff_load(NULL, "/nonexistent.tif", &b, NULL), ACCEL_ERR_IO);
+  char path[512], out[512];
+  snprintf(path, sizeof path, "%s/in.tif", tmpdir);
+  snprintf(out, sizeof out, "%s/out.tif", tmpdir);
+  enum { W = 37, H = 21, T = 16 };
+  TIFF *tif = TIFFOpen(path, "w");
+  ck_assert_ptr_nonnull(tif);
+  TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, W);
+  TIFFSetField(tif, TIFFTAG_IMAGELENGTH, H);
+  TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+  TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 16);
+  TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, SAMPLEFORMAT_INT);
+  TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(tif, TIFFTAG_COMPRESSION, COMPRESSION_ADOBE_DEFLATE);
+  TIFFSetField(tif, TIFFTAG_TILEWIDTH, T);
+  TIFFSetField(tif, TIFFTAG_TILELENGTH, T);
+  const double scale[3] = {0.5, 0.5, 0};
+  ck_assert_int_eq(TIFFSetField(tif, 33550, 3, scale), 1);
+  TIFFSetField(tif, TIFFTAG_GDAL_NODATA, "-9999");
+  int16_t tile[T * T];
+  for (int ty = 0; ty < H; ty += T)
+    for (int tx = 0; tx < W; tx += T) {
+      for (int r = 0; r < T; r++)
+        for (int c = 0; c < T; c++) tile[r * T + c] = (int16_t)((ty + r) * 100 - (tx + c));
+      if (ty == 0 && tx == 0) tile[3 * T + 4] = -9999;
+      ck_assert_int_ge(TIFFWriteTile(tif, tile, (uint32_t)tx, (uint32_t)ty, 0, 0), 0);
+    }
+  TIFFClose(tif);
+  accel_geo *geo = NULL;
+  ck_assert_msg(accel_tiff_load(NULL, path, &b, &geo) == ACCEL_OK, "%s", accel_last_error(NULL));
+  accel_array v;
+  accel_buffer_view(b, &v);
+  ck_assert_int_eq(v.dtype, ACCEL_DTYPE_F32);
+  ck_assert_int_eq(v.shape[0], H);
+  ck_assert_int_eq(v.shape[1], W);
+  const float *f = v.data;
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) {
+      if (r == 3 && c == 4) ck_assert(isnan(f[r * W + c]));
+      else ck_assert_float_eq(f[r * W + c], (float)(r * 100 - c));
+    }
+  double px = 0, py = 0;
+  ck_assert_int_eq(accel_geo_pixel_size(geo, &px, &py), ACCEL_OK);
+  ck_assert(px == 0.5 && py == 0.5);
+  ck_assert_int_eq(accel_tiff_save(NULL, out, &v, geo), ACCEL_OK);
+  accel_buffer *b2 = NULL;
+  accel_geo *geo2 = NULL;
+  ck_assert_int_eq(accel_tiff_load(NULL, out, &b2, &geo2), ACCEL_OK);
+  accel_array v2;
+  accel_buffer_view(b2, &v2);
+  for (int i = 0; i < W * H; i++)
+    ck_assert(((const float *)v2.data)[i] == f[i] || (isnan(f[i]) && isnan(((const float *)v2.data)[i])));
+  px = 0;
+  ck_assert_int_eq(accel_geo_pixel_size(geo2, &px, NULL), ACCEL_OK);
+  ck_assert(px == 0.5);
+  /* errors: not a TIFF, a 3-D array */
+  ck_assert_int_eq(accel_tiff_load(NULL, "/etc/hostname", &b, NULL), ACCEL_ERR_FORMAT);
+  const int64_t shape[3] = {2, 2, 2};
+  accel_buffer *cube = NULL;
+  ck_assert_int_eq(accel_buffer_create(ACCEL_DTYPE_F32, 3, shape, &cube), ACCEL_OK);
+  accel_array cv;
+  accel_buffer_view(cube, &cv);
+  ck_assert_int_eq(accel_tiff_save(NULL, out, &cv, NULL), ACCEL_ERR_INVALID_ARG);
+  accel_buffer_destroy(cube);
+  accel_buffer_destroy(b);
+  accel_buffer_destroy(b2);
+  accel_geo_destroy(geo);
+  accel_geo_destroy(geo2);
+}
+END_TEST
+#endif
+
 Suite *suite_io(void) {
   Suite *s = suite_create("io");
   TCase *tc = tcase_create("npy_pnm");
@@ -299,6 +385,9 @@ Suite *suite_io(void) {
   tcase_add_test(tc, saves_strided_views_in_c_order);
   tcase_add_test(tc, failed_save_keeps_the_previous_file);
   tcase_add_test(tc, pnm_round_trip_and_errors);
+#if ACCEL_HAVE_TIFF
+  tcase_add_test(tc, geotiff_round_trip);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

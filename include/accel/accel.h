@@ -15,5 +15,6 @@
 #include "image.h"
 #include "index.h"
 #include "io.h"
+#include "svf.h"
 
 #endif /* ACCEL_ACCEL_H */

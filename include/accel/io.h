@@ -8,6 +8,12 @@
  *      needs it), little-endian, C order.
  * Raw: the elements in C order, little-endian, nothing else (CT scanners and
  *      tools such as ImageJ write volumes this way): shape and dtype are given.
+ * TIFF: GeoTIFF rasters of one band (float32, float64, 8/16/32-bit integers;
+ *      strips or tiles, any compression libtiff reads) load as F32; GDAL's
+ *      no-data value (tag 42113) loads as NaN. The georeferencing (the GeoTIFF
+ *      tags 33550, 33922, 34264, 34735-34737 and GDAL's 42112, 42113) can be
+ *      kept and written into rasters made from it. Saved files are
+ *      uncompressed strips, F32 or U8.
  * PNM: binary PGM (P5, gray) and PPM (P6, RGB), maxval 1..65535; maxval
  *      255 or less loads as U8 (values as stored), more as U16. Loads give
  *      (H, W) for PGM and (H, W, 3) for PPM.
@@ -54,6 +60,28 @@ ACCEL_API accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_bu
  * maxval 255 or U16 with maxval 65535. Written atomically like accel_npy_save.
  * Errors: ACCEL_ERR_INVALID_ARG (other dtypes or shapes), ACCEL_ERR_IO. */
 ACCEL_API accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array *array);
+
+/* A raster's georeferencing: the GeoTIFF tags of a loaded file. */
+typedef struct accel_geo accel_geo;
+
+/* Load a one-band TIFF as an F32 (rows, cols) buffer; with `geo` not NULL
+ * also its georeferencing (free with accel_geo_destroy; a file without
+ * GeoTIFF tags gives an empty one). Errors: ACCEL_ERR_IO (open), ACCEL_ERR_FORMAT
+ * (not a TIFF, several bands, an unsupported sample type, a damaged file),
+ * ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo);
+
+/* Save a 2-D F32 or U8 array (any strides) as a one-band TIFF with the given
+ * georeferencing (may be NULL), atomically like accel_npy_save.
+ * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO. */
+ACCEL_API accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *array,
+                                       const accel_geo *geo);
+
+/* The pixel size (x, y) from the ModelPixelScale tag; ACCEL_ERR_NOT_FOUND
+ * without one. Either pointer may be NULL. */
+ACCEL_API accel_status accel_geo_pixel_size(const accel_geo *geo, double *x, double *y);
+
+ACCEL_API void accel_geo_destroy(accel_geo *geo);
 
 #ifdef __cplusplus
 }

@@ -19,7 +19,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of accel__backend or of an ops table changes. */
-enum { ACCEL__BACKEND_VERSION = 1 };
+enum { ACCEL__BACKEND_VERSION = 2 };
 
 /* One run of one stage on one backend. */
 typedef struct accel__call {
@@ -46,6 +46,7 @@ struct accel__image_ops; /* lib/image/ops.h */
 struct accel__hash_ops;  /* lib/hash/ops.h */
 struct accel__index_ops; /* lib/index/ops.h */
 struct accel__ct_ops;    /* lib/ct/ops.h */
+struct accel__svf_ops;   /* lib/svf/ops.h */
 
 typedef struct accel__backend {
   uint32_t version;            /* ACCEL__BACKEND_VERSION */
@@ -63,6 +64,7 @@ typedef struct accel__backend {
   const struct accel__hash_ops *hash;
   const struct accel__index_ops *index;
   const struct accel__ct_ops *ct;
+  const struct accel__svf_ops *svf;
 } accel__backend;
 
 /* The backends this build has. */

@@ -5,6 +5,7 @@
 #include "image/ops.h"
 #include "index/ops.h"
 #include "ct/ops.h"
+#include "svf/ops.h"
 
 #include <string.h>
 
@@ -25,4 +26,5 @@ const accel__backend accel__cpu_backend = {
     .hash = &accel__cpu_hash_ops,
     .index = &accel__cpu_index_ops,
     .ct = &accel__cpu_ct_ops,
+    .svf = &accel__cpu_svf_ops,
 };

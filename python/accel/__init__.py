@@ -19,7 +19,7 @@ import os
 from . import _native
 from ._native import lib
 
-__all__ = ["AccelError", "Context", "CT", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
+__all__ = ["AccelError", "Context", "CT", "SVF", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
            "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]
 
 HASH_KINDS = ("ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash")
@@ -287,6 +287,11 @@ class Context:
     def ct(self):
         """The CT stages and pipeline on numpy volumes (z, y, x): see CT."""
         return CT(self)
+
+    @property
+    def svf(self):
+        """Shadows and sky view factors of surface models (UMEP's): see SVF."""
+        return SVF(self)
 
     # ------------------------------------------------------------ hashing
 
@@ -916,3 +921,121 @@ def _network_dict(h):
         return {"porosity": por.value, "regions": regions, "throats": throats}
     finally:
         lib.accel_ct_network_destroy(h)
+
+
+SVF_GRIDS = ("svf", "svfE", "svfS", "svfW", "svfN",
+             "svfveg", "svfEveg", "svfSveg", "svfWveg", "svfNveg",
+             "svfaveg", "svfEaveg", "svfSaveg", "svfWaveg", "svfNaveg")
+SVF_MATRICES = ("shmat", "vegshmat", "vbshvegshmat")
+
+
+class SVF:
+    """Shadows and sky view factors as UMEP's SOLWEIG computes them
+    (include/accel/svf.h, docs/svf.md), on 2-D numpy grids (rows, cols),
+    converted to float32. dsm: ground and buildings (m); cdsm: vegetation
+    height above ground (None: none); tdsm: trunk-zone height (None:
+    trunk_ratio * cdsm). pixel_size in metres is required."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+
+    def _h(self):
+        return self._ctx.handle
+
+    @staticmethod
+    def _grid(a, what):
+        import numpy as np
+        if a is None:
+            return None
+        a = np.asarray(a, dtype=np.float32)
+        if a.ndim != 2:
+            raise ValueError("%s must be a 2-D grid (rows, cols), not %d-D" % (what, a.ndim))
+        return a
+
+    @staticmethod
+    def _options(pixel_size, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0, progress=None):
+        o = _native.SvfOptions()
+        _check(lib.accel_svf_options_init(ctypes.byref(o)))
+        o.pixel_size = float(pixel_size)
+        o.patches = int(patches)
+        o.trunk_ratio = float(trunk_ratio)
+        o.max_height = float(max_height)
+        o.tile = int(tile)
+        cb = _progress_fn(progress)
+        if cb is not None:
+            o.progress = cb
+        return o, cb
+
+    @staticmethod
+    def patches(option=153):
+        """(azimuth, altitude) in degrees of every patch of a patch option, in
+        UMEP's order (the matrices' bit order)."""
+        import numpy as np
+        n = lib.accel_svf_patches(int(option), None, None)
+        if n == 0:
+            raise ValueError("patches: UMEP's options are 145, 153, 306 and 612, not %r" % (option,))
+        az, alt = np.empty(n), np.empty(n)
+        lib.accel_svf_patches(int(option), az.ctypes.data, alt.ctypes.data)
+        return az, alt
+
+    def shadows(self, dsm, azimuth, altitude, pixel_size, cdsm=None, tdsm=None, trunk_ratio=0.25, max_height=0.0,
+                tile=0, progress=None):
+        """UMEP's shadowingfunction_20 for one sun position: a dict of float32
+        grids "sh", "vegsh", "vbshvegsh" (1 = sunlit)."""
+        import numpy as np
+        d, c, t = self._grid(dsm, "dsm"), self._grid(cdsm, "cdsm"), self._grid(tdsm, "tdsm")
+        o, keep = self._options(pixel_size, 153, trunk_ratio, max_height, tile, progress)
+        out = {k: np.empty(d.shape, np.float32) for k in ("sh", "vegsh", "vbshvegsh")}
+        arr = {k: _as_array(v, True) for k, v in out.items()}
+        ca = _as_array(c) if c is not None else None
+        ta = _as_array(t) if t is not None else None
+        _check(lib.accel_svf_shadows(self._h(), ctypes.byref(_as_array(d)),
+                                     ctypes.byref(ca) if ca is not None else None,
+                                     ctypes.byref(ta) if ta is not None else None,
+                                     float(azimuth), float(altitude), ctypes.byref(o), ctypes.byref(arr["sh"]),
+                                     ctypes.byref(arr["vegsh"]), ctypes.byref(arr["vbshvegsh"])), self._h())
+        del keep
+        return out
+
+    def sky(self, dsm, pixel_size, cdsm=None, tdsm=None, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0,
+            matrices=False, unpack=False, progress=None):
+        """UMEP's svfForProcessing153: a dict of the float32 grids (the 5
+        building grids, and the 10 vegetation ones with a cdsm). With
+        matrices=True also "shmat" (and "vegshmat", "vbshvegshmat" with a
+        cdsm): uint8 (rows, cols, ceil(P/8)) with patch p in bit p % 8 of
+        byte p // 8, or with unpack=True uint8 0/1 (rows, cols, P) as
+        np.unpackbits(m, axis=2, bitorder="little")[..., :P]."""
+        import numpy as np
+        d, c, t = self._grid(dsm, "dsm"), self._grid(cdsm, "cdsm"), self._grid(tdsm, "tdsm")
+        o, keep = self._options(pixel_size, patches, trunk_ratio, max_height, tile, progress)
+        n = lib.accel_svf_patches(int(patches), None, None)
+        if n == 0:
+            raise ValueError("patches: UMEP's options are 145, 153, 306 and 612, not %r" % (patches,))
+        names = SVF_GRIDS if c is not None else SVF_GRIDS[:5]
+        out = {k: np.empty(d.shape, np.float32) for k in names}
+        keep_arrays = []
+        grids = (ctypes.c_void_p * len(SVF_GRIDS))()
+        for i, k in enumerate(SVF_GRIDS):
+            if k in out:
+                a = _as_array(out[k], True)
+                keep_arrays.append(a)
+                grids[i] = ctypes.addressof(a)
+        mats = None
+        if matrices:
+            mats = (ctypes.c_void_p * 3)()
+            for i, k in enumerate(SVF_MATRICES[:3 if c is not None else 1]):
+                out[k] = np.zeros(d.shape + ((n + 7) // 8,), np.uint8)
+                a = _as_array(out[k], True)
+                keep_arrays.append(a)
+                mats[i] = ctypes.addressof(a)
+        ca = _as_array(c) if c is not None else None
+        ta = _as_array(t) if t is not None else None
+        _check(lib.accel_svf_sky(self._h(), ctypes.byref(_as_array(d)), ctypes.byref(ca) if ca is not None else None,
+                                 ctypes.byref(ta) if ta is not None else None, ctypes.byref(o), grids, mats),
+               self._h())
+        del keep
+        if matrices and unpack:
+            for k in SVF_MATRICES:
+                if k in out:
+                    out[k] = np.unpackbits(out[k], axis=2, bitorder="little")[..., :n]
+        return out

@@ -142,6 +142,19 @@ class CtMarkerOptions(ctypes.Structure):
     ]
 
 
+class SvfOptions(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", ctypes.c_uint32),
+        ("pixel_size", ctypes.c_double),
+        ("patches", ctypes.c_int32),
+        ("trunk_ratio", ctypes.c_double),
+        ("max_height", ctypes.c_double),
+        ("tile", ctypes.c_int64),
+        ("progress", PROGRESS_FN),
+        ("progress_user", ctypes.c_void_p),
+    ]
+
+
 class CtWatershedOptions(ctypes.Structure):
     _fields_ = [
         ("struct_size", ctypes.c_uint32),
@@ -346,6 +359,13 @@ _SIGNATURES = {
     "accel_ct_watershed_options_init": (c_status, [_P(CtWatershedOptions)]),
     "accel_ct_watershed": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), ctypes.c_void_p,
                                       _P(CtWatershedOptions), _P(Array)]),
+    "accel_svf_options_init": (c_status, [_P(SvfOptions)]),
+    "accel_svf_patches": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]),
+    "accel_svf_grid_name": (ctypes.c_char_p, [ctypes.c_int32]),
+    "accel_svf_shadows": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double,
+                                     ctypes.c_double, _P(SvfOptions), _P(Array), ctypes.c_void_p, ctypes.c_void_p]),
+    "accel_svf_sky": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, ctypes.c_void_p, _P(SvfOptions),
+                                 ctypes.c_void_p, ctypes.c_void_p]),
     "accel_ct_network_build": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), ctypes.c_void_p,
                                           _P(ctypes.c_void_p)]),
     "accel_ct_network_info": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t), _P(ctypes.c_size_t),

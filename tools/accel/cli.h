@@ -38,6 +38,8 @@ extern const cli_command cli_hash_command;
 extern const cli_command cli_dupes_command;
 extern const cli_command cli_index_command;
 extern const cli_command cli_ct_command;
+extern const cli_command cli_shadow_command;
+extern const cli_command cli_svf_command;
 
 /* "accel: <message>" on stderr (clearing a progress bar first). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

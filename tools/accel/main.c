@@ -8,7 +8,8 @@
 #include <unistd.h>
 
 static const cli_command *const COMMANDS[] = {&cli_info_command, &cli_hash_command, &cli_dupes_command,
-                                              &cli_index_command, &cli_ct_command, &cli_gray_command};
+                                              &cli_index_command, &cli_ct_command, &cli_shadow_command,
+                                              &cli_svf_command, &cli_gray_command};
 enum { NCOMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 
 static void usage(FILE *out) {

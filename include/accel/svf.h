@@ -1,0 +1,125 @@
+/*
+ * accel/svf.h - shadows and sky view factors of digital surface models, as
+ * UMEP's SOLWEIG computes them (shadowingfunction_20, svfForProcessing153).
+ *
+ * Grids are 2-D F32 arrays (rows, cols), row 0 at the top (north on a
+ * north-up raster), any strides. Inputs:
+ *   dsm   ground plus buildings, metres (required);
+ *   cdsm  vegetation canopy height above ground, metres (NULL: no vegetation);
+ *   tdsm  trunk-zone height above ground, metres (NULL: trunk_ratio * cdsm,
+ *         UMEP's 25 % by default).
+ * The pixel size is given explicitly (UMEP's `scale` is 1 / pixel size).
+ * As UMEP's tools do: non-finite DSM/CDSM/TDSM cells (no data) count as 0, and
+ * a DSM with negative heights is raised by |min| first (a DSM at or below 0
+ * would be shaded by UMEP's zero fill outside the grid). Infinite values are
+ * refused.
+ *
+ * Outputs are 1 where the sun (or the sky patch) is visible, 0 where it is
+ * blocked, as UMEP writes them:
+ *   sh          0 in building shadow;
+ *   vegsh       0 in vegetation shadow that is not inside a building shadow;
+ *   vbshvegsh   0 where vegetation would shade a pixel that a building shades.
+ * The vegetation rule is UMEP's: a canopy cell shades when the ray passes
+ * between its trunk-zone top and its canopy top; a ray under the canopy
+ * (through the trunk zone, the "pergola") and a ray above it do not.
+ *
+ * Results equal UMEP's to the bit (docs/svf.md states the rules, including
+ * the step rule, the stop height and the order of the SVF sums); tiling never
+ * changes a result. Stage names: "svf.shadows", "svf.sky". On a CUDA backend
+ * both run on the GPU, in tiles within the device memory budget.
+ */
+#ifndef ACCEL_SVF_H
+#define ACCEL_SVF_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The 15 SVF grids, in UMEP's order; names as UMEP saves them. */
+typedef enum accel_svf_grid {
+  ACCEL_SVF = 0,        /* "svf": buildings, whole sky */
+  ACCEL_SVF_E = 1,      /* "svfE": eastern half sky (patch azimuth in [0, 180)) */
+  ACCEL_SVF_S = 2,      /* "svfS": [90, 270) */
+  ACCEL_SVF_W = 3,      /* "svfW": [180, 360) */
+  ACCEL_SVF_N = 4,      /* "svfN": [270, 360) or [0, 90) */
+  ACCEL_SVF_VEG = 5,    /* "svfveg": vegetation, whole sky; then E, S, W, N */
+  ACCEL_SVF_E_VEG = 6,
+  ACCEL_SVF_S_VEG = 7,
+  ACCEL_SVF_W_VEG = 8,
+  ACCEL_SVF_N_VEG = 9,
+  ACCEL_SVF_AVEG = 10,  /* "svfaveg": vegetation within building shadows; then E, S, W, N */
+  ACCEL_SVF_E_AVEG = 11,
+  ACCEL_SVF_S_AVEG = 12,
+  ACCEL_SVF_W_AVEG = 13,
+  ACCEL_SVF_N_AVEG = 14,
+  ACCEL_SVF_GRIDS = 15
+} accel_svf_grid;
+
+/* "svf", "svfE", ..., "svfveg", "svfEveg", ..., "svfNaveg"; NULL if out of range. */
+ACCEL_API const char *accel_svf_grid_name(int32_t grid);
+
+/* The per-patch visibility matrices (what SOLWEIG's anisotropic sky reads). */
+typedef enum accel_svf_matrix {
+  ACCEL_SVF_MATRIX_SH = 0,     /* UMEP's shmat */
+  ACCEL_SVF_MATRIX_VEGSH = 1,  /* vegshmat */
+  ACCEL_SVF_MATRIX_VBSH = 2,   /* vbshvegshmat */
+  ACCEL_SVF_MATRICES = 3
+} accel_svf_matrix;
+
+typedef struct accel_svf_options {
+  uint32_t struct_size;  /* set by accel_svf_options_init */
+  double pixel_size;     /* metres per pixel; required (> 0) */
+  /* Sky patches: 145 (Robinson and Stone), 153 (default; Wallenberg et
+   * al., what UMEP uses), 306 or 612 (UMEP's patch options 3 and 4, which
+   * make 305 and 609 patches). */
+  int32_t patches;
+  double trunk_ratio;    /* TDSM = trunk_ratio * CDSM when no TDSM is given; default 0.25 */
+  /* UMEP's amaxvalue, the height at which the rays stop; 0 (default):
+   * UMEP's SVF rule, max(max DSM, max CDSM) (after the DSM's raise). */
+  double max_height;
+  /* Tile side in pixels (interior; each tile also reads a halo, see
+   * docs/svf.md); 0 (default): the whole grid on the CPU, the largest tiles
+   * that fit the device memory budget on a GPU. Results never depend on it. */
+  int64_t tile;
+  accel_progress_fn progress;
+  void *progress_user;
+} accel_svf_options;
+
+ACCEL_API accel_status accel_svf_options_init(accel_svf_options *options);
+
+/* Patches of a patch option (145, 153, 306 or 612): their count, or 0 for
+ * an unknown option. With `azimuth` and `altitude` not NULL (room for the
+ * count each), the patch directions in degrees, in UMEP's order (band by
+ * band from the horizon, azimuth ascending within a band): the order of the
+ * matrices' bits. */
+ACCEL_API int32_t accel_svf_patches(int32_t option, double *azimuth, double *altitude);
+
+/* Shadows for one sun position (azimuth clockwise from north, altitude above
+ * the horizon, degrees; altitude in (0, 90]). `sh` is required; `vegsh` and
+ * `vbshvegsh` may be NULL (without a CDSM they come out all 1). All grids of
+ * the same shape; outputs must not overlap inputs. Only pixel_size,
+ * trunk_ratio, max_height, tile and progress of `options` are used. */
+ACCEL_API accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
+                                         const accel_array *tdsm, double azimuth, double altitude,
+                                         const accel_svf_options *options, const accel_array *sh,
+                                         const accel_array *vegsh, const accel_array *vbshvegsh);
+
+/* Sky view factors. `grids[g]` (g an accel_svf_grid) receives grid g (F32,
+ * rows x cols) or is NULL when not wanted; `grids` itself may be NULL when
+ * only matrices are wanted. The vegetation grids (5..14) need a CDSM.
+ * `matrices[m]` (may be NULL, and any entry NULL) receives the per-patch
+ * visibility of matrix m bit-packed: U8 (rows, cols, ceil(P / 8)) for P
+ * patches, bit p % 8 (least significant first) of byte p / 8 set when patch
+ * p is visible (numpy: np.unpackbits(m, axis=2, bitorder="little")[..., :P]);
+ * the vegetation matrices need a CDSM. At least one output is required. */
+ACCEL_API accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
+                                     const accel_array *tdsm, const accel_svf_options *options,
+                                     const accel_array *const *grids, const accel_array *const *matrices);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_SVF_H */

@@ -1,0 +1,239 @@
+/*
+ * kernels/svf.cu - shadows and sky view factors on the GPU.
+ *
+ * One thread per pixel on a 2D grid over the tile's rows and columns (grid
+ * strides: no launch-size limit). A thread marches its pixel along every
+ * patch's steps with accel__svf_march (lib/svf/svf.h, shared with the host
+ * emulation), stopping on its own as soon as nothing can change, and sums
+ * the ring weights in double, patch by patch and ring by ring, in UMEP's
+ * order: the CPU's sums to the bit. Neighbouring threads read neighbouring
+ * cells at every step (parallel rays), so loads coalesce.
+ *
+ * Tiles: the largest square tile whose window (tile plus halo, three double
+ * grids) and outputs fit the device memory budget; each tile's window is
+ * uploaded, computed and its outputs downloaded into the caller's grids.
+ */
+#include "cuda_util.h"
+
+#include "svf/ops.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+/* The plan's tables on the device. */
+struct dplan {
+  const accel__svf_patch *patch;
+  const int32_t *dx, *dy;
+  const double *dz, *wf, *wh;
+  int32_t npatch;
+};
+
+struct px_base {
+  accel__svf_window w; /* device window */
+  int64_t rows, cols;  /* the grid */
+  int64_t r0, c0, tc;  /* the tile's first pixel and width */
+  double hmax;
+  dplan p;
+};
+
+struct shadow_px {
+  px_base b;
+  float *out0, *out1, *out2; /* tile-sized, or null */
+  __host__ __device__ void operator()(int64_t tr, int64_t tcol) const {
+    const accel__svf_patch &pa = b.p.patch[0];
+    const unsigned h = accel__svf_march(&b.w, b.rows, b.cols, b.r0 + tr, b.c0 + tcol, b.p.dx, b.p.dy, b.p.dz,
+                                        pa.steps, b.hmax);
+    const int64_t o = tr * b.tc + tcol;
+    if (out0) out0[o] = accel__svf_vis_sh(h);
+    if (out1) out1[o] = accel__svf_vis_veg(h);
+    if (out2) out2[o] = accel__svf_vis_vb(h);
+  }
+};
+
+__host__ __device__ inline void add_rings(double *acc, int full, int side0, uint32_t sides, const double *wf,
+                                          const double *wh, uint32_t rings) {
+  for (uint32_t j = 0; j < rings; j++) {
+    acc[full] += wf[j];
+    if (sides & ACCEL__SVF_SIDE_E) acc[side0 + 0] += wh[j];
+    if (sides & ACCEL__SVF_SIDE_S) acc[side0 + 1] += wh[j];
+    if (sides & ACCEL__SVF_SIDE_W) acc[side0 + 2] += wh[j];
+    if (sides & ACCEL__SVF_SIDE_N) acc[side0 + 3] += wh[j];
+  }
+}
+
+struct sky_px {
+  px_base b;
+  float *out[ACCEL_SVF_GRIDS];     /* tile-sized, or null */
+  uint8_t *mat[ACCEL_SVF_MATRICES]; /* tile-sized x mb, or null */
+  int64_t mb;
+  __host__ __device__ void operator()(int64_t tr, int64_t tcol) const {
+    const int64_t r = b.r0 + tr, c = b.c0 + tcol, o = tr * b.tc + tcol;
+    const bool veg = b.w.canopy != nullptr;
+    double acc[ACCEL_SVF_GRIDS];
+    for (int g = 0; g < ACCEL_SVF_GRIDS; g++) acc[g] = 0.0;
+    unsigned byte[ACCEL_SVF_MATRICES] = {0, 0, 0};
+    for (int32_t i = 0; i < b.p.npatch; i++) {
+      const accel__svf_patch &pa = b.p.patch[i];
+      const unsigned h = accel__svf_march(&b.w, b.rows, b.cols, r, c, b.p.dx + pa.first_step, b.p.dy + pa.first_step,
+                                          b.p.dz + pa.first_step, pa.steps, b.hmax);
+      const double *wf = b.p.wf + pa.first_ring, *wh = b.p.wh + pa.first_ring;
+      const bool vis[3] = {accel__svf_vis_sh(h), veg && accel__svf_vis_veg(h), veg && accel__svf_vis_vb(h)};
+      if (vis[0]) add_rings(acc, ACCEL_SVF, ACCEL_SVF_E, pa.sides, wf, wh, pa.rings);
+      if (vis[1]) add_rings(acc, ACCEL_SVF_VEG, ACCEL_SVF_E_VEG, pa.sides, wf, wh, pa.rings);
+      if (vis[2]) add_rings(acc, ACCEL_SVF_AVEG, ACCEL_SVF_E_AVEG, pa.sides, wf, wh, pa.rings);
+      for (int m = 0; m < ACCEL_SVF_MATRICES; m++) {
+        byte[m] |= (unsigned)vis[m] << (i & 7);
+        if ((i & 7) == 7 || i + 1 == b.p.npatch) {
+          if (mat[m]) mat[m][o * mb + (i >> 3)] = (uint8_t)byte[m];
+          byte[m] = 0;
+        }
+      }
+    }
+    const int64_t at = (r - b.w.r0) * b.w.pitch + (c - b.w.c0) + ACCEL__SVF_PAD;
+    accel__svf_finish(acc, veg, veg ? b.w.trunk[at] : 0.0);
+    for (int g = 0; g < ACCEL_SVF_GRIDS; g++)
+      if (out[g]) out[g][o] = (float)acc[g];
+  }
+};
+
+template <class T> accel_status put(accel__executor *x, dbuf &d, const T *h, size_t n, char *why, const char *what) {
+  accel_status s = d.get(x, sizeof(T) * (n ? n : 1), why);
+  if (!s && n) s = check(x, x->upload(d.p, h, sizeof(T) * n), why, what);
+  return s;
+}
+
+/* Device bytes a tile of side t needs. */
+uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat) {
+  const int64_t tr = t < job->rows ? t : job->rows, tc = t < job->cols ? t : job->cols;
+  const int64_t wr = tr + 2 * job->plan->halo_rows < job->rows ? tr + 2 * job->plan->halo_rows : job->rows;
+  const int64_t wc = tc + 2 * job->plan->halo_cols < job->cols ? tc + 2 * job->plan->halo_cols : job->cols;
+  const uint64_t window = (uint64_t)wr * (uint64_t)(wc + 2 * ACCEL__SVF_PAD) * 8u * (job->veg ? 3u : 1u);
+  return window + (uint64_t)tr * (uint64_t)tc * (4u * (uint64_t)nout + (uint64_t)nmat * (uint64_t)job->mat_bytes);
+}
+
+accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
+  char *why = call->why;
+  const accel__svf_plan *pl = job->plan;
+  accel_status s = ACCEL_OK;
+  dbuf dpatch, ddx, ddy, ddz, dwf, dwh;
+  if ((s = put(x, dpatch, pl->patch, (size_t)pl->npatch, why, "upload the patches")) ||
+      (s = put(x, ddx, pl->dx, pl->nsteps, why, "upload the steps")) ||
+      (s = put(x, ddy, pl->dy, pl->nsteps, why, "upload the steps")) ||
+      (s = put(x, ddz, pl->dz, pl->nsteps, why, "upload the steps")) ||
+      (s = put(x, dwf, pl->wfull, pl->nrings, why, "upload the weights")) ||
+      (s = put(x, dwh, pl->whalf, pl->nrings, why, "upload the weights")))
+    return s;
+  const dplan dp = {dpatch.as<accel__svf_patch>(), ddx.as<int32_t>(), ddy.as<int32_t>(), ddz.as<double>(),
+                    dwf.as<double>(), dwh.as<double>(), pl->npatch};
+  int nout = 0, nmat = 0;
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) nout += job->out[g] != nullptr;
+  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) nmat += job->mat[m] != nullptr;
+
+  /* the tile side: what was asked for (else the whole grid), halved until it fits */
+  const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
+  int64_t side = job->tile > 0 && job->tile < whole ? job->tile : whole;
+  const uint64_t room = x->room();
+  while (side > 32 && tile_bytes(job, side, nout, nmat) > room) side = (side + 1) / 2;
+  if (tile_bytes(job, side, nout, nmat) > room) {
+    accel__why(why, "a %lld-pixel tile with its %lld x %lld halo needs %.1f MiB, over the %.1f MiB left of the budget",
+               (long long)side, (long long)pl->halo_rows, (long long)pl->halo_cols,
+               tile_bytes(job, side, nout, nmat) / 1048576.0, room / 1048576.0);
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  const int64_t tiles = accel__svf_tile_count(job, side >= whole ? 0 : side);
+  double *host = nullptr;
+  for (int64_t i = 0; i < tiles && !s; i++) {
+    accel__svf_tile t;
+    accel__svf_tile_at(job, side >= whole ? 0 : side, i, &t);
+    const int64_t wr = t.wr1 - t.wr0, pitch = t.wc1 - t.wc0 + 2 * ACCEL__SVF_PAD;
+    const size_t cells = (size_t)wr * (size_t)pitch, ngrid = job->veg ? 3 : 1;
+    free(host);
+    if (!(host = (double *)malloc(sizeof(double) * cells * ngrid))) {
+      accel__why(why, "out of host memory for a tile's window");
+      s = ACCEL_ERR_OUT_OF_MEMORY;
+      break;
+    }
+    accel__svf_window hw;
+    accel__svf_window_copy(job, &t, host, host + cells, host + 2 * cells, &hw);
+    dbuf dwin;
+    if ((s = put(x, dwin, host, cells * ngrid, why, "upload a tile"))) break;
+    accel__svf_window dw = hw;
+    dw.dsm = dwin.as<double>();
+    dw.canopy = job->veg ? dwin.as<double>() + cells : nullptr;
+    dw.trunk = job->veg ? dwin.as<double>() + 2 * cells : nullptr;
+    const int64_t tr = t.r1 - t.r0, tc = t.c1 - t.c0;
+    const px_base base = {dw, job->rows, job->cols, t.r0, t.c0, tc, job->hmax, dp};
+    dbuf dout[ACCEL_SVF_GRIDS], dmat[ACCEL_SVF_MATRICES];
+    float *po[ACCEL_SVF_GRIDS] = {nullptr};
+    uint8_t *pm[ACCEL_SVF_MATRICES] = {nullptr};
+    for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
+      if (job->out[g] && !(s = dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why))) po[g] = dout[g].as<float>();
+    for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
+      if (job->mat[m] && !(s = dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why))) pm[m] = dmat[m].p;
+    if (s) break;
+    if (job->shadows) {
+      const shadow_px f = {base, po[0], po[1], po[2]};
+      s = each2d(x, tr, tc, f, why, "the shadow kernel");
+    } else {
+      sky_px f;
+      f.b = base;
+      for (int g = 0; g < ACCEL_SVF_GRIDS; g++) f.out[g] = po[g];
+      for (int m = 0; m < ACCEL_SVF_MATRICES; m++) f.mat[m] = pm[m];
+      f.mb = job->mat_bytes;
+      s = each2d(x, tr, tc, f, why, "the sky view factor kernel");
+    }
+    for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
+      if (po[g])
+        s = check(x, copy2d(x, job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, po[g],
+                            sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr, cudaMemcpyDeviceToHost),
+                  why, "download a tile");
+    for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
+      if (pm[m]) {
+        const size_t rowb = (size_t)(tc * job->mat_bytes);
+        s = check(x, copy2d(x, job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes,
+                            (size_t)(job->cols * job->mat_bytes), pm[m], rowb, rowb, (size_t)tr,
+                            cudaMemcpyDeviceToHost),
+                  why, "download a tile");
+      }
+    if (!s) s = check(x, x->sync(), why, "finish a tile");
+    if (!s && job->progress && job->progress(job->progress_user, job->stage, (double)(i + 1) / (double)tiles)) {
+      accel__why(why, "cancelled by the progress callback");
+      s = ACCEL_ERR_CANCELLED;
+    }
+  }
+  free(host);
+  return s;
+}
+
+accel_status on_device(accel__call *call, accel__svf_job *job) {
+  accel__cuda_scope scope;
+  accel_status s = accel__cuda_enter(call, &scope);
+  if (s) return s;
+  accel__executor x = {scope.st, 0, 0};
+  s = run(&x, call, job);
+  accel__cuda_leave(&scope);
+  return s;
+}
+
+}  // namespace
+
+extern "C" uint64_t accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
+
+namespace {
+accel_status emulated(accel__call *call, accel__svf_job *job) {
+  accel__executor x = {nullptr, accel__cuda_svf_emulated_budget, 0};
+  return run(&x, call, job);
+}
+}  // namespace
+
+extern "C" const accel__svf_ops accel__cuda_svf_ops = {
+    /* .shadows = */ on_device,
+    /* .sky = */ on_device,
+};
+
+extern "C" const accel__svf_ops accel__cuda_svf_ops_emulated = {
+    /* .shadows = */ emulated,
+    /* .sky = */ emulated,
+};

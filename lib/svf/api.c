@@ -1,0 +1,355 @@
+/* Shadows and sky view factors: argument checks, UMEP's input preparation,
+ * the plan, dispatch. */
+#include "svf/ops.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The first released size of accel_svf_options. */
+#define SVF_OPTIONS_V1 sizeof(accel_svf_options)
+
+static const char *const grid_names[ACCEL_SVF_GRIDS] = {
+    "svf",     "svfE",     "svfS",     "svfW",     "svfN",     "svfveg",  "svfEveg", "svfSveg",
+    "svfWveg", "svfNveg",  "svfaveg", "svfEaveg", "svfSaveg", "svfWaveg", "svfNaveg"};
+
+const char *accel_svf_grid_name(int32_t grid) {
+  return grid >= 0 && grid < ACCEL_SVF_GRIDS ? grid_names[grid] : NULL;
+}
+
+accel_status accel_svf_options_init(accel_svf_options *o) {
+  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_svf_options_init: options is NULL");
+  memset(o, 0, sizeof *o);
+  o->struct_size = sizeof *o;
+  o->patches = 153;
+  o->trunk_ratio = 0.25;
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ checks */
+
+static accel_status check_grid(accel_ctx *ctx, const char *F, const char *what, const accel_array *a,
+                               accel_dtype dtype, int64_t *rows, int64_t *cols, bool set) {
+  accel_status s = accel__array_check(ctx, F, what, a);
+  if (s) return s;
+  if (a->ndim != 2)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be a 2-D grid (rows, cols), not %d-D", F, what,
+                       (int)a->ndim);
+  if (a->dtype != dtype)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be %s, not %s", F, what, accel__dtype_name(dtype),
+                       accel__dtype_name(a->dtype));
+  if (set) {
+    if (a->shape[0] < 1 || a->shape[1] < 1)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s is empty (%lld x %lld)", F, what,
+                         (long long)a->shape[0], (long long)a->shape[1]);
+    if (a->shape[0] > INT32_MAX / 2 || a->shape[1] > INT32_MAX / 2)
+      return accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s has %lld x %lld cells; at most %d per side", F, what,
+                         (long long)a->shape[0], (long long)a->shape[1], INT32_MAX / 2);
+    *rows = a->shape[0];
+    *cols = a->shape[1];
+  } else if (a->shape[0] != *rows || a->shape[1] != *cols) {
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s is %lld x %lld, the DSM %lld x %lld", F, what,
+                       (long long)a->shape[0], (long long)a->shape[1], (long long)*rows, (long long)*cols);
+  }
+  return ACCEL_OK;
+}
+
+static accel_status check_out_overlap(accel_ctx *ctx, const char *F, const char *what, const accel_array *out,
+                                      const accel_array *const *ins, int nins) {
+  for (int i = 0; i < nins; i++)
+    if (ins[i] && accel__arrays_overlap(out, ins[i]))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s overlaps an input or another output", F, what);
+  return ACCEL_OK;
+}
+
+static accel_status check_options(accel_ctx *ctx, const char *F, const accel_svf_options *in, accel_svf_options *o) {
+  accel_svf_options_init(o);
+  accel_status s;
+  if (!in) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: options is NULL (the pixel size is required)", F);
+  if ((s = accel__versioned_in(ctx, F, "options", in, o, sizeof *o, SVF_OPTIONS_V1))) return s;
+  if (!(o->pixel_size > 0) || !isfinite(o->pixel_size))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: pixel_size %g must be a positive number of metres", F,
+                       o->pixel_size);
+  if (!(o->trunk_ratio >= 0) || !isfinite(o->trunk_ratio))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: trunk_ratio %g must be >= 0", F, o->trunk_ratio);
+  if (!(o->max_height >= 0) || !isfinite(o->max_height))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: max_height %g must be >= 0 (0: UMEP's rule)", F,
+                       o->max_height);
+  if (o->tile < 0) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: tile %lld < 0", F, (long long)o->tile);
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ inputs */
+
+typedef struct prepared {
+  double *buf;            /* dsm, canopy, trunk: rows x pitch each */
+  accel__svf_window grid;
+  double amax;            /* UMEP's amaxvalue */
+  double hmax, amin;
+} prepared;
+
+/* Read one input into padded doubles; no data (non-finite) -> 0. */
+static accel_status read_grid(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, int64_t rows,
+                              int64_t cols, int64_t pitch, double *dst, uint64_t *nodata) {
+  float *tmp = NULL;
+  const float *src = a->data;
+  if (!accel__array_is_contiguous(a)) {
+    if (!(tmp = malloc(sizeof(float) * (size_t)(rows * cols))))
+      return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a copy of %s", F, what);
+    accel__array_pack(a, tmp);
+    src = tmp;
+  }
+  uint64_t bad = 0;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      const float v = src[r * cols + c];
+      if (isinf(v)) {
+        free(tmp);
+        return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s[%lld, %lld] is infinite", F, what, (long long)r,
+                           (long long)c);
+      }
+      if (isnan(v)) bad++;
+      dst[r * pitch + c + ACCEL__SVF_PAD] = isnan(v) ? 0.0 : (double)v;
+    }
+  free(tmp);
+  *nodata += bad;
+  if (bad) accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", F,
+                      (unsigned long long)bad, what);
+  return ACCEL_OK;
+}
+
+/* UMEP's preparation: a DSM below 0 raised by |min|; absolute canopy and
+ * trunk tops (0 where they add nothing to the DSM); amaxvalue. */
+static accel_status prepare(accel_ctx *ctx, const char *F, const accel_array *dsm, const accel_array *cdsm,
+                            const accel_array *tdsm, const accel_svf_options *o, int64_t rows, int64_t cols,
+                            prepared *p) {
+  memset(p, 0, sizeof *p);
+  const int64_t pitch = cols + 2 * ACCEL__SVF_PAD;
+  const int grids = cdsm ? 3 : 1;
+  size_t cells;
+  if (accel__mul_overflow((size_t)rows, (size_t)pitch, &cells) || cells > SIZE_MAX / (8 * 3) ||
+      !(p->buf = calloc(cells * (size_t)grids, sizeof(double))))
+    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the %lld x %lld input grids", F,
+                       (long long)rows, (long long)cols);
+  double *D = p->buf, *C = cdsm ? p->buf + cells : NULL, *T = cdsm ? p->buf + 2 * cells : NULL;
+  uint64_t nodata = 0;
+  accel_status s = read_grid(ctx, F, "dsm", dsm, rows, cols, pitch, D, &nodata);
+  if (!s && cdsm) s = read_grid(ctx, F, "cdsm", cdsm, rows, cols, pitch, C, &nodata);
+  if (!s && cdsm && tdsm) s = read_grid(ctx, F, "tdsm", tdsm, rows, cols, pitch, T, &nodata);
+  if (s) {
+    free(p->buf);
+    p->buf = NULL;
+    return s;
+  }
+  double lo = INFINITY, hi = -INFINITY, chi = 0;
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t c = 0; c < cols; c++) {
+      const double v = D[r * pitch + c + ACCEL__SVF_PAD];
+      lo = v < lo ? v : lo;
+      hi = v > hi ? v : hi;
+    }
+  if (lo < 0) {
+    accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: the DSM goes down to %g; raised by %g as UMEP does", F, lo, -lo);
+    const double up = fabs(lo);
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++) D[r * pitch + c + ACCEL__SVF_PAD] += up;
+    hi += up;
+    lo = 0;
+  }
+  double top = hi;
+  if (cdsm) {
+    for (int64_t r = 0; r < rows; r++)
+      for (int64_t c = 0; c < cols; c++) {
+        const int64_t k = r * pitch + c + ACCEL__SVF_PAD;
+        const double d = D[k], cv = C[k];
+        chi = cv > chi ? cv : chi;
+        const double tv = tdsm ? T[k] : cv * o->trunk_ratio;
+        double canopy = cv + d, trunk = tv + d;
+        if (canopy == d) canopy = 0;
+        if (trunk == d) trunk = 0;
+        C[k] = canopy;
+        T[k] = trunk;
+        top = canopy > top ? canopy : top;
+        top = trunk > top ? trunk : top;
+      }
+  }
+  p->amax = o->max_height > 0 ? o->max_height : (cdsm ? (hi > chi ? hi : chi) : hi);
+  p->hmax = top;
+  p->amin = lo;
+  p->grid = (accel__svf_window){D, C, T, pitch, 0, rows, 0, cols};
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ outputs */
+
+typedef struct out_view {
+  const accel_array *a;
+  void *data;
+  bool owned;
+} out_view;
+
+static accel_status out_open(accel_ctx *ctx, const char *F, const accel_array *a, size_t bytes, out_view *v) {
+  v->a = a;
+  v->owned = !accel__array_is_contiguous(a);
+  v->data = v->owned ? malloc(bytes ? bytes : 1) : a->data;
+  if (!v->data) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for an output", F);
+  return ACCEL_OK;
+}
+
+static void out_close(out_view *v, bool commit) {
+  if (!v->a) return;
+  if (v->owned) {
+    if (commit) accel__array_unpack(v->data, v->a);
+    free(v->data);
+  }
+  v->a = NULL;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+static int run_shadows(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->svf || !b->svf->shadows) return ACCEL__NOT_IMPLEMENTED;
+  return b->svf->shadows(call, job);
+}
+
+static int run_sky(const accel__backend *b, accel__call *call, void *job) {
+  if (!b->svf || !b->svf->sky) return ACCEL__NOT_IMPLEMENTED;
+  return b->svf->sky(call, job);
+}
+
+static accel_status finish_progress(const accel__svf_job *job, accel_status s) {
+  if (!s && job->progress) job->progress(job->progress_user, job->stage, 1.0);
+  return s;
+}
+
+accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
+                               const accel_array *tdsm, double azimuth, double altitude,
+                               const accel_svf_options *options, const accel_array *sh, const accel_array *vegsh,
+                               const accel_array *vbshvegsh) {
+  static const char F[] = "accel_svf_shadows";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel_svf_options o;
+  accel_status s = check_options(ctx, F, options, &o);
+  if (s) return s;
+  if (!(azimuth >= 0 && azimuth <= 360))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: azimuth %g must be in [0, 360] degrees (clockwise from north)",
+                       F, azimuth);
+  if (!(altitude > 0 && altitude <= 90))
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: altitude %g must be in (0, 90] degrees", F, altitude);
+  if (!dsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: dsm is NULL", F);
+  if (!sh) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: sh is NULL", F);
+  if (tdsm && !cdsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: a TDSM without a CDSM", F);
+  int64_t rows, cols;
+  const accel_array *ins[3] = {dsm, cdsm, tdsm};
+  const accel_array *outs[3] = {sh, vegsh, vbshvegsh};
+  static const char *const out_names[3] = {"sh", "vegsh", "vbshvegsh"};
+  s = check_grid(ctx, F, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
+  if (!s && cdsm) s = check_grid(ctx, F, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  if (!s && tdsm) s = check_grid(ctx, F, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  for (int i = 0; i < 3 && !s; i++)
+    if (outs[i]) {
+      s = check_grid(ctx, F, out_names[i], outs[i], ACCEL_DTYPE_F32, &rows, &cols, false);
+      if (!s) s = check_out_overlap(ctx, F, out_names[i], outs[i], ins, 3);
+      if (!s) s = check_out_overlap(ctx, F, out_names[i], outs[i], outs, i);
+    }
+  if (s) return s;
+
+  prepared p;
+  if ((s = prepare(ctx, F, dsm, cdsm, tdsm, &o, rows, cols, &p))) return s;
+  accel__svf_plan *plan = accel__svf_plan_sun(azimuth, altitude, rows, cols, p.amax, o.pixel_size);
+  if (!plan) {
+    free(p.buf);
+    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the ray steps", F);
+  }
+  accel__svf_plan_halo(plan, p.hmax, p.amin);
+  out_view v[3] = {{0}};
+  accel__svf_job job = {.stage = "svf.shadows", .shadows = true, .veg = cdsm != NULL, .rows = rows, .cols = cols,
+                        .hmax = p.hmax, .grid = p.grid, .plan = plan, .tile = o.tile, .progress = o.progress,
+                        .progress_user = o.progress_user};
+  for (int i = 0; i < 3 && !s; i++)
+    if (outs[i] && !(s = out_open(ctx, F, outs[i], sizeof(float) * (size_t)(rows * cols), &v[i])))
+      job.out[i] = v[i].data;
+  if (!s) s = finish_progress(&job, accel__dispatch(ctx, "svf.shadows", run_shadows, &job));
+  for (int i = 0; i < 3; i++) out_close(&v[i], !s);
+  accel__svf_plan_free(plan);
+  free(p.buf);
+  return s;
+}
+
+accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm, const accel_array *tdsm,
+                           const accel_svf_options *options, const accel_array *const *grids,
+                           const accel_array *const *matrices) {
+  static const char F[] = "accel_svf_sky";
+  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  accel_svf_options o;
+  accel_status s = check_options(ctx, F, options, &o);
+  if (s) return s;
+  const int32_t npatch = accel_svf_patches(o.patches, NULL, NULL);
+  if (!npatch)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: patches %d: UMEP's options are 145, 153, 306 and 612", F,
+                       (int)o.patches);
+  if (!dsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: dsm is NULL", F);
+  if (tdsm && !cdsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: a TDSM without a CDSM", F);
+  int64_t rows, cols;
+  s = check_grid(ctx, F, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
+  if (!s && cdsm) s = check_grid(ctx, F, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  if (!s && tdsm) s = check_grid(ctx, F, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  if (s) return s;
+  const int64_t mat_bytes = (npatch + 7) / 8;
+  const accel_array *all[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES] = {dsm, cdsm, tdsm};
+  int nall = 3, wanted = 0;
+  for (int g = 0; g < ACCEL_SVF_GRIDS && grids; g++) {
+    const accel_array *a = grids[g];
+    if (!a) continue;
+    if (g >= ACCEL_SVF_VEG && !cdsm)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: grid %s needs a CDSM (vegetation)", F, grid_names[g]);
+    if ((s = check_grid(ctx, F, grid_names[g], a, ACCEL_DTYPE_F32, &rows, &cols, false))) return s;
+    if ((s = check_out_overlap(ctx, F, grid_names[g], a, all, nall))) return s;
+    all[nall++] = a;
+    wanted++;
+  }
+  static const char *const mat_names[3] = {"the sh matrix", "the vegsh matrix", "the vbshvegsh matrix"};
+  for (int m = 0; m < ACCEL_SVF_MATRICES && matrices; m++) {
+    const accel_array *a = matrices[m];
+    if (!a) continue;
+    if (m > 0 && !cdsm)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s needs a CDSM (vegetation)", F, mat_names[m]);
+    if ((s = accel__array_check(ctx, F, mat_names[m], a))) return s;
+    if (a->ndim != 3 || a->dtype != ACCEL_DTYPE_U8 || a->shape[0] != rows || a->shape[1] != cols ||
+        a->shape[2] != mat_bytes)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be U8 (%lld, %lld, %lld) for %d patches", F,
+                         mat_names[m], (long long)rows, (long long)cols, (long long)mat_bytes, (int)npatch);
+    if ((s = check_out_overlap(ctx, F, mat_names[m], a, all, nall))) return s;
+    all[nall++] = a;
+    wanted++;
+  }
+  if (!wanted) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: no output asked for", F);
+
+  prepared p;
+  if ((s = prepare(ctx, F, dsm, cdsm, tdsm, &o, rows, cols, &p))) return s;
+  accel__svf_plan *plan = accel__svf_plan_sky(o.patches, rows, cols, p.amax, o.pixel_size);
+  if (!plan) {
+    free(p.buf);
+    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the ray steps", F);
+  }
+  accel__svf_plan_halo(plan, p.hmax, p.amin);
+  accel__svf_job job = {.stage = "svf.sky", .veg = cdsm != NULL, .rows = rows, .cols = cols, .hmax = p.hmax,
+                        .grid = p.grid, .plan = plan, .mat_bytes = mat_bytes, .tile = o.tile,
+                        .progress = o.progress, .progress_user = o.progress_user};
+  out_view gv[ACCEL_SVF_GRIDS] = {{0}}, mv[ACCEL_SVF_MATRICES] = {{0}};
+  for (int g = 0; g < ACCEL_SVF_GRIDS && grids && !s; g++)
+    if (grids[g] && !(s = out_open(ctx, F, grids[g], sizeof(float) * (size_t)(rows * cols), &gv[g])))
+      job.out[g] = gv[g].data;
+  for (int m = 0; m < ACCEL_SVF_MATRICES && matrices && !s; m++)
+    if (matrices[m]) {
+      const size_t bytes = (size_t)(rows * cols * mat_bytes);
+      if (!(s = out_open(ctx, F, matrices[m], bytes, &mv[m]))) job.mat[m] = mv[m].data;
+    }
+  if (!s) s = finish_progress(&job, accel__dispatch(ctx, "svf.sky", run_sky, &job));
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) out_close(&gv[g], !s);
+  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) out_close(&mv[m], !s);
+  accel__svf_plan_free(plan);
+  free(p.buf);
+  return s;
+}

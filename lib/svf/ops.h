@@ -1,0 +1,28 @@
+/* lib/svf/ops.h - the SVF domain's part of the backend vtable. */
+#ifndef ACCEL_SVF_OPS_H
+#define ACCEL_SVF_OPS_H
+
+#include "svf/svf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct accel__svf_ops {
+  /* A whole job (job->shadows tells which), every tile of it. */
+  accel_status (*shadows)(accel__call *call, accel__svf_job *job);
+  accel_status (*sky)(accel__call *call, accel__svf_job *job);
+} accel__svf_ops;
+
+extern const accel__svf_ops accel__cpu_svf_ops;
+#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
+extern const accel__svf_ops accel__cuda_svf_ops;
+extern const accel__svf_ops accel__cuda_svf_ops_emulated;
+extern uint64_t accel__cuda_svf_emulated_budget;
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,420 @@
+/* accel shadow / accel svf: UMEP's shadows and sky view factors of a DSM. */
+#include "cli.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#define INPUTS_HELP                                                                                                    \
+  "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):\n"                                            \
+  "  --dsm F                ground and buildings (required); below 0 it is raised by\n"                            \
+  "                         |min| as UMEP does; NaN / GeoTIFF no-data counts as 0\n"                                \
+  "  --cdsm F               vegetation canopy height above ground (default: none)\n"                               \
+  "  --tdsm F               trunk-zone height above ground (default: --trunk-ratio x CDSM)\n"                      \
+  "  --pixel-size M         metres per pixel (required; UMEP's scale is 1/M)\n"                                    \
+  "  --trunk-ratio R        TDSM = R x CDSM when no --tdsm is given (default 0.25)\n"                              \
+  "  --max-height H         UMEP's amaxvalue, where rays stop (default: max(DSM, CDSM))\n"                         \
+  "  --tile N               tile side in pixels (default: the whole grid on the CPU,\n"                            \
+  "                         the device memory budget on a GPU); results never depend on it\n"                      \
+  "outputs:\n"                                                                                                         \
+  "  --out DIR              directory for the grids (created if missing)\n"                                        \
+  "  --format npy|tif       file type of the grids (default: the DSM's); GeoTIFF outputs\n"                       \
+  "                         carry the DSM's georeferencing\n"
+
+static const char SHADOW_USAGE[] =
+    "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
+    "                                     --azimuth A --altitude H --out DIR [options]\n"
+    "\n"
+    "Shadows for one sun position, as UMEP's shadowingfunction_20 casts them, into\n"
+    "DIR/shadow_az<A>_alt<H>_{sh,vegsh,vbshvegsh}.npy (or .tif), A and H printed as\n"
+    "C's %g; 1 = sunlit: sh buildings, vegsh vegetation (outside building shadow),\n"
+    "vbshvegsh 0 where vegetation shades inside a building shadow (docs/svf.md).\n"
+    "\n"
+    "sun:\n"
+    "  --azimuth A            degrees clockwise from north, 0..360\n"
+    "  --altitude H           degrees above the horizon, (0, 90]\n" INPUTS_HELP
+    "\n"
+    "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
+    "read or an output written, 2 for usage errors.\n";
+
+static const char SVF_USAGE[] =
+    "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
+    "                                  [--patches 153] [--tile N] [--shadow-matrices] --out DIR\n"
+    "\n"
+    "Sky view factors as UMEP's svfForProcessing153 computes them, into\n"
+    "DIR/svf_<name>.npy (or .tif) for svf, svfE, svfS, svfW, svfN and, with a CDSM,\n"
+    "svfveg, svfEveg, ..., svfaveg, svfEaveg, ... (15 grids; docs/svf.md).\n"
+    "\n"
+    "sky:\n"
+    "  --patches P            145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
+    "                         and 612 make 305 and 609 patches, as in UMEP)\n"
+    "  --shadow-matrices      also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
+    "                         CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
+    "                         p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
+    "                         bitorder=\"little\")[..., :P])\n" INPUTS_HELP
+    "\n"
+    "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
+    "read or an output written, 2 for usage errors.\n";
+
+static bool has_tiff_ext(const char *path) {
+  const char *dot = strrchr(path, '.');
+  return dot && (strcasecmp(dot, ".tif") == 0 || strcasecmp(dot, ".tiff") == 0);
+}
+
+static bool parse_num(const char *cmd, const char *what, const char *v, double *out) {
+  char *end;
+  errno = 0;
+  *out = strtod(v, &end);
+  if (!*v || *end || errno || !isfinite(*out)) {
+    cli_error("%s: %s takes a number, not '%s'", cmd, what, v);
+    return false;
+  }
+  return true;
+}
+
+/* A raster as F32 (rows, cols): .npy of any real dtype, or a GeoTIFF. */
+static bool load_grid(accel_ctx *ctx, const char *cmd, const char *path, accel_buffer **out, accel_geo **geo) {
+  accel_status s;
+  if (has_tiff_ext(path)) {
+    s = accel_tiff_load(ctx, path, out, geo);
+  } else {
+    accel_buffer *b = NULL;
+    s = accel_npy_load(ctx, path, &b);
+    if (!s) {
+      accel_array v;
+      accel_buffer_view(b, &v);
+      if (v.ndim != 2) {
+        cli_error("%s: %s is %d-D; a 2-D grid is needed", cmd, path, (int)v.ndim);
+        accel_buffer_destroy(b);
+        return false;
+      }
+      if (v.dtype == ACCEL_DTYPE_F32) {
+        *out = b;
+        return true;
+      }
+      accel_buffer *f = NULL;
+      if ((s = accel_buffer_create(ACCEL_DTYPE_F32, 2, v.shape, &f))) {
+        accel_buffer_destroy(b);
+        cli_error("%s: out of memory", cmd);
+        return false;
+      }
+      accel_array fv;
+      accel_buffer_view(f, &fv);
+      float *dst = fv.data;
+      const int64_t n = v.shape[0] * v.shape[1];
+      bool ok = true;
+      for (int64_t i = 0; i < n && ok; i++) {
+        const void *p = (const char *)v.data + (size_t)i * accel_dtype_size(v.dtype);
+        switch (v.dtype) {
+        case ACCEL_DTYPE_F64: dst[i] = (float)*(const double *)p; break;
+        case ACCEL_DTYPE_U8: dst[i] = *(const uint8_t *)p; break;
+        case ACCEL_DTYPE_I8: dst[i] = *(const int8_t *)p; break;
+        case ACCEL_DTYPE_U16: dst[i] = *(const uint16_t *)p; break;
+        case ACCEL_DTYPE_I16: dst[i] = *(const int16_t *)p; break;
+        case ACCEL_DTYPE_I32: dst[i] = (float)*(const int32_t *)p; break;
+        case ACCEL_DTYPE_U32: dst[i] = (float)*(const uint32_t *)p; break;
+        default: ok = false; break;
+        }
+      }
+      accel_buffer_destroy(b);
+      if (!ok) {
+        accel_buffer_destroy(f);
+        cli_error("%s: %s: a real-valued grid is needed", cmd, path);
+        return false;
+      }
+      *out = f;
+    }
+  }
+  if (s) {
+    cli_error("%s: %s", cmd, accel_last_error(ctx));
+    return false;
+  }
+  return true;
+}
+
+typedef struct svf_args {
+  const char *cmd;
+  const char *dsm, *cdsm, *tdsm, *out;
+  const char *format; /* "npy", "tif" or NULL */
+  double azimuth, altitude;
+  bool have_az, have_alt, matrices;
+  accel_svf_options o;
+} svf_args;
+
+static int parse(int argc, char **argv, svf_args *a, bool shadow) {
+  for (int i = 1; i < argc; i++) {
+    const char *v = NULL;
+    bool missing = false;
+    double num;
+    if (strcmp(argv[i], "--") == 0) {
+      if (i + 1 < argc) {
+        cli_error("%s: unexpected argument '%s'", a->cmd, argv[i + 1]);
+        return CLI_USAGE;
+      }
+      break;
+    }
+    if (cli_take_value(argc, argv, &i, "--dsm", &v, &missing)) a->dsm = v;
+    else if (cli_take_value(argc, argv, &i, "--cdsm", &v, &missing)) a->cdsm = v;
+    else if (cli_take_value(argc, argv, &i, "--tdsm", &v, &missing)) a->tdsm = v;
+    else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) a->out = v;
+    else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
+      if (!missing && strcmp(v, "npy") != 0 && strcmp(v, "tif") != 0) {
+        cli_error("%s: --format is npy or tif, not '%s'", a->cmd, v);
+        return CLI_USAGE;
+      }
+      a->format = v;
+    } else if (cli_take_value(argc, argv, &i, "--pixel-size", &v, &missing)) {
+      if (!missing && !parse_num(a->cmd, "--pixel-size", v, &a->o.pixel_size)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--trunk-ratio", &v, &missing)) {
+      if (!missing && !parse_num(a->cmd, "--trunk-ratio", v, &a->o.trunk_ratio)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--max-height", &v, &missing)) {
+      if (!missing && !parse_num(a->cmd, "--max-height", v, &a->o.max_height)) return CLI_USAGE;
+    } else if (cli_take_value(argc, argv, &i, "--tile", &v, &missing)) {
+      if (!missing) {
+        if (!parse_num(a->cmd, "--tile", v, &num)) return CLI_USAGE;
+        if (num < 1 || num != floor(num) || num > 1e9) {
+          cli_error("%s: --tile takes a whole number of pixels >= 1, not '%s'", a->cmd, v);
+          return CLI_USAGE;
+        }
+        a->o.tile = (int64_t)num;
+      }
+    } else if (shadow && cli_take_value(argc, argv, &i, "--azimuth", &v, &missing)) {
+      if (!missing && !parse_num(a->cmd, "--azimuth", v, &a->azimuth)) return CLI_USAGE;
+      a->have_az = true;
+    } else if (shadow && cli_take_value(argc, argv, &i, "--altitude", &v, &missing)) {
+      if (!missing && !parse_num(a->cmd, "--altitude", v, &a->altitude)) return CLI_USAGE;
+      a->have_alt = true;
+    } else if (!shadow && cli_take_value(argc, argv, &i, "--patches", &v, &missing)) {
+      int p;
+      if (!missing && !cli_parse_int(a->cmd, "--patches", v, 1, 100000, &p)) return CLI_USAGE;
+      if (!missing && !accel_svf_patches(p, NULL, NULL)) {
+        cli_error("%s: --patches is 145, 153, 306 or 612 (UMEP's options), not %d", a->cmd, p);
+        return CLI_USAGE;
+      }
+      a->o.patches = p;
+    } else if (!shadow && strcmp(argv[i], "--shadow-matrices") == 0) {
+      a->matrices = true;
+    } else {
+      cli_error("%s: unknown option '%s' (see accel %s --help)", a->cmd, argv[i], a->cmd);
+      return CLI_USAGE;
+    }
+    if (missing) return CLI_USAGE;
+  }
+  const char *need = !a->dsm ? "--dsm" : !(a->o.pixel_size > 0) ? "--pixel-size" : !a->out ? "--out"
+                     : shadow && !a->have_az ? "--azimuth" : shadow && !a->have_alt ? "--altitude" : NULL;
+  if (need) {
+    cli_error("%s: %s is required%s (see accel %s --help)", a->cmd, need,
+              strcmp(need, "--pixel-size") == 0 && a->o.pixel_size != 0 ? " and must be > 0" : "", a->cmd);
+    return CLI_USAGE;
+  }
+  if (a->tdsm && !a->cdsm) {
+    cli_error("%s: --tdsm needs --cdsm", a->cmd);
+    return CLI_USAGE;
+  }
+  return CLI_OK;
+}
+
+/* mkdir -p */
+static bool make_dirs(const char *cmd, const char *dir) {
+  char *p = strdup(dir);
+  if (!p) return false;
+  for (char *s = p + 1;; s++) {
+    const char c = *s;
+    if (c == '/' || c == '\0') {
+      *s = '\0';
+      if (mkdir(p, 0777) != 0 && errno != EEXIST) {
+        cli_error("%s: cannot create %s: %s", cmd, p, strerror(errno));
+        free(p);
+        return false;
+      }
+      *s = c;
+      if (!c) break;
+    }
+  }
+  free(p);
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    cli_error("%s: %s is not a directory", cmd, dir);
+    return false;
+  }
+  return true;
+}
+
+static bool save_grid(accel_ctx *ctx, const char *cmd, const char *dir, const char *stem, bool tif,
+                      const accel_array *a, const accel_geo *geo, int *written) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s.%s", dir, stem, tif ? "tif" : "npy");
+  const accel_status s = tif ? accel_tiff_save(ctx, path, a, geo) : accel_npy_save(ctx, path, a);
+  if (s) {
+    cli_error("%s: %s", cmd, accel_last_error(ctx));
+    return false;
+  }
+  (*written)++;
+  return true;
+}
+
+static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) {
+  svf_args a = {0};
+  a.cmd = shadow ? "shadow" : "svf";
+  accel_svf_options_init(&a.o);
+  int rc = parse(argc, argv, &a, shadow);
+  if (rc) return rc;
+  accel_ctx *ctx = NULL;
+  if ((rc = cli_open_ctx(g, &ctx))) return rc;
+  accel_buffer *bd = NULL, *bc = NULL, *bt = NULL, *outbuf = NULL;
+  accel_geo *geo = NULL;
+  rc = CLI_SOME_FAILED;
+  if (!load_grid(ctx, a.cmd, a.dsm, &bd, &geo) || (a.cdsm && !load_grid(ctx, a.cmd, a.cdsm, &bc, NULL)) ||
+      (a.tdsm && !load_grid(ctx, a.cmd, a.tdsm, &bt, NULL)))
+    goto done;
+  double gx, gy;
+  if (geo && accel_geo_pixel_size(geo, &gx, &gy) == ACCEL_OK && gx > 0 &&
+      fabs(gx - a.o.pixel_size) > 1e-6 * gx)
+    cli_error("%s: warning: --pixel-size %g, but %s says %g x %g", a.cmd, a.o.pixel_size, a.dsm, gx, gy);
+  const bool tif = a.format ? strcmp(a.format, "tif") == 0 : has_tiff_ext(a.dsm);
+  if (!make_dirs(a.cmd, a.out)) goto done;
+  accel_array dsm, cdsm, tdsm;
+  accel_buffer_view(bd, &dsm);
+  if (bc) accel_buffer_view(bc, &cdsm);
+  if (bt) accel_buffer_view(bt, &tdsm);
+  const int64_t rows = dsm.shape[0], cols = dsm.shape[1], n = rows * cols;
+  cli_progress bar;
+  cli_progress_begin(&bar, a.cmd, g->progress);
+  a.o.progress = cli_progress_callback;
+  a.o.progress_user = &bar;
+  int written = 0;
+  accel_status s;
+  if (shadow) {
+    const int64_t shape[3] = {3, rows, cols};
+    if ((s = accel_buffer_create(ACCEL_DTYPE_F32, 3, shape, &outbuf))) {
+      cli_progress_end(&bar);
+      cli_error("%s: out of memory for the outputs", a.cmd);
+      goto done;
+    }
+    accel_array all;
+    accel_buffer_view(outbuf, &all);
+    accel_array o[3];
+    for (int k = 0; k < 3; k++) {
+      o[k] = (accel_array){0};
+      o[k].data = (float *)all.data + k * n;
+      o[k].dtype = ACCEL_DTYPE_F32;
+      o[k].ndim = 2;
+      o[k].shape[0] = rows;
+      o[k].shape[1] = cols;
+      o[k].strides[0] = cols * 4;
+      o[k].strides[1] = 4;
+    }
+    s = accel_svf_shadows(ctx, &dsm, bc ? &cdsm : NULL, bt ? &tdsm : NULL, a.azimuth, a.altitude, &a.o, &o[0],
+                          &o[1], &o[2]);
+    cli_progress_end(&bar);
+    if (s) {
+      cli_error("shadow: %s", accel_last_error(ctx));
+      rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
+      goto done;
+    }
+    static const char *const kinds[3] = {"sh", "vegsh", "vbshvegsh"};
+    bool ok = true;
+    double lit = 0;
+    for (int64_t i = 0; i < n; i++) lit += ((const float *)o[0].data)[i];
+    for (int k = 0; k < 3; k++) {
+      char stem[256];
+      snprintf(stem, sizeof stem, "shadow_az%g_alt%g_%s", a.azimuth, a.altitude, kinds[k]);
+      ok = save_grid(ctx, a.cmd, a.out, stem, tif, &o[k], geo, &written) && ok;
+    }
+    printf("shape\t%lld,%lld\nsunlit_fraction\t%.6f\nwritten\t%d\n", (long long)rows, (long long)cols, lit / (double)n,
+           written);
+    rc = ok ? CLI_OK : CLI_SOME_FAILED;
+  } else {
+    const int ngrids = bc ? ACCEL_SVF_GRIDS : 5, nmats = a.matrices ? (bc ? 3 : 1) : 0;
+    const int32_t np = accel_svf_patches(a.o.patches, NULL, NULL);
+    const int64_t mb = (np + 7) / 8;
+    const int64_t shape[1] = {n * ngrids * 4 + n * mb * nmats};
+    if ((s = accel_buffer_create(ACCEL_DTYPE_U8, 1, shape, &outbuf))) {
+      cli_progress_end(&bar);
+      cli_error("%s: out of memory for the outputs", a.cmd);
+      goto done;
+    }
+    accel_array all;
+    accel_buffer_view(outbuf, &all);
+    accel_array o[ACCEL_SVF_GRIDS], m[3];
+    const accel_array *grids[ACCEL_SVF_GRIDS] = {0}, *mats[3] = {0};
+    for (int k = 0; k < ngrids; k++) {
+      o[k] = (accel_array){0};
+      o[k].data = (float *)all.data + k * n;
+      o[k].dtype = ACCEL_DTYPE_F32;
+      o[k].ndim = 2;
+      o[k].shape[0] = rows;
+      o[k].shape[1] = cols;
+      o[k].strides[0] = cols * 4;
+      o[k].strides[1] = 4;
+      grids[k] = &o[k];
+    }
+    for (int k = 0; k < nmats; k++) {
+      m[k] = (accel_array){0};
+      m[k].data = (uint8_t *)all.data + n * ngrids * 4 + k * n * mb;
+      m[k].dtype = ACCEL_DTYPE_U8;
+      m[k].ndim = 3;
+      m[k].shape[0] = rows;
+      m[k].shape[1] = cols;
+      m[k].shape[2] = mb;
+      m[k].strides[0] = cols * mb;
+      m[k].strides[1] = mb;
+      m[k].strides[2] = 1;
+      mats[k] = &m[k];
+    }
+    s = accel_svf_sky(ctx, &dsm, bc ? &cdsm : NULL, bt ? &tdsm : NULL, &a.o, grids, nmats ? mats : NULL);
+    cli_progress_end(&bar);
+    if (s) {
+      cli_error("svf: %s", accel_last_error(ctx));
+      rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
+      goto done;
+    }
+    bool ok = true;
+    double mean = 0;
+    for (int64_t i = 0; i < n; i++) mean += ((const float *)o[0].data)[i];
+    for (int k = 0; k < ngrids; k++) {
+      char stem[64];
+      snprintf(stem, sizeof stem, "svf_%s", accel_svf_grid_name(k));
+      ok = save_grid(ctx, a.cmd, a.out, stem, tif, &o[k], geo, &written) && ok;
+    }
+    static const char *const mat_names[3] = {"shmat", "vegshmat", "vbshvegshmat"};
+    for (int k = 0; k < nmats; k++) {
+      char path[4096];
+      snprintf(path, sizeof path, "%s/%s.npy", a.out, mat_names[k]);
+      if (accel_npy_save(ctx, path, &m[k])) {
+        cli_error("svf: %s", accel_last_error(ctx));
+        ok = false;
+      } else {
+        written++;
+      }
+    }
+    printf("shape\t%lld,%lld\npatches\t%d\nmean_svf\t%.6f\nwritten\t%d\n", (long long)rows, (long long)cols, (int)np,
+           mean / (double)n, written);
+    rc = ok ? CLI_OK : CLI_SOME_FAILED;
+  }
+done:
+  accel_buffer_destroy(bd);
+  accel_buffer_destroy(bc);
+  accel_buffer_destroy(bt);
+  accel_buffer_destroy(outbuf);
+  accel_geo_destroy(geo);
+  accel_ctx_destroy(ctx);
+  return rc;
+}
+
+static const char *const VALUES_SHADOW[] = {"--dsm", "--cdsm", "--tdsm", "--pixel-size", "--azimuth", "--altitude",
+                                            "--out", "--format", "--trunk-ratio", "--max-height", "--tile", NULL};
+static const char *const VALUES_SVF[] = {"--dsm", "--cdsm", "--tdsm", "--pixel-size", "--patches", "--out", "--format",
+                                         "--trunk-ratio", "--max-height", "--tile", NULL};
+
+static int run_shadow(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, true); }
+static int run_svf(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, false); }
+
+const cli_command cli_shadow_command = {"shadow", "shadows of a surface model for one sun position (UMEP)",
+                                        SHADOW_USAGE, run_shadow, VALUES_SHADOW};
+const cli_command cli_svf_command = {"svf", "sky view factors of a surface model (UMEP's 153 patches)", SVF_USAGE,
+                                     run_svf, VALUES_SVF};
