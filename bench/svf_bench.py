@@ -129,7 +129,8 @@ def main():
         import solweig_gpu  # noqa: F401
         solweig = "importable, not timed (needs its own file layout and a CUDA GPU)"
     except Exception as e:  # not installed, or torch missing
-        solweig = "not run: %s" % (str(e).splitlines()[0] if str(e) else type(e).__name__)
+        solweig = ("not run: %s (solweig-gpu needs PyTorch and, for its speed, a CUDA GPU; install it with "
+                   "pip to include it)" % (str(e).splitlines()[0] if str(e) else type(e).__name__))
 
     date = datetime.date.today().isoformat()
     out_md = os.path.join(HERE, "results", "svf-cpu-%s.md" % date)

@@ -29,35 +29,8 @@
     if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
   } while (0)
 
-/* Load dir/name.npy, or dir/name.npy.gz; NULL if neither exists. */
-static accel_buffer *load(const char *dir, const char *name) {
-  char path[1024];
-  snprintf(path, sizeof path, "%s/%s.npy", dir, name);
-  accel_buffer *b = NULL;
-  struct stat st;
-  if (stat(path, &st) == 0) {
-    ck_assert_msg(accel_npy_load(NULL, path, &b) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
-    return b;
-  }
-  snprintf(path, sizeof path, "%s/%s.npy.gz", dir, name);
-  gzFile gz = gzopen(path, "rb");
-  if (!gz) return NULL;
-  char tmp[] = "/tmp/accel-svf-XXXXXX";
-  int fd = mkstemp(tmp);
-  ck_assert_int_ge(fd, 0);
-  FILE *f = fdopen(fd, "wb");
-  char buf[65536];
-  int n;
-  while ((n = gzread(gz, buf, sizeof buf)) > 0) ck_assert_int_eq(fwrite(buf, 1, (size_t)n, f), n);
-  gzclose(gz);
-  fclose(f);
-  ck_assert_msg(accel_npy_load(NULL, tmp, &b) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
-  unlink(tmp);
-  return b;
-}
-
 static accel_buffer *must_load(const char *dir, const char *name) {
-  accel_buffer *b = load(dir, name);
+  accel_buffer *b = load_npy_gz(dir, name);
   ck_assert_msg(b != NULL, "cannot open %s/%s.npy(.gz)", dir, name);
   return b;
 }

@@ -3,6 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
 
 void capture_log(void *user, accel_log_level level, const char *message) {
   log_capture *c = user;
@@ -84,3 +88,32 @@ void clear_accel_env(void) {
   unsetenv("ACCEL_BACKEND");
   unsetenv("ACCEL_LOG");
 }
+
+/* ------------------------------------------------------------ fixtures */
+
+accel_buffer *load_npy_gz(const char *dir, const char *name) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+  accel_buffer *b = NULL;
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    ck_assert_msg(accel_npy_load(NULL, path, &b) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
+    return b;
+  }
+  snprintf(path, sizeof path, "%s/%s.npy.gz", dir, name);
+  gzFile gz = gzopen(path, "rb");
+  if (!gz) return NULL;
+  char tmp[] = "/tmp/accel-test-XXXXXX";
+  int fd = mkstemp(tmp);
+  ck_assert_int_ge(fd, 0);
+  FILE *f = fdopen(fd, "wb");
+  char buf[65536];
+  int n;
+  while ((n = gzread(gz, buf, sizeof buf)) > 0) ck_assert_int_eq(fwrite(buf, 1, (size_t)n, f), n);
+  gzclose(gz);
+  fclose(f);
+  ck_assert_msg(accel_npy_load(NULL, tmp, &b) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
+  unlink(tmp);
+  return b;
+}
+

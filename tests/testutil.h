@@ -34,6 +34,10 @@ uint8_t ref_luma(unsigned r, unsigned g, unsigned b);
 /* Deterministic pseudo-random bytes. */
 void fill_random(uint8_t *p, size_t n, uint32_t seed);
 
+/* Load dir/name.npy, or dir/name.npy.gz (gunzipped through a temporary
+ * file); NULL when neither exists, a test failure when one cannot be read. */
+accel_buffer *load_npy_gz(const char *dir, const char *name);
+
 /* Find the repository's tests/data directory (TEST_DATA_DIR from meson). */
 const char *test_data_dir(void);
 

@@ -257,6 +257,19 @@ static bool save_grid(accel_ctx *ctx, const char *cmd, const char *dir, const ch
   return true;
 }
 
+/* An F32 (rows, cols) view of a C-ordered slice of a buffer. */
+static accel_array grid_view(float *data, int64_t rows, int64_t cols) {
+  accel_array a = {0};
+  a.data = data;
+  a.dtype = ACCEL_DTYPE_F32;
+  a.ndim = 2;
+  a.shape[0] = rows;
+  a.shape[1] = cols;
+  a.strides[0] = cols * 4;
+  a.strides[1] = 4;
+  return a;
+}
+
 static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) {
   svf_args a = {0};
   a.cmd = shadow ? "shadow" : "svf";
@@ -298,16 +311,7 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
     accel_array all;
     accel_buffer_view(outbuf, &all);
     accel_array o[3];
-    for (int k = 0; k < 3; k++) {
-      o[k] = (accel_array){0};
-      o[k].data = (float *)all.data + k * n;
-      o[k].dtype = ACCEL_DTYPE_F32;
-      o[k].ndim = 2;
-      o[k].shape[0] = rows;
-      o[k].shape[1] = cols;
-      o[k].strides[0] = cols * 4;
-      o[k].strides[1] = 4;
-    }
+    for (int k = 0; k < 3; k++) o[k] = grid_view((float *)all.data + k * n, rows, cols);
     s = accel_svf_shadows(ctx, &dsm, bc ? &cdsm : NULL, bt ? &tdsm : NULL, a.azimuth, a.altitude, &a.o, &o[0],
                           &o[1], &o[2]);
     cli_progress_end(&bar);
@@ -343,14 +347,7 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
     accel_array o[ACCEL_SVF_GRIDS], m[3];
     const accel_array *grids[ACCEL_SVF_GRIDS] = {0}, *mats[3] = {0};
     for (int k = 0; k < ngrids; k++) {
-      o[k] = (accel_array){0};
-      o[k].data = (float *)all.data + k * n;
-      o[k].dtype = ACCEL_DTYPE_F32;
-      o[k].ndim = 2;
-      o[k].shape[0] = rows;
-      o[k].shape[1] = cols;
-      o[k].strides[0] = cols * 4;
-      o[k].strides[1] = 4;
+      o[k] = grid_view((float *)all.data + k * n, rows, cols);
       grids[k] = &o[k];
     }
     for (int k = 0; k < nmats; k++) {
