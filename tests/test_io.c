@@ -358,7 +358,15 @@ START_TEST(geotiff_round_trip) {
   ck_assert_int_eq(accel_geo_pixel_size(geo2, &px, NULL), ACCEL_OK);
   ck_assert(px == 0.5);
   /* errors: not a TIFF, a 3-D array */
-  ck_assert_int_eq(accel_tiff_load(NULL, "/etc/hostname", &b, NULL), ACCEL_ERR_FORMAT);
+  accel_buffer *bad = NULL;
+  char text[512];
+  snprintf(text, sizeof text, "%s/not.tif", tmpdir);
+  FILE *f_text = fopen(text, "w");
+  ck_assert_ptr_nonnull(f_text);
+  fputs("not a TIFF\n", f_text);
+  fclose(f_text);
+  ck_assert_int_eq(accel_tiff_load(NULL, text, &bad, NULL), ACCEL_ERR_FORMAT);
+  ck_assert_ptr_null(bad);
   const int64_t shape[3] = {2, 2, 2};
   accel_buffer *cube = NULL;
   ck_assert_int_eq(accel_buffer_create(ACCEL_DTYPE_F32, 3, shape, &cube), ACCEL_OK);
