@@ -830,23 +830,11 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
 }
 
 template <int OP> accel_status on_device(accel__call *call, accel__ct_job *job) {
-  accel__cuda_scope scope;
-  accel_status s = accel__cuda_enter(call, &scope);
-  if (s) return s;
-  accel__executor x = {scope.st, 0, 0};
-  s = stage<OP>(&x, call, job);
-  accel__cuda_leave(&scope);
-  return s;
+  return with_device(call, [&](accel__executor *x) { return stage<OP>(x, call, job); });
 }
 
 accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) {
-  accel__cuda_scope scope;
-  accel_status s = accel__cuda_enter(call, &scope);
-  if (s) return s;
-  accel__executor x = {scope.st, 0, 0};
-  s = pipeline(&x, call, job);
-  accel__cuda_leave(&scope);
-  return s;
+  return with_device(call, [&](accel__executor *x) { return pipeline(x, call, job); });
 }
 
 }  // namespace

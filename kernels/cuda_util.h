@@ -153,6 +153,17 @@ accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *w
   return e == cudaSuccess ? ACCEL_OK : accel__cuda_status(e, why, what);
 }
 
+/* f(&executor) on the call's device: its scope entered, then left. */
+template <class F> accel_status with_device(accel__call *call, F f) {
+  accel__cuda_scope scope;
+  accel_status s = accel__cuda_enter(call, &scope);
+  if (s) return s;
+  accel__executor x = {scope.st, 0, 0};
+  s = f(&x);
+  accel__cuda_leave(&scope);
+  return s;
+}
+
 /* A device buffer released when it goes out of scope. */
 struct dbuf {
   accel__executor *x = nullptr;

@@ -208,13 +208,7 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
 }
 
 accel_status on_device(accel__call *call, accel__svf_job *job) {
-  accel__cuda_scope scope;
-  accel_status s = accel__cuda_enter(call, &scope);
-  if (s) return s;
-  accel__executor x = {scope.st, 0, 0};
-  s = run(&x, call, job);
-  accel__cuda_leave(&scope);
-  return s;
+  return with_device(call, [&](accel__executor *x) { return run(x, call, job); });
 }
 
 }  // namespace

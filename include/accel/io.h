@@ -11,8 +11,8 @@
  * TIFF: GeoTIFF rasters of one band (float32, float64, 8/16/32-bit integers;
  *      strips or tiles, any compression libtiff reads) load as F32; GDAL's
  *      no-data value (tag 42113) loads as NaN. The georeferencing (the GeoTIFF
- *      tags 33550, 33922, 34264, 34735-34737 and GDAL's 42112, 42113) can be
- *      kept and written into rasters made from it. Saved files are
+ *      tags 33550, 33922, 34264, 34735-34737) can be kept and written into
+ *      rasters made from it. Saved files are
  *      uncompressed strips, F32 or U8.
  * PNM: binary PGM (P5, gray) and PPM (P6, RGB), maxval 1..65535; maxval
  *      255 or less loads as U8 (values as stored), more as U16. Loads give

@@ -182,3 +182,41 @@ void accel_buffer_destroy(accel_buffer *buffer) {
 }
 
 const char *accel__dtype_name(accel_dtype d) { return dtype_name(d); }
+
+/* ---- contiguous views */
+
+static accel_status view_open(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                              accel__view *v, bool pack) {
+  v->a = a;
+  v->owned = false;
+  if (accel__array_is_contiguous(a)) {
+    v->data = a->data;
+    return ACCEL_OK;
+  }
+  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
+  if (!(v->data = malloc(bytes ? bytes : 1)))
+    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a contiguous copy of %s", func, what);
+  v->owned = true;
+  if (pack) accel__array_pack(a, v->data);
+  return ACCEL_OK;
+}
+
+accel_status accel__view_in(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                            accel__view *v) {
+  return view_open(ctx, func, what, a, v, true);
+}
+
+accel_status accel__view_out(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                             accel__view *v) {
+  return view_open(ctx, func, what, a, v, false);
+}
+
+void accel__view_commit(accel__view *v) {
+  if (v->owned) accel__array_unpack(v->data, v->a);
+}
+
+void accel__view_free(accel__view *v) {
+  if (v->owned) free(v->data);
+  v->owned = false;
+  v->a = NULL;
+}

@@ -83,6 +83,20 @@ bool accel__array_is_contiguous(const accel_array *a);
 /* Copy the array's elements in C order into/out of a packed buffer. */
 void accel__array_pack(const accel_array *a, void *dst);
 void accel__array_unpack(const void *src, const accel_array *a);
+/* A contiguous view of a caller's array: its memory when C-contiguous, else
+ * a packed copy (accel__view_in) or a scratch buffer (accel__view_out) that
+ * accel__view_commit unpacks into the array. accel__view_free releases it. */
+typedef struct accel__view {
+  const accel_array *a;
+  void *data;
+  bool owned;
+} accel__view;
+accel_status accel__view_in(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                            accel__view *v);
+accel_status accel__view_out(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                             accel__view *v);
+void accel__view_commit(accel__view *v);
+void accel__view_free(accel__view *v);
 /* "U8", "F32", ... for messages. */
 const char *accel__dtype_name(accel_dtype dtype);
 

@@ -8,55 +8,9 @@
 
 /* ------------------------------------------------------------ arrays */
 
-/* A contiguous view of a caller's array: its memory when C-contiguous, else
- * a packed copy (inputs) or a scratch buffer unpacked on commit (outputs). */
-typedef struct view {
-  const accel_array *a;
-  void *data;
-  bool owned;
-} view;
-
-static accel_status view_in(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, view *v) {
-  v->a = a;
-  v->owned = false;
-  if (accel__array_is_contiguous(a)) {
-    v->data = a->data;
-    return ACCEL_OK;
-  }
-  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
-  if (!(v->data = malloc(bytes ? bytes : 1)))
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a contiguous copy of %s", F, what);
-  v->owned = true;
-  accel__array_pack(a, v->data);
-  return ACCEL_OK;
-}
-
-static accel_status view_out(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, view *v) {
-  v->a = a;
-  v->owned = false;
-  if (accel__array_is_contiguous(a)) {
-    v->data = a->data;
-    return ACCEL_OK;
-  }
-  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
-  if (!(v->data = malloc(bytes ? bytes : 1)))
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a contiguous copy of %s", F, what);
-  v->owned = true;
-  return ACCEL_OK;
-}
-
 /* An output that is also read (watershed's markers, fill in place): packed. */
-static accel_status view_inout(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, view *v) {
-  return view_in(ctx, F, what, a, v);
-}
-
-static void view_commit(view *v) {
-  if (v->owned) accel__array_unpack(v->data, v->a);
-}
-
-static void view_free(view *v) {
-  if (v->owned) free(v->data);
-  v->owned = false;
+static accel_status view_inout(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, accel__view *v) {
+  return accel__view_in(ctx, F, what, a, v);
 }
 
 static const char *dtype_list(const accel_dtype *ok, int n, char *buf, size_t cap) {
@@ -159,18 +113,18 @@ accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const doubl
     if ((slope && !isfinite(slope[z])) || (intercept && !isfinite(intercept[z])))
       return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: slope or intercept of slice %lld is not finite", F,
                          (long long)z);
-  view vi, vo;
-  if ((s = view_in(ctx, F, "in", in, &vi))) return s;
-  if ((s = view_out(ctx, F, "out", out, &vo))) {
-    view_free(&vi);
+  accel__view vi, vo;
+  if ((s = accel__view_in(ctx, F, "in", in, &vi))) return s;
+  if ((s = accel__view_out(ctx, F, "out", out, &vo))) {
+    accel__view_free(&vi);
     return s;
   }
   accel__ct_job job = {.stage = "ct.rescale", .d = d, .in = vi.data, .in_dtype = in->dtype, .slope = slope,
                        .intercept = intercept, .out = vo.data};
   s = accel__dispatch(ctx, "ct.rescale", run_rescale, &job);
-  if (!s) view_commit(&vo);
-  view_free(&vi);
-  view_free(&vo);
+  if (!s) accel__view_commit(&vo);
+  accel__view_free(&vi);
+  accel__view_free(&vo);
   return s;
 }
 
@@ -187,18 +141,18 @@ accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double th
   if (!s) s = check_volume(ctx, F, "out", out, U8, 1, &d, false);
   if (!s) s = check_overlap(ctx, F, out, in, "in", in->dtype == ACCEL_DTYPE_U8);
   if (s) return s;
-  view vi, vo;
-  if ((s = view_in(ctx, F, "in", in, &vi))) return s;
-  if ((s = view_out(ctx, F, "out", out, &vo))) {
-    view_free(&vi);
+  accel__view vi, vo;
+  if ((s = accel__view_in(ctx, F, "in", in, &vi))) return s;
+  if ((s = accel__view_out(ctx, F, "out", out, &vo))) {
+    accel__view_free(&vi);
     return s;
   }
   accel__ct_job job = {.stage = "ct.threshold", .d = d, .in = vi.data, .in_dtype = in->dtype, .threshold = threshold,
                        .compare = compare, .out = vo.data};
   s = accel__dispatch(ctx, "ct.threshold", run_threshold, &job);
-  if (!s) view_commit(&vo);
-  view_free(&vi);
-  view_free(&vo);
+  if (!s) accel__view_commit(&vo);
+  accel__view_free(&vi);
+  accel__view_free(&vo);
   return s;
 }
 
@@ -213,18 +167,18 @@ accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_
   if (!s) s = check_volume(ctx, F, "out", out, U8, 1, &d, false);
   if (!s) s = check_overlap(ctx, F, out, mask, "mask", true);
   if (s) return s;
-  view vi, vo;
-  if ((s = view_in(ctx, F, "mask", mask, &vi))) return s;
-  if ((s = view_out(ctx, F, "out", out, &vo))) {
-    view_free(&vi);
+  accel__view vi, vo;
+  if ((s = accel__view_in(ctx, F, "mask", mask, &vi))) return s;
+  if ((s = accel__view_out(ctx, F, "out", out, &vo))) {
+    accel__view_free(&vi);
     return s;
   }
   accel__ct_job job = {.stage = "ct.fill_holes", .d = d, .mask = vi.data, .connectivity = (int)connectivity,
                        .out = vo.data};
   s = accel__dispatch(ctx, "ct.fill_holes", run_fill_holes, &job);
-  if (!s) view_commit(&vo);
-  view_free(&vi);
-  view_free(&vo);
+  if (!s) accel__view_commit(&vo);
+  accel__view_free(&vi);
+  accel__view_free(&vo);
   return s;
 }
 
@@ -238,18 +192,18 @@ accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double 
   if (!s) s = check_overlap(ctx, F, out, mask, "mask", false);
   if (!s) s = check_spacing(ctx, F, spacing, sp);
   if (s) return s;
-  view vi, vo;
-  if ((s = view_in(ctx, F, "mask", mask, &vi))) return s;
-  if ((s = view_out(ctx, F, "out", out, &vo))) {
-    view_free(&vi);
+  accel__view vi, vo;
+  if ((s = accel__view_in(ctx, F, "mask", mask, &vi))) return s;
+  if ((s = accel__view_out(ctx, F, "out", out, &vo))) {
+    accel__view_free(&vi);
     return s;
   }
   accel__ct_job job = {.stage = "ct.edt", .d = d, .mask = vi.data, .out = vo.data};
   memcpy(job.spacing, sp, sizeof sp);
   s = accel__dispatch(ctx, "ct.edt", run_edt, &job);
-  if (!s) view_commit(&vo);
-  view_free(&vi);
-  view_free(&vo);
+  if (!s) accel__view_commit(&vo);
+  accel__view_free(&vi);
+  accel__view_free(&vo);
   return s;
 }
 
@@ -320,16 +274,16 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   if (!s) s = check_overlap(ctx, F, out, edt, "edt", false);
   if (!s) s = check_overlap(ctx, F, out, mask, "mask", false);
   if (s) return s;
-  view ve, vm, vo;
-  if ((s = view_in(ctx, F, "edt", edt, &ve))) return s;
+  accel__view ve, vm, vo;
+  if ((s = accel__view_in(ctx, F, "edt", edt, &ve))) return s;
   if ((s = finite_nonnegative(ctx, F, ve.data, accel__dims_count(d), "edt")) ||
-      (s = view_in(ctx, F, "mask", mask, &vm))) {
-    view_free(&ve);
+      (s = accel__view_in(ctx, F, "mask", mask, &vm))) {
+    accel__view_free(&ve);
     return s;
   }
-  if ((s = view_out(ctx, F, "out", out, &vo))) {
-    view_free(&ve);
-    view_free(&vm);
+  if ((s = accel__view_out(ctx, F, "out", out, &vo))) {
+    accel__view_free(&ve);
+    accel__view_free(&vm);
     return s;
   }
   accel__ct_job job = {.stage = "ct.markers", .d = d, .image = ve.data, .mask = vm.data, .min_distance = o.min_distance,
@@ -338,12 +292,12 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   s = accel__dispatch(ctx, "ct.markers", run_markers, &job);
   if (!s && o.trim) s = run_trim(ctx, F, ve.data, d, &o, sp, vo.data, &job.count);
   if (!s) {
-    view_commit(&vo);
+    accel__view_commit(&vo);
     if (count) *count = job.count;
   }
-  view_free(&ve);
-  view_free(&vm);
-  view_free(&vo);
+  accel__view_free(&ve);
+  accel__view_free(&vm);
+  accel__view_free(&vo);
   return s;
 }
 
@@ -367,22 +321,22 @@ accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const
   if (!s) s = check_overlap(ctx, F, out, markers, "markers", true);
   if (s) return s;
   const bool alias = out->data == markers->data;
-  view ve, vo;
-  if ((s = view_in(ctx, F, "edt", edt, &ve))) return s;
+  accel__view ve, vo;
+  if ((s = accel__view_in(ctx, F, "edt", edt, &ve))) return s;
   if ((s = finite_nonnegative(ctx, F, ve.data, accel__dims_count(d), "edt")) ||
-      (s = alias ? view_inout(ctx, F, "out", out, &vo) : view_out(ctx, F, "out", out, &vo))) {
-    view_free(&ve);
+      (s = alias ? view_inout(ctx, F, "out", out, &vo) : accel__view_out(ctx, F, "out", out, &vo))) {
+    accel__view_free(&ve);
     return s;
   }
   if (!alias) accel__array_pack(markers, vo.data); /* the output starts as the markers */
   uint32_t n = 0;
   s = run_trim(ctx, F, ve.data, d, &o, sp, vo.data, &n);
   if (!s) {
-    view_commit(&vo);
+    accel__view_commit(&vo);
     if (count) *count = n;
   }
-  view_free(&ve);
-  view_free(&vo);
+  accel__view_free(&ve);
+  accel__view_free(&vo);
   return s;
 }
 
@@ -415,13 +369,13 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
   if (!s) s = check_overlap(ctx, F, out, markers, "markers", true);
   if (s) return s;
   const uint64_t n = accel__dims_count(d);
-  view vi, vm = {NULL, NULL, false}, vk = {NULL, NULL, false}, vo;
-  if ((s = view_in(ctx, F, "image", image, &vi))) return s;
-  if (mask && (s = view_in(ctx, F, "mask", mask, &vm))) goto fail;
+  accel__view vi, vm = {NULL, NULL, false}, vk = {NULL, NULL, false}, vo;
+  if ((s = accel__view_in(ctx, F, "image", image, &vi))) return s;
+  if (mask && (s = accel__view_in(ctx, F, "mask", mask, &vm))) goto fail;
   const bool alias = out->data == markers->data;
-  if ((s = alias ? view_inout(ctx, F, "out", out, &vo) : view_out(ctx, F, "out", out, &vo))) goto fail;
-  if (!alias && (s = view_in(ctx, F, "markers", markers, &vk))) {
-    view_free(&vo);
+  if ((s = alias ? view_inout(ctx, F, "out", out, &vo) : accel__view_out(ctx, F, "out", out, &vo))) goto fail;
+  if (!alias && (s = accel__view_in(ctx, F, "markers", markers, &vk))) {
+    accel__view_free(&vo);
     goto fail;
   }
   /* one pass: the output starts as markers * mask; NaN values in the mask and
@@ -439,7 +393,7 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
       if (in && isnan(im[i]) && bad_nan == UINT64_MAX) bad_nan = i;
       if (m == INT32_MIN && bad_marker == UINT64_MAX) bad_marker = i;
     }
-    view_free(&vk);
+    accel__view_free(&vk);
     if (bad_nan != UINT64_MAX)
       s = accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: image[%llu] is NaN", F, (unsigned long long)bad_nan);
     else if (bad_marker != UINT64_MAX)
@@ -449,11 +403,11 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
   accel__ct_job job = {.stage = "ct.watershed", .d = d, .image = vi.data, .mask = vm.data, .ties = o.ties,
                        .out = vo.data, .progress = o.progress, .progress_user = o.progress_user};
   if (!s) s = accel__dispatch(ctx, "ct.watershed", run_watershed, &job);
-  if (!s) view_commit(&vo);
-  view_free(&vo);
+  if (!s) accel__view_commit(&vo);
+  accel__view_free(&vo);
 fail:
-  view_free(&vi);
-  view_free(&vm);
+  accel__view_free(&vi);
+  accel__view_free(&vm);
   return s;
 }
 
@@ -468,18 +422,18 @@ accel_status accel_ct_network_build(accel_ctx *ctx, const accel_array *labels, c
   if (!s) s = check_volume(ctx, F, "edt", edt, F32, 1, &d, false);
   if (!s) s = check_spacing(ctx, F, spacing, sp);
   if (s) return s;
-  view vl, ve;
-  if ((s = view_in(ctx, F, "labels", labels, &vl))) return s;
-  if ((s = view_in(ctx, F, "edt", edt, &ve))) {
-    view_free(&vl);
+  accel__view vl, ve;
+  if ((s = accel__view_in(ctx, F, "labels", labels, &vl))) return s;
+  if ((s = accel__view_in(ctx, F, "edt", edt, &ve))) {
+    accel__view_free(&vl);
     return s;
   }
   const double t0 = accel__now();
   s = accel__ct_network_cpu(vl.data, ve.data, d, sp, accel__ctx_threads(ctx), out);
   accel__stats_delta delta = {.runs = 1, .cpu_runs = s ? 0 : 1, .failures = s ? 1 : 0, .seconds = accel__now() - t0};
   accel__stats_add(ctx, "ct.network", &delta);
-  view_free(&vl);
-  view_free(&ve);
+  accel__view_free(&vl);
+  accel__view_free(&ve);
   if (s) return accel__fail(ctx, s, "%s: out of memory", F);
   return ACCEL_OK;
 }
@@ -588,12 +542,12 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
       if (outs[j].a && (s = check_overlap(ctx, F, outs[k].a, outs[j].a, outs[j].what, false))) return s;
   }
   if (o.network) *o.network = NULL;
-  view vin, vmk = {NULL, NULL, false}, vo[NOUT];
+  accel__view vin, vmk = {NULL, NULL, false}, vo[NOUT];
   memset(vo, 0, sizeof vo);
-  if ((s = view_in(ctx, F, "input", input, &vin))) return s;
-  if (markers && (s = view_in(ctx, F, "markers", markers, &vmk))) goto done;
+  if ((s = accel__view_in(ctx, F, "input", input, &vin))) return s;
+  if (markers && (s = accel__view_in(ctx, F, "markers", markers, &vmk))) goto done;
   for (int k = 0; k < NOUT; k++)
-    if (outs[k].a && (s = view_out(ctx, F, outs[k].what, outs[k].a, &vo[k]))) goto done;
+    if (outs[k].a && (s = accel__view_out(ctx, F, outs[k].what, outs[k].a, &vo[k]))) goto done;
   accel__ct_pipeline_job job;
   memset(&job, 0, sizeof job);
   job.d = d;
@@ -613,7 +567,7 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
   s = accel__dispatch(ctx, "ct.pipeline", run_pipeline, &job);
   if (!s) {
     for (int k = 0; k < NOUT; k++)
-      if (outs[k].a) view_commit(&vo[k]);
+      if (outs[k].a) accel__view_commit(&vo[k]);
     if (o.network) *o.network = job.network;
     o.marker_count = job.marker_count;
     s = accel__versioned_out(ctx, F, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
@@ -621,8 +575,8 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
     accel_ct_network_destroy(job.network);
   }
 done:
-  view_free(&vin);
-  view_free(&vmk);
-  for (int k = 0; k < NOUT; k++) view_free(&vo[k]);
+  accel__view_free(&vin);
+  accel__view_free(&vmk);
+  for (int k = 0; k < NOUT; k++) accel__view_free(&vo[k]);
   return s;
 }

@@ -75,9 +75,12 @@ typedef struct geo_tag {
   void *data;
 } geo_tag;
 
+/* The georeferencing only: GDAL's metadata (band statistics, descriptions)
+ * and no-data value describe the input's values, not those of the grids
+ * made from it, so they are not carried. */
 struct accel_geo {
   int n;
-  geo_tag t[8];
+  geo_tag t[6];
 };
 
 static const struct {
@@ -85,8 +88,7 @@ static const struct {
   TIFFDataType type;
 } carried[] = {{TAG_MODEL_PIXEL_SCALE, TIFF_DOUBLE},  {TAG_MODEL_TIEPOINT, TIFF_DOUBLE},
                {TAG_MODEL_TRANSFORMATION, TIFF_DOUBLE}, {TAG_GEO_KEY_DIRECTORY, TIFF_SHORT},
-               {TAG_GEO_DOUBLE_PARAMS, TIFF_DOUBLE},  {TAG_GEO_ASCII_PARAMS, TIFF_ASCII},
-               {TIFFTAG_GDAL_METADATA, TIFF_ASCII},   {TIFFTAG_GDAL_NODATA, TIFF_ASCII}};
+               {TAG_GEO_DOUBLE_PARAMS, TIFF_DOUBLE},  {TAG_GEO_ASCII_PARAMS, TIFF_ASCII}};
 
 void accel_geo_destroy(accel_geo *g) {
   if (!g) return;

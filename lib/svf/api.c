@@ -92,27 +92,23 @@ typedef struct prepared {
 /* Read one input into padded doubles; no data (non-finite) -> 0. */
 static accel_status read_grid(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, int64_t rows,
                               int64_t cols, int64_t pitch, double *dst, uint64_t *nodata) {
-  float *tmp = NULL;
-  const float *src = a->data;
-  if (!accel__array_is_contiguous(a)) {
-    if (!(tmp = malloc(sizeof(float) * (size_t)(rows * cols))))
-      return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a copy of %s", F, what);
-    accel__array_pack(a, tmp);
-    src = tmp;
-  }
+  accel__view v;
+  accel_status s = accel__view_in(ctx, F, what, a, &v);
+  if (s) return s;
+  const float *src = v.data;
   uint64_t bad = 0;
   for (int64_t r = 0; r < rows; r++)
     for (int64_t c = 0; c < cols; c++) {
-      const float v = src[r * cols + c];
-      if (isinf(v)) {
-        free(tmp);
+      const float x = src[r * cols + c];
+      if (isinf(x)) {
+        accel__view_free(&v);
         return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s[%lld, %lld] is infinite", F, what, (long long)r,
                            (long long)c);
       }
-      if (isnan(v)) bad++;
-      dst[r * pitch + c + ACCEL__SVF_PAD] = isnan(v) ? 0.0 : (double)v;
+      if (isnan(x)) bad++;
+      dst[r * pitch + c + ACCEL__SVF_PAD] = isnan(x) ? 0.0 : (double)x;
     }
-  free(tmp);
+  accel__view_free(&v);
   *nodata += bad;
   if (bad) accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", F,
                       (unsigned long long)bad, what);
@@ -181,31 +177,6 @@ static accel_status prepare(accel_ctx *ctx, const char *F, const accel_array *ds
   return ACCEL_OK;
 }
 
-/* ------------------------------------------------------------ outputs */
-
-typedef struct out_view {
-  const accel_array *a;
-  void *data;
-  bool owned;
-} out_view;
-
-static accel_status out_open(accel_ctx *ctx, const char *F, const accel_array *a, size_t bytes, out_view *v) {
-  v->a = a;
-  v->owned = !accel__array_is_contiguous(a);
-  v->data = v->owned ? malloc(bytes ? bytes : 1) : a->data;
-  if (!v->data) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for an output", F);
-  return ACCEL_OK;
-}
-
-static void out_close(out_view *v, bool commit) {
-  if (!v->a) return;
-  if (v->owned) {
-    if (commit) accel__array_unpack(v->data, v->a);
-    free(v->data);
-  }
-  v->a = NULL;
-}
-
 /* ------------------------------------------------------------ dispatch */
 
 static int run_shadows(const accel__backend *b, accel__call *call, void *job) {
@@ -263,15 +234,18 @@ accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const acc
     return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the ray steps", F);
   }
   accel__svf_plan_halo(plan, p.hmax, p.amin);
-  out_view v[3] = {{0}};
+  accel__view v[3] = {{0}};
   accel__svf_job job = {.stage = "svf.shadows", .shadows = true, .veg = cdsm != NULL, .rows = rows, .cols = cols,
                         .hmax = p.hmax, .grid = p.grid, .plan = plan, .tile = o.tile, .progress = o.progress,
                         .progress_user = o.progress_user};
   for (int i = 0; i < 3 && !s; i++)
-    if (outs[i] && !(s = out_open(ctx, F, outs[i], sizeof(float) * (size_t)(rows * cols), &v[i])))
+    if (outs[i] && !(s = accel__view_out(ctx, F, out_names[i], outs[i], &v[i])))
       job.out[i] = v[i].data;
   if (!s) s = finish_progress(&job, accel__dispatch(ctx, "svf.shadows", run_shadows, &job));
-  for (int i = 0; i < 3; i++) out_close(&v[i], !s);
+  for (int i = 0; i < 3; i++) {
+    if (!s) accel__view_commit(&v[i]);
+    accel__view_free(&v[i]);
+  }
   accel__svf_plan_free(plan);
   free(p.buf);
   return s;
@@ -337,18 +311,21 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   accel__svf_job job = {.stage = "svf.sky", .veg = cdsm != NULL, .rows = rows, .cols = cols, .hmax = p.hmax,
                         .grid = p.grid, .plan = plan, .mat_bytes = mat_bytes, .tile = o.tile,
                         .progress = o.progress, .progress_user = o.progress_user};
-  out_view gv[ACCEL_SVF_GRIDS] = {{0}}, mv[ACCEL_SVF_MATRICES] = {{0}};
+  accel__view gv[ACCEL_SVF_GRIDS] = {{0}}, mv[ACCEL_SVF_MATRICES] = {{0}};
   for (int g = 0; g < ACCEL_SVF_GRIDS && grids && !s; g++)
-    if (grids[g] && !(s = out_open(ctx, F, grids[g], sizeof(float) * (size_t)(rows * cols), &gv[g])))
+    if (grids[g] && !(s = accel__view_out(ctx, F, grid_names[g], grids[g], &gv[g])))
       job.out[g] = gv[g].data;
   for (int m = 0; m < ACCEL_SVF_MATRICES && matrices && !s; m++)
-    if (matrices[m]) {
-      const size_t bytes = (size_t)(rows * cols * mat_bytes);
-      if (!(s = out_open(ctx, F, matrices[m], bytes, &mv[m]))) job.mat[m] = mv[m].data;
-    }
+    if (matrices[m] && !(s = accel__view_out(ctx, F, mat_names[m], matrices[m], &mv[m]))) job.mat[m] = mv[m].data;
   if (!s) s = finish_progress(&job, accel__dispatch(ctx, "svf.sky", run_sky, &job));
-  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) out_close(&gv[g], !s);
-  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) out_close(&mv[m], !s);
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) {
+    if (!s) accel__view_commit(&gv[g]);
+    accel__view_free(&gv[g]);
+  }
+  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) {
+    if (!s) accel__view_commit(&mv[m]);
+    accel__view_free(&mv[m]);
+  }
   accel__svf_plan_free(plan);
   free(p.buf);
   return s;
