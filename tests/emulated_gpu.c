@@ -31,7 +31,7 @@ static const accel__backend emulated_gpu = {
 
 accel_ctx *make_emulated_gpu_ctx(accel_fallback_policy policy, log_capture *cap) {
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CUDA;
   o.fallback = policy;
   if (cap) {

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -102,7 +103,7 @@ END_TEST
 START_TEST(options_init_gives_documented_defaults) {
   accel_ctx_options o;
   memset(&o, 0x5a, sizeof o);
-  ck_assert_int_eq(accel_ctx_options_init(&o), ACCEL_OK);
+  ck_assert_int_eq(accel_ctx_options_init(&o, sizeof o), ACCEL_OK);
   ck_assert_uint_eq(o.struct_size, sizeof o);
   ck_assert_int_eq(o.backend, ACCEL_BACKEND_AUTO);
   ck_assert_int_eq(o.device, 0);
@@ -112,7 +113,7 @@ START_TEST(options_init_gives_documented_defaults) {
   ck_assert_int_eq(o.log_level, ACCEL_LOG_WARN);
   ck_assert_ptr_null((void *)o.log_fn);
   ck_assert_ptr_null(o.log_user);
-  ck_assert_int_eq(accel_ctx_options_init(NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ctx_options_init(NULL, 0), ACCEL_ERR_INVALID_ARG);
 }
 END_TEST
 
@@ -120,7 +121,7 @@ START_TEST(default_context_resolves_its_options) {
   accel_ctx *ctx = NULL;
   ck_assert_int_eq(accel_ctx_create(NULL, &ctx), ACCEL_OK);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   ck_assert_int_eq(accel_ctx_query(ctx, &info), ACCEL_OK);
   int32_t n = 0;
   accel_device_count(&n);
@@ -140,7 +141,7 @@ END_TEST
 
 START_TEST(explicit_options_are_kept) {
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CPU;
   o.cpu_threads = 3;
   o.fallback = ACCEL_FALLBACK_DENY;
@@ -148,7 +149,7 @@ START_TEST(explicit_options_are_kept) {
   accel_ctx *ctx;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   accel_ctx_query(ctx, &info);
   ck_assert_int_eq(info.backend, ACCEL_BACKEND_CPU);
   ck_assert_int_eq(info.cpu_threads, 3);
@@ -161,21 +162,21 @@ END_TEST
 START_TEST(invalid_options_are_refused) {
   accel_ctx *ctx = (accel_ctx *)0x1;
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.cpu_threads = -2;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
   ck_assert_ptr_null(ctx);
   ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "cpu_threads"));
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = (accel_backend_kind)7;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.fallback = (accel_fallback_policy)5;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.log_level = (accel_log_level)9;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.device = -1;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_ctx_create(NULL, NULL), ACCEL_ERR_INVALID_ARG);
@@ -185,11 +186,11 @@ END_TEST
 START_TEST(struct_size_is_checked) {
   accel_ctx *ctx = NULL;
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.struct_size = 0;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_VERSION);
   ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "struct_size"));
-  o.struct_size = sizeof o - 4;
+  o.struct_size = offsetof(accel_ctx_options, max_pixels) - 4; /* smaller than the oldest layout */
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_VERSION);
 
   /* a caller built against a newer header: accepted while the extra fields are zero */
@@ -198,7 +199,7 @@ START_TEST(struct_size_is_checked) {
     uint64_t future[2];
   } newer;
   memset(&newer, 0, sizeof newer);
-  accel_ctx_options_init(&newer.o);
+  accel_ctx_options_init(&newer.o, sizeof newer.o);
   newer.o.struct_size = sizeof newer;
   newer.o.backend = ACCEL_BACKEND_CPU;
   ck_assert_int_eq(accel_ctx_create(&newer.o, &ctx), ACCEL_OK);
@@ -209,13 +210,188 @@ START_TEST(struct_size_is_checked) {
 
   ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_ALLOW, NULL, ACCEL_LOG_WARN);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   info.struct_size = 2;
   ck_assert_int_eq(accel_ctx_query(ctx, &info), ACCEL_ERR_VERSION);
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   st.struct_size = 8;
   ck_assert_int_eq(accel_ctx_stats_get(ctx, 0, &st), ACCEL_ERR_VERSION);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The layouts of accel_ctx_options and accel_ctx_info before max_pixels was
+ * added, as a program built against those headers declares them. */
+typedef struct ctx_options_v1 {
+  uint32_t struct_size;
+  accel_backend_kind backend;
+  int32_t device;
+  accel_fallback_policy fallback;
+  uint64_t device_memory_budget;
+  int32_t cpu_threads;
+  accel_log_level log_level;
+  accel_log_fn log_fn;
+  void *log_user;
+} ctx_options_v1;
+
+typedef struct ctx_info_v1 {
+  uint32_t struct_size;
+  accel_backend_kind backend;
+  int32_t device;
+  accel_fallback_policy fallback;
+  uint64_t device_memory_budget;
+  int32_t cpu_threads;
+  accel_log_level log_level;
+} ctx_info_v1;
+
+enum { GUARD = 0xa5, GUARD_BYTES = 64 };
+
+static bool guard_intact(const unsigned char *p, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != GUARD) return false;
+  return true;
+}
+
+START_TEST(older_smaller_structs_work_and_nothing_past_them_is_written) {
+  ck_assert_uint_lt(sizeof(ctx_options_v1), sizeof(accel_ctx_options));
+  ck_assert_uint_lt(sizeof(ctx_info_v1), sizeof(accel_ctx_info));
+  struct {
+    ctx_options_v1 o;
+    unsigned char guard[GUARD_BYTES];
+  } opt;
+  memset(&opt, GUARD, sizeof opt);
+  ck_assert_int_eq(accel_ctx_options_init((accel_ctx_options *)(void *)&opt.o, sizeof opt.o), ACCEL_OK);
+  ck_assert(guard_intact(opt.guard, sizeof opt.guard));
+  ck_assert_uint_eq(opt.o.struct_size, sizeof opt.o);
+  ck_assert_int_eq(opt.o.backend, ACCEL_BACKEND_AUTO);
+  ck_assert_int_eq(opt.o.log_level, ACCEL_LOG_WARN);
+  ck_assert_ptr_null(opt.o.log_user);
+  opt.o.backend = ACCEL_BACKEND_CPU;
+  opt.o.cpu_threads = 2;
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create((const accel_ctx_options *)(void *)&opt.o, &ctx), ACCEL_OK);
+  ck_assert(guard_intact(opt.guard, sizeof opt.guard));
+
+  struct {
+    ctx_info_v1 i;
+    unsigned char guard[GUARD_BYTES];
+  } info;
+  memset(&info, GUARD, sizeof info);
+  ck_assert_int_eq(accel_ctx_info_init((accel_ctx_info *)(void *)&info.i, sizeof info.i), ACCEL_OK);
+  ck_assert(guard_intact(info.guard, sizeof info.guard));
+  ck_assert_int_eq(accel_ctx_query(ctx, (accel_ctx_info *)(void *)&info.i), ACCEL_OK);
+  ck_assert(guard_intact(info.guard, sizeof info.guard));
+  ck_assert_int_eq(info.i.backend, ACCEL_BACKEND_CPU);
+  ck_assert_int_eq(info.i.cpu_threads, 2);
+
+  /* the fields an old caller lacks take their defaults */
+  accel_ctx_info full;
+  accel_ctx_info_init(&full, sizeof full);
+  ck_assert_int_eq(accel_ctx_query(ctx, &full), ACCEL_OK);
+  ck_assert_uint_eq(full.max_pixels, ACCEL_DEFAULT_MAX_PIXELS);
+  accel_ctx_destroy(ctx);
+
+  /* below the oldest layout: refused, nothing written */
+  memset(&opt, GUARD, sizeof opt);
+  ck_assert_int_eq(accel_ctx_options_init((accel_ctx_options *)(void *)&opt.o, sizeof opt.o - 8), ACCEL_ERR_VERSION);
+  ck_assert(guard_intact((const unsigned char *)&opt, sizeof opt));
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "struct_size"));
+}
+END_TEST
+
+/* Every init function: with the exact size, nothing past the struct is
+ * written; with a newer, larger size the extra bytes are zeroed and nothing
+ * past them is written; a tiny size is refused without writing. */
+#define CHECK_INIT(T, fn)                                                                                               \
+  do {                                                                                                                 \
+    struct {                                                                                                           \
+      T v;                                                                                                             \
+      unsigned char extra[16];                                                                                         \
+      unsigned char guard[GUARD_BYTES];                                                                                \
+    } b;                                                                                                               \
+    memset(&b, GUARD, sizeof b);                                                                                       \
+    ck_assert_int_eq(fn(&b.v, sizeof b.v), ACCEL_OK);                                                                  \
+    ck_assert_uint_eq(b.v.struct_size, sizeof b.v);                                                                    \
+    ck_assert_msg(guard_intact(b.extra, sizeof b.extra + sizeof b.guard), #fn " wrote past struct_size");              \
+    memset(&b, GUARD, sizeof b);                                                                                       \
+    ck_assert_int_eq(fn(&b.v, sizeof b.v + sizeof b.extra), ACCEL_OK);                                                 \
+    ck_assert_uint_eq(b.v.struct_size, sizeof b.v + sizeof b.extra);                                                   \
+    for (size_t k = 0; k < sizeof b.extra; k++) ck_assert_uint_eq(b.extra[k], 0);                                      \
+    ck_assert_msg(guard_intact(b.guard, sizeof b.guard), #fn " wrote past a larger struct_size");                      \
+    memset(&b, GUARD, sizeof b);                                                                                       \
+    ck_assert_int_eq(fn(&b.v, 2), ACCEL_ERR_VERSION);                                                                  \
+    ck_assert(guard_intact((const unsigned char *)&b, sizeof b));                                                      \
+    ck_assert_int_eq(fn(NULL, sizeof b.v), ACCEL_ERR_INVALID_ARG);                                                     \
+  } while (0)
+
+START_TEST(every_init_takes_the_callers_size) {
+  CHECK_INIT(accel_ctx_options, accel_ctx_options_init);
+  CHECK_INIT(accel_ctx_info, accel_ctx_info_init);
+  CHECK_INIT(accel_stage_stats, accel_stage_stats_init);
+  CHECK_INIT(accel_backend_info, accel_backend_info_init);
+  CHECK_INIT(accel_device_info, accel_device_info_init);
+  CHECK_INIT(accel_hash_options, accel_hash_options_init);
+  CHECK_INIT(accel_decode_options, accel_decode_options_init);
+  CHECK_INIT(accel_image_info, accel_image_info_init);
+  CHECK_INIT(accel_index_options, accel_index_options_init);
+  CHECK_INIT(accel_search_options, accel_search_options_init);
+  CHECK_INIT(accel_ct_marker_options, accel_ct_marker_options_init);
+  CHECK_INIT(accel_ct_watershed_options, accel_ct_watershed_options_init);
+  CHECK_INIT(accel_ct_pipeline_options, accel_ct_pipeline_options_init);
+  CHECK_INIT(accel_ct_outputs, accel_ct_outputs_init);
+  CHECK_INIT(accel_svf_options, accel_svf_options_init);
+}
+END_TEST
+
+/* Query functions write no further than the caller's struct_size either. */
+START_TEST(queries_write_only_the_callers_size) {
+  struct {
+    accel_backend_info v;
+    unsigned char guard[GUARD_BYTES];
+  } b;
+  memset(&b, GUARD, sizeof b);
+  accel_backend_info_init(&b.v, sizeof b.v);
+  ck_assert_int_eq(accel_backend_query(ACCEL_BACKEND_CPU, &b.v), ACCEL_OK);
+  ck_assert(guard_intact(b.guard, sizeof b.guard));
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_ALLOW, NULL, ACCEL_LOG_WARN);
+  accel_array px, g;
+  uint8_t rgb[6] = {1, 2, 3, 4, 5, 6}, gray[2];
+  accel_array_init(&px, rgb, ACCEL_DTYPE_U8, 3, (int64_t[]){1, 2, 3});
+  accel_array_init(&g, gray, ACCEL_DTYPE_U8, 2, (int64_t[]){1, 2});
+  ck_assert_int_eq(accel_image_to_gray(ctx, &px, &g), ACCEL_OK);
+  struct {
+    accel_stage_stats v;
+    unsigned char guard[GUARD_BYTES];
+  } st;
+  memset(&st, GUARD, sizeof st);
+  accel_stage_stats_init(&st.v, sizeof st.v);
+  ck_assert_int_eq(accel_ctx_stats_get(ctx, 0, &st.v), ACCEL_OK);
+  ck_assert(guard_intact(st.guard, sizeof st.guard));
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(absurd_thread_counts_are_refused) {
+  accel_ctx_options o;
+  accel_ctx_options_init(&o, sizeof o);
+  o.backend = ACCEL_BACKEND_CPU;
+  o.cpu_threads = 100000;
+  accel_ctx *ctx = (accel_ctx *)0x1;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_null(ctx);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "cpu_threads 100000"));
+  o.cpu_threads = ACCEL_CPU_THREADS_MAX;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
+  accel_ctx_destroy(ctx);
+  /* the default (all cores, or OMP_NUM_THREADS) stays within the cap */
+  o.cpu_threads = 0;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
+  accel_ctx_info info;
+  accel_ctx_info_init(&info, sizeof info);
+  accel_ctx_query(ctx, &info);
+  ck_assert_int_ge(info.cpu_threads, 1);
+  ck_assert_int_le(info.cpu_threads, ACCEL_CPU_THREADS_MAX);
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -227,7 +403,7 @@ START_TEST(env_backend_overrides_options) {
   log_capture cap = {0};
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CUDA, ACCEL_FALLBACK_DENY, &cap, ACCEL_LOG_DEBUG);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   accel_ctx_query(ctx, &info);
   ck_assert_int_eq(info.backend, ACCEL_BACKEND_CPU);
   ck_assert_int_eq(capture_count_containing(&cap, -1, "CPU fallback"), 0);
@@ -247,7 +423,7 @@ START_TEST(env_backend_cuda_follows_the_policy) {
   if (n > 0) return; /* with a device, ACCEL_BACKEND=cuda simply works */
   setenv("ACCEL_BACKEND", "cuda", 1);
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CPU;
   o.fallback = ACCEL_FALLBACK_DENY;
   accel_ctx *ctx = NULL;
@@ -268,7 +444,7 @@ START_TEST(env_log_overrides_levels) {
   /* a later accel_set_log cannot lower the level below what ACCEL_LOG asks */
   ck_assert_int_eq(accel_set_log(ctx, capture_log, &cap, ACCEL_LOG_OFF), ACCEL_OK);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   accel_ctx_query(ctx, &info);
   ck_assert_int_eq(info.log_level, ACCEL_LOG_DEBUG);
   accel_ctx_destroy(ctx);
@@ -323,7 +499,7 @@ START_TEST(default_writer_prints_exact_lines_on_stderr) {
   int saved = dup(2);
   dup2(fd, 2);
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CUDA;
   accel_ctx *ctx = NULL;
   accel_status s = accel_ctx_create(&o, &ctx);
@@ -411,7 +587,7 @@ START_TEST(device_and_backend_queries) {
   ck_assert_int_ge(n, 0);
   ck_assert_int_eq(accel_device_count(NULL), ACCEL_ERR_INVALID_ARG);
   accel_device_info d;
-  accel_device_info_init(&d);
+  accel_device_info_init(&d, sizeof d);
   ck_assert_int_eq(accel_device_query(n, &d), ACCEL_ERR_NOT_FOUND);
   ck_assert_int_eq(accel_device_query(-1, &d), ACCEL_ERR_NOT_FOUND);
   for (int32_t i = 0; i < n; i++) {
@@ -423,7 +599,7 @@ START_TEST(device_and_backend_queries) {
   }
 
   accel_backend_info b;
-  accel_backend_info_init(&b);
+  accel_backend_info_init(&b, sizeof b);
   ck_assert_int_eq(accel_backend_query(ACCEL_BACKEND_CPU, &b), ACCEL_OK);
   ck_assert_str_eq(b.name, "cpu");
   ck_assert_int_eq(b.compiled, 1);
@@ -446,7 +622,7 @@ START_TEST(stats_count_find_get_reset) {
   ck_assert_int_eq(accel_ctx_stats_count(ctx, &n), ACCEL_OK);
   ck_assert_uint_eq(n, 0);
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(ctx, "image.gray", &st), ACCEL_ERR_NOT_FOUND);
   uint8_t px[2][3][3] = {{{255, 0, 0}, {0, 255, 0}, {0, 0, 255}}, {{255, 255, 255}, {0, 0, 0}, {1, 2, 3}}};
   uint8_t g[2][3];
@@ -463,7 +639,7 @@ START_TEST(stats_count_find_get_reset) {
   accel_ctx_stats_count(ctx, &n);
   ck_assert_uint_eq(n, 1);
   accel_stage_stats st0;
-  accel_stage_stats_init(&st0);
+  accel_stage_stats_init(&st0, sizeof st0);
   ck_assert_int_eq(accel_ctx_stats_get(ctx, 0, &st0), ACCEL_OK);
   ck_assert_str_eq(st0.stage, "image.gray");
   ck_assert_int_eq(accel_ctx_stats_get(ctx, 1, &st0), ACCEL_ERR_NOT_FOUND);
@@ -525,6 +701,10 @@ Suite *suite_core(void) {
   tcase_add_test(tc, explicit_options_are_kept);
   tcase_add_test(tc, invalid_options_are_refused);
   tcase_add_test(tc, struct_size_is_checked);
+  tcase_add_test(tc, older_smaller_structs_work_and_nothing_past_them_is_written);
+  tcase_add_test(tc, every_init_takes_the_callers_size);
+  tcase_add_test(tc, queries_write_only_the_callers_size);
+  tcase_add_test(tc, absurd_thread_counts_are_refused);
   tcase_add_test(tc, env_backend_overrides_options);
   tcase_add_test(tc, env_backend_cuda_follows_the_policy);
   tcase_add_test(tc, env_log_overrides_levels);

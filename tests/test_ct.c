@@ -158,7 +158,7 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
   ck_assert_msg(bad == 0, "%s: labels differ at %llu voxels", fx->name, (unsigned long long)bad);
   if (stable_too) { /* the stable tie rule: equal-valued markers in C order */
     accel_ct_watershed_options wo;
-    accel_ct_watershed_options_init(&wo);
+    accel_ct_watershed_options_init(&wo, sizeof wo);
     wo.ties = ACCEL_CT_TIES_STABLE;
     ck_assert_int_eq(accel_ct_watershed(ctx, &nega, &ref_markers, &ref_pores, &wo, &labels), ACCEL_OK);
     uint64_t pore = 0, differ = 0;
@@ -172,7 +172,7 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
   free(neg);
   /* the pipeline, end to end */
   accel_ct_pipeline_options po;
-  accel_ct_pipeline_options_init(&po);
+  accel_ct_pipeline_options_init(&po, sizeof po);
   po.threshold = fx->threshold;
   po.pores = fx->pores;
   memcpy(po.spacing, fx->spacing, sizeof po.spacing);
@@ -184,7 +184,7 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
   memset(markers_d, 0, n * 4);
   memset(labels_d, 0, n * 4);
   accel_ct_outputs out;
-  accel_ct_outputs_init(&out);
+  accel_ct_outputs_init(&out, sizeof out);
   out.filled = &filled;
   out.pores = &pores;
   out.edt = &edt;
@@ -272,7 +272,7 @@ START_TEST(trims_equal_porespy) {
     accel_buffer *pk_b = load(dir, cases[c].peaks), *ref_b = load(dir, cases[c].ref);
     accel_array pk = view_of(pk_b), ref = view_of(ref_b);
     accel_ct_marker_options mo;
-    accel_ct_marker_options_init(&mo);
+    accel_ct_marker_options_init(&mo, sizeof mo);
     mo.trim = cases[c].trim;
     uint32_t count = 0;
     ck_assert_msg(accel_ct_trim_markers(ctx, &edt, &pk, &mo, &out, &count) == ACCEL_OK, "%s",
@@ -298,20 +298,20 @@ START_TEST(trims_equal_porespy) {
   accel_buffer *ref_b = load(dir, "trim_both");
   accel_array ref = view_of(ref_b);
   accel_ct_marker_options mo;
-  accel_ct_marker_options_init(&mo);
+  accel_ct_marker_options_init(&mo, sizeof mo);
   mo.trim = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY;
   uint32_t count = 0;
   ck_assert_int_eq(accel_ct_markers(ctx, &edt, &pores, &mo, &out, &count), ACCEL_OK);
   ck_assert_msg(memcmp(out_d, ref.data, n * 4) == 0, "markers with trims differ from PoreSpy");
   accel_ct_pipeline_options po;
-  accel_ct_pipeline_options_init(&po);
+  accel_ct_pipeline_options_init(&po, sizeof po);
   po.threshold = 0;
   po.pores = ACCEL_CT_PORES_ALL;
   po.trim = mo.trim;
   accel_ct_pipeline *pl = NULL;
   ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &pl), ACCEL_OK);
   accel_ct_outputs o;
-  accel_ct_outputs_init(&o);
+  accel_ct_outputs_init(&o, sizeof o);
   memset(out_d, 0, n * 4);
   o.markers = &out;
   ck_assert_msg(accel_ct_pipeline_run(pl, &input, NULL, &o) == ACCEL_OK, "%s", accel_last_error(ctx));
@@ -395,7 +395,7 @@ START_TEST(nearby_trim_equals_all_pairs) {
       if (sqrt(best) <= f * La) drop[La < Lb ? a : who] = true;
     }
     accel_ct_marker_options mo;
-    accel_ct_marker_options_init(&mo);
+    accel_ct_marker_options_init(&mo, sizeof mo);
     mo.trim = ACCEL_CT_TRIM_NEARBY;
     mo.nearby_factor = f;
     memcpy(mo.spacing, sp, sizeof sp);
@@ -746,20 +746,20 @@ START_TEST(bad_arguments_are_errors) {
   ck_assert_int_eq(accel_ct_markers(ctx, &f32, &u8, NULL, &i32, NULL), ACCEL_ERR_INVALID_ARG);
   ((float *)b)[3] = 0;
   accel_ct_marker_options mo;
-  accel_ct_marker_options_init(&mo);
+  accel_ct_marker_options_init(&mo, sizeof mo);
   mo.min_distance = -1;
   ck_assert_int_eq(accel_ct_markers(ctx, &f32, &u8, &mo, &i32, NULL), ACCEL_ERR_INVALID_ARG);
   accel_ct_pipeline_options po;
-  accel_ct_pipeline_options_init(&po);
+  accel_ct_pipeline_options_init(&po, sizeof po);
   double slope[2] = {1, 1};
   po.slope = slope;
   accel_ct_pipeline *p = NULL;
   ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &p), ACCEL_ERR_INVALID_ARG); /* no intercept */
   ck_assert_ptr_null(p);
-  accel_ct_pipeline_options_init(&po);
+  accel_ct_pipeline_options_init(&po, sizeof po);
   ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &p), ACCEL_OK);
   accel_ct_outputs out;
-  accel_ct_outputs_init(&out);
+  accel_ct_outputs_init(&out, sizeof out);
   out.edt = &u8; /* wrong dtype */
   ck_assert_int_eq(accel_ct_pipeline_run(p, &f32, NULL, &out), ACCEL_ERR_INVALID_ARG);
   accel_ct_pipeline_destroy(p);
@@ -875,7 +875,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
     ck_assert_msg(memcmp(ma_d, mb_d, n * 4) == 0 && ca == cb, "%s %s: markers", what, fx.name);
     /* the pipeline */
     accel_ct_pipeline_options po;
-    accel_ct_pipeline_options_init(&po);
+    accel_ct_pipeline_options_init(&po, sizeof po);
     po.threshold = fx.threshold;
     po.pores = fx.pores;
     memcpy(po.spacing, fx.spacing, sizeof po.spacing);
@@ -885,8 +885,8 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
     void *la_d, *lb_d;
     accel_array la = new_volume(&la_d, ACCEL_DTYPE_I32, fx.d), lb = new_volume(&lb_d, ACCEL_DTYPE_I32, fx.d);
     accel_ct_outputs oa, ob;
-    accel_ct_outputs_init(&oa);
-    accel_ct_outputs_init(&ob);
+    accel_ct_outputs_init(&oa, sizeof oa);
+    accel_ct_outputs_init(&ob, sizeof ob);
     oa.edt = &ea;
     oa.labels = &la;
     oa.filled = &fa;
@@ -919,7 +919,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   const char *stages[] = {"ct.threshold", "ct.fill_holes", "ct.edt", "ct.markers", "ct.pipeline"};
   for (int k = 0; k < 5; k++) {
     accel_stage_stats st;
-    accel_stage_stats_init(&st);
+    accel_stage_stats_init(&st, sizeof st);
     ck_assert_int_eq(accel_ctx_stats_find(gpu, stages[k], &st), ACCEL_OK);
     ck_assert_msg(st.gpu_runs == st.runs && st.fallbacks == 0, "%s: %s ran %llu times, %llu on the GPU", what,
                   stages[k], (unsigned long long)st.runs, (unsigned long long)st.gpu_runs);

@@ -24,7 +24,7 @@ static void setup(void) {
 
 static accel_ctx *fake_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap) {
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = backend;
   o.fallback = policy;
   o.log_level = ACCEL_LOG_DEBUG;
@@ -46,7 +46,7 @@ static accel_status gray(accel_ctx *ctx) {
 
 static accel_stage_stats stats_of(accel_ctx *ctx, const char *stage) {
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_msg(accel_ctx_stats_find(ctx, stage, &st) == ACCEL_OK, "no stats for %s", stage);
   return st;
 }
@@ -55,7 +55,7 @@ START_TEST(gpu_success_counts_gpu_run) {
   log_capture cap = {0};
   accel_ctx *ctx = fake_ctx(ACCEL_BACKEND_CUDA, ACCEL_FALLBACK_ALLOW, &cap);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   accel_ctx_query(ctx, &info);
   ck_assert_int_eq(info.backend, ACCEL_BACKEND_CUDA);
   ck_assert_int_eq(gray(ctx), ACCEL_OK);
@@ -193,7 +193,7 @@ START_TEST(cuda_request_without_device_allow_falls_back_at_creation) {
                    1);
   ck_assert_int_eq(capture_count_level(&cap, ACCEL_LOG_WARN), 1);
   accel_ctx_info info;
-  accel_ctx_info_init(&info);
+  accel_ctx_info_init(&info, sizeof info);
   accel_ctx_query(ctx, &info);
   ck_assert_int_eq(info.backend, ACCEL_BACKEND_CPU);
   ck_assert_int_eq(info.device, -1);
@@ -211,7 +211,7 @@ START_TEST(cuda_request_without_device_deny_fails) {
   fake.open_status = ACCEL_ERR_NO_DEVICE;
   snprintf(fake.open_reason, sizeof fake.open_reason, "no CUDA-capable device is detected");
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CUDA;
   o.fallback = ACCEL_FALLBACK_DENY;
   o.log_fn = capture_log;
@@ -268,7 +268,7 @@ START_TEST(real_cuda_request_without_device) {
   accel_ctx_destroy(ctx);
 
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CUDA;
   o.fallback = ACCEL_FALLBACK_DENY;
   ctx = NULL;

@@ -38,7 +38,7 @@ static void compare_gray(int64_t h, int64_t w, int64_t c, uint32_t seed) {
 
 START_TEST(context_runs_on_cuda) {
   accel_ctx_info i;
-  accel_ctx_info_init(&i);
+  accel_ctx_info_init(&i, sizeof i);
   accel_ctx_query(gpu, &i);
   ck_assert_int_eq(i.backend, ACCEL_BACKEND_CUDA);
   ck_assert_int_eq(i.device, 0);
@@ -55,7 +55,7 @@ START_TEST(gray_equals_cpu) {
   compare_gray(1, 300000, 3, 6);  /* wider than one grid row of blocks */
   compare_gray(600000, 2, 3, 7);  /* taller than 65535 blocks of 8 rows: grid-stride rows */
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(gpu, "image.gray", &st), ACCEL_OK);
   ck_assert_uint_eq(st.gpu_runs, 7);
   ck_assert_uint_eq(st.fallbacks, 0);
@@ -93,7 +93,7 @@ START_TEST(memory_budget_is_enforced_through_the_policy) {
   accel_array_init(&s, src, ACCEL_DTYPE_U8, 3, (int64_t[]){H, W, 3});
   accel_array_init(&d, dst, ACCEL_DTYPE_U8, 2, (int64_t[]){H, W});
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CUDA;
   o.device_memory_budget = 1024; /* far too small */
   o.fallback = ACCEL_FALLBACK_DENY;
@@ -120,7 +120,7 @@ END_TEST
 
 START_TEST(device_query_is_sane) {
   accel_device_info d;
-  accel_device_info_init(&d);
+  accel_device_info_init(&d, sizeof d);
   ck_assert_int_eq(accel_device_query(0, &d), ACCEL_OK);
   ck_assert_uint_gt(d.free_memory, 0);
   ck_assert_uint_le(d.free_memory, d.total_memory);
@@ -152,7 +152,7 @@ START_TEST(hash_batch_equals_cpu) {
   const struct { int size, binbits, nkinds; } runs[] = {{8, 3, 6}, {16, 5, 6}, {6, 3, 5}};
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     accel_hash_options o;
-    accel_hash_options_init(&o);
+    accel_hash_options_init(&o, sizeof o);
     o.nkinds = (uint32_t)runs[r].nkinds;
     const accel_hash_kind all[6] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_DHASH_VERTICAL, ACCEL_HASH_PHASH,
                                     runs[r].nkinds == 6 ? ACCEL_HASH_WHASH : ACCEL_HASH_COLORHASH, ACCEL_HASH_COLORHASH};
@@ -174,7 +174,7 @@ START_TEST(hash_batch_equals_cpu) {
     free(b);
   }
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(gpu, "hash.batch", &st), ACCEL_OK);
   ck_assert_uint_eq(st.gpu_runs, 3);
   ck_assert_uint_eq(st.fallbacks, 0);
@@ -199,7 +199,7 @@ static void make_codes(uint64_t *c, size_t n, uint32_t wpe, uint64_t seed) {
 static accel_pairs *join_on(accel_ctx *ctx, const uint64_t *codes, size_t n, uint32_t bits, uint32_t nfields,
                             const accel_search_options *so) {
   accel_index_options io;
-  accel_index_options_init(&io);
+  accel_index_options_init(&io, sizeof io);
   io.bits = bits;
   io.nfields = nfields;
   accel_index *ix = NULL;
@@ -226,7 +226,7 @@ START_TEST(index_join_equals_cpu) {
     uint64_t *codes = malloc(runs[r].n * wpe * sizeof(uint64_t));
     make_codes(codes, runs[r].n, wpe, r + 1);
     accel_search_options so;
-    accel_search_options_init(&so);
+    accel_search_options_init(&so, sizeof so);
     so.thresholds[0] = runs[r].t0;
     so.thresholds[1] = runs[r].t1;
     so.rule = runs[r].rule;
@@ -247,7 +247,7 @@ START_TEST(index_join_equals_cpu) {
     free(codes);
   }
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.join", &st), ACCEL_OK);
   ck_assert_uint_eq(st.gpu_runs, 4);
   ck_assert_uint_eq(st.fallbacks, 0);
@@ -262,7 +262,7 @@ START_TEST(index_range_and_knn_equal_cpu) {
   memcpy(q, codes, nq * 2 * sizeof(uint64_t));
   for (size_t i = 0; i < nq; i += 2) q[i * 2] ^= 0x101;
   accel_index_options io;
-  accel_index_options_init(&io);
+  accel_index_options_init(&io, sizeof io);
   io.bits = 128;
   accel_index *ig = NULL, *ic = NULL;
   uint64_t *ids = malloc(n * sizeof(uint64_t));
@@ -272,7 +272,7 @@ START_TEST(index_range_and_knn_equal_cpu) {
   ck_assert_int_eq(accel_index_add(ig, n, ids, codes, NULL, NULL), ACCEL_OK);
   ck_assert_int_eq(accel_index_add(ic, n, ids, codes, NULL, NULL), ACCEL_OK);
   accel_search_options so;
-  accel_search_options_init(&so);
+  accel_search_options_init(&so, sizeof so);
   so.thresholds[0] = 8;
   so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
   accel_pairs *a = NULL, *b = NULL;
@@ -294,7 +294,7 @@ START_TEST(index_range_and_knn_equal_cpu) {
   ck_assert_int_eq(accel_index_knn(ic, nq, q, K, 0, kb, kdb), ACCEL_OK);
   ck_assert(memcmp(ka, kb, nq * K * 8) == 0 && memcmp(kda, kdb, nq * K * 4) == 0);
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.knn", &st), ACCEL_OK);
   ck_assert_uint_eq(st.gpu_runs, 1);
   accel_index_destroy(ig);
@@ -350,7 +350,7 @@ START_TEST(ct_equals_cpu) {
   accel_array_init(&s, solid, ACCEL_DTYPE_U8, 3, shape);
   for (int slabs = 0; slabs < 2; slabs++) {
     accel_ctx_options o;
-    accel_ctx_options_init(&o);
+    accel_ctx_options_init(&o, sizeof o);
     o.backend = ACCEL_BACKEND_CUDA;
     o.fallback = ACCEL_FALLBACK_DENY;
     if (slabs) o.device_memory_budget = 400000; /* a few planes */
@@ -385,22 +385,22 @@ START_TEST(ct_equals_cpu) {
     ck_assert_int_eq(accel_ct_markers(cpu, &be, &p, NULL, &bm, NULL), ACCEL_OK);
     ck_assert_msg(memcmp(ma, mb, n * 4) == 0, "markers differ (slabs %d)", slabs);
     accel_ct_pipeline_options po;
-    accel_ct_pipeline_options_init(&po);
+    accel_ct_pipeline_options_init(&po, sizeof po);
     po.threshold = 0;
     po.pores = ACCEL_CT_PORES_ALL;
     accel_ct_pipeline *pg = NULL, *pc = NULL;
     ck_assert_int_eq(accel_ct_pipeline_create(g, &po, &pg), ACCEL_OK);
     ck_assert_int_eq(accel_ct_pipeline_create(cpu, &po, &pc), ACCEL_OK);
     accel_ct_outputs oa, ob;
-    accel_ct_outputs_init(&oa);
-    accel_ct_outputs_init(&ob);
+    accel_ct_outputs_init(&oa, sizeof oa);
+    accel_ct_outputs_init(&ob, sizeof ob);
     oa.labels = &am;
     ob.labels = &bm;
     ck_assert_msg(accel_ct_pipeline_run(pg, &s, NULL, &oa) == ACCEL_OK, "%s", accel_last_error(g));
     ck_assert_int_eq(accel_ct_pipeline_run(pc, &s, NULL, &ob), ACCEL_OK);
     ck_assert_msg(memcmp(ma, mb, n * 4) == 0, "pipeline labels differ (slabs %d)", slabs);
     accel_stage_stats st;
-    accel_stage_stats_init(&st);
+    accel_stage_stats_init(&st, sizeof st);
     ck_assert_int_eq(accel_ctx_stats_find(g, "ct.edt", &st), ACCEL_OK);
     ck_assert_uint_eq(st.gpu_runs, 1);
     accel_ct_pipeline_destroy(pg);
@@ -439,7 +439,7 @@ Suite *suite_gpu(void) {
 int main(void) {
   clear_accel_env();
   accel_backend_info b;
-  accel_backend_info_init(&b);
+  accel_backend_info_init(&b, sizeof b);
   accel_backend_query(ACCEL_BACKEND_CUDA, &b);
   if (!b.available) {
     printf("SKIP: no CUDA device: %s\n", b.reason);

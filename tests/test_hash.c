@@ -98,7 +98,7 @@ static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int siz
     paths[i] = buf[i];
   }
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   o.nkinds = (uint32_t)nk;
   memcpy(o.kinds, kinds, sizeof(accel_hash_kind) * (size_t)nk);
   o.hash_size = size;
@@ -195,10 +195,10 @@ static accel_buffer *npy(const char *rel) {
 
 static void check_decode(const char *file, accel_decode_target target, const char *expected, accel_image_mode mode) {
   accel_decode_options o;
-  accel_decode_options_init(&o);
+  accel_decode_options_init(&o, sizeof o);
   o.target = target;
   accel_image_info info;
-  accel_image_info_init(&info);
+  accel_image_info_init(&info, sizeof info);
   accel_buffer *got = NULL, *want = npy(expected);
   accel_status s = accel_image_decode_file(NULL, data_path(file), &o, &got, &info);
   ck_assert_msg(s == ACCEL_OK, "%s: %s", file, accel_last_error(NULL));
@@ -239,7 +239,7 @@ START_TEST(png_robustness_follows_pillow) {
   char line[256];
   int cases = 0;
   accel_decode_options o;
-  accel_decode_options_init(&o);
+  accel_decode_options_init(&o, sizeof o);
   o.target = ACCEL_DECODE_GRAY;
   while (fgets(line, sizeof line, f)) {
     if (line[0] == '#') continue;
@@ -287,7 +287,7 @@ START_TEST(truncated_and_corrupt_inputs_never_crash) {
   const char *files[] = {"hash/hopper__progressive.jpg", "hash/pil_sample_cmyk.jpg", "hash/gen_adam7_rgb8.png",
                          "hash/pil123p.png", "hash/gen_gray_alpha16.png"};
   accel_decode_options o;
-  accel_decode_options_init(&o);
+  accel_decode_options_init(&o, sizeof o);
   for (size_t fi = 0; fi < sizeof files / sizeof files[0]; fi++) {
     size_t n;
     uint8_t *full = slurp(data_path(files[fi]), &n);
@@ -326,7 +326,7 @@ END_TEST
 
 START_TEST(pixel_limit_guards_decompression_bombs) {
   accel_decode_options o;
-  accel_decode_options_init(&o);
+  accel_decode_options_init(&o, sizeof o);
   o.max_pixels = 128 * 128 - 1;
   accel_buffer *b = NULL;
   ck_assert_int_eq(accel_image_decode_file(NULL, data_path("hash/hopper.jpg"), &o, &b, NULL), ACCEL_ERR_LIMIT);
@@ -338,7 +338,7 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
 
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   accel_hash_options h;
-  accel_hash_options_init(&h);
+  accel_hash_options_init(&h, sizeof h);
   h.max_pixels = 1000;
   const char *paths[2] = {data_path("hash/hopper.png"), data_path("hash/palette_gray.png")};
   uint8_t out[2 * 4 * 8];
@@ -373,7 +373,7 @@ START_TEST(one_broken_input_never_fails_the_batch) {
   const char *paths[5] = {data_path("hash/hopper.jpg"), data_path("hash/truncated_jpeg.jpg"), "/no/such/file.png",
                           data_path("hash/broken.png"), data_path("hash/hopper.png")};
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   errors_seen seen = {0};
   o.on_error = record_error;
   o.error_user = &seen;
@@ -415,7 +415,7 @@ static int cancel_after_two(void *user, const char *stage, double fraction) {
 
 START_TEST(progress_reports_and_cancels) {
   accel_ctx_options co;
-  accel_ctx_options_init(&co);
+  accel_ctx_options_init(&co, sizeof co);
   co.backend = ACCEL_BACKEND_CPU;
   co.cpu_threads = 1;
   accel_ctx *ctx = NULL;
@@ -423,7 +423,7 @@ START_TEST(progress_reports_and_cancels) {
   const char *paths[6];
   for (int i = 0; i < 6; i++) paths[i] = data_path("hash/hopper.png");
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   int calls = 0;
   o.progress = cancel_after_two;
   o.progress_user = &calls;
@@ -439,7 +439,7 @@ END_TEST
 START_TEST(buffers_and_arrays_hash_like_files) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   o.nkinds = 6;
   memcpy(o.kinds, ALL6, sizeof ALL6);
   size_t slot;
@@ -460,7 +460,7 @@ START_TEST(buffers_and_arrays_hash_like_files) {
   accel_buffer *img[3];
   accel_array arr[3];
   accel_decode_options d;
-  accel_decode_options_init(&d);
+  accel_decode_options_init(&d, sizeof d);
   ck_assert_int_eq(accel_image_decode_file(NULL, files[0], &d, &img[0], NULL), ACCEL_OK);
   d.target = ACCEL_DECODE_GRAY;
   ck_assert_int_eq(accel_image_decode_file(NULL, files[1], &d, &img[1], NULL), ACCEL_OK);
@@ -509,7 +509,7 @@ END_TEST
 START_TEST(fast_mode_changes_only_jpegs) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   const char *files[2] = {data_path("hash/hopper.png"), data_path("hash/hopper.jpg")};
   uint8_t exact[2 * 4 * 8], fast[2 * 4 * 8];
   accel_status st[2];
@@ -543,13 +543,13 @@ START_TEST(options_and_sizes_are_validated) {
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 9, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits((accel_hash_kind)9, 8, 3, &bits), ACCEL_ERR_INVALID_ARG);
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   ck_assert_uint_eq(o.nkinds, 4);
   ck_assert_int_eq(o.kinds[3], ACCEL_HASH_WHASH);
   size_t slot;
   o.kinds[1] = ACCEL_HASH_AHASH;
   ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_ERR_INVALID_ARG); /* listed twice */
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   o.hash_size = 16;
   ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
   ck_assert_uint_eq(slot, 32);
@@ -566,7 +566,7 @@ START_TEST(options_and_sizes_are_validated) {
     ck_assert_int_eq(k, i);
   }
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   const char *p = data_path("hash/hopper.png");
   uint8_t out[64];
   accel_status st;
@@ -639,7 +639,7 @@ static void compare_pipelines(const char **paths, size_t n, int size, int binbit
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
   accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   accel_hash_options h;
-  accel_hash_options_init(&h);
+  accel_hash_options_init(&h, sizeof h);
   h.nkinds = 6;
   memcpy(h.kinds, ALL6, sizeof ALL6);
   if (size & (size - 1)) h.nkinds = 5; /* whash needs a power of two: drop it (it is last but colorhash) */
@@ -667,7 +667,7 @@ static void compare_pipelines(const char **paths, size_t n, int size, int binbit
     }
   }
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(gpu, "hash.batch", &st), ACCEL_OK);
   *fallbacks = st.fallbacks;
   free(a);

@@ -114,7 +114,7 @@ static pair *reference_join(const dataset *d, const accel_search_options *o, siz
 
 static accel_index *build(accel_ctx *ctx, const dataset *d) {
   accel_index_options o;
-  accel_index_options_init(&o);
+  accel_index_options_init(&o, sizeof o);
   o.bits = d->words * 64;
   o.nfields = d->nfields;
   accel_index *ix = NULL;
@@ -172,7 +172,7 @@ START_TEST(joins_equal_the_reference) {
       for (uint32_t r = 0; r <= 12; r++)
         for (int alg = 0; alg < 3; alg++) {
           accel_search_options o;
-          accel_search_options_init(&o);
+          accel_search_options_init(&o, sizeof o);
           o.thresholds[0] = r;
           o.algorithm = (accel_index_algorithm)alg;
           char what[96];
@@ -196,7 +196,7 @@ START_TEST(several_fields_and_both_rules) {
       for (int rule = 0; rule < 2; rule++)
         for (int alg = 0; alg < 3; alg++) {
           accel_search_options o;
-          accel_search_options_init(&o);
+          accel_search_options_init(&o, sizeof o);
           memcpy(o.thresholds, th[t], sizeof th[t]);
           o.rule = (accel_index_rule)rule;
           o.algorithm = (accel_index_algorithm)alg;
@@ -222,7 +222,7 @@ START_TEST(multi_index_at_scale) {
     accel_index *ix = build(ctx, &d);
     for (uint32_t r = 0; r <= 10; r += 2) {
       accel_search_options o;
-      accel_search_options_init(&o);
+      accel_search_options_init(&o, sizeof o);
       o.thresholds[0] = r;
       size_t nref;
       pair *ref = reference_join(&d, &o, &nref);
@@ -254,7 +254,7 @@ START_TEST(range_and_knn_equal_the_reference) {
     for (uint32_t r = 0; r <= 12; r += 3)
       for (int alg = 0; alg < 3; alg++) {
         accel_search_options o;
-        accel_search_options_init(&o);
+        accel_search_options_init(&o, sizeof o);
         o.thresholds[0] = r;
         o.thresholds[1] = r + 2;
         o.rule = r % 2 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
@@ -398,7 +398,7 @@ START_TEST(grouping_is_connected_components) {
   accel_index *ix = build(ctx, &d);
   for (uint32_t r = 0; r <= 8; r += 4) {
     accel_search_options o;
-    accel_search_options_init(&o);
+    accel_search_options_init(&o, sizeof o);
     o.thresholds[0] = r;
     o.thresholds[1] = r;
     o.rule = ACCEL_INDEX_ALL;
@@ -444,7 +444,7 @@ START_TEST(add_remove_get_find_meta) {
   accel_ctx *ctx = cpu_ctx();
   accel_index *ix = NULL;
   accel_index_options o;
-  accel_index_options_init(&o);
+  accel_index_options_init(&o, sizeof o);
   o.bits = 128;
   o.nfields = 2;
   ck_assert_int_eq(accel_index_create(ctx, &o, &ix), ACCEL_OK);
@@ -510,7 +510,7 @@ START_TEST(add_remove_get_find_meta) {
   o.nfields = 9;
   ck_assert_int_eq(accel_index_create(ctx, &o, &bad), ACCEL_ERR_INVALID_ARG);
   accel_search_options so;
-  accel_search_options_init(&so);
+  accel_search_options_init(&so, sizeof so);
   so.thresholds[0] = 129;
   accel_pairs *p = NULL;
   ck_assert_int_eq(accel_index_self_join(ix, &so, &p), ACCEL_ERR_INVALID_ARG);
@@ -630,7 +630,7 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
     for (uint32_t r = 0; r <= 12; r += 4)
       for (int rule = 0; rule < 2; rule++) {
         accel_search_options o;
-        accel_search_options_init(&o);
+        accel_search_options_init(&o, sizeof o);
         o.thresholds[0] = r;
         o.thresholds[1] = 12 - r;
         o.rule = (accel_index_rule)rule;
@@ -655,7 +655,7 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
     ck_assert_mem_eq(ig, ic, sizeof ig);
     ck_assert_mem_eq(dg, dc, sizeof dg);
     accel_stage_stats st;
-    accel_stage_stats_init(&st);
+    accel_stage_stats_init(&st, sizeof st);
     ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.join", &st), ACCEL_OK);
     ck_assert_uint_eq(st.fallbacks, 0);
     ck_assert_uint_gt(st.gpu_runs, 0);
@@ -669,7 +669,7 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
   dataset d = make_data(300, 64, 1, true, 11);
   accel_index *gx = build(gpu, &d);
   accel_search_options o;
-  accel_search_options_init(&o);
+  accel_search_options_init(&o, sizeof o);
   o.thresholds[0] = 3;
   check_join(gx, &d, &o, "emulated GPU join over budget");
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] index.join failed: "), 1);

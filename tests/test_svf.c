@@ -110,7 +110,7 @@ static void check_shadows(accel_ctx *ctx, const city *c, int64_t tile) {
   accel_array o[3] = {grid_f32(out, c->rows, c->cols), grid_f32(out + n, c->rows, c->cols),
                       grid_f32(out + 2 * n, c->rows, c->cols)};
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   opt.pixel_size = c->pixel;
   opt.tile = tile;
   static const char *const kinds[3] = {"sh", "vegsh", "vbshvegsh"};
@@ -151,7 +151,7 @@ static void check_sky(accel_ctx *ctx, const city *c, int64_t tile) {
     grids[g] = &o[g];
   }
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   opt.pixel_size = c->pixel;
   opt.tile = tile;
   ck_assert_msg(accel_svf_sky(ctx, &dsm, &cdsm, &tdsm, &opt, grids, NULL) == ACCEL_OK, "%s", accel_last_error(ctx));
@@ -229,7 +229,7 @@ static run_out run_all(accel_ctx *ctx, const city *c, int32_t patches, int64_t t
     mats[k] = &m[k];
   }
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   opt.pixel_size = c->pixel;
   opt.tile = tile;
   opt.patches = patches;
@@ -361,7 +361,7 @@ START_TEST(negative_and_missing_heights) {
   accel_array g1 = grid_f32(o1, c.rows, c.cols), g2 = grid_f32(o1 + n, c.rows, c.cols);
   const accel_array *w1[ACCEL_SVF_GRIDS] = {&g1}, *w2[ACCEL_SVF_GRIDS] = {&g2};
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   opt.pixel_size = c.pixel;
   ck_assert_int_eq(accel_svf_sky(ctx, &a, NULL, NULL, &opt, w1, NULL), ACCEL_OK);
   ck_assert_int_eq(accel_svf_sky(ctx, &b, NULL, NULL, &opt, w2, NULL), ACCEL_OK);
@@ -387,7 +387,7 @@ START_TEST(bad_arguments_are_errors) {
   float d[12] = {0}, o[12], o2[6];
   accel_array dsm = grid_f32(d, 3, 4), out = grid_f32(o, 3, 4), small = grid_f32(o2, 2, 3);
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   ck_assert_int_eq(accel_svf_shadows(ctx, &dsm, NULL, NULL, 90, 30, &opt, &out, NULL, NULL), ACCEL_ERR_INVALID_ARG);
   ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "pixel_size"));
   opt.pixel_size = 1;
@@ -440,7 +440,7 @@ START_TEST(progress_and_cancel) {
   accel_array out = grid_f32(o, c.rows, c.cols);
   const accel_array *g[ACCEL_SVF_GRIDS] = {&out};
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   opt.pixel_size = c.pixel;
   double last = -1;
   opt.progress = cancel_at_half;
@@ -472,7 +472,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   expect_same(&a, &b, what);
   check_shadows(gpu, &c, 0);
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   ck_assert_int_eq(accel_ctx_stats_find(gpu, "svf.sky", &st), ACCEL_OK);
   ck_assert_int_eq((int)st.gpu_runs, 2);
   ck_assert_int_eq(cap.n, 0);
@@ -504,7 +504,7 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   float *o = malloc(sizeof(float) * (size_t)(c.rows * c.cols));
   accel_array out = grid_f32(o, c.rows, c.cols);
   accel_svf_options opt;
-  accel_svf_options_init(&opt);
+  accel_svf_options_init(&opt, sizeof opt);
   opt.pixel_size = c.pixel;
   ck_assert_int_eq(accel_svf_shadows(strict, &dsm, NULL, NULL, 90, 30, &opt, &out, NULL, NULL),
                    ACCEL_ERR_DEVICE_MEMORY);

@@ -37,7 +37,7 @@ int capture_count_level(const log_capture *c, accel_log_level level) {
 accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
                     accel_log_level level) {
   accel_ctx_options o;
-  ck_assert_int_eq(accel_ctx_options_init(&o), ACCEL_OK);
+  ck_assert_int_eq(accel_ctx_options_init(&o, sizeof o), ACCEL_OK);
   o.backend = backend;
   o.fallback = policy;
   o.log_level = level;

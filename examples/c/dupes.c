@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
     return 2;
   }
   accel_hash_options ho;
-  accel_hash_options_init(&ho);
+  accel_hash_options_init(&ho, sizeof ho);
   ho.nkinds = 2;
   ho.kinds[0] = ACCEL_HASH_DHASH;
   ho.kinds[1] = ACCEL_HASH_AHASH;
@@ -40,7 +40,7 @@ int main(int argc, char **argv) {
   }
   /* the index: two fields (dhash, ahash) of 64 bits; id = the argument's number */
   accel_index_options io;
-  accel_index_options_init(&io);
+  accel_index_options_init(&io, sizeof io);
   io.nfields = 2;
   accel_index *ix = NULL;
   if (accel_index_create(ctx, &io, &ix) != ACCEL_OK) {
@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
     m++;
   }
   accel_search_options so;
-  accel_search_options_init(&so);
+  accel_search_options_init(&so, sizeof so);
   so.rule = ACCEL_INDEX_ALL;
   so.thresholds[0] = so.thresholds[1] = 5;
   accel_groups *groups = NULL;

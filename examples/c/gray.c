@@ -49,7 +49,7 @@ int main(int argc, char **argv) {
   if (s) return fail(argv[2], s, ctx);
 
   accel_stage_stats st;
-  accel_stage_stats_init(&st);
+  accel_stage_stats_init(&st, sizeof st);
   if (accel_ctx_stats_find(ctx, "image.gray", &st) == ACCEL_OK)
     printf("%s: %lldx%lld, image.gray ran on the %s in %.3f ms\n", argv[2], (long long)shape[1], (long long)shape[0],
            st.gpu_runs ? "GPU" : "CPU", st.seconds * 1e3);

@@ -25,7 +25,7 @@ void check(accel_status s, const accel_ctx *ctx) {
 
 Ctx make_context() {
   accel_ctx_options o;
-  check(accel_ctx_options_init(&o), nullptr);
+  check(accel_ctx_options_init(&o, sizeof o), nullptr);
   o.backend = ACCEL_BACKEND_AUTO;
   accel_ctx *raw = nullptr;
   check(accel_ctx_create(&o, &raw), nullptr);
@@ -43,7 +43,7 @@ int main() {
     std::cout << "libaccel " << accel_version_string() << " (" << accel_build_info() << ")\n";
     Ctx ctx = make_context();
     accel_ctx_info info;
-    check(accel_ctx_info_init(&info), nullptr);
+    check(accel_ctx_info_init(&info, sizeof info), nullptr);
     check(accel_ctx_query(ctx.get(), &info), ctx.get());
     std::cout << "backend: " << accel_backend_name(info.backend) << ", threads: " << info.cpu_threads << "\n";
 

@@ -21,7 +21,7 @@ fn main() {
         let version = CStr::from_ptr(accel_version_string()).to_str().unwrap();
         assert_eq!(accel_version_number(), ACCEL_VERSION_NUMBER);
         let mut opts: accel_ctx_options = std::mem::zeroed();
-        check(accel_ctx_options_init(&mut opts), std::ptr::null());
+        check(accel_ctx_options_init(&mut opts, std::mem::size_of::<accel_ctx_options>() as _), std::ptr::null());
         opts.backend = accel_backend_kind_ACCEL_BACKEND_CPU;
         let mut ctx: *mut accel_ctx = std::ptr::null_mut();
         check(accel_ctx_create(&opts, &mut ctx), std::ptr::null());

@@ -15,8 +15,15 @@
  * - Handles (accel_ctx, accel_buffer, ...) are opaque; each is released by its
  *   matching accel_*_destroy(), which accepts NULL.
  * - Structs that may grow start with uint32_t struct_size and have an init
- *   function that fills in struct_size and defaults. Always call it first:
- *   the library reads only the fields the caller's struct_size covers.
+ *   function taking the caller's size: accel_ctx_options_init(&o, sizeof o).
+ *   It fills in the defaults and sets struct_size to that size. Always call
+ *   it first. The library reads and writes only the bytes the caller's
+ *   struct_size covers: a program compiled against older, smaller headers
+ *   keeps working with a newer library (fields it does not have take their
+ *   defaults), and nothing past its struct is ever touched. A size smaller
+ *   than the oldest layout the library knows is ACCEL_ERR_VERSION; a larger
+ *   one (newer headers, older library) is accepted while the fields this
+ *   library does not know are zero. Fields are only ever added at the end.
  * - The library never frees what the caller allocated; the caller never frees
  *   what the library returns except through the matching accel_* function.
  */
@@ -149,14 +156,35 @@ typedef struct accel_ctx_options {
    * than the budget is split (slabs, tiles, batches) or fails with
    * ACCEL_ERR_DEVICE_MEMORY, which the fallback policy then handles. */
   uint64_t device_memory_budget;
-  int32_t cpu_threads;           /* CPU threads; 0 (default) = all (OpenMP's default) */
+  /* CPU threads, 1..ACCEL_CPU_THREADS_MAX; 0 (default) = all (OpenMP's
+   * default, itself capped at ACCEL_CPU_THREADS_MAX). More is
+   * ACCEL_ERR_INVALID_ARG. */
+  int32_t cpu_threads;
   accel_log_level log_level;     /* default ACCEL_LOG_WARN */
   accel_log_fn log_fn;           /* NULL (default) = write lines to stderr */
   void *log_user;                /* passed to log_fn */
+  /* The largest image or raster (width x height) any loader of this context
+   * accepts: JPEG/PNG decoding and hashing (unless their own options set a
+   * smaller max_pixels), PGM/PPM and TIFF loading. Larger inputs fail with
+   * ACCEL_ERR_LIMIT before anything is allocated. 0 (default) means
+   * ACCEL_DEFAULT_MAX_PIXELS. (Added after the first layout: programs built
+   * without it get the default.) */
+  uint64_t max_pixels;
 } accel_ctx_options;
 
-/* Fill `opts` with the defaults above and struct_size. */
-ACCEL_API accel_status accel_ctx_options_init(accel_ctx_options *opts);
+enum {
+  /* The most CPU threads a context accepts. */
+  ACCEL_CPU_THREADS_MAX = 1024,
+  /* The default pixel limit of image and raster loaders: 2^30 pixels (a
+   * 32768 x 32768 raster, 4 GiB as float32). */
+  ACCEL_DEFAULT_MAX_PIXELS = 1073741824
+};
+
+/* Fill the caller's `opts` of `struct_size` bytes (pass sizeof *opts) with
+ * the defaults above; struct_size is set to that size. Writes nothing past
+ * struct_size bytes. ACCEL_ERR_VERSION if the size is smaller than the
+ * oldest layout (the one without max_pixels). */
+ACCEL_API accel_status accel_ctx_options_init(accel_ctx_options *opts, size_t struct_size);
 
 /* Create a context. `opts` may be NULL for the defaults.
  *
@@ -208,9 +236,10 @@ typedef struct accel_ctx_info {
   uint64_t device_memory_budget;  /* bytes; 0 on the CPU backend */
   int32_t cpu_threads;            /* threads CPU stages use */
   accel_log_level log_level;
+  uint64_t max_pixels;            /* the loaders' pixel limit (added after the first layout) */
 } accel_ctx_info;
 
-ACCEL_API accel_status accel_ctx_info_init(accel_ctx_info *info);
+ACCEL_API accel_status accel_ctx_info_init(accel_ctx_info *info, size_t struct_size);
 ACCEL_API accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info);
 
 /* ---------------------------------------------------------------- stats */
@@ -236,7 +265,7 @@ typedef struct accel_stage_stats {
   double seconds;                /* wall time spent in the stage */
 } accel_stage_stats;
 
-ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats);
+ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size);
 /* Number of stages with statistics, stored in *count. */
 ACCEL_API accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count);
 /* Statistics of the index-th stage, in the order stages first ran.
@@ -261,7 +290,7 @@ typedef struct accel_backend_info {
   char reason[ACCEL_REASON_MAX]; /* why it is unavailable, else "" */
 } accel_backend_info;
 
-ACCEL_API accel_status accel_backend_info_init(accel_backend_info *info);
+ACCEL_API accel_status accel_backend_info_init(accel_backend_info *info, size_t struct_size);
 /* Describe backend `kind` (CPU or CUDA; AUTO is invalid). Never fails for lack
  * of a device: that is reported in info->available and info->reason. */
 ACCEL_API accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info);
@@ -279,7 +308,7 @@ typedef struct accel_device_info {
   int32_t runtime_version;
 } accel_device_info;
 
-ACCEL_API accel_status accel_device_info_init(accel_device_info *info);
+ACCEL_API accel_status accel_device_info_init(accel_device_info *info, size_t struct_size);
 /* Number of usable CUDA devices. Zero devices (no GPU, no driver, a build
  * without CUDA) is not an error: *count is 0 and ACCEL_OK is returned. */
 ACCEL_API accel_status accel_device_count(int32_t *count);

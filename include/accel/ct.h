@@ -103,7 +103,7 @@ typedef struct accel_ct_marker_options {
   double spacing[3];
 } accel_ct_marker_options;
 
-ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *options);
+ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *options, size_t struct_size);
 
 /* Markers as scikit-image 0.19.3's
  *   peak_local_max(edt, min_distance=d, exclude_border=False,
@@ -156,7 +156,7 @@ typedef struct accel_ct_watershed_options {
   void *progress_user;
 } accel_ct_watershed_options;
 
-ACCEL_API accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *options);
+ACCEL_API accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *options, size_t struct_size);
 
 /* scikit-image 0.19.3's watershed(image, markers, mask=mask) with
  * connectivity 1: a priority flood from the markers (I32, nonzero = a
@@ -232,7 +232,7 @@ typedef struct accel_ct_pipeline_options {
   double nearby_factor;            /* default 1 (distances in spacing units) */
 } accel_ct_pipeline_options;
 
-ACCEL_API accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *options);
+ACCEL_API accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *options, size_t struct_size);
 
 /* Where a run writes; NULL members are not computed unless later stages
  * need them (and are then never downloaded from a GPU). */
@@ -248,7 +248,7 @@ typedef struct accel_ct_outputs {
   uint32_t marker_count;       /* out: markers found or given */
 } accel_ct_outputs;
 
-ACCEL_API accel_status accel_ct_outputs_init(accel_ct_outputs *outputs);
+ACCEL_API accel_status accel_ct_outputs_init(accel_ct_outputs *outputs, size_t struct_size);
 
 typedef struct accel_ct_pipeline accel_ct_pipeline;
 

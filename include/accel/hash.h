@@ -77,7 +77,8 @@ typedef struct accel_hash_options {
    * bit-exact: docs/hash.md gives the measured agreement. */
   int32_t fast;
   /* Decompression-bomb guard: an image with more pixels fails with
-   * ACCEL_ERR_LIMIT before any pixel is decoded. 0 = default, 256 000 000. */
+   * ACCEL_ERR_LIMIT before any pixel is decoded. 0 = default, 256 000 000;
+   * never more than the context's max_pixels. */
   uint64_t max_pixels;
   accel_progress_fn progress;   /* stage "hash.batch", fraction of inputs done */
   void *progress_user;
@@ -85,7 +86,7 @@ typedef struct accel_hash_options {
   void *error_user;
 } accel_hash_options;
 
-ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options);
+ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size_t struct_size);
 
 /* Bits of one hash of `kind`: hash_size^2, or 14 * color_binbits for
  * colorhash. ACCEL_ERR_INVALID_ARG for sizes imagehash refuses. */

@@ -70,11 +70,11 @@ typedef struct accel_decode_options {
   uint32_t struct_size;      /* set by accel_decode_options_init */
   accel_decode_target target;/* default ACCEL_DECODE_RGB */
   /* More pixels than this fails with ACCEL_ERR_LIMIT before decoding.
-   * 0 = default, 256 000 000. */
+   * 0 = default, 256 000 000; never more than the context's max_pixels. */
   uint64_t max_pixels;
 } accel_decode_options;
 
-ACCEL_API accel_status accel_decode_options_init(accel_decode_options *options);
+ACCEL_API accel_status accel_decode_options_init(accel_decode_options *options, size_t struct_size);
 
 typedef struct accel_image_info {
   uint32_t struct_size;      /* set by accel_image_info_init */
@@ -83,7 +83,7 @@ typedef struct accel_image_info {
   int64_t width, height;
 } accel_image_info;
 
-ACCEL_API accel_status accel_image_info_init(accel_image_info *info);
+ACCEL_API accel_status accel_image_info_init(accel_image_info *info, size_t struct_size);
 /* "1", "L", "LA", "P", "RGB", "RGBA", "CMYK", "I"; "?" otherwise. */
 ACCEL_API const char *accel_image_mode_name(accel_image_mode mode);
 

@@ -48,7 +48,7 @@ typedef struct accel_index_options {
   uint32_t nfields;      /* codes per entry, 1 (default) .. ACCEL_INDEX_MAX_FIELDS */
 } accel_index_options;
 
-ACCEL_API accel_status accel_index_options_init(accel_index_options *options);
+ACCEL_API accel_status accel_index_options_init(accel_index_options *options, size_t struct_size);
 
 /* An empty index, searched with `ctx`'s backend (the context must outlive
  * it). `options` may be NULL (64 bits, one field). */
@@ -112,7 +112,7 @@ typedef struct accel_search_options {
   void *progress_user;
 } accel_search_options;
 
-ACCEL_API accel_status accel_search_options_init(accel_search_options *options);
+ACCEL_API accel_status accel_search_options_init(accel_search_options *options, size_t struct_size);
 
 /* Pairs found by a search; read them with accel_pairs_view. */
 typedef struct accel_pairs accel_pairs;

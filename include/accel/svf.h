@@ -87,7 +87,7 @@ typedef struct accel_svf_options {
   void *progress_user;
 } accel_svf_options;
 
-ACCEL_API accel_status accel_svf_options_init(accel_svf_options *options);
+ACCEL_API accel_status accel_svf_options_init(accel_svf_options *options, size_t struct_size);
 
 /* Patches of a patch option (145, 153, 306 or 612): their count, or 0 for
  * an unknown option. With `azimuth` and `altitude` not NULL (room for the

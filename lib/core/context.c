@@ -1,6 +1,7 @@
 /* Contexts: options, environment overrides, backend choice, lifetime. */
 #include "context.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -8,8 +9,8 @@
 /* Sizes of the first released version of each struct: callers compiled
  * against that version pass these. Fields added later get defaults. */
 enum {
-  CTX_OPTIONS_V1_SIZE = sizeof(accel_ctx_options),
-  CTX_INFO_V1_SIZE = sizeof(accel_ctx_info)
+  CTX_OPTIONS_V1_SIZE = offsetof(accel_ctx_options, max_pixels),
+  CTX_INFO_V1_SIZE = offsetof(accel_ctx_info, max_pixels)
 };
 
 static uint64_t next_serial(void) {
@@ -60,23 +61,22 @@ accel_status accel_log_level_from_string(const char *name, accel_log_level *leve
 
 /* ---------------------------------------------------------- options */
 
-accel_status accel_ctx_options_init(accel_ctx_options *opts) {
-  if (!opts) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_options_init: opts is NULL");
-  memset(opts, 0, sizeof *opts);
-  opts->struct_size = sizeof *opts;
-  opts->backend = ACCEL_BACKEND_AUTO;
-  opts->device = 0;
-  opts->fallback = ACCEL_FALLBACK_ALLOW;
-  opts->device_memory_budget = 0;
-  opts->cpu_threads = 0;
-  opts->log_level = ACCEL_LOG_WARN;
-  opts->log_fn = NULL;
-  opts->log_user = NULL;
-  return ACCEL_OK;
+accel_status accel_ctx_options_init(accel_ctx_options *opts, size_t struct_size) {
+  accel_ctx_options d;
+  memset(&d, 0, sizeof d);
+  d.backend = ACCEL_BACKEND_AUTO;
+  d.device = 0;
+  d.fallback = ACCEL_FALLBACK_ALLOW;
+  d.device_memory_budget = 0;
+  d.cpu_threads = 0;
+  d.log_level = ACCEL_LOG_WARN;
+  d.log_fn = NULL;
+  d.log_user = NULL;
+  return accel__versioned_init("accel_ctx_options_init", opts, struct_size, &d, sizeof d, CTX_OPTIONS_V1_SIZE);
 }
 
 static accel_status read_options(const accel_ctx_options *in, accel_ctx_options *o) {
-  accel_ctx_options_init(o);
+  accel_ctx_options_init(o, sizeof *o);
   if (in) {
     accel_status s = accel__versioned_in(NULL, "accel_ctx_create", "opts", in, o, sizeof *o,
                                          CTX_OPTIONS_V1_SIZE);
@@ -93,9 +93,10 @@ static accel_status read_options(const accel_ctx_options *in, accel_ctx_options 
   if (o->device < 0)
     return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: device index %d is negative",
                        (int)o->device);
-  if (o->cpu_threads < 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: cpu_threads %d is negative",
-                       (int)o->cpu_threads);
+  if (o->cpu_threads < 0 || o->cpu_threads > ACCEL_CPU_THREADS_MAX)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
+                       "accel_ctx_create: cpu_threads %d is out of range (0 = all cores, else 1..%d)",
+                       (int)o->cpu_threads, (int)ACCEL_CPU_THREADS_MAX);
   return ACCEL_OK;
 }
 
@@ -184,6 +185,7 @@ accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__
   ctx->log_env_level = log_env_level;
   ctx->fallback = o.fallback;
   ctx->threads = o.cpu_threads ? o.cpu_threads : accel__default_threads();
+  ctx->max_pixels = o.max_pixels ? o.max_pixels : (uint64_t)ACCEL_DEFAULT_MAX_PIXELS;
 
   s = choose_backend(ctx, &o, gpu);
   if (s) {
@@ -215,23 +217,27 @@ void accel_ctx_destroy(accel_ctx *ctx) {
 
 int accel__ctx_threads(const accel_ctx *ctx) { return ctx->threads; }
 
-accel_status accel_ctx_info_init(accel_ctx_info *info) {
-  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_info_init: info is NULL");
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  return ACCEL_OK;
+uint64_t accel__ctx_max_pixels(const accel_ctx *ctx) {
+  return ctx ? ctx->max_pixels : (uint64_t)ACCEL_DEFAULT_MAX_PIXELS;
+}
+
+accel_status accel_ctx_info_init(accel_ctx_info *info, size_t struct_size) {
+  accel_ctx_info d;
+  memset(&d, 0, sizeof d);
+  return accel__versioned_init("accel_ctx_info_init", info, struct_size, &d, sizeof d, CTX_INFO_V1_SIZE);
 }
 
 accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info) {
   if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_query: ctx is NULL");
   if (!info) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_ctx_query: info is NULL");
   accel_ctx_info i;
-  accel_ctx_info_init(&i);
+  accel_ctx_info_init(&i, sizeof i);
   i.backend = ctx->backend->kind;
   i.device = ctx->device;
   i.fallback = ctx->fallback;
   i.device_memory_budget = ctx->memory_budget;
   i.cpu_threads = ctx->threads;
+  i.max_pixels = ctx->max_pixels;
   accel_ctx *c = (accel_ctx *)ctx;
   pthread_mutex_lock(&c->log_mu);
   i.log_level = c->log_level;

@@ -19,6 +19,7 @@ struct accel_ctx {
   uint64_t memory_budget;          /* 0 on the CPU */
   accel_fallback_policy fallback;
   int threads;
+  uint64_t max_pixels;             /* the loaders' pixel limit */
 
   pthread_mutex_t log_mu;
   accel_log_fn log_fn;             /* NULL: stderr */

@@ -16,17 +16,16 @@ static const accel__backend *gpu_backend(void) {
 #endif
 }
 
-accel_status accel_backend_info_init(accel_backend_info *info) {
-  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_info_init: info is NULL");
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  return ACCEL_OK;
+accel_status accel_backend_info_init(accel_backend_info *info, size_t struct_size) {
+  accel_backend_info d;
+  memset(&d, 0, sizeof d);
+  return accel__versioned_init("accel_backend_info_init", info, struct_size, &d, sizeof d, BACKEND_INFO_V1_SIZE);
 }
 
 accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info) {
   if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_query: info is NULL");
   accel_backend_info i;
-  accel_backend_info_init(&i);
+  accel_backend_info_init(&i, sizeof i);
   i.kind = kind;
   if (kind == ACCEL_BACKEND_CPU) {
     accel__strlcpy(i.name, "cpu", sizeof i.name);
@@ -66,11 +65,10 @@ accel_status accel_device_count(int32_t *count) {
   return ACCEL_OK;
 }
 
-accel_status accel_device_info_init(accel_device_info *info) {
-  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_device_info_init: info is NULL");
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  return ACCEL_OK;
+accel_status accel_device_info_init(accel_device_info *info, size_t struct_size) {
+  accel_device_info d;
+  memset(&d, 0, sizeof d);
+  return accel__versioned_init("accel_device_info_init", info, struct_size, &d, sizeof d, DEVICE_INFO_V1_SIZE);
 }
 
 accel_status accel_device_query(int32_t index, accel_device_info *info) {
@@ -81,7 +79,7 @@ accel_status accel_device_query(int32_t index, accel_device_info *info) {
     return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "accel_device_query: no CUDA device %d (%d present)",
                        (int)index, (int)n);
   accel_device_info d;
-  accel_device_info_init(&d);
+  accel_device_info_init(&d, sizeof d);
   char why[ACCEL_REASON_MAX] = "";
   accel_status s = gpu_backend()->device_info(index, &d, why);
   if (s) return accel__fail(NULL, s, "accel_device_query: %s", why);

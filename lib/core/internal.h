@@ -59,6 +59,8 @@ void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delt
 /* ---- context accessors (context.c) */
 
 int accel__ctx_threads(const accel_ctx *ctx);
+/* The pixel limit of image and raster loaders (ctx may be NULL: the default). */
+uint64_t accel__ctx_max_pixels(const accel_ctx *ctx);
 
 /* Create a context whose GPU backend is `gpu` instead of the built-in CUDA
  * backend (NULL: none). Tests use it to install a backend that fails on
@@ -101,6 +103,14 @@ void accel__view_free(accel__view *v);
 const char *accel__dtype_name(accel_dtype dtype);
 
 /* ---- versioned structs (util.c): struct_size is the first member */
+
+/* An init function's body: write `defaults` (ours, ours_size bytes) into the
+ * caller's struct of `size` bytes, never past it: the bytes both cover are
+ * copied, any beyond ours are zeroed, struct_size becomes `size`.
+ * ACCEL_ERR_INVALID_ARG for NULL, ACCEL_ERR_VERSION for a size below
+ * `min_size` (the oldest layout) or over UINT32_MAX; nothing is written then. */
+accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults,
+                                   size_t ours_size, size_t min_size);
 
 /* Read a caller's struct into `ours` (which holds the defaults): copies what
  * both sizes cover. ACCEL_ERR_VERSION if theirs is smaller than `min_size`

@@ -38,11 +38,10 @@ void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delt
   pthread_mutex_unlock(&ctx->stats_mu);
 }
 
-accel_status accel_stage_stats_init(accel_stage_stats *stats) {
-  if (!stats) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_stage_stats_init: stats is NULL");
-  memset(stats, 0, sizeof *stats);
-  stats->struct_size = sizeof *stats;
-  return ACCEL_OK;
+accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size) {
+  accel_stage_stats d;
+  memset(&d, 0, sizeof d);
+  return accel__versioned_init("accel_stage_stats_init", stats, struct_size, &d, sizeof d, STAGE_STATS_V1_SIZE);
 }
 
 static accel_status check_out(const accel_ctx *ctx, const char *func, const accel_stage_stats *s) {
@@ -58,7 +57,7 @@ static accel_status check_out(const accel_ctx *ctx, const char *func, const acce
 
 static void fill(accel_stage_stats *out, const accel__stage_record *r) {
   accel_stage_stats s;
-  accel_stage_stats_init(&s);
+  accel_stage_stats_init(&s, sizeof s);
   accel__strlcpy(s.stage, r->name, sizeof s.stage);
   s.runs = r->total.runs;
   s.gpu_runs = r->total.gpu_runs;

@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -26,6 +27,7 @@ int accel__default_threads(void) {
 #else
   long n = sysconf(_SC_NPROCESSORS_ONLN);
 #endif
+  if (n > ACCEL_CPU_THREADS_MAX) n = ACCEL_CPU_THREADS_MAX; /* OMP_NUM_THREADS=100000 */
   return n > 0 ? (int)n : 1;
 }
 
@@ -84,5 +86,21 @@ accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const 
   size_t n = size < ours_size ? size : ours_size;
   memcpy((char *)theirs + sizeof size, (const char *)ours + sizeof size, n - sizeof size);
   if (size > ours_size) memset((char *)theirs + ours_size, 0, size - ours_size);
+  return ACCEL_OK;
+}
+
+accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults,
+                                   size_t ours_size, size_t min_size) {
+  if (!theirs) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: the struct pointer is NULL", func);
+  if (size < min_size || size > UINT32_MAX)
+    return accel__fail(NULL, ACCEL_ERR_VERSION,
+                       "%s: struct_size %zu is not a layout this libaccel (%s) knows (%zu bytes or more; "
+                       "pass sizeof of the struct)",
+                       func, size, accel_version_string(), min_size);
+  const size_t n = size < ours_size ? size : ours_size;
+  memcpy(theirs, defaults, n);
+  if (size > ours_size) memset((char *)theirs + ours_size, 0, size - ours_size);
+  const uint32_t s32 = (uint32_t)size;
+  memcpy(theirs, &s32, sizeof s32);
   return ACCEL_OK;
 }

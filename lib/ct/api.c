@@ -210,15 +210,14 @@ accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double 
 enum { MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options), WATERSHED_OPTIONS_V1 = sizeof(accel_ct_watershed_options),
        PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options), OUTPUTS_V1 = sizeof(accel_ct_outputs) };
 
-accel_status accel_ct_marker_options_init(accel_ct_marker_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_marker_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->min_distance = 3;
-  o->saddle_iterations = 20;
-  o->nearby_factor = 1.0;
-  o->spacing[0] = o->spacing[1] = o->spacing[2] = 1.0;
-  return ACCEL_OK;
+accel_status accel_ct_marker_options_init(accel_ct_marker_options *o, size_t struct_size) {
+  accel_ct_marker_options d;
+  memset(&d, 0, sizeof d);
+  d.min_distance = 3;
+  d.saddle_iterations = 20;
+  d.nearby_factor = 1.0;
+  d.spacing[0] = d.spacing[1] = d.spacing[2] = 1.0;
+  return accel__versioned_init("accel_ct_marker_options_init", o, struct_size, &d, sizeof d, MARKER_OPTIONS_V1);
 }
 
 static accel_status check_trim(accel_ctx *ctx, const char *F, uint32_t trim, int32_t iterations, double factor) {
@@ -258,7 +257,7 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   static const char F[] = "accel_ct_markers";
   if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
   accel_ct_marker_options o;
-  accel_ct_marker_options_init(&o);
+  accel_ct_marker_options_init(&o, sizeof o);
   accel_status s = ACCEL_OK;
   if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, MARKER_OPTIONS_V1))) return s;
   if (o.min_distance < 0) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: min_distance %d < 0", F, o.min_distance);
@@ -306,7 +305,7 @@ accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const
   static const char F[] = "accel_ct_trim_markers";
   if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
   accel_ct_marker_options o;
-  accel_ct_marker_options_init(&o);
+  accel_ct_marker_options_init(&o, sizeof o);
   o.trim = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY;
   accel_status s = ACCEL_OK;
   if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, MARKER_OPTIONS_V1))) return s;
@@ -340,12 +339,11 @@ accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const
   return s;
 }
 
-accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_watershed_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->ties = ACCEL_CT_TIES_SKIMAGE;
-  return ACCEL_OK;
+accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *o, size_t struct_size) {
+  accel_ct_watershed_options d;
+  memset(&d, 0, sizeof d);
+  d.ties = ACCEL_CT_TIES_SKIMAGE;
+  return accel__versioned_init("accel_ct_watershed_options_init", o, struct_size, &d, sizeof d, WATERSHED_OPTIONS_V1);
 }
 
 accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,
@@ -354,7 +352,7 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
   static const char F[] = "accel_ct_watershed";
   if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
   accel_ct_watershed_options o;
-  accel_ct_watershed_options_init(&o);
+  accel_ct_watershed_options_init(&o, sizeof o);
   accel_status s = ACCEL_OK;
   if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, WATERSHED_OPTIONS_V1))) return s;
   if (o.ties != ACCEL_CT_TIES_SKIMAGE && o.ties != ACCEL_CT_TIES_STABLE)
@@ -447,26 +445,24 @@ struct accel_ct_pipeline {
   int64_t nslopes;
 };
 
-accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_pipeline_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->compare = ACCEL_CT_GREATER;
-  o->fill_connectivity = ACCEL_CT_FACES;
-  o->pores = ACCEL_CT_PORES_CLOSED;
-  o->spacing[0] = o->spacing[1] = o->spacing[2] = 1.0;
-  o->min_distance = 3;
-  o->ties = ACCEL_CT_TIES_SKIMAGE;
-  o->saddle_iterations = 20;
-  o->nearby_factor = 1.0;
-  return ACCEL_OK;
+accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o, size_t struct_size) {
+  accel_ct_pipeline_options d;
+  memset(&d, 0, sizeof d);
+  d.compare = ACCEL_CT_GREATER;
+  d.fill_connectivity = ACCEL_CT_FACES;
+  d.pores = ACCEL_CT_PORES_CLOSED;
+  d.spacing[0] = d.spacing[1] = d.spacing[2] = 1.0;
+  d.min_distance = 3;
+  d.ties = ACCEL_CT_TIES_SKIMAGE;
+  d.saddle_iterations = 20;
+  d.nearby_factor = 1.0;
+  return accel__versioned_init("accel_ct_pipeline_options_init", o, struct_size, &d, sizeof d, PIPELINE_OPTIONS_V1);
 }
 
-accel_status accel_ct_outputs_init(accel_ct_outputs *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_outputs_init: outputs is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  return ACCEL_OK;
+accel_status accel_ct_outputs_init(accel_ct_outputs *o, size_t struct_size) {
+  accel_ct_outputs d;
+  memset(&d, 0, sizeof d);
+  return accel__versioned_init("accel_ct_outputs_init", o, struct_size, &d, sizeof d, OUTPUTS_V1);
 }
 
 accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_options *options,
@@ -475,7 +471,7 @@ accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_op
   if (!ctx || !out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
   *out = NULL;
   accel_ct_pipeline_options o;
-  accel_ct_pipeline_options_init(&o);
+  accel_ct_pipeline_options_init(&o, sizeof o);
   accel_status s;
   if (options && (s = accel__versioned_in(ctx, F, "options", options, &o, sizeof o, PIPELINE_OPTIONS_V1))) return s;
   if (!o.slope != !o.intercept)
@@ -514,7 +510,7 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
   if (!p || !outputs) return accel__fail(p ? p->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
   accel_ctx *ctx = p->ctx;
   accel_ct_outputs o;
-  accel_ct_outputs_init(&o);
+  accel_ct_outputs_init(&o, sizeof o);
   accel_status s = accel__versioned_in(ctx, F, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
   if (s) return s;
   static const accel_dtype in_ok[] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_I16, ACCEL_DTYPE_U16, ACCEL_DTYPE_I32,

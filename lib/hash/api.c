@@ -33,18 +33,17 @@ accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind
                      "unknown hash kind \"%s\" (ahash, dhash, dhash_vertical, phash, whash, colorhash)", name);
 }
 
-accel_status accel_hash_options_init(accel_hash_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->nkinds = 4;
-  o->kinds[0] = ACCEL_HASH_AHASH;
-  o->kinds[1] = ACCEL_HASH_DHASH;
-  o->kinds[2] = ACCEL_HASH_PHASH;
-  o->kinds[3] = ACCEL_HASH_WHASH;
-  o->hash_size = 8;
-  o->color_binbits = 3;
-  return ACCEL_OK;
+accel_status accel_hash_options_init(accel_hash_options *o, size_t struct_size) {
+  accel_hash_options d;
+  memset(&d, 0, sizeof d);
+  d.nkinds = 4;
+  d.kinds[0] = ACCEL_HASH_AHASH;
+  d.kinds[1] = ACCEL_HASH_DHASH;
+  d.kinds[2] = ACCEL_HASH_PHASH;
+  d.kinds[3] = ACCEL_HASH_WHASH;
+  d.hash_size = 8;
+  d.color_binbits = 3;
+  return accel__versioned_init("accel_hash_options_init", o, struct_size, &d, sizeof d, HASH_OPTIONS_V1_SIZE);
 }
 
 static bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -75,7 +74,7 @@ accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t co
 /* Validate options (NULL = defaults) into a spec. */
 static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_hash_options *in,
                             accel_hash_options *o, accel__hash_spec *spec) {
-  accel_hash_options_init(o);
+  accel_hash_options_init(o, sizeof *o);
   if (in) {
     accel_status s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, HASH_OPTIONS_V1_SIZE);
     if (s) return s;
@@ -152,6 +151,7 @@ static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job
   job->progress = o.progress;
   job->progress_user = o.progress_user;
   job->decode.max_pixels = o.max_pixels ? o.max_pixels : DEFAULT_MAX_PIXELS;
+  if (job->decode.max_pixels > accel__ctx_max_pixels(ctx)) job->decode.max_pixels = accel__ctx_max_pixels(ctx);
   if (o.fast) draft_size(&job->spec, &job->decode.draft_width, &job->decode.draft_height);
   if (job->n == 0) return ACCEL_OK;
   job->messages = calloc(job->n, sizeof(char *));

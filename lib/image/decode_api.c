@@ -8,19 +8,17 @@
 
 enum { DECODE_OPTIONS_V1_SIZE = sizeof(accel_decode_options), IMAGE_INFO_V1_SIZE = sizeof(accel_image_info) };
 
-accel_status accel_decode_options_init(accel_decode_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_decode_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->target = ACCEL_DECODE_RGB;
-  return ACCEL_OK;
+accel_status accel_decode_options_init(accel_decode_options *o, size_t struct_size) {
+  accel_decode_options d;
+  memset(&d, 0, sizeof d);
+  d.target = ACCEL_DECODE_RGB;
+  return accel__versioned_init("accel_decode_options_init", o, struct_size, &d, sizeof d, DECODE_OPTIONS_V1_SIZE);
 }
 
-accel_status accel_image_info_init(accel_image_info *info) {
-  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_image_info_init: info is NULL");
-  memset(info, 0, sizeof *info);
-  info->struct_size = sizeof *info;
-  return ACCEL_OK;
+accel_status accel_image_info_init(accel_image_info *info, size_t struct_size) {
+  accel_image_info d;
+  memset(&d, 0, sizeof d);
+  return accel__versioned_init("accel_image_info_init", info, struct_size, &d, sizeof d, IMAGE_INFO_V1_SIZE);
 }
 
 const char *accel_image_mode_name(accel_image_mode mode) { return accel__mode_name((accel__mode)mode); }
@@ -58,7 +56,7 @@ static accel_status decode(accel_ctx *ctx, const char *func, const char *path, c
   if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", func);
   *out = NULL;
   accel_decode_options o;
-  accel_decode_options_init(&o);
+  accel_decode_options_init(&o, sizeof o);
   if (in) {
     accel_status s = accel__versioned_in(ctx, func, "options", in, &o, sizeof o, DECODE_OPTIONS_V1_SIZE);
     if (s) return s;
@@ -67,7 +65,8 @@ static accel_status decode(accel_ctx *ctx, const char *func, const char *path, c
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown target %d", func, (int)o.target);
   if (info && info->struct_size < IMAGE_INFO_V1_SIZE)
     return accel__fail(ctx, ACCEL_ERR_VERSION, "%s: info->struct_size too small; call accel_image_info_init", func);
-  accel__decode_options dopt = {.max_pixels = o.max_pixels ? o.max_pixels : 256000000};
+  uint64_t limit = o.max_pixels ? o.max_pixels : 256000000, ctx_limit = accel__ctx_max_pixels(ctx);
+  accel__decode_options dopt = {.max_pixels = limit < ctx_limit ? limit : ctx_limit};
   decode_ctx c = {.target = o.target};
   accel__decode_sink sink = {on_begin, on_row, &c};
   char why[ACCEL_REASON_MAX] = "";
@@ -85,7 +84,7 @@ static accel_status decode(accel_ctx *ctx, const char *func, const char *path, c
   }
   if (info) {
     accel_image_info i;
-    accel_image_info_init(&i);
+    accel_image_info_init(&i, sizeof i);
     i.format = c.hdr.format == 'J' ? ACCEL_IMAGE_FORMAT_JPEG : ACCEL_IMAGE_FORMAT_PNG;
     i.mode = (accel_image_mode)c.hdr.mode;
     i.width = c.hdr.width;

@@ -6,18 +6,17 @@
 
 enum { SEARCH_OPTIONS_V1_SIZE = sizeof(accel_search_options), KNN_MAX = 4096 };
 
-accel_status accel_search_options_init(accel_search_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_search_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->rule = ACCEL_INDEX_ALL;
-  o->algorithm = ACCEL_INDEX_AUTO;
-  return ACCEL_OK;
+accel_status accel_search_options_init(accel_search_options *o, size_t struct_size) {
+  accel_search_options d;
+  memset(&d, 0, sizeof d);
+  d.rule = ACCEL_INDEX_ALL;
+  d.algorithm = ACCEL_INDEX_AUTO;
+  return accel__versioned_init("accel_search_options_init", o, struct_size, &d, sizeof d, SEARCH_OPTIONS_V1_SIZE);
 }
 
 static accel_status read_search(const accel_index *ix, const char *func, const accel_search_options *in,
                                 accel_search_options *o, accel__search *s) {
-  accel_search_options_init(o);
+  accel_search_options_init(o, sizeof *o);
   if (in) {
     accel_status st = accel__versioned_in(ix->ctx, func, "options", in, o, sizeof *o, SEARCH_OPTIONS_V1_SIZE);
     if (st) return st;

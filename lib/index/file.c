@@ -154,7 +154,7 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
     goto done;
   }
   accel_index_options o;
-  accel_index_options_init(&o);
+  accel_index_options_init(&o, sizeof o);
   o.bits = h.bits;
   o.nfields = h.nfields;
   if ((s = accel_index_create(ctx, &o, &ix))) goto done;

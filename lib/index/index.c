@@ -8,13 +8,12 @@
 
 enum { INDEX_OPTIONS_V1_SIZE = sizeof(accel_index_options), META_MAX = 4095 };
 
-accel_status accel_index_options_init(accel_index_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->bits = 64;
-  o->nfields = 1;
-  return ACCEL_OK;
+accel_status accel_index_options_init(accel_index_options *o, size_t struct_size) {
+  accel_index_options d;
+  memset(&d, 0, sizeof d);
+  d.bits = 64;
+  d.nfields = 1;
+  return accel__versioned_init("accel_index_options_init", o, struct_size, &d, sizeof d, INDEX_OPTIONS_V1_SIZE);
 }
 
 /* ------------------------------------------------------------ the id map */
@@ -156,7 +155,7 @@ accel_status accel_index_create(accel_ctx *ctx, const accel_index_options *in, a
   *out = NULL;
   if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
   accel_index_options o;
-  accel_index_options_init(&o);
+  accel_index_options_init(&o, sizeof o);
   if (in) {
     accel_status s = accel__versioned_in(ctx, F, "options", in, &o, sizeof o, INDEX_OPTIONS_V1_SIZE);
     if (s) return s;

@@ -18,13 +18,12 @@ const char *accel_svf_grid_name(int32_t grid) {
   return grid >= 0 && grid < ACCEL_SVF_GRIDS ? grid_names[grid] : NULL;
 }
 
-accel_status accel_svf_options_init(accel_svf_options *o) {
-  if (!o) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_svf_options_init: options is NULL");
-  memset(o, 0, sizeof *o);
-  o->struct_size = sizeof *o;
-  o->patches = 153;
-  o->trunk_ratio = 0.25;
-  return ACCEL_OK;
+accel_status accel_svf_options_init(accel_svf_options *o, size_t struct_size) {
+  accel_svf_options d;
+  memset(&d, 0, sizeof d);
+  d.patches = 153;
+  d.trunk_ratio = 0.25;
+  return accel__versioned_init("accel_svf_options_init", o, struct_size, &d, sizeof d, SVF_OPTIONS_V1);
 }
 
 /* ------------------------------------------------------------ checks */
@@ -64,7 +63,7 @@ static accel_status check_out_overlap(accel_ctx *ctx, const char *F, const char 
 }
 
 static accel_status check_options(accel_ctx *ctx, const char *F, const accel_svf_options *in, accel_svf_options *o) {
-  accel_svf_options_init(o);
+  accel_svf_options_init(o, sizeof *o);
   accel_status s;
   if (!in) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: options is NULL (the pixel size is required)", F);
   if ((s = accel__versioned_in(ctx, F, "options", in, o, sizeof *o, SVF_OPTIONS_V1))) return s;

@@ -65,7 +65,7 @@ def backends():
     out = {}
     for kind in (1, 2):
         b = _native.BackendInfo()
-        lib.accel_backend_info_init(ctypes.byref(b))
+        lib.accel_backend_info_init(ctypes.byref(b), ctypes.sizeof(b))
         _check(lib.accel_backend_query(kind, ctypes.byref(b)))
         out[b.name.decode()] = {"compiled": bool(b.compiled), "available": bool(b.available),
                                 "device_count": b.device_count, "reason": b.reason.decode()}
@@ -79,7 +79,7 @@ def devices():
     out = []
     for i in range(n.value):
         d = _native.DeviceInfo()
-        lib.accel_device_info_init(ctypes.byref(d))
+        lib.accel_device_info_init(ctypes.byref(d), ctypes.sizeof(d))
         _check(lib.accel_device_query(i, ctypes.byref(d)))
         out.append({"index": d.index, "name": d.name.decode(), "total_memory": d.total_memory,
                     "free_memory": d.free_memory, "compute_capability": (d.cc_major, d.cc_minor),
@@ -213,17 +213,20 @@ class Context:
     falling back to the CPU; log: a callable(level_name, message) receiving
     the library's log lines at or above log_level (default: stderr).
     ACCEL_BACKEND / ACCEL_LOG in the environment override these, as in C.
+    threads: CPU threads (0 = all cores, at most 1024); max_pixels: the largest
+    image or raster (width x height) the loaders accept (0 = 2**30).
     """
 
     def __init__(self, backend="auto", strict=False, device=0, memory_budget=0, threads=0,
-                 log=None, log_level="warn"):
+                 log=None, log_level="warn", max_pixels=0):
         o = _native.CtxOptions()
-        _check(lib.accel_ctx_options_init(ctypes.byref(o)))
+        _check(lib.accel_ctx_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         o.backend = BACKENDS[backend]
         o.fallback = 1 if strict else 0
         o.device = device
         o.device_memory_budget = memory_budget
         o.cpu_threads = threads
+        o.max_pixels = max_pixels
         o.log_level = LOG_LEVELS[log_level]
         self._log_cb = None
         if log is not None:
@@ -260,7 +263,7 @@ class Context:
     def info(self):
         """What the context resolved: backend, device, fallback, budget, threads, log level."""
         i = _native.CtxInfo()
-        lib.accel_ctx_info_init(ctypes.byref(i))
+        lib.accel_ctx_info_init(ctypes.byref(i), ctypes.sizeof(i))
         _check(lib.accel_ctx_query(self.handle, ctypes.byref(i)), self.handle)
         return {"backend": BACKEND_NAMES[i.backend], "device": i.device,
                 "fallback": "deny" if i.fallback else "allow",
@@ -274,7 +277,7 @@ class Context:
         out = {}
         for k in range(n.value):
             s = _native.StageStats()
-            lib.accel_stage_stats_init(ctypes.byref(s))
+            lib.accel_stage_stats_init(ctypes.byref(s), ctypes.sizeof(s))
             _check(lib.accel_ctx_stats_get(self.handle, k, ctypes.byref(s)), self.handle)
             out[s.stage.decode()] = {f: getattr(s, f) for f in
                                      ("runs", "gpu_runs", "cpu_runs", "fallbacks", "failures", "seconds")}
@@ -299,7 +302,7 @@ class Context:
         import numpy as np
         kinds = tuple(kinds)
         o = _native.HashOptions()
-        _check(lib.accel_hash_options_init(ctypes.byref(o)))
+        _check(lib.accel_hash_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         if not 1 <= len(kinds) <= len(HASH_KINDS):
             raise ValueError("between 1 and %d kinds" % len(HASH_KINDS))
         for i, k in enumerate(kinds):
@@ -358,11 +361,11 @@ class Context:
         (H, W) with gray=True (Pillow's convert('L')). Returns (array, mode name)."""
         import numpy as np
         o = _native.DecodeOptions()
-        lib.accel_decode_options_init(ctypes.byref(o))
+        lib.accel_decode_options_init(ctypes.byref(o), ctypes.sizeof(o))
         o.target = 0 if gray else 1
         o.max_pixels = max_pixels
         info = _native.ImageInfo()
-        lib.accel_image_info_init(ctypes.byref(info))
+        lib.accel_image_info_init(ctypes.byref(info), ctypes.sizeof(info))
         buf = ctypes.c_void_p()
         if isinstance(source, (bytes, bytearray, memoryview)):
             data = bytes(source)
@@ -459,7 +462,7 @@ class Index:
             self._h = _handle
         else:
             o = _native.IndexOptions()
-            _check(lib.accel_index_options_init(ctypes.byref(o)))
+            _check(lib.accel_index_options_init(ctypes.byref(o), ctypes.sizeof(o)))
             o.bits = bits
             o.nfields = nfields
             h = ctypes.c_void_p()
@@ -583,7 +586,7 @@ class Index:
 
     def _search(self, thresholds, rule, algorithm, progress):
         o = _native.SearchOptions()
-        _check(lib.accel_search_options_init(ctypes.byref(o)))
+        _check(lib.accel_search_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         if rule not in RULES:
             raise ValueError("rule must be 'all' or 'any'")
         if algorithm not in ALGORITHMS:
@@ -790,7 +793,7 @@ class CT:
 
     def _marker_options(self, trim, saddle_iterations, nearby_factor, spacing):
         o = _native.CtMarkerOptions()
-        _check(lib.accel_ct_marker_options_init(ctypes.byref(o)))
+        _check(lib.accel_ct_marker_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         o.trim = self._trim_flags(trim)
         o.saddle_iterations = saddle_iterations
         o.nearby_factor = nearby_factor
@@ -807,7 +810,7 @@ class CT:
         im = self._vol(image, ("float32",), "image")
         mk = self._vol(markers, ("int32",), "markers")
         o = _native.CtWatershedOptions()
-        _check(lib.accel_ct_watershed_options_init(ctypes.byref(o)))
+        _check(lib.accel_ct_watershed_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         o.ties = TIES[ties]
         cb = _progress_fn(progress)
         if cb is not None:
@@ -842,7 +845,7 @@ class CT:
         if v.dtype == bool:
             v = v.view(np.uint8)
         o = _native.CtPipelineOptions()
-        _check(lib.accel_ct_pipeline_options_init(ctypes.byref(o)))
+        _check(lib.accel_ct_pipeline_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         keep = []
         if slope is not None or intercept is not None:
             nz = v.shape[0]
@@ -871,7 +874,7 @@ class CT:
         _check(lib.accel_ct_pipeline_create(self._h(), ctypes.byref(o), ctypes.byref(p)), self._h())
         try:
             out = _native.CtOutputs()
-            _check(lib.accel_ct_outputs_init(ctypes.byref(out)))
+            _check(lib.accel_ct_outputs_init(ctypes.byref(out), ctypes.sizeof(out)))
             kinds = {"solid": bool, "filled": bool, "pores": bool, "edt": np.float32, "markers": np.int32,
                      "labels": np.int32}
             result, descs = {}, []
@@ -955,7 +958,7 @@ class SVF:
     @staticmethod
     def _options(pixel_size, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0, progress=None):
         o = _native.SvfOptions()
-        _check(lib.accel_svf_options_init(ctypes.byref(o)))
+        _check(lib.accel_svf_options_init(ctypes.byref(o), ctypes.sizeof(o)))
         o.pixel_size = float(pixel_size)
         o.patches = int(patches)
         o.trunk_ratio = float(trunk_ratio)

@@ -31,6 +31,7 @@ class CtxOptions(ctypes.Structure):
         ("log_level", ctypes.c_int),
         ("log_fn", LOG_FN),
         ("log_user", ctypes.c_void_p),
+        ("max_pixels", ctypes.c_uint64),
     ]
 
 
@@ -43,6 +44,7 @@ class CtxInfo(ctypes.Structure):
         ("device_memory_budget", ctypes.c_uint64),
         ("cpu_threads", ctypes.c_int32),
         ("log_level", ctypes.c_int),
+        ("max_pixels", ctypes.c_uint64),
     ]
 
 
@@ -249,6 +251,18 @@ class Array(ctypes.Structure):
         ("strides", ctypes.c_int64 * MAX_DIMS),
     ]
 
+# Each ctypes struct and the C type it mirrors; the binding tests compare
+# their sizes and every field's offset with the C declarations.
+C_NAMES = {
+    CtxOptions: "accel_ctx_options", CtxInfo: "accel_ctx_info", StageStats: "accel_stage_stats",
+    BackendInfo: "accel_backend_info", DeviceInfo: "accel_device_info", HashOptions: "accel_hash_options",
+    IndexOptions: "accel_index_options", SearchOptions: "accel_search_options",
+    CtMarkerOptions: "accel_ct_marker_options", SvfOptions: "accel_svf_options",
+    CtWatershedOptions: "accel_ct_watershed_options", CtRegion: "accel_ct_region", CtThroat: "accel_ct_throat",
+    CtPipelineOptions: "accel_ct_pipeline_options", CtOutputs: "accel_ct_outputs",
+    DecodeOptions: "accel_decode_options", ImageInfo: "accel_image_info", Array: "accel_array",
+}
+
 
 def _load():
     candidates = []
@@ -277,26 +291,26 @@ _SIGNATURES = {
     "accel_build_info": (ctypes.c_char_p, []),
     "accel_status_string": (ctypes.c_char_p, [c_status]),
     "accel_status_describe": (ctypes.c_char_p, [c_status]),
-    "accel_ctx_options_init": (c_status, [_P(CtxOptions)]),
+    "accel_ctx_options_init": (c_status, [_P(CtxOptions), ctypes.c_size_t]),
     "accel_ctx_create": (c_status, [_P(CtxOptions), _P(ctypes.c_void_p)]),
     "accel_ctx_destroy": (None, [ctypes.c_void_p]),
     "accel_last_error": (ctypes.c_char_p, [ctypes.c_void_p]),
     "accel_set_log": (c_status, [ctypes.c_void_p, LOG_FN, ctypes.c_void_p, ctypes.c_int]),
-    "accel_ctx_info_init": (c_status, [_P(CtxInfo)]),
+    "accel_ctx_info_init": (c_status, [_P(CtxInfo), ctypes.c_size_t]),
     "accel_ctx_query": (c_status, [ctypes.c_void_p, _P(CtxInfo)]),
-    "accel_stage_stats_init": (c_status, [_P(StageStats)]),
+    "accel_stage_stats_init": (c_status, [_P(StageStats), ctypes.c_size_t]),
     "accel_ctx_stats_count": (c_status, [ctypes.c_void_p, _P(ctypes.c_size_t)]),
     "accel_ctx_stats_get": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(StageStats)]),
     "accel_ctx_stats_reset": (c_status, [ctypes.c_void_p]),
-    "accel_backend_info_init": (c_status, [_P(BackendInfo)]),
+    "accel_backend_info_init": (c_status, [_P(BackendInfo), ctypes.c_size_t]),
     "accel_backend_query": (c_status, [ctypes.c_int, _P(BackendInfo)]),
-    "accel_device_info_init": (c_status, [_P(DeviceInfo)]),
+    "accel_device_info_init": (c_status, [_P(DeviceInfo), ctypes.c_size_t]),
     "accel_device_count": (c_status, [_P(ctypes.c_int32)]),
     "accel_device_query": (c_status, [ctypes.c_int32, _P(DeviceInfo)]),
     "accel_backend_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
     "accel_log_level_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
     "accel_image_to_gray": (c_status, [ctypes.c_void_p, _P(Array), _P(Array)]),
-    "accel_hash_options_init": (c_status, [_P(HashOptions)]),
+    "accel_hash_options_init": (c_status, [_P(HashOptions), ctypes.c_size_t]),
     "accel_hash_kind_from_string": (c_status, [ctypes.c_char_p, _P(ctypes.c_int)]),
     "accel_hash_bits": (c_status, [ctypes.c_int, ctypes.c_int32, ctypes.c_int32, _P(ctypes.c_uint32)]),
     "accel_hash_slot_bytes": (c_status, [_P(HashOptions), _P(ctypes.c_size_t)]),
@@ -309,8 +323,8 @@ _SIGNATURES = {
     "accel_hash_to_hex": (c_status, [ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]),
     "accel_hash_from_hex": (c_status, [ctypes.c_char_p, ctypes.c_uint32, ctypes.c_void_p, ctypes.c_size_t]),
     "accel_hash_distance": (c_status, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint32, _P(ctypes.c_uint32)]),
-    "accel_decode_options_init": (c_status, [_P(DecodeOptions)]),
-    "accel_image_info_init": (c_status, [_P(ImageInfo)]),
+    "accel_decode_options_init": (c_status, [_P(DecodeOptions), ctypes.c_size_t]),
+    "accel_image_info_init": (c_status, [_P(ImageInfo), ctypes.c_size_t]),
     "accel_image_mode_name": (ctypes.c_char_p, [ctypes.c_int]),
     "accel_image_decode_file": (c_status, [ctypes.c_void_p, ctypes.c_char_p, _P(DecodeOptions),
                                            _P(ctypes.c_void_p), _P(ImageInfo)]),
@@ -318,7 +332,7 @@ _SIGNATURES = {
                                              _P(DecodeOptions), _P(ctypes.c_void_p), _P(ImageInfo)]),
     "accel_buffer_view": (c_status, [ctypes.c_void_p, _P(Array)]),
     "accel_buffer_destroy": (None, [ctypes.c_void_p]),
-    "accel_index_options_init": (c_status, [_P(IndexOptions)]),
+    "accel_index_options_init": (c_status, [_P(IndexOptions), ctypes.c_size_t]),
     "accel_index_create": (c_status, [ctypes.c_void_p, _P(IndexOptions), _P(ctypes.c_void_p)]),
     "accel_index_destroy": (None, [ctypes.c_void_p]),
     "accel_index_info": (c_status, [ctypes.c_void_p, _P(ctypes.c_uint32), _P(ctypes.c_uint32),
@@ -333,7 +347,7 @@ _SIGNATURES = {
     "accel_index_get_meta": (c_status, [ctypes.c_void_p, _P(ctypes.c_char_p)]),
     "accel_index_save": (c_status, [ctypes.c_void_p, ctypes.c_char_p]),
     "accel_index_load": (c_status, [ctypes.c_void_p, ctypes.c_char_p, _P(ctypes.c_void_p)]),
-    "accel_search_options_init": (c_status, [_P(SearchOptions)]),
+    "accel_search_options_init": (c_status, [_P(SearchOptions), ctypes.c_size_t]),
     "accel_index_self_join": (c_status, [ctypes.c_void_p, _P(SearchOptions), _P(ctypes.c_void_p)]),
     "accel_index_range": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, _P(SearchOptions),
                                      _P(ctypes.c_void_p)]),
@@ -351,15 +365,15 @@ _SIGNATURES = {
     "accel_ct_threshold": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_double, ctypes.c_int, _P(Array)]),
     "accel_ct_fill_holes": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_int, _P(Array)]),
     "accel_ct_edt": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, _P(Array)]),
-    "accel_ct_marker_options_init": (c_status, [_P(CtMarkerOptions)]),
+    "accel_ct_marker_options_init": (c_status, [_P(CtMarkerOptions), ctypes.c_size_t]),
     "accel_ct_trim_markers": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), _P(CtMarkerOptions), _P(Array),
                                          ctypes.POINTER(ctypes.c_uint32)]),
     "accel_ct_markers": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), _P(CtMarkerOptions), _P(Array),
                                     _P(ctypes.c_uint32)]),
-    "accel_ct_watershed_options_init": (c_status, [_P(CtWatershedOptions)]),
+    "accel_ct_watershed_options_init": (c_status, [_P(CtWatershedOptions), ctypes.c_size_t]),
     "accel_ct_watershed": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), ctypes.c_void_p,
                                       _P(CtWatershedOptions), _P(Array)]),
-    "accel_svf_options_init": (c_status, [_P(SvfOptions)]),
+    "accel_svf_options_init": (c_status, [_P(SvfOptions), ctypes.c_size_t]),
     "accel_svf_patches": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]),
     "accel_svf_grid_name": (ctypes.c_char_p, [ctypes.c_int32]),
     "accel_svf_shadows": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double,
@@ -373,8 +387,8 @@ _SIGNATURES = {
     "accel_ct_network_region": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(CtRegion)]),
     "accel_ct_network_throat": (c_status, [ctypes.c_void_p, ctypes.c_size_t, _P(CtThroat)]),
     "accel_ct_network_destroy": (None, [ctypes.c_void_p]),
-    "accel_ct_pipeline_options_init": (c_status, [_P(CtPipelineOptions)]),
-    "accel_ct_outputs_init": (c_status, [_P(CtOutputs)]),
+    "accel_ct_pipeline_options_init": (c_status, [_P(CtPipelineOptions), ctypes.c_size_t]),
+    "accel_ct_outputs_init": (c_status, [_P(CtOutputs), ctypes.c_size_t]),
     "accel_ct_pipeline_create": (c_status, [ctypes.c_void_p, _P(CtPipelineOptions), _P(ctypes.c_void_p)]),
     "accel_ct_pipeline_destroy": (None, [ctypes.c_void_p]),
     "accel_ct_pipeline_run": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, _P(CtOutputs)]),

@@ -31,7 +31,7 @@ lib = ffi.dlopen(os.environ["ACCEL_LIBRARY"])
 version = ffi.string(lib.accel_version_string()).decode()
 assert version.count(".") == 2, version
 opts = ffi.new("accel_ctx_options *")
-assert lib.accel_ctx_options_init(opts) == lib.ACCEL_OK
+assert lib.accel_ctx_options_init(opts, ffi.sizeof("accel_ctx_options")) == lib.ACCEL_OK
 assert opts.struct_size == ffi.sizeof("accel_ctx_options")
 opts.backend = lib.ACCEL_BACKEND_CPU
 ctx = ffi.new("accel_ctx **")
@@ -44,4 +44,22 @@ assert lib.accel_array_init(dst, gray, lib.ACCEL_DTYPE_U8, 2, ffi.new("int64_t[2
 assert lib.accel_image_to_gray(ctx[0], src, dst) == lib.ACCEL_OK
 assert list(gray) == [76, 29], list(gray)
 lib.accel_ctx_destroy(ctx[0])
+
+# The Python package's ctypes structs must have the C layout: the size the
+# header gives (the struct_size Python passes) and every field's offset.
+import ctypes  # noqa: E402
+from accel import _native  # noqa: E402
+
+structs = [c for c in vars(_native).values()
+           if isinstance(c, type) and issubclass(c, ctypes.Structure) and c is not ctypes.Structure]
+missing = [c.__name__ for c in structs if c not in _native.C_NAMES]
+assert not missing, "ctypes structs without a C name in _native.C_NAMES: %s" % missing
+for cls, cname in _native.C_NAMES.items():
+    assert ctypes.sizeof(cls) == ffi.sizeof(cname), (cname, ctypes.sizeof(cls), ffi.sizeof(cname))
+    for field in cls._fields_:
+        name = field[0]
+        assert getattr(cls, name).offset == ffi.offsetof(cname, name), (cname, name)
+    cfields = [f for f, _ in ffi.typeof(cname).fields]
+    assert [f[0] for f in cls._fields_] == cfields, (cname, [f[0] for f in cls._fields_], cfields)
+print("ok: %d ctypes structs match their C layouts" % len(_native.C_NAMES))
 print("ok: cffi parsed %d declaration lines; libaccel %s called through them" % (len(lines), version))

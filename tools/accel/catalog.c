@@ -42,7 +42,7 @@ bool catalog_parse_meta(const char *meta, accel_hash_options *o) {
              &used) != 5 ||
       format != META_FORMAT || meta[used] != '\0')
     return false;
-  accel_hash_options_init(o);
+  accel_hash_options_init(o, sizeof *o);
   o->hash_size = size;
   o->color_binbits = binbits;
   o->fast = fast;
@@ -133,7 +133,7 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
     accel_index_destroy(ix);
   }
   accel_index_options io;
-  accel_index_options_init(&io);
+  accel_index_options_init(&io, sizeof io);
   io.bits = bits;
   io.nfields = o->hash.nkinds;
   if (accel_index_create(ctx, &io, out) || accel_index_set_meta(*out, meta)) {

@@ -39,7 +39,7 @@ static void log_writer(void *user, accel_log_level level, const char *message) {
 
 int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
   accel_ctx_options o;
-  accel_ctx_options_init(&o);
+  accel_ctx_options_init(&o, sizeof o);
   o.backend = g->backend;
   o.fallback = g->strict ? ACCEL_FALLBACK_DENY : ACCEL_FALLBACK_ALLOW;
   o.log_level = g->log_level;
@@ -259,7 +259,7 @@ bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int
   char *end;
   long x = strtol(v, &end, 10);
   if (!*v || *end || x < lo || x > hi) {
-    cli_error("%s: %s must be an integer in %d..%d, not '%s'", cmd, what, lo, hi, v);
+    cli_error("%s%s%s must be an integer in %d..%d, not '%s'", cmd ? cmd : "", cmd ? ": " : "", what, lo, hi, v);
     return false;
   }
   *out = (int)x;

@@ -79,7 +79,7 @@ void cli_json_string(const char *s);
 
 /* "--kinds a,b,c" into o->kinds / o->nkinds; errors name the command. */
 bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o);
-/* An integer option in lo..hi; errors name the command and option. */
+/* An integer option in lo..hi; errors name the command (NULL: none) and option. */
 bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out);
 
 /* The hash options shared by hash, dupes and index build: --kinds, --size

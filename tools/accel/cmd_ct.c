@@ -168,7 +168,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   double offset_d = 0, rescale[3] = {0, 0, 0};
   bool have_shape = false, have_rescale = false, have_threshold = false;
   accel_ct_pipeline_options po;
-  accel_ct_pipeline_options_init(&po);
+  accel_ct_pipeline_options_init(&po, sizeof po);
   outspec outs[] = {{"--out-solid", NULL, ACCEL_DTYPE_U8, NULL, {0}},   {"--out-filled", NULL, ACCEL_DTYPE_U8, NULL, {0}},
                     {"--out-pores", NULL, ACCEL_DTYPE_U8, NULL, {0}},   {"--out-edt", NULL, ACCEL_DTYPE_F32, NULL, {0}},
                     {"--out-markers", NULL, ACCEL_DTYPE_I32, NULL, {0}}, {"--out-labels", NULL, ACCEL_DTYPE_I32, NULL, {0}}};
@@ -369,7 +369,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
     goto done;
   }
   accel_ct_outputs out;
-  accel_ct_outputs_init(&out);
+  accel_ct_outputs_init(&out, sizeof out);
   const accel_array **slots[NOUT] = {&out.solid, &out.filled, &out.pores, &out.edt, &out.markers, &out.labels};
   for (int k = 0; k < NOUT; k++) {
     if (!outs[k].path) continue;

@@ -149,12 +149,12 @@ static int run(const cli_globals *g, int argc, char **argv) {
   catalog_options co;
   memset(&co, 0, sizeof co);
   co.cmd = "dupes";
-  accel_hash_options_init(&co.hash);
+  accel_hash_options_init(&co.hash, sizeof co.hash);
   co.hash.nkinds = 2;
   co.hash.kinds[0] = ACCEL_HASH_DHASH;
   co.hash.kinds[1] = ACCEL_HASH_AHASH;
   accel_search_options so;
-  accel_search_options_init(&so);
+  accel_search_options_init(&so, sizeof so);
   uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
   bool json = false, pairs = false;
   int first = argc;

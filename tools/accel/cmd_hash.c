@@ -38,7 +38,7 @@ static void on_error(void *user, size_t index, accel_status status, const char *
 
 static int run(const cli_globals *g, int argc, char **argv) {
   accel_hash_options o;
-  accel_hash_options_init(&o);
+  accel_hash_options_init(&o, sizeof o);
   bool json = false;
   int jobs = g->threads, first = argc;
   for (int i = 1; i < argc; i++) {
@@ -51,7 +51,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
     } else if ((h = cli_hash_option("hash", argc, argv, &i, &o, ACCEL_HASH_SIZE_MAX))) {
       if (h < 0) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--jobs", &v, &missing)) {
-      if (missing || !cli_parse_int("hash", "--jobs", v, 0, 4096, &jobs)) return CLI_USAGE;
+      if (missing || !cli_parse_int("hash", "--jobs", v, 0, ACCEL_CPU_THREADS_MAX, &jobs)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
       if (missing || !cli_parse_format("hash", v, &json)) return CLI_USAGE;
     } else if (argv[i][0] == '-' && argv[i][1]) {

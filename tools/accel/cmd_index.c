@@ -48,7 +48,7 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
   catalog_options co;
   memset(&co, 0, sizeof co);
   co.cmd = "index build";
-  accel_hash_options_init(&co.hash);
+  accel_hash_options_init(&co.hash, sizeof co.hash);
   co.hash.nkinds = 2;
   co.hash.kinds[0] = ACCEL_HASH_DHASH;
   co.hash.kinds[1] = ACCEL_HASH_AHASH;
@@ -144,7 +144,7 @@ static int cmp_row(const void *a, const void *b) {
 static int cmd_query(const cli_globals *g, int argc, char **argv) {
   const char *file = NULL, *by = NULL;
   accel_search_options so;
-  accel_search_options_init(&so);
+  accel_search_options_init(&so, sizeof so);
   uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
   int k = 0, first = argc;
   bool json = false;

@@ -27,7 +27,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   const accel_backend_kind kinds[] = {ACCEL_BACKEND_CPU, ACCEL_BACKEND_CUDA};
   for (int k = 0; k < 2; k++) {
     accel_backend_info b;
-    accel_backend_info_init(&b);
+    accel_backend_info_init(&b, sizeof b);
     if (accel_backend_query(kinds[k], &b)) continue;
     if (b.available)
       printf("  %-5s available%s\n", b.name, kinds[k] == ACCEL_BACKEND_CUDA ? "" : " (OpenMP CPU path)");
@@ -39,7 +39,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   printf("devices: %d\n", (int)n);
   for (int32_t i = 0; i < n; i++) {
     accel_device_info d;
-    accel_device_info_init(&d);
+    accel_device_info_init(&d, sizeof d);
     if (accel_device_query(i, &d)) {
       printf("  %d: (query failed: %s)\n", (int)i, accel_last_error(NULL));
       continue;
@@ -51,7 +51,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   }
 
   accel_ctx_info ci;
-  accel_ctx_info_init(&ci);
+  accel_ctx_info_init(&ci, sizeof ci);
   accel_ctx_query(ctx, &ci);
   printf("context: backend %s", accel_backend_name(ci.backend));
   if (ci.backend == ACCEL_BACKEND_CUDA)

@@ -273,7 +273,7 @@ static accel_array grid_view(float *data, int64_t rows, int64_t cols) {
 static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) {
   svf_args a = {0};
   a.cmd = shadow ? "shadow" : "svf";
-  accel_svf_options_init(&a.o);
+  accel_svf_options_init(&a.o, sizeof a.o);
   int rc = parse(argc, argv, &a, shadow);
   if (rc) return rc;
   accel_ctx *ctx = NULL;

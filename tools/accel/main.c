@@ -28,7 +28,7 @@ static void usage(FILE *out) {
           "  --backend auto|cpu|cuda  where stages run (default auto; env ACCEL_BACKEND wins)\n"
           "  --strict                 a GPU failure is an error instead of a CPU fallback\n"
           "  --log-level LEVEL        debug|info|warn|error|off (default warn; env ACCEL_LOG wins)\n"
-          "  --threads N              CPU threads (default 0 = all)\n"
+          "  --threads N              CPU threads, 0..1024 (default 0 = all)\n"
           "  --no-progress            never draw progress bars (they only appear on a terminal)\n"
           "  --version                print the version and exit\n"
           "  --help                   print this help and exit\n"
@@ -41,14 +41,6 @@ static const cli_command *find_command(const char *name) {
   for (int i = 0; i < NCOMMANDS; i++)
     if (strcmp(COMMANDS[i]->name, name) == 0) return COMMANDS[i];
   return NULL;
-}
-
-static bool parse_int(const char *s, int *out) {
-  char *end;
-  long v = strtol(s, &end, 10);
-  if (!*s || *end || v < 0 || v > 1 << 20) return false;
-  *out = (int)v;
-  return true;
 }
 
 int main(int argc, char **argv) {
@@ -81,10 +73,7 @@ int main(int argc, char **argv) {
       }
     } else if (cli_take_value(argc, argv, &i, "--threads", &v, &missing)) {
       if (missing) return CLI_USAGE;
-      if (!parse_int(v, &g.threads)) {
-        cli_error("--threads: '%s' is not a non-negative integer", v);
-        return CLI_USAGE;
-      }
+      if (!cli_parse_int(NULL, "--threads", v, 0, ACCEL_CPU_THREADS_MAX, &g.threads)) return CLI_USAGE;
     } else {
       cli_error("unknown global option '%s' (see accel --help)", a);
       return CLI_USAGE;
