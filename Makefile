@@ -1,13 +1,16 @@
 # The README's two commands:
 #   make demo   build, then run the accel tool on the bundled sample data
 #   make test   build and test the CUDA-enabled, CPU-only and sanitizer builds
-# Both install missing Debian packages first when run as root.
+# and, for the fuzz harnesses of tests/fuzz (clang, libFuzzer, ASan + UBSan):
+#   make fuzz   run each harness FUZZ_SECONDS (default 60); fails if one finds a crash
+# All three install missing Debian packages first when run as root.
 PYTHON ?= python3
 JOBS ?= $(shell nproc)
 ACCEL := build/tools/accel/accel
+FUZZ_SECONDS ?= 60
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-.PHONY: all demo test deps-demo deps-test build clean
+.PHONY: all demo test fuzz deps-demo deps-test deps-fuzz build clean
 
 all: build
 
@@ -16,6 +19,9 @@ deps-demo:
 
 deps-test:
 	@scripts/ensure-deps.sh test $(PYTHON)
+
+deps-fuzz:
+	@scripts/ensure-deps.sh fuzz $(PYTHON)
 
 build: deps-demo
 	@[ -f build/build.ninja ] || meson setup build -Dpython=$(PYTHON) $(if $(NVCC),-Dcuda=enabled,) \
@@ -37,5 +43,8 @@ demo: build
 test: deps-test
 	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh
 
+fuzz: deps-fuzz
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) tests/fuzz/run.sh
+
 clean:
-	rm -rf build build-cpu build-asan build*.log
+	rm -rf build build-cpu build-asan build-fuzz build*.log

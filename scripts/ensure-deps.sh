@@ -1,6 +1,6 @@
 #!/bin/sh
-# Make sure what `make demo` or `make test` needs is installed (Debian).
-#   scripts/ensure-deps.sh demo|test [PYTHON]
+# Make sure what `make demo`, `make test` or `make fuzz` needs is installed (Debian).
+#   scripts/ensure-deps.sh demo|test|fuzz [PYTHON]
 # As root, missing Debian packages are installed with apt-get; otherwise the
 # missing ones are listed and the script fails. Python packages for the test
 # suite come from python/requirements-test.txt through pip.
@@ -13,6 +13,11 @@ pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev li
 if [ "$what" = test ]; then
   pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip"
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
+fi
+# libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm
+# brings llvm-symbolizer for readable stacks
+if [ "$what" = fuzz ]; then
+  pkgs="$pkgs clang libclang-rt-dev llvm"
 fi
 
 missing=""
