@@ -110,6 +110,17 @@ bool fuzz_status_in(accel_status s, const accel_status *allowed) {
   return false;
 }
 
+void fuzz_check_failure(const char *file, int line, accel_status status, const accel_status *allowed,
+                        const void *out) {
+  if (!fuzz_status_in(status, allowed)) {
+    char what[128];
+    snprintf(what, sizeof what, "status %s is not one the function documents for bad input",
+             accel_status_string(status));
+    fuzz_fail(file, line, what, accel_last_error(fuzz_ctx()));
+  }
+  if (out) fuzz_fail(file, line, "a failed call left an output behind", accel_last_error(fuzz_ctx()));
+}
+
 accel_array fuzz_view(const accel_buffer *buffer) {
   accel_array v;
   FUZZ_CHECK(buffer != NULL);

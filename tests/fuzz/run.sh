@@ -35,8 +35,10 @@ meson compile -C $build -j "$jobs" >$build.compile.log 2>&1 || { tail -40 $build
 harnesses=${*:-npy raw pnm tiff image index}
 found=""
 summary=""
-verdict='ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer): [a-zA-Z-]+|runtime error: .*|fuzz check failed: .*'
+verdict='ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer): [^(]*|runtime error: .*|fuzz check failed: .*'
 export UBSAN_OPTIONS="print_stacktrace=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+# one allocation over 512 MiB is an error, as in the replay tests; refused before ASan maps it
+export ASAN_OPTIONS="max_allocation_size_mb=512${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
 for h in $harnesses; do
   bin=$build/tests/fuzz/fuzz_$h
   [ -x "$bin" ] || { echo "fuzz: no harness '$h'"; exit 1; }
@@ -58,7 +60,8 @@ for h in $harnesses; do
   echo "$line"
   summary="$summary$line
 "
-  [ $rc -eq 0 ] || { echo "fuzz_$h exited with status $rc: see $log"; found="$found $h"; }
+  # libFuzzer's status is not 0 when it found something; otherwise it failed itself
+  [ $rc -eq 0 ] || [ "$artifacts" -gt 0 ] || { echo "fuzz_$h failed (status $rc): see $log"; found="$found $h"; }
   # replay each failing input alone; group them by the sanitizer's verdict and the first frame in the
   # project's sources (the same defect is often found many times)
   : >"$work/$h.triage"
@@ -66,7 +69,7 @@ for h in $harnesses; do
     [ -f "$a" ] || continue
     found="$found $h"
     "$bin" -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 "$a" >"$work/replay.log" 2>&1
-    what=$(grep -m1 -o -E "$verdict" "$work/replay.log")
+    what=$(grep -m1 -o -E "$verdict" "$work/replay.log" | sed -E 's/0x[0-9a-f]+|[0-9]+/N/g')
     where=$(grep -o -E '[^ /]*/?\.\./(lib|tests/fuzz)/[^ ]*:[0-9]+' "$work/replay.log" |
       grep -v 'fuzz_common.c' | sed 's|.*\.\./||' | awk '!seen[$0]++' | head -3 | tr '\n' ' ')
     printf '%s\t%s\t%s\n' "${what:-no failure on replay}" "${where:-?}" "$a" >>"$work/$h.triage"
