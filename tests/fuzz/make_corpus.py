@@ -155,7 +155,8 @@ def tiff(width, height, bits, fmt, pixels, order='<', tile=None, rows_per_strip=
                 blob += b'\0'
         entries += struct.pack(order + 'HHI', tag, typ, count) + field
     head = (b'II' if order == '<' else b'MM') + struct.pack(order + 'HI', 42, ifd_pos)
-    return head + bytes(data) + struct.pack(order + 'H', len(tags)) + entries + struct.pack(order + 'I', 0) + bytes(blob)
+    ifd = struct.pack(order + 'H', len(tags)) + entries + struct.pack(order + 'I', 0)
+    return head + bytes(data) + ifd + bytes(blob)
 
 
 GEO = ((33550, 12, [2.0, 2.0, 0.0]), (33922, 12, [0.0, 0.0, 0.0, 500000.0, 4100000.0, 0.0]),

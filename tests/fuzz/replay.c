@@ -11,14 +11,16 @@
  * input says ok or how it failed, and the exit status is 1 if any failed.
  * --no-fork runs them in this process (for a debugger).
  *
- * Inputs must not make the library allocate without bound: a child may hold
- * at most 1 GiB of address space (without AddressSanitizer), and under
- * AddressSanitizer one allocation of more than 512 MiB is an error.
+ * Inputs must not make the library allocate without bound: one allocation of
+ * more than 512 MiB is an error (AddressSanitizer's max_allocation_size_mb;
+ * without it, glibc's allocation functions wrapped here), and a child may
+ * hold at most 2 GiB of address space (without AddressSanitizer).
  */
 #include "fuzz.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,11 +38,61 @@
 #endif
 
 enum { INPUT_SECONDS = 60 };
+#define MAX_ALLOCATION ((size_t)512 << 20)
 
 #ifdef REPLAY_ASAN
 /* Read by AddressSanitizer at start-up; ASAN_OPTIONS can still override. */
 const char *__asan_default_options(void);
 const char *__asan_default_options(void) { return "max_allocation_size_mb=512:allocator_may_return_null=0"; }
+#else
+/* glibc's allocator, under the names it exports for wrappers like these,
+ * which replace malloc and friends for the library and libtiff/libpng/libjpeg
+ * too (the executable's definitions come first in symbol lookup). */
+void *__libc_malloc(size_t size);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t size);
+void *__libc_memalign(size_t align, size_t size);
+
+static void check_size(size_t n, size_t size) {
+  static volatile int failing;
+  if (!size || n <= MAX_ALLOCATION / size || failing) return; /* n * size <= MAX_ALLOCATION */
+  failing = 1;
+  char msg[160];
+  const int k = snprintf(msg, sizeof msg, "replay: an allocation of %zu x %zu bytes, over the limit of %zu MiB\n", n,
+                         size, MAX_ALLOCATION >> 20);
+  if (k > 0 && write(2, msg, (size_t)k) < 0) abort();
+  void *frames[32];
+  backtrace_symbols_fd(frames, backtrace(frames, 32), 2);
+  abort();
+}
+
+void *malloc(size_t size) {
+  check_size(1, size);
+  return __libc_malloc(size);
+}
+
+void *calloc(size_t n, size_t size) {
+  check_size(n, size);
+  return __libc_calloc(n, size);
+}
+
+void *realloc(void *p, size_t size) {
+  check_size(1, size);
+  return __libc_realloc(p, size);
+}
+
+int posix_memalign(void **out, size_t align, size_t size) {
+  check_size(1, size);
+  void *p = __libc_memalign(align, size);
+  if (!p) return ENOMEM;
+  *out = p;
+  return 0;
+}
+
+void *aligned_alloc(size_t align, size_t size) {
+  check_size(1, size);
+  return __libc_memalign(align, size);
+}
 #endif
 
 typedef struct list {
@@ -132,7 +184,7 @@ static void run_one(const char *path) {
 
 static void limit_memory(void) {
 #ifndef REPLAY_ASAN
-  const struct rlimit r = {(rlim_t)1 << 30, (rlim_t)1 << 30};
+  const struct rlimit r = {(rlim_t)2 << 30, (rlim_t)2 << 30};
   setrlimit(RLIMIT_AS, &r);
 #endif
 }

@@ -84,7 +84,8 @@ echo
 echo "=== fuzz summary ($seconds s per harness)"
 printf '%s' "$summary"
 if [ -n "$found" ]; then
-  echo "make fuzz: failing inputs found by:$(echo "$found" | tr ' ' '\n' | sort -u | tr '\n' ' ')(under $work/artifacts/)"
+  echo "make fuzz: failing inputs found by:$(echo "$found" | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+  echo "(under $work/artifacts/)"
   exit 1
 fi
 echo "make fuzz: no failing input found"
