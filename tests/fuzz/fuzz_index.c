@@ -52,7 +52,13 @@ static void search(accel_index *ix, uint32_t nfields, size_t count, const uint64
   uint32_t dist[KNN_K];
   const uint32_t field = knobs[3] % nfields;
   FUZZ_CHECK(accel_index_knn(ix, 1, query, KNN_K, field, ids, dist) == ACCEL_OK);
-  for (size_t k = 0; k < KNN_K; k++) FUZZ_CHECK((k < count) == (ids[k] != UINT64_MAX));
+  /* missing results are id UINT64_MAX, distance UINT32_MAX; UINT64_MAX is also a valid id */
+  size_t pos = 0;
+  for (size_t k = 0; k < KNN_K; k++) {
+    FUZZ_CHECK((k < count) == (dist[k] != UINT32_MAX));
+    FUZZ_CHECK(k < count ? dist[k] <= 256 && accel_index_find(ix, ids[k], &pos) == ACCEL_OK : ids[k] == UINT64_MAX);
+    FUZZ_CHECK(k == 0 || dist[k] >= dist[k - 1]);
+  }
   accel_groups *g = NULL;
   FUZZ_CHECK(accel_index_group(ix, &so, &g) == ACCEL_OK);
   accel_groups_destroy(g);
