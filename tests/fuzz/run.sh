@@ -68,7 +68,9 @@ for h in $harnesses; do
   for a in "$work/artifacts/$h"/*; do
     [ -f "$a" ] || continue
     found="$found $h"
-    "$bin" -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 "$a" >"$work/replay.log" 2>&1
+    # the slow unwinder sees through libpng/libjpeg/libtiff, built without frame pointers
+    ASAN_OPTIONS="$ASAN_OPTIONS:fast_unwind_on_malloc=0" \
+      "$bin" -rss_limit_mb=2048 -malloc_limit_mb=512 -timeout=10 "$a" >"$work/replay.log" 2>&1
     what=$(grep -m1 -o -E "$verdict" "$work/replay.log" | sed -E 's/0x[0-9a-f]+|[0-9]+/N/g')
     where=$(grep -o -E '[^ /]*/?\.\./(lib|tests/fuzz)/[^ ]*:[0-9]+' "$work/replay.log" |
       grep -v 'fuzz_common.c' | sed 's|.*\.\./||' | awk '!seen[$0]++' | head -3 | tr '\n' ' ')
