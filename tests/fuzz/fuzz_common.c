@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ accel_ctx *fuzz_ctx(void) {
 /* ---------------------------------------------------------------- files */
 
 static int input_fd = -1;
-static char input_path[64];
+static char input_path[512];
 static char scratch_dir[256];
 static char scratch_file[512];
 
@@ -59,8 +60,8 @@ static void remove_scratch(void) {
     char path[512];
     while ((e = readdir(d)))
       if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-        snprintf(path, sizeof path, "%s/%s", scratch_dir, e->d_name);
-        unlink(path);
+        const int n = snprintf(path, sizeof path, "%s/%s", scratch_dir, e->d_name);
+        if (n > 0 && (size_t)n < sizeof path) unlink(path);
       }
     closedir(d);
   }
@@ -68,12 +69,30 @@ static void remove_scratch(void) {
   scratch_dir[0] = '\0';
 }
 
+/* Remove the scratch directories of processes that died without cleaning up
+ * (a crash skips atexit): accel-fuzz-<pid>-XXXXXX whose pid no longer runs. */
+static void sweep_stale(const char *base) {
+  DIR *d = opendir(base);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    long pid = 0;
+    if (sscanf(e->d_name, "accel-fuzz-%ld-", &pid) != 1 || pid <= 0 || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+      continue;
+    const int n = snprintf(scratch_dir, sizeof scratch_dir, "%s/%s", base, e->d_name);
+    if (n > 0 && (size_t)n < sizeof scratch_dir) remove_scratch();
+    scratch_dir[0] = '\0';
+  }
+  closedir(d);
+}
+
 /* /dev/shm when it is usable (saves fsync their files: free on tmpfs), else $TMPDIR or /tmp. */
 static void make_scratch(void) {
   const char *tmp = getenv("TMPDIR");
   const char *bases[] = {"/dev/shm", tmp && *tmp ? tmp : "/tmp", "/tmp"};
   for (size_t i = 0; i < sizeof bases / sizeof bases[0] && !scratch_dir[0]; i++) {
-    snprintf(scratch_dir, sizeof scratch_dir, "%s/accel-fuzz-XXXXXX", bases[i]);
+    sweep_stale(bases[i]);
+    snprintf(scratch_dir, sizeof scratch_dir, "%s/accel-fuzz-%ld-XXXXXX", bases[i], (long)getpid());
     if (!mkdtemp(scratch_dir)) scratch_dir[0] = '\0';
   }
   if (!scratch_dir[0]) fuzz_fail(__FILE__, __LINE__, "creating a scratch directory", strerror(errno));
@@ -86,7 +105,7 @@ const char *fuzz_input_path(const void *data, size_t size) {
     if (input_fd >= 0) {
       snprintf(input_path, sizeof input_path, "/proc/self/fd/%d", input_fd);
     } else { /* no memfd: a file in the scratch directory */
-      snprintf(input_path, sizeof input_path, "%s", fuzz_scratch_path("input"));
+      memcpy(input_path, fuzz_scratch_path("input"), sizeof input_path);
       input_fd = open(input_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
       if (input_fd < 0) fuzz_fail(__FILE__, __LINE__, "creating the input file", strerror(errno));
     }
@@ -98,7 +117,8 @@ const char *fuzz_input_path(const void *data, size_t size) {
 
 const char *fuzz_scratch_path(const char *name) {
   if (!scratch_dir[0]) make_scratch();
-  snprintf(scratch_file, sizeof scratch_file, "%s/%s", scratch_dir, name);
+  const int n = snprintf(scratch_file, sizeof scratch_file, "%s/%s", scratch_dir, name);
+  if (n < 0 || (size_t)n >= sizeof scratch_file) fuzz_fail(__FILE__, __LINE__, "scratch path too long", name);
   return scratch_file;
 }
 
