@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #ifndef SHARED_DATA_DIR
@@ -265,7 +266,57 @@ START_TEST(png_robustness_follows_pillow) {
     cases++;
   }
   fclose(f);
-  ck_assert_int_eq(cases, 7);
+  ck_assert_int_eq(cases, 11);
+}
+END_TEST
+
+/* Keep a test's address space under `bytes`, so that a loader which
+ * allocates what a hostile header declares fails the test. Not under
+ * AddressSanitizer, which reserves terabytes for its shadow memory. */
+static void limit_address_space(uint64_t bytes) {
+#if !defined(__SANITIZE_ADDRESS__)
+  struct rlimit rl = {bytes, bytes};
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
+#else
+  (void)bytes;
+#endif
+}
+
+/* tests/data/bad: image data ending before row 0 used to write row -1 (heap
+ * corruption); absurd widths allocated libpng's row buffers before the limit
+ * was checked. Each is now an error, found from the header. */
+START_TEST(hostile_images_fail_cleanly) {
+  limit_address_space(1ull << 30);
+  static const struct {
+    const char *file;
+    accel_status want;
+  } cases[] = {{"bad/empty_idat.png", ACCEL_ERR_DECODE},
+               {"bad/wide_rgba16.png", ACCEL_ERR_LIMIT},
+               {"bad/wide_max_rgba16.png", ACCEL_ERR_LIMIT},
+               {"bad/base_65000.jpg", ACCEL_ERR_LIMIT}};
+  enum { N = sizeof cases / sizeof cases[0] };
+  const char *paths[N];
+  for (int i = 0; i < N; i++) {
+    accel_buffer *b = NULL;
+    const accel_status s = accel_image_decode_file(NULL, data_path(cases[i].file), NULL, &b, NULL);
+    ck_assert_msg(s == cases[i].want, "%s: %s (%s)", cases[i].file, accel_status_string(s), accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+    paths[i] = strdup(data_path(cases[i].file));
+  }
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options h;
+  accel_hash_options_init(&h, sizeof h);
+  h.nkinds = 6;
+  memcpy(h.kinds, ALL6, sizeof ALL6);
+  size_t slot = 0;
+  ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
+  uint8_t *out = malloc(N * 6 * slot);
+  accel_status st[N];
+  ck_assert_int_eq(accel_hash_files(ctx, paths, N, &h, out, slot, st), ACCEL_OK);
+  for (int i = 0; i < N; i++) ck_assert_msg(st[i] == cases[i].want, "%s: %s", cases[i].file, accel_status_string(st[i]));
+  for (int i = 0; i < N; i++) free((void *)paths[i]);
+  free(out);
+  accel_ctx_destroy(ctx);
 }
 END_TEST
 
@@ -346,6 +397,20 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   ck_assert_int_eq(accel_hash_files(ctx, paths, 2, &h, out, 8, st), ACCEL_OK);
   ck_assert_int_eq(st[0], ACCEL_ERR_LIMIT);
   ck_assert_int_eq(st[1], ACCEL_OK); /* 10x10 */
+  accel_ctx_destroy(ctx);
+
+  /* the context's limit caps the options' own */
+  accel_ctx_options co;
+  accel_ctx_options_init(&co, sizeof co);
+  co.backend = ACCEL_BACKEND_CPU;
+  co.max_pixels = 128 * 128 - 1;
+  ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
+  o.max_pixels = 0;
+  ck_assert_int_eq(accel_image_decode_file(ctx, data_path("hash/hopper.png"), &o, &b, NULL), ACCEL_ERR_LIMIT);
+  h.max_pixels = 1u << 30;
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 2, &h, out, 8, st), ACCEL_OK);
+  ck_assert_int_eq(st[0], ACCEL_ERR_LIMIT);
+  ck_assert_int_eq(st[1], ACCEL_OK);
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -726,6 +791,7 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, png_robustness_follows_pillow);
   tcase_add_test(tc, truncated_and_corrupt_inputs_never_crash);
   tcase_add_test(tc, pixel_limit_guards_decompression_bombs);
+  tcase_add_test(tc, hostile_images_fail_cleanly);
   tcase_add_test(tc, one_broken_input_never_fails_the_batch);
   tcase_add_test(tc, progress_reports_and_cancels);
   tcase_add_test(tc, buffers_and_arrays_hash_like_files);

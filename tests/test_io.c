@@ -238,6 +238,43 @@ START_TEST(failed_save_keeps_the_previous_file) {
 }
 END_TEST
 
+/* See test_hash.c: a loader that allocates what a hostile header declares
+ * fails the test (not under AddressSanitizer, whose shadow needs terabytes). */
+static void limit_address_space(uint64_t bytes) {
+#if !defined(__SANITIZE_ADDRESS__)
+  struct rlimit rl = {bytes, bytes};
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
+#else
+  (void)bytes;
+#endif
+}
+
+static accel_ctx *ctx_with_pixel_limit(uint64_t max_pixels) {
+  accel_ctx_options o;
+  accel_ctx_options_init(&o, sizeof o);
+  o.backend = ACCEL_BACKEND_CPU;
+  o.max_pixels = max_pixels;
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
+  return ctx;
+}
+
+START_TEST(pnm_obeys_the_pixel_limit) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/gray/chelsea_37x23.ppm", test_data_dir());
+  accel_ctx *ctx = ctx_with_pixel_limit(37 * 23 - 1);
+  accel_buffer *b = NULL;
+  ck_assert_int_eq(accel_pnm_load(ctx, path, &b), ACCEL_ERR_LIMIT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "pixel limit"));
+  ck_assert_ptr_null(b);
+  accel_ctx_destroy(ctx);
+  ctx = ctx_with_pixel_limit(37 * 23);
+  ck_assert_int_eq(accel_pnm_load(ctx, path, &b), ACCEL_OK);
+  accel_buffer_destroy(b);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(pnm_round_trip_and_errors) {
   accel_buffer *b = NULL;
   char path[1024];
@@ -380,6 +417,41 @@ START_TEST(geotiff_round_trip) {
   accel_geo_destroy(geo2);
 }
 END_TEST
+
+static const char *bad_file(const char *name) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/bad/%s", test_data_dir(), name);
+  return path;
+}
+
+/* tests/data/bad: TIFFs of a few hundred bytes declaring 30000 x 30000
+ * rasters or 16 x 268435472 tiles used to allocate 3.5 to 17 GB before
+ * reading a strip; truncated strips and tiles. All are refused from the
+ * header, under a 1 GiB address-space limit. */
+START_TEST(hostile_tiffs_are_refused_before_allocating) {
+  limit_address_space(1ull << 30);
+  static const char *const refused[] = {"bomb_30000.tif", "bomb_tiled_30000.tif", "tile_bomb.tif", "trunc_strip.tif",
+                                        "trunc_tile.tif"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    accel_buffer *b = NULL;
+    const accel_status s = accel_tiff_load(NULL, bad_file(refused[i]), &b, NULL);
+    ck_assert_msg(s == ACCEL_ERR_FORMAT, "%s: %s (%s)", refused[i], accel_status_string(s), accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+  }
+  accel_buffer *b = NULL;
+  ck_assert_msg(accel_tiff_load(NULL, bad_file("small_ok.tif"), &b, NULL) == ACCEL_OK, "%s", accel_last_error(NULL));
+  accel_array v;
+  accel_buffer_view(b, &v);
+  ck_assert_int_eq(v.shape[0], 1);
+  ck_assert_int_eq(v.shape[1], 2);
+  accel_buffer_destroy(b);
+  /* the context's pixel limit applies to rasters too */
+  accel_ctx *ctx = ctx_with_pixel_limit(1);
+  ck_assert_int_eq(accel_tiff_load(ctx, bad_file("small_ok.tif"), &b, NULL), ACCEL_ERR_LIMIT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "pixel limit"));
+  accel_ctx_destroy(ctx);
+}
+END_TEST
 #endif
 
 Suite *suite_io(void) {
@@ -395,7 +467,9 @@ Suite *suite_io(void) {
   tcase_add_test(tc, pnm_round_trip_and_errors);
 #if ACCEL_HAVE_TIFF
   tcase_add_test(tc, geotiff_round_trip);
+  tcase_add_test(tc, hostile_tiffs_are_refused_before_allocating);
 #endif
+  tcase_add_test(tc, pnm_obeys_the_pixel_limit);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -171,6 +171,82 @@ static double sample_at(const void *buf, uint16_t format, uint16_t bits, size_t 
   }
 }
 
+/* How many times its stored size a strip or tile of this compression can
+ * decode to at most (0: no bound known; the pixel limit still applies).
+ * PackBits turns 2 bytes into at most 128; an LZW code (9-12 bits) stands
+ * for at most 4096 bytes; deflate's maximum ratio is about 1032:1. */
+static uint64_t max_ratio(uint16_t compression) {
+  switch (compression) {
+  case COMPRESSION_NONE: return 1;
+  case COMPRESSION_PACKBITS: return 64;
+  case COMPRESSION_LZW: return 4096 * 8 / 9 + 1;
+  case COMPRESSION_DEFLATE:
+  case COMPRESSION_ADOBE_DEFLATE: return 1100;
+  default: return 0;
+  }
+}
+
+/* The largest tile accepted: the whole image rounded up to TIFF's multiples
+ * of 16, or 4096 x 4096 pixels, whichever is larger. */
+static uint64_t max_tile_pixels(uint32_t w, uint32_t h) {
+  const uint64_t whole = ((uint64_t)w + 15) / 16 * 16 * (((uint64_t)h + 15) / 16 * 16);
+  return whole > 4096ull * 4096 ? whole : 4096ull * 4096;
+}
+
+/* Before the raster is allocated: the strips or tiles must lie inside the
+ * file, and the bytes they hold must be able to decode to the pixels they
+ * declare (a few hundred bytes cannot hold a 3.6 GB strip). Returns NULL or
+ * what is wrong. */
+static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, uint64_t file_size, char *why,
+                                size_t why_size) {
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const uint64_t ratio = max_ratio(compression);
+  const bool tiled = TIFFIsTiled(tif);
+  uint32_t tw = 0, th = 0, rps = 0;
+  if (tiled) {
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    if (!tw || !th) return "tiles without a width or length";
+    if ((uint64_t)tw * th > max_tile_pixels(w, h)) {
+      snprintf(why, why_size, "tiles of %u x %u pixels for a %u x %u raster", (unsigned)tw, (unsigned)th,
+               (unsigned)w, (unsigned)h);
+      return why;
+    }
+  } else {
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+    if (!rps || rps > h) rps = h;
+  }
+  const uint32_t n = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  const uint64_t *offsets = NULL, *counts = NULL;
+  if (!n || !TIFFGetField(tif, tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS, &offsets) ||
+      !TIFFGetField(tif, tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
+    return tiled ? "no tile offsets or byte counts" : "no strip offsets or byte counts";
+  for (uint32_t i = 0; i < n; i++) {
+    if (offsets[i] > file_size || counts[i] > file_size - offsets[i]) {
+      snprintf(why, why_size, "truncated: %s %u needs bytes %llu..%llu of a %llu-byte file", tiled ? "tile" : "strip",
+               (unsigned)i, (unsigned long long)offsets[i], (unsigned long long)(offsets[i] + counts[i]),
+               (unsigned long long)file_size);
+      return why;
+    }
+    if (!ratio) continue;
+    uint64_t pixels; /* what this strip or tile decodes to */
+    if (tiled) {
+      pixels = (uint64_t)tw * th; /* edge tiles are stored whole */
+    } else {
+      const uint64_t first = (uint64_t)i * rps;
+      pixels = first >= h ? 0 : (uint64_t)w * (h - first < rps ? h - first : rps);
+    }
+    if (counts[i] * ratio < pixels * bps) {
+      snprintf(why, why_size, "truncated: %s %u holds %llu bytes, too few for its %llu bytes of pixels",
+               tiled ? "tile" : "strip", (unsigned)i, (unsigned long long)counts[i],
+               (unsigned long long)(pixels * bps));
+      return why;
+    }
+  }
+  return NULL;
+}
+
 accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo) {
   static const char F[] = "accel_tiff_load";
   if (!path || !out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path and out are required", F);
@@ -178,8 +254,10 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   if (geo) *geo = NULL;
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
-  FILE *probe = fopen(path, "rb");
-  if (!probe) return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot open %s: %s", F, path, strerror(errno));
+  FILE *probe;
+  int64_t file_size;
+  accel_status s = accel__open_read(ctx, F, path, &probe, &file_size);
+  if (s) return s;
   fclose(probe);
   TIFF *tif = TIFFOpen(path, "r");
   if (!tif) return accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a readable TIFF (%s)", F, path, tiff_message);
@@ -191,7 +269,6 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
   TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
-  accel_status s = ACCEL_OK;
   const bool ok_format = (format == SAMPLEFORMAT_IEEEFP && (bits == 32 || bits == 64)) ||
                          ((format == SAMPLEFORMAT_INT || format == SAMPLEFORMAT_UINT) &&
                           (bits == 8 || bits == 16 || bits == 32));
@@ -202,6 +279,12 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
                     "float64 and 8/16/32-bit integers are)", F, path, (unsigned)bits, (unsigned)format);
   else if (!w || !h)
     s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is empty", F, path);
+  else if ((uint64_t)w * h > accel__ctx_max_pixels(ctx))
+    s = accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s is %u x %u, over the pixel limit of %llu (accel_ctx_options."
+                    "max_pixels)", F, path, (unsigned)w, (unsigned)h, (unsigned long long)accel__ctx_max_pixels(ctx));
+  char layout_why[200];
+  const char *bad = s ? NULL : check_layout(tif, w, h, bits / 8u, (uint64_t)file_size, layout_why, sizeof layout_why);
+  if (bad) s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: %s", F, path, bad);
   accel_buffer *b = NULL;
   if (!s) {
     const int64_t shape[2] = {h, w};
@@ -335,6 +418,82 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
 static accel_status no_tiff(accel_ctx *ctx, const char *F) {
   return accel__fail(ctx, ACCEL_ERR_UNSUPPORTED, "%s: this libaccel was built without libtiff (GeoTIFF); "
                      "use .npy files or rebuild with libtiff-dev installed", F);
+}
+
+/* How many times its stored size a strip or tile of this compression can
+ * decode to at most (0: no bound known; the pixel limit still applies).
+ * PackBits turns 2 bytes into at most 128; an LZW code (9-12 bits) stands
+ * for at most 4096 bytes; deflate's maximum ratio is about 1032:1. */
+static uint64_t max_ratio(uint16_t compression) {
+  switch (compression) {
+  case COMPRESSION_NONE: return 1;
+  case COMPRESSION_PACKBITS: return 64;
+  case COMPRESSION_LZW: return 4096 * 8 / 9 + 1;
+  case COMPRESSION_DEFLATE:
+  case COMPRESSION_ADOBE_DEFLATE: return 1100;
+  default: return 0;
+  }
+}
+
+/* The largest tile accepted: the whole image rounded up to TIFF's multiples
+ * of 16, or 4096 x 4096 pixels, whichever is larger. */
+static uint64_t max_tile_pixels(uint32_t w, uint32_t h) {
+  const uint64_t whole = ((uint64_t)w + 15) / 16 * 16 * (((uint64_t)h + 15) / 16 * 16);
+  return whole > 4096ull * 4096 ? whole : 4096ull * 4096;
+}
+
+/* Before the raster is allocated: the strips or tiles must lie inside the
+ * file, and the bytes they hold must be able to decode to the pixels they
+ * declare (a few hundred bytes cannot hold a 3.6 GB strip). Returns NULL or
+ * what is wrong. */
+static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, uint64_t file_size, char *why,
+                                size_t why_size) {
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const uint64_t ratio = max_ratio(compression);
+  const bool tiled = TIFFIsTiled(tif);
+  uint32_t tw = 0, th = 0, rps = 0;
+  if (tiled) {
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    if (!tw || !th) return "tiles without a width or length";
+    if ((uint64_t)tw * th > max_tile_pixels(w, h)) {
+      snprintf(why, why_size, "tiles of %u x %u pixels for a %u x %u raster", (unsigned)tw, (unsigned)th,
+               (unsigned)w, (unsigned)h);
+      return why;
+    }
+  } else {
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+    if (!rps || rps > h) rps = h;
+  }
+  const uint32_t n = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  const uint64_t *offsets = NULL, *counts = NULL;
+  if (!n || !TIFFGetField(tif, tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS, &offsets) ||
+      !TIFFGetField(tif, tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
+    return tiled ? "no tile offsets or byte counts" : "no strip offsets or byte counts";
+  for (uint32_t i = 0; i < n; i++) {
+    if (offsets[i] > file_size || counts[i] > file_size - offsets[i]) {
+      snprintf(why, why_size, "truncated: %s %u needs bytes %llu..%llu of a %llu-byte file", tiled ? "tile" : "strip",
+               (unsigned)i, (unsigned long long)offsets[i], (unsigned long long)(offsets[i] + counts[i]),
+               (unsigned long long)file_size);
+      return why;
+    }
+    if (!ratio) continue;
+    uint64_t pixels; /* what this strip or tile decodes to */
+    if (tiled) {
+      pixels = (uint64_t)tw * th; /* edge tiles are stored whole */
+    } else {
+      const uint64_t first = (uint64_t)i * rps;
+      pixels = first >= h ? 0 : (uint64_t)w * (h - first < rps ? h - first : rps);
+    }
+    if (counts[i] * ratio < pixels * bps) {
+      snprintf(why, why_size, "truncated: %s %u holds %llu bytes, too few for its %llu bytes of pixels",
+               tiled ? "tile" : "strip", (unsigned)i, (unsigned long long)counts[i],
+               (unsigned long long)(pixels * bps));
+      return why;
+    }
+  }
+  return NULL;
 }
 
 accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo) {
