@@ -270,18 +270,6 @@ START_TEST(png_robustness_follows_pillow) {
 }
 END_TEST
 
-/* Keep a test's address space under `bytes`, so that a loader which
- * allocates what a hostile header declares fails the test. Not under
- * AddressSanitizer, which reserves terabytes for its shadow memory. */
-static void limit_address_space(uint64_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
-  struct rlimit rl = {bytes, bytes};
-  ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
-#else
-  (void)bytes;
-#endif
-}
-
 /* tests/data/bad: image data ending before row 0 used to write row -1 (heap
  * corruption); absurd widths allocated libpng's row buffers before the limit
  * was checked. Each is now an error, found from the header. */

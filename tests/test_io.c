@@ -238,17 +238,6 @@ START_TEST(failed_save_keeps_the_previous_file) {
 }
 END_TEST
 
-/* See test_hash.c: a loader that allocates what a hostile header declares
- * fails the test (not under AddressSanitizer, whose shadow needs terabytes). */
-static void limit_address_space(uint64_t bytes) {
-#if !defined(__SANITIZE_ADDRESS__)
-  struct rlimit rl = {bytes, bytes};
-  ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
-#else
-  (void)bytes;
-#endif
-}
-
 static accel_ctx *ctx_with_pixel_limit(uint64_t max_pixels) {
   accel_ctx_options o;
   accel_ctx_options_init(&o, sizeof o);

@@ -78,7 +78,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   put(&w, &h, sizeof h);
   put_big(&w, ix->ids, ix->n * sizeof(uint64_t));
   put_big(&w, ix->stamps, ix->n * sizeof(uint64_t));
-  for (uint32_t f = 0; f < ix->nfields; f++)
+  for (uint32_t f = 0; ix->n && f < ix->nfields; f++) /* an empty index has no code arrays at all */
     for (uint32_t wd = 0; wd < ix->words; wd++) put_big(&w, ix->codes[f] + wd * ix->cap, ix->n * sizeof(uint64_t));
   for (size_t i = 0; i < ix->n; i++) {
     uint64_t len = ix->labels[i] ? strlen(ix->labels[i]) : UINT64_MAX;
