@@ -37,7 +37,8 @@ run_build() { # dir label cc cxx options...
   shift 4
   echo "=== $label ($dir)"
   want=$("$bcc" --version 2>/dev/null | head -n 1 | grep -q clang && echo clang || echo gcc)
-  if [ -f "$dir/build.ninja" ] && [ "$(compiler_of "$dir")" != "$want" ]; then
+  have=$(compiler_of "$dir")
+  if [ -f "$dir/build.ninja" ] && [ -n "$have" ] && [ "$have" != "$want" ]; then
     echo "($dir was configured with another compiler: configuring it afresh)"
     rm -rf "$dir"
   fi

@@ -771,6 +771,37 @@ START_TEST(bad_arguments_are_errors) {
 }
 END_TEST
 
+/* The pipeline used to take a NaN or infinite rescale slope or intercept
+ * (the rescale stage alone refused them) and segment nothing, silently. */
+START_TEST(pipeline_refuses_non_finite_rescale) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims d = {3, 4, 5};
+  void *vd;
+  accel_array vol = new_volume(&vd, ACCEL_DTYPE_I16, d);
+  for (int i = 0; i < 60; i++) ((int16_t *)vd)[i] = (int16_t)(i % 7 == 0 ? -1000 : 500);
+  const double bad[][2] = {{NAN, 0}, {1, NAN}, {INFINITY, 0}, {1, -INFINITY}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    double slope[3] = {1, 1, 1}, intercept[3] = {0, 0, 0};
+    slope[1] = bad[k][0];
+    intercept[1] = bad[k][1];
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po, sizeof po);
+    po.slope = slope;
+    po.intercept = intercept;
+    po.threshold = 0;
+    accel_ct_pipeline *p = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &p), ACCEL_OK); /* read at run time, when Z is known */
+    accel_ct_outputs out;
+    accel_ct_outputs_init(&out, sizeof out);
+    ck_assert_int_eq(accel_ct_pipeline_run(p, &vol, NULL, &out), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "slice 1 is not finite"));
+    accel_ct_pipeline_destroy(p);
+  }
+  free(vd);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A strided (non-contiguous) view gives the same results as a contiguous copy. */
 START_TEST(strided_views) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
@@ -972,6 +1003,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, edt_equals_brute_force);
   tcase_add_test(tc, fill_holes_equals_a_flood_from_the_border);
   tcase_add_test(tc, threshold_and_rescale);
+  tcase_add_test(tc, pipeline_refuses_non_finite_rescale);
   tcase_add_test(tc, argsort_orders_ties_as_numpy);
   tcase_add_test(tc, watershed_plateau_and_mask);
   tcase_add_test(tc, network_equals_direct_sums);

@@ -89,10 +89,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   if (ix->meta) put(&w, ix->meta, strlen(ix->meta));
   uint32_t crc = (uint32_t)w.crc;
   if (w.ok) w.ok = fwrite(&crc, sizeof crc, 1, af.f) == 1;
-  if (!w.ok) {
-    accel__atomic_abort(&af);
-    return accel__fail(ix->ctx, ACCEL_ERR_IO, "%s: cannot write %s", F, path);
-  }
+  if (!w.ok) return accel__atomic_fail(ix->ctx, F, &af);
   return accel__atomic_commit(ix->ctx, F, &af);
 }
 

@@ -119,9 +119,6 @@ accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array 
     }
     free(tmp);
   }
-  if (!ok) {
-    accel__atomic_abort(&af);
-    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s", F, path);
-  }
+  if (!ok) return accel__atomic_fail(ctx, F, &af);
   return accel__atomic_commit(ctx, F, &af);
 }

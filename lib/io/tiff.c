@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tiffio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The GeoTIFF tags (OGC GeoTIFF 1.1), which libtiff does not know by itself. */
@@ -352,6 +353,46 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
 
 /* ------------------------------------------------------------ save */
 
+/* libtiff's I/O on an atomic save's temporary file (the handle is the
+ * accel__atomic_file): writes go through accel__atomic_write, which keeps
+ * the first error. */
+static tmsize_t tiff_read(thandle_t h, void *buf, tmsize_t n) {
+  const ssize_t k = read(((accel__atomic_file *)h)->fd, buf, (size_t)n);
+  return k < 0 ? -1 : (tmsize_t)k;
+}
+
+static tmsize_t tiff_write(thandle_t h, void *buf, tmsize_t n) {
+  return accel__atomic_write((accel__atomic_file *)h, buf, (size_t)n) ? n : -1;
+}
+
+static toff_t tiff_seek(thandle_t h, toff_t off, int whence) {
+  const off_t at = lseek(((accel__atomic_file *)h)->fd, (off_t)off, whence);
+  return at < 0 ? (toff_t)-1 : (toff_t)at;
+}
+
+static int tiff_close(thandle_t h) {
+  (void)h; /* the save closes its descriptor itself */
+  return 0;
+}
+
+static toff_t tiff_size(thandle_t h) {
+  struct stat st;
+  return fstat(((accel__atomic_file *)h)->fd, &st) == 0 ? (toff_t)st.st_size : 0;
+}
+
+static int tiff_map(thandle_t h, void **base, toff_t *size) {
+  (void)h;
+  (void)base;
+  (void)size;
+  return 0; /* never mapped */
+}
+
+static void tiff_unmap(thandle_t h, void *base, toff_t size) {
+  (void)h;
+  (void)base;
+  (void)size;
+}
+
 accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *a, const accel_geo *geo) {
   static const char F[] = "accel_tiff_save";
   accel_status s = accel__array_check(ctx, F, "array", a);
@@ -365,23 +406,15 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
                        (long long)a->shape[0], (long long)a->shape[1]);
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
-  const size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
-  snprintf(tmp, n + 16, "%s.tmp-XXXXXX", path);
-  const int fd = mkstemp(tmp);
-  if (fd < 0) {
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot create %s: %s", F, tmp, strerror(errno));
-    free(tmp);
-    return s;
-  }
-  TIFF *tif = TIFFFdOpen(fd, tmp, "w");
+  accel__atomic_file af;
+  if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
+  /* libtiff writes through the save's descriptor, so every write's error is
+   * kept; it needs seeks, and reads back nothing it did not write */
+  TIFF *tif = TIFFClientOpen(path, "w", (thandle_t)&af, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
+                             tiff_map, tiff_unmap);
   if (!tif) {
-    close(fd);
-    remove(tmp);
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s (%s)", F, path, tiff_message);
-    free(tmp);
-    return s;
+    accel__atomic_abort(&af);
+    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s (%s)", F, path, tiff_message);
   }
   const uint32_t h = (uint32_t)a->shape[0], w = (uint32_t)a->shape[1];
   const size_t es = a->dtype == ACCEL_DTYPE_F32 ? 4 : 1;
@@ -396,21 +429,22 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, TIFFDefaultStripSize(tif, 0));
   geo_write(tif, geo);
   uint8_t *line = malloc(w * es);
-  bool ok = line != NULL;
+  const bool oom = line == NULL;
+  bool ok = !oom;
   for (uint32_t r = 0; r < h && ok; r++) {
     for (uint32_t c = 0; c < w; c++)
       memcpy(line + c * es, (const uint8_t *)a->data + r * a->strides[0] + c * a->strides[1], es);
     ok = TIFFWriteScanline(tif, line, r, 0) >= 0;
   }
   free(line);
+  /* the directory is written here: a failure now is as fatal as one in a strip */
+  ok = TIFFFlush(tif) == 1 && ok;
   TIFFClose(tif);
-  if (!ok || rename(tmp, path) != 0) {
-    const int e = errno;
-    remove(tmp);
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s: %s", F, path, ok ? strerror(e) : tiff_message);
+  if (!ok || af.err) {
+    if (!af.err && !oom) af.err = EIO; /* libtiff refused without a system error */
+    return accel__atomic_fail(ctx, F, &af);
   }
-  free(tmp);
-  return s;
+  return accel__atomic_commit(ctx, F, &af);
 }
 
 #else /* !ACCEL_HAVE_TIFF */

@@ -56,6 +56,19 @@ bool catalog_parse_meta(const char *meta, accel_hash_options *o) {
   return o->nkinds > 0 && accel_hash_slot_bytes(o, &slot) == ACCEL_OK;
 }
 
+bool catalog_fits(const accel_index *ix, const accel_hash_options *o) {
+  uint32_t bits = 0, nfields = 0;
+  if (accel_index_info(ix, &bits, &nfields, NULL)) return false;
+  uint32_t want = 0;
+  for (uint32_t k = 0; k < o->nkinds; k++) {
+    uint32_t b = 0;
+    if (accel_hash_bits(o->kinds[k], o->hash_size, o->color_binbits, &b)) return false;
+    if (b > want) want = b;
+  }
+  want = want <= 64 ? 64 : want <= 128 ? 128 : want <= 256 ? 256 : 0;
+  return want && bits == want && nfields == o->nkinds;
+}
+
 void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uint32_t bits, uint64_t *codes) {
   const uint32_t words = bits / 64;
   for (uint32_t k = 0; k < nkinds; k++) {
@@ -115,10 +128,8 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
       return CLI_USAGE;
     }
     const char *m = "";
-    uint32_t b = 0, nf = 0;
     accel_index_get_meta(ix, &m);
-    accel_index_info(ix, &b, &nf, NULL);
-    if (strcmp(m, meta) == 0 && b == bits && nf == o->hash.nkinds) {
+    if (strcmp(m, meta) == 0 && catalog_fits(ix, &o->hash)) {
       *out = ix;
       *fresh = false;
       return CLI_OK;

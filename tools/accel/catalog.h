@@ -28,6 +28,11 @@ void catalog_meta(const accel_hash_options *o, char *buf, size_t n);
 /* Back from that string; false if it is not one. */
 bool catalog_parse_meta(const char *meta, accel_hash_options *o);
 
+/* True if the index has exactly the fields these hash options make: one per
+ * kind, of catalog_bits() width. An index whose metadata disagrees with its
+ * fields must not be searched with codes sized from the metadata. */
+bool catalog_fits(const accel_index *ix, const accel_hash_options *o);
+
 /* Hash slots (accel_hash_* output, one per kind) to index codes: each kind
  * one field of bits / 64 words, read big-endian, zero-padded. */
 void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uint32_t bits, uint64_t *codes);

@@ -41,6 +41,15 @@ static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, acc
     *ix = NULL;
     return false;
   }
+  if (!catalog_fits(*ix, o)) {
+    uint32_t bits = 0, nfields = 0;
+    accel_index_info(*ix, &bits, &nfields, NULL);
+    cli_error("index: %s is corrupt: its metadata ('%s') does not describe its %u fields of %u bits", file, meta,
+              nfields, bits);
+    accel_index_destroy(*ix);
+    *ix = NULL;
+    return false;
+  }
   return true;
 }
 
@@ -90,7 +99,7 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
       accel_hash_options fo;
       if (!file_options(ctx, co.index_path, &old, &fo)) {
         accel_ctx_destroy(ctx);
-        return CLI_USAGE;
+        return CLI_SOME_FAILED; /* the index file was refused */
       }
       co.hash = fo;
       accel_index_destroy(old);
@@ -189,7 +198,7 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
   accel_hash_options ho;
   if (!file_options(ctx, file, &ix, &ho)) {
     accel_ctx_destroy(ctx);
-    return CLI_USAGE;
+    return CLI_SOME_FAILED; /* the index file was refused */
   }
   uint32_t bits = 0, by_field = 0;
   accel_index_info(ix, &bits, NULL, NULL);
@@ -351,7 +360,7 @@ static int cmd_info(const cli_globals *g, int argc, char **argv) {
   accel_hash_options ho;
   if (!file_options(ctx, argv[1], &ix, &ho)) {
     accel_ctx_destroy(ctx);
-    return CLI_USAGE;
+    return CLI_SOME_FAILED; /* the index file was refused */
   }
   uint32_t bits, nf;
   size_t n;
