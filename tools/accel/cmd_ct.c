@@ -99,61 +99,6 @@ static bool parse_dtype(const char *v, accel_dtype *d) {
   return false;
 }
 
-static void json_double(FILE *f, double v) {
-  if (isfinite(v)) fprintf(f, "%.17g", v);
-  else fputs("null", f);
-}
-
-static bool write_network(const char *path, accel_ct_network *net, const double spacing[3]) {
-  size_t nr = 0, nt = 0;
-  double porosity = 0;
-  accel_ct_network_info(net, &nr, &nt, &porosity);
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return false;
-  fprintf(f, "{\n  \"porosity\": ");
-  json_double(f, porosity);
-  fprintf(f, ",\n  \"spacing\": [%.17g, %.17g, %.17g],\n  \"regions\": [", spacing[0], spacing[1], spacing[2]);
-  for (size_t i = 0; i < nr; i++) {
-    accel_ct_region r;
-    r.struct_size = sizeof r;
-    accel_ct_network_region(net, i, &r);
-    fprintf(f, "%s\n    {\"label\": %u, \"voxels\": %llu, \"volume\": ", i ? "," : "", r.label,
-            (unsigned long long)r.voxels);
-    json_double(f, r.volume);
-    fprintf(f, ", \"equivalent_radius\": ");
-    json_double(f, r.equivalent_radius);
-    fprintf(f, ", \"centroid\": [");
-    for (int a = 0; a < 3; a++) {
-      if (a) fputs(", ", f);
-      json_double(f, r.centroid[a]);
-    }
-    fprintf(f, "], \"inscribed_radius\": ");
-    json_double(f, r.inscribed_radius);
-    fputc('}', f);
-  }
-  fprintf(f, "%s],\n  \"throats\": [", nr ? "\n  " : "");
-  for (size_t i = 0; i < nt; i++) {
-    accel_ct_throat t;
-    t.struct_size = sizeof t;
-    accel_ct_network_throat(net, i, &t);
-    fprintf(f, "%s\n    {\"a\": %u, \"b\": %u, \"faces\": %llu, \"area\": ", i ? "," : "", t.a, t.b,
-            (unsigned long long)t.faces);
-    json_double(f, t.area);
-    fprintf(f, ", \"inscribed_radius\": ");
-    json_double(f, t.inscribed_radius);
-    fputc('}', f);
-  }
-  fprintf(f, "%s]\n}\n", nt ? "\n  " : "");
-  const bool ok = fflush(f) == 0 && !ferror(f);
-  if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return false;
-  }
-  return true;
-}
-
 typedef struct outspec {
   const char *flag, *path;
   accel_dtype dtype;
@@ -395,8 +340,8 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       cli_error("ct segment: %s", accel_last_error(ctx));
       rc = CLI_SOME_FAILED;
     }
-  if (network_path && !write_network(network_path, net, po.spacing)) {
-    cli_error("ct segment: cannot write %s", network_path);
+  if (network_path && accel_ct_network_save_json(ctx, net, network_path)) {
+    cli_error("ct segment: %s", accel_last_error(ctx));
     rc = CLI_SOME_FAILED;
   }
   printf("shape\t%lld,%lld,%lld\n", (long long)vin.shape[0], (long long)vin.shape[1], (long long)vin.shape[2]);
