@@ -125,7 +125,7 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
     accel_index *ix = NULL;
     if (accel_index_load(ctx, o->index_path, &ix)) {
       cli_error("%s: %s (remove the file or name another --index)", o->cmd, accel_last_error(ctx));
-      return CLI_USAGE;
+      return CLI_SOME_FAILED; /* an input refused */
     }
     const char *m = "";
     accel_index_get_meta(ix, &m);
@@ -138,7 +138,7 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
       cli_error("%s: %s is an index but not one of image hashes (meta '%s'); name another --index", o->cmd,
                 o->index_path, m);
       accel_index_destroy(ix);
-      return CLI_USAGE;
+      return CLI_SOME_FAILED;
     }
     cli_error("%s: %s holds other hashes (%s); rebuilding it with %s", o->cmd, o->index_path, m, meta);
     accel_index_destroy(ix);
@@ -182,6 +182,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
   bool fresh;
   int rc = open_index(ctx, o, bits, meta, &ix, &fresh);
   if (rc) return rc;
+  bool fatal = false; /* nothing usable: no index comes out */
   bool changed = fresh;
 
   /* each path once, in byte order */
@@ -201,6 +202,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
   if (!want || !have || !keep || !todo || !stamps || !hashes || !st || !codes || !ids || !chunk_stamps || !labels) {
     cli_error("out of memory");
     rc = CLI_USAGE;
+    fatal = true;
     goto out;
   }
   if (paths->n) memcpy(want, paths->v, paths->n * sizeof(char *));
@@ -246,6 +248,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
   if (!drop) {
     cli_error("out of memory");
     rc = CLI_USAGE;
+    fatal = true;
     goto out;
   }
   for (size_t p = 0; p < count; p++)
@@ -275,6 +278,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
     if (s) {
       cli_error("%s: %s", o->cmd, accel_last_error(ctx));
       rc = CLI_USAGE;
+      fatal = true;
       goto out;
     }
     size_t m = 0;
@@ -292,6 +296,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
     if (m && accel_index_add(ix, m, ids, codes, labels, chunk_stamps)) {
       cli_error("%s: %s", o->cmd, accel_last_error(ctx));
       rc = CLI_USAGE;
+      fatal = true;
       goto out;
     }
     stats->hashed += m;
@@ -315,7 +320,7 @@ out:
   free(ids);
   free(chunk_stamps);
   free(labels);
-  if (rc == CLI_USAGE) {
+  if (fatal) {
     accel_index_destroy(ix);
     return rc;
   }

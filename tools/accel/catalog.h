@@ -41,8 +41,9 @@ void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uin
  * once; ids are arbitrary, labels are the paths as given). Files that fail
  * are reported on stderr and left out. With o->index_path the file is read
  * first (entries of unchanged files are reused, others dropped) and written
- * back. Returns CLI_OK, CLI_SOME_FAILED (some files left out) or CLI_USAGE
- * (nothing usable: *out is NULL). */
+ * back. Returns CLI_OK or CLI_SOME_FAILED (some files left out, or the index
+ * file could not be written); when nothing is usable (the index file cannot
+ * be read, no memory) *out is NULL and the status says why. */
 int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o, const cli_paths *paths,
                   accel_index **out, catalog_stats *stats);
 
