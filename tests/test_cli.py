@@ -889,7 +889,7 @@ class CliRobustness(unittest.TestCase):
         for tif in ("bomb_30000.tif", "tile_bomb.tif", "trunc_strip.tif"):
             r = run("svf", "--dsm", os.path.join(BAD, tif), "--pixel-size", "1", "--out", self.path("o"))
             self.assertEqual(r.returncode, 1, (tif, r.stderr))
-            self.assertIn("ACCEL_ERR_FORMAT" if False else tif, r.stderr)
+            self.assertIn(tif, r.stderr)
 
     def test_outputs_never_overwrite_inputs(self):
         vol = self.volume()
