@@ -796,6 +796,10 @@ def write_npy(path, descr, shape, data):
 
 
 BAD = os.path.join(SRC, "tests", "data", "bad")
+
+
+def has_tiff():
+    return "tiff=yes" in run("info").stdout
 PHOTOS = os.path.join(SRC, "samples", "photos")
 
 
@@ -888,8 +892,8 @@ class CliRobustness(unittest.TestCase):
         self.assertIn("does not describe its 8 fields of 256 bits", r.stderr)
         for tif in ("bomb_30000.tif", "tile_bomb.tif", "trunc_strip.tif"):
             r = run("svf", "--dsm", os.path.join(BAD, tif), "--pixel-size", "1", "--out", self.path("o"))
-            self.assertEqual(r.returncode, 1, (tif, r.stderr))
-            self.assertIn(tif, r.stderr)
+            self.assertEqual(r.returncode, 1, (tif, r.stderr))  # refused from the header, or no libtiff
+            self.assertIn(tif if has_tiff() else "without libtiff", r.stderr)
 
     def test_outputs_never_overwrite_inputs(self):
         vol = self.volume()
@@ -930,7 +934,7 @@ class CliRobustness(unittest.TestCase):
         self.assertEqual(open(jpg, "rb").read(), before)
         self.assertFalse(os.path.exists(self.path("g")))
         r = run("gray", "-o", self.path("g.tif"), jpg)
-        if "tiff=no" not in run("info").stdout:
+        if has_tiff():
             self.assertEqual(r.returncode, 0, r.stderr)
             self.assertEqual(open(self.path("g.tif"), "rb").read(4), b"II*\x00")
         # svf: an output named like an input

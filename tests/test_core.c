@@ -3,6 +3,8 @@
  * array descriptors. */
 #include "testutil.h"
 
+#include "accel_config.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ START_TEST(build_info_names_cuda_and_openmp) {
   const char *b = accel_build_info();
   ck_assert_ptr_nonnull(strstr(b, EXPECT_CUDA ? "cuda=yes" : "cuda=no"));
   ck_assert_ptr_nonnull(strstr(b, "openmp="));
+  ck_assert_ptr_nonnull(strstr(b, ACCEL_HAVE_TIFF ? "tiff=yes" : "tiff=no"));
 }
 END_TEST
 
