@@ -36,6 +36,25 @@ accel_status accel__cuda_status(cudaError_t err, char *why, const char *what) {
   }
 }
 
+extern "C" int64_t accel__cuda_emulated_fault_at = -1;
+extern "C" int accel__cuda_emulated_fault_error = cudaErrorLaunchFailure;
+static thread_local cudaError_t emulated_last_error = cudaSuccess;
+
+cudaError_t accel__cuda_emulated_call(void) {
+  int64_t n = __atomic_load_n(&accel__cuda_emulated_fault_at, __ATOMIC_RELAXED);
+  while (n >= 0 && !__atomic_compare_exchange_n(&accel__cuda_emulated_fault_at, &n, n - 1, false, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED)) {
+  }
+  if (n != 0) return cudaSuccess;
+  return emulated_last_error = (cudaError_t)accel__cuda_emulated_fault_error;
+}
+
+cudaError_t accel__cuda_emulated_last_error(void) {
+  const cudaError_t e = emulated_last_error;
+  emulated_last_error = cudaSuccess;
+  return e;
+}
+
 static bool driver_loadable(char *why) {
   void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (!h) {

@@ -43,13 +43,24 @@ void accel__cuda_free(accel__cuda_state *st, void *ptr, size_t bytes);
  * strides, so any size fits within the device's grid limits. */
 dim3 accel__grid2d(int64_t width, int64_t height, dim3 block);
 
+/* Tests: the emulated executor's CUDA calls fail on request, as a device's
+ * can. While accel__cuda_emulated_fault_at is n >= 0, n more calls succeed
+ * and the next one fails with accel__cuda_emulated_fault_error (then it is
+ * -1 again). Like a failed CUDA runtime call, a failed emulated call is also
+ * remembered as the thread's last error until someone reads it. */
+extern "C" int64_t accel__cuda_emulated_fault_at;
+extern "C" int accel__cuda_emulated_fault_error;
+cudaError_t accel__cuda_emulated_call(void);      /* the fault, or cudaSuccess */
+cudaError_t accel__cuda_emulated_last_error(void); /* read and reset, as cudaGetLastError */
+
 #ifdef __cplusplus
 #include <stdlib.h>
 #include <string.h>
 
 /* Where the pipeline runs: a CUDA device (st != NULL), or the host, for
- * tests without a GPU (memory from malloc within a budget, kernels as
- * loops over the same per-thread bodies). */
+ * tests without a GPU (memory from malloc within a budget, filled with 0xA5
+ * as device memory holds garbage; kernels as loops over the same per-thread
+ * bodies; every call may fail on request: accel__cuda_emulated_fault_at). */
 struct accel__executor {
   accel__cuda_state *st;
   uint64_t emu_budget, emu_in_use;
@@ -60,6 +71,8 @@ struct accel__executor {
   }
   accel_status alloc(size_t n, uint8_t **p, char *why) {
     if (st) return accel__cuda_alloc(st, n, (void **)p, why);
+    const cudaError_t e = accel__cuda_emulated_call();
+    if (e != cudaSuccess) return accel__cuda_status(e, why, "cudaMallocFromPoolAsync");
     if (emu_in_use + n > emu_budget) {
       accel__why(why, "needs %.1f MiB more device memory, over the budget of %.1f MiB", n / 1048576.0,
                  emu_budget / 1048576.0);
@@ -69,6 +82,7 @@ struct accel__executor {
       accel__why(why, "out of memory");
       return ACCEL_ERR_OUT_OF_MEMORY;
     }
+    memset(*p, 0xA5, n);
     emu_in_use += n;
     return ACCEL_OK;
   }
@@ -84,7 +98,7 @@ struct accel__executor {
   uint8_t *host_alloc(size_t n) {
     uint8_t *p = nullptr;
     if (st) return cudaHostAlloc((void **)&p, n, cudaHostAllocDefault) == cudaSuccess ? p : nullptr;
-    return (uint8_t *)malloc(n);
+    return accel__cuda_emulated_call() == cudaSuccess ? (uint8_t *)malloc(n) : nullptr;
   }
   void host_free(uint8_t *p) {
     if (p && st) cudaFreeHost(p);
@@ -92,21 +106,24 @@ struct accel__executor {
   }
   cudaError_t upload(void *d, const void *h, size_t n) {
     if (st) return cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, st->stream);
+    if (const cudaError_t e = accel__cuda_emulated_call()) return e;
     memcpy(d, h, n);
     return cudaSuccess;
   }
   cudaError_t download(void *h, const void *d, size_t n) {
     if (st) return cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, st->stream);
+    if (const cudaError_t e = accel__cuda_emulated_call()) return e;
     memcpy(h, d, n);
     return cudaSuccess;
   }
   cudaError_t zero(void *d, size_t n) {
     if (st) return cudaMemsetAsync(d, 0, n, st->stream);
+    if (const cudaError_t e = accel__cuda_emulated_call()) return e;
     memset(d, 0, n);
     return cudaSuccess;
   }
-  cudaError_t sync() { return st ? cudaStreamSynchronize(st->stream) : cudaSuccess; }
-  cudaError_t last_error() { return st ? cudaGetLastError() : cudaSuccess; }
+  cudaError_t sync() { return st ? cudaStreamSynchronize(st->stream) : accel__cuda_emulated_call(); }
+  cudaError_t last_error() { return st ? cudaGetLastError() : accel__cuda_emulated_last_error(); }
 };
 
 
@@ -122,6 +139,7 @@ template <class F> __global__ void k_each(uint64_t n, F f) {
 template <class F> accel_status each(accel__executor *x, uint64_t n, F f, char *why, const char *what) {
   if (!n) return ACCEL_OK;
   if (!x->st) {
+    if (const cudaError_t e = accel__cuda_emulated_call()) return accel__cuda_status(e, why, what);
     for (uint64_t i = 0; i < n; i++) f(i);
     return ACCEL_OK;
   }
@@ -143,6 +161,7 @@ template <class F>
 accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *why, const char *what) {
   if (rows <= 0 || cols <= 0) return ACCEL_OK;
   if (!x->st) {
+    if (const cudaError_t e = accel__cuda_emulated_call()) return accel__cuda_status(e, why, what);
     for (int64_t r = 0; r < rows; r++)
       for (int64_t c = 0; c < cols; c++) f(r, c);
     return ACCEL_OK;
@@ -193,6 +212,7 @@ inline accel_status check(accel__executor *x, cudaError_t e, char *why, const ch
 inline cudaError_t copy2d(accel__executor *x, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                    size_t rows, cudaMemcpyKind kind) {
   if (!x->st) {
+    if (const cudaError_t e = accel__cuda_emulated_call()) return e;
     for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     return cudaSuccess;
   }

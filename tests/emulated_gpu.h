@@ -14,6 +14,13 @@
 #if EXPECT_CUDA
 /* A context on the emulated GPU (backend kind CUDA), logging into cap. */
 accel_ctx *make_emulated_gpu_ctx(accel_fallback_policy policy, log_capture *cap);
+
+/* Emulated CUDA calls fail on request (kernels/cuda_util.h): while
+ * accel__cuda_emulated_fault_at is n >= 0, n calls succeed and the next one
+ * fails with accel__cuda_emulated_fault_error, a cudaError_t. */
+extern int64_t accel__cuda_emulated_fault_at;
+extern int accel__cuda_emulated_fault_error;
+enum { EMU_CUDA_ERROR_LAUNCH_FAILURE = 719 }; /* cudaErrorLaunchFailure */
 #endif
 
 #endif
