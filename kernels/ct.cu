@@ -8,9 +8,10 @@
  *
  * - rescale, threshold: one thread per voxel.
  * - connected components (fill holes: background, 6 or 26; markers: pores,
- *   26): union-find over voxel indices with atomicMin links from the larger
- *   root to the smaller (Playne and Hawick's scheme), then every voxel takes
- *   its root: the smallest voxel of its component, as on the CPU.
+ *   26): the concurrent union-find of lib/ct/union_find.h over voxel indices
+ *   (atomicMin links from the larger root to the smaller, relaxed atomic
+ *   loads, path halving), then every voxel takes its root: the smallest
+ *   voxel of its component, as on the CPU.
  * - EDT: one thread per row (two sweeps), then one thread per line along y
  *   and along z with its scratch interleaved with its neighbours' (coalesced).
  * - markers: the window-maximum test per voxel on the GPU; the rest (numpy's
@@ -31,6 +32,7 @@
 
 #include "ct/edt_line.h"
 #include "ct/ops.h"
+#include "ct/union_find.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,16 +41,6 @@
 namespace {
 
 const uint32_t NONE = 0xffffffffu;
-
-__host__ __device__ inline uint32_t atomic_min_u32(uint32_t *p, uint32_t v) {
-#ifdef __CUDA_ARCH__
-  return atomicMin(p, v);
-#else
-  const uint32_t old = *p;
-  if (v < old) *p = v;
-  return old;
-#endif
-}
 
 /* ------------------------------------------------------------ elementwise */
 
@@ -93,27 +85,6 @@ struct dims3 {
   __host__ __device__ uint64_t count() const { return (uint64_t)nz * (uint64_t)ny * (uint64_t)nx; }
 };
 
-__host__ __device__ inline uint32_t find_root(const uint32_t *L, uint32_t x) {
-  while (L[x] != x) x = L[x];
-  return x;
-}
-
-__host__ __device__ inline void unite(uint32_t *L, uint32_t a, uint32_t b) {
-  for (;;) {
-    a = find_root(L, a);
-    b = find_root(L, b);
-    if (a == b) return;
-    if (a > b) {
-      const uint32_t t = a;
-      a = b;
-      b = t;
-    }
-    const uint32_t old = atomic_min_u32(&L[b], a); /* link the larger root under the smaller */
-    if (old == b) return;
-    b = old; /* b was linked meanwhile: go on from where it points */
-  }
-}
-
 struct cc_init_f {
   const uint8_t *m;
   bool want_set;
@@ -129,7 +100,7 @@ struct cc_merge_f {
   dims3 d;
   uint32_t *L;
   __host__ __device__ void operator()(uint64_t i) const {
-    if (L[i] == NONE) return;
+    if (accel__uf_load(&L[i]) == NONE) return;
     const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
                   z = (int64_t)(i / ((uint64_t)d.nx * (uint64_t)d.ny));
     for (int dz = -1; dz <= 0; dz++)
@@ -140,7 +111,7 @@ struct cc_merge_f {
           const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
           if (zz < 0 || yy < 0 || xx < 0 || yy >= d.ny || xx >= d.nx) continue;
           const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
-          if ((m[j] != 0) == want_set) unite(L, (uint32_t)i, (uint32_t)j);
+          if ((m[j] != 0) == want_set) accel__uf_unite(L, (uint32_t)i, (uint32_t)j);
         }
   }
 };
@@ -148,7 +119,7 @@ struct cc_merge_f {
 struct cc_flatten_f {
   uint32_t *L;
   __host__ __device__ void operator()(uint64_t i) const {
-    if (L[i] != NONE) L[i] = find_root(L, (uint32_t)i);
+    if (accel__uf_load(&L[i]) != NONE) accel__uf_flatten(L, (uint32_t)i);
   }
 };
 

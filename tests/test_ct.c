@@ -13,7 +13,13 @@
 #include "ct/ct.h"
 #include "ct/ops.h"
 
+/* The GPU's union-find, its retries counted (gpu_union_find_with_threads). */
+static uint64_t uf_retries;
+#define ACCEL__UF_RETRY() ((void)__atomic_add_fetch(&uf_retries, 1, __ATOMIC_RELAXED))
+#include "ct/union_find.h"
+
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -419,6 +425,89 @@ END_TEST
 /* ------------------------------------------------------------ synthetic checks */
 
 /* The EDT against every pair (foreground voxel, background voxel), in double. */
+/* ------------------------------------------------------------ the GPU's union-find with threads */
+
+typedef struct uf_worker {
+  uint32_t *label;
+  const uint32_t *edges; /* pairs */
+  size_t first, count, step; /* this thread's edges: first, first + step, ... */
+  uint32_t lo, hi;           /* and elements to flatten */
+  pthread_barrier_t *sync;
+} uf_worker;
+
+static void *uf_work(void *arg) {
+  const uf_worker *w = arg;
+  pthread_barrier_wait(w->sync);
+  for (size_t e = w->first; e < w->count; e += w->step) accel__uf_unite(w->label, w->edges[2 * e], w->edges[2 * e + 1]);
+  pthread_barrier_wait(w->sync); /* every union done: the end of the merge kernel */
+  for (uint32_t x = w->lo; x < w->hi; x++) accel__uf_flatten(w->label, x);
+  return NULL;
+}
+
+static uint32_t seq_find(const uint32_t *p, uint32_t x) {
+  while (p[x] != x) x = p[x];
+  return x;
+}
+
+/* lib/ct/union_find.h (the GPU's components, fill holes and the peak
+ * search) run by 8 threads at once, then flattened concurrently: every
+ * element ends labelled with the smallest element of its component, as a
+ * sequential union-find finds. Each edge is united once, so a lost link
+ * shows. The edges join each element of a group to the group's last one, in
+ * random order, the threads taking turns along them (as neighbouring voxels
+ * of a warp meet the same component): threads often race to link the same
+ * root, so the branch where another thread linked it meanwhile is taken. */
+START_TEST(gpu_union_find_with_threads) {
+  enum { N = 8192, G = 64, E = N - N / G, T = 8 };
+  static uint32_t label[N], ref[N], edges[2 * E];
+  uint64_t x = 12345;
+  uf_retries = 0;
+  int rounds = 0;
+  for (; rounds < 500 && (rounds < 10 || __atomic_load_n(&uf_retries, __ATOMIC_RELAXED) < 10); rounds++) {
+    size_t e = 0;
+    for (uint32_t g = 0; g < N; g += G) {
+      const size_t first = e;
+      for (uint32_t i = 0; i + 1 < G; i++, e++) {
+        edges[2 * e] = g + i;
+        edges[2 * e + 1] = g + G - 1;
+      }
+      for (size_t k = e - first; k > 1; k--) { /* shuffle the group's edges */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const size_t j = first + (size_t)(x % k), l = first + k - 1;
+        const uint32_t t = edges[2 * j];
+        edges[2 * j] = edges[2 * l];
+        edges[2 * l] = t;
+        if (x >> 63) { /* either end first */
+          edges[2 * l + 1] = edges[2 * l];
+          edges[2 * l] = g + G - 1;
+        }
+      }
+    }
+    for (uint32_t i = 0; i < N; i++) label[i] = ref[i] = i;
+    for (e = 0; e < E; e++) { /* the reference: the smaller root wins */
+      const uint32_t ra = seq_find(ref, edges[2 * e]), rb = seq_find(ref, edges[2 * e + 1]);
+      if (ra != rb) ref[ra > rb ? ra : rb] = ra < rb ? ra : rb;
+    }
+    pthread_barrier_t sync;
+    pthread_barrier_init(&sync, NULL, T);
+    pthread_t th[T];
+    uf_worker w[T];
+    for (int t = 0; t < T; t++) {
+      w[t] = (uf_worker){label, edges, (size_t)t, E, T, (uint32_t)(t * N / T), (uint32_t)((t + 1) * N / T), &sync};
+      ck_assert_int_eq(pthread_create(&th[t], NULL, uf_work, &w[t]), 0);
+    }
+    for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&sync);
+    for (uint32_t i = 0; i < N; i++)
+      EXPECT(label[i] == seq_find(ref, i), "round %d: element %u labelled %u, its component's smallest is %u", rounds,
+             i, label[i], seq_find(ref, i));
+  }
+  printf("union-find: %d rounds of %d threads, %llu unions went on after a concurrent link\n", rounds, T,
+         (unsigned long long)uf_retries);
+  ck_assert_msg(uf_retries > 0, "no union ever found its root linked by another thread in %d rounds", rounds);
+}
+END_TEST
+
 START_TEST(edt_equals_brute_force) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   const accel__dims shapes[] = {{7, 9, 11}, {1, 20, 1}, {13, 1, 6}, {5, 5, 40}, {16, 17, 3}};
@@ -1001,6 +1090,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, trims_equal_porespy);
   tcase_add_test(tc, nearby_trim_equals_all_pairs);
   tcase_add_test(tc, edt_equals_brute_force);
+  tcase_add_test(tc, gpu_union_find_with_threads);
   tcase_add_test(tc, fill_holes_equals_a_flood_from_the_border);
   tcase_add_test(tc, threshold_and_rescale);
   tcase_add_test(tc, pipeline_refuses_non_finite_rescale);
