@@ -167,7 +167,7 @@ accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, bool con
   dbuf L, outside;
   accel_status s = L.get(x, n * 4, why);
   if (!s) s = outside.get(x, n, why);
-  if (!s && x->zero(outside.p, n) != cudaSuccess) s = check(x, cudaErrorUnknown, why, "memset");
+  if (!s) s = accel__cuda_check(x->zero(outside.p, n), why, "memset");
   if (!s) s = components(x, m, d, false, conn26, L.as<uint32_t>(), why);
   if (!s) s = each(x, n, border_f{L.as<uint32_t>(), d, true, true, outside.p}, why, "fill border");
   if (!s) s = each(x, n, fill_out_f{m, L.as<uint32_t>(), outside.p, out}, why, "fill output");
@@ -307,12 +307,12 @@ int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
 /* ------------------------------------------------------------ stages over host volumes */
 
 accel_status up(accel__executor *x, void *d, const void *h, size_t n, char *why) {
-  return check(x, x->upload(d, h, n), why, "upload");
+  return accel__cuda_check(x->upload(d, h, n), why, "upload");
 }
 
 accel_status down(accel__executor *x, void *h, const void *d, size_t n, char *why) {
-  accel_status s = check(x, x->download(h, d, n), why, "download");
-  if (!s) s = check(x, x->sync(), why, "download");
+  accel_status s = accel__cuda_check(x->download(h, d, n), why, "download");
+  if (!s) s = accel__cuda_check(x->sync(), why, "download");
   return s;
 }
 
@@ -436,7 +436,7 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
     const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
     const dims3 sd = {nzc, d.ny, d.nx};
     s = up(r.x, dm.p, mask + base, cnt, why);
-    if (!s && r.x->zero(doutside.p, cnt) != cudaSuccess) s = check(r.x, cudaErrorUnknown, why, "memset");
+    if (!s) s = accel__cuda_check(r.x->zero(doutside.p, cnt), why, "memset");
     if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
     if (!s) s = each(r.x, cnt, border_f{dl.as<uint32_t>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
     if (!s) s = down(r.x, roots, dl.p, cnt * 4, why);
@@ -537,15 +537,15 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
   for (int64_t y0 = 0; y0 < d.ny && !s; y0 += rows) {
     const int64_t nyc = d.ny - y0 < rows ? d.ny - y0 : rows;
     const size_t w = (size_t)nyc * (size_t)d.nx * 4;
-    s = check(r.x, copy2d(r.x, df.p, w, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, w, (size_t)d.nz,
-                          cudaMemcpyHostToDevice),
-              why, "upload");
+    s = accel__cuda_check(
+        r.x->copy2d(df.p, w, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, w, (size_t)d.nz, cudaMemcpyHostToDevice),
+        why, "upload");
     if (!s) s = edt_pass(r.x, df.as<float>(), dims3{d.nz, nyc, d.nx}, 0, sp[0], true, why);
     if (!s)
-      s = check(r.x, copy2d(r.x, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df.p, w, w, (size_t)d.nz,
-                            cudaMemcpyDeviceToHost),
-                why, "download");
-    if (!s) s = check(r.x, r.x->sync(), why, "download");
+      s = accel__cuda_check(
+          r.x->copy2d(out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df.p, w, w, (size_t)d.nz, cudaMemcpyDeviceToHost),
+          why, "download");
+    if (!s) s = accel__cuda_check(r.x->sync(), why, "download");
   }
   return s;
 }
@@ -814,13 +814,11 @@ extern "C" uint64_t accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
 
 namespace {
 template <int OP> accel_status emulated(accel__call *call, accel__ct_job *job) {
-  accel__executor x = {nullptr, accel__cuda_ct_emulated_budget, 0};
-  return stage<OP>(&x, call, job);
+  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return stage<OP>(x, call, job); });
 }
 
 accel_status pipeline_emulated(accel__call *call, accel__ct_pipeline_job *job) {
-  accel__executor x = {nullptr, accel__cuda_ct_emulated_budget, 0};
-  return pipeline(&x, call, job);
+  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return pipeline(x, call, job); });
 }
 }  // namespace
 

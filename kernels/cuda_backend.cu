@@ -1,6 +1,7 @@
 /*
  * kernels/cuda_backend.cu - the CUDA backend: probing, devices, per-context
- * state (device, stream, memory pool, budget) and the backend table.
+ * state (device, stream, memory pool, budget) and the backend table; the
+ * reasons CUDA errors give.
  *
  * The CUDA runtime is linked statically and loads the driver (libcuda.so.1)
  * itself, so libaccel loads on machines without a driver; we check for the
@@ -20,33 +21,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-accel_status accel__cuda_status(cudaError_t err, char *why, const char *what) {
-  accel__why(why, "%s: %s: %s", what, cudaGetErrorName(err), cudaGetErrorString(err));
-  switch (err) {
-  case cudaSuccess:
-    return ACCEL_OK;
-  case cudaErrorMemoryAllocation:
-    return ACCEL_ERR_DEVICE_MEMORY;
-  case cudaErrorNoDevice:
-  case cudaErrorInsufficientDriver:
-  case cudaErrorInvalidDevice:
-    return ACCEL_ERR_NO_DEVICE;
-  default:
-    return ACCEL_ERR_DEVICE;
-  }
+void accel__cuda_reason(cudaError_t err, char *why, const char *what) {
+  const char *text = cudaGetErrorString(err);
+  size_t n = strlen(text);
+  while (n && text[n - 1] == '.') n--; /* the fallback line's own period follows */
+  accel__why(why, "%s: %s: %.*s", what, cudaGetErrorName(err), (int)n, text);
 }
 
-extern "C" int64_t accel__cuda_emulated_fault_at = -1;
-extern "C" int accel__cuda_emulated_fault_error = cudaErrorLaunchFailure;
+extern "C" int64_t accel__cuda_fault_at = -1;
+extern "C" int accel__cuda_fault_error = cudaErrorLaunchFailure;
 static thread_local cudaError_t emulated_last_error = cudaSuccess;
 
-cudaError_t accel__cuda_emulated_call(void) {
-  int64_t n = __atomic_load_n(&accel__cuda_emulated_fault_at, __ATOMIC_RELAXED);
-  while (n >= 0 && !__atomic_compare_exchange_n(&accel__cuda_emulated_fault_at, &n, n - 1, false, __ATOMIC_RELAXED,
+cudaError_t accel__cuda_fault(void) {
+  int64_t n = __atomic_load_n(&accel__cuda_fault_at, __ATOMIC_RELAXED);
+  while (n >= 0 && !__atomic_compare_exchange_n(&accel__cuda_fault_at, &n, n - 1, false, __ATOMIC_RELAXED,
                                                 __ATOMIC_RELAXED)) {
   }
   if (n != 0) return cudaSuccess;
-  return emulated_last_error = (cudaError_t)accel__cuda_emulated_fault_error;
+  return emulated_last_error = (cudaError_t)accel__cuda_fault_error;
 }
 
 cudaError_t accel__cuda_emulated_last_error(void) {
@@ -70,21 +62,15 @@ static void cuda_probe(accel__probe_result *out) {
   out->reason[0] = '\0';
   if (!driver_loadable(out->reason)) return;
   int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    accel__cuda_status(e, out->reason, "cudaGetDeviceCount");
-    return;
-  }
+  if (accel__cuda_check(cudaGetDeviceCount(&n), out->reason, "cudaGetDeviceCount")) return;
   if (n == 0) accel__why(out->reason, "the NVIDIA driver reports no CUDA device");
   out->device_count = n;
 }
 
 static accel_status cuda_device_info(int32_t index, accel_device_info *info, char *why) {
-  int prev = 0;
-  cudaGetDevice(&prev);
   cudaDeviceProp p;
-  cudaError_t e = cudaGetDeviceProperties(&p, index);
-  if (e != cudaSuccess) return accel__cuda_status(e, why, "cudaGetDeviceProperties");
+  accel_status s = accel__cuda_check(cudaGetDeviceProperties(&p, index), why, "cudaGetDeviceProperties");
+  if (s) return s;
   info->index = index;
   accel__strlcpy(info->name, p.name, sizeof info->name);
   info->total_memory = p.totalGlobalMem;
@@ -92,12 +78,15 @@ static accel_status cuda_device_info(int32_t index, accel_device_info *info, cha
   info->cc_minor = p.minor;
   info->multiprocessors = p.multiProcessorCount;
   int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess) info->driver_version = v;
-  if (cudaRuntimeGetVersion(&v) == cudaSuccess) info->runtime_version = v;
+  if (!accel__cuda_check(cudaDriverGetVersion(&v), nullptr, "cudaDriverGetVersion")) info->driver_version = v;
+  if (!accel__cuda_check(cudaRuntimeGetVersion(&v), nullptr, "cudaRuntimeGetVersion")) info->runtime_version = v;
+  int prev = 0;
   size_t free_b = 0, total_b = 0;
-  if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
-    info->free_memory = free_b;
-  cudaSetDevice(prev);
+  if (!accel__cuda_check(cudaGetDevice(&prev), nullptr, "cudaGetDevice") &&
+      !accel__cuda_check(cudaSetDevice(index), nullptr, "cudaSetDevice")) {
+    if (!accel__cuda_check(cudaMemGetInfo(&free_b, &total_b), nullptr, "cudaMemGetInfo")) info->free_memory = free_b;
+    (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
+  }
   return ACCEL_OK;
 }
 
@@ -105,14 +94,14 @@ static void cuda_close(void *state) {
   accel__cuda_state *st = (accel__cuda_state *)state;
   if (!st) return;
   int prev = 0;
-  cudaGetDevice(&prev);
-  cudaSetDevice(st->device);
+  const bool restore = !accel__cuda_check(cudaGetDevice(&prev), nullptr, "cudaGetDevice");
+  (void)accel__cuda_check(cudaSetDevice(st->device), nullptr, "cudaSetDevice");
   if (st->stream) {
-    cudaStreamSynchronize(st->stream);
-    cudaStreamDestroy(st->stream);
+    (void)accel__cuda_check(cudaStreamSynchronize(st->stream), nullptr, "cudaStreamSynchronize");
+    (void)accel__cuda_check(cudaStreamDestroy(st->stream), nullptr, "cudaStreamDestroy");
   }
-  if (st->pool) cudaMemPoolDestroy(st->pool);
-  cudaSetDevice(prev);
+  if (st->pool) (void)accel__cuda_check(cudaMemPoolDestroy(st->pool), nullptr, "cudaMemPoolDestroy");
+  if (restore) (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
   pthread_mutex_destroy(&st->mu);
   free(st);
 }
@@ -136,30 +125,28 @@ static accel_status cuda_open(accel__backend_config *cfg, void **state, char *wh
   pthread_mutex_init(&st->mu, NULL);
   st->device = cfg->device;
   int prev = 0;
-  cudaGetDevice(&prev);
-  accel_status s = ACCEL_OK;
-  cudaError_t e = cudaSetDevice(st->device);
-  if (e != cudaSuccess) s = accel__cuda_status(e, why, "cudaSetDevice");
-  if (!s && (e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) != cudaSuccess)
-    s = accel__cuda_status(e, why, "cudaStreamCreate");
+  const bool restore = !accel__cuda_check(cudaGetDevice(&prev), nullptr, "cudaGetDevice");
+  accel_status s = accel__cuda_check(cudaSetDevice(st->device), why, "cudaSetDevice");
+  if (!s) s = accel__cuda_check(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking), why, "cudaStreamCreate");
   size_t free_b = 0, total_b = 0;
-  if (!s && (e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) s = accel__cuda_status(e, why, "cudaMemGetInfo");
+  if (!s) s = accel__cuda_check(cudaMemGetInfo(&free_b, &total_b), why, "cudaMemGetInfo");
   if (!s) {
     cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = st->device;
-    if ((e = cudaMemPoolCreate(&st->pool, &props)) != cudaSuccess) s = accel__cuda_status(e, why, "cudaMemPoolCreate");
+    s = accel__cuda_check(cudaMemPoolCreate(&st->pool, &props), why, "cudaMemPoolCreate");
   }
   if (!s) {
     st->budget = cfg->memory_budget ? cfg->memory_budget : (uint64_t)((double)free_b * 0.9);
     /* keep freed blocks cached up to the budget instead of returning them */
     uint64_t keep = st->budget;
-    cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    s = accel__cuda_check(cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep), why,
+                          "cudaMemPoolSetAttribute");
     cfg->memory_budget = st->budget;
   }
-  cudaSetDevice(prev);
+  if (restore) (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
   if (s) {
     cuda_close(st);
     return s;
@@ -172,21 +159,22 @@ accel_status accel__cuda_enter(accel__call *call, accel__cuda_scope *scope) {
   accel__cuda_state *st = (accel__cuda_state *)call->state;
   scope->st = st;
   pthread_mutex_lock(&st->mu);
-  scope->prev_device = 0;
-  cudaGetDevice(&scope->prev_device);
-  cudaError_t e = cudaSetDevice(st->device);
-  if (e != cudaSuccess) {
+  accel__cuda_forget_stale_error();
+  scope->prev_device = st->device;
+  (void)accel__cuda_check(cudaGetDevice(&scope->prev_device), nullptr, "cudaGetDevice");
+  accel_status s = accel__cuda_check(cudaSetDevice(st->device), call->why, "cudaSetDevice");
+  if (s) {
     pthread_mutex_unlock(&st->mu);
     scope->st = NULL;
-    return accel__cuda_status(e, call->why, "cudaSetDevice");
   }
-  return ACCEL_OK;
+  return s;
 }
 
 void accel__cuda_leave(accel__cuda_scope *scope) {
-  if (!scope->st) return;
-  cudaSetDevice(scope->prev_device);
-  pthread_mutex_unlock(&scope->st->mu);
+  accel__cuda_state *st = scope->st;
+  if (!st) return;
+  (void)accel__cuda_check(cudaSetDevice(scope->prev_device), nullptr, "cudaSetDevice");
+  pthread_mutex_unlock(&st->mu);
   scope->st = NULL;
 }
 
@@ -198,10 +186,11 @@ accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, 
                bytes / 1048576.0, st->budget / 1048576.0, st->in_use / 1048576.0);
     return ACCEL_ERR_DEVICE_MEMORY;
   }
-  cudaError_t e = cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream);
-  if (e != cudaSuccess) {
+  const accel_status s =
+      accel__cuda_check(cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream), why, "cudaMallocFromPoolAsync");
+  if (s) {
     *ptr = NULL;
-    return accel__cuda_status(e, why, "cudaMallocFromPoolAsync");
+    return s;
   }
   st->in_use += bytes;
   return ACCEL_OK;
@@ -210,7 +199,7 @@ accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, 
 void accel__cuda_free(accel__cuda_state *st, void *ptr, size_t bytes) {
   if (!ptr) return;
   if (bytes == 0) bytes = 1;
-  cudaFreeAsync(ptr, st->stream);
+  (void)accel__cuda_check(cudaFreeAsync(ptr, st->stream), nullptr, "cudaFreeAsync");
   st->in_use -= bytes;
 }
 

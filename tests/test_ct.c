@@ -1080,6 +1080,122 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
 }
 END_TEST
+
+/* One CT stage on a small volume of blobs, and the CPU's answer. */
+enum { CT_STAGES = 7 };
+typedef struct ct_case {
+  accel__dims d;
+  int op; /* rescale, threshold, fill 6, fill 26, edt, markers, pipeline */
+  void *raw_d, *solid_d, *pores_d, *edt_d;
+  accel_array raw, solid, pores, edt;
+  double slope[64], intercept[64];
+  void *want_d[CT_STAGES], *want2_d; /* the CPU's outputs (the pipeline's labels and filled volume) */
+} ct_case;
+
+static const accel_dtype CT_OUT[CT_STAGES] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8,
+                                              ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
+
+static accel_status ct_stage(accel_ctx *ctx, ct_case *c, int op, void *out_d, void *out2_d) {
+  accel_array out, out2;
+  const int64_t shape[3] = {c->d.nz, c->d.ny, c->d.nx};
+  accel_array_init(&out, out_d, CT_OUT[op], 3, shape);
+  accel_array_init(&out2, out2_d, ACCEL_DTYPE_U8, 3, shape);
+  const double sp[3] = {1.5, 1.0, 0.75};
+  switch (op) {
+  case 0: return accel_ct_rescale(ctx, &c->raw, c->slope, c->intercept, &out);
+  case 1: return accel_ct_threshold(ctx, &c->raw, 0, ACCEL_CT_GREATER, &out);
+  case 2: return accel_ct_fill_holes(ctx, &c->solid, ACCEL_CT_FACES, &out);
+  case 3: return accel_ct_fill_holes(ctx, &c->solid, ACCEL_CT_CORNERS, &out);
+  case 4: return accel_ct_edt(ctx, &c->pores, sp, &out);
+  case 5: return accel_ct_markers(ctx, &c->edt, &c->pores, NULL, &out, NULL);
+  default: {
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po, sizeof po);
+    po.threshold = 0;
+    po.pores = ACCEL_CT_PORES_CLOSED;
+    memcpy(po.spacing, sp, sizeof sp);
+    accel_ct_pipeline *pl = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &pl), ACCEL_OK);
+    accel_ct_outputs o;
+    accel_ct_outputs_init(&o, sizeof o);
+    o.labels = &out;
+    o.filled = &out2;
+    const accel_status s = accel_ct_pipeline_run(pl, &c->raw, NULL, &o);
+    accel_ct_pipeline_destroy(pl);
+    return s;
+  }
+  }
+}
+
+static accel_status ct_on_gpu(accel_ctx *ctx, void *user) {
+  ct_case *c = user;
+  const uint64_t n = accel__dims_count(c->d);
+  void *out_d, *out2_d;
+  new_volume(&out_d, CT_OUT[c->op], c->d);
+  new_volume(&out2_d, ACCEL_DTYPE_U8, c->d);
+  const accel_status s = ct_stage(ctx, c, c->op, out_d, out2_d);
+  if (!s) {
+    ck_assert_msg(memcmp(out_d, c->want_d[c->op], n * accel_dtype_size(CT_OUT[c->op])) == 0, "stage %d differs", c->op);
+    if (c->op == 6) ck_assert_msg(memcmp(out2_d, c->want2_d, n) == 0, "the pipeline's filled volume differs");
+  }
+  free(out_d);
+  free(out2_d);
+  return s;
+}
+
+/* Every CUDA call of every CT stage is checked, whole volumes and in slabs:
+ * a failure at any call falls back with the error's name (fill holes in
+ * slabs reported a failed memset as cudaErrorUnknown). */
+START_TEST(gpu_stage_failures_fall_back_in_emulation) {
+  static ct_case c;
+  memset(&c, 0, sizeof c);
+  c.d = (accel__dims){20, 32, 36};
+  const uint64_t n = accel__dims_count(c.d);
+  c.raw = new_volume(&c.raw_d, ACCEL_DTYPE_I16, c.d);
+  c.solid = new_volume(&c.solid_d, ACCEL_DTYPE_U8, c.d);
+  c.pores = new_volume(&c.pores_d, ACCEL_DTYPE_U8, c.d);
+  c.edt = new_volume(&c.edt_d, ACCEL_DTYPE_F32, c.d);
+  int16_t *raw = c.raw_d;
+  for (uint64_t i = 0; i < n; i++) { /* blobs and noise: solid with closed holes */
+    const double x = (double)(i % 36), y = (double)(i / 36 % 32), z = (double)(i / (36 * 32));
+    raw[i] = (int16_t)(300 * sin(x / 2.3) * sin(y / 1.9) * cos(z / 2.7) + 120 + (double)(rnd() % 160) - 80);
+  }
+  for (int z = 0; z < 20; z++) {
+    c.slope[z] = 1 + z * 0.125;
+    c.intercept[z] = -1024 + z;
+  }
+  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  ck_assert_int_eq(accel_ct_threshold(cpu, &c.raw, 0, ACCEL_CT_GREATER, &c.solid), ACCEL_OK);
+  ck_assert_int_eq(accel_ct_fill_holes(cpu, &c.solid, ACCEL_CT_FACES, &c.pores), ACCEL_OK);
+  uint64_t holes = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint8_t *p = c.pores_d;
+    p[i] = (uint8_t)(p[i] && !((uint8_t *)c.solid_d)[i]);
+    holes += p[i];
+  }
+  ck_assert_uint_gt(holes, 10);
+  ck_assert_int_eq(accel_ct_edt(cpu, &c.pores, (const double[]){1.5, 1.0, 0.75}, &c.edt), ACCEL_OK);
+  for (int op = 0; op < CT_STAGES; op++) new_volume(&c.want_d[op], CT_OUT[op], c.d);
+  new_volume(&c.want2_d, ACCEL_DTYPE_U8, c.d);
+  for (int op = 0; op < CT_STAGES; op++) ck_assert_int_eq(ct_stage(cpu, &c, op, c.want_d[op], c.want2_d), ACCEL_OK);
+  accel_ctx_destroy(cpu);
+  static const char *const stages[CT_STAGES] = {"ct.rescale", "ct.threshold", "ct.fill_holes", "ct.fill_holes",
+                                                "ct.edt", "ct.markers", "ct.pipeline"};
+  /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs */
+  const uint64_t budgets[2] = {(uint64_t)1 << 30, 100000};
+  for (int b = 0; b < 2; b++) {
+    accel__cuda_ct_emulated_budget = budgets[b];
+    for (c.op = 0; c.op < CT_STAGES; c.op++) ck_assert_int_ge(emulated_fault_sweep(stages[c.op], ct_on_gpu, &c), 3);
+  }
+  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+  for (int op = 0; op < CT_STAGES; op++) free(c.want_d[op]);
+  free(c.want2_d);
+  free(c.raw_d);
+  free(c.solid_d);
+  free(c.pores_d);
+  free(c.edt_d);
+}
+END_TEST
 #endif
 
 Suite *suite_ct(void) {
@@ -1104,6 +1220,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, gpu_stages_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_slabs_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
+  tcase_add_test(tc, gpu_stage_failures_fall_back_in_emulation);
 #endif
   suite_add_tcase(s, tc);
   return s;
