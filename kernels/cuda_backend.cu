@@ -6,7 +6,12 @@
  * The CUDA runtime is linked statically and loads the driver (libcuda.so.1)
  * itself, so libaccel loads on machines without a driver; we check for the
  * driver first to give a clear reason instead of the runtime's
- * "driver version is insufficient".
+ * "driver version is insufficient". A driver that is there but too old
+ * (the CUDA 13 runtime needs R580 or newer) is named with the version needed.
+ *
+ * A context opens only after a test kernel ran on its device (so a build
+ * without code for the device, or a driver that cannot load it, fails once,
+ * at creation, with the reason).
  */
 #include "cuda_util.h"
 
@@ -22,10 +27,43 @@
 #include <string.h>
 
 void accel__cuda_reason(cudaError_t err, char *why, const char *what) {
+  char hint[200] = "";
+  int v = 0;
+  switch (err) {
+  case cudaErrorInsufficientDriver:
+  case cudaErrorUnsupportedPtxVersion:
+  case cudaErrorSystemDriverMismatch:
+  case cudaErrorCompatNotSupportedOnDevice:
+    if (!accel__cuda_check(cudaDriverGetVersion(&v), nullptr, "cudaDriverGetVersion") && v > 0)
+      snprintf(hint, sizeof hint, " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer; this driver "
+                                  "supports CUDA %d.%d)",
+               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, ACCEL__CUDA_MIN_DRIVER, v / 1000, v % 1000 / 10);
+    else
+      snprintf(hint, sizeof hint, " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer)",
+               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, ACCEL__CUDA_MIN_DRIVER);
+    break;
+  case cudaErrorNoKernelImageForDevice:
+  case cudaErrorInvalidDeviceFunction: {
+    int dev = 0, major = 0, minor = 0;
+    if (!accel__cuda_check(cudaGetDevice(&dev), nullptr, "cudaGetDevice") &&
+        !accel__cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), nullptr, "") &&
+        !accel__cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), nullptr, ""))
+      snprintf(hint, sizeof hint, " (libaccel is built for %s; this device is sm_%d%d: rebuild with -Dcuda-arch=sm_%d%d)",
+               ACCEL_CUDA_ARCHS, major, minor, major, minor);
+    break;
+  }
+  default:
+    break;
+  }
   const char *text = cudaGetErrorString(err);
   size_t n = strlen(text);
-  while (n && text[n - 1] == '.') n--; /* the fallback line's own period follows */
-  accel__why(why, "%s: %s: %.*s", what, cudaGetErrorName(err), (int)n, text);
+  while (n && text[n - 1] == '.') n--; /* the hint, or the fallback line's own period, follows */
+  accel__why(why, "%s: %s: %.*s%s", what, cudaGetErrorName(err), (int)n, text, hint);
+}
+
+/* Tests: the reason and the status of a CUDA error code, as a stage reports them. */
+extern "C" accel_status accel__cuda_error_reason(int err, char *why, const char *what) {
+  return accel__cuda_check((cudaError_t)err, why, what);
 }
 
 extern "C" int64_t accel__cuda_fault_at = -1;
@@ -106,6 +144,38 @@ static void cuda_close(void *state) {
   free(st);
 }
 
+namespace {
+__global__ void k_ready(unsigned *out, unsigned value) { *out = value; }
+}  // namespace
+
+/* Prove that libaccel's kernels run on this device with this driver before
+ * the context relies on them: the kernel image loads (a device that the
+ * build has no code for, or a driver too old for the runtime or its PTX,
+ * fail here with the reason), and a launch on the context's stream writes
+ * what it was asked to. */
+static accel_status self_test(accel__cuda_state *st, char *why) {
+  char what[96];
+  snprintf(what, sizeof what, "CUDA device %d cannot run libaccel's kernels: cudaFuncGetAttributes", st->device);
+  cudaFuncAttributes fa;
+  accel_status s = accel__cuda_check(cudaFuncGetAttributes(&fa, k_ready), why, what);
+  if (s) return s;
+  void *d = nullptr;
+  unsigned h = 0;
+  if ((s = accel__cuda_alloc(st, sizeof h, &d, why))) return s;
+  s = accel__cuda_check(accel__cuda_launch(k_ready, dim3(1), dim3(1), 0, st->stream, (unsigned *)d, 0x600du), why,
+                        "a test kernel's launch");
+  if (!s)
+    s = accel__cuda_check(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, st->stream), why,
+                          "a test kernel's result");
+  if (!s) s = accel__cuda_check(cudaStreamSynchronize(st->stream), why, "a test kernel");
+  accel__cuda_free(st, d, sizeof h);
+  if (!s && h != 0x600du) {
+    accel__why(why, "a test kernel ran on CUDA device %d but wrote %#x instead of 0x600d", st->device, h);
+    s = ACCEL_ERR_DEVICE;
+  }
+  return s;
+}
+
 static accel_status cuda_open(accel__backend_config *cfg, void **state, char *why) {
   accel__probe_result p;
   cuda_probe(&p);
@@ -146,6 +216,7 @@ static accel_status cuda_open(accel__backend_config *cfg, void **state, char *wh
                           "cudaMemPoolSetAttribute");
     cfg->memory_budget = st->budget;
   }
+  if (!s) s = self_test(st, why);
   if (restore) (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
   if (s) {
     cuda_close(st);

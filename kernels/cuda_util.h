@@ -28,7 +28,21 @@ typedef struct accel__cuda_state {
   pthread_mutex_t mu; /* serializes GPU work of one context */
 } accel__cuda_state;
 
-/* "<what>: <cudaErrorName>: <text>" in why. */
+/* The oldest NVIDIA driver that runs the CUDA runtime libaccel links
+ * (statically): R580 for CUDA 13, R525 for CUDA 12. */
+#if CUDART_VERSION >= 13000
+#define ACCEL__CUDA_MIN_DRIVER "580"
+#elif CUDART_VERSION >= 12000
+#define ACCEL__CUDA_MIN_DRIVER "525"
+#else
+#define ACCEL__CUDA_MIN_DRIVER "450"
+#endif
+#ifndef ACCEL_CUDA_ARCHS
+#define ACCEL_CUDA_ARCHS "?"
+#endif
+
+/* "<what>: <cudaErrorName>: <text>" in why, and for the errors a user can
+ * act on, what to do: update the driver, rebuild for this device. */
 void accel__cuda_reason(cudaError_t err, char *why, const char *what);
 
 /* The one check of every CUDA call in kernels/ (the model is CUB's CubDebug):
