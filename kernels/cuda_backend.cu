@@ -11,7 +11,8 @@
  *
  * A context opens only after a test kernel ran on its device (so a build
  * without code for the device, or a driver that cannot load it, fails once,
- * at creation, with the reason).
+ * at creation, with the reason); each call leaves the device with nothing
+ * held in the context's pool.
  */
 #include "cuda_util.h"
 
@@ -210,13 +211,15 @@ static accel_status cuda_open(accel__backend_config *cfg, void **state, char *wh
   }
   if (!s) {
     st->budget = cfg->memory_budget ? cfg->memory_budget : (uint64_t)((double)free_b * 0.9);
-    /* keep freed blocks cached up to the budget instead of returning them */
+    /* within a call, freed blocks stay cached for the next allocation (up to
+     * the budget); accel__cuda_leave trims the pool when the call ends */
     uint64_t keep = st->budget;
     s = accel__cuda_check(cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep), why,
                           "cudaMemPoolSetAttribute");
     cfg->memory_budget = st->budget;
   }
   if (!s) s = self_test(st, why);
+  if (!s) (void)accel__cuda_check(cudaMemPoolTrimTo(st->pool, 0), nullptr, "cudaMemPoolTrimTo");
   if (restore) (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
   if (s) {
     cuda_close(st);
@@ -244,6 +247,10 @@ accel_status accel__cuda_enter(accel__call *call, accel__cuda_scope *scope) {
 void accel__cuda_leave(accel__cuda_scope *scope) {
   accel__cuda_state *st = scope->st;
   if (!st) return;
+  /* the call's frees are queued on the stream: once it is idle, the pool can
+   * give their memory back to the device (nothing is held between calls) */
+  (void)accel__cuda_check(cudaStreamSynchronize(st->stream), nullptr, "cudaStreamSynchronize");
+  (void)accel__cuda_check(cudaMemPoolTrimTo(st->pool, 0), nullptr, "cudaMemPoolTrimTo");
   (void)accel__cuda_check(cudaSetDevice(scope->prev_device), nullptr, "cudaSetDevice");
   pthread_mutex_unlock(&st->mu);
   scope->st = NULL;

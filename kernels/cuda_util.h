@@ -84,7 +84,9 @@ inline void accel__cuda_forget_stale_error() { (void)cudaGetLastError(); }
 
 /* Begin/end GPU work for a call: enter locks the state, makes its device
  * current on this thread (remembering the caller's) and forgets stale errors;
- * leave restores the caller's device and unlocks. */
+ * leave waits for the stream, gives the pool's free memory back to the device
+ * (a call holds device memory only while it runs: PyTorch or CuPy in the same
+ * process need it), restores the caller's device and unlocks. */
 typedef struct accel__cuda_scope {
   accel__cuda_state *st;
   int prev_device;
@@ -269,7 +271,7 @@ accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *w
 }
 
 /* f(&executor) on the call's device: its scope entered (stale errors
- * forgotten), then left. */
+ * forgotten), then left (memory given back). */
 template <class F> accel_status with_device(accel__call *call, F f) {
   accel__cuda_scope scope;
   accel_status s = accel__cuda_enter(call, &scope);
