@@ -49,7 +49,8 @@ void accel__cuda_reason(cudaError_t err, char *why, const char *what) {
     if (!accel__cuda_check(cudaGetDevice(&dev), nullptr, "cudaGetDevice") &&
         !accel__cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), nullptr, "") &&
         !accel__cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), nullptr, ""))
-      snprintf(hint, sizeof hint, " (libaccel is built for %s; this device is sm_%d%d: rebuild with -Dcuda-arch=sm_%d%d)",
+      snprintf(hint, sizeof hint,
+               " (libaccel is built for %s; this device is sm_%d%d: rebuild with -Dcuda-arch=sm_%d%d)",
                ACCEL_CUDA_ARCHS, major, minor, major, minor);
     break;
   }
@@ -153,7 +154,8 @@ __global__ void k_ready(unsigned *out, unsigned value) { *out = value; }
  * the context relies on them: the kernel image loads (a device that the
  * build has no code for, or a driver too old for the runtime or its PTX,
  * fail here with the reason), and a launch on the context's stream writes
- * what it was asked to. */
+ * what it was asked to (4 bytes from the pool, outside the budget; the pool
+ * is trimmed afterwards). */
 static accel_status self_test(accel__cuda_state *st, char *why) {
   char what[96];
   snprintf(what, sizeof what, "CUDA device %d cannot run libaccel's kernels: cudaFuncGetAttributes", st->device);
@@ -162,14 +164,17 @@ static accel_status self_test(accel__cuda_state *st, char *why) {
   if (s) return s;
   void *d = nullptr;
   unsigned h = 0;
-  if ((s = accel__cuda_alloc(st, sizeof h, &d, why))) return s;
+  s = accel__cuda_check(cudaMallocFromPoolAsync(&d, sizeof h, st->pool, st->stream), why, "a test kernel's memory");
+  if (s) return s;
   s = accel__cuda_check(accel__cuda_launch(k_ready, dim3(1), dim3(1), 0, st->stream, (unsigned *)d, 0x600du), why,
                         "a test kernel's launch");
   if (!s)
     s = accel__cuda_check(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, st->stream), why,
                           "a test kernel's result");
+  const accel_status freed =
+      accel__cuda_check(cudaFreeAsync(d, st->stream), s ? nullptr : why, "a test kernel's memory");
+  if (!s) s = freed;
   if (!s) s = accel__cuda_check(cudaStreamSynchronize(st->stream), why, "a test kernel");
-  accel__cuda_free(st, d, sizeof h);
   if (!s && h != 0x600du) {
     accel__why(why, "a test kernel ran on CUDA device %d but wrote %#x instead of 0x600d", st->device, h);
     s = ACCEL_ERR_DEVICE;
