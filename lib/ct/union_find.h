@@ -32,10 +32,15 @@
 #define ACCEL__UF static inline
 #endif
 
-/* Runs each time a union finds that its root was linked by another thread
- * in the meantime and goes on from where it now points (tests count them). */
+/* Test hooks: ACCEL__UF_RETRY runs each time a union finds that its root
+ * was linked by another thread in the meantime and goes on from where it now
+ * points (tests count them); ACCEL__UF_BEFORE_LINK runs between a union's
+ * finds and its link (tests yield there, to make such races common). */
 #ifndef ACCEL__UF_RETRY
 #define ACCEL__UF_RETRY() ((void)0)
+#endif
+#ifndef ACCEL__UF_BEFORE_LINK
+#define ACCEL__UF_BEFORE_LINK() ((void)0)
 #endif
 
 ACCEL__UF uint32_t accel__uf_load(uint32_t *p) {
@@ -99,6 +104,7 @@ ACCEL__UF void accel__uf_unite(uint32_t *label, uint32_t a, uint32_t b) {
       a = b;
       b = t;
     }
+    ACCEL__UF_BEFORE_LINK();
     const uint32_t old = accel__uf_min(&label[b], a); /* link the larger root under the smaller */
     if (old == b) return;
     /* b was linked meanwhile (to old): a still has to join old's component */
