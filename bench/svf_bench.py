@@ -165,8 +165,8 @@ def main():
     if gpu:
         lines += ["| task | UMEP numpy | libaccel CUDA | ratio | max abs diff |", "| --- | ---: | ---: | ---: | --- |"]
     else:
-        lines += ["| task | UMEP numpy | libaccel 1 thread | ratio | libaccel %d threads | ratio | max abs diff |" % cores,
-                  "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+        lines += ["| task | UMEP numpy | libaccel 1 thread | ratio | libaccel %d threads | ratio | max abs diff |"
+                  % cores, "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     names = {"sky": "SVF, 153 patches, with vegetation (15 grids)", "sky_b": "SVF, 153 patches, buildings (5 grids)",
              "shadow": "shadows, az 247.5 alt 12, with vegetation"}
     for k in ("sky", "sky_b", "shadow"):

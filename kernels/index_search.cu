@@ -142,7 +142,8 @@ __global__ void k_gather(dev_codes q, dev_codes c, uint32_t field, const uint32_
                          unsigned long long *fill, uint32_t *out) {
   uint64_t mine[4];
   for (uint32_t w = 0; w < q.words; w++) mine[w] = code_word(&q, field, w, blockIdx.x);
-  for (uint64_t j = threadIdx.x; j < c.n; j += blockDim.x) gather_entry(&c, field, mine, blockIdx.x, j, cut, offset, fill, out);
+  for (uint64_t j = threadIdx.x; j < c.n; j += blockDim.x)
+    gather_entry(&c, field, mine, blockIdx.x, j, cut, offset, fill, out);
 }
 
 /* ------------------------------------------------------------ host side */
@@ -209,7 +210,8 @@ accel_status find_pairs(accel__executor *x, accel__call *call, accel__index_job 
           for (uint64_t j = join ? i + 1 : 0; j < cols.n; j++) {
             for (uint32_t f = 0; f < cols.nfields; f++)
               for (uint32_t w = 0; w < cols.words; w++) theirs[f * cols.words + w] = code_word(&cols, f, w, j);
-            if (matches(mine, theirs, cols.words, cols.nfields, &p)) append_pair(dc, dpairs, cap, (uint32_t)i, (uint32_t)j);
+            if (matches(mine, theirs, cols.words, cols.nfields, &p))
+              append_pair(dc, dpairs, cap, (uint32_t)i, (uint32_t)j);
           }
         }
       }), why, "pair kernel launch");
@@ -284,8 +286,8 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   if (!s) { /* pass 1 */
     unsigned int *dh = (unsigned int *)(void *)dhist;
     if (x->st) {
-      s = accel__cuda_check(accel__cuda_launch(k_hist, dim3((unsigned)nq), dim3(256), 0, x->st->stream, q, c, f, dh), why,
-                            "distance histogram launch");
+      s = accel__cuda_check(accel__cuda_launch(k_hist, dim3((unsigned)nq), dim3(256), 0, x->st->stream, q, c, f, dh),
+                            why, "distance histogram launch");
     } else {
       s = accel__cuda_check(x->emulate([&] {
         uint64_t mine[4];
@@ -296,7 +298,9 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
         }
       }), why, "distance histogram launch");
     }
-    if (!s) s = accel__cuda_check(x->download(hist, dhist, nq * HIST * sizeof(unsigned int)), why, "distance histogram download");
+    if (!s)
+      s = accel__cuda_check(x->download(hist, dhist, nq * HIST * sizeof(unsigned int)), why,
+                            "distance histogram download");
     if (!s) s = accel__cuda_check(x->sync(), why, "distance histogram");
   }
   if (!s) { /* the cut distance of each query, and where its candidates go */
@@ -326,8 +330,8 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
       unsigned long long *dfi = (unsigned long long *)(void *)dfill;
       uint32_t *dou = (uint32_t *)(void *)dout;
       if (x->st) {
-        s = accel__cuda_check(accel__cuda_launch(k_gather, dim3((unsigned)nq), dim3(256), 0, x->st->stream, q, c, f, dcu,
-                                                 dof, dfi, dou),
+        s = accel__cuda_check(accel__cuda_launch(k_gather, dim3((unsigned)nq), dim3(256), 0, x->st->stream, q, c, f,
+                                                 dcu, dof, dfi, dou),
                               why, "nearest-neighbour gather launch");
       } else { /* the kernel's work from the same device buffers */
         s = accel__cuda_check(x->emulate([&] {

@@ -189,7 +189,8 @@ bench() { # name needs_dir command...
       bench_out+=("$out")
     elif grep -q "^bench: creating" "$OUT/bench/$name.log" &&
       grep -qiE "pip|venv|No matching distribution|Could not find|Network|resolve" "$OUT/bench/$name.log"; then
-      results[-1]="not run: its pinned peers could not be installed here ($(tail -1 "$OUT/bench/$name.log" | cut -c1-160))"
+      why=$(tail -1 "$OUT/bench/$name.log" | cut -c1-160)
+      results[-1]="not run: its pinned peers could not be installed here ($why)"
       echo "    ${results[-1]}"
     else
       failed=1

@@ -71,8 +71,8 @@ def findings(path):
                 j += 1
             if j < n and text[j] == "(":
                 member = text[:i].rstrip().endswith(("->", "."))
-                checked_kind = ((re.match(r"cuda[A-Z]", name) and name not in DESCRIBE) or name == "accel__cuda_launch" or
-                                (member and name in EXECUTOR_CALLS))
+                checked_kind = ((re.match(r"cuda[A-Z]", name) and name not in DESCRIBE) or
+                                name == "accel__cuda_launch" or (member and name in EXECUTOR_CALLS))
                 if name in FORBIDDEN:
                     found.append((line_of(i), "%s: a stale error may answer it (the calls' own errors only)" % name))
                 elif checked_kind and CHECK not in stack:

@@ -479,7 +479,8 @@ static accel_status run_case(accel_ctx *ctx, gpu_case *c, bool keep) {
       uint64_t ids[50 * 7];
       uint32_t dist[50 * 7];
       s = accel_index_knn(ix, 50, c->codes + 2 * 100, 7, 0, keep ? c->knn_ids : ids, keep ? c->knn_dist : dist);
-      if (!s && !keep) ck_assert(memcmp(ids, c->knn_ids, sizeof ids) == 0 && memcmp(dist, c->knn_dist, sizeof dist) == 0);
+      if (!s && !keep)
+        ck_assert(memcmp(ids, c->knn_ids, sizeof ids) == 0 && memcmp(dist, c->knn_dist, sizeof dist) == 0);
     } else {
       accel_search_options so;
       accel_search_options_init(&so, sizeof so);
@@ -646,7 +647,8 @@ START_TEST(svf_equals_cpu) {
   static float dsm[R * C], cdsm[R * C];
   for (int r = 0; r < R; r++)
     for (int c = 0; c < C; c++) {
-      dsm[r * C + c] = 10.0f + 0.02f * (float)c + ((r / 11) % 3 == 1 && (c / 13) % 2 == 0 ? 6.0f + (float)((r * 31 + c) % 17) : 0.0f);
+      const bool block = (r / 11) % 3 == 1 && (c / 13) % 2 == 0; /* rows of buildings */
+      dsm[r * C + c] = 10.0f + 0.02f * (float)c + (block ? 6.0f + (float)((r * 31 + c) % 17) : 0.0f);
       cdsm[r * C + c] = (r + c) % 9 == 0 ? 5.0f : 0.0f;
     }
   accel_array ad, ac;
@@ -675,7 +677,8 @@ START_TEST(svf_equals_cpu) {
     so.tile = tile;
     ck_assert_msg(accel_svf_sky(gpu, &ad, &ac, NULL, &so, pa, qa) == ACCEL_OK, "%s", accel_last_error(gpu));
     ck_assert_int_eq(accel_svf_sky(cpu, &ad, &ac, NULL, &so, pb, qb), ACCEL_OK);
-    ck_assert_msg(memcmp(ga, gb, sizeof(float) * R * C * ACCEL_SVF_GRIDS) == 0, "sky view factors differ (tile %d)", tile);
+    ck_assert_msg(memcmp(ga, gb, sizeof(float) * R * C * ACCEL_SVF_GRIDS) == 0, "sky view factors differ (tile %d)",
+                  tile);
     ck_assert_msg(memcmp(ma, mb, (size_t)R * C * MB * 3) == 0, "visibility matrices differ (tile %d)", tile);
     ck_assert_int_eq(accel_svf_shadows(gpu, &ad, &ac, NULL, 247.5, 12, &so, &oa[0], &oa[1], &oa[2]), ACCEL_OK);
     ck_assert_int_eq(accel_svf_shadows(cpu, &ad, &ac, NULL, 247.5, 12, &so, &ob[0], &ob[1], &ob[2]), ACCEL_OK);
