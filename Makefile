@@ -7,7 +7,7 @@ JOBS ?= $(shell nproc)
 ACCEL := build/tools/accel/accel
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-.PHONY: all demo test deps-demo deps-test build clean
+.PHONY: all demo test gpu-check deps-demo deps-test build clean
 
 all: build
 
@@ -37,5 +37,10 @@ demo: build
 test: deps-test
 	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh
 
+# On a machine with an NVIDIA GPU: build for it, run the GPU suite plain and under
+# compute-sanitizer and the benchmarks' GPU rows; report in bench/results/ (FULL=1: full sizes)
+gpu-check:
+	@scripts/gpu-check.sh $(if $(FULL),--full,)
+
 clean:
-	rm -rf build build-cpu build-asan build*.log
+	rm -rf build build-cpu build-asan build-gpu build*.log
