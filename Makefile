@@ -10,7 +10,7 @@ ACCEL := build/tools/accel/accel
 FUZZ_SECONDS ?= 60
 NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
 
-.PHONY: all demo test fuzz deps-demo deps-test deps-fuzz build clean
+.PHONY: all demo test gpu-check fuzz deps-demo deps-test deps-fuzz build clean
 
 all: build
 
@@ -43,8 +43,13 @@ demo: build
 test: deps-test
 	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh
 
+# On a machine with an NVIDIA GPU: build for it, run the GPU suite plain and under
+# compute-sanitizer and the benchmarks' GPU rows; report in bench/results/ (FULL=1: full sizes)
+gpu-check:
+	@scripts/gpu-check.sh $(if $(FULL),--full,)
+
 fuzz: deps-fuzz
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) tests/fuzz/run.sh
 
 clean:
-	rm -rf build build-cpu build-asan build-fuzz build*.log
+	rm -rf build build-cpu build-asan build-gpu build-fuzz build*.log

@@ -105,7 +105,8 @@ def main():
             vol, thr, mode = make_volume(kind, n)
             solid = vol > thr
             for threads in (1, cores):
-                ctx = accel.Context(backend=args.backend, threads=threads)
+                # a GPU row runs on the GPU or stops (strict), never silently on the CPU
+                ctx = accel.Context(backend=args.backend, strict=args.backend == "cuda", threads=threads)
                 ct = ctx.ct
                 r = {"n": n, "kind": kind, "threads": threads}
                 # fill holes

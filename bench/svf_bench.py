@@ -12,9 +12,12 @@ on all cores; UMEP's numpy code is single-threaded (elementwise numpy).
 The `solweig-gpu` package (PyPI) needs PyTorch and, for its speed, a CUDA
 GPU; it is reported as not run unless it imports.
 
-    python3 bench/svf_bench.py [--size 1000] [--pixel 1.0] [--build build]
+    python3 bench/svf_bench.py [--size 1000] [--pixel 1.0] [--build build] [--backend cpu|cuda]
+                               [--skip-umep] [--out bench/results]
 
-writes bench/results/svf-cpu-<date>.md and .json.
+writes <out>/svf-<backend>-<date>.md and .json. With --backend cuda the
+libaccel column is one run on the GPU (the fallback policy is strict: a GPU
+failure stops the bench instead of timing the CPU).
 """
 import argparse
 import datetime
@@ -75,6 +78,8 @@ def main():
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--pixel", type=float, default=1.0)
     ap.add_argument("--build", default="build")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--skip-umep", action="store_true", help="time libaccel only")
     ap.add_argument("--umep-buildings", action="store_true",
                     help="also time UMEP's building-only SVF (about half the time of the vegetation run)")
@@ -92,8 +97,10 @@ def main():
     rows = []
     cores = os.cpu_count() or 1
     times = {}
-    for threads in (1, cores):
-        with accel.Context(backend="cpu", threads=threads) as ctx:
+    gpu = args.backend == "cuda"
+    runs = (1,) if gpu else (1, cores)  # the GPU row: one context (the threads of the CPU parts: all)
+    for threads in runs:
+        with accel.Context(backend=args.backend, strict=gpu, threads=0 if gpu else threads) as ctx:
             t = time.perf_counter()
             ours = ctx.svf.sky(dsm, args.pixel, cdsm)
             times[("sky", threads)] = time.perf_counter() - t
@@ -103,8 +110,9 @@ def main():
             t = time.perf_counter()
             sh = ctx.svf.shadows(dsm, 247.5, 12, args.pixel, cdsm)
             times[("shadow", threads)] = time.perf_counter() - t
-        print("libaccel %d thread(s): sky+veg %.2f s, sky %.2f s, shadow %.3f s" % (
-            threads, times[("sky", threads)], times[("sky_b", threads)], times[("shadow", threads)]), flush=True)
+        print("libaccel %s: sky+veg %.2f s, sky %.2f s, shadow %.3f s" % (
+            "CUDA" if gpu else "%d thread(s)" % threads, times[("sky", threads)], times[("sky_b", threads)],
+            times[("shadow", threads)]), flush=True)
     umep = {}
     agree = {}
     if not args.skip_umep:
@@ -133,7 +141,7 @@ def main():
                    "pip to include it)" % (str(e).splitlines()[0] if str(e) else type(e).__name__))
 
     date = datetime.date.today().isoformat()
-    out_md = os.path.join(HERE, "results", "svf-cpu-%s.md" % date)
+    out_md = os.path.join(args.out, "svf-%s-%s.md" % (args.backend, date))
     cpu = platform.processor() or platform.machine()
     try:
         with open("/proc/cpuinfo") as f:
@@ -146,24 +154,33 @@ def main():
     lines = ["# Sky view factors and shadows: libaccel vs UMEP's numpy algorithm", "",
              "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
              "- machine: %s, %d cores" % (cpu, cores),
+             "- backend: %s%s" % (args.backend, " (%s)" % accel.devices()[0]["name"] if gpu else ""),
              "- libaccel: %s (%s)" % (accel.version(), accel.build_info()),
              "- peer: UMEP's numpy code as bench/umep_numpy.py (%s), numpy %s" % (transcription, np.__version__),
              "- solweig-gpu: %s" % solweig,
              "- command: bench/svf_bench.py %s" % " ".join(sys.argv[1:]),
              "- grid: synthetic city %d x %d, pixel %g m, DSM %.1f-%.1f m, CDSM up to %.1f m, TDSM 0.25 CDSM" % (
                  n, n, args.pixel, dsm.min(), dsm.max(), cdsm.max()),
-             "- one run each; UMEP single-threaded; ratio = UMEP / libaccel", "",
-             "| task | UMEP numpy | libaccel 1 thread | ratio | libaccel %d threads | ratio | max abs diff |" % cores,
-             "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
+             "- one run each; UMEP single-threaded; ratio = UMEP / libaccel", ""]
+    if gpu:
+        lines += ["| task | UMEP numpy | libaccel CUDA | ratio | max abs diff |", "| --- | ---: | ---: | ---: | --- |"]
+    else:
+        lines += ["| task | UMEP numpy | libaccel 1 thread | ratio | libaccel %d threads | ratio | max abs diff |"
+                  % cores, "| --- | ---: | ---: | ---: | ---: | ---: | --- |"]
     names = {"sky": "SVF, 153 patches, with vegetation (15 grids)", "sky_b": "SVF, 153 patches, buildings (5 grids)",
              "shadow": "shadows, az 247.5 alt 12, with vegetation"}
     for k in ("sky", "sky_b", "shadow"):
         u = umep.get(k)
-        t1, tn = times[(k, 1)], times[(k, cores)]
+        t1, tn = times[(k, 1)], times[(k, runs[-1])]
         ratio1 = "**%.1fx**" % (u / t1) if u else "-"
         ration = "**%.1fx**" % (u / tn) if u else "-"
         diff = agree.get(k, "-")
         diff = ("identical" if diff is True else "DIFFER") if isinstance(diff, bool) else diff
+        if gpu:
+            lines.append("| %s | %s | %.3f s | %s | %s |" % (names[k], "%.1f s" % u if u else "not run", t1, ratio1,
+                                                              diff))
+            rows.append({"task": k, "umep_s": u, "accel_cuda_s": t1, "agreement": agree.get(k)})
+            continue
         lines.append("| %s | %s | %.2f s | %s | %.2f s | %s | %s |" % (
             names[k], "%.1f s" % u if u else "not run", t1, ratio1, tn, ration, diff))
         rows.append({"task": k, "umep_s": u, "accel_1_s": t1, "accel_all_s": tn, "threads": cores,
@@ -172,7 +189,7 @@ def main():
     with open(out_md, "w") as f:
         f.write("\n".join(lines) + "\n")
     with open(out_md[:-3] + ".json", "w") as f:
-        json.dump({"size": n, "pixel": args.pixel, "rows": rows, "solweig_gpu": solweig,
+        json.dump({"size": n, "pixel": args.pixel, "backend": args.backend, "rows": rows, "solweig_gpu": solweig,
                    "transcription": transcription}, f, indent=1)
     print("\n".join(lines))
     print("bench: wrote", out_md, "and .json")

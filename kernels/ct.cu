@@ -8,9 +8,10 @@
  *
  * - rescale, threshold: one thread per voxel.
  * - connected components (fill holes: background, 6 or 26; markers: pores,
- *   26): union-find over voxel indices with atomicMin links from the larger
- *   root to the smaller (Playne and Hawick's scheme), then every voxel takes
- *   its root: the smallest voxel of its component, as on the CPU.
+ *   26): the concurrent union-find of lib/ct/union_find.h over voxel indices
+ *   (atomicMin links from the larger root to the smaller, relaxed atomic
+ *   loads, path halving), then every voxel takes its root: the smallest
+ *   voxel of its component, as on the CPU.
  * - EDT: one thread per row (two sweeps), then one thread per line along y
  *   and along z with its scratch interleaved with its neighbours' (coalesced).
  * - markers: the window-maximum test per voxel on the GPU; the rest (numpy's
@@ -31,6 +32,7 @@
 
 #include "ct/edt_line.h"
 #include "ct/ops.h"
+#include "ct/union_find.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -39,16 +41,6 @@
 namespace {
 
 const uint32_t NONE = 0xffffffffu;
-
-__host__ __device__ inline uint32_t atomic_min_u32(uint32_t *p, uint32_t v) {
-#ifdef __CUDA_ARCH__
-  return atomicMin(p, v);
-#else
-  const uint32_t old = *p;
-  if (v < old) *p = v;
-  return old;
-#endif
-}
 
 /* ------------------------------------------------------------ elementwise */
 
@@ -93,27 +85,6 @@ struct dims3 {
   __host__ __device__ uint64_t count() const { return (uint64_t)nz * (uint64_t)ny * (uint64_t)nx; }
 };
 
-__host__ __device__ inline uint32_t find_root(const uint32_t *L, uint32_t x) {
-  while (L[x] != x) x = L[x];
-  return x;
-}
-
-__host__ __device__ inline void unite(uint32_t *L, uint32_t a, uint32_t b) {
-  for (;;) {
-    a = find_root(L, a);
-    b = find_root(L, b);
-    if (a == b) return;
-    if (a > b) {
-      const uint32_t t = a;
-      a = b;
-      b = t;
-    }
-    const uint32_t old = atomic_min_u32(&L[b], a); /* link the larger root under the smaller */
-    if (old == b) return;
-    b = old; /* b was linked meanwhile: go on from where it points */
-  }
-}
-
 struct cc_init_f {
   const uint8_t *m;
   bool want_set;
@@ -129,7 +100,7 @@ struct cc_merge_f {
   dims3 d;
   uint32_t *L;
   __host__ __device__ void operator()(uint64_t i) const {
-    if (L[i] == NONE) return;
+    if (accel__uf_load(&L[i]) == NONE) return;
     const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
                   z = (int64_t)(i / ((uint64_t)d.nx * (uint64_t)d.ny));
     for (int dz = -1; dz <= 0; dz++)
@@ -140,7 +111,7 @@ struct cc_merge_f {
           const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
           if (zz < 0 || yy < 0 || xx < 0 || yy >= d.ny || xx >= d.nx) continue;
           const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
-          if ((m[j] != 0) == want_set) unite(L, (uint32_t)i, (uint32_t)j);
+          if ((m[j] != 0) == want_set) accel__uf_unite(L, (uint32_t)i, (uint32_t)j);
         }
   }
 };
@@ -148,7 +119,7 @@ struct cc_merge_f {
 struct cc_flatten_f {
   uint32_t *L;
   __host__ __device__ void operator()(uint64_t i) const {
-    if (L[i] != NONE) L[i] = find_root(L, (uint32_t)i);
+    if (accel__uf_load(&L[i]) != NONE) accel__uf_flatten(L, (uint32_t)i);
   }
 };
 
@@ -196,7 +167,7 @@ accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, bool con
   dbuf L, outside;
   accel_status s = L.get(x, n * 4, why);
   if (!s) s = outside.get(x, n, why);
-  if (!s && x->zero(outside.p, n) != cudaSuccess) s = check(x, cudaErrorUnknown, why, "memset");
+  if (!s) s = accel__cuda_check(x->zero(outside.p, n), why, "memset");
   if (!s) s = components(x, m, d, false, conn26, L.as<uint32_t>(), why);
   if (!s) s = each(x, n, border_f{L.as<uint32_t>(), d, true, true, outside.p}, why, "fill border");
   if (!s) s = each(x, n, fill_out_f{m, L.as<uint32_t>(), outside.p, out}, why, "fill output");
@@ -336,12 +307,12 @@ int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
 /* ------------------------------------------------------------ stages over host volumes */
 
 accel_status up(accel__executor *x, void *d, const void *h, size_t n, char *why) {
-  return check(x, x->upload(d, h, n), why, "upload");
+  return accel__cuda_check(x->upload(d, h, n), why, "upload");
 }
 
 accel_status down(accel__executor *x, void *h, const void *d, size_t n, char *why) {
-  accel_status s = check(x, x->download(h, d, n), why, "download");
-  if (!s) s = check(x, x->sync(), why, "download");
+  accel_status s = accel__cuda_check(x->download(h, d, n), why, "download");
+  if (!s) s = accel__cuda_check(x->sync(), why, "download");
   return s;
 }
 
@@ -465,7 +436,7 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
     const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
     const dims3 sd = {nzc, d.ny, d.nx};
     s = up(r.x, dm.p, mask + base, cnt, why);
-    if (!s && r.x->zero(doutside.p, cnt) != cudaSuccess) s = check(r.x, cudaErrorUnknown, why, "memset");
+    if (!s) s = accel__cuda_check(r.x->zero(doutside.p, cnt), why, "memset");
     if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
     if (!s) s = each(r.x, cnt, border_f{dl.as<uint32_t>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
     if (!s) s = down(r.x, roots, dl.p, cnt * 4, why);
@@ -566,15 +537,15 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
   for (int64_t y0 = 0; y0 < d.ny && !s; y0 += rows) {
     const int64_t nyc = d.ny - y0 < rows ? d.ny - y0 : rows;
     const size_t w = (size_t)nyc * (size_t)d.nx * 4;
-    s = check(r.x, copy2d(r.x, df.p, w, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, w, (size_t)d.nz,
-                          cudaMemcpyHostToDevice),
-              why, "upload");
+    s = accel__cuda_check(
+        r.x->copy2d(df.p, w, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, w, (size_t)d.nz, cudaMemcpyHostToDevice),
+        why, "upload");
     if (!s) s = edt_pass(r.x, df.as<float>(), dims3{d.nz, nyc, d.nx}, 0, sp[0], true, why);
     if (!s)
-      s = check(r.x, copy2d(r.x, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df.p, w, w, (size_t)d.nz,
-                            cudaMemcpyDeviceToHost),
-                why, "download");
-    if (!s) s = check(r.x, r.x->sync(), why, "download");
+      s = accel__cuda_check(
+          r.x->copy2d(out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df.p, w, w, (size_t)d.nz, cudaMemcpyDeviceToHost),
+          why, "download");
+    if (!s) s = accel__cuda_check(r.x->sync(), why, "download");
   }
   return s;
 }
@@ -843,13 +814,11 @@ extern "C" uint64_t accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
 
 namespace {
 template <int OP> accel_status emulated(accel__call *call, accel__ct_job *job) {
-  accel__executor x = {nullptr, accel__cuda_ct_emulated_budget, 0};
-  return stage<OP>(&x, call, job);
+  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return stage<OP>(x, call, job); });
 }
 
 accel_status pipeline_emulated(accel__call *call, accel__ct_pipeline_job *job) {
-  accel__executor x = {nullptr, accel__cuda_ct_emulated_budget, 0};
-  return pipeline(&x, call, job);
+  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return pipeline(x, call, job); });
 }
 }  // namespace
 

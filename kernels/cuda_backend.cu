@@ -1,11 +1,18 @@
 /*
  * kernels/cuda_backend.cu - the CUDA backend: probing, devices, per-context
- * state (device, stream, memory pool, budget) and the backend table.
+ * state (device, stream, memory pool, budget) and the backend table; the
+ * reasons CUDA errors give.
  *
  * The CUDA runtime is linked statically and loads the driver (libcuda.so.1)
  * itself, so libaccel loads on machines without a driver; we check for the
  * driver first to give a clear reason instead of the runtime's
- * "driver version is insufficient".
+ * "driver version is insufficient". A driver that is there but too old
+ * (the CUDA 13 runtime needs R580 or newer) is named with the version needed.
+ *
+ * A context opens only after a test kernel ran on its device (so a build
+ * without code for the device, or a driver that cannot load it, fails once,
+ * at creation, with the reason); each call leaves the device with nothing
+ * held in the context's pool.
  */
 #include "cuda_util.h"
 
@@ -20,20 +27,64 @@
 #include <stdlib.h>
 #include <string.h>
 
-accel_status accel__cuda_status(cudaError_t err, char *why, const char *what) {
-  accel__why(why, "%s: %s: %s", what, cudaGetErrorName(err), cudaGetErrorString(err));
+void accel__cuda_reason(cudaError_t err, char *why, const char *what) {
+  char hint[200] = "";
+  int v = 0;
   switch (err) {
-  case cudaSuccess:
-    return ACCEL_OK;
-  case cudaErrorMemoryAllocation:
-    return ACCEL_ERR_DEVICE_MEMORY;
-  case cudaErrorNoDevice:
   case cudaErrorInsufficientDriver:
-  case cudaErrorInvalidDevice:
-    return ACCEL_ERR_NO_DEVICE;
-  default:
-    return ACCEL_ERR_DEVICE;
+  case cudaErrorUnsupportedPtxVersion:
+  case cudaErrorSystemDriverMismatch:
+  case cudaErrorCompatNotSupportedOnDevice:
+    if (!accel__cuda_check(cudaDriverGetVersion(&v), nullptr, "cudaDriverGetVersion") && v > 0)
+      snprintf(hint, sizeof hint, " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer; this driver "
+                                  "supports CUDA %d.%d)",
+               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, ACCEL__CUDA_MIN_DRIVER, v / 1000, v % 1000 / 10);
+    else
+      snprintf(hint, sizeof hint, " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer)",
+               CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, ACCEL__CUDA_MIN_DRIVER);
+    break;
+  case cudaErrorNoKernelImageForDevice:
+  case cudaErrorInvalidDeviceFunction: {
+    int dev = 0, major = 0, minor = 0;
+    if (!accel__cuda_check(cudaGetDevice(&dev), nullptr, "cudaGetDevice") &&
+        !accel__cuda_check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), nullptr, "") &&
+        !accel__cuda_check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), nullptr, ""))
+      snprintf(hint, sizeof hint,
+               " (libaccel is built for %s; this device is sm_%d%d: rebuild with -Dcuda-arch=sm_%d%d)",
+               ACCEL_CUDA_ARCHS, major, minor, major, minor);
+    break;
   }
+  default:
+    break;
+  }
+  const char *text = cudaGetErrorString(err);
+  size_t n = strlen(text);
+  while (n && text[n - 1] == '.') n--; /* the hint, or the fallback line's own period, follows */
+  accel__why(why, "%s: %s: %.*s%s", what, cudaGetErrorName(err), (int)n, text, hint);
+}
+
+/* Tests: the reason and the status of a CUDA error code, as a stage reports them. */
+extern "C" accel_status accel__cuda_error_reason(int err, char *why, const char *what) {
+  return accel__cuda_check((cudaError_t)err, why, what);
+}
+
+extern "C" int64_t accel__cuda_fault_at = -1;
+extern "C" int accel__cuda_fault_error = cudaErrorLaunchFailure;
+static thread_local cudaError_t emulated_last_error = cudaSuccess;
+
+cudaError_t accel__cuda_fault(void) {
+  int64_t n = __atomic_load_n(&accel__cuda_fault_at, __ATOMIC_RELAXED);
+  while (n >= 0 && !__atomic_compare_exchange_n(&accel__cuda_fault_at, &n, n - 1, false, __ATOMIC_RELAXED,
+                                                __ATOMIC_RELAXED)) {
+  }
+  if (n != 0) return cudaSuccess;
+  return emulated_last_error = (cudaError_t)accel__cuda_fault_error;
+}
+
+cudaError_t accel__cuda_emulated_last_error(void) {
+  const cudaError_t e = emulated_last_error;
+  emulated_last_error = cudaSuccess;
+  return e;
 }
 
 static bool driver_loadable(char *why) {
@@ -51,21 +102,15 @@ static void cuda_probe(accel__probe_result *out) {
   out->reason[0] = '\0';
   if (!driver_loadable(out->reason)) return;
   int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  if (e != cudaSuccess) {
-    accel__cuda_status(e, out->reason, "cudaGetDeviceCount");
-    return;
-  }
+  if (accel__cuda_check(cudaGetDeviceCount(&n), out->reason, "cudaGetDeviceCount")) return;
   if (n == 0) accel__why(out->reason, "the NVIDIA driver reports no CUDA device");
   out->device_count = n;
 }
 
 static accel_status cuda_device_info(int32_t index, accel_device_info *info, char *why) {
-  int prev = 0;
-  cudaGetDevice(&prev);
   cudaDeviceProp p;
-  cudaError_t e = cudaGetDeviceProperties(&p, index);
-  if (e != cudaSuccess) return accel__cuda_status(e, why, "cudaGetDeviceProperties");
+  accel_status s = accel__cuda_check(cudaGetDeviceProperties(&p, index), why, "cudaGetDeviceProperties");
+  if (s) return s;
   info->index = index;
   accel__strlcpy(info->name, p.name, sizeof info->name);
   info->total_memory = p.totalGlobalMem;
@@ -73,12 +118,15 @@ static accel_status cuda_device_info(int32_t index, accel_device_info *info, cha
   info->cc_minor = p.minor;
   info->multiprocessors = p.multiProcessorCount;
   int v = 0;
-  if (cudaDriverGetVersion(&v) == cudaSuccess) info->driver_version = v;
-  if (cudaRuntimeGetVersion(&v) == cudaSuccess) info->runtime_version = v;
+  if (!accel__cuda_check(cudaDriverGetVersion(&v), nullptr, "cudaDriverGetVersion")) info->driver_version = v;
+  if (!accel__cuda_check(cudaRuntimeGetVersion(&v), nullptr, "cudaRuntimeGetVersion")) info->runtime_version = v;
+  int prev = 0;
   size_t free_b = 0, total_b = 0;
-  if (cudaSetDevice(index) == cudaSuccess && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess)
-    info->free_memory = free_b;
-  cudaSetDevice(prev);
+  if (!accel__cuda_check(cudaGetDevice(&prev), nullptr, "cudaGetDevice") &&
+      !accel__cuda_check(cudaSetDevice(index), nullptr, "cudaSetDevice")) {
+    if (!accel__cuda_check(cudaMemGetInfo(&free_b, &total_b), nullptr, "cudaMemGetInfo")) info->free_memory = free_b;
+    (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
+  }
   return ACCEL_OK;
 }
 
@@ -86,16 +134,52 @@ static void cuda_close(void *state) {
   accel__cuda_state *st = (accel__cuda_state *)state;
   if (!st) return;
   int prev = 0;
-  cudaGetDevice(&prev);
-  cudaSetDevice(st->device);
+  const bool restore = !accel__cuda_check(cudaGetDevice(&prev), nullptr, "cudaGetDevice");
+  (void)accel__cuda_check(cudaSetDevice(st->device), nullptr, "cudaSetDevice");
   if (st->stream) {
-    cudaStreamSynchronize(st->stream);
-    cudaStreamDestroy(st->stream);
+    (void)accel__cuda_check(cudaStreamSynchronize(st->stream), nullptr, "cudaStreamSynchronize");
+    (void)accel__cuda_check(cudaStreamDestroy(st->stream), nullptr, "cudaStreamDestroy");
   }
-  if (st->pool) cudaMemPoolDestroy(st->pool);
-  cudaSetDevice(prev);
+  if (st->pool) (void)accel__cuda_check(cudaMemPoolDestroy(st->pool), nullptr, "cudaMemPoolDestroy");
+  if (restore) (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
   pthread_mutex_destroy(&st->mu);
   free(st);
+}
+
+namespace {
+__global__ void k_ready(unsigned *out, unsigned value) { *out = value; }
+}  // namespace
+
+/* Prove that libaccel's kernels run on this device with this driver before
+ * the context relies on them: the kernel image loads (a device that the
+ * build has no code for, or a driver too old for the runtime or its PTX,
+ * fail here with the reason), and a launch on the context's stream writes
+ * what it was asked to (4 bytes from the pool, outside the budget; the pool
+ * is trimmed afterwards). */
+static accel_status self_test(accel__cuda_state *st, char *why) {
+  char what[96];
+  snprintf(what, sizeof what, "CUDA device %d cannot run libaccel's kernels: cudaFuncGetAttributes", st->device);
+  cudaFuncAttributes fa;
+  accel_status s = accel__cuda_check(cudaFuncGetAttributes(&fa, k_ready), why, what);
+  if (s) return s;
+  void *d = nullptr;
+  unsigned h = 0;
+  s = accel__cuda_check(cudaMallocFromPoolAsync(&d, sizeof h, st->pool, st->stream), why, "a test kernel's memory");
+  if (s) return s;
+  s = accel__cuda_check(accel__cuda_launch(k_ready, dim3(1), dim3(1), 0, st->stream, (unsigned *)d, 0x600du), why,
+                        "a test kernel's launch");
+  if (!s)
+    s = accel__cuda_check(cudaMemcpyAsync(&h, d, sizeof h, cudaMemcpyDeviceToHost, st->stream), why,
+                          "a test kernel's result");
+  const accel_status freed =
+      accel__cuda_check(cudaFreeAsync(d, st->stream), s ? nullptr : why, "a test kernel's memory");
+  if (!s) s = freed;
+  if (!s) s = accel__cuda_check(cudaStreamSynchronize(st->stream), why, "a test kernel");
+  if (!s && h != 0x600du) {
+    accel__why(why, "a test kernel ran on CUDA device %d but wrote %#x instead of 0x600d", st->device, h);
+    s = ACCEL_ERR_DEVICE;
+  }
+  return s;
 }
 
 static accel_status cuda_open(accel__backend_config *cfg, void **state, char *why) {
@@ -117,30 +201,31 @@ static accel_status cuda_open(accel__backend_config *cfg, void **state, char *wh
   pthread_mutex_init(&st->mu, NULL);
   st->device = cfg->device;
   int prev = 0;
-  cudaGetDevice(&prev);
-  accel_status s = ACCEL_OK;
-  cudaError_t e = cudaSetDevice(st->device);
-  if (e != cudaSuccess) s = accel__cuda_status(e, why, "cudaSetDevice");
-  if (!s && (e = cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking)) != cudaSuccess)
-    s = accel__cuda_status(e, why, "cudaStreamCreate");
+  const bool restore = !accel__cuda_check(cudaGetDevice(&prev), nullptr, "cudaGetDevice");
+  accel_status s = accel__cuda_check(cudaSetDevice(st->device), why, "cudaSetDevice");
+  if (!s) s = accel__cuda_check(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking), why, "cudaStreamCreate");
   size_t free_b = 0, total_b = 0;
-  if (!s && (e = cudaMemGetInfo(&free_b, &total_b)) != cudaSuccess) s = accel__cuda_status(e, why, "cudaMemGetInfo");
+  if (!s) s = accel__cuda_check(cudaMemGetInfo(&free_b, &total_b), why, "cudaMemGetInfo");
   if (!s) {
     cudaMemPoolProps props;
     memset(&props, 0, sizeof props);
     props.allocType = cudaMemAllocationTypePinned;
     props.location.type = cudaMemLocationTypeDevice;
     props.location.id = st->device;
-    if ((e = cudaMemPoolCreate(&st->pool, &props)) != cudaSuccess) s = accel__cuda_status(e, why, "cudaMemPoolCreate");
+    s = accel__cuda_check(cudaMemPoolCreate(&st->pool, &props), why, "cudaMemPoolCreate");
   }
   if (!s) {
     st->budget = cfg->memory_budget ? cfg->memory_budget : (uint64_t)((double)free_b * 0.9);
-    /* keep freed blocks cached up to the budget instead of returning them */
+    /* within a call, freed blocks stay cached for the next allocation (up to
+     * the budget); accel__cuda_leave trims the pool when the call ends */
     uint64_t keep = st->budget;
-    cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    s = accel__cuda_check(cudaMemPoolSetAttribute(st->pool, cudaMemPoolAttrReleaseThreshold, &keep), why,
+                          "cudaMemPoolSetAttribute");
     cfg->memory_budget = st->budget;
   }
-  cudaSetDevice(prev);
+  if (!s) s = self_test(st, why);
+  if (!s) (void)accel__cuda_check(cudaMemPoolTrimTo(st->pool, 0), nullptr, "cudaMemPoolTrimTo");
+  if (restore) (void)accel__cuda_check(cudaSetDevice(prev), nullptr, "cudaSetDevice");
   if (s) {
     cuda_close(st);
     return s;
@@ -153,21 +238,26 @@ accel_status accel__cuda_enter(accel__call *call, accel__cuda_scope *scope) {
   accel__cuda_state *st = (accel__cuda_state *)call->state;
   scope->st = st;
   pthread_mutex_lock(&st->mu);
-  scope->prev_device = 0;
-  cudaGetDevice(&scope->prev_device);
-  cudaError_t e = cudaSetDevice(st->device);
-  if (e != cudaSuccess) {
+  accel__cuda_forget_stale_error();
+  scope->prev_device = st->device;
+  (void)accel__cuda_check(cudaGetDevice(&scope->prev_device), nullptr, "cudaGetDevice");
+  accel_status s = accel__cuda_check(cudaSetDevice(st->device), call->why, "cudaSetDevice");
+  if (s) {
     pthread_mutex_unlock(&st->mu);
     scope->st = NULL;
-    return accel__cuda_status(e, call->why, "cudaSetDevice");
   }
-  return ACCEL_OK;
+  return s;
 }
 
 void accel__cuda_leave(accel__cuda_scope *scope) {
-  if (!scope->st) return;
-  cudaSetDevice(scope->prev_device);
-  pthread_mutex_unlock(&scope->st->mu);
+  accel__cuda_state *st = scope->st;
+  if (!st) return;
+  /* the call's frees are queued on the stream: once it is idle, the pool can
+   * give their memory back to the device (nothing is held between calls) */
+  (void)accel__cuda_check(cudaStreamSynchronize(st->stream), nullptr, "cudaStreamSynchronize");
+  (void)accel__cuda_check(cudaMemPoolTrimTo(st->pool, 0), nullptr, "cudaMemPoolTrimTo");
+  (void)accel__cuda_check(cudaSetDevice(scope->prev_device), nullptr, "cudaSetDevice");
+  pthread_mutex_unlock(&st->mu);
   scope->st = NULL;
 }
 
@@ -179,10 +269,11 @@ accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, 
                bytes / 1048576.0, st->budget / 1048576.0, st->in_use / 1048576.0);
     return ACCEL_ERR_DEVICE_MEMORY;
   }
-  cudaError_t e = cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream);
-  if (e != cudaSuccess) {
+  const accel_status s =
+      accel__cuda_check(cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream), why, "cudaMallocFromPoolAsync");
+  if (s) {
     *ptr = NULL;
-    return accel__cuda_status(e, why, "cudaMallocFromPoolAsync");
+    return s;
   }
   st->in_use += bytes;
   return ACCEL_OK;
@@ -191,7 +282,7 @@ accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, 
 void accel__cuda_free(accel__cuda_state *st, void *ptr, size_t bytes) {
   if (!ptr) return;
   if (bytes == 0) bytes = 1;
-  cudaFreeAsync(ptr, st->stream);
+  (void)accel__cuda_check(cudaFreeAsync(ptr, st->stream), nullptr, "cudaFreeAsync");
   st->in_use -= bytes;
 }
 

@@ -255,21 +255,23 @@ int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb
 }  // namespace
 
 /* Build the arena layout and the host staging copy of one group. The
- * staging buffer receives [meta | descs | passes | plan | cosk | weights |
- * pixels]; returns false when out of host memory. */
+ * staging buffer (pinned, grown as needed) receives [meta | descs | passes |
+ * plan | cosk | weights | pixels]. */
 typedef accel__executor executor;
-static uint8_t *exec_host_alloc(executor *x, size_t n) { return x->host_alloc(n); }
-static void exec_host_free(executor *x, uint8_t *p) { x->host_free(p); }
 
-static bool build_group(const accel__hash_job *job, group_plan *g, accel__axis_cache *cache,
-                        const accel__dct_plan *plan, const double *cosk, executor *x, uint8_t **staging,
-                        size_t *staging_cap) {
+static accel_status build_group(const accel__hash_job *job, group_plan *g, accel__axis_cache *cache,
+                                const accel__dct_plan *plan, const double *cosk, executor *x, uint8_t **staging,
+                                size_t *staging_cap, char *why) {
   const accel__hash_spec *spec = &job->spec;
   const int n = spec->hash_size, K = spec->nkinds;
   g->desc = (img_desc *)calloc(g->nimg, sizeof(img_desc));
   g->hp = (hpass *)calloc(g->nimg * K, sizeof(hpass));
   g->vp = (vpass *)calloc(g->nimg * K, sizeof(vpass));
-  if (!g->desc || !g->hp || !g->vp) return false;
+  accel_status pinned = ACCEL_OK;
+  if (!g->desc || !g->hp || !g->vp) {
+    accel__why(why, "out of host memory staging %zu images", g->nimg);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
   /* the weights of every pass, copied out of the axis cache at once (the
    * cache recycles its entries) as [weights | first | count] int32 */
   struct wref {
@@ -279,7 +281,10 @@ static bool build_group(const accel__hash_job *job, group_plan *g, accel__axis_c
   };
   wref *wr = (wref *)calloc(g->nimg * K * 2, sizeof(wref));
   int nw = 0;
-  if (!wr) return false;
+  if (!wr) {
+    accel__why(why, "out of host memory staging %zu images", g->nimg);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
   auto weights_of = [&](const accel__axis *a) -> int64_t { /* index into wr, deduplicated per group; -1: no memory */
     for (int i = 0; i < nw; i++)
       if (wr[i].in_size == a->in_size && wr[i].out_size == a->out_size) return i;
@@ -297,7 +302,8 @@ static bool build_group(const accel__hash_job *job, group_plan *g, accel__axis_c
     free(wr); /* nothing copied yet */
     free(h_axis);
     free(v_axis);
-    return false;
+    accel__why(why, "out of host memory staging %zu images", g->nimg);
+    return ACCEL_ERR_OUT_OF_MEMORY;
   }
   bool ok = true;
   for (size_t i = 0; i < g->nimg && ok; i++) {
@@ -477,10 +483,13 @@ static bool build_group(const accel__hash_job *job, group_plan *g, accel__axis_c
   m->need_color = spec->need_color;
   for (int k = 0; k < K; k++) m->kinds[k] = spec->kinds[k];
   if (ok && (size_t)g->upload_bytes > *staging_cap) {
-    exec_host_free(x, *staging);
+    x->host_free(*staging);
+    *staging = nullptr;
     *staging_cap = 0;
-    if (!(*staging = exec_host_alloc(x, (size_t)g->upload_bytes))) ok = false;
-    else *staging_cap = (size_t)g->upload_bytes;
+    if ((pinned = accel__cuda_check(x->host_alloc((size_t)g->upload_bytes, staging), why, "pinned staging memory")))
+      ok = false;
+    else
+      *staging_cap = (size_t)g->upload_bytes;
   }
   if (ok) {
     uint8_t *s = *staging;
@@ -501,7 +510,12 @@ static bool build_group(const accel__hash_job *job, group_plan *g, accel__axis_c
   free(wr);
   free(h_axis);
   free(v_axis);
-  return ok;
+  if (pinned) return pinned;
+  if (!ok) {
+    accel__why(why, "out of host memory staging %zu images", g->nimg);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  return ACCEL_OK;
 }
 
 static dim3 grid_for(int64_t w, int64_t h, int64_t z, dim3 block) {
@@ -512,14 +526,14 @@ static dim3 grid_for(int64_t w, int64_t h, int64_t z, dim3 block) {
 
 namespace {
 
-/* Every kernel of a group, in order: launched on the stream, or run as loops
- * on the host with the same bodies (the colour histogram straight into the
- * counts). */
-void run_kernels(executor *x, uint8_t *arena, const group_plan *g, const accel__hash_spec *spec) {
+/* Every kernel of a group, in order: launched on the stream, each launch
+ * checked, or run as loops on the host with the same bodies (the colour
+ * histogram straight into the counts). */
+accel_status run_kernels(executor *x, uint8_t *arena, const group_plan *g, const accel__hash_spec *spec, char *why) {
   const int n = spec->hash_size;
   const int64_t simple = (int64_t)g->nimg * spec->nkinds, blocks = (int64_t)g->nimg * n * n;
-  if (!x->st) {
-    const group_meta *m = (const group_meta *)(void *)arena;
+  const group_meta *m = (const group_meta *)(void *)arena;
+  if (!x->st) return accel__cuda_check(x->emulate([&] {
     for (size_t i = 0; i < g->nimg; i++) {
       const img_desc *d = &g->desc[i];
       if (d->channels == 3)
@@ -546,10 +560,8 @@ void run_kernels(executor *x, uint8_t *arena, const group_plan *g, const accel__
           for (size_t i = 0; i < g->nimg; i++) whash_image(arena, m, (int)i, stage);
         }
     }
-    return;
-  }
+  }), why, "hash kernels");
   cudaStream_t stream = x->st->stream;
-  const group_meta *m = (const group_meta *)(void *)arena;
   const dim3 b2(32, 8);
   int64_t maxw = 1, maxh = 1, hw = 1, hh = 1, vw = 1, vh = 1;
   for (size_t i = 0; i < g->nimg; i++) {
@@ -564,19 +576,39 @@ void run_kernels(executor *x, uint8_t *arena, const group_plan *g, const accel__
     if (g->vp[t].w > vw) vw = g->vp[t].w;
     if (g->vp[t].out_h > vh) vh = g->vp[t].out_h;
   }
-  k_gray<<<grid_for(maxw, maxh, (int64_t)g->nimg, b2), b2, 0, stream>>>(arena, m);
-  if (spec->need_color) k_color<<<grid_for(maxw, maxh, (int64_t)g->nimg, b2), b2, 0, stream>>>(arena, m);
-  if (g->nh) k_hpass<<<grid_for(hw, hh, g->nh, b2), b2, 0, stream>>>(arena, m);
-  if (g->nv) k_vpass<<<grid_for(vw, vh, g->nv, b2), b2, 0, stream>>>(arena, m);
-  k_simple<<<(unsigned)((simple + 127) / 128), 128, 0, stream>>>(arena, m);
-  for (int k = 0; k < spec->nkinds; k++) {
-    if (spec->kinds[k] == ACCEL_HASH_PHASH) k_phash<<<(unsigned)((g->nimg + 63) / 64), 64, 0, stream>>>(arena, m, k);
+  const dim3 img_grid = grid_for(maxw, maxh, (int64_t)g->nimg, b2);
+  accel_status s =
+      accel__cuda_check(accel__cuda_launch(k_gray, img_grid, b2, 0, stream, arena, m), why, "gray kernel launch");
+  if (!s && spec->need_color)
+    s = accel__cuda_check(accel__cuda_launch(k_color, img_grid, b2, 0, stream, arena, m), why,
+                          "colour class kernel launch");
+  if (!s && g->nh)
+    s = accel__cuda_check(accel__cuda_launch(k_hpass, grid_for(hw, hh, g->nh, b2), b2, 0, stream, arena, m), why,
+                          "horizontal resampling kernel launch");
+  if (!s && g->nv)
+    s = accel__cuda_check(accel__cuda_launch(k_vpass, grid_for(vw, vh, g->nv, b2), b2, 0, stream, arena, m), why,
+                          "vertical resampling kernel launch");
+  if (!s)
+    s = accel__cuda_check(
+        accel__cuda_launch(k_simple, dim3((unsigned)((simple + 127) / 128)), dim3(128), 0, stream, arena, m), why,
+        "ahash and dhash kernel launch");
+  for (int k = 0; k < spec->nkinds && !s; k++) {
+    if (spec->kinds[k] == ACCEL_HASH_PHASH)
+      s = accel__cuda_check(
+          accel__cuda_launch(k_phash, dim3((unsigned)((g->nimg + 63) / 64)), dim3(64), 0, stream, arena, m, k), why,
+          "phash kernel launch");
     if (spec->kinds[k] == ACCEL_HASH_WHASH)
-      for (int stage = 0; stage < 2; stage++) {
-        k_whash_blocks<<<(unsigned)((blocks + 63) / 64), 64, 0, stream>>>(arena, m, stage);
-        k_whash_image<<<(unsigned)((g->nimg + 63) / 64), 64, 0, stream>>>(arena, m, stage);
+      for (int stage = 0; stage < 2 && !s; stage++) {
+        s = accel__cuda_check(accel__cuda_launch(k_whash_blocks, dim3((unsigned)((blocks + 63) / 64)), dim3(64), 0,
+                                                 stream, arena, m, stage),
+                              why, "whash block kernel launch");
+        if (!s)
+          s = accel__cuda_check(accel__cuda_launch(k_whash_image, dim3((unsigned)((g->nimg + 63) / 64)), dim3(64), 0,
+                                                   stream, arena, m, stage),
+                                why, "whash kernel launch");
       }
   }
+  return s;
 }
 
 /* colorhash bits from the downloaded class counts (same code as the CPU). */
@@ -618,8 +650,6 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
   size_t *pending_index = (size_t *)calloc((size_t)batch, sizeof(size_t));
   size_t npending = 0, next = 0;
   group_plan g;
-  cudaError_t e = cudaSuccess;
-  const char *what = "";
   if ((has_phash && !exact_dct && !cosk) || !pending || !pending_index) {
     s = ACCEL_ERR_OUT_OF_MEMORY;
     accel__why(call->why, "out of host memory");
@@ -684,11 +714,8 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
     memmove(pending, pending + take_n, (npending - take_n) * sizeof(accel__hash_image));
     memmove(pending_index, pending_index + take_n, (npending - take_n) * sizeof(size_t));
     npending -= take_n;
-    if (!build_group(job, &g, &cache, exact_dct ? &plan : nullptr, cosk, x, &staging, &staging_cap)) {
-      s = ACCEL_ERR_OUT_OF_MEMORY;
-      accel__why(call->why, "out of host memory staging %zu images", take_n);
+    if ((s = build_group(job, &g, &cache, exact_dct ? &plan : nullptr, cosk, x, &staging, &staging_cap, call->why)))
       break;
-    }
     if ((size_t)g.total_bytes > arena_size) { /* grow the arena (within the budget) */
       x->release(arena, arena_size);
       arena = nullptr;
@@ -707,35 +734,31 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
     const size_t slots_bytes = (size_t)spec->nkinds * spec->slot_bytes, per_img = slots_bytes + NCOUNTS * 8;
     if (take_n * per_img > results_cap) {
       x->host_free(results);
+      results = nullptr;
       results_cap = 0;
-      if (!(results = x->host_alloc(take_n * per_img))) {
-        s = ACCEL_ERR_OUT_OF_MEMORY;
-        accel__why(call->why, "out of pinned host memory");
+      if ((s = accel__cuda_check(x->host_alloc(take_n * per_img, &results), call->why, "pinned result memory")))
         break;
-      }
       results_cap = take_n * per_img;
     }
     /* one upload, the kernels, the downloads: all queued on the stream */
-    what = "upload";
-    if ((e = x->upload(arena, staging, (size_t)g.upload_bytes)) != cudaSuccess) break;
-    for (size_t i = 0; i < g.nimg && e == cudaSuccess; i++) { /* hash slots (their padding too) and counts start at 0 */
-      e = x->zero(arena + g.desc[i].slots_off, slots_bytes);
-      if (e == cudaSuccess && spec->need_color) e = x->zero(arena + g.desc[i].counts_off, NCOUNTS * 8);
+    if ((s = accel__cuda_check(x->upload(arena, staging, (size_t)g.upload_bytes), call->why, "upload"))) break;
+    for (size_t i = 0; i < g.nimg && !s; i++) { /* hash slots (their padding too) and counts start at 0 */
+      s = accel__cuda_check(x->zero(arena + g.desc[i].slots_off, slots_bytes), call->why, "memset");
+      if (!s && spec->need_color)
+        s = accel__cuda_check(x->zero(arena + g.desc[i].counts_off, NCOUNTS * 8), call->why, "memset");
     }
-    if (e != cudaSuccess) break;
-    run_kernels(x, arena, &g, spec);
-    what = "hash kernels";
-    if ((e = x->last_error()) != cudaSuccess) break;
-    what = "download";
-    for (size_t i = 0; i < g.nimg && e == cudaSuccess; i++) {
-      e = x->download(results + i * per_img, arena + g.desc[i].slots_off, slots_bytes);
-      if (e == cudaSuccess && spec->need_color)
-        e = x->download(results + i * per_img + slots_bytes, arena + g.desc[i].counts_off, NCOUNTS * 8);
+    if (s || (s = run_kernels(x, arena, &g, spec, call->why))) break;
+    for (size_t i = 0; i < g.nimg && !s; i++) {
+      s = accel__cuda_check(x->download(results + i * per_img, arena + g.desc[i].slots_off, slots_bytes), call->why,
+                            "download");
+      if (!s && spec->need_color)
+        s = accel__cuda_check(
+            x->download(results + i * per_img + slots_bytes, arena + g.desc[i].counts_off, NCOUNTS * 8), call->why,
+            "download");
     }
-    if (e != cudaSuccess) break;
+    if (s) break;
     if (npending == 0 && next < job->n) decode_next(); /* while the GPU works */
-    what = "hash kernels";
-    if ((e = x->sync()) != cudaSuccess || s) break;
+    if (s || (s = accel__cuda_check(x->sync(), call->why, "hash kernels"))) break;
     for (size_t i = 0; i < g.nimg; i++) {
       const uint8_t *r = results + i * per_img;
       uint8_t *slots = accel__hash_slots(job, g.index[i]);
@@ -746,8 +769,7 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
     plan_free(&g);
     report();
   }
-  if (e != cudaSuccess) s = accel__cuda_status(e, call->why, what);
-  x->sync();
+  x->drain(); /* a failed group may still have work queued on what is freed next */
   plan_free(&g);
   for (size_t i = 0; i < npending; i++) accel__hash_image_free(&pending[i]);
   free(pending);
@@ -763,13 +785,7 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
 }  // namespace
 
 static accel_status cuda_hash_batch(accel__call *call, accel__hash_job *job) {
-  accel__cuda_scope scope;
-  accel_status s = accel__cuda_enter(call, &scope);
-  if (s) return s;
-  executor x = {scope.st, 0, 0};
-  s = run_pipeline(&x, call, job);
-  accel__cuda_leave(&scope);
-  return s;
+  return with_device(call, [&](executor *x) { return run_pipeline(x, call, job); });
 }
 
 extern "C" const accel__hash_ops accel__cuda_hash_ops = {
@@ -780,8 +796,7 @@ extern "C" const accel__hash_ops accel__cuda_hash_ops = {
 extern "C" uint64_t accel__cuda_hash_emulated_budget = (uint64_t)1 << 30;
 
 static accel_status emulated_hash_batch(accel__call *call, accel__hash_job *job) {
-  executor x = {nullptr, accel__cuda_hash_emulated_budget, 0};
-  return run_pipeline(&x, call, job);
+  return with_emulation(accel__cuda_hash_emulated_budget, [&](executor *x) { return run_pipeline(x, call, job); });
 }
 
 extern "C" const accel__hash_ops accel__cuda_hash_ops_emulated = {

@@ -124,15 +124,26 @@ __global__ void k_hist(dev_codes q, dev_codes c, uint32_t field, unsigned int *h
   for (uint32_t b = threadIdx.x; b < HIST; b += blockDim.x) hist[(uint64_t)blockIdx.x * HIST + b] = h[b];
 }
 
-/* pass 2: the entries at or below the query's cut distance. */
+/* pass 2: entry j goes to query qi's candidates when it is within the
+ * query's cut distance (the kernel's per-thread work, and the emulation's). */
+__host__ __device__ inline void gather_entry(const dev_codes *c, uint32_t field, const uint64_t *mine, uint64_t qi,
+                                             uint64_t j, const uint32_t *cut, const unsigned long long *offset,
+                                             unsigned long long *fill, uint32_t *out) {
+  if (field_distance(mine, c, j, field) > cut[qi]) return;
+#ifdef __CUDA_ARCH__
+  const unsigned long long at = atomicAdd(&fill[qi], 1ull);
+#else
+  const unsigned long long at = fill[qi]++;
+#endif
+  out[offset[qi] + at] = (uint32_t)j;
+}
+
 __global__ void k_gather(dev_codes q, dev_codes c, uint32_t field, const uint32_t *cut, const unsigned long long *offset,
                          unsigned long long *fill, uint32_t *out) {
   uint64_t mine[4];
   for (uint32_t w = 0; w < q.words; w++) mine[w] = code_word(&q, field, w, blockIdx.x);
-  for (uint64_t j = threadIdx.x; j < c.n; j += blockDim.x) {
-    const uint32_t d = field_distance(mine, &c, j, field);
-    if (d <= cut[blockIdx.x]) out[offset[blockIdx.x] + atomicAdd(&fill[blockIdx.x], 1ull)] = (uint32_t)j;
-  }
+  for (uint64_t j = threadIdx.x; j < c.n; j += blockDim.x)
+    gather_entry(&c, field, mine, blockIdx.x, j, cut, offset, fill, out);
 }
 
 /* ------------------------------------------------------------ host side */
@@ -150,11 +161,8 @@ accel_status upload_codes(accel__executor *x, const accel__codes *src, uint8_t *
   for (size_t f = 0; f < nf; f++)
     for (size_t w = 0; w < words; w++) memcpy(host + (f * words + w) * n, src->field[f] + w * src->stride, n * 8);
   accel_status s = x->alloc(*bytes, dev, why);
-  if (!s && x->upload(*dev, host, *bytes) != cudaSuccess) {
-    accel__why(why, "uploading %zu codes failed", n);
-    s = ACCEL_ERR_DEVICE;
-  }
-  if (!s) x->sync(); /* the host copy is freed next */
+  if (!s) s = accel__cuda_check(x->upload(*dev, host, *bytes), why, "code upload");
+  if (!s) s = accel__cuda_check(x->sync(), why, "code upload"); /* the host copy is freed next */
   free(host);
   *view = dev_codes{src->words, src->nfields, (uint64_t)n, (uint64_t)n, (const uint64_t *)(void *)*dev};
   return s;
@@ -163,13 +171,14 @@ accel_status upload_codes(accel__executor *x, const accel__codes *src, uint8_t *
 /* All pairs of rows x cols (join: i < j of one set), with a buffer grown to
  * the exact count when it overflows. On success the pairs go to the sink. */
 accel_status find_pairs(accel__executor *x, accel__call *call, accel__index_job *job, bool join) {
+  char *why = call->why;
   accel_status s = ACCEL_OK;
   uint8_t *drows = nullptr, *dcols = nullptr, *dout = nullptr, *dcount = nullptr;
   size_t brows = 0, bcols = 0, bout = 0;
   dev_codes rows, cols;
   const accel__codes *hrows = join ? &job->codes : &job->queries;
-  s = upload_codes(x, &job->codes, &dcols, &bcols, &cols, call->why);
-  if (!s && !join) s = upload_codes(x, hrows, &drows, &brows, &rows, call->why);
+  s = upload_codes(x, &job->codes, &dcols, &bcols, &cols, why);
+  if (!s && !join) s = upload_codes(x, hrows, &drows, &brows, &rows, why);
   if (!s && join) rows = cols;
   search_params p;
   memset(&p, 0, sizeof p);
@@ -177,55 +186,65 @@ accel_status find_pairs(accel__executor *x, accel__call *call, accel__index_job 
   p.join = join;
   for (uint32_t f = 0; f < ACCEL_INDEX_MAX_FIELDS; f++) p.thresholds[f] = job->search.thresholds[f];
   unsigned long long cap = 1 << 20, count = 0;
-  if (!s) s = x->alloc(sizeof(unsigned long long), &dcount, call->why);
+  if (!s) s = x->alloc(sizeof(unsigned long long), &dcount, why);
   uint32_t *host = nullptr;
   for (int attempt = 0; !s && attempt < 2; attempt++) {
     bout = (size_t)cap * 2 * sizeof(uint32_t);
-    if ((s = x->alloc(bout, &dout, call->why))) break;
-    x->zero(dcount, sizeof count);
-    const uint32_t fw = cols.nfields * cols.words;
+    if ((s = x->alloc(bout, &dout, why))) break;
+    if ((s = accel__cuda_check(x->zero(dcount, sizeof count), why, "pair count reset"))) break;
+    unsigned long long *dc = (unsigned long long *)(void *)dcount;
+    uint32_t *dpairs = (uint32_t *)(void *)dout;
     if (x->st) {
+      const uint32_t fw = cols.nfields * cols.words;
       const uint64_t tiles_r = (rows.n + TILE - 1) / TILE, tiles_c = (cols.n + TILE - 1) / TILE;
-      dim3 grid((unsigned)tiles_r, (unsigned)(tiles_c < 65535 ? tiles_c : 65535));
-      k_pairs<<<grid, TILE, TILE * fw * sizeof(uint64_t), x->st->stream>>>(
-          rows, cols, p, (unsigned long long *)(void *)dcount, (uint32_t *)(void *)dout, cap);
-      cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) {
-        s = accel__cuda_status(e, call->why, "pair kernel launch");
-        break;
-      }
+      const dim3 grid((unsigned)tiles_r, (unsigned)(tiles_c < 65535 ? tiles_c : 65535));
+      s = accel__cuda_check(accel__cuda_launch(k_pairs, grid, dim3(TILE), TILE * fw * sizeof(uint64_t), x->st->stream,
+                                               rows, cols, p, dc, dpairs, cap),
+                            why, "pair kernel launch");
     } else { /* emulation: the same comparisons, in order */
-      uint64_t mine[ACCEL_INDEX_MAX_FIELDS * 4], theirs[ACCEL_INDEX_MAX_FIELDS * 4];
-      for (uint64_t i = 0; i < rows.n; i++) {
-        for (uint32_t f = 0; f < rows.nfields; f++)
-          for (uint32_t w = 0; w < rows.words; w++) mine[f * rows.words + w] = code_word(&rows, f, w, i);
-        for (uint64_t j = join ? i + 1 : 0; j < cols.n; j++) {
-          for (uint32_t f = 0; f < cols.nfields; f++)
-            for (uint32_t w = 0; w < cols.words; w++) theirs[f * cols.words + w] = code_word(&cols, f, w, j);
-          if (matches(mine, theirs, cols.words, cols.nfields, &p))
-            append_pair((unsigned long long *)(void *)dcount, (uint32_t *)(void *)dout, cap, (uint32_t)i, (uint32_t)j);
+      s = accel__cuda_check(x->emulate([&] {
+        uint64_t mine[ACCEL_INDEX_MAX_FIELDS * 4], theirs[ACCEL_INDEX_MAX_FIELDS * 4];
+        for (uint64_t i = 0; i < rows.n; i++) {
+          for (uint32_t f = 0; f < rows.nfields; f++)
+            for (uint32_t w = 0; w < rows.words; w++) mine[f * rows.words + w] = code_word(&rows, f, w, i);
+          for (uint64_t j = join ? i + 1 : 0; j < cols.n; j++) {
+            for (uint32_t f = 0; f < cols.nfields; f++)
+              for (uint32_t w = 0; w < cols.words; w++) theirs[f * cols.words + w] = code_word(&cols, f, w, j);
+            if (matches(mine, theirs, cols.words, cols.nfields, &p))
+              append_pair(dc, dpairs, cap, (uint32_t)i, (uint32_t)j);
+          }
         }
-      }
+      }), why, "pair kernel launch");
     }
-    if (x->download(&count, dcount, sizeof count) != cudaSuccess || x->sync() != cudaSuccess) {
-      s = accel__cuda_status(cudaGetLastError(), call->why, "pair kernel");
+    if (s) break;
+    if ((s = accel__cuda_check(x->download(&count, dcount, sizeof count), why, "pair count download")) ||
+        (s = accel__cuda_check(x->sync(), why, "pair kernel")))
       break;
-    }
     if (count <= cap) break;
     x->release(dout, bout); /* overflow: rerun with room for every pair */
     dout = nullptr;
     cap = count;
   }
+  if (!s && count > cap) {
+    accel__why(why, "the pair kernel found %llu pairs with room for %llu", count, cap);
+    s = ACCEL_ERR_DEVICE;
+  }
   if (!s && count) {
     host = (uint32_t *)malloc((size_t)count * 2 * sizeof(uint32_t));
     if (!host) {
-      accel__why(call->why, "out of host memory for %llu pairs", count);
+      accel__why(why, "out of host memory for %llu pairs", count);
       s = ACCEL_ERR_OUT_OF_MEMORY;
-    } else if (x->download(host, dout, (size_t)count * 2 * sizeof(uint32_t)) != cudaSuccess ||
-               x->sync() != cudaSuccess) {
-      s = accel__cuda_status(cudaGetLastError(), call->why, "pair download");
+    } else if (!(s = accel__cuda_check(x->download(host, dout, (size_t)count * 2 * sizeof(uint32_t)), why,
+                                       "pair download"))) {
+      s = accel__cuda_check(x->sync(), why, "pair download");
     }
   }
+  for (unsigned long long k = 0; !s && k < 2 * count; k++) /* a pair names rows and columns that exist */
+    if (host[k] >= (k % 2 ? cols.n : rows.n)) {
+      accel__why(why, "the pair kernel returned entry %u of %llu", host[k],
+                 (unsigned long long)(k % 2 ? cols.n : rows.n));
+      s = ACCEL_ERR_DEVICE;
+    }
   if (!s && host) { /* success: now the sink */
     const size_t CHUNK = 4096;
     uint32_t a[CHUNK], b[CHUNK];
@@ -248,6 +267,7 @@ accel_status find_pairs(accel__executor *x, accel__call *call, accel__index_job 
 }
 
 accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
+  char *why = call->why;
   const size_t nq = job->queries.n;
   const uint32_t k = job->k, f = job->field, maxd = job->codes.words * 64;
   uint8_t *dq = nullptr, *dc = nullptr, *dhist = nullptr, *dcut = nullptr, *doff = nullptr, *dfill = nullptr,
@@ -259,24 +279,29 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   unsigned long long *off = (unsigned long long *)malloc((nq + 1) * sizeof(unsigned long long));
   uint32_t *found = nullptr;
   accel_status s = hist && cut && off ? ACCEL_OK : ACCEL_ERR_OUT_OF_MEMORY;
-  if (s) accel__why(call->why, "out of host memory");
-  if (!s) s = upload_codes(x, &job->queries, &dq, &bq, &q, call->why);
-  if (!s) s = upload_codes(x, &job->codes, &dc, &bc, &c, call->why);
-  if (!s) s = x->alloc(nq * HIST * sizeof(unsigned int), &dhist, call->why);
+  if (s) accel__why(why, "out of host memory");
+  if (!s) s = upload_codes(x, &job->queries, &dq, &bq, &q, why);
+  if (!s) s = upload_codes(x, &job->codes, &dc, &bc, &c, why);
+  if (!s) s = x->alloc(nq * HIST * sizeof(unsigned int), &dhist, why);
   if (!s) { /* pass 1 */
+    unsigned int *dh = (unsigned int *)(void *)dhist;
     if (x->st) {
-      k_hist<<<(unsigned)nq, 256, 0, x->st->stream>>>(q, c, f, (unsigned int *)(void *)dhist);
+      s = accel__cuda_check(accel__cuda_launch(k_hist, dim3((unsigned)nq), dim3(256), 0, x->st->stream, q, c, f, dh),
+                            why, "distance histogram launch");
     } else {
-      uint64_t mine[4];
-      unsigned int *h = (unsigned int *)(void *)dhist;
-      memset(h, 0, nq * HIST * sizeof(unsigned int));
-      for (size_t i = 0; i < nq; i++) {
-        for (uint32_t w = 0; w < q.words; w++) mine[w] = code_word(&q, f, w, i);
-        for (uint64_t j = 0; j < c.n; j++) h[i * HIST + field_distance(mine, &c, j, f)]++;
-      }
+      s = accel__cuda_check(x->emulate([&] {
+        uint64_t mine[4];
+        memset(dh, 0, nq * HIST * sizeof(unsigned int));
+        for (size_t i = 0; i < nq; i++) {
+          for (uint32_t w = 0; w < q.words; w++) mine[w] = code_word(&q, f, w, i);
+          for (uint64_t j = 0; j < c.n; j++) dh[i * HIST + field_distance(mine, &c, j, f)]++;
+        }
+      }), why, "distance histogram launch");
     }
-    if (x->download(hist, dhist, nq * HIST * sizeof(unsigned int)) != cudaSuccess || x->sync() != cudaSuccess)
-      s = accel__cuda_status(cudaGetLastError(), call->why, "distance histogram");
+    if (!s)
+      s = accel__cuda_check(x->download(hist, dhist, nq * HIST * sizeof(unsigned int)), why,
+                            "distance histogram download");
+    if (!s) s = accel__cuda_check(x->sync(), why, "distance histogram");
   }
   if (!s) { /* the cut distance of each query, and where its candidates go */
     off[0] = 0;
@@ -293,41 +318,49 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
       off[i + 1] = off[i] + below;
     }
     bout = (size_t)(off[nq] ? off[nq] : 1) * sizeof(uint32_t);
-    if (!(s = x->alloc(nq * sizeof(uint32_t), &dcut, call->why)) &&
-        !(s = x->alloc((nq + 1) * sizeof(unsigned long long), &doff, call->why)) &&
-        !(s = x->alloc(nq * sizeof(unsigned long long), &dfill, call->why)) && !(s = x->alloc(bout, &dout, call->why))) {
-      x->upload(dcut, cut, nq * sizeof(uint32_t));
-      x->upload(doff, off, (nq + 1) * sizeof(unsigned long long));
-      x->zero(dfill, nq * sizeof(unsigned long long));
+    if (!(s = x->alloc(nq * sizeof(uint32_t), &dcut, why)) &&
+        !(s = x->alloc((nq + 1) * sizeof(unsigned long long), &doff, why)) &&
+        !(s = x->alloc(nq * sizeof(unsigned long long), &dfill, why)) && !(s = x->alloc(bout, &dout, why)) &&
+        !(s = accel__cuda_check(x->upload(dcut, cut, nq * sizeof(uint32_t)), why, "cut distance upload")) &&
+        !(s = accel__cuda_check(x->upload(doff, off, (nq + 1) * sizeof(unsigned long long)), why,
+                                "candidate offset upload")) &&
+        !(s = accel__cuda_check(x->zero(dfill, nq * sizeof(unsigned long long)), why, "candidate count reset"))) {
+      const uint32_t *dcu = (const uint32_t *)(void *)dcut;
+      const unsigned long long *dof = (const unsigned long long *)(void *)doff;
+      unsigned long long *dfi = (unsigned long long *)(void *)dfill;
+      uint32_t *dou = (uint32_t *)(void *)dout;
       if (x->st) {
-        k_gather<<<(unsigned)nq, 256, 0, x->st->stream>>>(q, c, f, (const uint32_t *)(void *)dcut,
-                                                          (const unsigned long long *)(void *)doff,
-                                                          (unsigned long long *)(void *)dfill, (uint32_t *)(void *)dout);
-      } else {
-        uint64_t mine[4];
-        uint32_t *o = (uint32_t *)(void *)dout;
-        for (size_t i = 0; i < nq; i++) {
-          for (uint32_t w = 0; w < q.words; w++) mine[w] = code_word(&q, f, w, i);
-          unsigned long long fill = 0;
-          for (uint64_t j = 0; j < c.n; j++)
-            if (field_distance(mine, &c, j, f) <= cut[i]) o[off[i] + fill++] = (uint32_t)j;
-        }
+        s = accel__cuda_check(accel__cuda_launch(k_gather, dim3((unsigned)nq), dim3(256), 0, x->st->stream, q, c, f,
+                                                 dcu, dof, dfi, dou),
+                              why, "nearest-neighbour gather launch");
+      } else { /* the kernel's work from the same device buffers */
+        s = accel__cuda_check(x->emulate([&] {
+          uint64_t mine[4];
+          for (size_t i = 0; i < nq; i++) {
+            for (uint32_t w = 0; w < q.words; w++) mine[w] = code_word(&q, f, w, i);
+            for (uint64_t j = 0; j < c.n; j++) gather_entry(&c, f, mine, i, j, dcu, dof, dfi, dou);
+          }
+        }), why, "nearest-neighbour gather launch");
       }
-      found = (uint32_t *)malloc(bout);
-      if (!found) {
-        accel__why(call->why, "out of host memory");
+      if (!s && !(found = (uint32_t *)malloc(bout))) {
+        accel__why(why, "out of host memory");
         s = ACCEL_ERR_OUT_OF_MEMORY;
-      } else if (x->download(found, dout, bout) != cudaSuccess || x->sync() != cudaSuccess) {
-        s = accel__cuda_status(cudaGetLastError(), call->why, "nearest-neighbour gather");
       }
+      if (!s) s = accel__cuda_check(x->download(found, dout, bout), why, "nearest-neighbour download");
+      if (!s) s = accel__cuda_check(x->sync(), why, "nearest-neighbour gather");
     }
   }
+  for (size_t t = 0; !s && t < (size_t)off[nq]; t++) /* the gather names entries that exist */
+    if (found[t] >= c.n) {
+      accel__why(why, "the nearest-neighbour gather returned entry %u of %llu", found[t], (unsigned long long)c.n);
+      s = ACCEL_ERR_DEVICE;
+    }
   if (!s) { /* order each query's candidates by (distance, id) on the host */
     for (size_t i = 0; i < nq && !s; i++) {
       const size_t m = (size_t)(off[i + 1] - off[i]);
       accel__knn_cand *cs = (accel__knn_cand *)malloc((m ? m : 1) * sizeof(accel__knn_cand));
       if (!cs) {
-        accel__why(call->why, "out of host memory");
+        accel__why(why, "out of host memory");
         s = ACCEL_ERR_OUT_OF_MEMORY;
         break;
       }
@@ -362,13 +395,7 @@ template <int OP> accel_status run(accel__call *call, accel__index_job *job, acc
 }
 
 template <int OP> accel_status on_device(accel__call *call, accel__index_job *job) {
-  accel__cuda_scope scope;
-  accel_status s = accel__cuda_enter(call, &scope);
-  if (s) return s;
-  accel__executor x = {scope.st, 0, 0};
-  s = run<OP>(call, job, &x);
-  accel__cuda_leave(&scope);
-  return s;
+  return with_device(call, [&](accel__executor *x) { return run<OP>(call, job, x); });
 }
 
 }  // namespace
@@ -377,8 +404,7 @@ extern "C" uint64_t accel__cuda_index_emulated_budget = (uint64_t)1 << 30;
 
 namespace {
 template <int OP> accel_status emulated(accel__call *call, accel__index_job *job) {
-  accel__executor x = {nullptr, accel__cuda_index_emulated_budget, 0};
-  return run<OP>(call, job, &x);
+  return with_emulation(accel__cuda_index_emulated_budget, [&](accel__executor *x) { return run<OP>(call, job, x); });
 }
 }  // namespace
 

@@ -100,7 +100,7 @@ struct sky_px {
 
 template <class T> accel_status put(accel__executor *x, dbuf &d, const T *h, size_t n, char *why, const char *what) {
   accel_status s = d.get(x, sizeof(T) * (n ? n : 1), why);
-  if (!s && n) s = check(x, x->upload(d.p, h, sizeof(T) * n), why, what);
+  if (!s && n) s = accel__cuda_check(x->upload(d.p, h, sizeof(T) * n), why, what);
   return s;
 }
 
@@ -186,18 +186,19 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
     }
     for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
       if (po[g])
-        s = check(x, copy2d(x, job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, po[g],
-                            sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr, cudaMemcpyDeviceToHost),
-                  why, "download a tile");
+        s = accel__cuda_check(x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols,
+                                        po[g], sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr,
+                                        cudaMemcpyDeviceToHost),
+                              why, "download a tile");
     for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
       if (pm[m]) {
         const size_t rowb = (size_t)(tc * job->mat_bytes);
-        s = check(x, copy2d(x, job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes,
-                            (size_t)(job->cols * job->mat_bytes), pm[m], rowb, rowb, (size_t)tr,
-                            cudaMemcpyDeviceToHost),
-                  why, "download a tile");
+        s = accel__cuda_check(x->copy2d(job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes,
+                                        (size_t)(job->cols * job->mat_bytes), pm[m], rowb, rowb, (size_t)tr,
+                                        cudaMemcpyDeviceToHost),
+                              why, "download a tile");
       }
-    if (!s) s = check(x, x->sync(), why, "finish a tile");
+    if (!s) s = accel__cuda_check(x->sync(), why, "finish a tile");
     if (!s && job->progress && job->progress(job->progress_user, job->stage, (double)(i + 1) / (double)tiles)) {
       accel__why(why, "cancelled by the progress callback");
       s = ACCEL_ERR_CANCELLED;
@@ -217,8 +218,7 @@ extern "C" uint64_t accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
 
 namespace {
 accel_status emulated(accel__call *call, accel__svf_job *job) {
-  accel__executor x = {nullptr, accel__cuda_svf_emulated_budget, 0};
-  return run(&x, call, job);
+  return with_emulation(accel__cuda_svf_emulated_budget, [&](accel__executor *x) { return run(x, call, job); });
 }
 }  // namespace
 

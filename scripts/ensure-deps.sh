@@ -11,7 +11,8 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 
 pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev libpng-dev zlib1g-dev libtiff-dev"
 if [ "$what" = test ]; then
-  pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip"
+  # clang (with its sanitizer runtimes and OpenMP) builds the ASan+UBSan configuration
+  pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip clang libclang-rt-dev libomp-dev"
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
 fi
 # libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm

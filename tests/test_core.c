@@ -3,6 +3,8 @@
  * array descriptors. */
 #include "testutil.h"
 
+#include "accel_config.h"
+
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,7 @@ START_TEST(build_info_names_cuda_and_openmp) {
   const char *b = accel_build_info();
   ck_assert_ptr_nonnull(strstr(b, EXPECT_CUDA ? "cuda=yes" : "cuda=no"));
   ck_assert_ptr_nonnull(strstr(b, "openmp="));
+  ck_assert_ptr_nonnull(strstr(b, ACCEL_HAVE_TIFF ? "tiff=yes" : "tiff=no"));
 }
 END_TEST
 
@@ -688,6 +691,32 @@ START_TEST(array_init_and_buffers) {
 }
 END_TEST
 
+#if EXPECT_CUDA
+/* kernels/cuda_backend.cu: the reason and status a stage reports for a CUDA error code. */
+accel_status accel__cuda_error_reason(int err, char *why, const char *what);
+
+/* A CUDA error reads "<what>: <cudaErrorName>: <text>" (the name is what the
+ * fallback line must carry), maps to the status the policy needs, and says
+ * what to do when the user can act: a driver older than the runtime needs. */
+START_TEST(cuda_errors_are_named_and_say_what_to_do) {
+  char why[ACCEL_REASON_MAX] = "untouched";
+  ck_assert_int_eq(accel__cuda_error_reason(0, why, "upload"), ACCEL_OK);
+  ck_assert_str_eq(why, "untouched");
+  ck_assert_int_eq(accel__cuda_error_reason(719, why, "gather launch"), ACCEL_ERR_DEVICE);
+  ck_assert_ptr_eq(strstr(why, "gather launch: cudaErrorLaunchFailure: "), why);
+  ck_assert_int_eq(accel__cuda_error_reason(2, why, "cudaMallocFromPoolAsync"), ACCEL_ERR_DEVICE_MEMORY);
+  ck_assert_ptr_eq(strstr(why, "cudaMallocFromPoolAsync: cudaErrorMemoryAllocation: "), why);
+  ck_assert_int_eq(accel__cuda_error_reason(209, why, "cudaFuncGetAttributes"), ACCEL_ERR_NO_DEVICE);
+  ck_assert_ptr_nonnull(strstr(why, ": cudaErrorNoKernelImageForDevice: "));
+  ck_assert_int_eq(accel__cuda_error_reason(35, why, "cudaGetDeviceCount"), ACCEL_ERR_NO_DEVICE);
+  ck_assert_ptr_eq(strstr(why, "cudaGetDeviceCount: cudaErrorInsufficientDriver: "), why);
+  ck_assert_msg(strstr(why, "runtime needs NVIDIA driver R") && strstr(why, " or newer"), "%s", why);
+  ck_assert_int_eq(accel__cuda_error_reason(222, why, "cudaFuncGetAttributes"), ACCEL_ERR_NO_DEVICE);
+  ck_assert_msg(strstr(why, "needs NVIDIA driver R"), "%s", why);
+}
+END_TEST
+#endif
+
 Suite *suite_core(void) {
   Suite *s = suite_create("core");
   TCase *tc = tcase_create("core");
@@ -715,6 +744,9 @@ Suite *suite_core(void) {
   tcase_add_test(tc, device_and_backend_queries);
   tcase_add_test(tc, stats_count_find_get_reset);
   tcase_add_test(tc, array_init_and_buffers);
+#if EXPECT_CUDA
+  tcase_add_test(tc, cuda_errors_are_named_and_say_what_to_do);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -13,11 +13,24 @@
 #include "ct/ct.h"
 #include "ct/ops.h"
 
+/* The GPU's union-find, its retries counted, and in every other round a
+ * yield between a union's finds and its link, so that other threads link
+ * the same roots meanwhile even on a loaded machine with few cores
+ * (gpu_union_find_with_threads). */
+#include <sched.h>
+static uint64_t uf_retries;
+static int uf_yield;
+#define ACCEL__UF_RETRY() ((void)__atomic_add_fetch(&uf_retries, 1, __ATOMIC_RELAXED))
+#define ACCEL__UF_BEFORE_LINK() ((void)(uf_yield && sched_yield()))
+#include "ct/union_find.h"
+
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -419,6 +432,93 @@ END_TEST
 /* ------------------------------------------------------------ synthetic checks */
 
 /* The EDT against every pair (foreground voxel, background voxel), in double. */
+/* ------------------------------------------------------------ the GPU's union-find with threads */
+
+typedef struct uf_worker {
+  uint32_t *label;
+  const uint32_t *edges; /* pairs */
+  size_t first, count, step; /* this thread's edges: first, first + step, ... */
+  uint32_t lo, hi;           /* and elements to flatten */
+  pthread_barrier_t *sync;
+} uf_worker;
+
+static void *uf_work(void *arg) {
+  const uf_worker *w = arg;
+  pthread_barrier_wait(w->sync);
+  for (size_t e = w->first; e < w->count; e += w->step) accel__uf_unite(w->label, w->edges[2 * e], w->edges[2 * e + 1]);
+  pthread_barrier_wait(w->sync); /* every union done: the end of the merge kernel */
+  for (uint32_t x = w->lo; x < w->hi; x++) accel__uf_flatten(w->label, x);
+  return NULL;
+}
+
+static uint32_t seq_find(const uint32_t *p, uint32_t x) {
+  while (p[x] != x) x = p[x];
+  return x;
+}
+
+/* lib/ct/union_find.h (the GPU's components, fill holes and the peak
+ * search) run by 8 threads at once, then flattened concurrently: every
+ * element ends labelled with the smallest element of its component, as a
+ * sequential union-find finds. Each edge is united once, so a lost link
+ * shows. The edges join each element of a group to the group's last one, in
+ * random order, the threads taking turns along them (as neighbouring voxels
+ * of a warp meet the same component): threads often race to link the same
+ * root, so the branch where another thread linked it meanwhile is taken. */
+START_TEST(gpu_union_find_with_threads) {
+  enum { N = 8192, G = 64, E = N - N / G, T = 8 };
+  static uint32_t label[N], ref[N], edges[2 * E];
+  uint64_t x = 12345;
+  uf_retries = 0;
+  int rounds = 0;
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (; rounds < 500 && (rounds < 20 || __atomic_load_n(&uf_retries, __ATOMIC_RELAXED) < 10); rounds++) {
+    uf_yield = rounds % 2; /* tight races, then races made likely */
+    size_t e = 0;
+    for (uint32_t g = 0; g < N; g += G) {
+      const size_t first = e;
+      for (uint32_t i = 0; i + 1 < G; i++, e++) {
+        edges[2 * e] = g + i;
+        edges[2 * e + 1] = g + G - 1;
+      }
+      for (size_t k = e - first; k > 1; k--) { /* shuffle the group's edges */
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        const size_t j = first + (size_t)(x % k), l = first + k - 1;
+        const uint32_t t = edges[2 * j];
+        edges[2 * j] = edges[2 * l];
+        edges[2 * l] = t;
+        if (x >> 63) { /* either end first */
+          edges[2 * l + 1] = edges[2 * l];
+          edges[2 * l] = g + G - 1;
+        }
+      }
+    }
+    for (uint32_t i = 0; i < N; i++) label[i] = ref[i] = i;
+    for (e = 0; e < E; e++) { /* the reference: the smaller root wins */
+      const uint32_t ra = seq_find(ref, edges[2 * e]), rb = seq_find(ref, edges[2 * e + 1]);
+      if (ra != rb) ref[ra > rb ? ra : rb] = ra < rb ? ra : rb;
+    }
+    pthread_barrier_t sync;
+    pthread_barrier_init(&sync, NULL, T);
+    pthread_t th[T];
+    uf_worker w[T];
+    for (int t = 0; t < T; t++) {
+      w[t] = (uf_worker){label, edges, (size_t)t, E, T, (uint32_t)(t * N / T), (uint32_t)((t + 1) * N / T), &sync};
+      ck_assert_int_eq(pthread_create(&th[t], NULL, uf_work, &w[t]), 0);
+    }
+    for (int t = 0; t < T; t++) pthread_join(th[t], NULL);
+    pthread_barrier_destroy(&sync);
+    for (uint32_t i = 0; i < N; i++)
+      EXPECT(label[i] == seq_find(ref, i), "round %d: element %u labelled %u, its component's smallest is %u", rounds,
+             i, label[i], seq_find(ref, i));
+  }
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  printf("union-find: %d rounds of %d threads in %.2f s, %llu unions went on after a concurrent link\n", rounds, T,
+         (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec), (unsigned long long)uf_retries);
+  ck_assert_msg(uf_retries > 0, "no union ever found its root linked by another thread in %d rounds", rounds);
+}
+END_TEST
+
 START_TEST(edt_equals_brute_force) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   const accel__dims shapes[] = {{7, 9, 11}, {1, 20, 1}, {13, 1, 6}, {5, 5, 40}, {16, 17, 3}};
@@ -771,6 +871,37 @@ START_TEST(bad_arguments_are_errors) {
 }
 END_TEST
 
+/* The pipeline used to take a NaN or infinite rescale slope or intercept
+ * (the rescale stage alone refused them) and segment nothing, silently. */
+START_TEST(pipeline_refuses_non_finite_rescale) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  const accel__dims d = {3, 4, 5};
+  void *vd;
+  accel_array vol = new_volume(&vd, ACCEL_DTYPE_I16, d);
+  for (int i = 0; i < 60; i++) ((int16_t *)vd)[i] = (int16_t)(i % 7 == 0 ? -1000 : 500);
+  const double bad[][2] = {{NAN, 0}, {1, NAN}, {INFINITY, 0}, {1, -INFINITY}};
+  for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+    double slope[3] = {1, 1, 1}, intercept[3] = {0, 0, 0};
+    slope[1] = bad[k][0];
+    intercept[1] = bad[k][1];
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po, sizeof po);
+    po.slope = slope;
+    po.intercept = intercept;
+    po.threshold = 0;
+    accel_ct_pipeline *p = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &p), ACCEL_OK); /* read at run time, when Z is known */
+    accel_ct_outputs out;
+    accel_ct_outputs_init(&out, sizeof out);
+    ck_assert_int_eq(accel_ct_pipeline_run(p, &vol, NULL, &out), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "slice 1 is not finite"));
+    accel_ct_pipeline_destroy(p);
+  }
+  free(vd);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A strided (non-contiguous) view gives the same results as a contiguous copy. */
 START_TEST(strided_views) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
@@ -960,6 +1091,122 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
 }
 END_TEST
+
+/* One CT stage on a small volume of blobs, and the CPU's answer. */
+enum { CT_STAGES = 7 };
+typedef struct ct_case {
+  accel__dims d;
+  int op; /* rescale, threshold, fill 6, fill 26, edt, markers, pipeline */
+  void *raw_d, *solid_d, *pores_d, *edt_d;
+  accel_array raw, solid, pores, edt;
+  double slope[64], intercept[64];
+  void *want_d[CT_STAGES], *want2_d; /* the CPU's outputs (the pipeline's labels and filled volume) */
+} ct_case;
+
+static const accel_dtype CT_OUT[CT_STAGES] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8,
+                                              ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
+
+static accel_status ct_stage(accel_ctx *ctx, ct_case *c, int op, void *out_d, void *out2_d) {
+  accel_array out, out2;
+  const int64_t shape[3] = {c->d.nz, c->d.ny, c->d.nx};
+  accel_array_init(&out, out_d, CT_OUT[op], 3, shape);
+  accel_array_init(&out2, out2_d, ACCEL_DTYPE_U8, 3, shape);
+  const double sp[3] = {1.5, 1.0, 0.75};
+  switch (op) {
+  case 0: return accel_ct_rescale(ctx, &c->raw, c->slope, c->intercept, &out);
+  case 1: return accel_ct_threshold(ctx, &c->raw, 0, ACCEL_CT_GREATER, &out);
+  case 2: return accel_ct_fill_holes(ctx, &c->solid, ACCEL_CT_FACES, &out);
+  case 3: return accel_ct_fill_holes(ctx, &c->solid, ACCEL_CT_CORNERS, &out);
+  case 4: return accel_ct_edt(ctx, &c->pores, sp, &out);
+  case 5: return accel_ct_markers(ctx, &c->edt, &c->pores, NULL, &out, NULL);
+  default: {
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po, sizeof po);
+    po.threshold = 0;
+    po.pores = ACCEL_CT_PORES_CLOSED;
+    memcpy(po.spacing, sp, sizeof sp);
+    accel_ct_pipeline *pl = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &pl), ACCEL_OK);
+    accel_ct_outputs o;
+    accel_ct_outputs_init(&o, sizeof o);
+    o.labels = &out;
+    o.filled = &out2;
+    const accel_status s = accel_ct_pipeline_run(pl, &c->raw, NULL, &o);
+    accel_ct_pipeline_destroy(pl);
+    return s;
+  }
+  }
+}
+
+static accel_status ct_on_gpu(accel_ctx *ctx, void *user) {
+  ct_case *c = user;
+  const uint64_t n = accel__dims_count(c->d);
+  void *out_d, *out2_d;
+  new_volume(&out_d, CT_OUT[c->op], c->d);
+  new_volume(&out2_d, ACCEL_DTYPE_U8, c->d);
+  const accel_status s = ct_stage(ctx, c, c->op, out_d, out2_d);
+  if (!s) {
+    ck_assert_msg(memcmp(out_d, c->want_d[c->op], n * accel_dtype_size(CT_OUT[c->op])) == 0, "stage %d differs", c->op);
+    if (c->op == 6) ck_assert_msg(memcmp(out2_d, c->want2_d, n) == 0, "the pipeline's filled volume differs");
+  }
+  free(out_d);
+  free(out2_d);
+  return s;
+}
+
+/* Every CUDA call of every CT stage is checked, whole volumes and in slabs:
+ * a failure at any call falls back with the error's name (fill holes in
+ * slabs reported a failed memset as cudaErrorUnknown). */
+START_TEST(gpu_stage_failures_fall_back_in_emulation) {
+  static ct_case c;
+  memset(&c, 0, sizeof c);
+  c.d = (accel__dims){20, 32, 36};
+  const uint64_t n = accel__dims_count(c.d);
+  c.raw = new_volume(&c.raw_d, ACCEL_DTYPE_I16, c.d);
+  c.solid = new_volume(&c.solid_d, ACCEL_DTYPE_U8, c.d);
+  c.pores = new_volume(&c.pores_d, ACCEL_DTYPE_U8, c.d);
+  c.edt = new_volume(&c.edt_d, ACCEL_DTYPE_F32, c.d);
+  int16_t *raw = c.raw_d;
+  for (uint64_t i = 0; i < n; i++) { /* blobs and noise: solid with closed holes */
+    const double x = (double)(i % 36), y = (double)(i / 36 % 32), z = (double)(i / (36 * 32));
+    raw[i] = (int16_t)(300 * sin(x / 2.3) * sin(y / 1.9) * cos(z / 2.7) + 120 + (double)(rnd() % 160) - 80);
+  }
+  for (int z = 0; z < 20; z++) {
+    c.slope[z] = 1 + z * 0.125;
+    c.intercept[z] = -1024 + z;
+  }
+  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  ck_assert_int_eq(accel_ct_threshold(cpu, &c.raw, 0, ACCEL_CT_GREATER, &c.solid), ACCEL_OK);
+  ck_assert_int_eq(accel_ct_fill_holes(cpu, &c.solid, ACCEL_CT_FACES, &c.pores), ACCEL_OK);
+  uint64_t holes = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    uint8_t *p = c.pores_d;
+    p[i] = (uint8_t)(p[i] && !((uint8_t *)c.solid_d)[i]);
+    holes += p[i];
+  }
+  ck_assert_uint_gt(holes, 10);
+  ck_assert_int_eq(accel_ct_edt(cpu, &c.pores, (const double[]){1.5, 1.0, 0.75}, &c.edt), ACCEL_OK);
+  for (int op = 0; op < CT_STAGES; op++) new_volume(&c.want_d[op], CT_OUT[op], c.d);
+  new_volume(&c.want2_d, ACCEL_DTYPE_U8, c.d);
+  for (int op = 0; op < CT_STAGES; op++) ck_assert_int_eq(ct_stage(cpu, &c, op, c.want_d[op], c.want2_d), ACCEL_OK);
+  accel_ctx_destroy(cpu);
+  static const char *const stages[CT_STAGES] = {"ct.rescale", "ct.threshold", "ct.fill_holes", "ct.fill_holes",
+                                                "ct.edt", "ct.markers", "ct.pipeline"};
+  /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs */
+  const uint64_t budgets[2] = {(uint64_t)1 << 30, 100000};
+  for (int b = 0; b < 2; b++) {
+    accel__cuda_ct_emulated_budget = budgets[b];
+    for (c.op = 0; c.op < CT_STAGES; c.op++) ck_assert_int_ge(emulated_fault_sweep(stages[c.op], ct_on_gpu, &c), 3);
+  }
+  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+  for (int op = 0; op < CT_STAGES; op++) free(c.want_d[op]);
+  free(c.want2_d);
+  free(c.raw_d);
+  free(c.solid_d);
+  free(c.pores_d);
+  free(c.edt_d);
+}
+END_TEST
 #endif
 
 Suite *suite_ct(void) {
@@ -970,8 +1217,10 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, trims_equal_porespy);
   tcase_add_test(tc, nearby_trim_equals_all_pairs);
   tcase_add_test(tc, edt_equals_brute_force);
+  tcase_add_test(tc, gpu_union_find_with_threads);
   tcase_add_test(tc, fill_holes_equals_a_flood_from_the_border);
   tcase_add_test(tc, threshold_and_rescale);
+  tcase_add_test(tc, pipeline_refuses_non_finite_rescale);
   tcase_add_test(tc, argsort_orders_ties_as_numpy);
   tcase_add_test(tc, watershed_plateau_and_mask);
   tcase_add_test(tc, network_equals_direct_sums);
@@ -982,6 +1231,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, gpu_stages_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_slabs_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
+  tcase_add_test(tc, gpu_stage_failures_fall_back_in_emulation);
 #endif
   suite_add_tcase(s, tc);
   return s;

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #ifndef SHARED_DATA_DIR
@@ -265,7 +266,45 @@ START_TEST(png_robustness_follows_pillow) {
     cases++;
   }
   fclose(f);
-  ck_assert_int_eq(cases, 7);
+  ck_assert_int_eq(cases, 11);
+}
+END_TEST
+
+/* tests/data/bad: image data ending before row 0 used to write row -1 (heap
+ * corruption); absurd widths allocated libpng's row buffers before the limit
+ * was checked. Each is now an error, found from the header. */
+START_TEST(hostile_images_fail_cleanly) {
+  limit_address_space(1ull << 30);
+  static const struct {
+    const char *file;
+    accel_status want;
+  } cases[] = {{"bad/empty_idat.png", ACCEL_ERR_DECODE},
+               {"bad/wide_rgba16.png", ACCEL_ERR_LIMIT},
+               {"bad/wide_max_rgba16.png", ACCEL_ERR_LIMIT},
+               {"bad/base_65000.jpg", ACCEL_ERR_LIMIT}};
+  enum { N = sizeof cases / sizeof cases[0] };
+  const char *paths[N];
+  for (int i = 0; i < N; i++) {
+    accel_buffer *b = NULL;
+    const accel_status s = accel_image_decode_file(NULL, data_path(cases[i].file), NULL, &b, NULL);
+    ck_assert_msg(s == cases[i].want, "%s: %s (%s)", cases[i].file, accel_status_string(s), accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+    paths[i] = strdup(data_path(cases[i].file));
+  }
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_hash_options h;
+  accel_hash_options_init(&h, sizeof h);
+  h.nkinds = 6;
+  memcpy(h.kinds, ALL6, sizeof ALL6);
+  size_t slot = 0;
+  ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
+  uint8_t *out = malloc(N * 6 * slot);
+  accel_status st[N];
+  ck_assert_int_eq(accel_hash_files(ctx, paths, N, &h, out, slot, st), ACCEL_OK);
+  for (int i = 0; i < N; i++) ck_assert_msg(st[i] == cases[i].want, "%s: %s", cases[i].file, accel_status_string(st[i]));
+  for (int i = 0; i < N; i++) free((void *)paths[i]);
+  free(out);
+  accel_ctx_destroy(ctx);
 }
 END_TEST
 
@@ -346,6 +385,20 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   ck_assert_int_eq(accel_hash_files(ctx, paths, 2, &h, out, 8, st), ACCEL_OK);
   ck_assert_int_eq(st[0], ACCEL_ERR_LIMIT);
   ck_assert_int_eq(st[1], ACCEL_OK); /* 10x10 */
+  accel_ctx_destroy(ctx);
+
+  /* the context's limit caps the options' own */
+  accel_ctx_options co;
+  accel_ctx_options_init(&co, sizeof co);
+  co.backend = ACCEL_BACKEND_CPU;
+  co.max_pixels = 128 * 128 - 1;
+  ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
+  o.max_pixels = 0;
+  ck_assert_int_eq(accel_image_decode_file(ctx, data_path("hash/hopper.png"), &o, &b, NULL), ACCEL_ERR_LIMIT);
+  h.max_pixels = 1u << 30;
+  ck_assert_int_eq(accel_hash_files(ctx, paths, 2, &h, out, 8, st), ACCEL_OK);
+  ck_assert_int_eq(st[0], ACCEL_ERR_LIMIT);
+  ck_assert_int_eq(st[1], ACCEL_OK);
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -715,6 +768,82 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
   accel__cuda_hash_emulated_budget = saved;
 }
 END_TEST
+
+/* A batch of the committed inputs and the CPU's hashes of it. */
+typedef struct hash_case {
+  const char *paths[8];
+  size_t n, slot;
+  accel_hash_options h;
+  uint8_t expect[8 * 6 * ACCEL_HASH_MAX_BYTES];
+  accel_status expect_status[8];
+} hash_case;
+
+static accel_status hash_on_gpu(accel_ctx *ctx, void *user) {
+  hash_case *c = user;
+  uint8_t out[sizeof c->expect];
+  accel_status st[8];
+  const accel_status s = accel_hash_files(ctx, c->paths, c->n, &c->h, out, c->slot, st);
+  if (!s) {
+    ck_assert(memcmp(st, c->expect_status, c->n * sizeof st[0]) == 0);
+    ck_assert(memcmp(out, c->expect, c->n * c->h.nkinds * c->slot) == 0);
+  }
+  return s;
+}
+
+static void hash_case_init(hash_case *c) {
+  static char buf[8][512];
+  /* colour and gray, JPEG and PNG, one that fails to decode */
+  static const char *const names[] = {"hopper.jpg", "hopper_gray.jpg", "palette_color.png", "hopper__quarter.png",
+                                      "broken.png"};
+  memset(c, 0, sizeof *c);
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    snprintf(buf[i], sizeof buf[i], "%s/%s", data_path("hash"), names[i]);
+    c->paths[c->n++] = buf[i];
+  }
+  accel_hash_options_init(&c->h, sizeof c->h);
+  c->h.nkinds = 6;
+  memcpy(c->h.kinds, ALL6, sizeof ALL6);
+  ck_assert_int_eq(accel_hash_slot_bytes(&c->h, &c->slot), ACCEL_OK);
+  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  ck_assert_int_eq(accel_hash_files(cpu, c->paths, c->n, &c->h, c->expect, c->slot, c->expect_status), ACCEL_OK);
+  accel_ctx_destroy(cpu);
+}
+
+/* Every CUDA call of the batch is checked: a failure at any of them falls
+ * back with the error's name (one group, then groups of an image or two). */
+START_TEST(gpu_pipeline_failures_fall_back_in_emulation) {
+  static hash_case c;
+  hash_case_init(&c);
+  const uint64_t saved = accel__cuda_hash_emulated_budget;
+  const uint64_t budgets[] = {(uint64_t)1 << 30, ((uint64_t)1 << 20) + 200000};
+  for (int b = 0; b < 2; b++) {
+    accel__cuda_hash_emulated_budget = budgets[b];
+    ck_assert_int_ge(emulated_fault_sweep("hash.batch", hash_on_gpu, &c), 8);
+  }
+  accel__cuda_hash_emulated_budget = saved;
+}
+END_TEST
+
+/* A failed CUDA call (here the first call of a batch, under DENY) is the
+ * failure of its own stage only: it must not come back as the error of the
+ * next, unrelated stage on the same thread. */
+START_TEST(a_failed_call_never_fails_the_next_stage_in_emulation) {
+  static hash_case c;
+  hash_case_init(&c);
+  for (int64_t at = 0; at < 4; at++) {
+    log_capture cap = {0};
+    accel_ctx *ctx = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+    accel__cuda_fault_error = CUDA_ERROR_LAUNCH_FAILURE;
+    accel__cuda_fault_at = at;
+    ck_assert_int_ne(hash_on_gpu(ctx, &c), ACCEL_OK);
+    accel__cuda_fault_at = -1;
+    const accel_status s = hash_on_gpu(ctx, &c);
+    ck_assert_msg(s == ACCEL_OK, "after a failed call %lld, the next batch failed too: %s", (long long)at,
+                  accel_last_error(ctx));
+    accel_ctx_destroy(ctx);
+  }
+}
+END_TEST
 #endif
 
 Suite *suite_hash(void) {
@@ -726,6 +855,7 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, png_robustness_follows_pillow);
   tcase_add_test(tc, truncated_and_corrupt_inputs_never_crash);
   tcase_add_test(tc, pixel_limit_guards_decompression_bombs);
+  tcase_add_test(tc, hostile_images_fail_cleanly);
   tcase_add_test(tc, one_broken_input_never_fails_the_batch);
   tcase_add_test(tc, progress_reports_and_cancels);
   tcase_add_test(tc, buffers_and_arrays_hash_like_files);
@@ -735,6 +865,8 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, saturation_table_equals_the_formula_everywhere);
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_pipeline_equals_cpu_in_emulation);
+  tcase_add_test(tc, gpu_pipeline_failures_fall_back_in_emulation);
+  tcase_add_test(tc, a_failed_call_never_fails_the_next_stage_in_emulation);
 #endif
   suite_add_tcase(s, tc);
   return s;

@@ -1,5 +1,7 @@
 /* suite_image: gray conversion against Pillow's own output (fixtures made by
- * Pillow 9.4.0) and an independent formula, over every layout it accepts. */
+ * Pillow 9.4.0) and an independent formula, over every layout it accepts;
+ * the CUDA conversion in host emulation. */
+#include "emulated_gpu.h"
 #include "testutil.h"
 
 #include <stdio.h>
@@ -181,6 +183,47 @@ START_TEST(bad_arguments_are_refused_with_messages) {
 }
 END_TEST
 
+#if EXPECT_CUDA
+/* The CUDA conversion (kernels/image_gray.cu) in host emulation, both copy
+ * paths (pitched rows, and packing through host memory for other strides):
+ * the reference's values, and every CUDA call's failure falls back with the
+ * error's name. */
+typedef struct gray_case {
+  uint8_t rgb[37][53][4], want[37][53];
+  int strided; /* the source read through a flipped, channel-reversed view */
+} gray_case;
+
+static accel_status gray_on(accel_ctx *ctx, void *user) {
+  gray_case *c = user;
+  uint8_t out[37][53];
+  accel_array s, d;
+  if (c->strided) {
+    s = (accel_array){.data = &c->rgb[36][0][2], .dtype = ACCEL_DTYPE_U8, .ndim = 3, .shape = {37, 53, 3},
+                      .strides = {-53 * 4, 4, -1}};
+  } else {
+    accel_array_init(&s, c->rgb, ACCEL_DTYPE_U8, 3, (int64_t[]){37, 53, 4});
+  }
+  accel_array_init(&d, out, ACCEL_DTYPE_U8, 2, (int64_t[]){37, 53});
+  const accel_status st = accel_image_to_gray(ctx, &s, &d);
+  if (!st) ck_assert(memcmp(out, c->want, sizeof out) == 0);
+  return st;
+}
+
+START_TEST(gpu_gray_in_emulation) {
+  static gray_case c;
+  fill_random(&c.rgb[0][0][0], sizeof c.rgb, 8);
+  for (c.strided = 0; c.strided < 2; c.strided++) {
+    for (int y = 0; y < 37; y++)
+      for (int x = 0; x < 53; x++) {
+        const uint8_t *p = c.rgb[c.strided ? 36 - y : y][x];
+        c.want[y][x] = c.strided ? ref_luma(p[2], p[1], p[0]) : ref_luma(p[0], p[1], p[2]);
+      }
+    ck_assert_int_ge(emulated_fault_sweep("image.gray", gray_on, &c), 5);
+  }
+}
+END_TEST
+#endif
+
 Suite *suite_image(void) {
   Suite *s = suite_create("image");
   TCase *tc = tcase_create("gray");
@@ -195,6 +238,9 @@ Suite *suite_image(void) {
   tcase_add_test(tc, threads_do_not_change_the_result);
   tcase_add_test(tc, empty_images_succeed_without_work);
   tcase_add_test(tc, bad_arguments_are_refused_with_messages);
+#if EXPECT_CUDA
+  tcase_add_test(tc, gpu_gray_in_emulation);
+#endif
   suite_add_tcase(s, tc);
   return s;
 }

@@ -617,6 +617,40 @@ START_TEST(save_load_round_trip_and_corruption) {
 }
 END_TEST
 
+/* An index with no entries has no code arrays: saving it must not do
+ * arithmetic on their NULL pointers (UBSan under clang flagged NULL + 0),
+ * and it loads back empty with its metadata. */
+START_TEST(empty_index_saves_and_loads) {
+  accel_ctx *ctx = cpu_ctx();
+  for (uint32_t bits = 64; bits <= 256; bits *= 2) {
+    accel_index_options o;
+    accel_index_options_init(&o, sizeof o);
+    o.bits = bits;
+    o.nfields = 3;
+    accel_index *ix = NULL;
+    ck_assert_int_eq(accel_index_create(ctx, &o, &ix), ACCEL_OK);
+    ck_assert_int_eq(accel_index_set_meta(ix, "empty"), ACCEL_OK);
+    char path[256];
+    snprintf(path, sizeof path, "%s/empty-%u.idx", tmpdir, bits);
+    ck_assert_msg(accel_index_save(ix, path) == ACCEL_OK, "%s", accel_last_error(ctx));
+    accel_index *back = NULL;
+    ck_assert_msg(accel_index_load(ctx, path, &back) == ACCEL_OK, "%s", accel_last_error(ctx));
+    size_t n = 1;
+    uint32_t b = 0, nf = 0;
+    accel_index_info(back, &b, &nf, &n);
+    ck_assert_uint_eq(n, 0);
+    ck_assert_uint_eq(b, bits);
+    ck_assert_uint_eq(nf, 3);
+    const char *meta = NULL;
+    accel_index_get_meta(back, &meta);
+    ck_assert_str_eq(meta, "empty");
+    accel_index_destroy(back);
+    accel_index_destroy(ix);
+  }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* ------------------------------------------------------------ CUDA in emulation */
 
 #if EXPECT_CUDA
@@ -680,6 +714,97 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
   accel_ctx_destroy(cpu);
 }
 END_TEST
+
+/* One search, and the CPU's answer to compare with. */
+typedef struct search_case {
+  const dataset *d;
+  accel_search_options o;
+  int op; /* 0 self-join, 1 range, 2 k nearest */
+  size_t nq, k;
+  size_t npairs;
+  uint64_t *first, *second, *ids; /* pairs (join, range) or ids (k nearest) */
+  uint32_t *dist;
+} search_case;
+
+static accel_status search(accel_ctx *ctx, search_case *c, bool keep) {
+  accel_index *ix = build(ctx, c->d);
+  accel_status s;
+  if (c->op < 2) {
+    accel_pairs *p = NULL;
+    s = c->op == 0 ? accel_index_self_join(ix, &c->o, &p) : accel_index_range(ix, c->nq, c->d->codes, &c->o, &p);
+    if (!s) {
+      size_t n;
+      const uint64_t *f, *sec;
+      const uint32_t *dist;
+      uint32_t nf;
+      accel_pairs_view(p, &n, &f, &sec, &dist, &nf);
+      if (keep) {
+        c->npairs = n;
+        c->first = malloc(n * 8 + 8);
+        c->second = malloc(n * 8 + 8);
+        c->dist = malloc(n * nf * 4 + 4);
+        memcpy(c->first, f, n * 8);
+        memcpy(c->second, sec, n * 8);
+        memcpy(c->dist, dist, n * nf * 4);
+      } else {
+        ck_assert_uint_eq(n, c->npairs);
+        ck_assert(memcmp(f, c->first, n * 8) == 0 && memcmp(sec, c->second, n * 8) == 0);
+        ck_assert(memcmp(dist, c->dist, n * nf * 4) == 0);
+      }
+    }
+    accel_pairs_destroy(p);
+  } else {
+    uint64_t *ids = malloc(c->nq * c->k * 8);
+    uint32_t *dist = malloc(c->nq * c->k * 4);
+    s = accel_index_knn(ix, c->nq, c->d->codes, c->k, 0, ids, dist);
+    if (!s && keep) {
+      c->ids = ids;
+      c->dist = dist;
+      ids = NULL;
+      dist = NULL;
+    } else if (!s) {
+      ck_assert(memcmp(ids, c->ids, c->nq * c->k * 8) == 0 && memcmp(dist, c->dist, c->nq * c->k * 4) == 0);
+    }
+    free(ids);
+    free(dist);
+  }
+  accel_index_destroy(ix);
+  return s;
+}
+
+static accel_status search_on_gpu(accel_ctx *ctx, void *user) { return search(ctx, user, false); }
+
+/* Every CUDA call of the searches is checked: a failure at any of them (a
+ * launch, an upload, a memset, a download, an allocation) falls back with
+ * the error's name instead of handing on garbage (k nearest indexed the
+ * entry ids with whatever a failed launch left in device memory). */
+START_TEST(gpu_search_failures_fall_back_in_emulation) {
+  dataset d = make_data(300, 128, 1, true, 77);
+  accel_ctx *cpu = cpu_ctx();
+  static const char *const stages[] = {"index.join", "index.range", "index.knn"};
+  for (int op = 0; op < 3; op++) {
+    search_case c;
+    memset(&c, 0, sizeof c);
+    c.d = &d;
+    accel_search_options_init(&c.o, sizeof c.o);
+    c.o.thresholds[0] = 20;
+    c.o.algorithm = ACCEL_INDEX_BRUTE_FORCE;
+    c.op = op;
+    c.nq = 37;
+    c.k = 5;
+    ck_assert_int_eq(search(cpu, &c, true), ACCEL_OK);
+    ck_assert(op == 2 || c.npairs > 0);
+    const int64_t calls = emulated_fault_sweep(stages[op], search_on_gpu, &c);
+    ck_assert_int_ge(calls, 6);
+    free(c.first);
+    free(c.second);
+    free(c.ids);
+    free(c.dist);
+  }
+  accel_ctx_destroy(cpu);
+  free_data(&d);
+}
+END_TEST
 #endif
 
 Suite *suite_index(void) {
@@ -694,11 +819,13 @@ Suite *suite_index(void) {
   tcase_add_test(tc, add_remove_get_find_meta);
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_searches_equal_the_reference_in_emulation);
+  tcase_add_test(tc, gpu_search_failures_fall_back_in_emulation);
 #endif
   suite_add_tcase(s, tc);
   TCase *tf = tcase_create("files");
   tcase_add_checked_fixture(tf, file_setup, file_teardown);
   tcase_add_test(tf, save_load_round_trip_and_corruption);
+  tcase_add_test(tf, empty_index_saves_and_loads);
   suite_add_tcase(s, tf);
   return s;
 }

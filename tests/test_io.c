@@ -8,12 +8,17 @@
 #include <tiffio.h>
 #endif
 
+#include "io/file.h"
+
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static char tmpdir[256];
@@ -238,6 +243,220 @@ START_TEST(failed_save_keeps_the_previous_file) {
 }
 END_TEST
 
+static accel_ctx *ctx_with_pixel_limit(uint64_t max_pixels) {
+  accel_ctx_options o;
+  accel_ctx_options_init(&o, sizeof o);
+  o.backend = ACCEL_BACKEND_CPU;
+  o.max_pixels = max_pixels;
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
+  return ctx;
+}
+
+START_TEST(pnm_obeys_the_pixel_limit) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/gray/chelsea_37x23.ppm", test_data_dir());
+  accel_ctx *ctx = ctx_with_pixel_limit(37 * 23 - 1);
+  accel_buffer *b = NULL;
+  ck_assert_int_eq(accel_pnm_load(ctx, path, &b), ACCEL_ERR_LIMIT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "pixel limit"));
+  ck_assert_ptr_null(b);
+  accel_ctx_destroy(ctx);
+  ctx = ctx_with_pixel_limit(37 * 23);
+  ck_assert_int_eq(accel_pnm_load(ctx, path, &b), ACCEL_OK);
+  accel_buffer_destroy(b);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ atomic saves */
+
+enum { SAVE_NPY, SAVE_RAW, SAVE_PNM, SAVE_TIFF, SAVE_INDEX, SAVE_NETWORK, SAVE_KINDS };
+static const char *const SAVE_NAMES[SAVE_KINDS] = {"a.npy", "a.raw", "a.pgm", "a.tif", "a.idx", "a.json"};
+
+/* What the library writes, one kind at a time, from fixed content. */
+typedef struct save_inputs {
+  accel_ctx *ctx;
+  uint8_t image[64 * 64];
+  accel_index *index;
+  accel_ct_network *network;
+} save_inputs;
+
+static void make_save_inputs(save_inputs *in) {
+  fill_random(in->image, sizeof in->image, 7);
+  accel_ctx *ctx = in->ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_index_options io;
+  accel_index_options_init(&io, sizeof io);
+  ck_assert_int_eq(accel_index_create(ctx, &io, &in->index), ACCEL_OK);
+  uint64_t ids[300], codes[300];
+  for (int i = 0; i < 300; i++) ids[i] = (uint64_t)i + 1, codes[i] = (uint64_t)i * 0x9e3779b97f4a7c15ull;
+  ck_assert_int_eq(accel_index_add(in->index, 300, ids, codes, NULL, NULL), ACCEL_OK);
+  int32_t labels[4 * 8 * 8];
+  float edt[4 * 8 * 8];
+  for (int i = 0; i < 256; i++) labels[i] = 1 + (i % 8) / 2 + 4 * (i / 64), edt[i] = (float)(i % 5);
+  accel_array l, e;
+  accel_array_init(&l, labels, ACCEL_DTYPE_I32, 3, (int64_t[]){4, 8, 8});
+  accel_array_init(&e, edt, ACCEL_DTYPE_F32, 3, (int64_t[]){4, 8, 8});
+  ck_assert_int_eq(accel_ct_network_build(ctx, &l, &e, NULL, &in->network), ACCEL_OK);
+}
+
+static void free_save_inputs(save_inputs *in) {
+  accel_index_destroy(in->index);
+  accel_ct_network_destroy(in->network);
+  accel_ctx_destroy(in->ctx);
+}
+
+static accel_status save_kind(save_inputs *in, int kind, const char *path) {
+  accel_array a;
+  accel_array_init(&a, in->image, ACCEL_DTYPE_U8, 2, (int64_t[]){64, 64});
+  switch (kind) {
+  case SAVE_NPY: return accel_npy_save(in->ctx, path, &a);
+  case SAVE_RAW: return accel_raw_save(in->ctx, path, &a);
+  case SAVE_PNM: return accel_pnm_save(in->ctx, path, &a);
+  case SAVE_TIFF: return accel_tiff_save(in->ctx, path, &a, NULL);
+  case SAVE_INDEX: return accel_index_save(in->index, path); /* the index's context */
+  default: return accel_ct_network_save_json(in->ctx, in->network, path);
+  }
+}
+
+static bool skip_kind(int kind) { return kind == SAVE_TIFF && !ACCEL_HAVE_TIFF; }
+
+static long dir_entries(const char *dir) {
+  long n = 0;
+  DIR *d = opendir(dir);
+  ck_assert_ptr_nonnull(d);
+  struct dirent *e;
+  while ((e = readdir(d))) n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+  closedir(d);
+  return n;
+}
+
+/* A full disk (here: a file size limit, EFBIG) in the middle of the data or
+ * at the very end (TIFF writes its directory when the file is closed, and a
+ * failure there used to be ignored: a truncated file replaced the good one
+ * and the save reported success). Every saver reports ACCEL_ERR_IO with the
+ * system's reason, leaves the previous file byte for byte, and no temporary. */
+START_TEST(full_disks_never_replace_a_good_file) {
+  save_inputs in;
+  make_save_inputs(&in);
+  signal(SIGXFSZ, SIG_IGN);
+  for (int kind = 0; kind < SAVE_KINDS; kind++) {
+    if (skip_kind(kind)) continue;
+    char dir[512], path[600];
+    snprintf(dir, sizeof dir, "%s/k%d", tmpdir, kind);
+    ck_assert_int_eq(mkdir(dir, 0777), 0);
+    snprintf(path, sizeof path, "%s/%s", dir, SAVE_NAMES[kind]);
+    ck_assert_msg(save_kind(&in, kind, path) == ACCEL_OK, "%s: %s", SAVE_NAMES[kind], accel_last_error(in.ctx));
+    static unsigned char good[1 << 16], now[1 << 16];
+    const size_t size = file_bytes(path, good, sizeof good);
+    ck_assert_uint_gt(size, 64);
+    const rlim_t limits[2] = {size / 2, size - 1};
+    for (int k = 0; k < 2; k++) {
+      struct rlimit saved, rl;
+      ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &saved), 0);
+      rl = saved;
+      rl.rlim_cur = limits[k];
+      const int set = setrlimit(RLIMIT_FSIZE, &rl);
+      const accel_status st = save_kind(&in, kind, path); /* no ck_assert until the limit is lifted */
+      const int restored = setrlimit(RLIMIT_FSIZE, &saved);
+      ck_assert_int_eq(set, 0);
+      ck_assert_int_eq(restored, 0);
+      ck_assert_msg(st == ACCEL_ERR_IO, "%s, limit %lu: %s", SAVE_NAMES[kind], (unsigned long)limits[k],
+                    accel_status_string(st));
+      const char *why = accel_last_error(in.ctx);
+      ck_assert_msg(strstr(why, path) && strstr(why, strerror(EFBIG)), "%s: %s", SAVE_NAMES[kind], why);
+      ck_assert_uint_eq(file_bytes(path, now, sizeof now), size);
+      ck_assert_mem_eq(now, good, size);
+      ck_assert_int_eq(dir_entries(dir), 1);
+    }
+  }
+  free_save_inputs(&in);
+}
+END_TEST
+
+/* New files get 0666 less the umask, as files any program creates (TIFF
+ * saves were 0600: mkstemp's mode). */
+START_TEST(saved_files_take_the_umask) {
+  save_inputs in;
+  make_save_inputs(&in);
+  const mode_t masks[3] = {022, 027, 0};
+  for (int m = 0; m < 3; m++) {
+    const mode_t old = umask(masks[m]);
+    for (int kind = 0; kind < SAVE_KINDS; kind++) {
+      if (skip_kind(kind)) continue;
+      char path[600];
+      snprintf(path, sizeof path, "%s/m%o-%s", tmpdir, (unsigned)masks[m], SAVE_NAMES[kind]);
+      ck_assert_msg(save_kind(&in, kind, path) == ACCEL_OK, "%s", accel_last_error(in.ctx));
+      struct stat st;
+      ck_assert_int_eq(stat(path, &st), 0);
+      ck_assert_msg((st.st_mode & 0777) == (0666 & ~masks[m]), "%s: mode %o", path, (unsigned)(st.st_mode & 0777));
+    }
+    umask(old);
+  }
+  free_save_inputs(&in);
+}
+END_TEST
+
+/* A process killed in the middle of a save (kill -9) leaves no temporary
+ * file for good: with O_TMPFILE there is none to leave; a named temporary
+ * (file systems without O_TMPFILE) is removed by the next save of the same
+ * target. The previous file is untouched either way. */
+static void killed_save(const char *path, bool named) {
+  const pid_t pid = fork();
+  ck_assert_int_ge(pid, 0);
+  if (pid == 0) {
+    accel__atomic_named_only = named;
+    accel__atomic_file af;
+    if (accel__atomic_open(NULL, "test", path, &af) != ACCEL_OK) _exit(3);
+    static char junk[1 << 20];
+    fwrite(junk, 1, sizeof junk, af.f);
+    fflush(af.f);
+    raise(SIGKILL);
+    _exit(4);
+  }
+  int status = 0;
+  ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+  ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+START_TEST(killed_saves_leave_no_temporary) {
+  uint8_t v[4] = {1, 2, 3, 4};
+  accel_array a;
+  accel_array_init(&a, v, ACCEL_DTYPE_U8, 1, (int64_t[]){4});
+  ck_assert_int_eq(accel_npy_save(NULL, tmp("t.npy"), &a), ACCEL_OK);
+  ck_assert_int_eq(count_files(), 1);
+  killed_save(tmp("t.npy"), false);
+  accel_buffer *b;
+  accel_array r = load_ok(tmp("t.npy"), &b);
+  ck_assert_mem_eq(r.data, v, 4);
+  accel_buffer_destroy(b);
+  ck_assert_int_le(count_files(), 2); /* 2 only where the file system has no O_TMPFILE */
+  ck_assert_int_eq(accel_npy_save(NULL, tmp("t.npy"), &a), ACCEL_OK);
+  ck_assert_int_eq(count_files(), 1);
+
+  /* named temporaries, as on file systems without O_TMPFILE */
+  killed_save(tmp("t.npy"), true);
+  ck_assert_int_eq(count_files(), 2);
+  killed_save(tmp("other.npy"), true);
+  ck_assert_int_eq(count_files(), 3);
+  accel__atomic_named_only = true;
+  v[0] = 9;
+  const accel_status st = accel_npy_save(NULL, tmp("t.npy"), &a);
+  accel__atomic_named_only = false;
+  ck_assert_int_eq(st, ACCEL_OK);
+  ck_assert_int_eq(count_files(), 2); /* t.npy's leftover is gone; other.npy's is another target's */
+  r = load_ok(tmp("t.npy"), &b);
+  ck_assert_mem_eq(r.data, v, 4);
+  accel_buffer_destroy(b);
+  /* a save into a missing directory or onto a directory is an error, not a crash */
+  ck_assert_int_eq(accel_npy_save(NULL, "/nonexistent-dir/x.npy", &a), ACCEL_ERR_IO);
+  ck_assert_int_eq(accel_npy_save(NULL, tmpdir, &a), ACCEL_ERR_IO);
+  char slash[600];
+  snprintf(slash, sizeof slash, "%s/", tmpdir);
+  ck_assert_int_eq(accel_npy_save(NULL, slash, &a), ACCEL_ERR_INVALID_ARG);
+}
+END_TEST
+
 START_TEST(pnm_round_trip_and_errors) {
   accel_buffer *b = NULL;
   char path[1024];
@@ -380,6 +599,41 @@ START_TEST(geotiff_round_trip) {
   accel_geo_destroy(geo2);
 }
 END_TEST
+
+static const char *bad_file(const char *name) {
+  static char path[1024];
+  snprintf(path, sizeof path, "%s/bad/%s", test_data_dir(), name);
+  return path;
+}
+
+/* tests/data/bad: TIFFs of a few hundred bytes declaring 30000 x 30000
+ * rasters or 16 x 268435472 tiles used to allocate 3.5 to 17 GB before
+ * reading a strip; truncated strips and tiles. All are refused from the
+ * header, under a 1 GiB address-space limit. */
+START_TEST(hostile_tiffs_are_refused_before_allocating) {
+  limit_address_space(1ull << 30);
+  static const char *const refused[] = {"bomb_30000.tif", "bomb_tiled_30000.tif", "tile_bomb.tif", "trunc_strip.tif",
+                                        "trunc_tile.tif"};
+  for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+    accel_buffer *b = NULL;
+    const accel_status s = accel_tiff_load(NULL, bad_file(refused[i]), &b, NULL);
+    ck_assert_msg(s == ACCEL_ERR_FORMAT, "%s: %s (%s)", refused[i], accel_status_string(s), accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+  }
+  accel_buffer *b = NULL;
+  ck_assert_msg(accel_tiff_load(NULL, bad_file("small_ok.tif"), &b, NULL) == ACCEL_OK, "%s", accel_last_error(NULL));
+  accel_array v;
+  accel_buffer_view(b, &v);
+  ck_assert_int_eq(v.shape[0], 1);
+  ck_assert_int_eq(v.shape[1], 2);
+  accel_buffer_destroy(b);
+  /* the context's pixel limit applies to rasters too */
+  accel_ctx *ctx = ctx_with_pixel_limit(1);
+  ck_assert_int_eq(accel_tiff_load(ctx, bad_file("small_ok.tif"), &b, NULL), ACCEL_ERR_LIMIT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "pixel limit"));
+  accel_ctx_destroy(ctx);
+}
+END_TEST
 #endif
 
 Suite *suite_io(void) {
@@ -395,7 +649,12 @@ Suite *suite_io(void) {
   tcase_add_test(tc, pnm_round_trip_and_errors);
 #if ACCEL_HAVE_TIFF
   tcase_add_test(tc, geotiff_round_trip);
+  tcase_add_test(tc, hostile_tiffs_are_refused_before_allocating);
 #endif
+  tcase_add_test(tc, pnm_obeys_the_pixel_limit);
+  tcase_add_test(tc, full_disks_never_replace_a_good_file);
+  tcase_add_test(tc, saved_files_take_the_umask);
+  tcase_add_test(tc, killed_saves_leave_no_temporary);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -515,6 +515,71 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
 }
 END_TEST
+
+/* A corner of the committed city (every input grid), in tiles, and the CPU's
+ * outputs of it. */
+enum { CROP_R = 24, CROP_C = 30, CROP_N = CROP_R * CROP_C, SKY_MB = (153 + 7) / 8 };
+typedef struct svf_case {
+  float dsm[CROP_N], cdsm[CROP_N], tdsm[CROP_N];
+  double pixel;
+  int shadows;
+  float grid[ACCEL_SVF_GRIDS][CROP_N];
+  uint8_t mat[ACCEL_SVF_MATRICES][CROP_N * SKY_MB];
+} svf_case;
+
+static accel_status svf_run(accel_ctx *ctx, const svf_case *c, float (*grid)[CROP_N], uint8_t (*mat)[CROP_N * SKY_MB]) {
+  accel_array dsm = grid_f32((float *)c->dsm, CROP_R, CROP_C), cdsm = grid_f32((float *)c->cdsm, CROP_R, CROP_C),
+              tdsm = grid_f32((float *)c->tdsm, CROP_R, CROP_C);
+  accel_svf_options opt;
+  accel_svf_options_init(&opt, sizeof opt);
+  opt.pixel_size = c->pixel;
+  opt.tile = 16;
+  accel_array o[ACCEL_SVF_GRIDS], m[ACCEL_SVF_MATRICES];
+  const accel_array *grids[ACCEL_SVF_GRIDS], *mats[ACCEL_SVF_MATRICES];
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) {
+    o[g] = grid_f32(grid[g], CROP_R, CROP_C);
+    grids[g] = &o[g];
+  }
+  for (int k = 0; k < ACCEL_SVF_MATRICES; k++) {
+    m[k] = mat_u8(mat[k], CROP_R, CROP_C, SKY_MB);
+    mats[k] = &m[k];
+  }
+  if (c->shadows) return accel_svf_shadows(ctx, &dsm, &cdsm, &tdsm, 247.5, 12, &opt, &o[0], &o[1], &o[2]);
+  return accel_svf_sky(ctx, &dsm, &cdsm, &tdsm, &opt, grids, mats);
+}
+
+static accel_status svf_on_gpu(accel_ctx *ctx, void *user) {
+  const svf_case *c = user;
+  static float grid[ACCEL_SVF_GRIDS][CROP_N];
+  static uint8_t mat[ACCEL_SVF_MATRICES][CROP_N * SKY_MB];
+  const accel_status s = svf_run(ctx, c, grid, mat);
+  if (!s) {
+    ck_assert(memcmp(grid, c->grid, c->shadows ? 3 * sizeof grid[0] : sizeof grid) == 0);
+    ck_assert(c->shadows || memcmp(mat, c->mat, sizeof mat) == 0);
+  }
+  return s;
+}
+
+/* Every CUDA call of shadows and sky view factors is checked: a failure at
+ * any of them, in any tile, falls back with the error's name. */
+START_TEST(gpu_failures_fall_back_in_emulation) {
+  static svf_case c;
+  city full;
+  load_city(&full, TEST_DATA_DIR "/svf", "city_96x128_2m");
+  const float *src[3] = {view_of(full.dsm).data, view_of(full.cdsm).data, view_of(full.tdsm).data};
+  float *dst[3] = {c.dsm, c.cdsm, c.tdsm};
+  for (int k = 0; k < 3; k++)
+    for (int r = 0; r < CROP_R; r++) memcpy(dst[k] + r * CROP_C, src[k] + (r + 30) * full.cols + 40, CROP_C * 4);
+  c.pixel = full.pixel;
+  free_city(&full);
+  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  for (c.shadows = 1; c.shadows >= 0; c.shadows--) {
+    ck_assert_int_eq(svf_run(cpu, &c, c.grid, c.mat), ACCEL_OK);
+    ck_assert_int_ge(emulated_fault_sweep(c.shadows ? "svf.shadows" : "svf.sky", svf_on_gpu, &c), 20);
+  }
+  accel_ctx_destroy(cpu);
+}
+END_TEST
 #endif
 
 static Suite *suite_svf(void) {
@@ -531,6 +596,7 @@ static Suite *suite_svf(void) {
   tcase_add_test(tc, gpu_equals_cpu_in_emulation);
   tcase_add_test(tc, gpu_tiles_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
+  tcase_add_test(tc, gpu_failures_fall_back_in_emulation);
 #endif
   suite_add_tcase(s, tc);
   return s;

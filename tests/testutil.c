@@ -1,6 +1,7 @@
 #include "testutil.h"
 
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -117,3 +118,20 @@ accel_buffer *load_npy_gz(const char *dir, const char *name) {
   return b;
 }
 
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+
+void limit_address_space(uint64_t bytes) {
+#ifndef UNDER_ASAN
+  struct rlimit rl = {bytes, bytes};
+  ck_assert_int_eq(setrlimit(RLIMIT_AS, &rl), 0);
+#else
+  (void)bytes;
+#endif
+}

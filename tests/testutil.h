@@ -41,6 +41,11 @@ accel_buffer *load_npy_gz(const char *dir, const char *name);
 /* Find the repository's tests/data directory (TEST_DATA_DIR from meson). */
 const char *test_data_dir(void);
 
+/* Keep the calling test's address space under `bytes`, so that a loader that
+ * allocates what a hostile header declares fails the test. Does nothing
+ * under AddressSanitizer, which reserves terabytes for its shadow memory. */
+void limit_address_space(uint64_t bytes);
+
 /* Run a suite with Check's normal output; the exit status of a test main. */
 int run_suite(Suite *s);
 

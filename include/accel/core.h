@@ -63,7 +63,8 @@ ACCEL_API const char *accel_version_string(void);
 /* ACCEL_ABI_VERSION of the loaded library. */
 ACCEL_API uint32_t accel_abi_version(void);
 /* One line describing how the library was built, e.g.
- * "cuda=yes cuda_version=13.0 cuda_arch=sm_75,sm_80,sm_86,sm_89,sm_90+compute_90 openmp=yes".
+ * "cuda=yes cuda_version=13.0 cuda_arch=sm_75,sm_80,sm_86,sm_89,sm_90+compute_90 openmp=yes tiff=yes
+ * sanitizers=none".
  * Keys are stable; values are informative. Static storage. */
 ACCEL_API const char *accel_build_info(void);
 

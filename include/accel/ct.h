@@ -204,6 +204,15 @@ ACCEL_API accel_status accel_ct_network_info(const accel_ct_network *network, si
 /* Region i (0 .. regions-1, by label) and throat i (sorted by (a, b)). */
 ACCEL_API accel_status accel_ct_network_region(const accel_ct_network *network, size_t i, accel_ct_region *out);
 ACCEL_API accel_status accel_ct_network_throat(const accel_ct_network *network, size_t i, accel_ct_throat *out);
+/* Write the network as JSON (what `accel ct segment --network` writes):
+ *   {"porosity": p, "spacing": [z, y, x],
+ *    "regions": [{"label", "voxels", "volume", "equivalent_radius",
+ *                 "centroid": [z, y, x], "inscribed_radius"}, ...],
+ *    "throats": [{"a", "b", "faces", "area", "inscribed_radius"}, ...]}
+ * numbers printed to round-trip exactly. Written atomically like
+ * accel_npy_save (io.h): a failed save leaves any previous file untouched.
+ * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO (with the system's reason). */
+ACCEL_API accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *network, const char *path);
 ACCEL_API void accel_ct_network_destroy(accel_ct_network *network);
 
 /* ---------------------------------------------------------------- the pipeline */

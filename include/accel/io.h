@@ -13,13 +13,19 @@
  *      no-data value (tag 42113) loads as NaN. The georeferencing (the GeoTIFF
  *      tags 33550, 33922, 34264, 34735-34737) can be kept and written into
  *      rasters made from it. Saved files are
- *      uncompressed strips, F32 or U8.
+ *      uncompressed strips, F32 or U8. Before anything is allocated, the
+ *      raster must be within the context's max_pixels, its strips or tiles
+ *      must lie inside the file and hold enough bytes for their pixels (at
+ *      the most their compression can expand), and tiles may not exceed the
+ *      image (rounded up to 16) or 4096 x 4096 pixels.
  * PNM: binary PGM (P5, gray) and PPM (P6, RGB), maxval 1..65535; maxval
  *      255 or less loads as U8 (values as stored), more as U16. Loads give
  *      (H, W) for PGM and (H, W, 3) for PPM.
  *
  * The `ctx` argument may be NULL; errors are then reported through
- * accel_last_error(NULL). These functions do not use the backends.
+ * accel_last_error(NULL), and the pixel limit is ACCEL_DEFAULT_MAX_PIXELS.
+ * NPY and raw loads are bounded by the file's size (the data must be in the
+ * file). These functions do not use the backends.
  */
 #ifndef ACCEL_IO_H
 #define ACCEL_IO_H
@@ -53,7 +59,8 @@ ACCEL_API accel_status accel_raw_load(accel_ctx *ctx, const char *path, accel_dt
 ACCEL_API accel_status accel_raw_save(accel_ctx *ctx, const char *path, const accel_array *array);
 
 /* Load a binary PGM or PPM file into a new buffer.
- * Errors: ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_OUT_OF_MEMORY. */
+ * Errors: ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_LIMIT (more pixels than
+ * the context's max_pixels), ACCEL_ERR_OUT_OF_MEMORY. */
 ACCEL_API accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out);
 
 /* Save an (H, W) or (H, W, 1) array as PGM, or (H, W, 3) as PPM; U8 with
@@ -67,7 +74,9 @@ typedef struct accel_geo accel_geo;
 /* Load a one-band TIFF as an F32 (rows, cols) buffer; with `geo` not NULL
  * also its georeferencing (free with accel_geo_destroy; a file without
  * GeoTIFF tags gives an empty one). Errors: ACCEL_ERR_IO (open), ACCEL_ERR_FORMAT
- * (not a TIFF, several bands, an unsupported sample type, a damaged file),
+ * (not a TIFF, several bands, an unsupported sample type, a damaged or
+ * truncated file, strips or tiles larger than the file can hold),
+ * ACCEL_ERR_LIMIT (more pixels than the context's max_pixels),
  * ACCEL_ERR_OUT_OF_MEMORY. */
 ACCEL_API accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo);
 

@@ -99,6 +99,17 @@ static int run_pipeline(const accel__backend *b, accel__call *call, void *job) {
 
 /* ------------------------------------------------------------ stages */
 
+/* Every slice's slope and intercept must be finite (NaN would make every
+ * voxel fail every threshold: a silently empty segmentation). */
+static accel_status check_rescale(accel_ctx *ctx, const char *F, const double *slope, const double *intercept,
+                                  int64_t nz) {
+  for (int64_t z = 0; z < nz; z++)
+    if ((slope && !isfinite(slope[z])) || (intercept && !isfinite(intercept[z])))
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: slope or intercept of slice %lld is not finite", F,
+                         (long long)z);
+  return ACCEL_OK;
+}
+
 accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const double *slope, const double *intercept,
                               const accel_array *out) {
   static const char F[] = "accel_ct_rescale";
@@ -109,10 +120,7 @@ accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const doubl
   if (!s) s = check_volume(ctx, F, "out", out, F32, 1, &d, false);
   if (!s) s = check_overlap(ctx, F, out, in, "in", false);
   if (s) return s;
-  for (int64_t z = 0; z < d.nz; z++)
-    if ((slope && !isfinite(slope[z])) || (intercept && !isfinite(intercept[z])))
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: slope or intercept of slice %lld is not finite", F,
-                         (long long)z);
+  if ((s = check_rescale(ctx, F, slope, intercept, d.nz))) return s;
   accel__view vi, vo;
   if ((s = accel__view_in(ctx, F, "in", in, &vi))) return s;
   if ((s = accel__view_out(ctx, F, "out", out, &vo))) {
@@ -520,6 +528,7 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
   if (p->slope && input->dtype != ACCEL_DTYPE_I16 && input->dtype != ACCEL_DTYPE_U16)
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: rescaling needs an I16 or U16 input, not %s", F,
                        accel__dtype_name(input->dtype));
+  if (p->slope && (s = check_rescale(ctx, F, p->slope, p->intercept, d.nz))) return s;
   if (markers && (s = check_volume(ctx, F, "markers", markers, I32, 1, &d, false))) return s;
   const struct {
     const accel_array *a;

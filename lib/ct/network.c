@@ -1,5 +1,6 @@
 /* The pore network of a label volume: regions, throats, porosity. */
 #include "ct/ct.h"
+#include "io/file.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -13,6 +14,7 @@ struct accel_ct_network {
   accel_ct_region *regions;
   accel_ct_throat *throats;
   double porosity;
+  double spacing[3]; /* of the volume it was built from */
 };
 
 typedef struct racc { /* a region's sums */
@@ -110,6 +112,7 @@ accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, acce
       if (labels[i] > maxl) maxl = labels[i];
     }
   net->porosity = n ? (double)labelled / (double)n : 0.0;
+  for (int a = 0; a < 3; a++) net->spacing[a] = spacing ? spacing[a] : 1.0;
   size_t nreg = 0;
   if ((uint64_t)maxl <= n + 1024) {
     lm.direct = calloc((size_t)maxl + 1, sizeof(uint32_t));
@@ -283,4 +286,52 @@ accel_status accel_ct_network_throat(const accel_ct_network *net, size_t i, acce
   if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
   if (i >= net->nthroats) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: throat %zu of %zu", F, i, net->nthroats);
   return accel__versioned_out(NULL, F, "throat", out, &net->throats[i], sizeof *out, sizeof *out);
+}
+
+/* JSON numbers: the shortest text that reads back as the same double;
+ * non-finite values (none expected) as null. */
+static void json_double(FILE *f, double v) {
+  if (isfinite(v)) fprintf(f, "%.17g", v);
+  else fputs("null", f);
+}
+
+accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *net, const char *path) {
+  static const char F[] = "accel_ct_network_save_json";
+  if (!net || !path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: network and path are required", F);
+  accel__atomic_file af;
+  accel_status s = accel__atomic_open(ctx, F, path, &af);
+  if (s) return s;
+  FILE *f = af.f;
+  fprintf(f, "{\n  \"porosity\": ");
+  json_double(f, net->porosity);
+  fprintf(f, ",\n  \"spacing\": [%.17g, %.17g, %.17g],\n  \"regions\": [", net->spacing[0], net->spacing[1],
+          net->spacing[2]);
+  for (size_t i = 0; i < net->nregions && !af.err; i++) {
+    const accel_ct_region *r = &net->regions[i];
+    fprintf(f, "%s\n    {\"label\": %u, \"voxels\": %llu, \"volume\": ", i ? "," : "", r->label,
+            (unsigned long long)r->voxels);
+    json_double(f, r->volume);
+    fprintf(f, ", \"equivalent_radius\": ");
+    json_double(f, r->equivalent_radius);
+    fprintf(f, ", \"centroid\": [");
+    for (int a = 0; a < 3; a++) {
+      if (a) fputs(", ", f);
+      json_double(f, r->centroid[a]);
+    }
+    fprintf(f, "], \"inscribed_radius\": ");
+    json_double(f, r->inscribed_radius);
+    fputc('}', f);
+  }
+  fprintf(f, "%s],\n  \"throats\": [", net->nregions ? "\n  " : "");
+  for (size_t i = 0; i < net->nthroats && !af.err; i++) {
+    const accel_ct_throat *t = &net->throats[i];
+    fprintf(f, "%s\n    {\"a\": %u, \"b\": %u, \"faces\": %llu, \"area\": ", i ? "," : "", t->a, t->b,
+            (unsigned long long)t->faces);
+    json_double(f, t->area);
+    fprintf(f, ", \"inscribed_radius\": ");
+    json_double(f, t->inscribed_radius);
+    fputc('}', f);
+  }
+  fprintf(f, "%s]\n}\n", net->nthroats ? "\n  " : "");
+  return accel__atomic_commit(ctx, F, &af);
 }

@@ -187,8 +187,10 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
 }
 
 /* The vertical pass vectorizes across columns; compiled for AVX2 as well
- * (explicitly hidden: GCC gives the clones' dispatcher default visibility). */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
+ * (explicitly hidden: GCC gives the clones' dispatcher default visibility; not with
+ * clang 14, whose target_clones on an external function leaves callers in other
+ * files unresolved). */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
 #define ACCEL__CLONES __attribute__((target_clones("avx2", "default"), visibility("hidden")))
 #endif

@@ -78,7 +78,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   put(&w, &h, sizeof h);
   put_big(&w, ix->ids, ix->n * sizeof(uint64_t));
   put_big(&w, ix->stamps, ix->n * sizeof(uint64_t));
-  for (uint32_t f = 0; f < ix->nfields; f++)
+  for (uint32_t f = 0; ix->n && f < ix->nfields; f++) /* an empty index has no code arrays at all */
     for (uint32_t wd = 0; wd < ix->words; wd++) put_big(&w, ix->codes[f] + wd * ix->cap, ix->n * sizeof(uint64_t));
   for (size_t i = 0; i < ix->n; i++) {
     uint64_t len = ix->labels[i] ? strlen(ix->labels[i]) : UINT64_MAX;
@@ -89,10 +89,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   if (ix->meta) put(&w, ix->meta, strlen(ix->meta));
   uint32_t crc = (uint32_t)w.crc;
   if (w.ok) w.ok = fwrite(&crc, sizeof crc, 1, af.f) == 1;
-  if (!w.ok) {
-    accel__atomic_abort(&af);
-    return accel__fail(ix->ctx, ACCEL_ERR_IO, "%s: cannot write %s", F, path);
-  }
+  if (!w.ok) return accel__atomic_fail(ix->ctx, F, &af);
   return accel__atomic_commit(ix->ctx, F, &af);
 }
 

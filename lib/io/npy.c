@@ -271,9 +271,7 @@ accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array 
 
   accel__atomic_file af;
   if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
-  if (fwrite(head, 1, padded, af.f) != padded || !accel__write_array_data(af.f, a)) {
-    accel__atomic_abort(&af);
-    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s", F, path);
-  }
+  if (fwrite(head, 1, padded, af.f) != padded || !accel__write_array_data(af.f, a))
+    return accel__atomic_fail(ctx, F, &af);
   return accel__atomic_commit(ctx, F, &af);
 }

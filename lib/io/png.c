@@ -12,10 +12,15 @@
  *
  * Pillow's robustness rules, reproduced: CRCs of the chunks before the image
  * data are checked, those of IDAT and later chunks are not; image data that
- * stops early is an error, but a compressed stream that ends cleanly on a row
- * boundary leaves the remaining rows 0; after the image, a chunk whose body
- * is cut off is an error while an unreadable chunk header, a missing IEND or
- * stray data (an IDAT after the image) ends the file quietly.
+ * stops early is an error, but a compressed stream that ends cleanly (zlib's
+ * end marker) on a row boundary after at least one row leaves the remaining
+ * rows 0 (Pillow's ZipDecode looks for the end only after a whole row); after
+ * the image, a chunk whose body is cut off is an error while an unreadable
+ * chunk header, a missing IEND or stray data (an IDAT after the image) ends
+ * the file quietly.
+ *
+ * The pixel limit is checked from the header, before libpng allocates its
+ * row buffers.
  */
 #include "io/decode.h"
 
@@ -23,6 +28,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 typedef struct png_src {
   const uint8_t *data;
@@ -64,8 +70,9 @@ typedef struct png_state {
   accel_status status;
   int passes;
   bool began;
-  int64_t rows_done;
+  int64_t rows_done;   /* rows handed to the sink */
   size_t in_stride;
+  size_t raw_row_bytes; /* a row in the compressed stream: filter byte + packed pixels */
   bool gray16_to_i, ga16_to_rgba;
 } png_state;
 
@@ -106,6 +113,15 @@ static void read_image(png_state *st, png_structp png, png_infop info, const acc
   png_uint_32 w, h;
   int depth, ctype, interlace;
   png_get_IHDR(png, info, &w, &h, &depth, &ctype, &interlace, NULL, NULL);
+  /* before png_read_update_info, which allocates rows of the declared width */
+  const uint64_t pixels = (uint64_t)w * h;
+  if (opt->max_pixels && pixels > opt->max_pixels) {
+    char msg[ACCEL_REASON_MAX];
+    snprintf(msg, sizeof msg, "%ux%u is %.1f megapixels, over the limit of %.1f", (unsigned)w, (unsigned)h,
+             (double)pixels / 1e6, (double)opt->max_pixels / 1e6);
+    fail(st, png, ACCEL_ERR_LIMIT, why, msg);
+  }
+  st->raw_row_bytes = ((uint64_t)w * (uint64_t)png_get_channels(png, info) * (uint64_t)depth + 7) / 8 + 1;
   accel__image_header *hdr = &st->hdr;
   hdr->format = 'P';
   hdr->width = w;
@@ -157,13 +173,6 @@ static void read_image(png_state *st, png_structp png, png_infop info, const acc
   png_read_update_info(png, info);
   png_set_crc_action(png, PNG_CRC_QUIET_USE, PNG_CRC_QUIET_USE); /* IDAT and after: unchecked */
 
-  uint64_t pixels = (uint64_t)w * h;
-  if (opt->max_pixels && pixels > opt->max_pixels) {
-    char msg[ACCEL_REASON_MAX];
-    snprintf(msg, sizeof msg, "%ux%u is %.1f megapixels, over the limit of %.1f", (unsigned)w, (unsigned)h,
-             (double)pixels / 1e6, (double)opt->max_pixels / 1e6);
-    fail(st, png, ACCEL_ERR_LIMIT, why, msg);
-  }
   accel_status s = sink->begin(sink->user, hdr, why);
   if (s) {
     st->status = s;
@@ -197,6 +206,37 @@ static void read_image(png_state *st, png_structp png, png_infop info, const acc
   png_read_end(png, NULL);
 }
 
+/* Did the image data's zlib stream end cleanly (its end marker) exactly
+ * after `rows` whole rows? Inflates the concatenated IDAT chunks, counting
+ * the output. Only asked when libpng ran out of image data. */
+static bool stream_ends_after_rows(const png_src *src, size_t raw_row_bytes, int64_t rows) {
+  if (rows < 1 || src->size < 8) return false;
+  z_stream z;
+  memset(&z, 0, sizeof z);
+  if (inflateInit(&z) != Z_OK) return false;
+  uint8_t sink[16384];
+  int ret = Z_OK;
+  for (size_t at = 8; ret == Z_OK && src->size - at >= 12;) {
+    const uint8_t *c = src->data + at;
+    const uint32_t len = (uint32_t)c[0] << 24 | (uint32_t)c[1] << 16 | (uint32_t)c[2] << 8 | c[3];
+    if (len > src->size - at - 12) break;
+    if (memcmp(c + 4, "IDAT", 4) == 0) {
+      z.next_in = (Bytef *)(uintptr_t)(c + 8);
+      z.avail_in = len;
+      while (ret == Z_OK && z.avail_in) {
+        z.next_out = sink;
+        z.avail_out = sizeof sink;
+        ret = inflate(&z, Z_NO_FLUSH);
+        if (ret == Z_BUF_ERROR && z.avail_out) ret = Z_OK; /* needs the next chunk */
+      }
+    }
+    at += (size_t)len + 12;
+  }
+  const bool ended = ret == Z_STREAM_END && z.total_out == (uLong)rows * raw_row_bytes;
+  inflateEnd(&z);
+  return ended;
+}
+
 accel_status accel__decode_png(const uint8_t *data, size_t size, const accel__decode_options *opt,
                                const accel__decode_sink *sink, char *why) {
   png_state *st = calloc(1, sizeof *st);
@@ -206,7 +246,6 @@ accel_status accel__decode_png(const uint8_t *data, size_t size, const accel__de
   }
   st->src.data = data;
   st->src.size = size;
-  st->rows_done = -1;
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &st->src, on_error, on_warning);
   png_infop info = png ? png_create_info_struct(png) : NULL;
   accel_status result = ACCEL_OK;
@@ -219,9 +258,10 @@ accel_status accel__decode_png(const uint8_t *data, size_t size, const accel__de
     result = st->status; /* ours: a limit, the sink, memory; why is set */
   } else if (st->src.after_image && !st->src.truncated_body) {
     result = ACCEL_OK; /* trailing chunks end quietly */
-  } else if (st->began && st->passes == 1 && strcmp(st->src.message, "Not enough image data") == 0) {
-    /* the compressed stream ended early but cleanly: Pillow keeps the rows
-     * it has and leaves the others 0 */
+  } else if (st->began && st->passes == 1 && strcmp(st->src.message, "Not enough image data") == 0 &&
+             stream_ends_after_rows(&st->src, st->raw_row_bytes, st->rows_done)) {
+    /* the compressed stream ended early but cleanly after a whole row:
+     * Pillow keeps the rows it has and leaves the others 0 */
     memset(st->image, 0, st->in_stride);
     for (int64_t y = st->rows_done; y < st->hdr.height; y++) emit(st, sink, y, st->image);
   } else {

@@ -50,6 +50,11 @@ accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out
     s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has a malformed PNM header", F, path);
     goto done;
   }
+  if ((uint64_t)w * (uint64_t)h > accel__ctx_max_pixels(ctx)) {
+    s = accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s is %ld x %ld, over the pixel limit of %llu", F, path, w, h,
+                    (unsigned long long)accel__ctx_max_pixels(ctx));
+    goto done;
+  }
   int channels = magic[1] == '6' ? 3 : 1;
   int item = maxval > 255 ? 2 : 1;
   int64_t shape[3] = {h, w, channels};
@@ -114,9 +119,6 @@ accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array 
     }
     free(tmp);
   }
-  if (!ok) {
-    accel__atomic_abort(&af);
-    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s", F, path);
-  }
+  if (!ok) return accel__atomic_fail(ctx, F, &af);
   return accel__atomic_commit(ctx, F, &af);
 }

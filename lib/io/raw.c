@@ -59,9 +59,7 @@ accel_status accel_raw_save(accel_ctx *ctx, const char *path, const accel_array 
   if (!path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path is NULL", F);
   accel__atomic_file af;
   if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
-  if (!accel__write_array_data(af.f, a)) {
-    accel__atomic_abort(&af);
-    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s", F, path);
-  }
+  if (!accel__write_array_data(af.f, a))
+    return accel__atomic_fail(ctx, F, &af);
   return accel__atomic_commit(ctx, F, &af);
 }

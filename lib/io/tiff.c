@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <tiffio.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The GeoTIFF tags (OGC GeoTIFF 1.1), which libtiff does not know by itself. */
@@ -171,6 +172,82 @@ static double sample_at(const void *buf, uint16_t format, uint16_t bits, size_t 
   }
 }
 
+/* How many times its stored size a strip or tile of this compression can
+ * decode to at most (0: no bound known; the pixel limit still applies).
+ * PackBits turns 2 bytes into at most 128; an LZW code (9-12 bits) stands
+ * for at most 4096 bytes; deflate's maximum ratio is about 1032:1. */
+static uint64_t max_ratio(uint16_t compression) {
+  switch (compression) {
+  case COMPRESSION_NONE: return 1;
+  case COMPRESSION_PACKBITS: return 64;
+  case COMPRESSION_LZW: return 4096 * 8 / 9 + 1;
+  case COMPRESSION_DEFLATE:
+  case COMPRESSION_ADOBE_DEFLATE: return 1100;
+  default: return 0;
+  }
+}
+
+/* The largest tile accepted: the whole image rounded up to TIFF's multiples
+ * of 16, or 4096 x 4096 pixels, whichever is larger. */
+static uint64_t max_tile_pixels(uint32_t w, uint32_t h) {
+  const uint64_t whole = ((uint64_t)w + 15) / 16 * 16 * (((uint64_t)h + 15) / 16 * 16);
+  return whole > 4096ull * 4096 ? whole : 4096ull * 4096;
+}
+
+/* Before the raster is allocated: the strips or tiles must lie inside the
+ * file, and the bytes they hold must be able to decode to the pixels they
+ * declare (a few hundred bytes cannot hold a 3.6 GB strip). Returns NULL or
+ * what is wrong. */
+static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, uint64_t file_size, char *why,
+                                size_t why_size) {
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const uint64_t ratio = max_ratio(compression);
+  const bool tiled = TIFFIsTiled(tif);
+  uint32_t tw = 0, th = 0, rps = 0;
+  if (tiled) {
+    TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+    TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+    if (!tw || !th) return "tiles without a width or length";
+    if ((uint64_t)tw * th > max_tile_pixels(w, h)) {
+      snprintf(why, why_size, "tiles of %u x %u pixels for a %u x %u raster", (unsigned)tw, (unsigned)th,
+               (unsigned)w, (unsigned)h);
+      return why;
+    }
+  } else {
+    TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+    if (!rps || rps > h) rps = h;
+  }
+  const uint32_t n = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  const uint64_t *offsets = NULL, *counts = NULL;
+  if (!n || !TIFFGetField(tif, tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS, &offsets) ||
+      !TIFFGetField(tif, tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
+    return tiled ? "no tile offsets or byte counts" : "no strip offsets or byte counts";
+  for (uint32_t i = 0; i < n; i++) {
+    if (offsets[i] > file_size || counts[i] > file_size - offsets[i]) {
+      snprintf(why, why_size, "truncated: %s %u needs bytes %llu..%llu of a %llu-byte file", tiled ? "tile" : "strip",
+               (unsigned)i, (unsigned long long)offsets[i], (unsigned long long)(offsets[i] + counts[i]),
+               (unsigned long long)file_size);
+      return why;
+    }
+    if (!ratio) continue;
+    uint64_t pixels; /* what this strip or tile decodes to */
+    if (tiled) {
+      pixels = (uint64_t)tw * th; /* edge tiles are stored whole */
+    } else {
+      const uint64_t first = (uint64_t)i * rps;
+      pixels = first >= h ? 0 : (uint64_t)w * (h - first < rps ? h - first : rps);
+    }
+    if (counts[i] * ratio < pixels * bps) {
+      snprintf(why, why_size, "truncated: %s %u holds %llu bytes, too few for its %llu bytes of pixels",
+               tiled ? "tile" : "strip", (unsigned)i, (unsigned long long)counts[i],
+               (unsigned long long)(pixels * bps));
+      return why;
+    }
+  }
+  return NULL;
+}
+
 accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo) {
   static const char F[] = "accel_tiff_load";
   if (!path || !out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path and out are required", F);
@@ -178,8 +255,10 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   if (geo) *geo = NULL;
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
-  FILE *probe = fopen(path, "rb");
-  if (!probe) return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot open %s: %s", F, path, strerror(errno));
+  FILE *probe;
+  int64_t file_size;
+  accel_status s = accel__open_read(ctx, F, path, &probe, &file_size);
+  if (s) return s;
   fclose(probe);
   TIFF *tif = TIFFOpen(path, "r");
   if (!tif) return accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a readable TIFF (%s)", F, path, tiff_message);
@@ -191,7 +270,6 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
   TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
-  accel_status s = ACCEL_OK;
   const bool ok_format = (format == SAMPLEFORMAT_IEEEFP && (bits == 32 || bits == 64)) ||
                          ((format == SAMPLEFORMAT_INT || format == SAMPLEFORMAT_UINT) &&
                           (bits == 8 || bits == 16 || bits == 32));
@@ -202,6 +280,12 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
                     "float64 and 8/16/32-bit integers are)", F, path, (unsigned)bits, (unsigned)format);
   else if (!w || !h)
     s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is empty", F, path);
+  else if ((uint64_t)w * h > accel__ctx_max_pixels(ctx))
+    s = accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s is %u x %u, over the pixel limit of %llu (accel_ctx_options."
+                    "max_pixels)", F, path, (unsigned)w, (unsigned)h, (unsigned long long)accel__ctx_max_pixels(ctx));
+  char layout_why[200];
+  const char *bad = s ? NULL : check_layout(tif, w, h, bits / 8u, (uint64_t)file_size, layout_why, sizeof layout_why);
+  if (bad) s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: %s", F, path, bad);
   accel_buffer *b = NULL;
   if (!s) {
     const int64_t shape[2] = {h, w};
@@ -269,6 +353,46 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
 
 /* ------------------------------------------------------------ save */
 
+/* libtiff's I/O on an atomic save's temporary file (the handle is the
+ * accel__atomic_file): writes go through accel__atomic_write, which keeps
+ * the first error. */
+static tmsize_t tiff_read(thandle_t h, void *buf, tmsize_t n) {
+  const ssize_t k = read(((accel__atomic_file *)h)->fd, buf, (size_t)n);
+  return k < 0 ? -1 : (tmsize_t)k;
+}
+
+static tmsize_t tiff_write(thandle_t h, void *buf, tmsize_t n) {
+  return accel__atomic_write((accel__atomic_file *)h, buf, (size_t)n) ? n : -1;
+}
+
+static toff_t tiff_seek(thandle_t h, toff_t off, int whence) {
+  const off_t at = lseek(((accel__atomic_file *)h)->fd, (off_t)off, whence);
+  return at < 0 ? (toff_t)-1 : (toff_t)at;
+}
+
+static int tiff_close(thandle_t h) {
+  (void)h; /* the save closes its descriptor itself */
+  return 0;
+}
+
+static toff_t tiff_size(thandle_t h) {
+  struct stat st;
+  return fstat(((accel__atomic_file *)h)->fd, &st) == 0 ? (toff_t)st.st_size : 0;
+}
+
+static int tiff_map(thandle_t h, void **base, toff_t *size) {
+  (void)h;
+  (void)base;
+  (void)size;
+  return 0; /* never mapped */
+}
+
+static void tiff_unmap(thandle_t h, void *base, toff_t size) {
+  (void)h;
+  (void)base;
+  (void)size;
+}
+
 accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *a, const accel_geo *geo) {
   static const char F[] = "accel_tiff_save";
   accel_status s = accel__array_check(ctx, F, "array", a);
@@ -282,23 +406,15 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
                        (long long)a->shape[0], (long long)a->shape[1]);
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
-  const size_t n = strlen(path);
-  char *tmp = malloc(n + 16);
-  if (!tmp) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
-  snprintf(tmp, n + 16, "%s.tmp-XXXXXX", path);
-  const int fd = mkstemp(tmp);
-  if (fd < 0) {
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot create %s: %s", F, tmp, strerror(errno));
-    free(tmp);
-    return s;
-  }
-  TIFF *tif = TIFFFdOpen(fd, tmp, "w");
+  accel__atomic_file af;
+  if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
+  /* libtiff writes through the save's descriptor, so every write's error is
+   * kept; it needs seeks, and reads back nothing it did not write */
+  TIFF *tif = TIFFClientOpen(path, "w", (thandle_t)&af, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
+                             tiff_map, tiff_unmap);
   if (!tif) {
-    close(fd);
-    remove(tmp);
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s (%s)", F, path, tiff_message);
-    free(tmp);
-    return s;
+    accel__atomic_abort(&af);
+    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s (%s)", F, path, tiff_message);
   }
   const uint32_t h = (uint32_t)a->shape[0], w = (uint32_t)a->shape[1];
   const size_t es = a->dtype == ACCEL_DTYPE_F32 ? 4 : 1;
@@ -313,21 +429,22 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, TIFFDefaultStripSize(tif, 0));
   geo_write(tif, geo);
   uint8_t *line = malloc(w * es);
-  bool ok = line != NULL;
+  const bool oom = line == NULL;
+  bool ok = !oom;
   for (uint32_t r = 0; r < h && ok; r++) {
     for (uint32_t c = 0; c < w; c++)
       memcpy(line + c * es, (const uint8_t *)a->data + r * a->strides[0] + c * a->strides[1], es);
     ok = TIFFWriteScanline(tif, line, r, 0) >= 0;
   }
   free(line);
+  /* the directory is written here: a failure now is as fatal as one in a strip */
+  ok = TIFFFlush(tif) == 1 && ok;
   TIFFClose(tif);
-  if (!ok || rename(tmp, path) != 0) {
-    const int e = errno;
-    remove(tmp);
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s: %s", F, path, ok ? strerror(e) : tiff_message);
+  if (!ok || af.err) {
+    if (!af.err && !oom) af.err = EIO; /* libtiff refused without a system error */
+    return accel__atomic_fail(ctx, F, &af);
   }
-  free(tmp);
-  return s;
+  return accel__atomic_commit(ctx, F, &af);
 }
 
 #else /* !ACCEL_HAVE_TIFF */

@@ -56,6 +56,19 @@ bool catalog_parse_meta(const char *meta, accel_hash_options *o) {
   return o->nkinds > 0 && accel_hash_slot_bytes(o, &slot) == ACCEL_OK;
 }
 
+bool catalog_fits(const accel_index *ix, const accel_hash_options *o) {
+  uint32_t bits = 0, nfields = 0;
+  if (accel_index_info(ix, &bits, &nfields, NULL)) return false;
+  uint32_t want = 0;
+  for (uint32_t k = 0; k < o->nkinds; k++) {
+    uint32_t b = 0;
+    if (accel_hash_bits(o->kinds[k], o->hash_size, o->color_binbits, &b)) return false;
+    if (b > want) want = b;
+  }
+  want = want <= 64 ? 64 : want <= 128 ? 128 : want <= 256 ? 256 : 0;
+  return want && bits == want && nfields == o->nkinds;
+}
+
 void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uint32_t bits, uint64_t *codes) {
   const uint32_t words = bits / 64;
   for (uint32_t k = 0; k < nkinds; k++) {
@@ -112,13 +125,11 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
     accel_index *ix = NULL;
     if (accel_index_load(ctx, o->index_path, &ix)) {
       cli_error("%s: %s (remove the file or name another --index)", o->cmd, accel_last_error(ctx));
-      return CLI_USAGE;
+      return CLI_SOME_FAILED; /* an input refused */
     }
     const char *m = "";
-    uint32_t b = 0, nf = 0;
     accel_index_get_meta(ix, &m);
-    accel_index_info(ix, &b, &nf, NULL);
-    if (strcmp(m, meta) == 0 && b == bits && nf == o->hash.nkinds) {
+    if (strcmp(m, meta) == 0 && catalog_fits(ix, &o->hash)) {
       *out = ix;
       *fresh = false;
       return CLI_OK;
@@ -127,7 +138,7 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
       cli_error("%s: %s is an index but not one of image hashes (meta '%s'); name another --index", o->cmd,
                 o->index_path, m);
       accel_index_destroy(ix);
-      return CLI_USAGE;
+      return CLI_SOME_FAILED;
     }
     cli_error("%s: %s holds other hashes (%s); rebuilding it with %s", o->cmd, o->index_path, m, meta);
     accel_index_destroy(ix);
@@ -171,6 +182,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
   bool fresh;
   int rc = open_index(ctx, o, bits, meta, &ix, &fresh);
   if (rc) return rc;
+  bool fatal = false; /* nothing usable: no index comes out */
   bool changed = fresh;
 
   /* each path once, in byte order */
@@ -190,6 +202,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
   if (!want || !have || !keep || !todo || !stamps || !hashes || !st || !codes || !ids || !chunk_stamps || !labels) {
     cli_error("out of memory");
     rc = CLI_USAGE;
+    fatal = true;
     goto out;
   }
   if (paths->n) memcpy(want, paths->v, paths->n * sizeof(char *));
@@ -235,6 +248,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
   if (!drop) {
     cli_error("out of memory");
     rc = CLI_USAGE;
+    fatal = true;
     goto out;
   }
   for (size_t p = 0; p < count; p++)
@@ -264,6 +278,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
     if (s) {
       cli_error("%s: %s", o->cmd, accel_last_error(ctx));
       rc = CLI_USAGE;
+      fatal = true;
       goto out;
     }
     size_t m = 0;
@@ -281,6 +296,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
     if (m && accel_index_add(ix, m, ids, codes, labels, chunk_stamps)) {
       cli_error("%s: %s", o->cmd, accel_last_error(ctx));
       rc = CLI_USAGE;
+      fatal = true;
       goto out;
     }
     stats->hashed += m;
@@ -304,7 +320,7 @@ out:
   free(ids);
   free(chunk_stamps);
   free(labels);
-  if (rc == CLI_USAGE) {
+  if (fatal) {
     accel_index_destroy(ix);
     return rc;
   }

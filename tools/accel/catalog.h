@@ -28,6 +28,11 @@ void catalog_meta(const accel_hash_options *o, char *buf, size_t n);
 /* Back from that string; false if it is not one. */
 bool catalog_parse_meta(const char *meta, accel_hash_options *o);
 
+/* True if the index has exactly the fields these hash options make: one per
+ * kind, of catalog_bits() width. An index whose metadata disagrees with its
+ * fields must not be searched with codes sized from the metadata. */
+bool catalog_fits(const accel_index *ix, const accel_hash_options *o);
+
 /* Hash slots (accel_hash_* output, one per kind) to index codes: each kind
  * one field of bits / 64 words, read big-endian, zero-padded. */
 void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uint32_t bits, uint64_t *codes);
@@ -36,8 +41,9 @@ void catalog_codes(const uint8_t *slots, size_t slot_bytes, uint32_t nkinds, uin
  * once; ids are arbitrary, labels are the paths as given). Files that fail
  * are reported on stderr and left out. With o->index_path the file is read
  * first (entries of unchanged files are reused, others dropped) and written
- * back. Returns CLI_OK, CLI_SOME_FAILED (some files left out) or CLI_USAGE
- * (nothing usable: *out is NULL). */
+ * back. Returns CLI_OK or CLI_SOME_FAILED (some files left out, or the index
+ * file could not be written); when nothing is usable (the index file cannot
+ * be read, no memory) *out is NULL and the status says why. */
 int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o, const cli_paths *paths,
                   accel_index **out, catalog_stats *stats);
 

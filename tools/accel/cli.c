@@ -1,8 +1,10 @@
 /* Shared CLI pieces: errors, the context, option values, progress bars. */
 #include "cli.h"
 
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static cli_progress *active_bar; /* the bar on screen, erased before other output */
 
@@ -171,7 +174,71 @@ static bool image_name(const char *name) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-bool cli_walk(const char *dir, cli_paths *out) {
+/* A set of files by device and inode (open addressing). */
+typedef struct file_set {
+  dev_t *dev;
+  ino_t *ino;
+  unsigned char *used;
+  size_t n, cap;
+} file_set;
+
+static size_t id_hash(dev_t d, ino_t i) {
+  uint64_t x = (uint64_t)i * 0x9e3779b97f4a7c15ull ^ (uint64_t)d * 0xc2b2ae3d27d4eb4full;
+  return (size_t)(x ^ x >> 29);
+}
+
+/* Adds (dev, ino); false if it was there already. *oom on allocation failure. */
+static bool set_add(file_set *s, dev_t d, ino_t i, bool *oom) {
+  if (2 * (s->n + 1) > s->cap) {
+    file_set g = {0};
+    g.cap = s->cap ? 2 * s->cap : 1024;
+    g.dev = malloc(g.cap * sizeof *g.dev);
+    g.ino = malloc(g.cap * sizeof *g.ino);
+    g.used = calloc(g.cap, 1);
+    if (!g.dev || !g.ino || !g.used) {
+      free(g.dev), free(g.ino), free(g.used);
+      *oom = true;
+      return false;
+    }
+    for (size_t k = 0; k < s->cap; k++)
+      if (s->used[k]) {
+        size_t h = id_hash(s->dev[k], s->ino[k]) & (g.cap - 1);
+        while (g.used[h]) h = (h + 1) & (g.cap - 1);
+        g.used[h] = 1, g.dev[h] = s->dev[k], g.ino[h] = s->ino[k];
+      }
+    g.n = s->n;
+    free(s->dev), free(s->ino), free(s->used);
+    *s = g;
+  }
+  size_t h = id_hash(d, i) & (s->cap - 1);
+  for (; s->used[h]; h = (h + 1) & (s->cap - 1))
+    if (s->dev[h] == d && s->ino[h] == i) return false;
+  s->used[h] = 1, s->dev[h] = d, s->ino[h] = i;
+  s->n++;
+  return true;
+}
+
+static void set_free(file_set *s) {
+  free(s->dev), free(s->ino), free(s->used);
+  memset(s, 0, sizeof *s);
+}
+
+typedef struct walker {
+  file_set files, dirs;
+  bool follow_links, oom;
+  cli_paths *out;
+} walker;
+
+/* A file found by the walk or named on the command line: listed once. A path
+ * that cannot be examined is listed as given (its load will report why). */
+static bool take_file(walker *w, const char *path, const struct stat *st) {
+  if (st && !set_add(&w->files, st->st_dev, st->st_ino, &w->oom)) return !w->oom;
+  if (!cli_paths_push(w->out, path)) w->oom = true;
+  return !w->oom;
+}
+
+static bool walk(walker *w, const char *dir, const struct stat *dst) {
+  if (!set_add(&w->dirs, dst->st_dev, dst->st_ino, &w->oom)) return !w->oom; /* entered already */
   DIR *d = opendir(dir);
   if (!d) {
     cli_error("%s: %s", dir, strerror(errno));
@@ -181,42 +248,59 @@ bool cli_walk(const char *dir, cli_paths *out) {
   struct dirent *e;
   bool ok = true;
   while ((e = readdir(d)))
-    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) ok = ok && cli_paths_push(&names, e->d_name);
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !cli_paths_push(&names, e->d_name)) w->oom = true;
   closedir(d);
   if (names.n) qsort(names.v, names.n, sizeof(char *), cmp_str);
-  size_t dl = strlen(dir);
-  bool slash = dl && dir[dl - 1] == '/';
-  for (size_t i = 0; i < names.n && ok; i++) {
-    size_t n = dl + strlen(names.v[i]) + 2;
+  const size_t dl = strlen(dir);
+  const bool slash = dl && dir[dl - 1] == '/';
+  for (size_t i = 0; i < names.n && !w->oom; i++) {
+    const size_t n = dl + strlen(names.v[i]) + 2;
     char *p = malloc(n);
     if (!p) {
-      ok = false;
+      w->oom = true;
       break;
     }
     snprintf(p, n, "%s%s%s", dir, slash ? "" : "/", names.v[i]);
-    struct stat st;
-    if (stat(p, &st) == 0 && S_ISDIR(st.st_mode)) ok = cli_walk(p, out);
-    else if (image_name(names.v[i])) ok = cli_paths_push(out, p);
+    struct stat lst, st;
+    if (lstat(p, &lst) == 0) {
+      const bool link = S_ISLNK(lst.st_mode);
+      const bool target = link ? stat(p, &st) == 0 : (st = lst, true);
+      if (target && S_ISDIR(st.st_mode)) {
+        if (!link || w->follow_links) ok = walk(w, p, &st) && ok;
+      } else if (image_name(names.v[i])) {
+        take_file(w, p, target ? &st : NULL); /* a broken link is reported when it is read */
+      }
+    }
     free(p);
   }
   cli_paths_free(&names);
-  return ok;
+  return ok && !w->oom;
 }
 
-bool cli_collect(int argc, char **argv, cli_paths *out, bool *oom) {
+bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool *oom) {
+  walker w = {.follow_links = follow_links, .out = out};
   bool ok = true;
-  *oom = false;
-  for (int i = 0; i < argc; i++) {
+  for (int i = 0; i < argc && !w.oom; i++) {
     struct stat st;
-    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-      if (!cli_walk(argv[i], out)) ok = false;
-    } else if (!cli_paths_push(out, argv[i])) {
-      *oom = true;
-      return false;
-    }
+    const bool exists = stat(argv[i], &st) == 0;
+    if (exists && S_ISDIR(st.st_mode)) ok = walk(&w, argv[i], &st) && ok; /* a named directory is always entered */
+    else take_file(&w, argv[i], exists ? &st : NULL);
   }
-  return ok;
+  set_free(&w.files);
+  set_free(&w.dirs);
+  *oom = w.oom;
+  return ok && !w.oom;
 }
+
+static int stdout_errno;
+
+bool cli_flush_stdout(void) {
+  if (fflush(stdout) == 0 && !ferror(stdout)) return true;
+  if (!stdout_errno) stdout_errno = errno ? errno : EIO;
+  return false;
+}
+
+int cli_stdout_error(void) { return stdout_errno; }
 
 void cli_json_string(const char *s) {
   putchar('"');
@@ -255,15 +339,226 @@ bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o) {
   return ok;
 }
 
-bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out) {
-  char *end;
-  long x = strtol(v, &end, 10);
-  if (!*v || *end || x < lo || x > hi) {
-    cli_error("%s%s%s must be an integer in %d..%d, not '%s'", cmd ? cmd : "", cmd ? ": " : "", what, lo, hi, v);
+#define CMD_PREFIX(cmd) (cmd) ? (cmd) : "", (cmd) ? ": " : ""
+
+/* Digits only, no overflow: the magnitude of a whole number. */
+static bool digits(const char *v, uint64_t *out) {
+  if (!*v) return false;
+  uint64_t x = 0;
+  for (; *v; v++) {
+    if (*v < '0' || *v > '9') return false;
+    const uint64_t d = (uint64_t)(*v - '0');
+    if (x > (UINT64_MAX - d) / 10) return false;
+    x = x * 10 + d;
+  }
+  *out = x;
+  return true;
+}
+
+bool cli_parse_u64(const char *cmd, const char *what, const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
+  uint64_t x;
+  if (!digits(v, &x) || x < lo || x > hi) {
+    cli_error("%s%s%s must be a whole number in %llu..%llu, not '%s'", CMD_PREFIX(cmd), what, (unsigned long long)lo,
+              (unsigned long long)hi, v);
     return false;
   }
+  *out = x;
+  return true;
+}
+
+bool cli_parse_i64(const char *cmd, const char *what, const char *v, int64_t lo, int64_t hi, int64_t *out) {
+  const bool neg = *v == '-';
+  uint64_t m;
+  bool ok = digits(v + neg, &m) && m <= (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX);
+  const int64_t x = !ok ? 0 : neg ? (m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
+  if (!ok || x < lo || x > hi) {
+    cli_error("%s%s%s must be a whole number in %lld..%lld, not '%s'", CMD_PREFIX(cmd), what, (long long)lo,
+              (long long)hi, v);
+    return false;
+  }
+  *out = x;
+  return true;
+}
+
+bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out) {
+  int64_t x;
+  if (!cli_parse_i64(cmd, what, v, lo, hi, &x)) return false;
   *out = (int)x;
   return true;
+}
+
+static bool real(const char *v, size_t n, double *out) {
+  char buf[64];
+  if (!n || n >= sizeof buf || isspace((unsigned char)*v)) return false;
+  memcpy(buf, v, n);
+  buf[n] = '\0';
+  char *end;
+  errno = 0;
+  *out = strtod(buf, &end);
+  return !*end && errno != ERANGE && isfinite(*out);
+}
+
+bool cli_parse_double(const char *cmd, const char *what, const char *v, double *out) {
+  if (!real(v, strlen(v), out)) {
+    cli_error("%s%s%s takes a finite number, not '%s'", CMD_PREFIX(cmd), what, v);
+    return false;
+  }
+  return true;
+}
+
+/* The k-th comma-separated field of v as [*start, *start + *len); false when
+ * the number of fields is not n. */
+static bool field(const char *v, int n, int k, const char **start, size_t *len) {
+  int count = 1;
+  for (const char *p = v; *p; p++) count += *p == ',';
+  if (count != n) return false;
+  const char *p = v;
+  for (int i = 0; i < k; i++) p = strchr(p, ',') + 1;
+  *start = p;
+  *len = strcspn(p, ",");
+  return true;
+}
+
+bool cli_parse_doubles(const char *cmd, const char *what, const char *v, int n, double *out) {
+  for (int k = 0; k < n; k++) {
+    const char *p;
+    size_t len;
+    if (!field(v, n, k, &p, &len) || !real(p, len, &out[k])) {
+      cli_error("%s%s%s takes %d comma-separated finite numbers, not '%s'", CMD_PREFIX(cmd), what, n, v);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool cli_parse_dims(const char *cmd, const char *what, const char *v, int n, int64_t *out) {
+  for (int k = 0; k < n; k++) {
+    const char *p;
+    size_t len;
+    char buf[32];
+    uint64_t m = 0;
+    bool ok = field(v, n, k, &p, &len) && len < sizeof buf;
+    if (ok) {
+      memcpy(buf, p, len);
+      buf[len] = '\0';
+      ok = digits(buf, &m) && m >= 1 && m <= (uint64_t)INT64_MAX;
+    }
+    if (!ok) {
+      cli_error("%s%s%s takes %d comma-separated whole numbers >= 1, not '%s'", CMD_PREFIX(cmd), what, n, v);
+      return false;
+    }
+    out[k] = (int64_t)m;
+  }
+  return true;
+}
+
+/* ------------------------------------------------------------ outputs */
+
+/* Which file a path is: an existing one by device and inode; a new one by
+ * its directory's device and inode and its name, or, when even the
+ * directory is missing (to be created), by the path's text. */
+typedef struct file_key {
+  dev_t dev;
+  ino_t ino;
+  const char *name; /* NULL for an existing file */
+  bool output;
+  const cli_file *file;
+} file_key;
+
+static void key_of(const cli_file *f, bool output, file_key *k) {
+  memset(k, 0, sizeof *k);
+  k->output = output;
+  k->file = f;
+  struct stat st;
+  if (stat(f->path, &st) == 0) {
+    k->dev = st.st_dev;
+    k->ino = st.st_ino;
+    return;
+  }
+  const char *slash = strrchr(f->path, '/');
+  char *dir = slash ? strndup(f->path, slash == f->path ? 1 : (size_t)(slash - f->path)) : strdup(".");
+  if (dir && stat(dir, &st) == 0) {
+    k->dev = st.st_dev;
+    k->ino = st.st_ino;
+    k->name = slash ? slash + 1 : f->path;
+  } else {
+    k->dev = 0;
+    k->ino = 0;
+    k->name = f->path;
+  }
+  free(dir);
+}
+
+static int cmp_key(const void *a, const void *b) {
+  const file_key *x = a, *y = b;
+  if (x->dev != y->dev) return x->dev < y->dev ? -1 : 1;
+  if (x->ino != y->ino) return x->ino < y->ino ? -1 : 1;
+  if (!x->name != !y->name) return x->name ? 1 : -1;
+  if (x->name) {
+    const int c = strcmp(x->name, y->name);
+    if (c) return c;
+  }
+  if (x->output != y->output) return x->output ? 1 : -1; /* inputs first in a run */
+  return x->file < y->file ? -1 : x->file > y->file;
+}
+
+static bool same_source(const cli_file *a, const cli_file *b) {
+  struct stat x, y;
+  return a->source && b->source &&
+         (strcmp(a->source, b->source) == 0 ||
+          (stat(a->source, &x) == 0 && stat(b->source, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino));
+}
+
+bool cli_check_outputs(const char *cmd, const cli_file *inputs, size_t ninputs, const cli_file *outputs,
+                       size_t noutputs) {
+  const size_t n = ninputs + noutputs;
+  file_key *keys = malloc((n ? n : 1) * sizeof *keys);
+  if (!keys) {
+    cli_error("out of memory");
+    return false;
+  }
+  for (size_t i = 0; i < ninputs; i++) key_of(&inputs[i], false, &keys[i]);
+  for (size_t i = 0; i < noutputs; i++) key_of(&outputs[i], true, &keys[ninputs + i]);
+  qsort(keys, n, sizeof *keys, cmp_key);
+  bool ok = true;
+  for (size_t i = 1; i < n && ok; i++) {
+    const file_key *a = &keys[i - 1], *b = &keys[i];
+    if (!b->output || cmp_key(a, b) == 0) continue;
+    const bool same = a->dev == b->dev && a->ino == b->ino && !a->name == !b->name &&
+                      (!a->name || strcmp(a->name, b->name) == 0);
+    if (!same) continue;
+    if (a->output && same_source(a->file, b->file)) continue; /* one input given twice: one output */
+    if (!a->output)
+      cli_error("%s: %s would write %s, which is the input %s", cmd, b->file->what, b->file->path, a->file->path);
+    else
+      cli_error("%s: %s and %s would both write %s", cmd, a->file->what, b->file->what, b->file->path);
+    ok = false;
+  }
+  free(keys);
+  return ok;
+}
+
+bool cli_output_format(const char *cmd, const char *flag, const char *path, unsigned allowed, cli_format *out) {
+  static const struct {
+    const char *ext;
+    cli_format format;
+  } names[] = {{"npy", CLI_FORMAT_NPY}, {"raw", CLI_FORMAT_RAW},   {"pgm", CLI_FORMAT_PGM}, {"pnm", CLI_FORMAT_PGM},
+               {"tif", CLI_FORMAT_TIF}, {"tiff", CLI_FORMAT_TIF}, {"json", CLI_FORMAT_JSON}};
+  const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
+  const char *ext = dot && (!slash || dot > slash) ? dot + 1 : "";
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if ((allowed & names[i].format) && strcasecmp(ext, names[i].ext) == 0) {
+      *out = names[i].format;
+      return true;
+    }
+  char list[64] = "";
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+    if (allowed & names[i].format) {
+      strcat(list, list[0] ? ", ." : ".");
+      strcat(list, names[i].ext);
+    }
+  cli_error("%s: %s %s: the file name must end in %s (the format written)", cmd, flag, path, list);
+  return false;
 }
 
 /* ------------------------------------------------------------ argument order */

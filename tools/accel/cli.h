@@ -67,20 +67,67 @@ typedef struct cli_paths {
 
 bool cli_paths_push(cli_paths *l, const char *path);
 void cli_paths_free(cli_paths *l);
-/* Append the .jpg/.jpeg/.png files (any case) under dir, recursively, depth
- * first, entries in byte order (reproducible). Prints why on failure. */
-bool cli_walk(const char *dir, cli_paths *out);
-/* Command-line PATH arguments: directories walked, files taken as given.
- * Returns false if a directory could not be read (the rest is collected). */
-bool cli_collect(int argc, char **argv, cli_paths *out, bool *oom);
+/* Command-line PATH arguments: directories walked recursively for .jpg,
+ * .jpeg and .png files (any case), depth first, entries in byte order
+ * (reproducible); files taken as given. Each file is listed once, however
+ * many names, links or operands lead to it (device and inode); no directory
+ * is entered twice; symbolic links to directories are followed only with
+ * follow_links (a link to "." no longer loops). Returns false if a directory
+ * could not be read (the rest is collected; why is printed), or on *oom. */
+bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool *oom);
+
+/* Flush stdout (results appear as they are ready). False on a write error,
+ * whose errno is kept for the final report: main() turns any lost output
+ * into exit status 1 with a message. */
+bool cli_flush_stdout(void);
+/* errno of the first failed flush of stdout, 0 if none. */
+int cli_stdout_error(void);
 
 /* A JSON string literal on stdout. */
 void cli_json_string(const char *s);
 
 /* "--kinds a,b,c" into o->kinds / o->nkinds; errors name the command. */
 bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o);
-/* An integer option in lo..hi; errors name the command (NULL: none) and option. */
+/* Option values. Whole numbers are parsed as integers (digits, a leading '-'
+ * only where negative values are allowed; no spaces, signs, exponents or
+ * overflow), within lo..hi; real numbers must be finite. Errors name the
+ * command (NULL: none) and the option, and are printed. */
 bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out);
+bool cli_parse_i64(const char *cmd, const char *what, const char *v, int64_t lo, int64_t hi, int64_t *out);
+bool cli_parse_u64(const char *cmd, const char *what, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
+bool cli_parse_double(const char *cmd, const char *what, const char *v, double *out);
+/* Exactly n comma-separated values ("2,0.5,0.5"). */
+bool cli_parse_doubles(const char *cmd, const char *what, const char *v, int n, double *out);
+/* Exactly n comma-separated whole numbers >= 1 (a shape: "64,96,80"). */
+bool cli_parse_dims(const char *cmd, const char *what, const char *v, int n, int64_t *out);
+
+/* A file a command reads or writes, and how to name it in messages. */
+typedef struct cli_file {
+  const char *path;
+  const char *what;   /* who writes it, for messages: "--out-labels", an input's path, ... */
+  const char *source; /* outputs: the input it is made from, or NULL; two outputs made from
+                         the same input may share a file (the same input given twice) */
+} cli_file;
+
+/* Refuse (printing why; a usage error) outputs that would overwrite an input
+ * or each other. Paths are compared as files: an existing one by device and
+ * inode (hard links, symbolic links, "./x" and "x" alike), a new one by its
+ * directory's identity and its name. */
+bool cli_check_outputs(const char *cmd, const cli_file *inputs, size_t ninputs, const cli_file *outputs,
+                       size_t noutputs);
+
+/* File formats an output's extension can name (case-insensitive): .npy,
+ * .raw, .pgm/.pnm, .tif/.tiff, .json. */
+typedef enum cli_format {
+  CLI_FORMAT_NPY = 1,
+  CLI_FORMAT_RAW = 2,
+  CLI_FORMAT_PGM = 4,
+  CLI_FORMAT_TIF = 8,
+  CLI_FORMAT_JSON = 16
+} cli_format;
+/* The format path's extension names, when it is one of `allowed` (a mask of
+ * cli_format); else false, printing which extensions `flag` takes. */
+bool cli_output_format(const char *cmd, const char *flag, const char *path, unsigned allowed, cli_format *out);
 
 /* The hash options shared by hash, dupes and index build: --kinds, --size
  * (up to max_size), --binbits, --fast. Returns 1 if argv[*i] was one (then

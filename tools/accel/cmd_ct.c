@@ -39,28 +39,16 @@ static const char USAGE[] =
     "  --ties RULE            skimage (default): scikit-image's order of equal markers;\n"
     "                         stable: equal markers in C order\n"
     "  --markers M.npy        use these markers (int32) instead of the peak search\n"
-    "outputs (.npy, written atomically):\n"
+    "outputs (written atomically; .npy, or .raw for raw little-endian C-order values):\n"
     "  --out-solid F  --out-filled F  --out-pores F  --out-edt F  --out-markers F\n"
     "  --out-labels F\n"
     "  --network F.json       the pore network: regions, throats, porosity\n"
+    "  An output whose name ends otherwise, or that would overwrite an input or another\n"
+    "  output, is refused before anything runs.\n"
     "\n"
-    "Prints a summary (name<TAB>value lines) on stdout. Exit status 1 when the\n"
-    "input cannot be read or the segmentation fails, 2 for usage errors.\n";
-
-static bool parse_triple_int(const char *v, int64_t out[3]) {
-  long long a, b, c;
-  int used = 0;
-  if (sscanf(v, "%lld,%lld,%lld%n", &a, &b, &c, &used) != 3 || v[used] || a < 1 || b < 1 || c < 1) return false;
-  out[0] = a;
-  out[1] = b;
-  out[2] = c;
-  return true;
-}
-
-static bool parse_triple(const char *v, double out[3]) {
-  int used = 0;
-  return sscanf(v, "%lf,%lf,%lf%n", &out[0], &out[1], &out[2], &used) == 3 && !v[used];
-}
+    "Prints a summary (name<TAB>value lines) on stdout. Exit status 1 when an input\n"
+    "cannot be read or its content is refused (a float64 volume, markers that are not\n"
+    "int32, ...) or an output cannot be written, 2 for usage errors.\n";
 
 /* "saddles", "nearby", a comma list of them, "all" or "none". */
 static bool parse_trim(const char *v, uint32_t *out) {
@@ -79,12 +67,6 @@ static bool parse_trim(const char *v, uint32_t *out) {
   return flags != 0;
 }
 
-static bool parse_double(const char *v, double *out) {
-  char *end;
-  *out = strtod(v, &end);
-  return *v && !*end && isfinite(*out);
-}
-
 static bool parse_dtype(const char *v, accel_dtype *d) {
   static const struct {
     const char *name;
@@ -99,63 +81,9 @@ static bool parse_dtype(const char *v, accel_dtype *d) {
   return false;
 }
 
-static void json_double(FILE *f, double v) {
-  if (isfinite(v)) fprintf(f, "%.17g", v);
-  else fputs("null", f);
-}
-
-static bool write_network(const char *path, accel_ct_network *net, const double spacing[3]) {
-  size_t nr = 0, nt = 0;
-  double porosity = 0;
-  accel_ct_network_info(net, &nr, &nt, &porosity);
-  char tmp[4096];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return false;
-  fprintf(f, "{\n  \"porosity\": ");
-  json_double(f, porosity);
-  fprintf(f, ",\n  \"spacing\": [%.17g, %.17g, %.17g],\n  \"regions\": [", spacing[0], spacing[1], spacing[2]);
-  for (size_t i = 0; i < nr; i++) {
-    accel_ct_region r;
-    r.struct_size = sizeof r;
-    accel_ct_network_region(net, i, &r);
-    fprintf(f, "%s\n    {\"label\": %u, \"voxels\": %llu, \"volume\": ", i ? "," : "", r.label,
-            (unsigned long long)r.voxels);
-    json_double(f, r.volume);
-    fprintf(f, ", \"equivalent_radius\": ");
-    json_double(f, r.equivalent_radius);
-    fprintf(f, ", \"centroid\": [");
-    for (int a = 0; a < 3; a++) {
-      if (a) fputs(", ", f);
-      json_double(f, r.centroid[a]);
-    }
-    fprintf(f, "], \"inscribed_radius\": ");
-    json_double(f, r.inscribed_radius);
-    fputc('}', f);
-  }
-  fprintf(f, "%s],\n  \"throats\": [", nr ? "\n  " : "");
-  for (size_t i = 0; i < nt; i++) {
-    accel_ct_throat t;
-    t.struct_size = sizeof t;
-    accel_ct_network_throat(net, i, &t);
-    fprintf(f, "%s\n    {\"a\": %u, \"b\": %u, \"faces\": %llu, \"area\": ", i ? "," : "", t.a, t.b,
-            (unsigned long long)t.faces);
-    json_double(f, t.area);
-    fprintf(f, ", \"inscribed_radius\": ");
-    json_double(f, t.inscribed_radius);
-    fputc('}', f);
-  }
-  fprintf(f, "%s]\n}\n", nt ? "\n  " : "");
-  const bool ok = fflush(f) == 0 && !ferror(f);
-  if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) {
-    remove(tmp);
-    return false;
-  }
-  return true;
-}
-
 typedef struct outspec {
   const char *flag, *path;
+  cli_format format;
   accel_dtype dtype;
   accel_buffer *buf;
   accel_array view;
@@ -165,13 +93,15 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   const char *input = NULL, *markers_path = NULL, *network_path = NULL;
   int64_t shape[3] = {0, 0, 0};
   accel_dtype raw_dtype = ACCEL_DTYPE_INVALID;
-  double offset_d = 0, rescale[3] = {0, 0, 0};
-  bool have_shape = false, have_rescale = false, have_threshold = false;
+  double rescale[2] = {0, 0};
+  uint64_t offset = 0;
+  static const char C[] = "ct segment";
+  bool have_shape = false, have_rescale = false, have_threshold = false, have_offset = false;
   accel_ct_pipeline_options po;
   accel_ct_pipeline_options_init(&po, sizeof po);
-  outspec outs[] = {{"--out-solid", NULL, ACCEL_DTYPE_U8, NULL, {0}},   {"--out-filled", NULL, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-pores", NULL, ACCEL_DTYPE_U8, NULL, {0}},   {"--out-edt", NULL, ACCEL_DTYPE_F32, NULL, {0}},
-                    {"--out-markers", NULL, ACCEL_DTYPE_I32, NULL, {0}}, {"--out-labels", NULL, ACCEL_DTYPE_I32, NULL, {0}}};
+  outspec outs[] = {{"--out-solid", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},    {"--out-filled", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-pores", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},    {"--out-edt", NULL, 0, ACCEL_DTYPE_F32, NULL, {0}},
+                    {"--out-markers", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}, {"--out-labels", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}};
   enum { NOUT = sizeof outs / sizeof outs[0] };
   int first = argc;
   for (int i = 1; i < argc; i++) {
@@ -189,10 +119,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       }
     if (taken) continue;
     if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !parse_double(v, &po.threshold)) {
-        if (!missing) cli_error("ct segment: --threshold takes a number, not '%s'", v);
-        return CLI_USAGE;
-      }
+      if (missing || !cli_parse_double(C, "--threshold", v, &po.threshold)) return CLI_USAGE;
       have_threshold = true;
     } else if (cli_take_value(argc, argv, &i, "--compare", &v, &missing)) {
       if (missing) return CLI_USAGE;
@@ -220,15 +147,17 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       }
       po.fill_connectivity = (accel_ct_connectivity)c;
     } else if (cli_take_value(argc, argv, &i, "--spacing", &v, &missing)) {
-      if (missing || !parse_triple(v, po.spacing)) {
-        if (!missing) cli_error("ct segment: --spacing takes Z,Y,X, not '%s'", v);
+      if (missing || !cli_parse_doubles(C, "--spacing", v, 3, po.spacing)) return CLI_USAGE;
+      if (!(po.spacing[0] > 0 && po.spacing[1] > 0 && po.spacing[2] > 0)) {
+        cli_error("%s: --spacing takes three sizes > 0, not '%s'", C, v);
         return CLI_USAGE;
       }
     } else if (cli_take_value(argc, argv, &i, "--min-distance", &v, &missing)) {
       if (missing || !cli_parse_int("ct segment", "--min-distance", v, 0, 1000, &po.min_distance)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--smooth", &v, &missing)) {
-      if (missing || !parse_double(v, &po.smooth_sigma) || po.smooth_sigma < 0) {
-        if (!missing) cli_error("ct segment: --smooth takes a sigma >= 0, not '%s'", v);
+      if (missing || !cli_parse_double(C, "--smooth", v, &po.smooth_sigma)) return CLI_USAGE;
+      if (po.smooth_sigma < 0) {
+        cli_error("%s: --smooth takes a sigma >= 0, not '%s'", C, v);
         return CLI_USAGE;
       }
     } else if (cli_take_value(argc, argv, &i, "--trim", &v, &missing)) {
@@ -241,8 +170,9 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       if (missing || !cli_parse_int("ct segment", "--saddle-iterations", v, 1, 100000, &po.saddle_iterations))
         return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--nearby-factor", &v, &missing)) {
-      if (missing || !parse_double(v, &po.nearby_factor) || !(po.nearby_factor >= 0) || isinf(po.nearby_factor)) {
-        if (!missing) cli_error("ct segment: --nearby-factor takes a number >= 0, not '%s'", v);
+      if (missing || !cli_parse_double(C, "--nearby-factor", v, &po.nearby_factor)) return CLI_USAGE;
+      if (po.nearby_factor < 0) {
+        cli_error("%s: --nearby-factor takes a number >= 0, not '%s'", C, v);
         return CLI_USAGE;
       }
     } else if (cli_take_value(argc, argv, &i, "--ties", &v, &missing)) {
@@ -259,10 +189,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       if (missing) return CLI_USAGE;
       network_path = v;
     } else if (cli_take_value(argc, argv, &i, "--shape", &v, &missing)) {
-      if (missing || !parse_triple_int(v, shape)) {
-        if (!missing) cli_error("ct segment: --shape takes Z,Y,X (positive integers), not '%s'", v);
-        return CLI_USAGE;
-      }
+      if (missing || !cli_parse_dims(C, "--shape", v, 3, shape)) return CLI_USAGE;
       have_shape = true;
     } else if (cli_take_value(argc, argv, &i, "--dtype", &v, &missing)) {
       if (missing || !parse_dtype(v, &raw_dtype)) {
@@ -270,16 +197,10 @@ static int segment(const cli_globals *g, int argc, char **argv) {
         return CLI_USAGE;
       }
     } else if (cli_take_value(argc, argv, &i, "--offset", &v, &missing)) {
-      if (missing || !parse_double(v, &offset_d) || offset_d < 0 || offset_d != floor(offset_d)) {
-        if (!missing) cli_error("ct segment: --offset takes a byte count, not '%s'", v);
-        return CLI_USAGE;
-      }
+      if (missing || !cli_parse_u64(C, "--offset", v, 0, INT64_MAX, &offset)) return CLI_USAGE;
+      have_offset = true;
     } else if (cli_take_value(argc, argv, &i, "--rescale", &v, &missing)) {
-      int used = 0;
-      if (missing || sscanf(v, "%lf,%lf%n", &rescale[0], &rescale[1], &used) != 2 || v[used]) {
-        if (!missing) cli_error("ct segment: --rescale takes SLOPE,INTERCEPT, not '%s'", v);
-        return CLI_USAGE;
-      }
+      if (missing || !cli_parse_doubles(C, "--rescale (SLOPE,INTERCEPT)", v, 2, rescale)) return CLI_USAGE;
       have_rescale = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("ct segment: unknown option '%s' (see accel ct --help)", argv[i]);
@@ -308,10 +229,25 @@ static int segment(const cli_globals *g, int argc, char **argv) {
     cli_error("ct segment: %s is not a .npy file: give --shape Z,Y,X and --dtype for a raw volume", input);
     return CLI_USAGE;
   }
-  if (is_npy && (have_shape || raw_dtype != ACCEL_DTYPE_INVALID)) {
-    cli_error("ct segment: --shape and --dtype are for raw inputs; %s carries its own", input);
+  if (is_npy && (have_shape || raw_dtype != ACCEL_DTYPE_INVALID || have_offset)) {
+    cli_error("ct segment: --shape, --dtype and --offset are for raw inputs; %s carries its own", input);
     return CLI_USAGE;
   }
+  /* each output in the format its name gives; none may overwrite an input or another output */
+  cli_file ins[2] = {{input, "INPUT", NULL}, {markers_path, "--markers", NULL}}, files[NOUT + 1];
+  size_t nfiles = 0;
+  for (int k = 0; k < NOUT; k++) {
+    if (!outs[k].path) continue;
+    if (!cli_output_format(C, outs[k].flag, outs[k].path, CLI_FORMAT_NPY | CLI_FORMAT_RAW, &outs[k].format))
+      return CLI_USAGE;
+    files[nfiles++] = (cli_file){outs[k].path, outs[k].flag, NULL};
+  }
+  cli_format json;
+  if (network_path) {
+    if (!cli_output_format(C, "--network", network_path, CLI_FORMAT_JSON, &json)) return CLI_USAGE;
+    files[nfiles++] = (cli_file){network_path, "--network", NULL};
+  }
+  if (!cli_check_outputs(C, ins, markers_path ? 2 : 1, files, nfiles)) return CLI_USAGE;
 
   accel_ctx *ctx = NULL;
   int rc = cli_open_ctx(g, &ctx);
@@ -321,7 +257,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   accel_ct_network *net = NULL;
   double *slopes = NULL, *intercepts = NULL;
   accel_status s = is_npy ? accel_npy_load(ctx, input, &in)
-                          : accel_raw_load(ctx, input, raw_dtype, 3, shape, (uint64_t)offset_d, &in);
+                          : accel_raw_load(ctx, input, raw_dtype, 3, shape, offset, &in);
   accel_array vin;
   if (s) {
     cli_error("ct segment: %s", accel_last_error(ctx));
@@ -365,7 +301,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   if ((s = accel_ct_pipeline_create(ctx, &po, &pl))) {
     cli_progress_end(&bar);
     cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
+    rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED; /* the options were refused */
     goto done;
   }
   accel_ct_outputs out;
@@ -385,18 +321,19 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   if (network_path) out.network = &net;
   s = accel_ct_pipeline_run(pl, &vin, markers_path ? &vmk : NULL, &out);
   cli_progress_end(&bar);
-  if (s) {
+  if (s) { /* the options were accepted: what is refused now is the input's content */
     cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
+    rc = CLI_SOME_FAILED;
     goto done;
   }
   for (int k = 0; k < NOUT; k++)
-    if (outs[k].path && accel_npy_save(ctx, outs[k].path, &outs[k].view)) {
+    if (outs[k].path && (outs[k].format == CLI_FORMAT_RAW ? accel_raw_save(ctx, outs[k].path, &outs[k].view)
+                                                          : accel_npy_save(ctx, outs[k].path, &outs[k].view))) {
       cli_error("ct segment: %s", accel_last_error(ctx));
       rc = CLI_SOME_FAILED;
     }
-  if (network_path && !write_network(network_path, net, po.spacing)) {
-    cli_error("ct segment: cannot write %s", network_path);
+  if (network_path && accel_ct_network_save_json(ctx, net, network_path)) {
+    cli_error("ct segment: %s", accel_last_error(ctx));
     rc = CLI_SOME_FAILED;
   }
   printf("shape\t%lld,%lld,%lld\n", (long long)vin.shape[0], (long long)vin.shape[1], (long long)vin.shape[2]);

@@ -8,7 +8,8 @@
 static const char USAGE[] =
     "usage: accel [global options] dupes [--kinds K1,K2,...] [--threshold T] [--rule all|any]\n"
     "                                    [--size N] [--format tsv|json] [--index FILE] [--pairs]\n"
-    "                                    [--binbits B] [--fast] [--algorithm auto|brute|mih] PATH...\n"
+    "                                    [--binbits B] [--fast] [--algorithm auto|brute|mih]\n"
+    "                                    [--follow-links] PATH...\n"
     "\n"
     "Hashes the images (JPEG, PNG; directories walked recursively), finds every pair\n"
     "within the threshold and prints the groups of near-duplicates: the connected\n"
@@ -29,6 +30,7 @@ static const char USAGE[] =
     "  --pairs           print the matching pairs instead of the groups\n"
     "  --algorithm A     auto (default), brute (brute force) or mih (multi-index hashing)\n"
     "  --format F        tsv (default) or json\n"
+    "  --follow-links    also enter symbolic links to directories (each file counts once)\n"
     "\n"
     "TSV output: a header 'group<TAB>path', then one line per member of each group of\n"
     "two or more: groups numbered from 1, ordered by their first path, paths sorted\n"
@@ -156,7 +158,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   accel_search_options so;
   accel_search_options_init(&so, sizeof so);
   uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
-  bool json = false, pairs = false;
+  bool json = false, pairs = false, follow = false;
   int first = argc;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
@@ -169,6 +171,8 @@ static int run(const cli_globals *g, int argc, char **argv) {
       if (h < 0) return CLI_USAGE;
     } else if (strcmp(argv[i], "--pairs") == 0) {
       pairs = true;
+    } else if (strcmp(argv[i], "--follow-links") == 0) {
+      follow = true;
     } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
       if (missing || !cli_parse_thresholds("dupes", v, th, &nth)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
@@ -218,7 +222,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
 
   cli_paths paths = {0};
   bool oom;
-  int rc = cli_collect(argc - first, argv + first, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
+  int rc = cli_collect(argc - first, argv + first, follow, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
   if (oom) {
     cli_error("out of memory");
     cli_paths_free(&paths);
@@ -234,7 +238,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   catalog_stats stats;
   r = catalog_build(g, ctx, &co, &paths, &ix, &stats);
   cli_paths_free(&paths);
-  if (r == CLI_USAGE) {
+  if (!ix) {
     accel_ctx_destroy(ctx);
     return r;
   }
@@ -263,7 +267,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   }
   if (s) {
     cli_error("dupes: %s", accel_last_error(ctx));
-    r = CLI_USAGE;
+    r = CLI_SOME_FAILED;
   }
   if (r) rc = r;
   accel_index_destroy(ix);

@@ -14,10 +14,14 @@ static const char USAGE[] =
     "\n"
     "inputs:  .jpg .jpeg .png (decoded as Pillow decodes them), .pgm .ppm .pnm (binary,\n"
     "         8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n"
-    "  -o FILE        output file for a single input (format from its extension)\n"
+    "  -o FILE        output file for a single input, in the format its extension names:\n"
+    "                 .pgm or .pnm, .npy, .tif or .tiff (any other is refused)\n"
     "  --out DIR      output directory (default ., created if missing); each INPUT becomes\n"
     "                 DIR/<name>.gray.<format>\n"
-    "  --format F     pgm (default) or npy\n"
+    "  --format F     pgm (default), npy or tif\n"
+    "\n"
+    "An output that would overwrite an input, or two inputs that would be written to\n"
+    "the same file, are refused before anything is written.\n"
     "\n"
     "Prints each output path. Exit status 1 if some inputs failed (each is\n"
     "reported on stderr), 2 for usage errors.\n";
@@ -37,8 +41,16 @@ static accel_status load(accel_ctx *ctx, const char *path, accel_buffer **out) {
   return accel_pnm_load(ctx, path, out);
 }
 
-static accel_status save(accel_ctx *ctx, const char *path, bool npy, const accel_array *a) {
-  return npy ? accel_npy_save(ctx, path, a) : accel_pnm_save(ctx, path, a);
+static accel_status save(accel_ctx *ctx, const char *path, cli_format format, const accel_array *a) {
+  switch (format) {
+  case CLI_FORMAT_NPY: return accel_npy_save(ctx, path, a);
+  case CLI_FORMAT_TIF: return accel_tiff_save(ctx, path, a, NULL);
+  default: return accel_pnm_save(ctx, path, a);
+  }
+}
+
+static const char *ext_name(cli_format format) {
+  return format == CLI_FORMAT_NPY ? "npy" : format == CLI_FORMAT_TIF ? "tif" : "pgm";
 }
 
 static char *output_path(const char *dir, const char *input, const char *format) {
@@ -54,7 +66,7 @@ static char *output_path(const char *dir, const char *input, const char *format)
 }
 
 /* Returns 0 on success, else prints why and returns 1. */
-static int convert(accel_ctx *ctx, const char *in, const char *out, bool npy) {
+static int convert(accel_ctx *ctx, const char *in, const char *out, cli_format format) {
   accel_buffer *img = NULL, *gray = NULL;
   accel_array src, dst;
   accel_status s = load(ctx, in, &img);
@@ -73,7 +85,7 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, bool npy) {
     }
     accel_buffer_view(gray, &dst);
     s = accel_image_to_gray(ctx, &src, &dst);
-    if (!s) s = save(ctx, out, npy, &dst);
+    if (!s) s = save(ctx, out, format, &dst);
   }
   if (s) cli_error("%s: %s: %s", in, accel_status_string(s), accel_last_error(ctx));
   else printf("%s\n", out);
@@ -83,7 +95,7 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, bool npy) {
 }
 
 static int run(const cli_globals *g, int argc, char **argv) {
-  const char *out_file = NULL, *out_dir = ".", *format = NULL;
+  const char *out_file = NULL, *out_dir = ".", *format_name = NULL;
   int first_input = argc;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
@@ -97,7 +109,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
     } else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) {
       out_dir = v;
     } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      format = v;
+      format_name = v;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("gray: unknown option '%s' (see accel gray --help)", argv[i]);
       return CLI_USAGE;
@@ -112,9 +124,15 @@ static int run(const cli_globals *g, int argc, char **argv) {
     cli_error("gray: no input files (see accel gray --help)");
     return CLI_USAGE;
   }
-  if (format && strcmp(format, "pgm") != 0 && strcmp(format, "npy") != 0) {
-    cli_error("gray: --format must be pgm or npy, not '%s'", format);
-    return CLI_USAGE;
+  cli_format format = CLI_FORMAT_PGM;
+  if (format_name) {
+    if (strcmp(format_name, "pgm") == 0) format = CLI_FORMAT_PGM;
+    else if (strcmp(format_name, "npy") == 0) format = CLI_FORMAT_NPY;
+    else if (strcmp(format_name, "tif") == 0) format = CLI_FORMAT_TIF;
+    else {
+      cli_error("gray: --format must be pgm, npy or tif, not '%s'", format_name);
+      return CLI_USAGE;
+    }
   }
   if (out_file && ninputs != 1) {
     cli_error("gray: -o takes a single input; use --out DIR for several");
@@ -125,36 +143,53 @@ static int run(const cli_globals *g, int argc, char **argv) {
       cli_error("gray: options must come before the inputs ('%s')", argv[i]);
       return CLI_USAGE;
     }
-
-  if (!out_file && !cli_make_dirs(out_dir)) return CLI_USAGE;
-  accel_ctx *ctx = NULL;
-  int rc = cli_open_ctx(g, &ctx);
-  if (rc) return rc;
-  int failed = 0;
-  cli_progress bar;
-  cli_progress_begin(&bar, "gray", g->progress);
-  for (int i = 0; i < ninputs; i++) {
-    const char *in = argv[first_input + i];
-    cli_progress_update(&bar, (double)i / ninputs, in);
-    if (out_file) {
-      bool npy = format ? strcmp(format, "npy") == 0 : strcasecmp(ext_of(out_file), "npy") == 0;
-      failed += convert(ctx, in, out_file, npy);
-    } else {
-      const char *f = format ? format : "pgm";
-      char *out = output_path(out_dir, in, f);
-      if (!out) {
-        cli_error("%s: out of memory", in);
-        failed++;
-        continue;
-      }
-      failed += convert(ctx, in, out, strcmp(f, "npy") == 0);
-      free(out);
+  if (out_file) {
+    cli_format named;
+    if (!cli_output_format("gray", "-o", out_file, CLI_FORMAT_PGM | CLI_FORMAT_NPY | CLI_FORMAT_TIF, &named))
+      return CLI_USAGE;
+    if (format_name && named != format) {
+      cli_error("gray: -o %s names %s, not --format %s", out_file, ext_name(named), format_name);
+      return CLI_USAGE;
     }
+    format = named;
   }
-  cli_progress_update(&bar, 1.0, "");
-  cli_progress_end(&bar);
+
+  /* every output path, checked against the inputs and each other before anything is written */
+  cli_file *ins = calloc((size_t)ninputs, sizeof *ins), *outs = calloc((size_t)ninputs, sizeof *outs);
+  char **names = calloc((size_t)ninputs, sizeof *names);
+  int rc = ins && outs && names ? CLI_OK : CLI_USAGE;
+  if (rc) cli_error("out of memory");
+  for (int i = 0; i < ninputs && !rc; i++) {
+    ins[i] = (cli_file){argv[first_input + i], "input", NULL};
+    names[i] = out_file ? strdup(out_file) : output_path(out_dir, argv[first_input + i], ext_name(format));
+    if (!names[i]) {
+      cli_error("out of memory");
+      rc = CLI_USAGE;
+    }
+    outs[i] = (cli_file){names[i], argv[first_input + i], argv[first_input + i]};
+  }
+  if (!rc && !cli_check_outputs("gray", ins, (size_t)ninputs, outs, (size_t)ninputs)) rc = CLI_USAGE;
+  if (!rc && !out_file && !cli_make_dirs(out_dir)) rc = CLI_USAGE;
+  accel_ctx *ctx = NULL;
+  if (!rc) rc = cli_open_ctx(g, &ctx);
+  if (!rc) {
+    int failed = 0;
+    cli_progress bar;
+    cli_progress_begin(&bar, "gray", g->progress);
+    for (int i = 0; i < ninputs; i++) {
+      cli_progress_update(&bar, (double)i / ninputs, ins[i].path);
+      failed += convert(ctx, ins[i].path, names[i], format);
+    }
+    cli_progress_update(&bar, 1.0, "");
+    cli_progress_end(&bar);
+    rc = failed ? CLI_SOME_FAILED : CLI_OK;
+  }
+  for (int i = 0; names && i < ninputs; i++) free(names[i]);
+  free(names);
+  free(ins);
+  free(outs);
   accel_ctx_destroy(ctx);
-  return failed ? CLI_SOME_FAILED : CLI_OK;
+  return rc;
 }
 
 static const char *const VALUE_OPTIONS[] = {"-o", "--out", "--format", NULL};

@@ -7,7 +7,7 @@
 
 static const char USAGE[] =
     "usage: accel [global options] hash [--kinds K1,K2,...] [--size N] [--binbits B] [--fast]\n"
-    "                                   [--jobs N] [--format tsv|json] PATH...\n"
+    "                                   [--jobs N] [--format tsv|json] [--follow-links] PATH...\n"
     "\n"
     "Perceptual hashes identical to Python's imagehash (4.3.2 on Pillow 9.4):\n"
     "each file is decoded once and every kind is computed from that decode.\n"
@@ -20,6 +20,7 @@ static const char USAGE[] =
     "  --fast          decode large JPEGs at a reduced DCT scale (Pillow's draft()): much\n"
     "                  faster, not bit-exact (see docs/hash.md for the measured agreement)\n"
     "  --jobs N        worker threads (default: the global --threads, else all cores)\n"
+    "  --follow-links  also enter symbolic links to directories (each file is hashed once)\n"
     "  --format F      tsv (default): a header 'path' + one column per kind, then one line\n"
     "                  per file with imagehash's hex; json: an array of objects\n"
     "\n"
@@ -41,6 +42,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   accel_hash_options_init(&o, sizeof o);
   bool json = false;
   int jobs = g->threads, first = argc;
+  bool follow = false;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
@@ -48,6 +50,8 @@ static int run(const cli_globals *g, int argc, char **argv) {
     if (strcmp(argv[i], "--") == 0) {
       first = i + 1;
       break;
+    } else if (strcmp(argv[i], "--follow-links") == 0) {
+      follow = true;
     } else if ((h = cli_hash_option("hash", argc, argv, &i, &o, ACCEL_HASH_SIZE_MAX))) {
       if (h < 0) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--jobs", &v, &missing)) {
@@ -75,7 +79,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   cli_paths paths = {0};
   int rc = CLI_OK;
   bool oom;
-  if (!cli_collect(argc - first, argv + first, &paths, &oom)) {
+  if (!cli_collect(argc - first, argv + first, follow, &paths, &oom)) {
     if (oom) {
       cli_error("out of memory");
       cli_paths_free(&paths);
@@ -150,7 +154,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
       if (json && st[i] == ACCEL_OK) printf("}");
       if (!json) printf("\n");
     }
-    fflush(stdout);
+    cli_flush_stdout();
     cli_progress_begin(&bar, "hash", g->progress);
   }
   cli_progress_end(&bar);

@@ -7,9 +7,10 @@
 
 static const char USAGE[] =
     "usage: accel [global options] index build FILE [--kinds K1,K2,...] [--size N] [--binbits B]\n"
-    "                                            [--fast] PATH...\n"
+    "                                            [--fast] [--follow-links] PATH...\n"
     "       accel [global options] index query FILE [--threshold T] [--rule all|any]\n"
-    "                                            [--k K] [--by KIND] [--format tsv|json] PATH...\n"
+    "                                            [--k K] [--by KIND] [--format tsv|json]\n"
+    "                                            [--follow-links] PATH...\n"
     "       accel [global options] index info FILE\n"
     "\n"
     "build   hash the images under PATH into FILE (created, or updated: entries of files\n"
@@ -24,6 +25,9 @@ static const char USAGE[] =
     "        default the first), ties by insertion order:\n"
     "          TSV 'query<TAB>rank<TAB>path<TAB>distance'.\n"
     "info    entries, bits and the hash options of FILE.\n"
+    "\n"
+    "Directories are walked recursively; symbolic links to directories only with\n"
+    "--follow-links; each file counts once, whatever the names that lead to it.\n"
     "\n"
     "Files that cannot be hashed are reported on stderr and make the exit status 1.\n";
 
@@ -41,6 +45,15 @@ static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, acc
     *ix = NULL;
     return false;
   }
+  if (!catalog_fits(*ix, o)) {
+    uint32_t bits = 0, nfields = 0;
+    accel_index_info(*ix, &bits, &nfields, NULL);
+    cli_error("index: %s is corrupt: its metadata ('%s') does not describe its %u fields of %u bits", file, meta,
+              nfields, bits);
+    accel_index_destroy(*ix);
+    *ix = NULL;
+    return false;
+  }
   return true;
 }
 
@@ -52,13 +65,15 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
   co.hash.nkinds = 2;
   co.hash.kinds[0] = ACCEL_HASH_DHASH;
   co.hash.kinds[1] = ACCEL_HASH_AHASH;
-  bool given = false;
+  bool given = false, follow = false;
   int first = argc;
   for (int i = 1; i < argc; i++) {
     int h = 0;
     if (strcmp(argv[i], "--") == 0) {
       first = i + 1;
       break;
+    } else if (strcmp(argv[i], "--follow-links") == 0) {
+      follow = true;
     } else if ((h = cli_hash_option("index build", argc, argv, &i, &co.hash, 16))) {
       if (h < 0) return CLI_USAGE;
       given = true;
@@ -90,7 +105,7 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
       accel_hash_options fo;
       if (!file_options(ctx, co.index_path, &old, &fo)) {
         accel_ctx_destroy(ctx);
-        return CLI_USAGE;
+        return CLI_SOME_FAILED; /* the index file was refused */
       }
       co.hash = fo;
       accel_index_destroy(old);
@@ -98,7 +113,7 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
   }
   cli_paths paths = {0};
   bool oom;
-  rc = cli_collect(argc - first, argv + first, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
+  rc = cli_collect(argc - first, argv + first, follow, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
   if (oom) {
     cli_error("out of memory");
     cli_paths_free(&paths);
@@ -147,13 +162,15 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
   accel_search_options_init(&so, sizeof so);
   uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
   int k = 0, first = argc;
-  bool json = false;
+  bool json = false, follow = false;
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
     if (strcmp(argv[i], "--") == 0) {
       first = i + 1;
       break;
+    } else if (strcmp(argv[i], "--follow-links") == 0) {
+      follow = true;
     } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
       if (missing || !cli_parse_thresholds("index query", v, th, &nth)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
@@ -189,7 +206,7 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
   accel_hash_options ho;
   if (!file_options(ctx, file, &ix, &ho)) {
     accel_ctx_destroy(ctx);
-    return CLI_USAGE;
+    return CLI_SOME_FAILED; /* the index file was refused */
   }
   uint32_t bits = 0, by_field = 0;
   accel_index_info(ix, &bits, NULL, NULL);
@@ -215,7 +232,7 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
   }
   cli_paths q = {0};
   bool oom = false;
-  if (!rc && !cli_collect(argc - first, argv + first, &q, &oom)) rc = oom ? CLI_USAGE : CLI_SOME_FAILED;
+  if (!rc && !cli_collect(argc - first, argv + first, follow, &q, &oom)) rc = oom ? CLI_USAGE : CLI_SOME_FAILED;
   size_t slot = 0;
   accel_hash_slot_bytes(&ho, &slot);
   const uint32_t wpe = ho.nkinds * bits / 64;
@@ -251,7 +268,7 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
       uint32_t *dist = malloc((nq ? nq : 1) * (size_t)k * sizeof(uint32_t));
       if (!ids || !dist || accel_index_knn(ix, nq, codes, (uint32_t)k, by_field, ids, dist)) {
         cli_error("index query: %s", ids && dist ? accel_last_error(ctx) : "out of memory");
-        rc = CLI_USAGE;
+        rc = ids && dist ? CLI_SOME_FAILED : CLI_USAGE;
       } else {
         const char *kname = accel_hash_kind_name(ho.kinds[by_field]);
         if (json) printf("[");
@@ -280,7 +297,7 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
       accel_pairs *p = NULL;
       if (accel_index_range(ix, nq, codes, &so, &p)) {
         cli_error("index query: %s", accel_last_error(ctx));
-        rc = CLI_USAGE;
+        rc = CLI_SOME_FAILED;
       } else {
         size_t n;
         const uint64_t *qi, *id;
@@ -351,7 +368,7 @@ static int cmd_info(const cli_globals *g, int argc, char **argv) {
   accel_hash_options ho;
   if (!file_options(ctx, argv[1], &ix, &ho)) {
     accel_ctx_destroy(ctx);
-    return CLI_USAGE;
+    return CLI_SOME_FAILED; /* the index file was refused */
   }
   uint32_t bits, nf;
   size_t n;

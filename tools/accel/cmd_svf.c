@@ -65,17 +65,6 @@ static bool has_tiff_ext(const char *path) {
   return dot && (strcasecmp(dot, ".tif") == 0 || strcasecmp(dot, ".tiff") == 0);
 }
 
-static bool parse_num(const char *cmd, const char *what, const char *v, double *out) {
-  char *end;
-  errno = 0;
-  *out = strtod(v, &end);
-  if (!*v || *end || errno || !isfinite(*out)) {
-    cli_error("%s: %s takes a number, not '%s'", cmd, what, v);
-    return false;
-  }
-  return true;
-}
-
 /* A raster as F32 (rows, cols): .npy of any real dtype, or a GeoTIFF. */
 static bool load_grid(accel_ctx *ctx, const char *cmd, const char *path, accel_buffer **out, accel_geo **geo) {
   accel_status s;
@@ -149,7 +138,6 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
   for (int i = 1; i < argc; i++) {
     const char *v = NULL;
     bool missing = false;
-    double num;
     if (strcmp(argv[i], "--") == 0) {
       if (i + 1 < argc) {
         cli_error("%s: unexpected argument '%s'", a->cmd, argv[i + 1]);
@@ -168,25 +156,18 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
       }
       a->format = v;
     } else if (cli_take_value(argc, argv, &i, "--pixel-size", &v, &missing)) {
-      if (!missing && !parse_num(a->cmd, "--pixel-size", v, &a->o.pixel_size)) return CLI_USAGE;
+      if (!missing && !cli_parse_double(a->cmd, "--pixel-size", v, &a->o.pixel_size)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--trunk-ratio", &v, &missing)) {
-      if (!missing && !parse_num(a->cmd, "--trunk-ratio", v, &a->o.trunk_ratio)) return CLI_USAGE;
+      if (!missing && !cli_parse_double(a->cmd, "--trunk-ratio", v, &a->o.trunk_ratio)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--max-height", &v, &missing)) {
-      if (!missing && !parse_num(a->cmd, "--max-height", v, &a->o.max_height)) return CLI_USAGE;
+      if (!missing && !cli_parse_double(a->cmd, "--max-height", v, &a->o.max_height)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--tile", &v, &missing)) {
-      if (!missing) {
-        if (!parse_num(a->cmd, "--tile", v, &num)) return CLI_USAGE;
-        if (num < 1 || num != floor(num) || num > 1e9) {
-          cli_error("%s: --tile takes a whole number of pixels >= 1, not '%s'", a->cmd, v);
-          return CLI_USAGE;
-        }
-        a->o.tile = (int64_t)num;
-      }
+      if (!missing && !cli_parse_i64(a->cmd, "--tile", v, 1, 1000000000, &a->o.tile)) return CLI_USAGE;
     } else if (shadow && cli_take_value(argc, argv, &i, "--azimuth", &v, &missing)) {
-      if (!missing && !parse_num(a->cmd, "--azimuth", v, &a->azimuth)) return CLI_USAGE;
+      if (!missing && !cli_parse_double(a->cmd, "--azimuth", v, &a->azimuth)) return CLI_USAGE;
       a->have_az = true;
     } else if (shadow && cli_take_value(argc, argv, &i, "--altitude", &v, &missing)) {
-      if (!missing && !parse_num(a->cmd, "--altitude", v, &a->altitude)) return CLI_USAGE;
+      if (!missing && !cli_parse_double(a->cmd, "--altitude", v, &a->altitude)) return CLI_USAGE;
       a->have_alt = true;
     } else if (!shadow && cli_take_value(argc, argv, &i, "--patches", &v, &missing)) {
       int p;
@@ -215,39 +196,46 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
     cli_error("%s: --tdsm needs --cdsm", a->cmd);
     return CLI_USAGE;
   }
+  /* every option is checked here, so that what the library refuses later is the inputs' content */
+  const char *bad = shadow && !(a->azimuth >= 0 && a->azimuth <= 360)    ? "--azimuth must be in 0..360 degrees"
+                    : shadow && !(a->altitude > 0 && a->altitude <= 90)  ? "--altitude must be in (0, 90] degrees"
+                    : !(a->o.trunk_ratio >= 0)                            ? "--trunk-ratio must be >= 0"
+                    : !(a->o.max_height >= 0)                             ? "--max-height must be >= 0"
+                                                                          : NULL;
+  if (bad) {
+    cli_error("%s: %s", a->cmd, bad);
+    return CLI_USAGE;
+  }
   return CLI_OK;
 }
 
-/* mkdir -p */
-static bool make_dirs(const char *cmd, const char *dir) {
-  char *p = strdup(dir);
-  if (!p) return false;
-  for (char *s = p + 1;; s++) {
-    const char c = *s;
-    if (c == '/' || c == '\0') {
-      *s = '\0';
-      if (mkdir(p, 0777) != 0 && errno != EEXIST) {
-        cli_error("%s: cannot create %s: %s", cmd, p, strerror(errno));
-        free(p);
-        return false;
-      }
-      *s = c;
-      if (!c) break;
-    }
+/* The files a run writes, in order: shadow's sh, vegsh, vbshvegsh; svf's
+ * grids (5, or 15 with a CDSM), then the shadow matrices asked for. */
+enum { MAX_OUTPUTS = ACCEL_SVF_GRIDS + 3, PATH_MAX_LEN = 4096 };
+typedef struct out_names {
+  int n;
+  char path[MAX_OUTPUTS][PATH_MAX_LEN];
+} out_names;
+
+static void output_names(const svf_args *a, bool shadow, bool tif, out_names *o) {
+  static const char *const kinds[3] = {"sh", "vegsh", "vbshvegsh"};
+  static const char *const mats[3] = {"shmat", "vegshmat", "vbshvegshmat"};
+  const char *ext = tif ? "tif" : "npy";
+  o->n = 0;
+  if (shadow) {
+    for (int k = 0; k < 3; k++)
+      snprintf(o->path[o->n++], PATH_MAX_LEN, "%s/shadow_az%g_alt%g_%s.%s", a->out, a->azimuth, a->altitude, kinds[k],
+               ext);
+    return;
   }
-  free(p);
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    cli_error("%s: %s is not a directory", cmd, dir);
-    return false;
-  }
-  return true;
+  const int ngrids = a->cdsm ? ACCEL_SVF_GRIDS : 5, nmats = a->matrices ? (a->cdsm ? 3 : 1) : 0;
+  for (int k = 0; k < ngrids; k++)
+    snprintf(o->path[o->n++], PATH_MAX_LEN, "%s/svf_%s.%s", a->out, accel_svf_grid_name(k), ext);
+  for (int k = 0; k < nmats; k++) snprintf(o->path[o->n++], PATH_MAX_LEN, "%s/%s.npy", a->out, mats[k]);
 }
 
-static bool save_grid(accel_ctx *ctx, const char *cmd, const char *dir, const char *stem, bool tif,
-                      const accel_array *a, const accel_geo *geo, int *written) {
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%s.%s", dir, stem, tif ? "tif" : "npy");
+static bool save_grid(accel_ctx *ctx, const char *cmd, const char *path, bool tif, const accel_array *a,
+                      const accel_geo *geo, int *written) {
   const accel_status s = tif ? accel_tiff_save(ctx, path, a, geo) : accel_npy_save(ctx, path, a);
   if (s) {
     cli_error("%s: %s", cmd, accel_last_error(ctx));
@@ -276,6 +264,12 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
   accel_svf_options_init(&a.o, sizeof a.o);
   int rc = parse(argc, argv, &a, shadow);
   if (rc) return rc;
+  const bool tif = a.format ? strcmp(a.format, "tif") == 0 : has_tiff_ext(a.dsm);
+  static out_names names; /* large: not on the stack */
+  output_names(&a, shadow, tif, &names);
+  cli_file ins[3] = {{a.dsm, "--dsm", NULL}, {a.cdsm, "--cdsm", NULL}, {a.tdsm, "--tdsm", NULL}}, outs[MAX_OUTPUTS];
+  for (int k = 0; k < names.n; k++) outs[k] = (cli_file){names.path[k], "--out", NULL};
+  if (!cli_check_outputs(a.cmd, ins, a.tdsm ? 3 : a.cdsm ? 2 : 1, outs, (size_t)names.n)) return CLI_USAGE;
   accel_ctx *ctx = NULL;
   if ((rc = cli_open_ctx(g, &ctx))) return rc;
   accel_buffer *bd = NULL, *bc = NULL, *bt = NULL, *outbuf = NULL;
@@ -288,8 +282,10 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
   if (geo && accel_geo_pixel_size(geo, &gx, &gy) == ACCEL_OK && gx > 0 &&
       fabs(gx - a.o.pixel_size) > 1e-6 * gx)
     cli_error("%s: warning: --pixel-size %g, but %s says %g x %g", a.cmd, a.o.pixel_size, a.dsm, gx, gy);
-  const bool tif = a.format ? strcmp(a.format, "tif") == 0 : has_tiff_ext(a.dsm);
-  if (!make_dirs(a.cmd, a.out)) goto done;
+  if (!cli_make_dirs(a.out)) {
+    rc = CLI_USAGE; /* set-up */
+    goto done;
+  }
   accel_array dsm, cdsm, tdsm;
   accel_buffer_view(bd, &dsm);
   if (bc) accel_buffer_view(bc, &cdsm);
@@ -317,18 +313,13 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
     cli_progress_end(&bar);
     if (s) {
       cli_error("shadow: %s", accel_last_error(ctx));
-      rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
+      rc = CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
       goto done;
     }
-    static const char *const kinds[3] = {"sh", "vegsh", "vbshvegsh"};
     bool ok = true;
     double lit = 0;
     for (int64_t i = 0; i < n; i++) lit += ((const float *)o[0].data)[i];
-    for (int k = 0; k < 3; k++) {
-      char stem[256];
-      snprintf(stem, sizeof stem, "shadow_az%g_alt%g_%s", a.azimuth, a.altitude, kinds[k]);
-      ok = save_grid(ctx, a.cmd, a.out, stem, tif, &o[k], geo, &written) && ok;
-    }
+    for (int k = 0; k < 3; k++) ok = save_grid(ctx, a.cmd, names.path[k], tif, &o[k], geo, &written) && ok;
     printf("shape\t%lld,%lld\nsunlit_fraction\t%.6f\nwritten\t%d\n", (long long)rows, (long long)cols, lit / (double)n,
            written);
     rc = ok ? CLI_OK : CLI_SOME_FAILED;
@@ -367,22 +358,15 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
     cli_progress_end(&bar);
     if (s) {
       cli_error("svf: %s", accel_last_error(ctx));
-      rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
+      rc = CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
       goto done;
     }
     bool ok = true;
     double mean = 0;
     for (int64_t i = 0; i < n; i++) mean += ((const float *)o[0].data)[i];
-    for (int k = 0; k < ngrids; k++) {
-      char stem[64];
-      snprintf(stem, sizeof stem, "svf_%s", accel_svf_grid_name(k));
-      ok = save_grid(ctx, a.cmd, a.out, stem, tif, &o[k], geo, &written) && ok;
-    }
-    static const char *const mat_names[3] = {"shmat", "vegshmat", "vbshvegshmat"};
+    for (int k = 0; k < ngrids; k++) ok = save_grid(ctx, a.cmd, names.path[k], tif, &o[k], geo, &written) && ok;
     for (int k = 0; k < nmats; k++) {
-      char path[4096];
-      snprintf(path, sizeof path, "%s/%s.npy", a.out, mat_names[k]);
-      if (accel_npy_save(ctx, path, &m[k])) {
+      if (accel_npy_save(ctx, names.path[ngrids + k], &m[k])) {
         cli_error("svf: %s", accel_last_error(ctx));
         ok = false;
       } else {

@@ -2,6 +2,7 @@
  * subcommands; the work itself is done by the library. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +44,7 @@ static const cli_command *find_command(const char *name) {
   return NULL;
 }
 
-int main(int argc, char **argv) {
+static int run_main(int argc, char **argv) {
   cli_globals g = {.backend = ACCEL_BACKEND_AUTO, .log_level = ACCEL_LOG_WARN, .progress = isatty(2) != 0};
   int i = 1;
   for (; i < argc && argv[i][0] == '-'; i++) {
@@ -118,5 +119,20 @@ int main(int argc, char **argv) {
   }
   int rc = c->run(&g, pargc, pargv);
   free(pargv);
+  return rc;
+}
+
+int main(int argc, char **argv) {
+  int rc = run_main(argc, argv);
+  /* Output lost (a full disk, a closed descriptor) must not pass for success:
+   * stdio reports a failed write only when its buffer is flushed. */
+  errno = 0;
+  cli_flush_stdout();
+  int err = cli_stdout_error();
+  if (fclose(stdout) != 0 && !err) err = errno ? errno : EIO;
+  if (err) {
+    cli_error("cannot write the standard output: %s", strerror(err));
+    if (rc == CLI_OK) rc = CLI_SOME_FAILED;
+  }
   return rc;
 }

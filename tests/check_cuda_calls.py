@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Every CUDA call in kernels/*.cu goes through the one check.
+
+    check_cuda_calls.py KERNELS_DIR
+
+kernels/cuda_util.h holds the only raw launches and the executor's raw
+calls; a stage file checks what each call returned with accel__cuda_check
+(never cudaGetLastError, whose answer may be an earlier call's). Fails, one
+line per finding, when a kernels/*.cu file
+  * launches a kernel with <<<...>>> (accel__cuda_launch returns the
+    launch's own error),
+  * calls cudaGetLastError or cudaPeekAtLastError,
+  * calls a cuda* runtime function (but cudaGetErrorName and
+    cudaGetErrorString, which return no error), accel__cuda_launch, or one of the
+    executor's CUDA calls (upload, download, zero, sync, host_alloc, copy2d,
+    emulate) anywhere but inside the arguments of accel__cuda_check(...).
+"""
+import os
+import re
+import sys
+
+CHECK = "accel__cuda_check"
+EXECUTOR_CALLS = {"upload", "download", "zero", "sync", "host_alloc", "copy2d", "emulate"}
+FORBIDDEN = {"cudaGetLastError", "cudaPeekAtLastError"}
+DESCRIBE = {"cudaGetErrorName", "cudaGetErrorString"}  # they describe an error and return none
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def strip(text):
+    """Comments and string/char literals blanked out, newlines kept."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            j = text.find("\n", i)
+            j = n if j < 0 else j
+            out.append(" " * (j - i))
+            i = j
+        elif text.startswith("/*", i):
+            j = text.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
+            i = j
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] != c:
+                j += 2 if text[j] == "\\" else 1
+            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
+            i = j + 1
+        else:
+            out.append(c)
+            i += 1
+    return "".join(out)
+
+
+def findings(path):
+    text = strip(open(path, encoding="utf-8").read())
+    line_of = lambda pos: text.count("\n", 0, pos) + 1  # noqa: E731
+    found = []
+    for m in re.finditer(r"<<<", text):
+        found.append((line_of(m.start()), "a kernel launched with <<<...>>> (use accel__cuda_launch)"))
+    stack = []  # the callee of each open parenthesis
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        m = IDENT.match(text, i) if (c.isalpha() or c == "_") and (i == 0 or not (text[i - 1].isalnum() or
+                                                                                 text[i - 1] == "_")) else None
+        if m:
+            name, j = m.group(0), m.end()
+            while j < n and text[j] in " \t\n":
+                j += 1
+            if j < n and text[j] == "(":
+                member = text[:i].rstrip().endswith(("->", "."))
+                checked_kind = ((re.match(r"cuda[A-Z]", name) and name not in DESCRIBE) or
+                                name == "accel__cuda_launch" or (member and name in EXECUTOR_CALLS))
+                if name in FORBIDDEN:
+                    found.append((line_of(i), "%s: a stale error may answer it (the calls' own errors only)" % name))
+                elif checked_kind and CHECK not in stack:
+                    found.append((line_of(i), "%s(...) is not checked with %s" % (name, CHECK)))
+                stack.append(name)
+                i = j + 1
+                continue
+            i = m.end()
+            continue
+        if c == "(":
+            stack.append("")
+        elif c == ")" and stack:
+            stack.pop()
+        elif c in ";{}":
+            stack.clear()  # a statement ended: no call is still open (lambda bodies inside a call excepted below)
+        i += 1
+    return found
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    root = sys.argv[1]
+    files = sorted(f for f in os.listdir(root) if f.endswith(".cu"))
+    if not files:
+        sys.exit("check_cuda_calls: no .cu files in %s" % root)
+    bad = 0
+    for f in files:
+        for line, what in findings(os.path.join(root, f)):
+            print("%s:%d: %s" % (os.path.join(root, f), line, what))
+            bad += 1
+    print("check_cuda_calls: %d .cu files, %d unchecked CUDA calls" % (len(files), bad))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
