@@ -645,6 +645,13 @@ START_TEST(empty_index_saves_and_loads) {
     accel_index_get_meta(back, &meta);
     ck_assert_str_eq(meta, "empty");
     accel_index_destroy(back);
+    /* UINT64_MAX is the id of a missing k-nearest result: never an entry's */
+    const uint64_t ids[2] = {7, UINT64_MAX}, codes[2 * 3 * 4] = {0};
+    ck_assert_int_eq(accel_index_add(ix, 2, ids, codes, NULL, NULL), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "reserved"));
+    size_t count = 1;
+    accel_index_info(ix, NULL, NULL, &count);
+    ck_assert_uint_eq(count, 0); /* all or nothing */
     accel_index_destroy(ix);
   }
   accel_ctx_destroy(ctx);

@@ -61,8 +61,10 @@ ACCEL_API accel_status accel_index_info(const accel_index *index, uint32_t *bits
 
 /* Add n entries: ids[n], codes[n * nfields * bits / 64]; labels and stamps
  * may be NULL (no label, stamp 0), and a label may be NULL. All or nothing:
- * an id already in the index (or twice in the call) fails the call with
- * ACCEL_ERR_INVALID_ARG and adds none. */
+ * an id already in the index (or twice in the call), or the id UINT64_MAX
+ * (reserved: it marks a missing k-nearest result), fails the call with
+ * ACCEL_ERR_INVALID_ARG and adds none (an index file holding it is
+ * ACCEL_ERR_FORMAT). */
 ACCEL_API accel_status accel_index_add(accel_index *index, size_t n, const uint64_t *ids, const uint64_t *codes,
                                        const char *const *labels, const uint64_t *stamps);
 /* Remove the entries with these ids; ids not in the index are ignored.

@@ -47,6 +47,8 @@ accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int
 }
 
 int64_t accel__array_count(const accel_array *a) {
+  for (int i = 0; i < a->ndim; i++)
+    if (a->shape[i] == 0) return 0; /* before any product: the other extents may overflow one */
   int64_t n = 1;
   for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
   return n;
@@ -61,13 +63,16 @@ accel_status accel__array_check(const accel_ctx *ctx, const char *func, const ch
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has ndim %d outside 0..%d", func, what, (int)a->ndim,
                        ACCEL_ARRAY_MAX_DIMS);
   int64_t count = 1, span = (int64_t)item;
+  bool empty = false;
   for (int i = 0; i < a->ndim; i++) {
     if (a->shape[i] < 0)
       return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has negative shape[%d]", func, what, i);
+    empty = empty || a->shape[i] == 0;
+  }
+  if (empty) return ACCEL_OK; /* no element: any extents and strides (accel_array_init agrees) */
+  for (int i = 0; i < a->ndim; i++)
     if (__builtin_mul_overflow(count, a->shape[i], &count))
       return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has too many elements", func, what);
-  }
-  if (count == 0) return ACCEL_OK;
   for (int i = 0; i < a->ndim; i++) {
     if (a->strides[i] == INT64_MIN)
       return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has an invalid stride", func, what);

@@ -6,6 +6,7 @@
 
 void accel__ct_rescale_cpu(const void *in, accel_dtype dtype, accel__dims d, const double *slope,
                            const double *intercept, float *out, int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
   const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t z = 0; z < d.nz; z++) {
@@ -35,6 +36,7 @@ void accel__ct_rescale_cpu(const void *in, accel_dtype dtype, accel__dims d, con
 
 void accel__ct_threshold_cpu(const void *in, accel_dtype dtype, uint64_t n, double t, accel_ct_compare cmp,
                              uint8_t *out, int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
   switch (dtype) {
   case ACCEL_DTYPE_U8: THRESHOLD_LOOP(uint8_t); break;
   case ACCEL_DTYPE_I16: THRESHOLD_LOOP(int16_t); break;
@@ -111,6 +113,7 @@ static bool scan_row(const uint8_t *state, accel__dims d, int64_t z, int64_t y, 
 }
 
 accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int connectivity, int threads, uint8_t *out) {
+  (void)threads; /* read by OpenMP pragmas only */
   const uint64_t n = accel__dims_count(d);
   uint8_t *state = malloc(n ? n : 1);
   seeds st = {NULL, 0, 0};

@@ -26,6 +26,7 @@ enum { BLOCK = 16 };
 /* Pass along y (axis 1) or z (axis 0) on the float volume; false when out
  * of memory for the line buffers. */
 static bool pass_strided(float *vol, accel__dims d, int axis, double s, bool root, int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
   int oom = 0;
   const int64_t n = axis == 0 ? d.nz : d.ny;
   const int64_t stride = axis == 0 ? d.ny * d.nx : d.nx; /* elements between line entries */

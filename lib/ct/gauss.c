@@ -23,6 +23,7 @@ static int64_t reflect(int64_t i, int64_t n) {
 }
 
 static bool pass(const float *in, float *out, accel__dims d, int axis, const double *w, int64_t rad, int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
   const int64_t n = axis == 0 ? d.nz : axis == 1 ? d.ny : d.nx;
   const int64_t stride = axis == 0 ? d.ny * d.nx : axis == 1 ? d.nx : 1;
   const int64_t lines = (int64_t)(accel__dims_count(d) / (uint64_t)n);

@@ -201,6 +201,7 @@ static int cmp_u64(const void *a, const void *b) {
 /* alive[k] = whether list[k] survives the saddle trim. */
 static accel_status trim_saddles(const float *map, accel__dims d, const uint64_t *list, uint64_t n, int iterations,
                                  int threads, uint8_t *alive) {
+  (void)threads; /* read by OpenMP pragmas only */
   accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
   uint32_t *group = malloc((n ? n : 1) * sizeof *group);
   uint64_t *start = NULL, *members = NULL, *kept = NULL, *kept_off = NULL;
@@ -284,6 +285,7 @@ typedef struct peak {
  * (the distance, +inf when alone). */
 static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, const double sp[3], int threads,
                                    uint32_t *nn, double *dist) {
+  (void)threads; /* read by OpenMP pragmas only */
   if (n < 2) {
     for (uint32_t i = 0; i < n; i++) {
       nn[i] = UINT32_MAX;

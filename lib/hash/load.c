@@ -162,6 +162,7 @@ accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rg
 
 void accel__hash_load_range(accel__hash_job *job, size_t from, size_t to, bool want_rgb, accel__hash_image *img,
                             int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
   const long long n = (long long)(to - from);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (long long i = 0; i < n; i++) {

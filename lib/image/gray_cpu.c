@@ -5,6 +5,7 @@
 #include "image/pillow.h"
 
 static accel_status cpu_to_gray(accel__call *call, const accel_array *src, const accel_array *dst) {
+  (void)call; /* read by OpenMP pragmas only */
   const int64_t h = src->shape[0], w = src->shape[1], c = src->shape[2];
   const int64_t sy = src->strides[0], sx = src->strides[1], sc = src->strides[2];
   const int64_t dy = dst->strides[0], dx = dst->strides[1];

@@ -206,6 +206,11 @@ accel_status accel_index_add(accel_index *ix, size_t n, const uint64_t *ids, con
   if (!ids || !codes) return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: ids or codes is NULL", F);
   if (ix->n + n > UINT32_MAX)
     return accel__fail(ix->ctx, ACCEL_ERR_LIMIT, "%s: an index holds at most %u entries", F, UINT32_MAX);
+  for (size_t i = 0; i < n; i++)
+    if (ids[i] == UINT64_MAX)
+      return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG,
+                         "%s: id %llu (UINT64_MAX) is reserved: it marks a missing k-nearest result", F,
+                         (unsigned long long)UINT64_MAX);
   if (!reserve(ix, ix->n + n) || !map_grow(ix, ix->n + n))
     return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu entries", F, ix->n + n);
   /* all or nothing: check every id first (a duplicate within the call shows

@@ -34,6 +34,7 @@ static bool radix_sort(const uint64_t *keys, size_t n, uint32_t len, uint32_t *o
 
 accel_status accel__mih_build(const accel__codes *c, uint32_t f, uint32_t bits, uint32_t m, int threads,
                               accel__mih_table **out) {
+  (void)threads; /* read by OpenMP pragmas only */
   accel__mih_table *t = calloc(1, sizeof *t);
   if (!t) return ACCEL_ERR_OUT_OF_MEMORY;
   t->field = f;

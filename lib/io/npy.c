@@ -202,7 +202,7 @@ accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out
   for (int i = 0; i < h.ndim; i++)
     if (accel__mul_overflow(bytes, (size_t)h.shape[i], &bytes)) goto truncated;
   int64_t offset = ftell(f);
-  if (offset < 0 || (int64_t)bytes > fsize - offset) {
+  if (offset < 0 || offset > fsize || (uint64_t)bytes > (uint64_t)(fsize - offset)) { /* unsigned: no wrap */
     s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated: the header announces %zu bytes of data, %lld remain",
                     F, path, bytes, (long long)(offset < 0 ? 0 : fsize - offset));
     goto done;

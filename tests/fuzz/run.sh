@@ -25,8 +25,7 @@ build=build-fuzz
 work=$build/fuzz
 
 if [ ! -f $build/build.ninja ]; then
-  # -Dwerror=false: the library without OpenMP has unused-parameter warnings
-  CC=clang CXX=clang++ meson setup $build -Dcuda=disabled -Dopenmp=disabled -Dtests=disabled -Dwerror=false \
+  CC=clang CXX=clang++ meson setup $build -Dcuda=disabled -Dopenmp=disabled -Dtests=disabled \
     -Db_sanitize=address,undefined -Db_lundef=false -Dfuzzing=true >$build.setup.log 2>&1 ||
     { cat $build.setup.log; exit 1; }
 fi
