@@ -306,7 +306,7 @@ END_TEST
 /* Every init function: with the exact size, nothing past the struct is
  * written; with a newer, larger size the extra bytes are zeroed and nothing
  * past them is written; a tiny size is refused without writing. */
-#define CHECK_INIT(T, fn)                                                                                               \
+#define CHECK_INIT(T, fn)                                                                                              \
   do {                                                                                                                 \
     struct {                                                                                                           \
       T v;                                                                                                             \

@@ -99,9 +99,12 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   bool have_shape = false, have_rescale = false, have_threshold = false, have_offset = false;
   accel_ct_pipeline_options po;
   accel_ct_pipeline_options_init(&po, sizeof po);
-  outspec outs[] = {{"--out-solid", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},    {"--out-filled", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-pores", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},    {"--out-edt", NULL, 0, ACCEL_DTYPE_F32, NULL, {0}},
-                    {"--out-markers", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}, {"--out-labels", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}};
+  outspec outs[] = {{"--out-solid", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-filled", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-pores", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-edt", NULL, 0, ACCEL_DTYPE_F32, NULL, {0}},
+                    {"--out-markers", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}},
+                    {"--out-labels", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}};
   enum { NOUT = sizeof outs / sizeof outs[0] };
   int first = argc;
   for (int i = 1; i < argc; i++) {
