@@ -25,10 +25,11 @@ else
   asan_cc=cc asan_cxx=c++
 fi
 
-# The C compiler a configured build directory uses ("gcc", "clang", ...).
+# The C compiler a configured build directory uses ("gcc", "clang", ...), from
+# meson's log ("C compiler for the host machine: cc (gcc 12.2.0 ..."); "" if unknown.
 compiler_of() {
-  "$python" -c 'import json, sys; print(json.load(sys.stdin)["host"]["c"]["id"])' \
-    <"$1/meson-info/intro-compilers.json" 2>/dev/null
+  sed -n 's/^C compiler for the host machine: [^ ]* (\([a-z]*\) .*/\1/p' "$1/meson-logs/meson-log.txt" 2>/dev/null |
+    tail -n 1
 }
 
 failed=""
