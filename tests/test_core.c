@@ -692,7 +692,7 @@ START_TEST(array_init_and_buffers) {
 END_TEST
 
 #if EXPECT_CUDA
-/* kernels/cuda_backend.cu: the reason and status a stage reports for a CUDA error code. */
+/* kernels/backend.cu: the reason and status a stage reports for a CUDA error code. */
 accel_status accel__cuda_error_reason(int err, char *why, const char *what);
 
 /* A CUDA error reads "<what>: <cudaErrorName>: <text>" (the name is what the

@@ -184,7 +184,7 @@ START_TEST(bad_arguments_are_refused_with_messages) {
 END_TEST
 
 #if EXPECT_CUDA
-/* The CUDA conversion (kernels/image_gray.cu) in host emulation, both copy
+/* The CUDA conversion (kernels/image.cu) in host emulation, both copy
  * paths (pitched rows, and packing through host memory for other strides):
  * the reference's values, and every CUDA call's failure falls back with the
  * error's name. */

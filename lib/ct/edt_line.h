@@ -1,6 +1,6 @@
 /*
  * lib/ct/edt_line.h - one line of the exact distance transform's y and z
- * passes, shared by the CPU (lib/ct/edt.c) and the GPU (kernels/ct.cu) so
+ * passes, shared by the CPU (lib/ct/cpu_edt.c) and the GPU (kernels/ct.cu) so
  * that both compute the same floating-point operations in the same order.
  *
  * The line holds squared distances from the previous passes (0 = background,

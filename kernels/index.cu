@@ -1,5 +1,5 @@
 /*
- * kernels/index_search.cu - exact Hamming searches on the GPU (brute force).
+ * kernels/index.cu - exact Hamming searches on the GPU (brute force).
  *
  * Join and range: a grid of (row tile, column tile) blocks; each block stages
  * its column tile's codes (every field) in shared memory, each thread holds

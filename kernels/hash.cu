@@ -1,5 +1,5 @@
 /*
- * kernels/hash_batch.cu - the hash batch on the GPU.
+ * kernels/hash.cu - the hash batch on the GPU.
  *
  * Inputs are decoded on the CPU threads (JPEG/PNG decoding is serial per
  * image) while the GPU works on the previous group. Each group is uploaded

@@ -1,5 +1,5 @@
 /*
- * kernels/image_gray.cu - gray conversion (Pillow's convert('L')) on the GPU.
+ * kernels/image.cu - gray conversion (Pillow's convert('L')) on the GPU.
  *
  * One thread per pixel on a 2D grid over rows and columns. Rows whose pixels
  * are adjacent in memory travel with pitched copies; other layouts are packed

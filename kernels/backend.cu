@@ -1,5 +1,5 @@
 /*
- * kernels/cuda_backend.cu - the CUDA backend: probing, devices, per-context
+ * kernels/backend.cu - the CUDA backend: probing, devices, per-context
  * state (device, stream, memory pool, budget) and the backend table; the
  * reasons CUDA errors give.
  *
