@@ -215,7 +215,9 @@ static run_out run_all(accel_ctx *ctx, const city *c, int32_t patches, int64_t t
   accel_array dsm = view_of(c->dsm), cdsm = view_of(c->cdsm), tdsm = view_of(c->tdsm);
   run_out r;
   r.n = c->rows * c->cols;
-  r.mb = (accel_svf_patches(patches, NULL, NULL) + 7) / 8;
+  int32_t np = 0;
+  ck_assert_int_eq(accel_svf_patches(patches, &np, NULL, NULL), ACCEL_OK);
+  r.mb = (np + 7) / 8;
   r.grid = calloc((size_t)r.n * ACCEL_SVF_GRIDS, sizeof(float));
   r.mat = calloc((size_t)(r.n * r.mb * 3), 1);
   accel_array o[ACCEL_SVF_GRIDS], m[3];
@@ -287,10 +289,12 @@ START_TEST(grids_equal_sums_over_the_matrices) {
   city c;
   load_city(&c, TEST_DATA_DIR "/svf", "city_96x128_2m");
   const int32_t option = options[_i];
-  const int32_t np = accel_svf_patches(option, NULL, NULL);
+  int32_t np = 0, np2 = 0;
+  ck_assert_int_eq(accel_svf_patches(option, &np, NULL, NULL), ACCEL_OK);
   ck_assert_int_eq(np, counts[_i]);
   double *az = malloc(sizeof(double) * (size_t)np), *alt = malloc(sizeof(double) * (size_t)np);
-  accel_svf_patches(option, az, alt);
+  ck_assert_int_eq(accel_svf_patches(option, &np2, az, alt), ACCEL_OK);
+  ck_assert_int_eq(np2, np);
   run_out r = run_all(ctx, &c, option, 0, true);
   const float *trunk_src = view_of(c.tdsm).data;
   /* bands: runs of equal altitude; rings between the midpoints as UMEP's annulino */

@@ -89,12 +89,16 @@ typedef struct accel_svf_options {
 
 ACCEL_API accel_status accel_svf_options_init(accel_svf_options *options, size_t struct_size);
 
-/* Patches of a patch option (145, 153, 306 or 612): their count, or 0 for
- * an unknown option. With `azimuth` and `altitude` not NULL (room for the
- * count each), the patch directions in degrees, in UMEP's order (band by
- * band from the horizon, azimuth ascending within a band): the order of the
- * matrices' bits. */
-ACCEL_API int32_t accel_svf_patches(int32_t option, double *azimuth, double *altitude);
+/* The patches of a patch option (145, 153, 306 or 612). `*count` receives
+ * their number. With `azimuth` and `altitude` not NULL (room for the count
+ * each), also the patch directions in degrees, in UMEP's order (band by band
+ * from the horizon, azimuth ascending within a band): the order of the
+ * matrices' bits. Call it once with NULL arrays to learn the count.
+ *
+ * Returns ACCEL_OK, or ACCEL_ERR_INVALID_ARG for an unknown option or a
+ * NULL `count` (then nothing is written). Needs no context; safe to call from
+ * several threads at once. */
+ACCEL_API accel_status accel_svf_patches(int32_t option, int32_t *count, double *azimuth, double *altitude);
 
 /* Shadows for one sun position (azimuth clockwise from north, altitude above
  * the horizon, degrees; altitude in (0, 90]). `sh` is required; `vegsh` and

@@ -258,7 +258,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   accel_svf_options o;
   accel_status s = check_options(ctx, F, options, &o);
   if (s) return s;
-  const int32_t npatch = accel_svf_patches(o.patches, NULL, NULL);
+  const int32_t npatch = accel__svf_patch_count(o.patches);
   if (!npatch)
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: patches %d: UMEP's options are 145, 153, 306 and 612", F,
                        (int)o.patches);

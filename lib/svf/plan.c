@@ -65,16 +65,25 @@ static double annulus_weight(double k, double n) {
   return steprad * w;
 }
 
-int32_t accel_svf_patches(int32_t option, double *azimuth, double *altitude) {
+int32_t accel__svf_patch_count(int32_t option) {
   const sky_table *t = table_of(option);
-  if (!t) return 0;
+  int32_t n = 0;
+  if (t)
+    for (int b = 0; b < t->bands; b++) n += band_patches(t->count[b]);
+  return n;
+}
+
+accel_status accel_svf_patches(int32_t option, int32_t *count, double *azimuth, double *altitude) {
+  const sky_table *t = table_of(option);
+  if (!t || !count) return ACCEL_ERR_INVALID_ARG;
   int32_t p = 0;
   for (int b = 0; b < t->bands; b++)
     for (int k = 0; k < band_patches(t->count[b]); k++, p++) {
       if (azimuth) azimuth[p] = patch_azimuth(t, b, k);
       if (altitude) altitude[p] = t->altitude[b];
     }
-  return p;
+  *count = p;
+  return ACCEL_OK;
 }
 
 /* ------------------------------------------------------------ ray steps */
@@ -172,7 +181,7 @@ static uint32_t sides_of(double az) {
 accel__svf_plan *accel__svf_plan_sky(int32_t option, int64_t rows, int64_t cols, double amax, double pixel_size) {
   const sky_table *t = table_of(option);
   if (!t) return NULL;
-  const int32_t npatch = accel_svf_patches(option, NULL, NULL);
+  const int32_t npatch = accel__svf_patch_count(option);
   uint32_t nsteps = 0, nrings = 0;
   for (int b = 0; b < t->bands; b++) {
     double first;

@@ -157,6 +157,8 @@ ACCEL__SVF_HD void accel__svf_finish(double *acc, bool veg, double trunk) {
 
 /* ---- host helpers (lib/svf/plan.c) */
 
+/* How many patches option (145, 153, 306, 612) has; 0 for another option. */
+int32_t accel__svf_patch_count(int32_t option);
 /* UMEP's sky patches of an option (145, 153, 306, 612), and each patch's
  * steps on a rows x cols grid with stop height amax. NULL on out-of-memory. */
 accel__svf_plan *accel__svf_plan_sky(int32_t option, int64_t rows, int64_t cols, double amax, double pixel_size);

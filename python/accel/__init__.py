@@ -932,6 +932,13 @@ SVF_GRIDS = ("svf", "svfE", "svfS", "svfW", "svfN",
 SVF_MATRICES = ("shmat", "vegshmat", "vbshvegshmat")
 
 
+def _patch_count(option):
+    n = ctypes.c_int32()
+    if lib.accel_svf_patches(int(option), ctypes.byref(n), None, None) != 0:
+        raise ValueError("patches: UMEP's options are 145, 153, 306 and 612, not %r" % (option,))
+    return n.value
+
+
 class SVF:
     """Shadows and sky view factors as UMEP's SOLWEIG computes them
     (include/accel/svf.h, docs/svf.md), on 2-D numpy grids (rows, cols),
@@ -974,11 +981,10 @@ class SVF:
         """(azimuth, altitude) in degrees of every patch of a patch option, in
         UMEP's order (the matrices' bit order)."""
         import numpy as np
-        n = lib.accel_svf_patches(int(option), None, None)
-        if n == 0:
-            raise ValueError("patches: UMEP's options are 145, 153, 306 and 612, not %r" % (option,))
+        n = _patch_count(option)
         az, alt = np.empty(n), np.empty(n)
-        lib.accel_svf_patches(int(option), az.ctypes.data, alt.ctypes.data)
+        _check(lib.accel_svf_patches(int(option), ctypes.byref(ctypes.c_int32()), az.ctypes.data, alt.ctypes.data),
+               "accel_svf_patches")
         return az, alt
 
     def shadows(self, dsm, azimuth, altitude, pixel_size, cdsm=None, tdsm=None, trunk_ratio=0.25, max_height=0.0,
@@ -1011,9 +1017,7 @@ class SVF:
         import numpy as np
         d, c, t = self._grid(dsm, "dsm"), self._grid(cdsm, "cdsm"), self._grid(tdsm, "tdsm")
         o, keep = self._options(pixel_size, patches, trunk_ratio, max_height, tile, progress)
-        n = lib.accel_svf_patches(int(patches), None, None)
-        if n == 0:
-            raise ValueError("patches: UMEP's options are 145, 153, 306 and 612, not %r" % (patches,))
+        n = _patch_count(patches)
         names = SVF_GRIDS if c is not None else SVF_GRIDS[:5]
         out = {k: np.empty(d.shape, np.float32) for k in names}
         keep_arrays = []

@@ -374,7 +374,7 @@ _SIGNATURES = {
     "accel_ct_watershed": (c_status, [ctypes.c_void_p, _P(Array), _P(Array), ctypes.c_void_p,
                                       _P(CtWatershedOptions), _P(Array)]),
     "accel_svf_options_init": (c_status, [_P(SvfOptions), ctypes.c_size_t]),
-    "accel_svf_patches": (ctypes.c_int32, [ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p]),
+    "accel_svf_patches": (ctypes.c_int, [ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]),
     "accel_svf_grid_name": (ctypes.c_char_p, [ctypes.c_int32]),
     "accel_svf_shadows": (c_status, [ctypes.c_void_p, _P(Array), ctypes.c_void_p, ctypes.c_void_p, ctypes.c_double,
                                      ctypes.c_double, _P(SvfOptions), _P(Array), ctypes.c_void_p, ctypes.c_void_p]),

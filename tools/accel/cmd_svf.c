@@ -172,7 +172,8 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
     } else if (!shadow && cli_take_value(argc, argv, &i, "--patches", &v, &missing)) {
       int p;
       if (!missing && !cli_parse_int(a->cmd, "--patches", v, 1, 100000, &p)) return CLI_USAGE;
-      if (!missing && !accel_svf_patches(p, NULL, NULL)) {
+      int32_t count;
+      if (!missing && accel_svf_patches(p, &count, NULL, NULL) != ACCEL_OK) {
         cli_error("%s: --patches is 145, 153, 306 or 612 (UMEP's options), not %d", a->cmd, p);
         return CLI_USAGE;
       }
@@ -325,7 +326,8 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
     rc = ok ? CLI_OK : CLI_SOME_FAILED;
   } else {
     const int ngrids = bc ? ACCEL_SVF_GRIDS : 5, nmats = a.matrices ? (bc ? 3 : 1) : 0;
-    const int32_t np = accel_svf_patches(a.o.patches, NULL, NULL);
+    int32_t np = 0;
+    accel_svf_patches(a.o.patches, &np, NULL, NULL); /* checked while parsing */
     const int64_t mb = (np + 7) / 8;
     const int64_t shape[1] = {n * ngrids * 4 + n * mb * nmats};
     if ((s = accel_buffer_create(ACCEL_DTYPE_U8, 1, shape, &outbuf))) {
