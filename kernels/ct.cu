@@ -657,74 +657,82 @@ accel_status markers_host(run_ctx &r, const float *edt, const uint8_t *pores, in
 
 /* ------------------------------------------------------------ ops */
 
-template <int OP> accel_status stage(accel__executor *x, accel__call *call, accel__ct_job *job) {
+/* rescale: elementwise in plane chunks */
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_rescale_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  char *why = call->why;
+  const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
+  int64_t planes = (int64_t)(x->room() / 10 * 9 / (plane * 6 + 16));
+  if (planes < 1) {
+    accel__why(why, "one plane needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  if (planes > r.d.nz) planes = r.d.nz;
+  dbuf ds, di, din, dout;
+  accel_status s = ds.get(x, (uint64_t)r.d.nz * 8, why);
+  if (!s) s = di.get(x, (uint64_t)r.d.nz * 8, why);
+  if (!s && job->slope) s = up(x, ds.p, job->slope, (size_t)r.d.nz * 8, why);
+  if (!s && job->intercept) s = up(x, di.p, job->intercept, (size_t)r.d.nz * 8, why);
+  if (!s) s = din.get(x, (uint64_t)planes * plane * 2, why);
+  if (!s) s = dout.get(x, (uint64_t)planes * plane * 4, why);
+  for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
+    const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
+    const uint64_t cnt = (uint64_t)nzc * plane;
+    s = up(x, din.p, (const uint8_t *)job->in + (uint64_t)z0 * plane * 2, cnt * 2, why);
+    if (!s)
+      s = each(x, cnt,
+               rescale_f{din.p, job->in_dtype == ACCEL_DTYPE_I16, job->slope ? ds.as<double>() : nullptr,
+                         job->intercept ? di.as<double>() : nullptr, dout.as<float>(), plane, z0},
+               why, "rescale");
+    if (!s) s = down(x, job->out + (uint64_t)z0 * plane, dout.p, cnt * 4, why);
+  }
+  return s;
+}
+
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_threshold_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare, job->out);
+}
+
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *job) {
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   char *why = call->why;
-  switch (OP) {
-  case 0: { /* rescale: elementwise in plane chunks */
-    const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
-    int64_t planes = (int64_t)(x->room() / 10 * 9 / (plane * 6 + 16));
-    if (planes < 1) {
-      accel__why(why, "one plane needs more than the device budget");
-      return ACCEL_ERR_DEVICE_MEMORY;
-    }
-    if (planes > r.d.nz) planes = r.d.nz;
-    dbuf ds, di, din, dout;
-    accel_status s = ds.get(x, (uint64_t)r.d.nz * 8, why);
-    if (!s) s = di.get(x, (uint64_t)r.d.nz * 8, why);
-    if (!s && job->slope) s = up(x, ds.p, job->slope, (size_t)r.d.nz * 8, why);
-    if (!s && job->intercept) s = up(x, di.p, job->intercept, (size_t)r.d.nz * 8, why);
-    if (!s) s = din.get(x, (uint64_t)planes * plane * 2, why);
-    if (!s) s = dout.get(x, (uint64_t)planes * plane * 4, why);
-    for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
-      const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
-      const uint64_t cnt = (uint64_t)nzc * plane;
-      s = up(x, din.p, (const uint8_t *)job->in + (uint64_t)z0 * plane * 2, cnt * 2, why);
-      if (!s)
-        s = each(x, cnt,
-                 rescale_f{din.p, job->in_dtype == ACCEL_DTYPE_I16, job->slope ? ds.as<double>() : nullptr,
-                           job->intercept ? di.as<double>() : nullptr, dout.as<float>(), plane, z0},
-                 why, "rescale");
-      if (!s) s = down(x, (float *)job->out + (uint64_t)z0 * plane, dout.p, cnt * 4, why);
-    }
+  if (n * 8 <= x->room()) { /* whole: mask, labels, outside flags, out */
+    dbuf dm, dout;
+    accel_status s = dm.get(x, n, why);
+    if (!s) s = dout.get(x, n, why);
+    if (!s) s = up(x, dm.p, job->mask, n, why);
+    if (!s) s = fill_device(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
+    if (!s) s = down(x, job->out, dout.p, n, why);
     return s;
   }
-  case 1:
-    return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare,
-                          (uint8_t *)job->out);
-  case 2: {
-    if (n * 8 <= x->room()) { /* whole: mask, labels, outside flags, out */
-      dbuf dm, dout;
-      accel_status s = dm.get(x, n, why);
-      if (!s) s = dout.get(x, n, why);
-      if (!s) s = up(x, dm.p, job->mask, n, why);
-      if (!s) s = fill_device(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
-      if (!s) s = down(x, job->out, dout.p, n, why);
-      return s;
+  return fill_slabs(r, job->mask, job->connectivity == 26, job->out);
+}
+
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  return edt_host(r, job->mask, job->spacing, job->out);
+}
+
+/* markers (a smoothed map is smoothed on the host, as the CPU does) */
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  const uint64_t n = r.d.count();
+  const float *map = job->image;
+  float *smooth = nullptr;
+  if (job->sigma > 0) {
+    smooth = (float *)malloc((n ? n : 1) * 4);
+    if (!smooth || accel__ct_gaussian_cpu(job->image, job->d, job->sigma, call->threads, smooth)) {
+      free(smooth);
+      accel__why(call->why, "out of host memory");
+      return ACCEL_ERR_OUT_OF_MEMORY;
     }
-    return fill_slabs(r, job->mask, job->connectivity == 26, (uint8_t *)job->out);
+    map = smooth;
   }
-  case 3:
-    return edt_host(r, job->mask, job->spacing, (float *)job->out);
-  default: {
-    /* markers (a smoothed map is smoothed on the host, as the CPU does) */
-    const float *map = job->image;
-    float *smooth = nullptr;
-    if (job->sigma > 0) {
-      smooth = (float *)malloc((n ? n : 1) * 4);
-      if (!smooth || accel__ct_gaussian_cpu(job->image, job->d, job->sigma, call->threads, smooth)) {
-        free(smooth);
-        accel__why(why, "out of host memory");
-        return ACCEL_ERR_OUT_OF_MEMORY;
-      }
-      map = smooth;
-    }
-    accel_status s = markers_host(r, map, job->mask, job->min_distance, (int32_t *)job->out, &job->count);
-    free(smooth);
-    return s;
-  }
-  }
+  accel_status s = markers_host(r, map, job->mask, job->min_distance, job->out, &job->count);
+  free(smooth);
+  return s;
 }
 
 /* The peak search with its window test on the device. */
@@ -772,13 +780,8 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   if (want_filled) {
     STEP("ct.fill_holes", 0.05);
     if (!s) {
-      accel__ct_job fj;
-      memset(&fj, 0, sizeof fj);
-      fj.d = d;
-      fj.mask = solid;
-      fj.connectivity = (int)o->fill_connectivity;
-      fj.out = filled;
-      s = stage<2>(x, call, &fj);
+      accel__ct_fill_job fj = {d, solid, (int)o->fill_connectivity, filled};
+      s = stage(x, call, &fj);
     }
   }
   if (!s && want_pores)
@@ -800,8 +803,8 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   return s;
 }
 
-template <int OP> accel_status on_device(accel__call *call, accel__ct_job *job) {
-  return with_device(call, [&](accel__executor *x) { return stage<OP>(x, call, job); });
+template <class JOB> accel_status on_device(accel__call *call, JOB *job) {
+  return with_device(call, [&](accel__executor *x) { return stage(x, call, job); });
 }
 
 accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) {
@@ -813,8 +816,8 @@ accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) 
 extern "C" uint64_t accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
 
 namespace {
-template <int OP> accel_status emulated(accel__call *call, accel__ct_job *job) {
-  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return stage<OP>(x, call, job); });
+template <class JOB> accel_status emulated(accel__call *call, JOB *job) {
+  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return stage(x, call, job); });
 }
 
 accel_status pipeline_emulated(accel__call *call, accel__ct_pipeline_job *job) {
@@ -823,21 +826,21 @@ accel_status pipeline_emulated(accel__call *call, accel__ct_pipeline_job *job) {
 }  // namespace
 
 extern "C" const accel__ct_ops accel__cuda_ct_ops = {
-    /* .rescale = */ on_device<0>,
-    /* .threshold = */ on_device<1>,
-    /* .fill_holes = */ on_device<2>,
-    /* .edt = */ on_device<3>,
-    /* .markers = */ on_device<4>,
+    /* .rescale = */ on_device<accel__ct_rescale_job>,
+    /* .threshold = */ on_device<accel__ct_threshold_job>,
+    /* .fill_holes = */ on_device<accel__ct_fill_job>,
+    /* .edt = */ on_device<accel__ct_edt_job>,
+    /* .markers = */ on_device<accel__ct_markers_job>,
     /* .watershed = */ nullptr,
     /* .pipeline = */ pipeline_on_device,
 };
 
 extern "C" const accel__ct_ops accel__cuda_ct_ops_emulated = {
-    /* .rescale = */ emulated<0>,
-    /* .threshold = */ emulated<1>,
-    /* .fill_holes = */ emulated<2>,
-    /* .edt = */ emulated<3>,
-    /* .markers = */ emulated<4>,
+    /* .rescale = */ emulated<accel__ct_rescale_job>,
+    /* .threshold = */ emulated<accel__ct_threshold_job>,
+    /* .fill_holes = */ emulated<accel__ct_fill_job>,
+    /* .edt = */ emulated<accel__ct_edt_job>,
+    /* .markers = */ emulated<accel__ct_markers_job>,
     /* .watershed = */ nullptr,
     /* .pipeline = */ pipeline_emulated,
 };

@@ -386,8 +386,8 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   return s;
 }
 
-/* Brute force only: a request for multi-index hashing (a CPU algorithm)
- * never reaches these (lib/index/api.c sends it to the CPU). */
+/* Brute force only: a join or range search meant for multi-index hashing (a
+ * CPU algorithm) is declined before anything reaches the device. */
 template <int OP> accel_status run(accel__call *call, accel__index_job *job, accel__executor *x) {
   if (OP == 0) return find_pairs(x, call, job, true);
   if (OP == 1) return find_pairs(x, call, job, false);
@@ -395,6 +395,7 @@ template <int OP> accel_status run(accel__call *call, accel__index_job *job, acc
 }
 
 template <int OP> accel_status on_device(accel__call *call, accel__index_job *job) {
+  if (OP < 2 && accel__index_gpu_decline(call, job)) return ACCEL_ERR_UNSUPPORTED;
   return with_device(call, [&](accel__executor *x) { return run<OP>(call, job, x); });
 }
 
@@ -404,6 +405,7 @@ extern "C" uint64_t accel__cuda_index_emulated_budget = (uint64_t)1 << 30;
 
 namespace {
 template <int OP> accel_status emulated(accel__call *call, accel__index_job *job) {
+  if (OP < 2 && accel__index_gpu_decline(call, job)) return ACCEL_ERR_UNSUPPORTED;
   return with_emulation(accel__cuda_index_emulated_budget, [&](accel__executor *x) { return run<OP>(call, job, x); });
 }
 }  // namespace

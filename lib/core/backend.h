@@ -4,7 +4,8 @@
  * A backend is a table of operations, one ops table per domain. The CPU
  * backend always exists; the CUDA backend exists when libaccel is built with
  * nvcc. Backend operations never log, never choose another backend and never
- * fall back: they do the work or return a status with a reason in call->why.
+ * fall back: they do the work, return a status with a reason in call->why,
+ * or decline a case they do not take (accel__decline in core/internal.h).
  * lib/core/dispatch.c alone decides what happens next.
  *
  * This header is included from C and from CUDA C++ (kernels/).
@@ -14,12 +15,14 @@
 
 #include "accel/core.h"
 
+#include <stdbool.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* Bumped whenever the layout of accel__backend or of an ops table changes. */
-enum { ACCEL__BACKEND_VERSION = 2 };
+enum { ACCEL__BACKEND_VERSION = 3 };
 
 /* One run of one stage on one backend. */
 typedef struct accel__call {
@@ -27,6 +30,7 @@ typedef struct accel__call {
   void *state;                /* the backend's per-context state (from open) */
   int threads;                /* CPU threads the stage may use */
   char why[ACCEL_REASON_MAX]; /* on failure: the reason, without a final period */
+  bool declined;              /* set by accel__decline: not a failure, the CPU runs the stage */
 } accel__call;
 
 /* What a backend sees of the machine; filled by probe(), which never fails. */

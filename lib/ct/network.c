@@ -267,7 +267,7 @@ void accel_ct_network_destroy(accel_ct_network *net) {
 }
 
 accel_status accel_ct_network_info(const accel_ct_network *net, size_t *regions, size_t *throats, double *porosity) {
-  if (!net) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_network_info: network is NULL");
+  REQUIRE(NULL, net, ACCEL_ERR_INVALID_ARG, "network is NULL");
   if (regions) *regions = net->nregions;
   if (throats) *throats = net->nthroats;
   if (porosity) *porosity = net->porosity;
@@ -275,17 +275,15 @@ accel_status accel_ct_network_info(const accel_ct_network *net, size_t *regions,
 }
 
 accel_status accel_ct_network_region(const accel_ct_network *net, size_t i, accel_ct_region *out) {
-  static const char F[] = "accel_ct_network_region";
-  if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  if (i >= net->nregions) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: region %zu of %zu", F, i, net->nregions);
-  return accel__versioned_out(NULL, F, "region", out, &net->regions[i], sizeof *out, sizeof *out);
+  REQUIRE(NULL, net && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (i >= net->nregions) return FAIL(NULL, ACCEL_ERR_NOT_FOUND, "region %zu of %zu", i, net->nregions);
+  return accel__versioned_out(NULL, __func__, "region", out, &net->regions[i], sizeof *out, sizeof *out);
 }
 
 accel_status accel_ct_network_throat(const accel_ct_network *net, size_t i, accel_ct_throat *out) {
-  static const char F[] = "accel_ct_network_throat";
-  if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  if (i >= net->nthroats) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: throat %zu of %zu", F, i, net->nthroats);
-  return accel__versioned_out(NULL, F, "throat", out, &net->throats[i], sizeof *out, sizeof *out);
+  REQUIRE(NULL, net && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (i >= net->nthroats) return FAIL(NULL, ACCEL_ERR_NOT_FOUND, "throat %zu of %zu", i, net->nthroats);
+  return accel__versioned_out(NULL, __func__, "throat", out, &net->throats[i], sizeof *out, sizeof *out);
 }
 
 /* JSON numbers: the shortest text that reads back as the same double;
@@ -296,10 +294,9 @@ static void json_double(FILE *f, double v) {
 }
 
 accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *net, const char *path) {
-  static const char F[] = "accel_ct_network_save_json";
-  if (!net || !path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: network and path are required", F);
+  REQUIRE(ctx, net && path, ACCEL_ERR_INVALID_ARG, "network and path are required");
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ctx, F, path, &af);
+  accel_status s = accel__atomic_open(ctx, __func__, path, &af);
   if (s) return s;
   FILE *f = af.f;
   fprintf(f, "{\n  \"porosity\": ");
@@ -333,5 +330,5 @@ accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *
     fputc('}', f);
   }
   fprintf(f, "%s]\n}\n", net->nthroats ? "\n  " : "");
-  return accel__atomic_commit(ctx, F, &af);
+  return accel__atomic_commit(ctx, __func__, &af);
 }

@@ -11,7 +11,7 @@ accel_status accel_search_options_init(accel_search_options *o, size_t struct_si
   memset(&d, 0, sizeof d);
   d.rule = ACCEL_INDEX_ALL;
   d.algorithm = ACCEL_INDEX_AUTO;
-  return accel__versioned_init("accel_search_options_init", o, struct_size, &d, sizeof d, SEARCH_OPTIONS_V1_SIZE);
+  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, SEARCH_OPTIONS_V1_SIZE);
 }
 
 static accel_status read_search(const accel_index *ix, const char *func, const accel_search_options *in,
@@ -22,16 +22,16 @@ static accel_status read_search(const accel_index *ix, const char *func, const a
     if (st) return st;
   }
   if (o->rule != ACCEL_INDEX_ALL && o->rule != ACCEL_INDEX_ANY)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown rule %d", func, (int)o->rule);
+    return accel__fail_in(ix->ctx, func, ACCEL_ERR_INVALID_ARG, "unknown rule %d", (int)o->rule);
   if ((unsigned)o->algorithm > ACCEL_INDEX_MULTI_INDEX)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown algorithm %d", func, (int)o->algorithm);
+    return accel__fail_in(ix->ctx, func, ACCEL_ERR_INVALID_ARG, "unknown algorithm %d", (int)o->algorithm);
   memset(s, 0, sizeof *s);
   s->rule = o->rule;
   s->algorithm = o->algorithm;
   for (uint32_t f = 0; f < ix->nfields; f++) {
     if (o->thresholds[f] > ix->bits)
-      return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: threshold %u of field %u is over the %u bits", func,
-                         o->thresholds[f], f, ix->bits);
+      return accel__fail_in(ix->ctx, func, ACCEL_ERR_INVALID_ARG, "threshold %u of field %u is over the %u bits",
+                            o->thresholds[f], f, ix->bits);
     s->thresholds[f] = o->thresholds[f];
   }
   return ACCEL_OK;
@@ -139,7 +139,7 @@ static accel_status finish_pairs(accel_pairs *p, const accel__codes *x, const ac
 
 accel_status accel_pairs_view(const accel_pairs *p, size_t *count, const uint64_t **first, const uint64_t **second,
                               const uint32_t **distances, uint32_t *nfields) {
-  if (!p) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_pairs_view: pairs is NULL");
+  REQUIRE(NULL, p, ACCEL_ERR_INVALID_ARG, "pairs is NULL");
   if (count) *count = p->n;
   if (first) *first = p->first;
   if (second) *second = p->second;
@@ -150,32 +150,9 @@ accel_status accel_pairs_view(const accel_pairs *p, size_t *count, const uint64_
 
 /* ------------------------------------------------------------ dispatch */
 
-/* GPU backends search by brute force. Multi-index hashing is a CPU
- * algorithm: asked for explicitly, or chosen by AUTO where it examines so few
- * pairs that the CPU beats the GPU's brute force, the stage runs on the CPU
- * (a choice, not a failure: nothing is logged as a fallback). k-nearest
- * always stays on the backend. */
-static bool wants_cpu(const accel__backend *b, const accel__index_job *job) {
-  if (b->kind == ACCEL_BACKEND_CPU) return false;
-  if (job->search.algorithm == ACCEL_INDEX_MULTI_INDEX) return true;
-  return job->search.algorithm == ACCEL_INDEX_AUTO &&
-         accel__prefer_cpu_mih_to_gpu(job->codes.n, job->bits, &job->search, job->codes.nfields);
-}
-
-static int run_join(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->index || !b->index->join || wants_cpu(b, job)) return ACCEL__NOT_IMPLEMENTED;
-  return b->index->join(call, job);
-}
-
-static int run_range(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->index || !b->index->range || wants_cpu(b, job)) return ACCEL__NOT_IMPLEMENTED;
-  return b->index->range(call, job);
-}
-
-static int run_knn(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->index || !b->index->knn) return ACCEL__NOT_IMPLEMENTED;
-  return b->index->knn(call, job);
-}
+ACCEL__STAGE_FN(run_join, index, join, job)
+ACCEL__STAGE_FN(run_range, index, range, job)
+ACCEL__STAGE_FN(run_knn, index, knn, job)
 
 static void job_init(accel__index_job *job, accel_index *ix, const char *stage, const accel_search_options *o,
                      const accel__search *s) {
@@ -198,24 +175,23 @@ static void log_algorithm(accel_index *ix, const accel__index_job *job) {
 }
 
 accel_status accel_index_self_join(accel_index *ix, const accel_search_options *options, accel_pairs **out) {
-  static const char F[] = "accel_index_self_join";
-  if (!ix || !out) return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  REQUIRE(ix ? ix->ctx : NULL, ix && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
   accel_search_options o;
   accel__search s;
-  accel_status st = read_search(ix, F, options, &o, &s);
+  accel_status st = read_search(ix, __func__, options, &o, &s);
   if (st) return st;
   accel_pairs *p = pairs_new(ix->nfields);
-  if (!p) return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  REQUIRE(ix->ctx, p, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   accel__pair_sink sink = {collect, p};
   accel__index_job job;
   job_init(&job, ix, "index.join", &o, &s);
   job.sink = &sink;
   st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
   if (!st) log_algorithm(ix, &job);
-  if (!st && p->oom) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the pairs", F);
+  if (!st && p->oom) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
   if (!st && finish_pairs(p, &job.codes, &job.codes, ix->ids, true))
-    st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory sorting %zu pairs", F, p->n);
+    st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
   if (st) {
     accel_pairs_destroy(p);
     return st;
@@ -226,14 +202,13 @@ accel_status accel_index_self_join(accel_index *ix, const accel_search_options *
 
 accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queries, const accel_search_options *options,
                                accel_pairs **out) {
-  static const char F[] = "accel_index_range";
   if (!ix || !out || (nq && !queries))
-    return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+    return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
-  if (nq > UINT32_MAX) return accel__fail(ix->ctx, ACCEL_ERR_LIMIT, "%s: at most %u queries a call", F, UINT32_MAX);
+  if (nq > UINT32_MAX) return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "at most %u queries a call", UINT32_MAX);
   accel_search_options o;
   accel__search s;
-  accel_status st = read_search(ix, F, options, &o, &s);
+  accel_status st = read_search(ix, __func__, options, &o, &s);
   if (st) return st;
   accel_pairs *p = pairs_new(ix->nfields);
   uint64_t *storage = NULL;
@@ -242,15 +217,15 @@ accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queri
   if (!p || accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage)) {
     accel_pairs_destroy(p);
     free(storage);
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   accel__pair_sink sink = {collect, p};
   job.sink = &sink;
   st = nq == 0 || ix->n == 0 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.range", run_range, &job);
   if (!st) log_algorithm(ix, &job);
-  if (!st && p->oom) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the pairs", F);
+  if (!st && p->oom) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
   if (!st && finish_pairs(p, &job.queries, &job.codes, ix->ids, false))
-    st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory sorting %zu pairs", F, p->n);
+    st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
   free(storage);
   if (st) {
     accel_pairs_destroy(p);
@@ -262,18 +237,17 @@ accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queri
 
 accel_status accel_index_knn(accel_index *ix, size_t nq, const uint64_t *queries, uint32_t k, uint32_t field,
                              uint64_t *ids, uint32_t *distances) {
-  static const char F[] = "accel_index_knn";
   if (!ix || (nq && (!queries || !ids)))
-    return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  if (k < 1 || k > KNN_MAX) return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: k %u outside 1..%d", F, k, KNN_MAX);
+    return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (k < 1 || k > KNN_MAX) return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "k %u outside 1..%d", k, KNN_MAX);
   if (field >= ix->nfields)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: field %u, the index has %u", F, field, ix->nfields);
+    return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "field %u, the index has %u", field, ix->nfields);
   if (nq == 0) return ACCEL_OK;
   accel__index_job job;
   job_init(&job, ix, "index.knn", NULL, NULL);
   uint64_t *storage = NULL;
   if (accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage))
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   job.k = k;
   job.field = field;
   job.out_ids = ids;
@@ -362,7 +336,7 @@ void accel_groups_destroy(accel_groups *g) {
 
 accel_status accel_groups_view(const accel_groups *g, size_t *ngroups, const uint64_t **offsets,
                                const uint64_t **members) {
-  if (!g) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_groups_view: groups is NULL");
+  REQUIRE(NULL, g, ACCEL_ERR_INVALID_ARG, "groups is NULL");
   if (ngroups) *ngroups = g->n;
   if (offsets) *offsets = g->offsets;
   if (members) *members = g->members;
@@ -453,13 +427,12 @@ static size_t find_u64(const uint64_t *v, size_t n, uint64_t key) {
 }
 
 accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const uint64_t *second, accel_groups **out) {
-  static const char F[] = "accel_groups_from_pairs";
-  if (!out || (npairs && (!first || !second))) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  if (!out || (npairs && (!first || !second))) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
-  if (npairs > UINT32_MAX / 2) return accel__fail(NULL, ACCEL_ERR_LIMIT, "%s: too many pairs", F);
+  if (npairs > UINT32_MAX / 2) return FAIL(NULL, ACCEL_ERR_LIMIT, "too many pairs");
   /* ids to dense numbers: the sorted distinct ids */
   uint64_t *ids = malloc((npairs ? 2 * npairs : 1) * sizeof(uint64_t));
-  if (!ids) return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  REQUIRE(NULL, ids, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   if (npairs) {
     memcpy(ids, first, npairs * sizeof(uint64_t));
     memcpy(ids + npairs, second, npairs * sizeof(uint64_t));
@@ -479,22 +452,21 @@ accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const
   }
   uf_free(&u);
   free(ids);
-  if (s) return accel__fail(NULL, s, "%s: out of memory", F);
+  if (s) return FAIL(NULL, s, "out of memory");
   return ACCEL_OK;
 }
 
 accel_status accel_index_group(accel_index *ix, const accel_search_options *options, accel_groups **out) {
-  static const char F[] = "accel_index_group";
-  if (!ix || !out) return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  REQUIRE(ix ? ix->ctx : NULL, ix && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
   accel_search_options o;
   accel__search s;
-  accel_status st = read_search(ix, F, options, &o, &s);
+  accel_status st = read_search(ix, __func__, options, &o, &s);
   if (st) return st;
   uf u;
   if (!uf_init(&u, ix->n)) {
     uf_free(&u);
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   accel__pair_sink sink = {uf_sink, &u};
   accel__index_job job;
@@ -502,7 +474,7 @@ accel_status accel_index_group(accel_index *ix, const accel_search_options *opti
   job.sink = &sink;
   st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
   if (!st) log_algorithm(ix, &job);
-  if (!st && groups_from_uf(&u, ix->ids, out)) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  if (!st && groups_from_uf(&u, ix->ids, out)) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   uf_free(&u);
   return st;
 }

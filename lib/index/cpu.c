@@ -552,9 +552,20 @@ bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *s, uint32_t
   return ratio >= 0 && ratio < 1;
 }
 
-bool accel__prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
+/* On a GPU backend with AUTO: is multi-index hashing on the CPU clearly
+ * cheaper than brute force on the GPU (large sets, small thresholds)? */
+static bool prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
   const double ratio = n < 65536 ? -1 : uniform_cost_ratio(bits, s, nfields);
   return ratio >= 0 && ratio * GPU_SPEEDUP < 1;
+}
+
+accel_status accel__index_gpu_decline(accel__call *call, const accel__index_job *job) {
+  if (job->search.algorithm == ACCEL_INDEX_MULTI_INDEX)
+    return accel__decline(call, "multi-index hashing, as asked, runs on the CPU");
+  if (job->search.algorithm == ACCEL_INDEX_AUTO &&
+      prefer_cpu_mih_to_gpu(job->codes.n, job->bits, &job->search, job->codes.nfields))
+    return accel__decline(call, "multi-index hashing on the CPU beats brute force on the GPU here");
+  return ACCEL_OK;
 }
 
 /* AUTO: brute force for small sets and where even uniform codes would give

@@ -59,8 +59,7 @@ static void put_big(crc_writer *w, const void *p, size_t n) { /* crc32 takes uIn
 }
 
 accel_status accel_index_save(const accel_index *ix, const char *path) {
-  static const char F[] = "accel_index_save";
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: index is NULL", F);
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   header h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, MAGIC, 8);
@@ -72,7 +71,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   for (size_t i = 0; i < ix->n; i++) h.label_bytes += ix->labels[i] ? strlen(ix->labels[i]) : 0;
   h.meta_bytes = ix->meta ? strlen(ix->meta) : 0;
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ix->ctx, F, path, &af);
+  accel_status s = accel__atomic_open(ix->ctx, __func__, path, &af);
   if (s) return s;
   crc_writer w = {af.f, crc32(0, Z_NULL, 0), true};
   put(&w, &h, sizeof h);
@@ -89,34 +88,33 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   if (ix->meta) put(&w, ix->meta, strlen(ix->meta));
   uint32_t crc = (uint32_t)w.crc;
   if (w.ok) w.ok = fwrite(&crc, sizeof crc, 1, af.f) == 1;
-  if (!w.ok) return accel__atomic_fail(ix->ctx, F, &af);
-  return accel__atomic_commit(ix->ctx, F, &af);
+  if (!w.ok) return accel__atomic_fail(ix->ctx, __func__, &af);
+  return accel__atomic_commit(ix->ctx, __func__, &af);
 }
 
 accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **out) {
-  static const char F[] = "accel_index_load";
-  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", F);
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   FILE *f;
   int64_t fsize;
-  accel_status s = accel__open_read(ctx, F, path, &f, &fsize);
+  accel_status s = accel__open_read(ctx, __func__, path, &f, &fsize);
   if (s) return s;
   uint8_t *data = NULL;
   accel_index *ix = NULL;
   header h;
   if (fsize < HEADER + 4 || fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, 8) != 0) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a libaccel index", F, path);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is not a libaccel index", path);
     goto done;
   }
   if (h.version != VERSION || h.header_size != HEADER) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has index format version %u; this libaccel reads version %d", F, path,
-                    h.version, VERSION);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s has index format version %u; this libaccel reads version %d", path, h.version,
+             VERSION);
     goto done;
   }
   if ((h.bits != 64 && h.bits != 128 && h.bits != 256) || h.nfields < 1 || h.nfields > ACCEL_INDEX_MAX_FIELDS ||
       h.count > UINT32_MAX || h.meta_bytes > 4095) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has a corrupt header", F, path);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s has a corrupt header", path);
     goto done;
   }
   /* the exact size the header announces, checked before allocating */
@@ -124,18 +122,18 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
   const uint64_t fixed = h.count * (8 + 8 + 8 * h.nfields * words + 8);
   const uint64_t expect = (uint64_t)HEADER + fixed + h.label_bytes + h.meta_bytes + 4;
   if (h.label_bytes > (uint64_t)fsize || expect != (uint64_t)fsize) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated or corrupt (%lld bytes, the header announces %llu)", F,
-                    path, (long long)fsize, (unsigned long long)expect);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is truncated or corrupt (%lld bytes, the header announces %llu)", path,
+             (long long)fsize, (unsigned long long)expect);
     goto done;
   }
   data = malloc((size_t)fsize);
   if (!data) {
-    s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld bytes", F, (long long)fsize);
+    s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for %lld bytes", (long long)fsize);
     goto done;
   }
   memcpy(data, &h, sizeof h);
   if (fread(data + HEADER, 1, (size_t)fsize - HEADER, f) != (size_t)fsize - HEADER) {
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot read %s", F, path);
+    s = FAIL(ctx, ACCEL_ERR_IO, "cannot read %s", path);
     goto done;
   }
   uint32_t stored;
@@ -147,7 +145,7 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
     off += k;
   }
   if ((uint32_t)crc != stored) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is corrupt (checksum mismatch)", F, path);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is corrupt (checksum mismatch)", path);
     goto done;
   }
   accel_index_options o;
@@ -165,7 +163,7 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
   uint64_t *rows = malloc((n ? n : 1) * h.nfields * words * sizeof(uint64_t));
   char **labels = calloc(n ? n : 1, sizeof(char *));
   if (!rows || !labels) {
-    s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   } else {
     const char *t = text;
     for (size_t i = 0; i < n && !s; i++) {
@@ -173,20 +171,20 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
         for (uint64_t w = 0; w < words; w++) rows[(i * h.nfields + fl) * words + w] = codes[(fl * words + w) * n + i];
       if (lens[i] == UINT64_MAX) continue;
       if (lens[i] > (uint64_t)(end_text - t)) {
-        s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is corrupt (label lengths)", F, path);
+        s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is corrupt (label lengths)", path);
       } else if (!(labels[i] = strndup(t, (size_t)lens[i]))) {
-        s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+        s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
       } else {
         t += lens[i];
       }
     }
-    if (!s && t != end_text) s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is corrupt (label bytes)", F, path);
+    if (!s && t != end_text) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is corrupt (label bytes)", path);
     if (!s && (s = accel_index_add(ix, n, ids, rows, (const char *const *)labels, stamps)))
-      accel__fail(ctx, s == ACCEL_ERR_INVALID_ARG ? ACCEL_ERR_FORMAT : s, "%s: %s: %s", F, path, accel_last_error(ctx));
+      FAIL(ctx, s == ACCEL_ERR_INVALID_ARG ? ACCEL_ERR_FORMAT : s, "%s: %s", path, accel_last_error(ctx));
     if (s == ACCEL_ERR_INVALID_ARG) s = ACCEL_ERR_FORMAT; /* duplicate ids: a corrupt file */
     if (!s && h.meta_bytes) {
       char *meta = strndup(end_text, (size_t)h.meta_bytes);
-      if (!meta || (s = accel_index_set_meta(ix, meta))) s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+      if (!meta || (s = accel_index_set_meta(ix, meta))) s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
       free(meta);
     }
   }
