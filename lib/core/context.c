@@ -4,7 +4,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* Sizes of the first released version of each struct: callers compiled
  * against that version pass these. Fields added later get defaults. */
@@ -33,28 +32,21 @@ const char *accel_log_level_name(accel_log_level level) {
 
 accel_status accel_backend_from_string(const char *name, accel_backend_kind *kind) {
   REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  for (int i = 0; i < 3; i++)
-    if (strcasecmp(name, BACKEND_NAMES[i]) == 0) {
-      *kind = (accel_backend_kind)i;
-      return ACCEL_OK;
-    }
-  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "unknown backend \"%s\" (expected auto, cpu or cuda)",
-                     name);
+  const int i = accel__name_index(name, BACKEND_NAMES, 3, NULL, 0);
+  if (i < 0)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "unknown backend \"%s\" (expected auto, cpu or cuda)", name);
+  *kind = (accel_backend_kind)i;
+  return ACCEL_OK;
 }
 
 accel_status accel_log_level_from_string(const char *name, accel_log_level *level) {
   REQUIRE(NULL, name && level, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  for (int i = 0; i < 5; i++)
-    if (strcasecmp(name, LEVEL_NAMES[i]) == 0) {
-      *level = (accel_log_level)i;
-      return ACCEL_OK;
-    }
-  if (strcasecmp(name, "warning") == 0) {
-    *level = ACCEL_LOG_WARN;
-    return ACCEL_OK;
-  }
-  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                     "unknown log level \"%s\" (expected debug, info, warn, error or off)", name);
+  const int i = accel__name_index(name, LEVEL_NAMES, 5, "warning", ACCEL_LOG_WARN);
+  if (i < 0)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
+                       "unknown log level \"%s\" (expected debug, info, warn, error or off)", name);
+  *level = (accel_log_level)i;
+  return ACCEL_OK;
 }
 
 /* ---------------------------------------------------------- options */
@@ -217,9 +209,7 @@ uint64_t accel__ctx_max_pixels(const accel_ctx *ctx) {
 }
 
 accel_status accel_ctx_info_init(accel_ctx_info *info, size_t struct_size) {
-  accel_ctx_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init(__func__, info, struct_size, &d, sizeof d, CTX_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, CTX_INFO_V1_SIZE);
 }
 
 accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info) {

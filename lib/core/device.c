@@ -16,10 +16,17 @@ static const accel__backend *gpu_backend(void) {
 #endif
 }
 
+/* What the GPU backend sees; false if this build has none. */
+static bool probe(accel__probe_result *p) {
+  const accel__backend *b = gpu_backend();
+  if (!b) return false;
+  memset(p, 0, sizeof *p);
+  b->probe(p);
+  return true;
+}
+
 accel_status accel_backend_info_init(accel_backend_info *info, size_t struct_size) {
-  accel_backend_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init(__func__, info, struct_size, &d, sizeof d, BACKEND_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, BACKEND_INFO_V1_SIZE);
 }
 
 accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info) {
@@ -33,11 +40,8 @@ accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *in
     i.device_count = 1;
   } else if (kind == ACCEL_BACKEND_CUDA) {
     accel__strlcpy(i.name, "cuda", sizeof i.name);
-    const accel__backend *b = gpu_backend();
-    if (b) {
-      accel__probe_result p;
-      memset(&p, 0, sizeof p);
-      b->probe(&p);
+    accel__probe_result p;
+    if (probe(&p)) {
       i.compiled = 1;
       i.device_count = p.device_count;
       i.available = p.device_count > 0;
@@ -53,21 +57,13 @@ accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *in
 
 accel_status accel_device_count(int32_t *count) {
   REQUIRE(NULL, count, ACCEL_ERR_INVALID_ARG, "count is NULL");
-  *count = 0;
-  const accel__backend *b = gpu_backend();
-  if (b) {
-    accel__probe_result p;
-    memset(&p, 0, sizeof p);
-    b->probe(&p);
-    *count = p.device_count;
-  }
+  accel__probe_result p;
+  *count = probe(&p) ? p.device_count : 0;
   return ACCEL_OK;
 }
 
 accel_status accel_device_info_init(accel_device_info *info, size_t struct_size) {
-  accel_device_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init(__func__, info, struct_size, &d, sizeof d, DEVICE_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, DEVICE_INFO_V1_SIZE);
 }
 
 accel_status accel_device_query(int32_t index, accel_device_info *info) {

@@ -160,8 +160,8 @@ const char *accel__dtype_name(accel_dtype dtype);
 
 /* ---- versioned structs (util.c): struct_size is the first member */
 
-/* An init function's body: write `defaults` (ours, ours_size bytes) into the
- * caller's struct of `size` bytes, never past it: the bytes both cover are
+/* An init function's body: write `defaults` (ours, ours_size bytes; NULL:
+ * all zero) into the caller's struct of `size` bytes, never past it: the bytes both cover are
  * copied, any beyond ours are zeroed, struct_size becomes `size`.
  * ACCEL_ERR_INVALID_ARG for NULL, ACCEL_ERR_VERSION for a size below
  * `min_size` (the oldest layout) or over UINT32_MAX; nothing is written then. */
@@ -178,11 +178,25 @@ accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const c
 accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what,
                                   void *theirs, const void *ours, size_t ours_size, size_t min_size);
 
+/* ---- ordering, for qsort comparators and searches */
+
+/* -1, 0 or 1 as a is below, equal to or above b. */
+static inline int accel__cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
+/* The same for the pairs (a1, a2) and (b1, b2): by first members, then second. */
+static inline int accel__cmp_u64_pair(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2) {
+  return a1 != b1 ? accel__cmp_u64(a1, b1) : accel__cmp_u64(a2, b2);
+}
+/* The first position of sorted v[0..n) whose value is not below key (util.c). */
+size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key);
+
 /* ---- small utilities (util.c) */
 
 double accel__now(void);                        /* monotonic seconds */
 bool accel__mul_overflow(size_t a, size_t b, size_t *out);
 int accel__default_threads(void);               /* OpenMP's default, or the CPU count */
+/* The index of `name` among names[0..n), ignoring case; alias_index for
+ * `alias` (may be NULL); -1 for anything else. */
+int accel__name_index(const char *name, const char *const *names, int n, const char *alias, int alias_index);
 /* Copy at most size-1 bytes and terminate; like strlcpy. */
 void accel__strlcpy(char *dst, const char *src, size_t size);
 /* Write a formatted reason into a fixed why[ACCEL_REASON_MAX] buffer,

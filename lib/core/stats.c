@@ -39,9 +39,7 @@ void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delt
 }
 
 accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size) {
-  accel_stage_stats d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init(__func__, stats, struct_size, &d, sizeof d, STAGE_STATS_V1_SIZE);
+  return accel__versioned_init(__func__, stats, struct_size, NULL, sizeof *stats, STAGE_STATS_V1_SIZE);
 }
 
 static accel_status check_out(const accel_ctx *ctx, const char *func, const accel_stage_stats *s) {

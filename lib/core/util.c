@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -37,6 +38,22 @@ void accel__strlcpy(char *dst, const char *src, size_t size) {
   if (n >= size) n = size - 1;
   memcpy(dst, src, n);
   dst[n] = '\0';
+}
+
+size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+int accel__name_index(const char *name, const char *const *names, int n, const char *alias, int alias_index) {
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(name, names[i]) == 0) return i;
+  return alias && strcasecmp(name, alias) == 0 ? alias_index : -1;
 }
 
 static void vwhy(char *why, const char *fmt, va_list ap) {
@@ -109,7 +126,8 @@ accel_status accel__versioned_init(const char *func, void *theirs, size_t size, 
                           "struct_size %zu is not a layout this libaccel (%s) knows (%zu bytes or more; pass sizeof "
                           "of the struct)", size, accel_version_string(), min_size);
   const size_t n = size < ours_size ? size : ours_size;
-  memcpy(theirs, defaults, n);
+  if (defaults) memcpy(theirs, defaults, n);
+  else memset(theirs, 0, n);
   if (size > ours_size) memset((char *)theirs + ours_size, 0, size - ours_size);
   const uint32_t s32 = (uint32_t)size;
   memcpy(theirs, &s32, sizeof s32);

@@ -390,9 +390,7 @@ accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o, size_t
 }
 
 accel_status accel_ct_outputs_init(accel_ct_outputs *o, size_t struct_size) {
-  accel_ct_outputs d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, OUTPUTS_V1);
+  return accel__versioned_init(__func__, o, struct_size, NULL, sizeof *o, OUTPUTS_V1);
 }
 
 accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_options *options,

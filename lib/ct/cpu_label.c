@@ -86,6 +86,19 @@ static void coords(uint64_t i, accel__dims d, int64_t *z, int64_t *y, int64_t *x
   *z = (int64_t)(r / (uint64_t)d.ny);
 }
 
+/* scan_voxel at the voxels of `list` in planes [z0, z1), looking no lower
+ * than plane zmin. */
+static void scan_planes(const uint8_t *mask, accel__dims d, const back_nb *b, const uint32_t *list, uint64_t count,
+                        int64_t z0, int64_t z1, int64_t zmin, uint32_t *p) {
+  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
+  const uint64_t k0 = lower(list, count, (uint64_t)z0 * plane), k1 = lower(list, count, (uint64_t)z1 * plane);
+  for (uint64_t k = k0; k < k1; k++) {
+    int64_t z, y, x;
+    coords(list[k], d, &z, &y, &x);
+    scan_voxel(mask, d, true, b, zmin, z, y, x, p);
+  }
+}
+
 accel_status accel__ct_components_list(const uint8_t *mask, accel__dims d, const uint32_t *list, uint64_t count,
                                        int connectivity, int threads, uint32_t *p) {
   if (accel__dims_count(d) >= ACCEL__CT_NONE) return ACCEL_ERR_LIMIT;
@@ -98,20 +111,11 @@ accel_status accel__ct_components_list(const uint8_t *mask, accel__dims d, const
     const int64_t z0 = d.nz * s / nslabs, z1 = d.nz * (s + 1) / nslabs;
     const uint64_t k0 = lower(list, count, (uint64_t)z0 * plane), k1 = lower(list, count, (uint64_t)z1 * plane);
     for (uint64_t k = k0; k < k1; k++) p[list[k]] = list[k];
-    for (uint64_t k = k0; k < k1; k++) {
-      int64_t z, y, x;
-      coords(list[k], d, &z, &y, &x);
-      scan_voxel(mask, d, true, &b, z0, z, y, x, p);
-    }
+    scan_planes(mask, d, &b, list, count, z0, z1, z0, p);
   }
   for (int s = 1; s < nslabs; s++) { /* the slab boundaries */
     const int64_t z = d.nz * s / nslabs;
-    const uint64_t k0 = lower(list, count, (uint64_t)z * plane), k1 = lower(list, count, (uint64_t)(z + 1) * plane);
-    for (uint64_t k = k0; k < k1; k++) {
-      int64_t zz, y, x;
-      coords(list[k], d, &zz, &y, &x);
-      scan_voxel(mask, d, true, &b, z - 1, zz, y, x, p);
-    }
+    scan_planes(mask, d, &b, list, count, z, z + 1, z - 1, p);
   }
   for (uint64_t k = 0; k < count; k++) p[list[k]] = p[p[list[k]]]; /* flatten, in increasing order */
   return ACCEL_OK;

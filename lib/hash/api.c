@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 enum { HASH_OPTIONS_V1_SIZE = sizeof(accel_hash_options), DEFAULT_MAX_PIXELS = 256000000 };
 
@@ -20,17 +19,12 @@ const char *accel_hash_kind_name(accel_hash_kind kind) {
 
 accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind) {
   REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  for (int i = 0; i < ACCEL_HASH_KIND_COUNT; i++)
-    if (strcasecmp(name, KIND_NAMES[i]) == 0) {
-      *kind = (accel_hash_kind)i;
-      return ACCEL_OK;
-    }
-  if (strcasecmp(name, "average_hash") == 0) {
-    *kind = ACCEL_HASH_AHASH;
-    return ACCEL_OK;
-  }
-  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                     "unknown hash kind \"%s\" (ahash, dhash, dhash_vertical, phash, whash, colorhash)", name);
+  const int i = accel__name_index(name, KIND_NAMES, ACCEL_HASH_KIND_COUNT, "average_hash", ACCEL_HASH_AHASH);
+  if (i < 0)
+    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
+                       "unknown hash kind \"%s\" (ahash, dhash, dhash_vertical, phash, whash, colorhash)", name);
+  *kind = (accel_hash_kind)i;
+  return ACCEL_OK;
 }
 
 accel_status accel_hash_options_init(accel_hash_options *o, size_t struct_size) {

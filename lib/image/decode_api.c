@@ -16,9 +16,7 @@ accel_status accel_decode_options_init(accel_decode_options *o, size_t struct_si
 }
 
 accel_status accel_image_info_init(accel_image_info *info, size_t struct_size) {
-  accel_image_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init(__func__, info, struct_size, &d, sizeof d, IMAGE_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, IMAGE_INFO_V1_SIZE);
 }
 
 const char *accel_image_mode_name(accel_image_mode mode) { return accel__mode_name((accel__mode)mode); }

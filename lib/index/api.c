@@ -96,8 +96,7 @@ typedef struct key_pos {
 
 static int cmp_key(const void *x, const void *y) {
   const key_pos *a = x, *b = y;
-  if (a->first != b->first) return a->first < b->first ? -1 : 1;
-  return (a->second > b->second) - (a->second < b->second);
+  return accel__cmp_u64_pair(a->first, a->second, b->first, b->second);
 }
 
 /* Positions to ids (join: the smaller id first; range: the query number
@@ -350,8 +349,7 @@ typedef struct root_id {
 
 static int cmp_root_id(const void *x, const void *y) {
   const root_id *a = x, *b = y;
-  if (a->root != b->root) return a->root < b->root ? -1 : 1;
-  return (a->id > b->id) - (a->id < b->id);
+  return accel__cmp_u64_pair(a->root, a->id, b->root, b->id);
 }
 
 typedef struct group_ref {
@@ -360,8 +358,7 @@ typedef struct group_ref {
 } group_ref;
 
 static int cmp_group(const void *x, const void *y) {
-  const group_ref *a = x, *b = y;
-  return (a->first > b->first) - (a->first < b->first);
+  return accel__cmp_u64(((const group_ref *)x)->first, ((const group_ref *)y)->first);
 }
 
 /* Components of size >= 2 of u over elements whose ids are ids[0..n). */
@@ -411,20 +408,7 @@ static accel_status groups_from_uf(uf *u, const uint64_t *ids, accel_groups **ou
   return ACCEL_OK;
 }
 
-static int cmp_u64(const void *x, const void *y) {
-  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-  return (a > b) - (a < b);
-}
-
-static size_t find_u64(const uint64_t *v, size_t n, uint64_t key) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+static int cmp_u64(const void *x, const void *y) { return accel__cmp_u64(*(const uint64_t *)x, *(const uint64_t *)y); }
 
 accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const uint64_t *second, accel_groups **out) {
   if (!out || (npairs && (!first || !second))) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
@@ -446,8 +430,10 @@ accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const
   if (!uf_init(&u, n)) {
     s = ACCEL_ERR_OUT_OF_MEMORY;
   } else {
-    for (size_t i = 0; i < npairs; i++)
-      uf_union(&u, (uint32_t)find_u64(ids, n, first[i]), (uint32_t)find_u64(ids, n, second[i]));
+    for (size_t i = 0; i < npairs; i++) {
+      const size_t a = accel__lower_bound_u64(ids, n, first[i]), b = accel__lower_bound_u64(ids, n, second[i]);
+      uf_union(&u, (uint32_t)a, (uint32_t)b);
+    }
     s = groups_from_uf(&u, ids, out);
   }
   uf_free(&u);

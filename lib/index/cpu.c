@@ -361,11 +361,9 @@ POPCNT_CLONES static void mih_join_run(const accel__codes *c, const accel__mih_t
   }
 }
 
-static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
-  const accel__codes *c = &job->codes;
-  progress p = {job, 0, 0, 0};
-  int oom = 0;
-  const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
+/* The (cached) tables of every pass of the plan. */
+static accel_status get_tables(accel__call *call, accel__index_job *job, const mih_plan *plan,
+                               const accel__mih_table **tables) {
   for (int k = 0; k < plan->npasses; k++) {
     accel_status st = job->index ? accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &tables[k])
                                  : ACCEL_ERR_INTERNAL;
@@ -373,8 +371,18 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
       accel__why(call->why, "out of memory for the multi-index tables");
       return st;
     }
-    p.total += plan->m[k];
   }
+  return ACCEL_OK;
+}
+
+static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
+  const accel__codes *c = &job->codes;
+  progress p = {job, 0, 0, 0};
+  int oom = 0;
+  const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
+  accel_status st = get_tables(call, job, plan, tables);
+  if (st) return st;
+  for (int k = 0; k < plan->npasses; k++) p.total += plan->m[k];
   /* runs: [start, end) of equal substrings with two or more entries */
   size_t *runs = malloc((c->n + 1) * sizeof(size_t));
   if (!runs) return oom_status(call);
@@ -417,16 +425,6 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
   return oom ? oom_status(call) : progress_end(&p, call);
 }
 
-static size_t lower_bound(const uint64_t *v, size_t n, uint64_t key) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Every entry within reach of query qi through the pass of table t. */
 POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, const accel__codes *c,
                                           const accel__mih_table *t, const accel__search *s, accel__pair_buf *pb) {
@@ -437,7 +435,7 @@ POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, cons
     const uint64_t key = accel__words_substring(mine, t->start[sub], t->len[sub]);
     const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
     const uint32_t *order = t->order + (size_t)sub * t->n;
-    for (size_t x = lower_bound(sk, t->n, key); x < t->n && sk[x] == key; x++) {
+    for (size_t x = accel__lower_bound_u64(sk, t->n, key); x < t->n && sk[x] == key; x++) {
       const uint32_t pi = order[x];
       uint64_t xw[4];
       uint32_t d = 0;
@@ -455,14 +453,8 @@ POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, cons
 static accel_status mih_range(accel__call *call, accel__index_job *job, const mih_plan *plan) {
   const accel__codes *c = &job->codes, *q = &job->queries;
   const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
-  for (int k = 0; k < plan->npasses; k++) {
-    accel_status st = job->index ? accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &tables[k])
-                                 : ACCEL_ERR_INTERNAL;
-    if (st) {
-      accel__why(call->why, "out of memory for the multi-index tables");
-      return st;
-    }
-  }
+  accel_status st = get_tables(call, job, plan, tables);
+  if (st) return st;
   progress p = {job, q->n, 0, 0};
   int oom = 0;
 #pragma omp parallel num_threads(call->threads)
@@ -607,8 +599,7 @@ static accel_status cpu_range(accel__call *call, accel__index_job *job) {
 
 static int cmp_cand(const void *x, const void *y) {
   const accel__knn_cand *a = x, *b = y;
-  if (a->d != b->d) return a->d < b->d ? -1 : 1;
-  return (a->id > b->id) - (a->id < b->id);
+  return accel__cmp_u64_pair(a->d, a->id, b->d, b->id);
 }
 
 void accel__knn_emit(accel__knn_cand *c, size_t n, uint32_t k, uint64_t *ids, uint32_t *distances) {
