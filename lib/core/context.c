@@ -32,21 +32,19 @@ const char *accel_log_level_name(accel_log_level level) {
 
 accel_status accel_backend_from_string(const char *name, accel_backend_kind *kind) {
   REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  const int i = accel__name_index(name, BACKEND_NAMES, 3, NULL, 0);
-  if (i < 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "unknown backend \"%s\" (expected auto, cpu or cuda)", name);
-  *kind = (accel_backend_kind)i;
-  return ACCEL_OK;
+  int i = 0;
+  accel_status s = accel__parse_name(name, BACKEND_NAMES, 3, NULL, 0, "backend", "expected auto, cpu or cuda", &i);
+  if (!s) *kind = (accel_backend_kind)i;
+  return s;
 }
 
 accel_status accel_log_level_from_string(const char *name, accel_log_level *level) {
   REQUIRE(NULL, name && level, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  const int i = accel__name_index(name, LEVEL_NAMES, 5, "warning", ACCEL_LOG_WARN);
-  if (i < 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                       "unknown log level \"%s\" (expected debug, info, warn, error or off)", name);
-  *level = (accel_log_level)i;
-  return ACCEL_OK;
+  int i = 0;
+  accel_status s = accel__parse_name(name, LEVEL_NAMES, 5, "warning", ACCEL_LOG_WARN, "log level",
+                                     "expected debug, info, warn, error or off", &i);
+  if (!s) *level = (accel_log_level)i;
+  return s;
 }
 
 /* ---------------------------------------------------------- options */

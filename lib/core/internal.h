@@ -194,9 +194,11 @@ size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key);
 double accel__now(void);                        /* monotonic seconds */
 bool accel__mul_overflow(size_t a, size_t b, size_t *out);
 int accel__default_threads(void);               /* OpenMP's default, or the CPU count */
-/* The index of `name` among names[0..n), ignoring case; alias_index for
- * `alias` (may be NULL); -1 for anything else. */
-int accel__name_index(const char *name, const char *const *names, int n, const char *alias, int alias_index);
+/* The *index of `name` among names[0..n), ignoring case, or alias_index for
+ * `alias` (may be NULL); anything else is ACCEL_ERR_INVALID_ARG with the
+ * last error "unknown <what> "<name>" (<choices>)". */
+accel_status accel__parse_name(const char *name, const char *const *names, int n, const char *alias, int alias_index,
+                               const char *what, const char *choices, int *index);
 /* Copy at most size-1 bytes and terminate; like strlcpy. */
 void accel__strlcpy(char *dst, const char *src, size_t size);
 /* Write a formatted reason into a fixed why[ACCEL_REASON_MAX] buffer,

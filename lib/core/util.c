@@ -50,10 +50,18 @@ size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key) {
   return lo;
 }
 
-int accel__name_index(const char *name, const char *const *names, int n, const char *alias, int alias_index) {
+accel_status accel__parse_name(const char *name, const char *const *names, int n, const char *alias, int alias_index,
+                               const char *what, const char *choices, int *index) {
   for (int i = 0; i < n; i++)
-    if (strcasecmp(name, names[i]) == 0) return i;
-  return alias && strcasecmp(name, alias) == 0 ? alias_index : -1;
+    if (strcasecmp(name, names[i]) == 0) {
+      *index = i;
+      return ACCEL_OK;
+    }
+  if (alias && strcasecmp(name, alias) == 0) {
+    *index = alias_index;
+    return ACCEL_OK;
+  }
+  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "unknown %s \"%s\" (%s)", what, name, choices);
 }
 
 static void vwhy(char *why, const char *fmt, va_list ap) {

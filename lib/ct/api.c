@@ -224,15 +224,33 @@ static accel_status run_trim(accel_ctx *ctx, const char *func, const float *map,
   return ACCEL_OK;
 }
 
-/* The distance map `edt` (its view v) must be finite and not negative. */
-static accel_status open_edt(accel_ctx *ctx, const char *func, accel__view *v, accel__dims d) {
+/* The views v[0..n), of which v[0] is a distance map: it must be finite
+ * and not negative (checked before the others are opened). */
+static accel_status open_edt(accel_ctx *ctx, const char *func, accel__view *v, int n, accel__dims d) {
   accel_status s = accel__views_open(ctx, func, v, 1);
   const float *e = v->data;
-  for (uint64_t i = 0, n = accel__dims_count(d); i < n && !s; i++)
+  for (uint64_t i = 0, count = accel__dims_count(d); i < count && !s; i++)
     if (!(e[i] >= 0) || isinf(e[i]))
       s = accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "edt[%llu] = %g: a distance map is finite and not negative",
                          (unsigned long long)i, (double)e[i]);
+  if (!s) s = accel__views_open(ctx, func, v + 1, n - 1);
   return s ? accel__views_close(v, 1, s) : ACCEL_OK;
+}
+
+/* The arguments of a peak search (search: `other` is the mask) or of the
+ * trims alone (`other`: the markers, which out may be): the options over
+ * the defaults in o, sp the spacing, d the shape of edt. */
+static accel_status check_markers(accel_ctx *ctx, const char *func, const accel_ct_marker_options *options, bool search,
+                                  accel_ct_marker_options *o, double sp[3], const accel_array *edt,
+                                  const accel_array *other, const accel_array *out, accel__dims *d) {
+  const char *what = search ? "mask" : "markers";
+  accel_status s = read_marker_options(ctx, func, options, search, o, sp);
+  if (!s) s = check_volume(ctx, func, "edt", edt, F32, 1, d, true);
+  if (!s) s = check_volume(ctx, func, what, other, search ? U8 : I32, 1, d, false);
+  if (!s) s = check_volume(ctx, func, "out", out, I32, 1, d, false);
+  if (!s) s = check_overlap(ctx, func, out, edt, "edt", false);
+  if (!s) s = check_overlap(ctx, func, out, other, what, !search);
+  return s;
 }
 
 accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
@@ -242,15 +260,9 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   accel_ct_marker_options_init(&o, sizeof o);
   double sp[3];
   accel__dims d;
-  accel_status s = read_marker_options(ctx, __func__, options, true, &o, sp);
-  if (!s) s = check_volume(ctx, __func__, "edt", edt, F32, 1, &d, true);
-  if (!s) s = check_volume(ctx, __func__, "mask", mask, U8, 1, &d, false);
-  if (!s) s = check_volume(ctx, __func__, "out", out, I32, 1, &d, false);
-  if (!s) s = check_overlap(ctx, __func__, out, edt, "edt", false);
-  if (!s) s = check_overlap(ctx, __func__, out, mask, "mask", false);
+  accel_status s = check_markers(ctx, __func__, options, true, &o, sp, edt, mask, out, &d);
   accel__view v[3] = {ACCEL__IN("edt", edt), ACCEL__IN("mask", mask), ACCEL__OUT("out", out)};
-  if (s || (s = open_edt(ctx, __func__, v, d))) return s;
-  if ((s = accel__views_open(ctx, __func__, v + 1, 2))) return accel__views_close(v, 1, s);
+  if (s || (s = open_edt(ctx, __func__, v, 3, d))) return s;
   accel__ct_markers_job job = {.d = d, .image = v[0].data, .mask = v[1].data, .min_distance = o.min_distance,
                                .sigma = o.smooth_sigma, .out = v[2].data};
   s = accel__dispatch(ctx, "ct.markers", run_markers, &job);
@@ -267,19 +279,12 @@ accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const
   o.trim = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY;
   double sp[3];
   accel__dims d;
-  accel_status s = read_marker_options(ctx, __func__, options, false, &o, sp);
-  if (!s) s = check_volume(ctx, __func__, "edt", edt, F32, 1, &d, true);
-  if (!s) s = check_volume(ctx, __func__, "markers", markers, I32, 1, &d, false);
-  if (!s) s = check_volume(ctx, __func__, "out", out, I32, 1, &d, false);
-  if (!s) s = check_overlap(ctx, __func__, out, edt, "edt", false);
-  if (!s) s = check_overlap(ctx, __func__, out, markers, "markers", true);
+  accel_status s = check_markers(ctx, __func__, options, false, &o, sp, edt, markers, out, &d);
   if (s) return s;
   /* the output starts as the markers: the very array, or a copy */
   const bool alias = out->data == markers->data;
-  accel__view v[2] = {ACCEL__IN("edt", edt),
-                      ACCEL__VIEW("out", out, alias ? ACCEL__VIEW_INOUT : ACCEL__VIEW_OUT)};
-  if ((s = open_edt(ctx, __func__, v, d))) return s;
-  if ((s = accel__views_open(ctx, __func__, v + 1, 1))) return accel__views_close(v, 1, s);
+  accel__view v[2] = {ACCEL__IN("edt", edt), ACCEL__VIEW("out", out, alias ? ACCEL__VIEW_INOUT : ACCEL__VIEW_OUT)};
+  if ((s = open_edt(ctx, __func__, v, 2, d))) return s;
   if (!alias) accel__array_pack(markers, v[1].data);
   uint32_t n = 0;
   s = run_trim(ctx, __func__, v[0].data, d, &o, sp, v[1].data, &n);

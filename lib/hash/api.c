@@ -19,12 +19,11 @@ const char *accel_hash_kind_name(accel_hash_kind kind) {
 
 accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind) {
   REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  const int i = accel__name_index(name, KIND_NAMES, ACCEL_HASH_KIND_COUNT, "average_hash", ACCEL_HASH_AHASH);
-  if (i < 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                       "unknown hash kind \"%s\" (ahash, dhash, dhash_vertical, phash, whash, colorhash)", name);
-  *kind = (accel_hash_kind)i;
-  return ACCEL_OK;
+  int i = 0;
+  accel_status s = accel__parse_name(name, KIND_NAMES, ACCEL_HASH_KIND_COUNT, "average_hash", ACCEL_HASH_AHASH,
+                                     "hash kind", "ahash, dhash, dhash_vertical, phash, whash, colorhash", &i);
+  if (!s) *kind = (accel_hash_kind)i;
+  return s;
 }
 
 accel_status accel_hash_options_init(accel_hash_options *o, size_t struct_size) {

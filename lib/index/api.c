@@ -168,35 +168,54 @@ static void job_init(accel__index_job *job, accel_index *ix, const char *stage, 
   }
 }
 
-static void log_algorithm(accel_index *ix, const accel__index_job *job) {
-  accel__log(ix->ctx, ACCEL_LOG_DEBUG, "accel: %s over %zu entries by %s (%s)", job->stage, job->codes.n,
-             job->used == ACCEL_INDEX_MULTI_INDEX ? "multi-index hashing" : "brute force", accel__index_isa());
+/* The search of the job (unless `skip`: nothing to compare) into the sink,
+ * then a DEBUG line saying how it ran. */
+static accel_status run_search(accel_index *ix, accel__index_job *job, accel__stage_fn fn, accel__pair_sink *sink,
+                               bool skip) {
+  job->sink = sink;
+  accel_status st = skip ? ACCEL_OK : accel__dispatch(ix->ctx, job->stage, fn, job);
+  if (!st)
+    accel__log(ix->ctx, ACCEL_LOG_DEBUG, "accel: %s over %zu entries by %s (%s)", job->stage, job->codes.n,
+               job->used == ACCEL_INDEX_MULTI_INDEX ? "multi-index hashing" : "brute force", accel__index_isa());
+  return st;
 }
 
-accel_status accel_index_self_join(accel_index *ix, const accel_search_options *options, accel_pairs **out) {
-  REQUIRE(ix ? ix->ctx : NULL, ix && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
-  *out = NULL;
+/* The pairs of a self-join (join) or of a range search of nq queries, for
+ * the public function func. */
+static accel_status search_pairs(accel_index *ix, const char *func, bool join, size_t nq, const uint64_t *queries,
+                                 const accel_search_options *options, accel_pairs **out) {
   accel_search_options o;
   accel__search s;
-  accel_status st = read_search(ix, __func__, options, &o, &s);
+  accel_status st = read_search(ix, func, options, &o, &s);
   if (st) return st;
   accel_pairs *p = pairs_new(ix->nfields);
-  REQUIRE(ix->ctx, p, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
-  accel__pair_sink sink = {collect, p};
+  uint64_t *storage = NULL;
   accel__index_job job;
-  job_init(&job, ix, "index.join", &o, &s);
-  job.sink = &sink;
-  st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
-  if (!st) log_algorithm(ix, &job);
-  if (!st && p->oom) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
-  if (!st && finish_pairs(p, &job.codes, &job.codes, ix->ids, true))
-    st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
+  job_init(&job, ix, join ? "index.join" : "index.range", &o, &s);
+  if (!p || (!join && accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage))) {
+    accel_pairs_destroy(p);
+    free(storage);
+    return accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  accel__pair_sink sink = {collect, p};
+  const bool skip = join ? ix->n < 2 : nq == 0 || ix->n == 0;
+  st = run_search(ix, &job, join ? run_join : run_range, &sink, skip);
+  if (!st && p->oom) st = accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
+  if (!st && finish_pairs(p, join ? &job.codes : &job.queries, &job.codes, ix->ids, join))
+    st = accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
+  free(storage);
   if (st) {
     accel_pairs_destroy(p);
     return st;
   }
   *out = p;
   return ACCEL_OK;
+}
+
+accel_status accel_index_self_join(accel_index *ix, const accel_search_options *options, accel_pairs **out) {
+  REQUIRE(ix ? ix->ctx : NULL, ix && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  *out = NULL;
+  return search_pairs(ix, __func__, true, 0, NULL, options, out);
 }
 
 accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queries, const accel_search_options *options,
@@ -205,33 +224,7 @@ accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queri
     return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
   if (nq > UINT32_MAX) return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "at most %u queries a call", UINT32_MAX);
-  accel_search_options o;
-  accel__search s;
-  accel_status st = read_search(ix, __func__, options, &o, &s);
-  if (st) return st;
-  accel_pairs *p = pairs_new(ix->nfields);
-  uint64_t *storage = NULL;
-  accel__index_job job;
-  job_init(&job, ix, "index.range", &o, &s);
-  if (!p || accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage)) {
-    accel_pairs_destroy(p);
-    free(storage);
-    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
-  }
-  accel__pair_sink sink = {collect, p};
-  job.sink = &sink;
-  st = nq == 0 || ix->n == 0 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.range", run_range, &job);
-  if (!st) log_algorithm(ix, &job);
-  if (!st && p->oom) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
-  if (!st && finish_pairs(p, &job.queries, &job.codes, ix->ids, false))
-    st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
-  free(storage);
-  if (st) {
-    accel_pairs_destroy(p);
-    return st;
-  }
-  *out = p;
-  return ACCEL_OK;
+  return search_pairs(ix, __func__, false, nq, queries, options, out);
 }
 
 accel_status accel_index_knn(accel_index *ix, size_t nq, const uint64_t *queries, uint32_t k, uint32_t field,
@@ -367,12 +360,8 @@ static accel_status groups_from_uf(uf *u, const uint64_t *ids, accel_groups **ou
   root_id *r = malloc((n ? n : 1) * sizeof *r);
   group_ref *refs = malloc((n ? n : 1) * sizeof *refs);
   accel_groups *g = calloc(1, sizeof *g);
-  if (!r || !refs || !g) {
-    free(r);
-    free(refs);
-    free(g);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
+  accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
+  if (!r || !refs || !g) goto done;
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t root = uf_find(u, (uint32_t)i);
@@ -390,22 +379,21 @@ static accel_status groups_from_uf(uf *u, const uint64_t *ids, accel_groups **ou
   g->n = ng;
   g->offsets = malloc((ng + 1) * sizeof(uint64_t));
   g->members = malloc((m ? m : 1) * sizeof(uint64_t));
-  if (!g->offsets || !g->members) {
-    free(r);
-    free(refs);
-    accel_groups_destroy(g);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
+  if (!g->offsets || !g->members) goto done;
   size_t k = 0;
   for (size_t i = 0; i < ng; i++) {
     g->offsets[i] = k;
     for (size_t j = 0; j < refs[i].len; j++) g->members[k++] = r[refs[i].at + j].id;
   }
   g->offsets[ng] = k;
+  *out = g;
+  g = NULL;
+  st = ACCEL_OK;
+done:
   free(r);
   free(refs);
-  *out = g;
-  return ACCEL_OK;
+  accel_groups_destroy(g);
+  return st;
 }
 
 static int cmp_u64(const void *x, const void *y) { return accel__cmp_u64(*(const uint64_t *)x, *(const uint64_t *)y); }
@@ -457,9 +445,7 @@ accel_status accel_index_group(accel_index *ix, const accel_search_options *opti
   accel__pair_sink sink = {uf_sink, &u};
   accel__index_job job;
   job_init(&job, ix, "index.join", &o, &s);
-  job.sink = &sink;
-  st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
-  if (!st) log_algorithm(ix, &job);
+  st = run_search(ix, &job, run_join, &sink, ix->n < 2);
   if (!st && groups_from_uf(&u, ix->ids, out)) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   uf_free(&u);
   return st;
