@@ -50,17 +50,9 @@ accel_status accel_log_level_from_string(const char *name, accel_log_level *leve
 /* ---------------------------------------------------------- options */
 
 accel_status accel_ctx_options_init(accel_ctx_options *opts, size_t struct_size) {
-  accel_ctx_options d;
-  memset(&d, 0, sizeof d);
-  d.backend = ACCEL_BACKEND_AUTO;
-  d.device = 0;
-  d.fallback = ACCEL_FALLBACK_ALLOW;
-  d.device_memory_budget = 0;
-  d.cpu_threads = 0;
-  d.log_level = ACCEL_LOG_WARN;
-  d.log_fn = NULL;
-  d.log_user = NULL;
-  return accel__versioned_init(__func__, opts, struct_size, &d, sizeof d, CTX_OPTIONS_V1_SIZE);
+  static const accel_ctx_options DEFAULTS = {
+      .backend = ACCEL_BACKEND_AUTO, .fallback = ACCEL_FALLBACK_ALLOW, .log_level = ACCEL_LOG_WARN};
+  return accel__versioned_init(__func__, opts, struct_size, &DEFAULTS, sizeof DEFAULTS, CTX_OPTIONS_V1_SIZE);
 }
 
 static accel_status read_options(const char *func, const accel_ctx_options *in, accel_ctx_options *o) {

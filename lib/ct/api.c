@@ -177,13 +177,9 @@ enum { MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options), WATERSHED_OPTIONS_V1
        PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options), OUTPUTS_V1 = sizeof(accel_ct_outputs) };
 
 accel_status accel_ct_marker_options_init(accel_ct_marker_options *o, size_t struct_size) {
-  accel_ct_marker_options d;
-  memset(&d, 0, sizeof d);
-  d.min_distance = 3;
-  d.saddle_iterations = 20;
-  d.nearby_factor = 1.0;
-  d.spacing[0] = d.spacing[1] = d.spacing[2] = 1.0;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, MARKER_OPTIONS_V1);
+  static const accel_ct_marker_options DEFAULTS = {
+      .min_distance = 3, .saddle_iterations = 20, .nearby_factor = 1.0, .spacing = {1.0, 1.0, 1.0}};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, MARKER_OPTIONS_V1);
 }
 
 static accel_status check_trim(accel_ctx *ctx, const char *func, uint32_t trim, int32_t iterations, double factor) {
@@ -293,10 +289,8 @@ accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const
 }
 
 accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *o, size_t struct_size) {
-  accel_ct_watershed_options d;
-  memset(&d, 0, sizeof d);
-  d.ties = ACCEL_CT_TIES_SKIMAGE;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, WATERSHED_OPTIONS_V1);
+  static const accel_ct_watershed_options DEFAULTS = {.ties = ACCEL_CT_TIES_SKIMAGE};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, WATERSHED_OPTIONS_V1);
 }
 
 /* The flood's start in one pass: the output is markers * mask; NaN values
@@ -381,17 +375,11 @@ struct accel_ct_pipeline {
 };
 
 accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o, size_t struct_size) {
-  accel_ct_pipeline_options d;
-  memset(&d, 0, sizeof d);
-  d.compare = ACCEL_CT_GREATER;
-  d.fill_connectivity = ACCEL_CT_FACES;
-  d.pores = ACCEL_CT_PORES_CLOSED;
-  d.spacing[0] = d.spacing[1] = d.spacing[2] = 1.0;
-  d.min_distance = 3;
-  d.ties = ACCEL_CT_TIES_SKIMAGE;
-  d.saddle_iterations = 20;
-  d.nearby_factor = 1.0;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, PIPELINE_OPTIONS_V1);
+  static const accel_ct_pipeline_options DEFAULTS = {
+      .compare = ACCEL_CT_GREATER, .fill_connectivity = ACCEL_CT_FACES, .pores = ACCEL_CT_PORES_CLOSED,
+      .spacing = {1.0, 1.0, 1.0}, .min_distance = 3, .ties = ACCEL_CT_TIES_SKIMAGE, .saddle_iterations = 20,
+      .nearby_factor = 1.0};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, PIPELINE_OPTIONS_V1);
 }
 
 accel_status accel_ct_outputs_init(accel_ct_outputs *o, size_t struct_size) {

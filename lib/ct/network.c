@@ -270,12 +270,9 @@ accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, acce
   free(ra);
   for (int t = 0; maps && t < nt; t++) free(maps[t].slot);
   free(maps);
-  if (st) {
-    accel_ct_network_destroy(net);
-    return st;
-  }
-  *out = net;
-  return ACCEL_OK;
+  if (st) accel_ct_network_destroy(net);
+  else *out = net;
+  return st;
 }
 
 void accel_ct_network_destroy(accel_ct_network *net) {

@@ -27,16 +27,10 @@ accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind
 }
 
 accel_status accel_hash_options_init(accel_hash_options *o, size_t struct_size) {
-  accel_hash_options d;
-  memset(&d, 0, sizeof d);
-  d.nkinds = 4;
-  d.kinds[0] = ACCEL_HASH_AHASH;
-  d.kinds[1] = ACCEL_HASH_DHASH;
-  d.kinds[2] = ACCEL_HASH_PHASH;
-  d.kinds[3] = ACCEL_HASH_WHASH;
-  d.hash_size = 8;
-  d.color_binbits = 3;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, HASH_OPTIONS_V1_SIZE);
+  static const accel_hash_options DEFAULTS = {
+      .nkinds = 4, .kinds = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_PHASH, ACCEL_HASH_WHASH}, .hash_size = 8,
+      .color_binbits = 3};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, HASH_OPTIONS_V1_SIZE);
 }
 
 static bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }

@@ -9,10 +9,8 @@
 enum { DECODE_OPTIONS_V1_SIZE = sizeof(accel_decode_options), IMAGE_INFO_V1_SIZE = sizeof(accel_image_info) };
 
 accel_status accel_decode_options_init(accel_decode_options *o, size_t struct_size) {
-  accel_decode_options d;
-  memset(&d, 0, sizeof d);
-  d.target = ACCEL_DECODE_RGB;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, DECODE_OPTIONS_V1_SIZE);
+  static const accel_decode_options DEFAULTS = {.target = ACCEL_DECODE_RGB};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, DECODE_OPTIONS_V1_SIZE);
 }
 
 accel_status accel_image_info_init(accel_image_info *info, size_t struct_size) {

@@ -7,11 +7,8 @@
 enum { SEARCH_OPTIONS_V1_SIZE = sizeof(accel_search_options), KNN_MAX = 4096 };
 
 accel_status accel_search_options_init(accel_search_options *o, size_t struct_size) {
-  accel_search_options d;
-  memset(&d, 0, sizeof d);
-  d.rule = ACCEL_INDEX_ALL;
-  d.algorithm = ACCEL_INDEX_AUTO;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, SEARCH_OPTIONS_V1_SIZE);
+  static const accel_search_options DEFAULTS = {.rule = ACCEL_INDEX_ALL, .algorithm = ACCEL_INDEX_AUTO};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, SEARCH_OPTIONS_V1_SIZE);
 }
 
 static accel_status read_search(const accel_index *ix, const char *func, const accel_search_options *in,

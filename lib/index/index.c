@@ -9,11 +9,8 @@
 enum { INDEX_OPTIONS_V1_SIZE = sizeof(accel_index_options), META_MAX = 4095 };
 
 accel_status accel_index_options_init(accel_index_options *o, size_t struct_size) {
-  accel_index_options d;
-  memset(&d, 0, sizeof d);
-  d.bits = 64;
-  d.nfields = 1;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, INDEX_OPTIONS_V1_SIZE);
+  static const accel_index_options DEFAULTS = {.bits = 64, .nfields = 1};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, INDEX_OPTIONS_V1_SIZE);
 }
 
 /* ------------------------------------------------------------ the id map */

@@ -25,6 +25,16 @@ accel_status accel__open_read(const accel_ctx *ctx, const char *func, const char
   return ACCEL_OK;
 }
 
+accel_status accel__load(accel_ctx *ctx, const char *func, const char *path, accel__reader read, void *out) {
+  FILE *f = NULL;
+  int64_t size = 0;
+  accel_status s = accel__open_read(ctx, func, path, &f, &size);
+  if (s) return s;
+  s = read(ctx, func, path, f, size, out);
+  fclose(f);
+  return s;
+}
+
 bool accel__atomic_named_only;
 
 static unsigned next_serial(void) {

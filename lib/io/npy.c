@@ -158,18 +158,13 @@ static void byteswap(void *data, size_t count, size_t item) {
     }
 }
 
-accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
-  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
-  *out = NULL;
-  FILE *f;
-  int64_t fsize;
-  accel_status s = accel__open_read(ctx, __func__, path, &f, &fsize);
-  if (s) return s;
+static accel_status read_npy(accel_ctx *ctx, const char *func, const char *path, FILE *f, int64_t fsize, void *out) {
+  accel_status s = ACCEL_OK;
   char *text = NULL;
   accel_buffer *buf = NULL;
   unsigned char pre[12];
   if (fread(pre, 1, 8, f) != 8 || memcmp(pre, MAGIC, 6) != 0) {
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is not a .npy file", path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is not a .npy file", path);
     goto done;
   }
   uint32_t hlen;
@@ -181,49 +176,55 @@ accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out
     if (fread(pre + 8, 1, 4, f) != 4) goto truncated;
     hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
   } else {
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: .npy version %d.%d is not supported", path, major, pre[7]);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: .npy version %d.%d is not supported", path, major, pre[7]);
     goto done;
   }
   if ((int64_t)hlen > fsize) goto truncated;
   text = malloc((size_t)hlen + 1);
   if (!text) {
-    s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+    s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   if (fread(text, 1, hlen, f) != hlen) goto truncated;
   text[hlen] = '\0';
   npy_header h;
   memset(&h, 0, sizeof h);
-  if ((s = parse_header(ctx, __func__, path, text, hlen, &h))) goto done;
+  if ((s = parse_header(ctx, func, path, text, hlen, &h))) goto done;
 
   size_t item = accel_dtype_size(h.dtype), bytes = item;
   for (int i = 0; i < h.ndim; i++)
     if (accel__mul_overflow(bytes, (size_t)h.shape[i], &bytes)) goto truncated;
   int64_t offset = ftell(f);
   if (offset < 0 || offset > fsize || (uint64_t)bytes > (uint64_t)(fsize - offset)) { /* unsigned: no wrap */
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is truncated: the header announces %zu bytes of data, %lld remain", path, bytes,
-             (long long)(offset < 0 ? 0 : fsize - offset));
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT,
+                       "%s is truncated: the header announces %zu bytes of data, %lld remain", path, bytes,
+                       (long long)(offset < 0 ? 0 : fsize - offset));
     goto done;
   }
   if ((s = accel_buffer_create(h.dtype, h.ndim, h.shape, &buf))) {
-    FAIL(ctx, s, "%s: %s", path, accel_last_error(NULL));
+    accel__fail_in(ctx, func, s, "%s: %s", path, accel_last_error(NULL));
     goto done;
   }
   accel_array view;
   accel_buffer_view(buf, &view);
   if (bytes && fread(view.data, 1, bytes, f) != bytes) goto truncated;
   if (h.swap) byteswap(view.data, bytes / item, item);
-  *out = buf;
+  *(accel_buffer **)out = buf;
   buf = NULL;
   goto done;
 
 truncated:
-  s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is truncated or its header is corrupt", path);
+  s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated or its header is corrupt", path);
 done:
   accel_buffer_destroy(buf);
   free(text);
-  fclose(f);
   return s;
+}
+
+accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  return accel__load(ctx, __func__, path, read_npy, out);
 }
 
 static const char *descr_of(accel_dtype d) {

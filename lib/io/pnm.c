@@ -30,28 +30,23 @@ static bool read_int(FILE *f, long *v) {
   return true;
 }
 
-accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
-  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
-  *out = NULL;
-  FILE *f;
-  int64_t fsize;
-  accel_status s = accel__open_read(ctx, __func__, path, &f, &fsize);
-  if (s) return s;
+static accel_status read_pnm(accel_ctx *ctx, const char *func, const char *path, FILE *f, int64_t fsize, void *out) {
+  accel_status s = ACCEL_OK;
   accel_buffer *buf = NULL;
   char magic[2];
   long w, h, maxval;
   if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || (magic[1] != '5' && magic[1] != '6')) {
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is not a binary PGM (P5) or PPM (P6) file", path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is not a binary PGM (P5) or PPM (P6) file", path);
     goto done;
   }
   if (!read_int(f, &w) || !read_int(f, &h) || !read_int(f, &maxval) || w < 1 || h < 1 || maxval < 1 ||
       maxval > 65535) {
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s has a malformed PNM header", path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s has a malformed PNM header", path);
     goto done;
   }
   if ((uint64_t)w * (uint64_t)h > accel__ctx_max_pixels(ctx)) {
-    s = FAIL(ctx, ACCEL_ERR_LIMIT, "%s is %ld x %ld, over the pixel limit of %llu", path, w, h,
-             (unsigned long long)accel__ctx_max_pixels(ctx));
+    s = accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s is %ld x %ld, over the pixel limit of %llu", path, w, h,
+                       (unsigned long long)accel__ctx_max_pixels(ctx));
     goto done;
   }
   int channels = magic[1] == '6' ? 3 : 1;
@@ -59,30 +54,35 @@ accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out
   int64_t shape[3] = {h, w, channels};
   int64_t bytes = h * w * channels * item, offset = ftell(f);
   if (offset < 0 || bytes > fsize - offset) {
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is truncated: %lld bytes of pixels expected, %lld present", path,
-             (long long)bytes, (long long)(offset < 0 ? 0 : fsize - offset));
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated: %lld bytes of pixels expected, %lld present",
+                       path, (long long)bytes, (long long)(offset < 0 ? 0 : fsize - offset));
     goto done;
   }
   if ((s = accel_buffer_create(item == 2 ? ACCEL_DTYPE_U16 : ACCEL_DTYPE_U8, channels == 3 ? 3 : 2, shape, &buf))) {
-    FAIL(ctx, s, "%s: %s", path, accel_last_error(NULL));
+    accel__fail_in(ctx, func, s, "%s: %s", path, accel_last_error(NULL));
     goto done;
   }
   accel_array v;
   accel_buffer_view(buf, &v);
   if (fread(v.data, 1, (size_t)bytes, f) != (size_t)bytes) {
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is truncated", path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated", path);
     goto done;
   }
   if (item == 2) { /* PNM stores 16-bit samples big-endian */
     uint16_t *p = v.data;
     for (int64_t i = 0; i < bytes / 2; i++) p[i] = (uint16_t)(p[i] << 8 | p[i] >> 8);
   }
-  *out = buf;
+  *(accel_buffer **)out = buf;
   buf = NULL;
 done:
   accel_buffer_destroy(buf);
-  fclose(f);
   return s;
+}
+
+accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  return accel__load(ctx, __func__, path, read_pnm, out);
 }
 
 accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array *a) {

@@ -19,11 +19,8 @@ const char *accel_svf_grid_name(int32_t grid) {
 }
 
 accel_status accel_svf_options_init(accel_svf_options *o, size_t struct_size) {
-  accel_svf_options d;
-  memset(&d, 0, sizeof d);
-  d.patches = 153;
-  d.trunk_ratio = 0.25;
-  return accel__versioned_init(__func__, o, struct_size, &d, sizeof d, SVF_OPTIONS_V1);
+  static const accel_svf_options DEFAULTS = {.patches = 153, .trunk_ratio = 0.25};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, SVF_OPTIONS_V1);
 }
 
 /* ------------------------------------------------------------ checks */
