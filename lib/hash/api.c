@@ -109,7 +109,8 @@ static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
   for (int k = 0; k < spec->nkinds; k++) {
     int64_t tw = 0, th = 0;
     if (spec->kinds[k] == ACCEL_HASH_WHASH) tw = th = spec->hash_size;
-    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH) accel__hash_target(spec->kinds[k], spec->hash_size, 1, 1, &tw, &th);
+    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH)
+      accel__hash_target(spec->kinds[k], spec->hash_size, 1, 1, &tw, &th);
     if (tw > dw) dw = tw;
     if (th > dh) dh = th;
   }
@@ -183,8 +184,8 @@ accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t
     accel_status s = accel__array_check(ctx, __func__, what, &images[i]);
     if (s) return s;
     const accel_array *a = &images[i];
-    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) || (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) ||
-        a->shape[0] < 1 || a->shape[1] < 1)
+    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) ||
+        (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) || a->shape[0] < 1 || a->shape[1] < 1)
       return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be a non-empty U8 (H, W) or (H, W, C) array with C in 1..4",
                   what);
   }
@@ -225,7 +226,10 @@ accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, 
   memset(out, 0, bytes);
   for (uint32_t d = 0; d < digits; d++) {
     char c = hex[digits - 1 - d];
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    int v = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
     if (v < 0) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "'%c' is not a hex digit", c);
     for (int k = 3; k >= 0; k--) {
       int64_t bit = (int64_t)nbits - 1 - 4 * (int64_t)d - k;
@@ -242,7 +246,8 @@ accel_status accel_hash_distance(const uint8_t *a, const uint8_t *b, uint32_t nb
   REQUIRE(NULL, a && b && distance, ACCEL_ERR_INVALID_ARG, "NULL argument");
   uint32_t d = 0, full = nbits / 8;
   for (uint32_t i = 0; i < full; i++) d += (uint32_t)__builtin_popcount((unsigned)(a[i] ^ b[i]));
-  if (nbits % 8) d += (uint32_t)__builtin_popcount((unsigned)((a[full] ^ b[full]) & (0xffu << (8 - nbits % 8)) & 0xffu));
+  if (nbits % 8)
+    d += (uint32_t)__builtin_popcount((unsigned)((a[full] ^ b[full]) & (0xffu << (8 - nbits % 8)) & 0xffu));
   *distance = d;
   return ACCEL_OK;
 }

@@ -223,8 +223,8 @@ ACCEL__MATH_HD accel__whash_geom accel__whash_geometry(int64_t N, int n) {
 
 /* Block (bi, bj) of the N x N plane analysed to level m; its level-m
  * approximation is left in blk[0]. blk, tmp: B*B doubles each. */
-ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__whash_geom *g, int bi, int bj, double *blk,
-                                               double *tmp) {
+ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
+                                               double *blk, double *tmp) {
   const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
   for (int64_t i = 0; i < g->B; i++)
     for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;

@@ -98,7 +98,8 @@ accel_status accel_image_decode_file(accel_ctx *ctx, const char *path, const acc
 }
 
 accel_status accel_image_decode_buffer(accel_ctx *ctx, const void *data, size_t size,
-                                       const accel_decode_options *options, accel_buffer **out, accel_image_info *info) {
+                                       const accel_decode_options *options, accel_buffer **out,
+                                       accel_image_info *info) {
   if (!data && size) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "data is NULL");
   return decode(ctx, __func__, NULL, data, size, options, out, info);
 }
