@@ -26,12 +26,11 @@ import datetime
 import json
 import multiprocessing
 import os
-import platform
 import sys
 import time
 import warnings
 
-from benchenv import ensure_venv
+from benchenv import cpu_name, ensure_venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -218,12 +217,7 @@ def main():
                               args.repeat, cores),
                measure_corpus("12-megapixel JPEGs (4000x3000, made from the corpus photos)", big, ctx1, ctxn,
                               args.repeat, cores)]
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     devs = accel.devices()
     meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "cores": cores,
             "device": devs[0]["name"] if devs and args.backend == "cuda" else "none (CPU)",
