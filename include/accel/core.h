@@ -386,17 +386,17 @@ ACCEL_API accel_status accel_device_query(int32_t index, accel_device_info *info
 /* ----------------------------------------------------------- host arrays */
 
 typedef enum accel_dtype {
-  ACCEL_DTYPE_INVALID = 0,
-  ACCEL_DTYPE_U8 = 1,
-  ACCEL_DTYPE_I8 = 2,
-  ACCEL_DTYPE_U16 = 3,
-  ACCEL_DTYPE_I16 = 4,
-  ACCEL_DTYPE_U32 = 5,
-  ACCEL_DTYPE_I32 = 6,
-  ACCEL_DTYPE_U64 = 7,
-  ACCEL_DTYPE_I64 = 8,
-  ACCEL_DTYPE_F32 = 9,
-  ACCEL_DTYPE_F64 = 10
+  ACCEL_DTYPE_INVALID = 0, /* never valid in an array */
+  ACCEL_DTYPE_U8 = 1,      /* uint8_t, numpy uint8 */
+  ACCEL_DTYPE_I8 = 2,      /* int8_t, numpy int8 */
+  ACCEL_DTYPE_U16 = 3,     /* uint16_t, numpy uint16 */
+  ACCEL_DTYPE_I16 = 4,     /* int16_t, numpy int16 */
+  ACCEL_DTYPE_U32 = 5,     /* uint32_t, numpy uint32 */
+  ACCEL_DTYPE_I32 = 6,     /* int32_t, numpy int32 */
+  ACCEL_DTYPE_U64 = 7,     /* uint64_t, numpy uint64 */
+  ACCEL_DTYPE_I64 = 8,     /* int64_t, numpy int64 */
+  ACCEL_DTYPE_F32 = 9,     /* float, numpy float32 */
+  ACCEL_DTYPE_F64 = 10     /* double, numpy float64 */
 } accel_dtype;
 
 enum { ACCEL_ARRAY_MAX_DIMS = 8 };
