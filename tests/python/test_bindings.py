@@ -177,6 +177,36 @@ class Hashing(unittest.TestCase):
         self.assertTrue(all(r.ok(i) for i in range(3)))
         self.assertEqual(calls[-1], ("hash.batch", 1.0))
 
+    def assertSameResult(self, a, b):
+        self.assertEqual((a.kinds, a.size, a.binbits, a.messages), (b.kinds, b.size, b.binbits, b.messages))
+        np.testing.assert_array_equal(a.hashes, b.hashes)
+        np.testing.assert_array_equal(a.status, b.status)
+
+    def test_ctx_hash_equals_the_hash_methods(self):
+        self.assertIsInstance(self.ctx.hash, accel.Hash)
+        files = [os.path.join(HASHDATA, n) for n in ("hopper.png", "pil123p.png", "no_such.png")]
+        for kw in ({}, {"kinds": accel.HASH_KINDS}, {"kinds": ["phash", "whash"], "size": 16, "fast": True}):
+            self.assertSameResult(self.ctx.hash.files(files, **kw), self.ctx.hash_files(files, **kw))
+        with open(files[0], "rb") as f:
+            blobs = [f.read(), b"garbage"]
+        self.assertSameResult(self.ctx.hash.bytes(blobs, ["dhash"]), self.ctx.hash_bytes(blobs, ["dhash"]))
+        rgb, _ = self.ctx.decode(files[0])
+        self.assertSameResult(self.ctx.hash.arrays([rgb], binbits=4), self.ctx.hash_arrays([rgb], binbits=4))
+        self.assertEqual(self.ctx.hash.files(files).to_dicts(), self.ctx.hash_files(files).to_dicts())
+        for name in ("files", "bytes", "arrays"):
+            old = getattr(accel.Context, "hash_" + name)
+            self.assertEqual(old.__doc__, getattr(accel.Hash, name).__doc__)
+            self.assertEqual(old.__name__, "hash_" + name)
+        for call in (lambda: self.ctx.hash.files(files[:1], kinds=["md5"]),
+                     lambda: self.ctx.hash_files(files[:1], kinds=["md5"])):
+            with self.assertRaisesRegex(ValueError, "unknown hash kind 'md5'"):
+                call()
+        closed = accel.Context(backend="cpu")
+        closed.close()
+        for call in (closed.hash.arrays, closed.hash_arrays):
+            with self.assertRaisesRegex(ValueError, "the context is closed"):
+                call([rgb])
+
 
 def np_distances(a, b):
     """Hamming distances of every pair of rows of uint64 arrays a (n, w) and

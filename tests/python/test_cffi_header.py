@@ -50,8 +50,10 @@ lib.accel_ctx_destroy(ctx[0])
 import ctypes  # noqa: E402
 from accel import _native  # noqa: E402
 
-structs = [c for c in vars(_native).values()
-           if isinstance(c, type) and issubclass(c, ctypes.Structure) and c is not ctypes.Structure]
+# every module of the package declares the structs of its part of the ABI
+modules = [m for name, m in sys.modules.items() if name == "accel" or name.startswith("accel.")]
+structs = {c for m in modules for c in vars(m).values()
+           if isinstance(c, type) and issubclass(c, ctypes.Structure) and c not in (ctypes.Structure, _native.Struct)}
 missing = [c.__name__ for c in structs if c not in _native.C_NAMES]
 assert not missing, "ctypes structs without a C name in _native.C_NAMES: %s" % missing
 for cls, cname in _native.C_NAMES.items():
