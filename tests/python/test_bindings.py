@@ -2,22 +2,14 @@
 log callback, errors, statistics, gray conversion and hashing on numpy arrays,
 and the Hamming index against a numpy brute force."""
 import os
-import sys
 import unittest
 
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: the library is built with sanitizers; Python cannot load it without preloading their runtimes")
-    sys.exit(77)
-try:
-    import numpy as np
-except ImportError:
-    print("SKIP: numpy is not installed for", sys.executable)
-    sys.exit(77)
+from support import HASHDATA, clean_environment, hash_reference_rows as reference, require
 
+np = require("numpy")
 import accel  # noqa: E402
 
-for k in ("ACCEL_BACKEND", "ACCEL_LOG"):
-    os.environ.pop(k, None)
+clean_environment()
 
 
 def pillow_luma(rgb):
@@ -91,21 +83,6 @@ class Bindings(unittest.TestCase):
         with self.assertRaises(accel.AccelError) as e:
             accel.Context(threads=-1)
         self.assertIn("cpu_threads", str(e.exception))
-
-
-HASHDATA = os.path.join(os.environ["ACCEL_SOURCE_ROOT"], "tests", "data", "hash")
-
-
-def reference():
-    rows = {}
-    for name in ("reference.tsv", "generated.tsv"):
-        with open(os.path.join(HASHDATA, name)) as f:
-            lines = [l.rstrip("\n") for l in f if not l.startswith("#")]
-        header = lines[0].split("\t")
-        for line in lines[1:]:
-            cols = dict(zip(header, line.split("\t")))
-            rows[cols["file"]] = cols
-    return rows
 
 
 class Hashing(unittest.TestCase):

@@ -4,14 +4,9 @@ import os
 import subprocess
 import sys
 
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: sanitizer build")
-    sys.exit(77)
-try:
-    import cffi
-except ImportError:
-    print("SKIP: cffi is not installed for", sys.executable)
-    sys.exit(77)
+from support import require
+
+cffi = require("cffi")
 
 cc = sys.argv[1] if len(sys.argv) > 1 else "cc"
 include = os.path.join(os.environ["ACCEL_SOURCE_ROOT"], "include")
