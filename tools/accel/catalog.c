@@ -114,8 +114,6 @@ static int cmp_label(const void *a, const void *b) {
   return strcmp(((const label_pos *)a)->label, ((const label_pos *)b)->label);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* Open the index file if there is one with the same hashes; else a new index. */
 static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, const char *meta, accel_index **out,
                       bool *fresh) {
@@ -206,7 +204,7 @@ int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o
     goto out;
   }
   if (paths->n) memcpy(want, paths->v, paths->n * sizeof(char *));
-  if (paths->n) qsort(want, paths->n, sizeof(char *), cmp_str);
+  if (paths->n) qsort(want, paths->n, sizeof(char *), cli_cmp_str);
   for (size_t i = 0; i < paths->n; i++)
     if (i == 0 || strcmp(want[i], want[nwant - 1])) want[nwant++] = want[i];
 

@@ -88,18 +88,15 @@ void cli_json_string(const char *s);
 
 /* "--kinds a,b,c" into o->kinds / o->nkinds; errors name the command. */
 bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o);
-/* Option values. Whole numbers are parsed as integers (digits, a leading '-'
- * only where negative values are allowed; no spaces, signs, exponents or
- * overflow), within lo..hi; real numbers must be finite. Errors name the
- * command (NULL: none) and the option, and are printed. */
+/* Option values: exactly n comma-separated numbers ("64,96,80"). Whole
+ * numbers are parsed as integers (digits, a leading '-' only where lo is
+ * negative; no spaces, signs, exponents or overflow), within lo..hi; real
+ * numbers must be finite. Errors name the command (NULL: none) and the
+ * option (what), and are printed. */
+bool cli_parse_ints(const char *cmd, const char *what, const char *v, int n, int64_t lo, int64_t hi, int64_t *out);
+bool cli_parse_reals(const char *cmd, const char *what, const char *v, int n, double *out);
+/* One whole number into an int. */
 bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out);
-bool cli_parse_i64(const char *cmd, const char *what, const char *v, int64_t lo, int64_t hi, int64_t *out);
-bool cli_parse_u64(const char *cmd, const char *what, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
-bool cli_parse_double(const char *cmd, const char *what, const char *v, double *out);
-/* Exactly n comma-separated values ("2,0.5,0.5"). */
-bool cli_parse_doubles(const char *cmd, const char *what, const char *v, int n, double *out);
-/* Exactly n comma-separated whole numbers >= 1 (a shape: "64,96,80"). */
-bool cli_parse_dims(const char *cmd, const char *what, const char *v, int n, int64_t *out);
 
 /* A file a command reads or writes, and how to name it in messages. */
 typedef struct cli_file {
@@ -139,6 +136,9 @@ bool cli_parse_format(const char *cmd, const char *v, bool *json);
 bool cli_parse_rule(const char *cmd, const char *v, accel_index_rule *rule);
 /* "--threshold 5" or "5,8": up to ACCEL_INDEX_MAX_FIELDS values in out, *n of them. */
 bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_t *n);
+
+/* qsort() order of strings (an array of char *): byte order. */
+int cli_cmp_str(const void *a, const void *b);
 
 /* Create a directory and its parents (like mkdir -p); prints why on failure. */
 bool cli_make_dirs(const char *path);

@@ -94,7 +94,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   int64_t shape[3] = {0, 0, 0};
   accel_dtype raw_dtype = ACCEL_DTYPE_INVALID;
   double rescale[2] = {0, 0};
-  uint64_t offset = 0;
+  int64_t offset = 0;
   static const char C[] = "ct segment";
   bool have_shape = false, have_rescale = false, have_threshold = false, have_offset = false;
   accel_ct_pipeline_options po;
@@ -122,7 +122,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       }
     if (taken) continue;
     if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_double(C, "--threshold", v, &po.threshold)) return CLI_USAGE;
+      if (missing || !cli_parse_reals(C, "--threshold", v, 1, &po.threshold)) return CLI_USAGE;
       have_threshold = true;
     } else if (cli_take_value(argc, argv, &i, "--compare", &v, &missing)) {
       if (missing) return CLI_USAGE;
@@ -150,7 +150,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       }
       po.fill_connectivity = (accel_ct_connectivity)c;
     } else if (cli_take_value(argc, argv, &i, "--spacing", &v, &missing)) {
-      if (missing || !cli_parse_doubles(C, "--spacing", v, 3, po.spacing)) return CLI_USAGE;
+      if (missing || !cli_parse_reals(C, "--spacing", v, 3, po.spacing)) return CLI_USAGE;
       if (!(po.spacing[0] > 0 && po.spacing[1] > 0 && po.spacing[2] > 0)) {
         cli_error("%s: --spacing takes three sizes > 0, not '%s'", C, v);
         return CLI_USAGE;
@@ -158,7 +158,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
     } else if (cli_take_value(argc, argv, &i, "--min-distance", &v, &missing)) {
       if (missing || !cli_parse_int("ct segment", "--min-distance", v, 0, 1000, &po.min_distance)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--smooth", &v, &missing)) {
-      if (missing || !cli_parse_double(C, "--smooth", v, &po.smooth_sigma)) return CLI_USAGE;
+      if (missing || !cli_parse_reals(C, "--smooth", v, 1, &po.smooth_sigma)) return CLI_USAGE;
       if (po.smooth_sigma < 0) {
         cli_error("%s: --smooth takes a sigma >= 0, not '%s'", C, v);
         return CLI_USAGE;
@@ -173,7 +173,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       if (missing || !cli_parse_int("ct segment", "--saddle-iterations", v, 1, 100000, &po.saddle_iterations))
         return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--nearby-factor", &v, &missing)) {
-      if (missing || !cli_parse_double(C, "--nearby-factor", v, &po.nearby_factor)) return CLI_USAGE;
+      if (missing || !cli_parse_reals(C, "--nearby-factor", v, 1, &po.nearby_factor)) return CLI_USAGE;
       if (po.nearby_factor < 0) {
         cli_error("%s: --nearby-factor takes a number >= 0, not '%s'", C, v);
         return CLI_USAGE;
@@ -192,7 +192,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
       if (missing) return CLI_USAGE;
       network_path = v;
     } else if (cli_take_value(argc, argv, &i, "--shape", &v, &missing)) {
-      if (missing || !cli_parse_dims(C, "--shape", v, 3, shape)) return CLI_USAGE;
+      if (missing || !cli_parse_ints(C, "--shape", v, 3, 1, INT64_MAX, shape)) return CLI_USAGE;
       have_shape = true;
     } else if (cli_take_value(argc, argv, &i, "--dtype", &v, &missing)) {
       if (missing || !parse_dtype(v, &raw_dtype)) {
@@ -200,10 +200,10 @@ static int segment(const cli_globals *g, int argc, char **argv) {
         return CLI_USAGE;
       }
     } else if (cli_take_value(argc, argv, &i, "--offset", &v, &missing)) {
-      if (missing || !cli_parse_u64(C, "--offset", v, 0, INT64_MAX, &offset)) return CLI_USAGE;
+      if (missing || !cli_parse_ints(C, "--offset", v, 1, 0, INT64_MAX, &offset)) return CLI_USAGE;
       have_offset = true;
     } else if (cli_take_value(argc, argv, &i, "--rescale", &v, &missing)) {
-      if (missing || !cli_parse_doubles(C, "--rescale (SLOPE,INTERCEPT)", v, 2, rescale)) return CLI_USAGE;
+      if (missing || !cli_parse_reals(C, "--rescale (SLOPE,INTERCEPT)", v, 2, rescale)) return CLI_USAGE;
       have_rescale = true;
     } else if (argv[i][0] == '-' && argv[i][1]) {
       cli_error("ct segment: unknown option '%s' (see accel ct --help)", argv[i]);

@@ -41,8 +41,6 @@ static const char USAGE[] =
     "Files that cannot be hashed are reported on stderr, left out, and make the exit\n"
     "status 1.\n";
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 typedef struct group_view {
   const char **paths;
   size_t n;
@@ -69,7 +67,7 @@ static int print_groups(accel_index *ix, const accel_groups *groups, bool json) 
     gv[g].paths = paths + off[g];
     gv[g].n = (size_t)(off[g + 1] - off[g]);
     for (size_t m = 0; m < gv[g].n; m++) gv[g].paths[m] = catalog_label(ix, mem[off[g] + m]);
-    qsort(gv[g].paths, gv[g].n, sizeof(char *), cmp_str);
+    qsort(gv[g].paths, gv[g].n, sizeof(char *), cli_cmp_str);
   }
   if (ng) qsort(gv, ng, sizeof *gv, cmp_group);
   if (json) {

@@ -156,18 +156,18 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
       }
       a->format = v;
     } else if (cli_take_value(argc, argv, &i, "--pixel-size", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--pixel-size", v, &a->o.pixel_size)) return CLI_USAGE;
+      if (!missing && !cli_parse_reals(a->cmd, "--pixel-size", v, 1, &a->o.pixel_size)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--trunk-ratio", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--trunk-ratio", v, &a->o.trunk_ratio)) return CLI_USAGE;
+      if (!missing && !cli_parse_reals(a->cmd, "--trunk-ratio", v, 1, &a->o.trunk_ratio)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--max-height", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--max-height", v, &a->o.max_height)) return CLI_USAGE;
+      if (!missing && !cli_parse_reals(a->cmd, "--max-height", v, 1, &a->o.max_height)) return CLI_USAGE;
     } else if (cli_take_value(argc, argv, &i, "--tile", &v, &missing)) {
-      if (!missing && !cli_parse_i64(a->cmd, "--tile", v, 1, 1000000000, &a->o.tile)) return CLI_USAGE;
+      if (!missing && !cli_parse_ints(a->cmd, "--tile", v, 1, 1, 1000000000, &a->o.tile)) return CLI_USAGE;
     } else if (shadow && cli_take_value(argc, argv, &i, "--azimuth", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--azimuth", v, &a->azimuth)) return CLI_USAGE;
+      if (!missing && !cli_parse_reals(a->cmd, "--azimuth", v, 1, &a->azimuth)) return CLI_USAGE;
       a->have_az = true;
     } else if (shadow && cli_take_value(argc, argv, &i, "--altitude", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--altitude", v, &a->altitude)) return CLI_USAGE;
+      if (!missing && !cli_parse_reals(a->cmd, "--altitude", v, 1, &a->altitude)) return CLI_USAGE;
       a->have_alt = true;
     } else if (!shadow && cli_take_value(argc, argv, &i, "--patches", &v, &missing)) {
       int p;
