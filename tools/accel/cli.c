@@ -58,24 +58,6 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
 
-bool cli_take_value(int argc, char **argv, int *i, const char *name, const char **value, bool *missing) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0) return false;
-  if (a[n] == '=') {
-    *value = a + n + 1;
-    return true;
-  }
-  if (a[n] != '\0') return false;
-  if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0) {
-    *missing = true;
-    cli_error("option %s needs a value", name);
-    return true;
-  }
-  *value = argv[++*i];
-  return true;
-}
-
 bool cli_make_dirs(const char *path) {
   char *p = strdup(path);
   if (!p) return false;
@@ -315,7 +297,9 @@ void cli_json_string(const char *s) {
 
 /* ------------------------------------------------------------ option values */
 
-bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o) {
+bool cli_parse_kinds(const char *cmd, const cli_option *option, const char *list, void *field) {
+  (void)option;
+  accel_hash_options *o = field;
   char *copy = strdup(list), *save = NULL;
   if (!copy) return false;
   o->nkinds = 0;
@@ -338,8 +322,6 @@ bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o) {
   }
   return ok;
 }
-
-#define CMD_PREFIX(cmd) (cmd) ? (cmd) : "", (cmd) ? ": " : ""
 
 /* v[0..n): a whole number in lo..hi, digits only (a leading '-' only where
  * lo is negative), no overflow. */
@@ -386,13 +368,13 @@ static int numbers(const char *v, int max, int64_t lo, int64_t hi, int64_t *ints
 bool cli_parse_ints(const char *cmd, const char *what, const char *v, int n, int64_t lo, int64_t hi, int64_t *out) {
   if (numbers(v, n, lo, hi, out, NULL) == n) return true;
   if (n == 1)
-    cli_error("%s%s%s must be a whole number in %lld..%lld, not '%s'", CMD_PREFIX(cmd), what, (long long)lo,
+    cli_error("%s%s%s must be a whole number in %lld..%lld, not '%s'", CLI_CMD_PREFIX(cmd), what, (long long)lo,
               (long long)hi, v);
   else if (hi == INT64_MAX)
-    cli_error("%s%s%s takes %d comma-separated whole numbers >= %lld, not '%s'", CMD_PREFIX(cmd), what, n,
+    cli_error("%s%s%s takes %d comma-separated whole numbers >= %lld, not '%s'", CLI_CMD_PREFIX(cmd), what, n,
               (long long)lo, v);
   else
-    cli_error("%s%s%s takes %d comma-separated whole numbers in %lld..%lld, not '%s'", CMD_PREFIX(cmd), what, n,
+    cli_error("%s%s%s takes %d comma-separated whole numbers in %lld..%lld, not '%s'", CLI_CMD_PREFIX(cmd), what, n,
               (long long)lo, (long long)hi, v);
   return false;
 }
@@ -406,8 +388,8 @@ bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int
 
 bool cli_parse_reals(const char *cmd, const char *what, const char *v, int n, double *out) {
   if (numbers(v, n, 0, 0, NULL, out) == n) return true;
-  if (n == 1) cli_error("%s%s%s takes a finite number, not '%s'", CMD_PREFIX(cmd), what, v);
-  else cli_error("%s%s%s takes %d comma-separated finite numbers, not '%s'", CMD_PREFIX(cmd), what, n, v);
+  if (n == 1) cli_error("%s%s%s takes a finite number, not '%s'", CLI_CMD_PREFIX(cmd), what, v);
+  else cli_error("%s%s%s takes %d comma-separated finite numbers, not '%s'", CLI_CMD_PREFIX(cmd), what, n, v);
   return false;
 }
 
@@ -520,82 +502,9 @@ bool cli_output_format(const char *cmd, const char *flag, const char *path, unsi
   return false;
 }
 
-/* ------------------------------------------------------------ argument order */
-
-static bool takes_value(const char *arg, const char *const *value_options) {
-  for (; value_options && *value_options; value_options++)
-    if (strcmp(arg, *value_options) == 0) return true;
-  return false;
-}
-
-char **cli_permute(int argc, char **argv, const char *const *value_options, int *out_argc) {
-  static char dashdash[] = "--";
-  char **out = malloc(((size_t)argc + 2) * sizeof(char *));
-  char **pos = malloc(((size_t)argc + 1) * sizeof(char *));
-  if (!out || !pos) {
-    free(out);
-    free(pos);
-    return NULL;
-  }
-  int no = 0, np = 0;
-  out[no++] = argv[0];
-  bool ended = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (ended) {
-      pos[np++] = argv[i];
-    } else if (strcmp(a, "--") == 0) {
-      ended = true;
-    } else if (a[0] == '-' && a[1]) {
-      out[no++] = argv[i];
-      if (takes_value(a, value_options) && i + 1 < argc) out[no++] = argv[++i];
-    } else {
-      pos[np++] = argv[i];
-    }
-  }
-  out[no++] = dashdash;
-  for (int i = 0; i < np; i++) out[no++] = pos[i];
-  out[no] = NULL;
-  free(pos);
-  *out_argc = no;
-  return out;
-}
-
-int cli_hash_option(const char *cmd, int argc, char **argv, int *i, accel_hash_options *o, int max_size) {
-  const char *v = NULL;
-  bool missing = false;
-  if (strcmp(argv[*i], "--fast") == 0) {
-    o->fast = 1;
-    return 1;
-  }
-  if (cli_take_value(argc, argv, i, "--kinds", &v, &missing))
-    return !missing && cli_parse_kinds(cmd, v, o) ? 1 : -1;
-  if (cli_take_value(argc, argv, i, "--size", &v, &missing))
-    return !missing && cli_parse_int(cmd, "--size", v, ACCEL_HASH_SIZE_MIN, max_size, &o->hash_size) ? 1 : -1;
-  if (cli_take_value(argc, argv, i, "--binbits", &v, &missing))
-    return !missing && cli_parse_int(cmd, "--binbits", v, 1, 8, &o->color_binbits) ? 1 : -1;
-  return 0;
-}
-
-bool cli_parse_format(const char *cmd, const char *v, bool *json) {
-  if (strcmp(v, "tsv") && strcmp(v, "json")) {
-    cli_error("%s: --format must be tsv or json, not '%s'", cmd, v);
-    return false;
-  }
-  *json = strcmp(v, "json") == 0;
-  return true;
-}
-
-bool cli_parse_rule(const char *cmd, const char *v, accel_index_rule *rule) {
-  if (strcmp(v, "all") && strcmp(v, "any")) {
-    cli_error("%s: --rule must be all or any, not '%s'", cmd, v);
-    return false;
-  }
-  *rule = strcmp(v, "any") == 0 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
-  return true;
-}
-
-bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_t *given) {
+bool cli_parse_thresholds(const char *cmd, const cli_option *option, const char *v, void *field) {
+  (void)option;
+  cli_thresholds *th = field;
   if (!*v) {
     cli_error("%s: --threshold is empty", cmd);
     return false;
@@ -606,7 +515,7 @@ bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_
     cli_error("%s: --threshold takes integers like 5 or 5,8, not '%s'", cmd, v);
     return false;
   }
-  for (int k = 0; k < n; k++) out[k] = (uint32_t)t[k];
-  *given = (uint32_t)n;
+  for (int k = 0; k < n; k++) th->v[k] = (uint32_t)t[k];
+  th->n = (uint32_t)n;
   return true;
 }

@@ -13,45 +13,16 @@ static const char USAGE[] =
     "fill holes, pores, exact distance transform, markers (the distance map's peaks),\n"
     "watershed, pore network. Results identical to SciPy / scikit-image 0.19.3\n"
     "(docs/ct.md). Only what the outputs need is computed.\n"
-    "\n"
-    "input:\n"
-    "  INPUT                  a .npy volume (uint8, int16, uint16, int32, float32), or a raw\n"
-    "                         file with --shape and --dtype\n"
-    "  --shape Z,Y,X          raw input: the shape (C order, little-endian)\n"
-    "  --dtype D              raw input: uint8, int16, uint16, int32 or float32\n"
-    "  --offset B             raw input: bytes to skip first (a header; default 0)\n"
-    "  --rescale S,I          int16/uint16 input: value * S + I before the threshold\n"
-    "                         (DICOM's rescale slope and intercept)\n"
-    "segmentation:\n"
-    "  --threshold T          required: solid = value > T\n"
-    "  --compare OP           gt (default), ge, lt or le: solid = value OP T\n"
-    "  --pores MODE           closed (default): fill_holes(solid) & ~solid; all: ~solid\n"
-    "  --fill-connectivity C  6 (default, SciPy's) or 26\n"
-    "  --spacing Z,Y,X        voxel size (default 1,1,1); distances and volumes use it\n"
-    "  --min-distance D       markers: minimum peak distance in voxels (default 3)\n"
-    "  --smooth SIGMA         Gaussian smoothing of the distance map for the peak search\n"
-    "                         (SNOW's option; default 0, none)\n"
-    "  --trim KINDS           SNOW's peak trims, PoreSpy 3's rules: saddles, nearby,\n"
-    "                         saddles,nearby (or all), none (default)\n"
-    "  --saddle-iterations N  the saddle trim's iteration limit (default 20)\n"
-    "  --nearby-factor F      nearby trim: peaks nearer than F times their distance to\n"
-    "                         the solid compete (default 1)\n"
-    "  --ties RULE            skimage (default): scikit-image's order of equal markers;\n"
-    "                         stable: equal markers in C order\n"
-    "  --markers M.npy        use these markers (int32) instead of the peak search\n"
-    "outputs (written atomically; .npy, or .raw for raw little-endian C-order values):\n"
-    "  --out-solid F  --out-filled F  --out-pores F  --out-edt F  --out-markers F\n"
-    "  --out-labels F\n"
-    "  --network F.json       the pore network: regions, throats, porosity\n"
-    "  An output whose name ends otherwise, or that would overwrite an input or another\n"
-    "  output, is refused before anything runs.\n"
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "Prints a summary (name<TAB>value lines) on stdout. Exit status 1 when an input\n"
     "cannot be read or its content is refused (a float64 volume, markers that are not\n"
     "int32, ...) or an output cannot be written, 2 for usage errors.\n";
 
 /* "saddles", "nearby", a comma list of them, "all" or "none". */
-static bool parse_trim(const char *v, uint32_t *out) {
+static bool trim_flags(const char *v, uint32_t *out) {
   if (strcmp(v, "none") == 0) return *out = 0, true;
   if (strcmp(v, "all") == 0) return *out = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY, true;
   uint32_t flags = 0;
@@ -67,19 +38,105 @@ static bool parse_trim(const char *v, uint32_t *out) {
   return flags != 0;
 }
 
-static bool parse_dtype(const char *v, accel_dtype *d) {
-  static const struct {
-    const char *name;
-    accel_dtype d;
-  } t[] = {{"uint8", ACCEL_DTYPE_U8},   {"int16", ACCEL_DTYPE_I16}, {"uint16", ACCEL_DTYPE_U16},
-           {"int32", ACCEL_DTYPE_I32},  {"float32", ACCEL_DTYPE_F32}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (strcmp(v, t[i].name) == 0) {
-      *d = t[i].d;
-      return true;
-    }
+static bool parse_trim(const char *cmd, const cli_option *o, const char *v, void *field) {
+  if (trim_flags(v, field)) return true;
+  cli_error("%s: %s takes saddles, nearby, saddles,nearby, all or none, not '%s'", cmd, o->name, v);
   return false;
 }
+
+static bool parse_connectivity(const char *cmd, const cli_option *o, const char *v, void *field) {
+  int c = 0;
+  if (!cli_parse_int(cmd, o->name, v, 6, 26, &c)) return false;
+  if (c != 6 && c != 26) {
+    cli_error("%s: %s must be 6 or 26", cmd, o->name);
+    return false;
+  }
+  *(accel_ct_connectivity *)field = (accel_ct_connectivity)c;
+  return true;
+}
+
+enum { NOUT = 6 }; /* solid, filled, pores, edt, markers, labels */
+
+typedef struct segment_args {
+  accel_ct_pipeline_options po;
+  const char *markers, *network, *out[NOUT];
+  int64_t shape[3], offset;
+  accel_dtype dtype;
+  double rescale[2];
+  bool have_shape, have_offset, have_rescale, have_threshold;
+} segment_args;
+
+static const cli_choice DTYPES[] = {{"uint8", ACCEL_DTYPE_U8},   {"int16", ACCEL_DTYPE_I16},
+                                    {"uint16", ACCEL_DTYPE_U16}, {"int32", ACCEL_DTYPE_I32},
+                                    {"float32", ACCEL_DTYPE_F32}, {NULL, 0}};
+static const cli_choice COMPARES[] = {{"gt", ACCEL_CT_GREATER}, {"ge", ACCEL_CT_GREATER_EQUAL},
+                                      {"lt", ACCEL_CT_LESS},    {"le", ACCEL_CT_LESS_EQUAL},
+                                      {NULL, 0}};
+static const cli_choice PORES[] = {{"closed", ACCEL_CT_PORES_CLOSED}, {"all", ACCEL_CT_PORES_ALL}, {NULL, 0}};
+static const cli_choice TIES[] = {{"skimage", ACCEL_CT_TIES_SKIMAGE}, {"stable", ACCEL_CT_TIES_STABLE}, {NULL, 0}};
+
+#define OUTPUT(flag, k) {.name = flag, .kind = CLI_OPT_STRING, CLI_AT(segment_args, out[k]), .arg = "F"}
+
+static const cli_option OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "input:"},
+    {.name = "INPUT", .kind = CLI_OPT_TEXT,
+     .help = "a .npy volume (uint8, int16, uint16, int32, float32), or a raw\n"
+             "file with --shape and --dtype"},
+    {.name = "--shape", .kind = CLI_OPT_INT, CLI_AT(segment_args, shape), CLI_SEEN(segment_args, have_shape),
+     .count = 3, .lo = 1, .hi = INT64_MAX, .arg = "Z,Y,X", .help = "raw input: the shape (C order, little-endian)"},
+    {.name = "--dtype", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, dtype), .choices = DTYPES, .arg = "D",
+     .help = "raw input: uint8, int16, uint16, int32 or float32"},
+    {.name = "--offset", .kind = CLI_OPT_INT, CLI_AT(segment_args, offset), CLI_SEEN(segment_args, have_offset),
+     .lo = 0, .hi = INT64_MAX, .arg = "B", .help = "raw input: bytes to skip first (a header; default 0)"},
+    {.name = "--rescale", .kind = CLI_OPT_REAL, CLI_AT(segment_args, rescale), CLI_SEEN(segment_args, have_rescale),
+     .count = 2, .label = "--rescale (SLOPE,INTERCEPT)", .arg = "S,I",
+     .help = "int16/uint16 input: value * S + I before the threshold\n"
+             "(DICOM's rescale slope and intercept)"},
+    {.kind = CLI_OPT_TEXT, .help = "segmentation:"},
+    {.name = "--threshold", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.threshold),
+     CLI_SEEN(segment_args, have_threshold), .arg = "T", .help = "required: solid = value > T"},
+    {.name = "--compare", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, po.compare), .choices = COMPARES,
+     .arg = "OP", .help = "gt (default), ge, lt or le: solid = value OP T"},
+    {.name = "--pores", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, po.pores), .choices = PORES, .arg = "MODE",
+     .help = "closed (default): fill_holes(solid) & ~solid; all: ~solid"},
+    {.name = "--fill-connectivity", .kind = CLI_OPT_CUSTOM, CLI_AT(segment_args, po.fill_connectivity),
+     .parse = parse_connectivity, .arg = "C", .help = "6 (default, SciPy's) or 26"},
+    {.name = "--spacing", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.spacing), .count = 3, .min = 0,
+     .exclusive = true, .range = "three sizes > 0", .arg = "Z,Y,X",
+     .help = "voxel size (default 1,1,1); distances and volumes use it"},
+    {.name = "--min-distance", .kind = CLI_OPT_INT, CLI_AT(segment_args, po.min_distance), .lo = 0, .hi = 1000,
+     .arg = "D", .help = "markers: minimum peak distance in voxels (default 3)"},
+    {.name = "--smooth", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.smooth_sigma), .min = 0,
+     .range = "a sigma >= 0", .arg = "SIGMA",
+     .help = "Gaussian smoothing of the distance map for the peak search\n"
+             "(SNOW's option; default 0, none)"},
+    {.name = "--trim", .kind = CLI_OPT_CUSTOM, CLI_AT(segment_args, po.trim), .parse = parse_trim, .arg = "KINDS",
+     .help = "SNOW's peak trims, PoreSpy 3's rules: saddles, nearby,\n"
+             "saddles,nearby (or all), none (default)"},
+    {.name = "--saddle-iterations", .kind = CLI_OPT_INT, CLI_AT(segment_args, po.saddle_iterations), .lo = 1,
+     .hi = 100000, .arg = "N", .help = "the saddle trim's iteration limit (default 20)"},
+    {.name = "--nearby-factor", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.nearby_factor), .min = 0,
+     .range = "a number >= 0", .arg = "F",
+     .help = "nearby trim: peaks nearer than F times their distance to\n"
+             "the solid compete (default 1)"},
+    {.name = "--ties", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, po.ties), .choices = TIES, .arg = "RULE",
+     .help = "skimage (default): scikit-image's order of equal markers;\n"
+             "stable: equal markers in C order"},
+    {.name = "--markers", .kind = CLI_OPT_STRING, CLI_AT(segment_args, markers), .arg = "M.npy",
+     .help = "use these markers (int32) instead of the peak search"},
+    {.kind = CLI_OPT_TEXT, .help = "outputs (written atomically; .npy, or .raw for raw little-endian C-order values):"},
+    OUTPUT("--out-solid", 0),
+    OUTPUT("--out-filled", 1),
+    OUTPUT("--out-pores", 2),
+    OUTPUT("--out-edt", 3),
+    OUTPUT("--out-markers", 4),
+    OUTPUT("--out-labels", 5),
+    {.name = "--network", .kind = CLI_OPT_STRING, CLI_AT(segment_args, network), .arg = "F.json",
+     .help = "the pore network: regions, throats, porosity"},
+    {.kind = CLI_OPT_TEXT,
+     .help = "  An output whose name ends otherwise, or that would overwrite an input or another\n"
+             "  output, is refused before anything runs."},
+    {0}};
 
 typedef struct outspec {
   const char *flag, *path;
@@ -90,129 +147,24 @@ typedef struct outspec {
 } outspec;
 
 static int segment(const cli_globals *g, int argc, char **argv) {
-  const char *input = NULL, *markers_path = NULL, *network_path = NULL;
-  int64_t shape[3] = {0, 0, 0};
-  accel_dtype raw_dtype = ACCEL_DTYPE_INVALID;
-  double rescale[2] = {0, 0};
-  int64_t offset = 0;
   static const char C[] = "ct segment";
-  bool have_shape = false, have_rescale = false, have_threshold = false, have_offset = false;
-  accel_ct_pipeline_options po;
-  accel_ct_pipeline_options_init(&po, sizeof po);
-  outspec outs[] = {{"--out-solid", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-filled", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-pores", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-edt", NULL, 0, ACCEL_DTYPE_F32, NULL, {0}},
-                    {"--out-markers", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}},
-                    {"--out-labels", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}};
-  enum { NOUT = sizeof outs / sizeof outs[0] };
-  int first = argc;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false, taken = false;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    }
-    for (int k = 0; k < NOUT && !taken; k++)
-      if (cli_take_value(argc, argv, &i, outs[k].flag, &v, &missing)) {
-        if (missing) return CLI_USAGE;
-        outs[k].path = v;
-        taken = true;
-      }
-    if (taken) continue;
-    if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_reals(C, "--threshold", v, 1, &po.threshold)) return CLI_USAGE;
-      have_threshold = true;
-    } else if (cli_take_value(argc, argv, &i, "--compare", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      static const char *const ops[] = {"gt", "ge", "lt", "le"};
-      int k = 0;
-      while (k < 4 && strcmp(v, ops[k])) k++;
-      if (k == 4) {
-        cli_error("ct segment: --compare must be gt, ge, lt or le, not '%s'", v);
-        return CLI_USAGE;
-      }
-      po.compare = (accel_ct_compare)k;
-    } else if (cli_take_value(argc, argv, &i, "--pores", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "closed") && strcmp(v, "all")) {
-        cli_error("ct segment: --pores must be closed or all, not '%s'", v);
-        return CLI_USAGE;
-      }
-      po.pores = strcmp(v, "all") == 0 ? ACCEL_CT_PORES_ALL : ACCEL_CT_PORES_CLOSED;
-    } else if (cli_take_value(argc, argv, &i, "--fill-connectivity", &v, &missing)) {
-      int c = 0;
-      if (missing || !cli_parse_int("ct segment", "--fill-connectivity", v, 6, 26, &c)) return CLI_USAGE;
-      if (c != 6 && c != 26) {
-        cli_error("ct segment: --fill-connectivity must be 6 or 26");
-        return CLI_USAGE;
-      }
-      po.fill_connectivity = (accel_ct_connectivity)c;
-    } else if (cli_take_value(argc, argv, &i, "--spacing", &v, &missing)) {
-      if (missing || !cli_parse_reals(C, "--spacing", v, 3, po.spacing)) return CLI_USAGE;
-      if (!(po.spacing[0] > 0 && po.spacing[1] > 0 && po.spacing[2] > 0)) {
-        cli_error("%s: --spacing takes three sizes > 0, not '%s'", C, v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--min-distance", &v, &missing)) {
-      if (missing || !cli_parse_int("ct segment", "--min-distance", v, 0, 1000, &po.min_distance)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--smooth", &v, &missing)) {
-      if (missing || !cli_parse_reals(C, "--smooth", v, 1, &po.smooth_sigma)) return CLI_USAGE;
-      if (po.smooth_sigma < 0) {
-        cli_error("%s: --smooth takes a sigma >= 0, not '%s'", C, v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--trim", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (!parse_trim(v, &po.trim)) {
-        cli_error("ct segment: --trim takes saddles, nearby, saddles,nearby, all or none, not '%s'", v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--saddle-iterations", &v, &missing)) {
-      if (missing || !cli_parse_int("ct segment", "--saddle-iterations", v, 1, 100000, &po.saddle_iterations))
-        return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--nearby-factor", &v, &missing)) {
-      if (missing || !cli_parse_reals(C, "--nearby-factor", v, 1, &po.nearby_factor)) return CLI_USAGE;
-      if (po.nearby_factor < 0) {
-        cli_error("%s: --nearby-factor takes a number >= 0, not '%s'", C, v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--ties", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "skimage") && strcmp(v, "stable")) {
-        cli_error("ct segment: --ties must be skimage or stable, not '%s'", v);
-        return CLI_USAGE;
-      }
-      po.ties = strcmp(v, "stable") == 0 ? ACCEL_CT_TIES_STABLE : ACCEL_CT_TIES_SKIMAGE;
-    } else if (cli_take_value(argc, argv, &i, "--markers", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      markers_path = v;
-    } else if (cli_take_value(argc, argv, &i, "--network", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      network_path = v;
-    } else if (cli_take_value(argc, argv, &i, "--shape", &v, &missing)) {
-      if (missing || !cli_parse_ints(C, "--shape", v, 3, 1, INT64_MAX, shape)) return CLI_USAGE;
-      have_shape = true;
-    } else if (cli_take_value(argc, argv, &i, "--dtype", &v, &missing)) {
-      if (missing || !parse_dtype(v, &raw_dtype)) {
-        if (!missing) cli_error("ct segment: --dtype must be uint8, int16, uint16, int32 or float32, not '%s'", v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--offset", &v, &missing)) {
-      if (missing || !cli_parse_ints(C, "--offset", v, 1, 0, INT64_MAX, &offset)) return CLI_USAGE;
-      have_offset = true;
-    } else if (cli_take_value(argc, argv, &i, "--rescale", &v, &missing)) {
-      if (missing || !cli_parse_reals(C, "--rescale (SLOPE,INTERCEPT)", v, 2, rescale)) return CLI_USAGE;
-      have_rescale = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("ct segment: unknown option '%s' (see accel ct --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
+  segment_args a = {0};
+  accel_ct_pipeline_options_init(&a.po, sizeof a.po);
+  const int first = cli_parse_options(C, OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  const char *input = NULL, *markers_path = a.markers, *network_path = a.network;
+  const int64_t *shape = a.shape, offset = a.offset;
+  const accel_dtype raw_dtype = a.dtype;
+  const double *rescale = a.rescale;
+  const bool have_shape = a.have_shape, have_rescale = a.have_rescale, have_threshold = a.have_threshold,
+             have_offset = a.have_offset;
+  accel_ct_pipeline_options po = a.po;
+  outspec outs[] = {{"--out-solid", a.out[0], 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-filled", a.out[1], 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-pores", a.out[2], 0, ACCEL_DTYPE_U8, NULL, {0}},
+                    {"--out-edt", a.out[3], 0, ACCEL_DTYPE_F32, NULL, {0}},
+                    {"--out-markers", a.out[4], 0, ACCEL_DTYPE_I32, NULL, {0}},
+                    {"--out-labels", a.out[5], 0, ACCEL_DTYPE_I32, NULL, {0}}};
   if (first >= argc) {
     cli_error("ct segment: no INPUT given (see accel ct --help)");
     return CLI_USAGE;
@@ -359,29 +311,13 @@ done:
   return rc;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  if (argc < 2) {
-    cli_error("ct: segment? (see accel ct --help)");
-    return CLI_USAGE;
-  }
-  if (strcmp(argv[1], "segment") != 0) {
-    cli_error("ct: unknown subcommand '%s' (segment)", argv[1]);
-    return CLI_USAGE;
-  }
-  static const char *const values[] = {"--shape", "--dtype", "--offset", "--rescale", "--threshold", "--compare",
-                                       "--pores", "--fill-connectivity", "--spacing", "--min-distance", "--smooth",
-                                       "--trim", "--saddle-iterations", "--nearby-factor", "--ties", "--markers", "--out-solid", "--out-filled", "--out-pores",
-                                       "--out-edt", "--out-markers", "--out-labels", "--network", NULL};
-  int pargc;
-  char **pargv = cli_permute(argc - 1, argv + 1, values, &pargc);
-  if (!pargv) {
-    cli_error("out of memory");
-    return CLI_USAGE;
-  }
-  int rc = segment(g, pargc, pargv);
-  free(pargv);
-  return rc;
-}
+static const cli_command SEGMENT = {.name = "segment", .options = OPTIONS, .run = segment};
+static const cli_command *const SUBCOMMANDS[] = {&SEGMENT, NULL};
 
-const cli_command cli_ct_command = {"ct", "CT pore segmentation: fill, distance map, watershed, network", USAGE, run,
-                                    NULL};
+const cli_command cli_ct_command = {.name = "ct",
+                                    .summary = "CT pore segmentation: fill, distance map, watershed, network",
+                                    .usage = USAGE,
+                                    .options = OPTIONS,
+                                    .help_column = 23,
+                                    .usage_tail = USAGE_TAIL,
+                                    .subcommands = SUBCOMMANDS};

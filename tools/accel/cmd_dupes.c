@@ -14,23 +14,9 @@ static const char USAGE[] =
     "Hashes the images (JPEG, PNG; directories walked recursively), finds every pair\n"
     "within the threshold and prints the groups of near-duplicates: the connected\n"
     "components of those pairs. Exact: no pair within the threshold is missed.\n"
-    "\n"
-    "  --kinds LIST      hash kinds compared (default dhash,ahash): ahash, dhash,\n"
-    "                    dhash_vertical, phash, whash, colorhash\n"
-    "  --threshold T     largest Hamming distance that still matches, inclusive (default 5);\n"
-    "                    one value for every kind, or one per kind: --threshold 5,8\n"
-    "  --rule R          all (default): a pair matches when every kind is within its\n"
-    "                    threshold; any: when at least one is\n"
-    "  --size N          hash_size (default 8, 64-bit hashes; up to 16)\n"
-    "  --binbits B       colorhash's binbits (default 3)\n"
-    "  --fast            reduced-scale JPEG decoding (not bit-exact; see accel hash --help)\n"
-    "  --index FILE      keep the hashes in FILE: entries of files with the same size and\n"
-    "                    modification time are reused, the others hashed; FILE is then\n"
-    "                    rewritten to hold exactly these files\n"
-    "  --pairs           print the matching pairs instead of the groups\n"
-    "  --algorithm A     auto (default), brute (brute force) or mih (multi-index hashing)\n"
-    "  --format F        tsv (default) or json\n"
-    "  --follow-links    also enter symbolic links to directories (each file counts once)\n"
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "TSV output: a header 'group<TAB>path', then one line per member of each group of\n"
     "two or more: groups numbered from 1, ordered by their first path, paths sorted\n"
@@ -40,6 +26,46 @@ static const char USAGE[] =
     "\n"
     "Files that cannot be hashed are reported on stderr, left out, and make the exit\n"
     "status 1.\n";
+
+typedef struct dupes_args {
+  catalog_options co;
+  accel_search_options so;
+  cli_thresholds th;
+  bool json, pairs, follow;
+} dupes_args;
+
+static const cli_choice ALGORITHMS[] = {
+    {"auto", ACCEL_INDEX_AUTO}, {"brute", ACCEL_INDEX_BRUTE_FORCE}, {"mih", ACCEL_INDEX_MULTI_INDEX}, {NULL, 0}};
+
+static const cli_option OPTIONS[] = {
+    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(dupes_args, co.hash), .parse = cli_parse_kinds, .arg = "LIST",
+     .help = "hash kinds compared (default dhash,ahash): ahash, dhash,\n"
+             "dhash_vertical, phash, whash, colorhash"},
+    {.name = "--threshold", .kind = CLI_OPT_CUSTOM, CLI_AT(dupes_args, th), .parse = cli_parse_thresholds, .arg = "T",
+     .help = "largest Hamming distance that still matches, inclusive (default 5);\n"
+             "one value for every kind, or one per kind: --threshold 5,8"},
+    {.name = "--rule", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, so.rule), .choices = cli_rules, .arg = "R",
+     .help = "all (default): a pair matches when every kind is within its\n"
+             "threshold; any: when at least one is"},
+    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(dupes_args, co.hash.hash_size), .lo = ACCEL_HASH_SIZE_MIN, .hi = 16,
+     .arg = "N", .help = "hash_size (default 8, 64-bit hashes; up to 16)"},
+    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(dupes_args, co.hash.color_binbits), .lo = 1, .hi = 8,
+     .arg = "B", .help = "colorhash's binbits (default 3)"},
+    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, co.hash.fast),
+     .help = "reduced-scale JPEG decoding (not bit-exact; see accel hash --help)"},
+    {.name = "--index", .kind = CLI_OPT_STRING, CLI_AT(dupes_args, co.index_path), .arg = "FILE",
+     .help = "keep the hashes in FILE: entries of files with the same size and\n"
+             "modification time are reused, the others hashed; FILE is then\n"
+             "rewritten to hold exactly these files"},
+    {.name = "--pairs", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, pairs),
+     .help = "print the matching pairs instead of the groups"},
+    {.name = "--algorithm", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, so.algorithm), .choices = ALGORITHMS,
+     .arg = "A", .help = "auto (default), brute (brute force) or mih (multi-index hashing)"},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, json), .choices = cli_tsv_json, .arg = "F",
+     .help = "tsv (default) or json"},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, follow),
+     .help = "also enter symbolic links to directories (each file counts once)"},
+    {0}};
 
 typedef struct group_view {
   const char **paths;
@@ -146,57 +172,18 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
 }
 
 static int run(const cli_globals *g, int argc, char **argv) {
-  catalog_options co;
-  memset(&co, 0, sizeof co);
-  co.cmd = "dupes";
-  accel_hash_options_init(&co.hash, sizeof co.hash);
-  co.hash.nkinds = 2;
-  co.hash.kinds[0] = ACCEL_HASH_DHASH;
-  co.hash.kinds[1] = ACCEL_HASH_AHASH;
-  accel_search_options so;
-  accel_search_options_init(&so, sizeof so);
-  uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
-  bool json = false, pairs = false, follow = false;
-  int first = argc;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    int h = 0;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if ((h = cli_hash_option("dupes", argc, argv, &i, &co.hash, 16))) {
-      if (h < 0) return CLI_USAGE;
-    } else if (strcmp(argv[i], "--pairs") == 0) {
-      pairs = true;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_thresholds("dupes", v, th, &nth)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
-      if (missing || !cli_parse_rule("dupes", v, &so.rule)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--algorithm", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "auto") == 0) so.algorithm = ACCEL_INDEX_AUTO;
-      else if (strcmp(v, "brute") == 0) so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
-      else if (strcmp(v, "mih") == 0) so.algorithm = ACCEL_INDEX_MULTI_INDEX;
-      else {
-        cli_error("dupes: --algorithm must be auto, brute or mih, not '%s'", v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--index", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      co.index_path = v;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing || !cli_parse_format("dupes", v, &json)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("dupes: unknown option '%s' (see accel dupes --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
+  dupes_args a = {.co.cmd = "dupes", .th = {.v = {5}, .n = 1}};
+  accel_hash_options_init(&a.co.hash, sizeof a.co.hash);
+  a.co.hash.nkinds = 2;
+  a.co.hash.kinds[0] = ACCEL_HASH_DHASH;
+  a.co.hash.kinds[1] = ACCEL_HASH_AHASH;
+  accel_search_options_init(&a.so, sizeof a.so);
+  const int first = cli_parse_options("dupes", OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  catalog_options co = a.co;
+  accel_search_options so = a.so;
+  const uint32_t *th = a.th.v, nth = a.th.n;
+  const bool json = a.json, pairs = a.pairs, follow = a.follow;
   if (first >= argc) {
     cli_error("dupes: no PATH given (see accel dupes --help)");
     return CLI_USAGE;
@@ -273,8 +260,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return rc;
 }
 
-static const char *const VALUE_OPTIONS[] = {"--kinds", "--threshold", "--rule",  "--size",  "--binbits",
-                                            "--index", "--algorithm", "--format", NULL};
-
-const cli_command cli_dupes_command = {"dupes", "groups of near-duplicate images (exact Hamming search)", USAGE, run,
-                                       VALUE_OPTIONS};
+const cli_command cli_dupes_command = {.name = "dupes",
+                                       .summary = "groups of near-duplicate images (exact Hamming search)",
+                                       .usage = USAGE,
+                                       .options = OPTIONS,
+                                       .help_column = 18,
+                                       .usage_tail = USAGE_TAIL,
+                                       .run = run};

@@ -13,18 +13,33 @@ static const char USAGE[] =
     "(L = (R*19595 + G*38470 + B*7471 + 0x8000) >> 16; alpha ignored).\n"
     "\n"
     "inputs:  .jpg .jpeg .png (decoded as Pillow decodes them), .pgm .ppm .pnm (binary,\n"
-    "         8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n"
-    "  -o FILE        output file for a single input, in the format its extension names:\n"
-    "                 .pgm or .pnm, .npy, .tif or .tiff (any other is refused)\n"
-    "  --out DIR      output directory (default ., created if missing); each INPUT becomes\n"
-    "                 DIR/<name>.gray.<format>\n"
-    "  --format F     pgm (default), npy or tif\n"
+    "         8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "An output that would overwrite an input, or two inputs that would be written to\n"
     "the same file, are refused before anything is written.\n"
     "\n"
     "Prints each output path. Exit status 1 if some inputs failed (each is\n"
     "reported on stderr), 2 for usage errors.\n";
+
+typedef struct gray_args {
+  const char *out_file, *out_dir, *format_name;
+} gray_args;
+
+static const cli_option OPTIONS[] = {
+    {.name = "-o", .kind = CLI_OPT_STRING, CLI_AT(gray_args, out_file), .arg = "FILE",
+     .help = "output file for a single input, in the format its extension names:\n"
+             ".pgm or .pnm, .npy, .tif or .tiff (any other is refused)"},
+    {.name = "--out", .kind = CLI_OPT_STRING, CLI_AT(gray_args, out_dir), .arg = "DIR",
+     .help = "output directory (default ., created if missing); each INPUT becomes\n"
+             "DIR/<name>.gray.<format>"},
+    {.name = "--format", .kind = CLI_OPT_STRING, CLI_AT(gray_args, format_name), .arg = "F",
+     .help = "pgm (default), npy or tif"},
+    {0}};
+
+static const cli_choice FORMATS[] = {
+    {"pgm", CLI_FORMAT_PGM}, {"npy", CLI_FORMAT_NPY}, {"tif", CLI_FORMAT_TIF}, {NULL, 0}};
 
 static const char *ext_of(const char *path) {
   const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
@@ -95,45 +110,18 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, cli_format f
 }
 
 static int run(const cli_globals *g, int argc, char **argv) {
-  const char *out_file = NULL, *out_dir = ".", *format_name = NULL;
-  int first_input = argc;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    if (strcmp(argv[i], "--") == 0) {
-      first_input = i + 1;
-      break;
-    }
-    if (cli_take_value(argc, argv, &i, "-o", &v, &missing)) {
-      out_file = v;
-    } else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) {
-      out_dir = v;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      format_name = v;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("gray: unknown option '%s' (see accel gray --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first_input = i;
-      break;
-    }
-    if (missing) return CLI_USAGE;
-  }
+  gray_args a = {.out_dir = "."};
+  const int first_input = cli_parse_options("gray", OPTIONS, argc, argv, &a);
+  if (first_input < 0) return CLI_USAGE;
+  const char *out_file = a.out_file, *out_dir = a.out_dir, *format_name = a.format_name;
   int ninputs = argc - first_input;
   if (ninputs < 1) {
     cli_error("gray: no input files (see accel gray --help)");
     return CLI_USAGE;
   }
-  cli_format format = CLI_FORMAT_PGM;
-  if (format_name) {
-    if (strcmp(format_name, "pgm") == 0) format = CLI_FORMAT_PGM;
-    else if (strcmp(format_name, "npy") == 0) format = CLI_FORMAT_NPY;
-    else if (strcmp(format_name, "tif") == 0) format = CLI_FORMAT_TIF;
-    else {
-      cli_error("gray: --format must be pgm, npy or tif, not '%s'", format_name);
-      return CLI_USAGE;
-    }
-  }
+  int chosen = CLI_FORMAT_PGM;
+  if (format_name && !cli_parse_choice("gray", "--format", FORMATS, format_name, &chosen)) return CLI_USAGE;
+  cli_format format = (cli_format)chosen;
   if (out_file && ninputs != 1) {
     cli_error("gray: -o takes a single input; use --out DIR for several");
     return CLI_USAGE;
@@ -192,7 +180,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return rc;
 }
 
-static const char *const VALUE_OPTIONS[] = {"-o", "--out", "--format", NULL};
-
-const cli_command cli_gray_command = {"gray", "convert images to 8-bit gray (Pillow's convert('L'))", USAGE, run,
-                                      VALUE_OPTIONS};
+const cli_command cli_gray_command = {.name = "gray",
+                                      .summary = "convert images to 8-bit gray (Pillow's convert('L'))",
+                                      .usage = USAGE,
+                                      .options = OPTIONS,
+                                      .help_column = 15,
+                                      .usage_tail = USAGE_TAIL,
+                                      .run = run};

@@ -12,20 +12,39 @@ static const char USAGE[] =
     "Perceptual hashes identical to Python's imagehash (4.3.2 on Pillow 9.4):\n"
     "each file is decoded once and every kind is computed from that decode.\n"
     "A directory PATH is walked recursively for .jpg, .jpeg and .png files (any case).\n"
-    "\n"
-    "  --kinds LIST    any of ahash, dhash, dhash_vertical, phash, whash, colorhash\n"
-    "                  (default ahash,dhash,phash,whash); columns come in this order\n"
-    "  --size N        hash_size (default 8; 16 gives 256-bit hashes; whash needs a power of 2)\n"
-    "  --binbits B     colorhash's binbits (default 3)\n"
-    "  --fast          decode large JPEGs at a reduced DCT scale (Pillow's draft()): much\n"
-    "                  faster, not bit-exact (see docs/hash.md for the measured agreement)\n"
-    "  --jobs N        worker threads (default: the global --threads, else all cores)\n"
-    "  --follow-links  also enter symbolic links to directories (each file is hashed once)\n"
-    "  --format F      tsv (default): a header 'path' + one column per kind, then one line\n"
-    "                  per file with imagehash's hex; json: an array of objects\n"
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "A file that cannot be hashed gets error:<status> in its columns (TSV) or an \"error\"\n"
     "member (JSON), a message on stderr, and makes the exit status 1.\n";
+
+typedef struct hash_args {
+  accel_hash_options hash;
+  int jobs;
+  bool follow, json;
+} hash_args;
+
+static const cli_option OPTIONS[] = {
+    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(hash_args, hash), .parse = cli_parse_kinds, .arg = "LIST",
+     .help = "any of ahash, dhash, dhash_vertical, phash, whash, colorhash\n"
+             "(default ahash,dhash,phash,whash); columns come in this order"},
+    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(hash_args, hash.hash_size), .lo = ACCEL_HASH_SIZE_MIN,
+     .hi = ACCEL_HASH_SIZE_MAX, .arg = "N",
+     .help = "hash_size (default 8; 16 gives 256-bit hashes; whash needs a power of 2)"},
+    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(hash_args, hash.color_binbits), .lo = 1, .hi = 8, .arg = "B",
+     .help = "colorhash's binbits (default 3)"},
+    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(hash_args, hash.fast),
+     .help = "decode large JPEGs at a reduced DCT scale (Pillow's draft()): much\n"
+             "faster, not bit-exact (see docs/hash.md for the measured agreement)"},
+    {.name = "--jobs", .kind = CLI_OPT_INT, CLI_AT(hash_args, jobs), .lo = 0, .hi = ACCEL_CPU_THREADS_MAX, .arg = "N",
+     .help = "worker threads (default: the global --threads, else all cores)"},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(hash_args, follow),
+     .help = "also enter symbolic links to directories (each file is hashed once)"},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(hash_args, json), .choices = cli_tsv_json, .arg = "F",
+     .help = "tsv (default): a header 'path' + one column per kind, then one line\n"
+             "per file with imagehash's hex; json: an array of objects"},
+    {0}};
 
 typedef struct err_sink {
   const char *const *paths;
@@ -38,34 +57,12 @@ static void on_error(void *user, size_t index, accel_status status, const char *
 }
 
 static int run(const cli_globals *g, int argc, char **argv) {
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
-  bool json = false;
-  int jobs = g->threads, first = argc;
-  bool follow = false;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    int h = 0;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if ((h = cli_hash_option("hash", argc, argv, &i, &o, ACCEL_HASH_SIZE_MAX))) {
-      if (h < 0) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--jobs", &v, &missing)) {
-      if (missing || !cli_parse_int("hash", "--jobs", v, 0, ACCEL_CPU_THREADS_MAX, &jobs)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing || !cli_parse_format("hash", v, &json)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("hash: unknown option '%s' (see accel hash --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
+  hash_args a = {.jobs = g->threads};
+  accel_hash_options_init(&a.hash, sizeof a.hash);
+  const int first = cli_parse_options("hash", OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  accel_hash_options o = a.hash;
+  const bool json = a.json;
   if (first >= argc) {
     cli_error("hash: no PATH given (see accel hash --help)");
     return CLI_USAGE;
@@ -79,7 +76,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   cli_paths paths = {0};
   int rc = CLI_OK;
   bool oom;
-  if (!cli_collect(argc - first, argv + first, follow, &paths, &oom)) {
+  if (!cli_collect(argc - first, argv + first, a.follow, &paths, &oom)) {
     if (oom) {
       cli_error("out of memory");
       cli_paths_free(&paths);
@@ -89,7 +86,7 @@ static int run(const cli_globals *g, int argc, char **argv) {
   }
 
   cli_globals gj = *g;
-  gj.threads = jobs;
+  gj.threads = a.jobs;
   accel_ctx *ctx = NULL;
   int r = cli_open_ctx(&gj, &ctx);
   if (r) return r;
@@ -166,7 +163,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return rc;
 }
 
-static const char *const VALUE_OPTIONS[] = {"--kinds", "--size", "--binbits", "--jobs", "--format", NULL};
-
-const cli_command cli_hash_command = {"hash", "perceptual hashes of images, identical to imagehash", USAGE, run,
-                                      VALUE_OPTIONS};
+const cli_command cli_hash_command = {.name = "hash",
+                                      .summary = "perceptual hashes of images, identical to imagehash",
+                                      .usage = USAGE,
+                                      .options = OPTIONS,
+                                      .help_column = 16,
+                                      .usage_tail = USAGE_TAIL,
+                                      .run = run};

@@ -57,34 +57,32 @@ static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, acc
   return true;
 }
 
-static int cmd_build(const cli_globals *g, int argc, char **argv) {
+typedef struct build_args {
   catalog_options co;
-  memset(&co, 0, sizeof co);
-  co.cmd = "index build";
-  accel_hash_options_init(&co.hash, sizeof co.hash);
-  co.hash.nkinds = 2;
-  co.hash.kinds[0] = ACCEL_HASH_DHASH;
-  co.hash.kinds[1] = ACCEL_HASH_AHASH;
-  bool given = false, follow = false;
-  int first = argc;
-  for (int i = 1; i < argc; i++) {
-    int h = 0;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if ((h = cli_hash_option("index build", argc, argv, &i, &co.hash, 16))) {
-      if (h < 0) return CLI_USAGE;
-      given = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("index build: unknown option '%s' (see accel index --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
+  bool given, follow;
+} build_args;
+
+static const cli_option BUILD_OPTIONS[] = {
+    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(build_args, co.hash), CLI_SEEN(build_args, given),
+     .parse = cli_parse_kinds},
+    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(build_args, co.hash.hash_size), CLI_SEEN(build_args, given),
+     .lo = ACCEL_HASH_SIZE_MIN, .hi = 16},
+    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(build_args, co.hash.color_binbits), CLI_SEEN(build_args, given),
+     .lo = 1, .hi = 8},
+    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(build_args, co.hash.fast), CLI_SEEN(build_args, given)},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(build_args, follow)},
+    {0}};
+
+static int cmd_build(const cli_globals *g, int argc, char **argv) {
+  build_args a = {.co.cmd = "index build"};
+  accel_hash_options_init(&a.co.hash, sizeof a.co.hash);
+  a.co.hash.nkinds = 2;
+  a.co.hash.kinds[0] = ACCEL_HASH_DHASH;
+  a.co.hash.kinds[1] = ACCEL_HASH_AHASH;
+  int first = cli_parse_options("index build", BUILD_OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  catalog_options co = a.co;
+  const bool given = a.given, follow = a.follow;
   if (first >= argc) {
     cli_error("index build: no FILE given (see accel index --help)");
     return CLI_USAGE;
@@ -156,40 +154,33 @@ static int cmp_row(const void *a, const void *b) {
   return strcmp(x->path, y->path);
 }
 
-static int cmd_query(const cli_globals *g, int argc, char **argv) {
-  const char *file = NULL, *by = NULL;
+typedef struct query_args {
+  const char *by;
   accel_search_options so;
-  accel_search_options_init(&so, sizeof so);
-  uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
-  int k = 0, first = argc;
-  bool json = false, follow = false;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_thresholds("index query", v, th, &nth)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
-      if (missing || !cli_parse_rule("index query", v, &so.rule)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--k", &v, &missing)) {
-      if (missing || !cli_parse_int("index query", "--k", v, 1, 4096, &k)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--by", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      by = v;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing || !cli_parse_format("index query", v, &json)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("index query: unknown option '%s' (see accel index --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
+  cli_thresholds th;
+  int k;
+  bool json, follow;
+} query_args;
+
+static const cli_option QUERY_OPTIONS[] = {
+    {.name = "--threshold", .kind = CLI_OPT_CUSTOM, CLI_AT(query_args, th), .parse = cli_parse_thresholds},
+    {.name = "--rule", .kind = CLI_OPT_CHOICE, CLI_AT(query_args, so.rule), .choices = cli_rules},
+    {.name = "--k", .kind = CLI_OPT_INT, CLI_AT(query_args, k), .lo = 1, .hi = 4096},
+    {.name = "--by", .kind = CLI_OPT_STRING, CLI_AT(query_args, by)},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(query_args, json), .choices = cli_tsv_json},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(query_args, follow)},
+    {0}};
+
+static int cmd_query(const cli_globals *g, int argc, char **argv) {
+  query_args a = {.th = {.v = {5}, .n = 1}};
+  accel_search_options_init(&a.so, sizeof a.so);
+  int first = cli_parse_options("index query", QUERY_OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  const char *file = NULL, *by = a.by;
+  accel_search_options so = a.so;
+  const uint32_t *th = a.th.v, nth = a.th.n;
+  const int k = a.k;
+  const bool json = a.json, follow = a.follow;
   if (first >= argc) {
     cli_error("index query: no FILE given (see accel index --help)");
     return CLI_USAGE;
@@ -381,36 +372,14 @@ static int cmd_info(const cli_globals *g, int argc, char **argv) {
   return CLI_OK;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  if (argc < 2) {
-    cli_error("index: build, query or info? (see accel index --help)");
-    return CLI_USAGE;
-  }
-  static const char *const build_values[] = {"--kinds", "--size", "--binbits", NULL};
-  static const char *const query_values[] = {"--threshold", "--rule", "--k", "--by", "--format", NULL};
-  int (*sub)(const cli_globals *, int, char **) = NULL;
-  const char *const *values = NULL;
-  if (strcmp(argv[1], "build") == 0) {
-    sub = cmd_build;
-    values = build_values;
-  } else if (strcmp(argv[1], "query") == 0) {
-    sub = cmd_query;
-    values = query_values;
-  } else if (strcmp(argv[1], "info") == 0) {
-    sub = cmd_info;
-  } else {
-    cli_error("index: unknown subcommand '%s' (build, query or info)", argv[1]);
-    return CLI_USAGE;
-  }
-  int pargc; /* options may follow FILE and the PATHs */
-  char **pargv = cli_permute(argc - 1, argv + 1, values, &pargc);
-  if (!pargv) {
-    cli_error("out of memory");
-    return CLI_USAGE;
-  }
-  int rc = sub(g, pargc, pargv);
-  free(pargv);
-  return rc;
-}
+static const cli_option NO_OPTIONS[] = {{0}};
 
-const cli_command cli_index_command = {"index", "keep image hashes in an index file; query it", USAGE, run, NULL};
+static const cli_command BUILD = {.name = "build", .options = BUILD_OPTIONS, .run = cmd_build};
+static const cli_command QUERY = {.name = "query", .options = QUERY_OPTIONS, .run = cmd_query};
+static const cli_command INFO = {.name = "info", .options = NO_OPTIONS, .run = cmd_info};
+static const cli_command *const SUBCOMMANDS[] = {&BUILD, &QUERY, &INFO, NULL};
+
+const cli_command cli_index_command = {.name = "index",
+                                       .summary = "keep image hashes in an index file; query it",
+                                       .usage = USAGE,
+                                       .subcommands = SUBCOMMANDS};

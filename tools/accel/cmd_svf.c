@@ -9,22 +9,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#define INPUTS_HELP                                                                                                    \
-  "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):\n"                                            \
-  "  --dsm F                ground and buildings (required); below 0 it is raised by\n"                            \
-  "                         |min| as UMEP does; NaN / GeoTIFF no-data counts as 0\n"                                \
-  "  --cdsm F               vegetation canopy height above ground (default: none)\n"                               \
-  "  --tdsm F               trunk-zone height above ground (default: --trunk-ratio x CDSM)\n"                      \
-  "  --pixel-size M         metres per pixel (required; UMEP's scale is 1/M)\n"                                    \
-  "  --trunk-ratio R        TDSM = R x CDSM when no --tdsm is given (default 0.25)\n"                              \
-  "  --max-height H         UMEP's amaxvalue, where rays stop (default: max(DSM, CDSM))\n"                         \
-  "  --tile N               tile side in pixels (default: the whole grid on the CPU,\n"                            \
-  "                         the device memory budget on a GPU); results never depend on it\n"                      \
-  "outputs:\n"                                                                                                         \
-  "  --out DIR              directory for the grids (created if missing)\n"                                        \
-  "  --format npy|tif       file type of the grids (default: the DSM's); GeoTIFF outputs\n"                       \
-  "                         carry the DSM's georeferencing\n"
-
 static const char SHADOW_USAGE[] =
     "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
     "                                     --azimuth A --altitude H --out DIR [options]\n"
@@ -33,13 +17,7 @@ static const char SHADOW_USAGE[] =
     "DIR/shadow_az<A>_alt<H>_{sh,vegsh,vbshvegsh}.npy (or .tif), A and H printed as\n"
     "C's %g; 1 = sunlit: sh buildings, vegsh vegetation (outside building shadow),\n"
     "vbshvegsh 0 where vegetation shades inside a building shadow (docs/svf.md).\n"
-    "\n"
-    "sun:\n"
-    "  --azimuth A            degrees clockwise from north, 0..360\n"
-    "  --altitude H           degrees above the horizon, (0, 90]\n" INPUTS_HELP
-    "\n"
-    "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
-    "read or an output written, 2 for usage errors.\n";
+    "\n";
 
 static const char SVF_USAGE[] =
     "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
@@ -48,17 +26,90 @@ static const char SVF_USAGE[] =
     "Sky view factors as UMEP's svfForProcessing153 computes them, into\n"
     "DIR/svf_<name>.npy (or .tif) for svf, svfE, svfS, svfW, svfN and, with a CDSM,\n"
     "svfveg, svfEveg, ..., svfaveg, svfEaveg, ... (15 grids; docs/svf.md).\n"
-    "\n"
-    "sky:\n"
-    "  --patches P            145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
-    "                         and 612 make 305 and 609 patches, as in UMEP)\n"
-    "  --shadow-matrices      also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
-    "                         CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
-    "                         p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
-    "                         bitorder=\"little\")[..., :P])\n" INPUTS_HELP
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
     "read or an output written, 2 for usage errors.\n";
+
+typedef struct svf_args {
+  const char *cmd;
+  const char *dsm, *cdsm, *tdsm, *out;
+  const char *format; /* "npy", "tif" or NULL */
+  double azimuth, altitude;
+  bool have_az, have_alt, matrices;
+  accel_svf_options o;
+} svf_args;
+
+static bool parse_format(const char *cmd, const cli_option *o, const char *v, void *field) {
+  if (strcmp(v, "npy") != 0 && strcmp(v, "tif") != 0) {
+    cli_error("%s: %s is npy or tif, not '%s'", cmd, o->name, v);
+    return false;
+  }
+  *(const char **)field = v;
+  return true;
+}
+
+static bool parse_patches(const char *cmd, const cli_option *o, const char *v, void *field) {
+  int p;
+  int32_t count;
+  if (!cli_parse_int(cmd, o->name, v, 1, 100000, &p)) return false;
+  if (accel_svf_patches(p, &count, NULL, NULL) != ACCEL_OK) {
+    cli_error("%s: %s is 145, 153, 306 or 612 (UMEP's options), not %d", cmd, o->name, p);
+    return false;
+  }
+  *(int32_t *)field = p;
+  return true;
+}
+
+/* The inputs and outputs, common to shadow and svf (a macro: both tables list them). */
+#define GRID_OPTIONS                                                                                                   \
+  {.kind = CLI_OPT_TEXT, .help = "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):"},              \
+      {.name = "--dsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, dsm), .arg = "F",                                     \
+       .help = "ground and buildings (required); below 0 it is raised by\n"                                           \
+               "|min| as UMEP does; NaN / GeoTIFF no-data counts as 0"},                                               \
+      {.name = "--cdsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, cdsm), .arg = "F",                                   \
+       .help = "vegetation canopy height above ground (default: none)"},                                               \
+      {.name = "--tdsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, tdsm), .arg = "F",                                   \
+       .help = "trunk-zone height above ground (default: --trunk-ratio x CDSM)"},                                      \
+      {.name = "--pixel-size", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.pixel_size), .arg = "M",                       \
+       .help = "metres per pixel (required; UMEP's scale is 1/M)"},                                                    \
+      {.name = "--trunk-ratio", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.trunk_ratio), .arg = "R",                     \
+       .help = "TDSM = R x CDSM when no --tdsm is given (default 0.25)"},                                              \
+      {.name = "--max-height", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.max_height), .arg = "H",                       \
+       .help = "UMEP's amaxvalue, where rays stop (default: max(DSM, CDSM))"},                                         \
+      {.name = "--tile", .kind = CLI_OPT_INT, CLI_AT(svf_args, o.tile), .lo = 1, .hi = 1000000000, .arg = "N",         \
+       .help = "tile side in pixels (default: the whole grid on the CPU,\n"                                            \
+               "the device memory budget on a GPU); results never depend on it"},                                      \
+      {.kind = CLI_OPT_TEXT, .help = "outputs:"},                                                                      \
+      {.name = "--out", .kind = CLI_OPT_STRING, CLI_AT(svf_args, out), .arg = "DIR",                                   \
+       .help = "directory for the grids (created if missing)"},                                                        \
+      {.name = "--format", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, format), .parse = parse_format, .arg = "npy|tif", \
+       .help = "file type of the grids (default: the DSM's); GeoTIFF outputs\n"                                        \
+               "carry the DSM's georeferencing"}
+
+static const cli_option SHADOW_OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "sun:"},
+    {.name = "--azimuth", .kind = CLI_OPT_REAL, CLI_AT(svf_args, azimuth), CLI_SEEN(svf_args, have_az), .arg = "A",
+     .help = "degrees clockwise from north, 0..360"},
+    {.name = "--altitude", .kind = CLI_OPT_REAL, CLI_AT(svf_args, altitude), CLI_SEEN(svf_args, have_alt), .arg = "H",
+     .help = "degrees above the horizon, (0, 90]"},
+    GRID_OPTIONS,
+    {0}};
+
+static const cli_option SVF_OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "sky:"},
+    {.name = "--patches", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, o.patches), .parse = parse_patches, .arg = "P",
+     .help = "145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
+             "and 612 make 305 and 609 patches, as in UMEP)"},
+    {.name = "--shadow-matrices", .kind = CLI_OPT_FLAG, CLI_AT(svf_args, matrices),
+     .help = "also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
+             "CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
+             "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
+             "bitorder=\"little\")[..., :P])"},
+    GRID_OPTIONS,
+    {0}};
 
 static bool has_tiff_ext(const char *path) {
   const char *dot = strrchr(path, '.');
@@ -125,66 +176,12 @@ static bool load_grid(accel_ctx *ctx, const char *cmd, const char *path, accel_b
   return true;
 }
 
-typedef struct svf_args {
-  const char *cmd;
-  const char *dsm, *cdsm, *tdsm, *out;
-  const char *format; /* "npy", "tif" or NULL */
-  double azimuth, altitude;
-  bool have_az, have_alt, matrices;
-  accel_svf_options o;
-} svf_args;
-
 static int parse(int argc, char **argv, svf_args *a, bool shadow) {
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    if (strcmp(argv[i], "--") == 0) {
-      if (i + 1 < argc) {
-        cli_error("%s: unexpected argument '%s'", a->cmd, argv[i + 1]);
-        return CLI_USAGE;
-      }
-      break;
-    }
-    if (cli_take_value(argc, argv, &i, "--dsm", &v, &missing)) a->dsm = v;
-    else if (cli_take_value(argc, argv, &i, "--cdsm", &v, &missing)) a->cdsm = v;
-    else if (cli_take_value(argc, argv, &i, "--tdsm", &v, &missing)) a->tdsm = v;
-    else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) a->out = v;
-    else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (!missing && strcmp(v, "npy") != 0 && strcmp(v, "tif") != 0) {
-        cli_error("%s: --format is npy or tif, not '%s'", a->cmd, v);
-        return CLI_USAGE;
-      }
-      a->format = v;
-    } else if (cli_take_value(argc, argv, &i, "--pixel-size", &v, &missing)) {
-      if (!missing && !cli_parse_reals(a->cmd, "--pixel-size", v, 1, &a->o.pixel_size)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--trunk-ratio", &v, &missing)) {
-      if (!missing && !cli_parse_reals(a->cmd, "--trunk-ratio", v, 1, &a->o.trunk_ratio)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--max-height", &v, &missing)) {
-      if (!missing && !cli_parse_reals(a->cmd, "--max-height", v, 1, &a->o.max_height)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--tile", &v, &missing)) {
-      if (!missing && !cli_parse_ints(a->cmd, "--tile", v, 1, 1, 1000000000, &a->o.tile)) return CLI_USAGE;
-    } else if (shadow && cli_take_value(argc, argv, &i, "--azimuth", &v, &missing)) {
-      if (!missing && !cli_parse_reals(a->cmd, "--azimuth", v, 1, &a->azimuth)) return CLI_USAGE;
-      a->have_az = true;
-    } else if (shadow && cli_take_value(argc, argv, &i, "--altitude", &v, &missing)) {
-      if (!missing && !cli_parse_reals(a->cmd, "--altitude", v, 1, &a->altitude)) return CLI_USAGE;
-      a->have_alt = true;
-    } else if (!shadow && cli_take_value(argc, argv, &i, "--patches", &v, &missing)) {
-      int p;
-      if (!missing && !cli_parse_int(a->cmd, "--patches", v, 1, 100000, &p)) return CLI_USAGE;
-      int32_t count;
-      if (!missing && accel_svf_patches(p, &count, NULL, NULL) != ACCEL_OK) {
-        cli_error("%s: --patches is 145, 153, 306 or 612 (UMEP's options), not %d", a->cmd, p);
-        return CLI_USAGE;
-      }
-      a->o.patches = p;
-    } else if (!shadow && strcmp(argv[i], "--shadow-matrices") == 0) {
-      a->matrices = true;
-    } else {
-      cli_error("%s: unknown option '%s' (see accel %s --help)", a->cmd, argv[i], a->cmd);
-      return CLI_USAGE;
-    }
-    if (missing) return CLI_USAGE;
+  const int first = cli_parse_options(a->cmd, shadow ? SHADOW_OPTIONS : SVF_OPTIONS, argc, argv, a);
+  if (first < 0) return CLI_USAGE;
+  if (first < argc) {
+    cli_error("%s: unexpected argument '%s'", a->cmd, argv[first]);
+    return CLI_USAGE;
   }
   const char *need = !a->dsm ? "--dsm" : !(a->o.pixel_size > 0) ? "--pixel-size" : !a->out ? "--out"
                      : shadow && !a->have_az ? "--azimuth" : shadow && !a->have_alt ? "--altitude" : NULL;
@@ -389,15 +386,20 @@ done:
   return rc;
 }
 
-static const char *const VALUES_SHADOW[] = {"--dsm", "--cdsm", "--tdsm", "--pixel-size", "--azimuth", "--altitude",
-                                            "--out", "--format", "--trunk-ratio", "--max-height", "--tile", NULL};
-static const char *const VALUES_SVF[] = {"--dsm", "--cdsm", "--tdsm", "--pixel-size", "--patches", "--out", "--format",
-                                         "--trunk-ratio", "--max-height", "--tile", NULL};
-
 static int run_shadow(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, true); }
 static int run_svf(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, false); }
 
-const cli_command cli_shadow_command = {"shadow", "shadows of a surface model for one sun position (UMEP)",
-                                        SHADOW_USAGE, run_shadow, VALUES_SHADOW};
-const cli_command cli_svf_command = {"svf", "sky view factors of a surface model (UMEP's 153 patches)", SVF_USAGE,
-                                     run_svf, VALUES_SVF};
+const cli_command cli_shadow_command = {.name = "shadow",
+                                        .summary = "shadows of a surface model for one sun position (UMEP)",
+                                        .usage = SHADOW_USAGE,
+                                        .options = SHADOW_OPTIONS,
+                                        .help_column = 23,
+                                        .usage_tail = USAGE_TAIL,
+                                        .run = run_shadow};
+const cli_command cli_svf_command = {.name = "svf",
+                                     .summary = "sky view factors of a surface model (UMEP's 153 patches)",
+                                     .usage = SVF_USAGE,
+                                     .options = SVF_OPTIONS,
+                                     .help_column = 23,
+                                     .usage_tail = USAGE_TAIL,
+                                     .run = run_svf};
