@@ -15,7 +15,7 @@ enum {
   CLI_USAGE = 2        /* usage or set-up error; nothing was processed */
 };
 
-/* Options given before the subcommand. */
+/* The global options, given before the command or among its options. */
 typedef struct cli_globals {
   accel_backend_kind backend;
   bool strict;            /* fallback policy DENY */

@@ -54,7 +54,7 @@ static void usage(FILE *out) {
   fprintf(out,
           "  help     show help for a command\n"
           "\n"
-          "global options (before the command):\n");
+          "global options (before the command or among its options):\n");
   cli_print_options(out, GLOBAL_OPTIONS, 25);
   fprintf(out,
           "\n"
@@ -97,8 +97,26 @@ static const cli_command *find_subcommand(const cli_command *c, int argc, char *
   return NULL;
 }
 
+/* The global options among a command's ("accel hash DIR --threads 2"),
+ * read into g and taken out of argv; not those after "--", nor the values of
+ * the command's options (which are kept with them). */
+static int take_globals(cli_globals *g, const cli_option *options, int *argc, char **argv) {
+  int n = 1, i = 1;
+  for (; i < *argc && strcmp(argv[i], "--") != 0; i++) {
+    const int taken = cli_take_option(NULL, GLOBAL_OPTIONS, *argc, argv, &i, g);
+    if (taken < 0) return CLI_USAGE;
+    if (taken) continue;
+    argv[n++] = argv[i];
+    if (cli_takes_value(options, argv[i]) && i + 1 < *argc) argv[n++] = argv[++i];
+  }
+  while (i < *argc) argv[n++] = argv[i++];
+  argv[n] = NULL;
+  *argc = n;
+  return CLI_OK;
+}
+
 /* A command: its help, or its run on argv (argv[0] names it). */
-static int run_command(const cli_globals *g, const cli_command *c, int argc, char **argv) {
+static int run_command(cli_globals *g, const cli_command *c, int argc, char **argv) {
   for (int j = 1; j < argc && strcmp(argv[j], "--") != 0; j++)
     if (cli_is_help(argv[j])) {
       cli_print_help(stdout, c);
@@ -111,6 +129,7 @@ static int run_command(const cli_globals *g, const cli_command *c, int argc, cha
     argc--;
     argv++;
   }
+  if (take_globals(g, c->options, &argc, argv)) return CLI_USAGE;
   if (!c->options) return c->run(g, argc, argv);
   int pargc;
   char **pargv = cli_permute(argc, argv, c->options, &pargc);
