@@ -259,7 +259,7 @@ static bool walk(walker *w, const char *dir, const struct stat *dst) {
   return ok && !w->oom;
 }
 
-bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool *oom) {
+int cli_collect(int argc, char **argv, bool follow_links, cli_paths *out) {
   walker w = {.follow_links = follow_links, .out = out};
   bool ok = true;
   for (int i = 0; i < argc && !w.oom; i++) {
@@ -270,8 +270,23 @@ bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool 
   }
   set_free(&w.files);
   set_free(&w.dirs);
-  *oom = w.oom;
-  return ok && !w.oom;
+  if (w.oom) {
+    cli_error("out of memory");
+    cli_paths_free(out);
+    return CLI_USAGE;
+  }
+  return ok ? CLI_OK : CLI_SOME_FAILED;
+}
+
+void cli_file_error(void *user, size_t index, accel_status status, const char *message) {
+  const cli_file_errors *e = user;
+  cli_error("%s%s%s: %s: %s", CLI_CMD_PREFIX(e->cmd), e->paths[index], accel_status_string(status), message);
+}
+
+bool cli_has_operand(const char *cmd, int first, int argc, const char *what) {
+  if (first < argc) return true;
+  cli_error("%s: no %s given (see accel %.*s --help)", cmd, what, (int)strcspn(cmd, " "), cmd);
+  return false;
 }
 
 static int stdout_errno;

@@ -161,9 +161,21 @@ void cli_paths_free(cli_paths *l);
  * (reproducible); files taken as given. Each file is listed once, however
  * many names, links or operands lead to it (device and inode); no directory
  * is entered twice; symbolic links to directories are followed only with
- * follow_links (a link to "." no longer loops). Returns false if a directory
- * could not be read (the rest is collected; why is printed), or on *oom. */
-bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool *oom);
+ * follow_links (a link to "." no longer loops). Returns CLI_OK,
+ * CLI_SOME_FAILED if a directory could not be read (the rest is collected;
+ * why is printed), or CLI_USAGE when out of memory (printed; *out is then
+ * empty). */
+int cli_collect(int argc, char **argv, bool follow_links, cli_paths *out);
+/* An accel_hash_error_fn for a batch of paths (user: a cli_file_errors):
+ * "[<cmd>: ]<path>: <status>: <message>". */
+typedef struct cli_file_errors {
+  const char *cmd; /* NULL: no prefix */
+  char *const *paths;
+} cli_file_errors;
+void cli_file_error(void *user, size_t index, accel_status status, const char *message);
+/* True if argv[first] is an operand; else false, printing "<cmd>: no <what>
+ * given" and where the help is. */
+bool cli_has_operand(const char *cmd, int first, int argc, const char *what);
 
 /* Flush stdout (results appear as they are ready). False on a write error,
  * whose errno is kept for the final report: main() turns any lost output

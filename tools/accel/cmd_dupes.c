@@ -158,7 +158,8 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
       printf(", ");
       cli_json_string(pv[i].b);
       printf("], \"distances\": {");
-      for (uint32_t k = 0; k < o->nkinds; k++) printf("%s\"%s\": %u", k ? ", " : "", accel_hash_kind_name(o->kinds[k]), d[k]);
+      for (uint32_t k = 0; k < o->nkinds; k++)
+        printf("%s\"%s\": %u", k ? ", " : "", accel_hash_kind_name(o->kinds[k]), d[k]);
       printf("}}");
     } else {
       printf("%s\t%s", pv[i].a, pv[i].b);
@@ -171,6 +172,67 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
   return CLI_OK;
 }
 
+/* One threshold a kind into so: the one given for all, or each kind's own;
+ * false (reported) when they do not fit the kinds. */
+static bool set_thresholds(const dupes_args *a, accel_search_options *so) {
+  const accel_hash_options *o = &a->co.hash;
+  if (a->th.n != 1 && a->th.n != o->nkinds) {
+    cli_error("dupes: %u thresholds for %u kinds (give one, or one per kind)", a->th.n, o->nkinds);
+    return false;
+  }
+  if (!catalog_bits("dupes", o)) return false;
+  for (uint32_t k = 0; k < o->nkinds; k++) {
+    so->thresholds[k] = a->th.v[a->th.n == 1 ? 0 : k];
+    uint32_t kb = 0;
+    accel_hash_bits(o->kinds[k], o->hash_size, o->color_binbits, &kb);
+    if (so->thresholds[k] > kb) {
+      cli_error("dupes: threshold %u is over the %u bits of %s", so->thresholds[k], kb,
+                accel_hash_kind_name(o->kinds[k]));
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The pairs within the thresholds, or their groups, printed. */
+static int search(const cli_globals *g, accel_ctx *ctx, accel_index *ix, dupes_args *a) {
+  cli_progress bar;
+  cli_progress_begin(&bar, "dupes", g->progress);
+  a->so.progress = cli_progress_callback;
+  a->so.progress_user = &bar;
+  accel_status s;
+  int rc = CLI_OK;
+  if (a->pairs) {
+    accel_pairs *p = NULL;
+    s = accel_index_self_join(ix, &a->so, &p);
+    cli_progress_end(&bar);
+    if (!s) rc = print_pairs(ix, p, &a->co.hash, a->json);
+    accel_pairs_destroy(p);
+  } else {
+    accel_groups *gr = NULL;
+    s = accel_index_group(ix, &a->so, &gr);
+    cli_progress_end(&bar);
+    if (!s) rc = print_groups(ix, gr, a->json);
+    accel_groups_destroy(gr);
+  }
+  if (s) {
+    cli_error("dupes: %s", accel_last_error(ctx));
+    rc = CLI_SOME_FAILED;
+  }
+  return rc;
+}
+
+/* The index of the files: hashed, or reused from --index. */
+static int catalog(const cli_globals *g, accel_ctx *ctx, const dupes_args *a, const cli_paths *paths,
+                   accel_index **ix) {
+  catalog_stats stats;
+  const int rc = catalog_build(g, ctx, &a->co, paths, ix, &stats);
+  if (*ix && a->co.index_path && g->log_level <= ACCEL_LOG_INFO)
+    cli_error("dupes: %s: %zu hashes reused, %zu computed, %zu dropped", a->co.index_path, stats.reused, stats.hashed,
+              stats.removed);
+  return rc;
+}
+
 static int run(const cli_globals *g, int argc, char **argv) {
   dupes_args a = {.co.cmd = "dupes", .th = {.v = {5}, .n = 1}};
   accel_hash_options_init(&a.co.hash, sizeof a.co.hash);
@@ -179,91 +241,22 @@ static int run(const cli_globals *g, int argc, char **argv) {
   a.co.hash.kinds[1] = ACCEL_HASH_AHASH;
   accel_search_options_init(&a.so, sizeof a.so);
   const int first = cli_parse_options("dupes", OPTIONS, argc, argv, &a);
-  if (first < 0) return CLI_USAGE;
-  catalog_options co = a.co;
-  accel_search_options so = a.so;
-  const uint32_t *th = a.th.v, nth = a.th.n;
-  const bool json = a.json, pairs = a.pairs, follow = a.follow;
-  if (first >= argc) {
-    cli_error("dupes: no PATH given (see accel dupes --help)");
-    return CLI_USAGE;
-  }
-  if (nth != 1 && nth != co.hash.nkinds) {
-    cli_error("dupes: %u thresholds for %u kinds (give one, or one per kind)", nth, co.hash.nkinds);
-    return CLI_USAGE;
-  }
-  const uint32_t bits = catalog_bits("dupes", &co.hash);
-  if (!bits) return CLI_USAGE;
-  for (uint32_t k = 0; k < co.hash.nkinds; k++) {
-    so.thresholds[k] = th[nth == 1 ? 0 : k];
-    uint32_t kb = 0;
-    accel_hash_bits(co.hash.kinds[k], co.hash.hash_size, co.hash.color_binbits, &kb);
-    if (so.thresholds[k] > kb) {
-      cli_error("dupes: threshold %u is over the %u bits of %s", so.thresholds[k], kb,
-                accel_hash_kind_name(co.hash.kinds[k]));
-      return CLI_USAGE;
-    }
-  }
-
+  if (first < 0 || !cli_has_operand("dupes", first, argc, "PATH") || !set_thresholds(&a, &a.so)) return CLI_USAGE;
   cli_paths paths = {0};
-  bool oom;
-  int rc = cli_collect(argc - first, argv + first, follow, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
-  if (oom) {
-    cli_error("out of memory");
-    cli_paths_free(&paths);
-    return CLI_USAGE;
-  }
+  int rc = cli_collect(argc - first, argv + first, a.follow, &paths);
+  if (rc == CLI_USAGE) return rc;
   accel_ctx *ctx = NULL;
-  int r = cli_open_ctx(g, &ctx);
-  if (r) {
-    cli_paths_free(&paths);
-    return r;
-  }
   accel_index *ix = NULL;
-  catalog_stats stats;
-  r = catalog_build(g, ctx, &co, &paths, &ix, &stats);
+  int r = cli_open_ctx(g, &ctx);
+  if (!r) r = catalog(g, ctx, &a, &paths, &ix);
   cli_paths_free(&paths);
-  if (!ix) {
-    accel_ctx_destroy(ctx);
-    return r;
-  }
   if (r) rc = r;
-  if (co.index_path && g->log_level <= ACCEL_LOG_INFO)
-    cli_error("dupes: %s: %zu hashes reused, %zu computed, %zu dropped", co.index_path, stats.reused, stats.hashed,
-              stats.removed);
-
-  cli_progress bar;
-  cli_progress_begin(&bar, "dupes", g->progress);
-  so.progress = cli_progress_callback;
-  so.progress_user = &bar;
-  accel_status s;
-  if (pairs) {
-    accel_pairs *p = NULL;
-    s = accel_index_self_join(ix, &so, &p);
-    cli_progress_end(&bar);
-    if (!s) r = print_pairs(ix, p, &co.hash, json);
-    accel_pairs_destroy(p);
-  } else {
-    accel_groups *gr = NULL;
-    s = accel_index_group(ix, &so, &gr);
-    cli_progress_end(&bar);
-    if (!s) r = print_groups(ix, gr, json);
-    accel_groups_destroy(gr);
-  }
-  if (s) {
-    cli_error("dupes: %s", accel_last_error(ctx));
-    r = CLI_SOME_FAILED;
-  }
-  if (r) rc = r;
+  if (ix && (r = search(g, ctx, ix, &a))) rc = r;
   accel_index_destroy(ix);
   accel_ctx_destroy(ctx);
   return rc;
 }
 
-const cli_command cli_dupes_command = {.name = "dupes",
-                                       .summary = "groups of near-duplicate images (exact Hamming search)",
-                                       .usage = USAGE,
-                                       .options = OPTIONS,
-                                       .help_column = 18,
-                                       .usage_tail = USAGE_TAIL,
-                                       .run = run};
+const cli_command cli_dupes_command = {
+    .name = "dupes", .summary = "groups of near-duplicate images (exact Hamming search)", .usage = USAGE,
+    .options = OPTIONS, .help_column = 18, .usage_tail = USAGE_TAIL, .run = run};
