@@ -108,8 +108,7 @@ static const cli_option OPTIONS[] = {
      .arg = "D", .help = "markers: minimum peak distance in voxels (default 3)"},
     {.name = "--smooth", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.smooth_sigma), .min = 0,
      .range = "a sigma >= 0", .arg = "SIGMA",
-     .help = "Gaussian smoothing of the distance map for the peak search\n"
-             "(SNOW's option; default 0, none)"},
+     .help = "Gaussian smoothing of the distance map for the peak search\n(SNOW's option; default 0, none)"},
     {.name = "--trim", .kind = CLI_OPT_CUSTOM, CLI_AT(segment_args, po.trim), .parse = parse_trim, .arg = "KINDS",
      .help = "SNOW's peak trims, PoreSpy 3's rules: saddles, nearby,\n"
              "saddles,nearby (or all), none (default)"},
@@ -138,6 +137,9 @@ static const cli_option OPTIONS[] = {
              "  output, is refused before anything runs."},
     {0}};
 
+static const char C[] = "ct segment";
+
+/* An output file: where, in which format, and its buffer. */
 typedef struct outspec {
   const char *flag, *path;
   cli_format format;
@@ -146,178 +148,189 @@ typedef struct outspec {
   accel_array view;
 } outspec;
 
-static int segment(const cli_globals *g, int argc, char **argv) {
-  static const char C[] = "ct segment";
-  segment_args a = {0};
-  accel_ct_pipeline_options_init(&a.po, sizeof a.po);
-  const int first = cli_parse_options(C, OPTIONS, argc, argv, &a);
-  if (first < 0) return CLI_USAGE;
-  const char *input = NULL, *markers_path = a.markers, *network_path = a.network;
-  const int64_t *shape = a.shape, offset = a.offset;
-  const accel_dtype raw_dtype = a.dtype;
-  const double *rescale = a.rescale;
-  const bool have_shape = a.have_shape, have_rescale = a.have_rescale, have_threshold = a.have_threshold,
-             have_offset = a.have_offset;
-  accel_ct_pipeline_options po = a.po;
-  outspec outs[] = {{"--out-solid", a.out[0], 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-filled", a.out[1], 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-pores", a.out[2], 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-edt", a.out[3], 0, ACCEL_DTYPE_F32, NULL, {0}},
-                    {"--out-markers", a.out[4], 0, ACCEL_DTYPE_I32, NULL, {0}},
-                    {"--out-labels", a.out[5], 0, ACCEL_DTYPE_I32, NULL, {0}}};
-  if (first >= argc) {
-    cli_error("ct segment: no INPUT given (see accel ct --help)");
-    return CLI_USAGE;
+/* One run of the pipeline and what it holds. */
+typedef struct run_state {
+  const char *input;
+  bool is_npy;
+  accel_ctx *ctx;
+  accel_buffer *in, *mk;
+  accel_array vin, vmk;
+  double *slopes, *intercepts;
+  accel_ct_pipeline *pl;
+  accel_ct_network *net;
+  outspec outs[NOUT];
+  uint32_t markers;
+} run_state;
+
+/* The input is a .npy volume, or a raw one with --shape and --dtype. */
+static bool check_input(const segment_args *a, run_state *r) {
+  if (!a->have_threshold) {
+    cli_error("%s: --threshold is required", C);
+    return false;
   }
-  if (argc - first > 1) {
-    cli_error("ct segment: one INPUT at a time, not %d", argc - first);
-    return CLI_USAGE;
+  const size_t len = strlen(r->input);
+  r->is_npy = len >= 4 && strcmp(r->input + len - 4, ".npy") == 0;
+  if (!r->is_npy && (!a->have_shape || a->dtype == ACCEL_DTYPE_INVALID)) {
+    cli_error("%s: %s is not a .npy file: give --shape Z,Y,X and --dtype for a raw volume", C, r->input);
+    return false;
   }
-  input = argv[first];
-  if (!have_threshold) {
-    cli_error("ct segment: --threshold is required");
-    return CLI_USAGE;
+  if (r->is_npy && (a->have_shape || a->dtype != ACCEL_DTYPE_INVALID || a->have_offset)) {
+    cli_error("%s: --shape, --dtype and --offset are for raw inputs; %s carries its own", C, r->input);
+    return false;
   }
-  const size_t len = strlen(input);
-  const bool is_npy = len >= 4 && strcmp(input + len - 4, ".npy") == 0;
-  if (!is_npy && (!have_shape || raw_dtype == ACCEL_DTYPE_INVALID)) {
-    cli_error("ct segment: %s is not a .npy file: give --shape Z,Y,X and --dtype for a raw volume", input);
-    return CLI_USAGE;
-  }
-  if (is_npy && (have_shape || raw_dtype != ACCEL_DTYPE_INVALID || have_offset)) {
-    cli_error("ct segment: --shape, --dtype and --offset are for raw inputs; %s carries its own", input);
-    return CLI_USAGE;
-  }
-  /* each output in the format its name gives; none may overwrite an input or another output */
-  cli_file ins[2] = {{input, "INPUT", NULL}, {markers_path, "--markers", NULL}}, files[NOUT + 1];
+  return true;
+}
+
+/* Each output in the format its name gives; none may overwrite an input or another output. */
+static bool check_outputs(const segment_args *a, run_state *r) {
+  static const char *const flags[NOUT] = {"--out-solid", "--out-filled", "--out-pores",
+                                          "--out-edt",   "--out-markers", "--out-labels"};
+  static const accel_dtype dtypes[NOUT] = {ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,
+                                           ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
+  const cli_file ins[2] = {{r->input, "INPUT", NULL}, {a->markers, "--markers", NULL}};
+  cli_file files[NOUT + 1];
   size_t nfiles = 0;
   for (int k = 0; k < NOUT; k++) {
-    if (!outs[k].path) continue;
-    if (!cli_output_format(C, outs[k].flag, outs[k].path, CLI_FORMAT_NPY | CLI_FORMAT_RAW, &outs[k].format))
-      return CLI_USAGE;
-    files[nfiles++] = (cli_file){outs[k].path, outs[k].flag, NULL};
+    r->outs[k] = (outspec){flags[k], a->out[k], 0, dtypes[k], NULL, {0}};
+    if (!a->out[k]) continue;
+    if (!cli_output_format(C, flags[k], a->out[k], CLI_FORMAT_NPY | CLI_FORMAT_RAW, &r->outs[k].format)) return false;
+    files[nfiles++] = (cli_file){a->out[k], flags[k], NULL};
   }
   cli_format json;
-  if (network_path) {
-    if (!cli_output_format(C, "--network", network_path, CLI_FORMAT_JSON, &json)) return CLI_USAGE;
-    files[nfiles++] = (cli_file){network_path, "--network", NULL};
+  if (a->network) {
+    if (!cli_output_format(C, "--network", a->network, CLI_FORMAT_JSON, &json)) return false;
+    files[nfiles++] = (cli_file){a->network, "--network", NULL};
   }
-  if (!cli_check_outputs(C, ins, markers_path ? 2 : 1, files, nfiles)) return CLI_USAGE;
+  return cli_check_outputs(C, ins, a->markers ? 2 : 1, files, nfiles);
+}
 
-  accel_ctx *ctx = NULL;
-  int rc = cli_open_ctx(g, &ctx);
-  if (rc) return rc;
-  accel_buffer *in = NULL, *mk = NULL;
-  accel_ct_pipeline *pl = NULL;
-  accel_ct_network *net = NULL;
-  double *slopes = NULL, *intercepts = NULL;
-  accel_status s = is_npy ? accel_npy_load(ctx, input, &in)
-                          : accel_raw_load(ctx, input, raw_dtype, 3, shape, offset, &in);
-  accel_array vin;
+/* The volume (3-D), its rescale (one slope and intercept a slice) and the markers given. */
+static int load_inputs(segment_args *a, run_state *r) {
+  accel_status s = r->is_npy ? accel_npy_load(r->ctx, r->input, &r->in)
+                             : accel_raw_load(r->ctx, r->input, a->dtype, 3, a->shape, (uint64_t)a->offset, &r->in);
   if (s) {
-    cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = CLI_SOME_FAILED;
-    goto done;
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED;
   }
-  accel_buffer_view(in, &vin);
-  if (vin.ndim != 3) {
-    cli_error("ct segment: %s is %d-D; a volume is 3-D (z, y, x)", input, (int)vin.ndim);
-    rc = CLI_SOME_FAILED;
-    goto done;
+  accel_buffer_view(r->in, &r->vin);
+  if (r->vin.ndim != 3) {
+    cli_error("%s: %s is %d-D; a volume is 3-D (z, y, x)", C, r->input, (int)r->vin.ndim);
+    return CLI_SOME_FAILED;
   }
-  if (have_rescale) {
-    slopes = malloc((size_t)vin.shape[0] * sizeof(double));
-    intercepts = malloc((size_t)vin.shape[0] * sizeof(double));
-    if (!slopes || !intercepts) {
+  if (a->have_rescale) {
+    r->slopes = malloc((size_t)r->vin.shape[0] * sizeof(double));
+    r->intercepts = malloc((size_t)r->vin.shape[0] * sizeof(double));
+    if (!r->slopes || !r->intercepts) {
       cli_error("out of memory");
-      rc = CLI_SOME_FAILED;
-      goto done;
+      return CLI_SOME_FAILED;
     }
-    for (int64_t z = 0; z < vin.shape[0]; z++) {
-      slopes[z] = rescale[0];
-      intercepts[z] = rescale[1];
+    for (int64_t z = 0; z < r->vin.shape[0]; z++) {
+      r->slopes[z] = a->rescale[0];
+      r->intercepts[z] = a->rescale[1];
     }
-    po.slope = slopes;
-    po.intercept = intercepts;
+    a->po.slope = r->slopes;
+    a->po.intercept = r->intercepts;
   }
-  accel_array vmk;
-  if (markers_path) {
-    if ((s = accel_npy_load(ctx, markers_path, &mk))) {
-      cli_error("ct segment: %s", accel_last_error(ctx));
-      rc = CLI_SOME_FAILED;
-      goto done;
-    }
-    accel_buffer_view(mk, &vmk);
+  if (a->markers && accel_npy_load(r->ctx, a->markers, &r->mk)) {
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED;
   }
+  if (r->mk) accel_buffer_view(r->mk, &r->vmk);
+  return CLI_OK;
+}
+
+/* The pipeline on the volume, into the outputs asked for. */
+static int run_pipeline(const cli_globals *g, segment_args *a, run_state *r) {
   cli_progress bar;
   cli_progress_begin(&bar, "ct", g->progress);
-  po.progress = cli_progress_callback;
-  po.progress_user = &bar;
-  if ((s = accel_ct_pipeline_create(ctx, &po, &pl))) {
+  a->po.progress = cli_progress_callback;
+  a->po.progress_user = &bar;
+  accel_status s = accel_ct_pipeline_create(r->ctx, &a->po, &r->pl);
+  if (s) {
     cli_progress_end(&bar);
-    cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED; /* the options were refused */
-    goto done;
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED; /* the options were refused */
   }
   accel_ct_outputs out;
   accel_ct_outputs_init(&out, sizeof out);
   const accel_array **slots[NOUT] = {&out.solid, &out.filled, &out.pores, &out.edt, &out.markers, &out.labels};
   for (int k = 0; k < NOUT; k++) {
-    if (!outs[k].path) continue;
-    if ((s = accel_buffer_create(outs[k].dtype, 3, vin.shape, &outs[k].buf))) {
+    if (!r->outs[k].path) continue;
+    if (accel_buffer_create(r->outs[k].dtype, 3, r->vin.shape, &r->outs[k].buf)) {
       cli_progress_end(&bar);
-      cli_error("ct segment: %s", accel_last_error(NULL));
-      rc = CLI_SOME_FAILED;
-      goto done;
+      cli_error("%s: %s", C, accel_last_error(NULL));
+      return CLI_SOME_FAILED;
     }
-    accel_buffer_view(outs[k].buf, &outs[k].view);
-    *slots[k] = &outs[k].view;
+    accel_buffer_view(r->outs[k].buf, &r->outs[k].view);
+    *slots[k] = &r->outs[k].view;
   }
-  if (network_path) out.network = &net;
-  s = accel_ct_pipeline_run(pl, &vin, markers_path ? &vmk : NULL, &out);
+  if (a->network) out.network = &r->net;
+  s = accel_ct_pipeline_run(r->pl, &r->vin, r->mk ? &r->vmk : NULL, &out);
   cli_progress_end(&bar);
   if (s) { /* the options were accepted: what is refused now is the input's content */
-    cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = CLI_SOME_FAILED;
-    goto done;
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED;
   }
-  for (int k = 0; k < NOUT; k++)
-    if (outs[k].path && (outs[k].format == CLI_FORMAT_RAW ? accel_raw_save(ctx, outs[k].path, &outs[k].view)
-                                                          : accel_npy_save(ctx, outs[k].path, &outs[k].view))) {
-      cli_error("ct segment: %s", accel_last_error(ctx));
+  r->markers = out.marker_count;
+  return CLI_OK;
+}
+
+/* The outputs written, and the summary. */
+static int save_outputs(const segment_args *a, const run_state *r) {
+  int rc = CLI_OK;
+  for (int k = 0; k < NOUT; k++) {
+    const outspec *o = &r->outs[k];
+    if (o->path && (o->format == CLI_FORMAT_RAW ? accel_raw_save(r->ctx, o->path, &o->view)
+                                                : accel_npy_save(r->ctx, o->path, &o->view))) {
+      cli_error("%s: %s", C, accel_last_error(r->ctx));
       rc = CLI_SOME_FAILED;
     }
-  if (network_path && accel_ct_network_save_json(ctx, net, network_path)) {
-    cli_error("ct segment: %s", accel_last_error(ctx));
+  }
+  if (a->network && accel_ct_network_save_json(r->ctx, r->net, a->network)) {
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
     rc = CLI_SOME_FAILED;
   }
-  printf("shape\t%lld,%lld,%lld\n", (long long)vin.shape[0], (long long)vin.shape[1], (long long)vin.shape[2]);
-  printf("markers\t%u\n", out.marker_count);
-  if (net) {
+  const int64_t *shape = r->vin.shape;
+  printf("shape\t%lld,%lld,%lld\n", (long long)shape[0], (long long)shape[1], (long long)shape[2]);
+  printf("markers\t%u\n", r->markers);
+  if (r->net) {
     size_t nr, nt;
     double porosity;
-    accel_ct_network_info(net, &nr, &nt, &porosity);
+    accel_ct_network_info(r->net, &nr, &nt, &porosity);
     printf("regions\t%zu\nthroats\t%zu\nporosity\t%.6f\n", nr, nt, porosity);
   }
-done:
-  accel_ct_network_destroy(net);
-  accel_ct_pipeline_destroy(pl);
-  accel_buffer_destroy(in);
-  accel_buffer_destroy(mk);
-  for (int k = 0; k < NOUT; k++) accel_buffer_destroy(outs[k].buf);
-  free(slopes);
-  free(intercepts);
-  accel_ctx_destroy(ctx);
+  return rc;
+}
+
+static int segment(const cli_globals *g, int argc, char **argv) {
+  segment_args a = {0};
+  accel_ct_pipeline_options_init(&a.po, sizeof a.po);
+  const int first = cli_parse_options(C, OPTIONS, argc, argv, &a);
+  if (first < 0 || !cli_has_operand(C, first, argc, "INPUT")) return CLI_USAGE;
+  if (argc - first > 1) {
+    cli_error("%s: one INPUT at a time, not %d", C, argc - first);
+    return CLI_USAGE;
+  }
+  run_state r = {.input = argv[first]};
+  if (!check_input(&a, &r) || !check_outputs(&a, &r)) return CLI_USAGE;
+  int rc = cli_open_ctx(g, &r.ctx);
+  if (!rc) rc = load_inputs(&a, &r);
+  if (!rc) rc = run_pipeline(g, &a, &r);
+  if (!rc) rc = save_outputs(&a, &r);
+  accel_ct_network_destroy(r.net);
+  accel_ct_pipeline_destroy(r.pl);
+  accel_buffer_destroy(r.in);
+  accel_buffer_destroy(r.mk);
+  for (int k = 0; k < NOUT; k++) accel_buffer_destroy(r.outs[k].buf);
+  free(r.slopes);
+  free(r.intercepts);
+  accel_ctx_destroy(r.ctx);
   return rc;
 }
 
 static const cli_command SEGMENT = {.name = "segment", .options = OPTIONS, .run = segment};
 static const cli_command *const SUBCOMMANDS[] = {&SEGMENT, NULL};
 
-const cli_command cli_ct_command = {.name = "ct",
-                                    .summary = "CT pore segmentation: fill, distance map, watershed, network",
-                                    .usage = USAGE,
-                                    .options = OPTIONS,
-                                    .help_column = 23,
-                                    .usage_tail = USAGE_TAIL,
-                                    .subcommands = SUBCOMMANDS};
+const cli_command cli_ct_command = {
+    .name = "ct", .summary = "CT pore segmentation: fill, distance map, watershed, network", .usage = USAGE,
+    .options = OPTIONS, .help_column = 23, .usage_tail = USAGE_TAIL, .subcommands = SUBCOMMANDS};
