@@ -109,81 +109,96 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, cli_format f
   return s ? 1 : 0;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  gray_args a = {.out_dir = "."};
-  const int first_input = cli_parse_options("gray", OPTIONS, argc, argv, &a);
-  if (first_input < 0) return CLI_USAGE;
-  const char *out_file = a.out_file, *out_dir = a.out_dir, *format_name = a.format_name;
-  int ninputs = argc - first_input;
-  if (ninputs < 1) {
-    cli_error("gray: no input files (see accel gray --help)");
-    return CLI_USAGE;
-  }
+/* The format written: --format's, or the one -o's name gives (they must agree). */
+static bool output_format(const gray_args *a, int ninputs, cli_format *format) {
   int chosen = CLI_FORMAT_PGM;
-  if (format_name && !cli_parse_choice("gray", "--format", FORMATS, format_name, &chosen)) return CLI_USAGE;
-  cli_format format = (cli_format)chosen;
-  if (out_file && ninputs != 1) {
+  if (a->format_name && !cli_parse_choice("gray", "--format", FORMATS, a->format_name, &chosen)) return false;
+  *format = (cli_format)chosen;
+  if (a->out_file && ninputs != 1) {
     cli_error("gray: -o takes a single input; use --out DIR for several");
-    return CLI_USAGE;
+    return false;
   }
-  for (int i = first_input; i < argc; i++)
-    if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("gray: options must come before the inputs ('%s')", argv[i]);
-      return CLI_USAGE;
-    }
-  if (out_file) {
-    cli_format named;
-    if (!cli_output_format("gray", "-o", out_file, CLI_FORMAT_PGM | CLI_FORMAT_NPY | CLI_FORMAT_TIF, &named))
-      return CLI_USAGE;
-    if (format_name && named != format) {
-      cli_error("gray: -o %s names %s, not --format %s", out_file, ext_name(named), format_name);
-      return CLI_USAGE;
-    }
-    format = named;
-  }
+  return true;
+}
 
-  /* every output path, checked against the inputs and each other before anything is written */
-  cli_file *ins = calloc((size_t)ninputs, sizeof *ins), *outs = calloc((size_t)ninputs, sizeof *outs);
-  char **names = calloc((size_t)ninputs, sizeof *names);
-  int rc = ins && outs && names ? CLI_OK : CLI_USAGE;
+/* -o's name: the format it names, which --format (if given) must be. */
+static bool named_format(const gray_args *a, cli_format *format) {
+  cli_format named;
+  if (!cli_output_format("gray", "-o", a->out_file, CLI_FORMAT_PGM | CLI_FORMAT_NPY | CLI_FORMAT_TIF, &named))
+    return false;
+  if (a->format_name && named != *format) {
+    cli_error("gray: -o %s names %s, not --format %s", a->out_file, ext_name(named), a->format_name);
+    return false;
+  }
+  *format = named;
+  return true;
+}
+
+/* Each input's output path (names[i]), checked against the inputs and each
+ * other before anything is written. */
+static int plan_outputs(const gray_args *a, cli_format format, int n, char **inputs, char **names) {
+  cli_file *ins = calloc((size_t)n, sizeof *ins), *outs = calloc((size_t)n, sizeof *outs);
+  int rc = ins && outs ? CLI_OK : CLI_USAGE;
   if (rc) cli_error("out of memory");
-  for (int i = 0; i < ninputs && !rc; i++) {
-    ins[i] = (cli_file){argv[first_input + i], "input", NULL};
-    names[i] = out_file ? strdup(out_file) : output_path(out_dir, argv[first_input + i], ext_name(format));
+  for (int i = 0; i < n && !rc; i++) {
+    ins[i] = (cli_file){inputs[i], "input", NULL};
+    names[i] = a->out_file ? strdup(a->out_file) : output_path(a->out_dir, inputs[i], ext_name(format));
     if (!names[i]) {
       cli_error("out of memory");
       rc = CLI_USAGE;
     }
-    outs[i] = (cli_file){names[i], argv[first_input + i], argv[first_input + i]};
+    outs[i] = (cli_file){names[i], inputs[i], inputs[i]};
   }
-  if (!rc && !cli_check_outputs("gray", ins, (size_t)ninputs, outs, (size_t)ninputs)) rc = CLI_USAGE;
-  if (!rc && !out_file && !cli_make_dirs(out_dir)) rc = CLI_USAGE;
-  accel_ctx *ctx = NULL;
-  if (!rc) rc = cli_open_ctx(g, &ctx);
-  if (!rc) {
-    int failed = 0;
-    cli_progress bar;
-    cli_progress_begin(&bar, "gray", g->progress);
-    for (int i = 0; i < ninputs; i++) {
-      cli_progress_update(&bar, (double)i / ninputs, ins[i].path);
-      failed += convert(ctx, ins[i].path, names[i], format);
-    }
-    cli_progress_update(&bar, 1.0, "");
-    cli_progress_end(&bar);
-    rc = failed ? CLI_SOME_FAILED : CLI_OK;
-  }
-  for (int i = 0; names && i < ninputs; i++) free(names[i]);
-  free(names);
+  if (!rc && !cli_check_outputs("gray", ins, (size_t)n, outs, (size_t)n)) rc = CLI_USAGE;
+  if (!rc && !a->out_file && !cli_make_dirs(a->out_dir)) rc = CLI_USAGE;
   free(ins);
   free(outs);
-  accel_ctx_destroy(ctx);
   return rc;
 }
 
-const cli_command cli_gray_command = {.name = "gray",
-                                      .summary = "convert images to 8-bit gray (Pillow's convert('L'))",
-                                      .usage = USAGE,
-                                      .options = OPTIONS,
-                                      .help_column = 15,
-                                      .usage_tail = USAGE_TAIL,
-                                      .run = run};
+static int convert_all(const cli_globals *g, cli_format format, int n, char **inputs, char **names) {
+  accel_ctx *ctx = NULL;
+  const int rc = cli_open_ctx(g, &ctx);
+  if (rc) return rc;
+  int failed = 0;
+  cli_progress bar;
+  cli_progress_begin(&bar, "gray", g->progress);
+  for (int i = 0; i < n; i++) {
+    cli_progress_update(&bar, (double)i / n, inputs[i]);
+    failed += convert(ctx, inputs[i], names[i], format);
+  }
+  cli_progress_update(&bar, 1.0, "");
+  cli_progress_end(&bar);
+  accel_ctx_destroy(ctx);
+  return failed ? CLI_SOME_FAILED : CLI_OK;
+}
+
+static int run(const cli_globals *g, int argc, char **argv) {
+  gray_args a = {.out_dir = "."};
+  const int first = cli_parse_options("gray", OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  const int n = argc - first;
+  if (n < 1) {
+    cli_error("gray: no input files (see accel gray --help)");
+    return CLI_USAGE;
+  }
+  cli_format format;
+  if (!output_format(&a, n, &format)) return CLI_USAGE;
+  for (int i = first; i < argc; i++)
+    if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("gray: options must come before the inputs ('%s')", argv[i]);
+      return CLI_USAGE;
+    }
+  if (a.out_file && !named_format(&a, &format)) return CLI_USAGE;
+  char **names = calloc((size_t)n, sizeof *names);
+  int rc = names ? plan_outputs(&a, format, n, argv + first, names) : CLI_USAGE;
+  if (!names) cli_error("out of memory");
+  if (!rc) rc = convert_all(g, format, n, argv + first, names);
+  for (int i = 0; names && i < n; i++) free(names[i]);
+  free(names);
+  return rc;
+}
+
+const cli_command cli_gray_command = {
+    .name = "gray", .summary = "convert images to 8-bit gray (Pillow's convert('L'))", .usage = USAGE,
+    .options = OPTIONS, .help_column = 15, .usage_tail = USAGE_TAIL, .run = run};
