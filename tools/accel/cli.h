@@ -131,6 +131,7 @@ extern const cli_command cli_ct_command;
 extern const cli_command cli_shadow_command;
 extern const cli_command cli_svf_command;
 
+/* For "%s%s..." in messages: "<cmd>: ", or nothing when cmd is NULL. */
 #define CLI_CMD_PREFIX(cmd) (cmd) ? (cmd) : "", (cmd) ? ": " : ""
 
 /* "accel: <message>" on stderr (clearing a progress bar first). */
@@ -146,7 +147,6 @@ bool cli_is_help(const char *arg);
  * "--", the operands in their order. A "--" in argv ends the options. NULL
  * when out of memory; free() the array (not the strings). */
 char **cli_permute(int argc, char **argv, const cli_option *table, int *out_argc);
-
 
 /* A growable list of paths (owned strings). */
 typedef struct cli_paths {
@@ -234,7 +234,6 @@ typedef enum cli_format {
 /* The format path's extension names, when it is one of `allowed` (a mask of
  * cli_format); else false, printing which extensions `flag` takes. */
 bool cli_output_format(const char *cmd, const char *flag, const char *path, unsigned allowed, cli_format *out);
-
 
 /* qsort() order of strings (an array of char *): byte order. */
 int cli_cmp_str(const void *a, const void *b);
