@@ -251,7 +251,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   if (!r) r = catalog(g, ctx, &a, &paths, &ix);
   cli_paths_free(&paths);
   if (r) rc = r;
-  if (ix && (r = search(g, ctx, ix, &a))) rc = r;
+  if (ix) {
+    r = search(g, ctx, ix, &a);
+    if (r) rc = r;
+  }
   accel_index_destroy(ix);
   accel_ctx_destroy(ctx);
   return rc;

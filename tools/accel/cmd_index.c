@@ -324,8 +324,10 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
   if (!rc) rc = cli_collect(argc - first, argv + first, a.follow, &q.paths);
   int r = rc == CLI_USAGE ? rc : hash_queries(ctx, &q);
   if (r) rc = r;
-  if (r != CLI_USAGE && (r = a.k > 0 ? print_nearest(ctx, &q, a.k, a.json) : print_matches(ctx, &q, &a.so, a.json)))
-    rc = r;
+  if (r != CLI_USAGE) {
+    r = a.k > 0 ? print_nearest(ctx, &q, a.k, a.json) : print_matches(ctx, &q, &a.so, a.json);
+    if (r) rc = r;
+  }
   free(q.codes);
   free(q.qmap);
   cli_paths_free(&q.paths);
