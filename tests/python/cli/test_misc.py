@@ -43,6 +43,26 @@ class Cli(CliTest):
         self.assertEqual(r.returncode, 2)
         self.assertIn("ACCEL_BACKEND", r.stderr)
 
+    def test_global_options_after_the_command(self):
+        before = run("--threads", "3", "--backend", "cpu", "--log-level", "error", "info")
+        after = run("info", "--threads", "3", "--backend", "cpu", "--log-level", "error")
+        self.assertEqual(before.returncode, 0, before.stderr)
+        self.assertEqual(after.returncode, 0, after.stderr)
+        self.assertIn("context: backend cpu, fallback allow, 3 CPU threads, log level error", after.stdout)
+        self.assertEqual(before.stdout, after.stdout)
+        photos = os.path.join(os.path.dirname(SAMPLE), "photos")
+        plain = run("hash", "--kinds", "ahash", photos)
+        mixed = run("hash", photos, "--threads", "2", "--kinds", "ahash", "--strict", "--no-progress")
+        self.assertEqual(mixed.returncode, 0, mixed.stderr)
+        self.assertEqual(plain.stdout, mixed.stdout)
+        # a bad value is a usage error wherever it stands; after "--" nothing is an option
+        r = run("hash", "--threads", "x", photos)
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--threads", r.stderr)
+        r = run("hash", "--kinds", "ahash", "--", photos, "--threads")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("--threads", r.stderr)
+
     def _stderr_on_a_terminal(self, *args):
         master, slave = pty.openpty()
         p = subprocess.Popen([CLI, *args], stdout=subprocess.PIPE, stderr=slave, env=env())
