@@ -98,12 +98,6 @@ struct sky_px {
   }
 };
 
-template <class T> accel_status put(accel__executor *x, dbuf &d, const T *h, size_t n, char *why, const char *what) {
-  accel_status s = d.get(x, sizeof(T) * (n ? n : 1), why);
-  if (!s && n) s = accel__cuda_check(x->upload(d.p, h, sizeof(T) * n), why, what);
-  return s;
-}
-
 /* Device bytes a tile of side t needs. */
 uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat) {
   const int64_t tr = t < job->rows ? t : job->rows, tc = t < job->cols ? t : job->cols;
@@ -118,12 +112,12 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   const accel__svf_plan *pl = job->plan;
   accel_status s = ACCEL_OK;
   dbuf dpatch, ddx, ddy, ddz, dwf, dwh;
-  if ((s = put(x, dpatch, pl->patch, (size_t)pl->npatch, why, "upload the patches")) ||
-      (s = put(x, ddx, pl->dx, pl->nsteps, why, "upload the steps")) ||
-      (s = put(x, ddy, pl->dy, pl->nsteps, why, "upload the steps")) ||
-      (s = put(x, ddz, pl->dz, pl->nsteps, why, "upload the steps")) ||
-      (s = put(x, dwf, pl->wfull, pl->nrings, why, "upload the weights")) ||
-      (s = put(x, dwh, pl->whalf, pl->nrings, why, "upload the weights")))
+  if ((s = dpatch.put(x, pl->patch, (size_t)pl->npatch, why, "upload the patches")) ||
+      (s = ddx.put(x, pl->dx, pl->nsteps, why, "upload the steps")) ||
+      (s = ddy.put(x, pl->dy, pl->nsteps, why, "upload the steps")) ||
+      (s = ddz.put(x, pl->dz, pl->nsteps, why, "upload the steps")) ||
+      (s = dwf.put(x, pl->wfull, pl->nrings, why, "upload the weights")) ||
+      (s = dwh.put(x, pl->whalf, pl->nrings, why, "upload the weights")))
     return s;
   const dplan dp = {dpatch.as<accel__svf_patch>(), ddx.as<int32_t>(), ddy.as<int32_t>(), ddz.as<double>(),
                     dwf.as<double>(), dwh.as<double>(), pl->npatch};
@@ -158,7 +152,7 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
     accel__svf_window hw;
     accel__svf_window_copy(job, &t, host, host + cells, host + 2 * cells, &hw);
     dbuf dwin;
-    if ((s = put(x, dwin, host, cells * ngrid, why, "upload a tile"))) break;
+    if ((s = dwin.put(x, host, cells * ngrid, why, "upload a tile"))) break;
     accel__svf_window dw = hw;
     dw.dsm = dwin.as<double>();
     dw.canopy = job->veg ? dwin.as<double>() + cells : nullptr;
@@ -214,20 +208,8 @@ accel_status on_device(accel__call *call, accel__svf_job *job) {
 
 }  // namespace
 
-extern "C" uint64_t accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
-
-namespace {
-accel_status emulated(accel__call *call, accel__svf_job *job) {
-  return with_emulation(accel__cuda_svf_emulated_budget, [&](accel__executor *x) { return run(x, call, job); });
-}
-}  // namespace
-
 extern "C" const accel__svf_ops accel__cuda_svf_ops = {
     /* .shadows = */ on_device,
     /* .sky = */ on_device,
 };
 
-extern "C" const accel__svf_ops accel__cuda_svf_ops_emulated = {
-    /* .shadows = */ emulated,
-    /* .sky = */ emulated,
-};
