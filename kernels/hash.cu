@@ -343,56 +343,61 @@ bool rows_read(const group_builder &b, const img_desc *d, int k, int64_t *y0, in
   return true;
 }
 
-/* Image i's horizontal passes: one per distinct target width (other than
- * the image's) over the rows its targets read. False: out of memory. */
-bool plan_hpasses(group_builder &b, size_t i) {
-  const accel__hash_spec *spec = b.spec;
+/* Image i's horizontal pass for target k when k is the first target of its
+ * width and that width is not the image's: over the rows the targets of
+ * that width read. False: out of memory. */
+bool plan_hpass(group_builder &b, size_t i, int k) {
   group_plan *g = b.g;
   const img_desc *d = &g->desc[i];
-  for (int k = 0; k < spec->nkinds; k++) {
-    if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-    bool seen = false;
-    for (int j = 0; j < k; j++) seen = seen || (spec->kinds[j] != ACCEL_HASH_COLORHASH && d->tw[j] == d->tw[k]);
-    int64_t y0, y1;
-    if (!rows_read(b, d, k, &y0, &y1)) return false;
-    if (seen || d->tw[k] == d->w) continue;
-    const accel__axis *ax = accel__axis_cached(b.cache, d->w, d->tw[k]);
-    if (!ax) return false;
-    hpass *p = &g->hp[g->nh];
-    p->w = d->w;
-    p->row0 = y0;
-    p->row1 = y1;
-    p->out_w = d->tw[k];
-    p->ksize = ax->ksize;
-    if ((b.h_axis[g->nh] = b.w.add(ax)) < 0) return false;
-    p->src_off = (int64_t)i; /* resolved in place_passes: the image's index */
-    g->nh++;
-  }
+  bool seen = false;
+  for (int j = 0; j < k; j++) seen = seen || (b.spec->kinds[j] != ACCEL_HASH_COLORHASH && d->tw[j] == d->tw[k]);
+  int64_t y0, y1;
+  if (!rows_read(b, d, k, &y0, &y1)) return false;
+  if (seen || d->tw[k] == d->w) return true;
+  const accel__axis *ax = accel__axis_cached(b.cache, d->w, d->tw[k]);
+  if (!ax) return false;
+  hpass *p = &g->hp[g->nh];
+  p->w = d->w;
+  p->row0 = y0;
+  p->row1 = y1;
+  p->out_w = d->tw[k];
+  p->ksize = ax->ksize;
+  if ((b.h_axis[g->nh] = b.w.add(ax)) < 0) return false;
+  p->src_off = (int64_t)i; /* resolved in place_passes: the image's index */
+  g->nh++;
   return true;
 }
 
-/* Image i's vertical passes: one per target, resampling or copying rows
- * (when the height stays). False: out of memory. */
-bool plan_vpasses(group_builder &b, size_t i) {
-  const accel__hash_spec *spec = b.spec;
+/* Image i's vertical pass for target k: a resampling, or a copy of the rows
+ * when the height stays. False: out of memory. */
+bool plan_vpass(group_builder &b, size_t i, int k) {
   group_plan *g = b.g;
   const img_desc *d = &g->desc[i];
-  for (int k = 0; k < spec->nkinds; k++) {
-    if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-    vpass *p = &g->vp[g->nv];
-    p->w = d->tw[k];
-    p->out_h = d->th[k];
-    p->copy = d->th[k] == d->h;
-    p->src_off = (int64_t)i; /* resolved in place_passes */
-    p->src_row0 = k;         /* temporarily: the kind, resolved in place_passes */
-    if (!p->copy) {
-      const accel__axis *ay = accel__axis_cached(b.cache, d->h, d->th[k]);
-      if (!ay) return false;
-      p->ksize = ay->ksize;
-      if ((b.v_axis[g->nv] = b.w.add(ay)) < 0) return false;
-    }
-    g->nv++;
+  vpass *p = &g->vp[g->nv];
+  p->w = d->tw[k];
+  p->out_h = d->th[k];
+  p->copy = d->th[k] == d->h;
+  p->src_off = (int64_t)i; /* resolved in place_passes */
+  p->src_row0 = k;         /* temporarily: the kind, resolved in place_passes */
+  if (!p->copy) {
+    const accel__axis *ay = accel__axis_cached(b.cache, d->h, d->th[k]);
+    if (!ay) return false;
+    p->ksize = ay->ksize;
+    if ((b.v_axis[g->nv] = b.w.add(ay)) < 0) return false;
   }
+  g->nv++;
+  return true;
+}
+
+/* Image i's passes: the horizontal ones (one per distinct target width),
+ * then one vertical pass per target (colorhash has none). False: out of
+ * memory. */
+bool plan_passes(group_builder &b, size_t i) {
+  const accel__hash_spec *spec = b.spec;
+  for (int k = 0; k < spec->nkinds; k++)
+    if (spec->kinds[k] != ACCEL_HASH_COLORHASH && !plan_hpass(b, i, k)) return false;
+  for (int k = 0; k < spec->nkinds; k++)
+    if (spec->kinds[k] != ACCEL_HASH_COLORHASH && !plan_vpass(b, i, k)) return false;
   return true;
 }
 
@@ -544,7 +549,7 @@ accel_status build_group(const accel__hash_spec *spec, group_plan *g, accel__axi
   bool ok = g->desc && g->hp && g->vp && b.w.e && b.h_axis && b.v_axis;
   for (size_t i = 0; i < g->nimg && ok; i++) {
     plan_targets(spec, &g->img[i], &g->desc[i]);
-    ok = plan_hpasses(b, i) && plan_vpasses(b, i);
+    ok = plan_passes(b, i);
   }
   if (!ok) {
     accel__why(why, "out of host memory staging %zu images", g->nimg);
