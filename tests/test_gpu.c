@@ -181,8 +181,12 @@ START_TEST(hash_batch_equals_cpu) {
     accel_hash_options o;
     accel_hash_options_init(&o, sizeof o);
     o.nkinds = (uint32_t)runs[r].nkinds;
-    const accel_hash_kind all[6] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_DHASH_VERTICAL, ACCEL_HASH_PHASH,
-                                    runs[r].nkinds == 6 ? ACCEL_HASH_WHASH : ACCEL_HASH_COLORHASH, ACCEL_HASH_COLORHASH};
+    const accel_hash_kind all[6] = {ACCEL_HASH_AHASH,
+                                    ACCEL_HASH_DHASH,
+                                    ACCEL_HASH_DHASH_VERTICAL,
+                                    ACCEL_HASH_PHASH,
+                                    runs[r].nkinds == 6 ? ACCEL_HASH_WHASH : ACCEL_HASH_COLORHASH,
+                                    ACCEL_HASH_COLORHASH};
     memcpy(o.kinds, all, sizeof all);
     o.hash_size = runs[r].size;
     o.color_binbits = runs[r].binbits;
@@ -359,7 +363,8 @@ START_TEST(ct_equals_cpu) {
     accel_array_init(&a8, fa, ACCEL_DTYPE_U8, 3, shape);
     accel_array_init(&b8, fb, ACCEL_DTYPE_U8, 3, shape);
     for (int conn = 6; conn <= 26; conn += 20) {
-      ck_assert_msg(accel_ct_fill_holes(g, &s, (accel_ct_connectivity)conn, &a8) == ACCEL_OK, "%s", accel_last_error(g));
+      ck_assert_msg(accel_ct_fill_holes(g, &s, (accel_ct_connectivity)conn, &a8) == ACCEL_OK, "%s",
+                    accel_last_error(g));
       ck_assert_int_eq(accel_ct_fill_holes(cpu, &s, (accel_ct_connectivity)conn, &b8), ACCEL_OK);
       ck_assert_msg(memcmp(fa, fb, n) == 0, "fill holes differ (slabs %d, connectivity %d)", slabs, conn);
     }
