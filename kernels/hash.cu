@@ -883,7 +883,8 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
   while (!s) {
     if (dec.npending == 0) { /* nothing decoded waits: decode the next inputs (no GPU work to overlap) */
       if (dec.next >= job->n) break;
-      if ((s = dec.decode_next())) break;
+      s = dec.decode_next();
+      if (s) break;
       if (dec.npending == 0) { /* every one of them failed to decode */
         s = dec.report();
         continue;

@@ -166,9 +166,15 @@ accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan
   float *po[ACCEL_SVF_GRIDS] = {nullptr};
   uint8_t *pm[ACCEL_SVF_MATRICES] = {nullptr};
   for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
-    if (job->out[g] && !(s = dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why))) po[g] = dout[g].as<float>();
+    if (job->out[g]) {
+      s = dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why);
+      po[g] = dout[g].as<float>();
+    }
   for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
-    if (job->mat[m] && !(s = dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why))) pm[m] = dmat[m].p;
+    if (job->mat[m]) {
+      s = dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why);
+      pm[m] = dmat[m].p;
+    }
   if (s) return s;
   if (job->shadows) {
     const shadow_px f = {base, po[0], po[1], po[2]};
