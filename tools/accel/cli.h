@@ -122,14 +122,8 @@ typedef struct cli_command {
 /* The help of a command. */
 void cli_print_help(FILE *out, const cli_command *c);
 
-extern const cli_command cli_info_command;
-extern const cli_command cli_gray_command;
-extern const cli_command cli_hash_command;
-extern const cli_command cli_dupes_command;
-extern const cli_command cli_index_command;
-extern const cli_command cli_ct_command;
-extern const cli_command cli_shadow_command;
-extern const cli_command cli_svf_command;
+/* Each command file defines one `const cli_command cli_<name>_command`;
+ * main.c's CLI_COMMANDS lists them. */
 
 /* For "%s%s..." in messages: "<cmd>: ", or nothing when cmd is NULL. */
 #define CLI_CMD_PREFIX(cmd) (cmd) ? (cmd) : "", (cmd) ? ": " : ""

@@ -8,9 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-static const cli_command *const COMMANDS[] = {&cli_info_command, &cli_hash_command, &cli_dupes_command,
-                                              &cli_index_command, &cli_ct_command, &cli_shadow_command,
-                                              &cli_svf_command, &cli_gray_command};
+/* The commands, in the order of the help: each is `cli_<name>_command`,
+ * defined in cmd_<file>.c. A new command adds its name here. */
+#define CLI_COMMANDS(X) X(info) X(hash) X(dupes) X(index) X(ct) X(shadow) X(svf) X(gray)
+
+#define CLI_DECLARE(name) extern const cli_command cli_##name##_command;
+CLI_COMMANDS(CLI_DECLARE)
+#define CLI_ENTRY(name) &cli_##name##_command,
+static const cli_command *const COMMANDS[] = {CLI_COMMANDS(CLI_ENTRY)};
 enum { NCOMMANDS = sizeof COMMANDS / sizeof COMMANDS[0] };
 
 static bool parse_backend(const char *cmd, const cli_option *o, const char *v, void *field) {
@@ -46,8 +51,8 @@ static void usage(FILE *out) {
   fprintf(out,
           "usage: accel [global options] <command> [options] [args]\n"
           "\n"
-          "GPU-accelerated image hashing, similarity search, CT segmentation, sky view\n"
-          "factors and registration, with an identical CPU path.\n"
+          "GPU-accelerated image hashing, similarity search, CT segmentation, shadows and\n"
+          "sky view factors, with an identical CPU path.\n"
           "\n"
           "commands:\n");
   for (int i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-8s %s\n", COMMANDS[i]->name, COMMANDS[i]->summary);
