@@ -3,15 +3,14 @@ with image decoding and gray conversion, and the domains' operations as
 ctx.hash, ctx.ct and ctx.svf."""
 import ctypes
 import functools
+import importlib
 import os
 
 from ._arrays import Array, as_array, buffer_copy
 from ._errors import check
 from ._native import BackendInfo, CtxInfo, CtxOptions, DeviceInfo, Handle, LOG_FN, P, StageStats, c_status, c_struct
 from ._native import declare, lib
-from .ct import CT
 from .hash import Hash
-from .svf import SVF
 
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
@@ -68,6 +67,14 @@ def devices():
                     "free_memory": d.free_memory, "compute_capability": (d.cc_major, d.cc_minor),
                     "multiprocessors": d.multiprocessors})
     return out
+
+
+def _domain(module, cls, doc):
+    """ctx.<domain>: an instance of python/accel/<module>.py's class `cls` for this
+    context (imported when first used), documented by `doc`."""
+    def get(self):
+        return getattr(importlib.import_module("." + module, __package__), cls)(self)
+    return property(get, doc=doc + ": see accel.%s." % cls)
 
 
 def _hash_alias(method):
@@ -144,20 +151,10 @@ class Context(Handle):
     def reset_stats(self):
         check(lib.accel_ctx_stats_reset(self.handle), self.handle)
 
-    @property
-    def hash(self):
-        """Perceptual hashes of image files, encoded images and arrays: see Hash."""
-        return Hash(self)
-
-    @property
-    def ct(self):
-        """The CT stages and pipeline on numpy volumes (z, y, x): see CT."""
-        return CT(self)
-
-    @property
-    def svf(self):
-        """Shadows and sky view factors of surface models (UMEP's): see SVF."""
-        return SVF(self)
+    # The domains, one line each: ctx.<name> holds the domain's calls.
+    hash = _domain("hash", "Hash", "Perceptual hashes of image files, encoded images and arrays")
+    ct = _domain("ct", "CT", "The CT stages and pipeline on numpy volumes (z, y, x)")
+    svf = _domain("svf", "SVF", "Shadows and sky view factors of surface models (UMEP's)")
 
     hash_files = _hash_alias(Hash.files)
     hash_bytes = _hash_alias(Hash.bytes)
