@@ -1,6 +1,7 @@
 """Shared by the benchmark scripts: the peers live in a virtual environment
 with pinned versions, created on first use."""
 import os
+import platform
 import subprocess
 import sys
 
@@ -20,3 +21,15 @@ def ensure_venv(build, name, requirements):
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
         subprocess.run([py, "-m", "pip", "install", "-q", "-r", os.path.join(HERE, requirements)], check=True)
     os.execv(py, [py] + sys.argv)
+
+
+def cpu_name():
+    """The processor's model name (from /proc/cpuinfo where there is one)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -31,11 +31,10 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 
-from benchenv import ensure_venv
+from benchenv import cpu_name, ensure_venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -68,6 +67,42 @@ def best(fn, repeat):
         out = fn()
         t_best = min(t_best, time.perf_counter() - t)
     return t_best, out
+
+
+def markdown(args, info, rows, skimage_version):
+    """The report: the run's facts, one table per thread count, the agreement with the peers."""
+    md = ["# CT pore segmentation: libaccel vs SciPy, edt and scikit-image", ""]
+    md += ["- %s: %s" % (k, v) for k, v in info.items()]
+    md += ["- times in seconds, best of %d runs (one at 512^3); ratio = peer / libaccel" % args.repeat,
+           "- volumes: the shared fixtures resampled to N^3 (food: int16, closed pores; sandstone: binary,"
+           " all pores)", ""]
+    for threads in sorted({r["threads"] for r in rows}):
+        md += ["## %s" % ("single thread" if threads == 1 else "all %d cores (SciPy and scikit-image: one)" % threads),
+               "", "| volume | porosity | fill holes: SciPy / libaccel | EDT: SciPy / edt / libaccel | "
+               "markers: skimage / libaccel | watershed: skimage / libaccel | chain: peers / pipeline |",
+               "| --- | ---: | --- | --- | --- | --- | --- |"]
+        for r in rows:
+            if r["threads"] != threads:
+                continue
+            md.append("| %s %d^3 | %.4f | %.3f / %.3f = **%.1fx** | %.2f / %.3f / %.3f = **%.1fx** SciPy, "
+                      "**%.1fx** edt | %.3f / %.3f = %.1fx | %.3f / %.3f = **%.1fx** | %.2f / %.3f = **%.1fx** |" % (
+                          r["kind"], r["n"], r["porosity"], r["fill_scipy"], r["fill_accel"],
+                          r["fill_scipy"] / r["fill_accel"], r["edt_scipy"], r["edt_pkg"], r["edt_accel"],
+                          r["edt_scipy"] / r["edt_accel"], r["edt_pkg"] / r["edt_accel"], r["markers_skimage"],
+                          r["markers_accel"], r["markers_skimage"] / r["markers_accel"], r["ws_skimage"],
+                          r["ws_accel"], r["ws_skimage"] / r["ws_accel"], r["chain_peers"], r["chain_accel"],
+                          r["chain_peers"] / r["chain_accel"]))
+        md.append("")
+    md += ["## Agreement with the peers (single-thread rows)", "",
+           "| volume | fill = SciPy | EDT = SciPy | markers: libaccel / skimage %s / both | watershed voxels equal |"
+           % skimage_version, "| --- | --- | --- | --- | ---: |"]
+    for r in rows:
+        if r["threads"] == 1:
+            md.append("| %s %d^3 | %s | %s | %d / %d / %d | %.4f%% |" % (
+                r["kind"], r["n"], "yes" if r["fill_same"] else "NO", "yes" if r["edt_same"] else "NO",
+                r["markers_count"][0], r["markers_count"][1], r["markers_count"][2], 100 * r["ws_agree"]))
+    md.append("")
+    return "\n".join(md)
 
 
 def main():
@@ -162,7 +197,7 @@ def main():
 
     info = {
         "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": "%s, %d cores" % (platform.processor() or platform.machine(), cores),
+        "machine": "%s, %d cores" % (cpu_name(), cores),
         "backend": args.backend,
         "libaccel": accel.version(),
         "build": accel.build_info(),
@@ -170,46 +205,7 @@ def main():
             scipy.__version__, package_version("edt"), skimage.__version__, np.__version__),
         "command": "bench/ct_bench.py " + " ".join(sys.argv[1:]),
     }
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["machine"] = "%s, %d cores" % (line.split(":", 1)[1].strip(), cores)
-                    break
-    except OSError:
-        pass
-    md = ["# CT pore segmentation: libaccel vs SciPy, edt and scikit-image", ""]
-    md += ["- %s: %s" % (k, v) for k, v in info.items()]
-    md += ["- times in seconds, best of %d runs (one at 512^3); ratio = peer / libaccel" % args.repeat,
-           "- volumes: the shared fixtures resampled to N^3 (food: int16, closed pores; sandstone: binary,"
-           " all pores)", ""]
-    for threads in sorted({r["threads"] for r in rows}):
-        md += ["## %s" % ("single thread" if threads == 1 else "all %d cores (SciPy and scikit-image: one)" % threads),
-               "", "| volume | porosity | fill holes: SciPy / libaccel | EDT: SciPy / edt / libaccel | "
-               "markers: skimage / libaccel | watershed: skimage / libaccel | chain: peers / pipeline |",
-               "| --- | ---: | --- | --- | --- | --- | --- |"]
-        for r in rows:
-            if r["threads"] != threads:
-                continue
-            md.append("| %s %d^3 | %.4f | %.3f / %.3f = **%.1fx** | %.2f / %.3f / %.3f = **%.1fx** SciPy, "
-                      "**%.1fx** edt | %.3f / %.3f = %.1fx | %.3f / %.3f = **%.1fx** | %.2f / %.3f = **%.1fx** |" % (
-                          r["kind"], r["n"], r["porosity"], r["fill_scipy"], r["fill_accel"],
-                          r["fill_scipy"] / r["fill_accel"], r["edt_scipy"], r["edt_pkg"], r["edt_accel"],
-                          r["edt_scipy"] / r["edt_accel"], r["edt_pkg"] / r["edt_accel"], r["markers_skimage"],
-                          r["markers_accel"], r["markers_skimage"] / r["markers_accel"], r["ws_skimage"],
-                          r["ws_accel"], r["ws_skimage"] / r["ws_accel"], r["chain_peers"], r["chain_accel"],
-                          r["chain_peers"] / r["chain_accel"]))
-        md.append("")
-    md += ["## Agreement with the peers (single-thread rows)", "",
-           "| volume | fill = SciPy | EDT = SciPy | markers: libaccel / skimage %s / both | watershed voxels equal |"
-           % skimage.__version__, "| --- | --- | --- | --- | ---: |"]
-    for r in rows:
-        if r["threads"] == 1:
-            md.append("| %s %d^3 | %s | %s | %d / %d / %d | %.4f%% |" % (
-                r["kind"], r["n"], "yes" if r["fill_same"] else "NO", "yes" if r["edt_same"] else "NO",
-                r["markers_count"][0], r["markers_count"][1], r["markers_count"][2], 100 * r["ws_agree"]))
-    md.append("")
-    text = "\n".join(md)
+    text = markdown(args, info, rows, skimage.__version__)
     print(text)
     if not args.quick:
         out = os.path.join(HERE, "results", "ct-%s-%s" % (args.backend, datetime.date.today().isoformat()))

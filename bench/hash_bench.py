@@ -26,12 +26,11 @@ import datetime
 import json
 import multiprocessing
 import os
-import platform
 import sys
 import time
 import warnings
 
-from benchenv import ensure_venv
+from benchenv import cpu_name, ensure_venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -106,7 +105,7 @@ def measure_corpus(name, paths, ctx1, ctxn, repeat, cores):
     rows = []
 
     def ours(ctx, kinds, fast=False):
-        return lambda: ctx.hash_files(paths, kinds=kinds, fast=fast)
+        return lambda: ctx.hash.files(paths, kinds=kinds, fast=fast)
 
     for kind in KINDS:
         tp = best_of(lambda: peer_as_users_call_it(paths, [kind]), repeat)
@@ -126,8 +125,8 @@ def measure_corpus(name, paths, ctx1, ctxn, repeat, cores):
             to = best_of(ours(ctxn, kinds), repeat)
             allcores.append({"what": label, "peer_s": tp, "ours_s": to})
     # fast mode
-    exact = ctx1.hash_files(paths, kinds=KINDS)
-    fast = ctx1.hash_files(paths, kinds=KINDS, fast=True)
+    exact = ctx1.hash.files(paths, kinds=KINDS)
+    fast = ctx1.hash.files(paths, kinds=KINDS, fast=True)
     tf = best_of(ours(ctx1, DEFAULT_KINDS, fast=True), repeat)
     te = next(r["ours_s"] for r in rows if r["what"].startswith("per image: default"))
     agree = {}
@@ -218,12 +217,7 @@ def main():
                               args.repeat, cores),
                measure_corpus("12-megapixel JPEGs (4000x3000, made from the corpus photos)", big, ctx1, ctxn,
                               args.repeat, cores)]
-    cpu = platform.processor()
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+    cpu = cpu_name()
     devs = accel.devices()
     meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "cores": cores,
             "device": devs[0]["name"] if devs and args.backend == "cuda" else "none (CPU)",

@@ -32,11 +32,10 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 
-from benchenv import ensure_venv
+from benchenv import cpu_name, ensure_venv
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -218,131 +217,79 @@ def fmt_t(t, est=False):
     return s + (" est." if est else "")
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--build", default="build")
-    ap.add_argument("--sizes", default="10000,100000,1000000")
-    ap.add_argument("--radii", default="0-10")
-    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
-    ap.add_argument("--budget", type=float, default=30.0, help="seconds a peer's full run may take")
-    ap.add_argument("--quick", action="store_true", help="N = 10000 only, r = 0, 5, 10")
-    args = ap.parse_args()
-    ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
+def measure_row(args, accel, ctx, faiss, np, codes, n, data, r, rows, np_keys, np_time, np_est):
+    """One (N, data, r) row: libaccel, faiss flat and multihash, numpy's sampled agreement."""
+    row = {"n": n, "data": data, "r": r}
+    t_lib, keys = quickest(run_libaccel, accel, ctx, codes, r)
+    row["libaccel"] = t_lib
+    row["pairs"] = int(len(keys))
+    # numpy agreement on its (sampled) rows
+    sub = np_keys[np.bitwise_count(
+        (codes[(np_keys // np.uint64(n)).astype(np.int64)] ^
+         codes[(np_keys % np.uint64(n)).astype(np.int64)])) <= r] if len(np_keys) else np_keys
+    lib_rows = keys[(keys // np.uint64(n)) < np.uint64(rows)]
+    row["numpy"], row["numpy_est"] = np_time, np_est
+    row["numpy_agrees"] = bool(np.array_equal(sub, lib_rows))
+    # faiss flat: 1% of the queries first; all of them if that fits the budget
+    q = max(1, n // 100)
+    t_add, t_q, lims, I = run_faiss_flat(faiss, codes, r, q)
+    est = t_add + t_q * n / q
+    if est <= args.budget and q < n:
+        est, t_add, t_q, lims, I = quickest(faiss_total(run_faiss_flat), faiss, codes, r, n)
+        q = n
+    row["flat"], row["flat_est"] = est, q < n
+    row["flat_agrees"] = sampled_agrees(lims, I, q, keys, n)
+    # faiss multihash: every exact setting on 200 queries, the fastest on 1% of them,
+    # then on all if that fits the budget
+    trials = []
+    for setting in multihash_settings(r):
+        qs = min(n, 200)
+        t_add, t_q, lims, I = run_faiss_multihash(faiss, codes, r, qs, setting)
+        trials.append((t_add + t_q * n / qs, setting))
+    e, setting = min(trials)
+    qs = max(1, n // 100)
+    t_add, t_q, lims, I = run_faiss_multihash(faiss, codes, r, qs, setting)
+    e = t_add + t_q * n / qs
+    if e <= args.budget and qs < n:
+        e, t_add, t_q, lims, I = quickest(faiss_total(run_faiss_multihash), faiss, codes, r, n, setting)
+        qs = n
+    row["multihash"], row["multihash_est"] = e, qs < n
+    row["multihash_setting"] = "nhash=%d b=%d nflip=%d" % setting
+    row["multihash_agrees"] = sampled_agrees(lims, I, qs, keys, n)
+    peers = [row["flat"], row["multihash"]]
+    row["ratio_faiss_best"] = min(peers) / t_lib
+    row["ratio_numpy"] = np_time / t_lib
+    return row
 
-    import numpy as np
-    import faiss
-    os.environ.setdefault("ACCEL_LIBRARY", os.path.join(ROOT, args.build, "libaccel.so.0"))
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    import accel
 
-    sizes = [int(x) for x in args.sizes.split(",")]
-    lo, _, hi = args.radii.partition("-")
-    radii = list(range(int(lo), int(hi or lo) + 1))
-    if args.quick:
-        sizes, radii = [10000], [0, 5, 10]
-    ctx = accel.Context(backend=args.backend, strict=args.backend == "cuda")  # a GPU row never times the CPU
-    threads = faiss.omp_get_max_threads()
-    results = []
+def measure_targets(args, accel, ctx, faiss, np, results):
+    """The acceptance targets: 87,500 codes r = 5 under 1 s; 1,000,000 codes r <= 4 under 30 s."""
     targets = []
     log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+    for data, make in (("random", codes_random), ("clustered", codes_clustered)):
+        codes = make(87500, 87500)
+        t_lib, keys = quickest(run_libaccel, accel, ctx, codes, 5)
+        best = None
+        for setting in multihash_settings(5):
+            t, _, _, lims, I = quickest(faiss_total(run_faiss_multihash), faiss, codes, 5, 87500, setting)
+            if best is None or t < best[0]:
+                best = (t, setting, faiss_pairs(lims, I, 0, 87500))
+        t_flat, _, _, lims, I = quickest(faiss_total(run_faiss_flat), faiss, codes, 5, 87500)
+        agree = bool(np.array_equal(best[2], keys)) and bool(np.array_equal(faiss_pairs(lims, I, 0, 87500), keys))
+        targets.append({"case": "87,500 codes, r = 5, %s" % data, "libaccel": t_lib, "limit": 1.0,
+                        "faiss_best": min(best[0], t_flat), "pairs": int(len(keys)), "agrees": agree})
+        log("target 87500 %s: %.3fs (faiss best %.3fs)" % (data, t_lib, min(best[0], t_flat)))
+    for row in results:
+        if row["n"] == 1000000 and row["r"] <= 4:
+            targets.append({"case": "1,000,000 codes, r = %d, %s" % (row["r"], row["data"]),
+                            "libaccel": row["libaccel"], "limit": 30.0,
+                            "faiss_best": min(row["flat"], row["multihash"]), "pairs": row["pairs"],
+                            "agrees": row["flat_agrees"] and row["multihash_agrees"]})
+    return targets
 
-    for n in sizes:
-        for data, make in (("random", codes_random), ("clustered", codes_clustered)):
-            codes = make(n, 1000 + n)
-            # numpy: once per data set, at the largest r (its cost does not depend on r)
-            est_pairs = n * (n - 1) / 2 / 1.5e8  # ~1.5e8 pairs/s: seconds for the whole triangle
-            rows = n if est_pairs <= args.budget else max(1024, int(n * args.budget / est_pairs / 4) // 1024 * 1024)
-            t_np, np_keys = run_numpy(codes, max(radii), min(rows, n))
-            np_share = triangle_share(min(rows, n), n)
-            np_time, np_est = t_np / np_share, rows < n
-            log("n=%d %s numpy %.2fs%s" % (n, data, np_time, " est" if np_est else ""))
-            for r in radii:
-                row = {"n": n, "data": data, "r": r}
-                t_lib, keys = quickest(run_libaccel, accel, ctx, codes, r)
-                row["libaccel"] = t_lib
-                row["pairs"] = int(len(keys))
-                # numpy agreement on its (sampled) rows
-                sub = np_keys[np.bitwise_count(
-                    (codes[(np_keys // np.uint64(n)).astype(np.int64)] ^
-                     codes[(np_keys % np.uint64(n)).astype(np.int64)])) <= r] if len(np_keys) else np_keys
-                lib_rows = keys[(keys // np.uint64(n)) < np.uint64(rows)]
-                row["numpy"], row["numpy_est"] = np_time, np_est
-                row["numpy_agrees"] = bool(np.array_equal(sub, lib_rows))
-                # faiss flat: 1% of the queries first; all of them if that fits the budget
-                q = max(1, n // 100)
-                t_add, t_q, lims, I = run_faiss_flat(faiss, codes, r, q)
-                est = t_add + t_q * n / q
-                if est <= args.budget and q < n:
-                    est, t_add, t_q, lims, I = quickest(faiss_total(run_faiss_flat), faiss, codes, r, n)
-                    q = n
-                row["flat"], row["flat_est"] = est, q < n
-                row["flat_agrees"] = sampled_agrees(lims, I, q, keys, n)
-                # faiss multihash: every exact setting on 200 queries, the fastest on 1% of them,
-                # then on all if that fits the budget
-                trials = []
-                for setting in multihash_settings(r):
-                    qs = min(n, 200)
-                    t_add, t_q, lims, I = run_faiss_multihash(faiss, codes, r, qs, setting)
-                    trials.append((t_add + t_q * n / qs, setting))
-                e, setting = min(trials)
-                qs = max(1, n // 100)
-                t_add, t_q, lims, I = run_faiss_multihash(faiss, codes, r, qs, setting)
-                e = t_add + t_q * n / qs
-                if e <= args.budget and qs < n:
-                    e, t_add, t_q, lims, I = quickest(faiss_total(run_faiss_multihash), faiss, codes, r, n, setting)
-                    qs = n
-                row["multihash"], row["multihash_est"] = e, qs < n
-                row["multihash_setting"] = "nhash=%d b=%d nflip=%d" % setting
-                row["multihash_agrees"] = sampled_agrees(lims, I, qs, keys, n)
-                peers = [row["flat"], row["multihash"]]
-                row["ratio_faiss_best"] = min(peers) / t_lib
-                row["ratio_numpy"] = np_time / t_lib
-                results.append(row)
-                log("n=%d %s r=%d: libaccel %.3fs, flat %s, multihash %s (%s), pairs %d, agree %s/%s/%s" % (
-                    n, data, r, t_lib, fmt_t(row["flat"], row["flat_est"]),
-                    fmt_t(row["multihash"], row["multihash_est"]), row["multihash_setting"], row["pairs"],
-                    row["numpy_agrees"], row["flat_agrees"], row["multihash_agrees"]))
 
-    # the acceptance targets: 87,500 codes r = 5 under 1 s; 1,000,000 codes r <= 4 under 30 s
-    if not args.quick:
-        for data, make in (("random", codes_random), ("clustered", codes_clustered)):
-            codes = make(87500, 87500)
-            t_lib, keys = quickest(run_libaccel, accel, ctx, codes, 5)
-            best = None
-            for setting in multihash_settings(5):
-                t, _, _, lims, I = quickest(faiss_total(run_faiss_multihash), faiss, codes, 5, 87500, setting)
-                if best is None or t < best[0]:
-                    best = (t, setting, faiss_pairs(lims, I, 0, 87500))
-            t_flat, _, _, lims, I = quickest(faiss_total(run_faiss_flat), faiss, codes, 5, 87500)
-            agree = bool(np.array_equal(best[2], keys)) and bool(np.array_equal(faiss_pairs(lims, I, 0, 87500), keys))
-            targets.append({"case": "87,500 codes, r = 5, %s" % data, "libaccel": t_lib, "limit": 1.0,
-                            "faiss_best": min(best[0], t_flat), "pairs": int(len(keys)), "agrees": agree})
-            log("target 87500 %s: %.3fs (faiss best %.3fs)" % (data, t_lib, min(best[0], t_flat)))
-        for row in results:
-            if row["n"] == 1000000 and row["r"] <= 4:
-                targets.append({"case": "1,000,000 codes, r = %d, %s" % (row["r"], row["data"]),
-                                "libaccel": row["libaccel"], "limit": 30.0,
-                                "faiss_best": min(row["flat"], row["multihash"]), "pairs": row["pairs"],
-                                "agrees": row["flat_agrees"] and row["multihash_agrees"]})
-
-    info = {
-        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-        "machine": "%s, %d cores" % (platform.processor() or platform.machine(), os.cpu_count()),
-        "backend": args.backend,
-        "libaccel": accel.version(),
-        "build": accel.build_info(),
-        "peers": "faiss-cpu %s (%d OpenMP threads), numpy %s (one thread)" % (faiss.__version__, threads,
-                                                                             np.__version__),
-        "command": "bench/index_bench.py " + " ".join(sys.argv[1:]),
-    }
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["machine"] = "%s, %d cores" % (line.split(":", 1)[1].strip(), os.cpu_count())
-                    break
-    except OSError:
-        pass
+def markdown(info, results, targets, sizes):
+    """The report: the run's facts, the targets, one table per (N, data)."""
     md = ["# Hamming self-join: libaccel vs faiss-cpu and numpy", ""]
     md += ["- %s: %s" % (k, v) for k, v in info.items()]
     md += ["- times: seconds to build the index and find every pair within r (inclusive); runs under 2 s",
@@ -374,7 +321,67 @@ def main():
                     fmt_t(r["numpy"], r["numpy_est"]), r["ratio_faiss_best"], r["ratio_numpy"],
                     "yes" if r["numpy_agrees"] and r["flat_agrees"] and r["multihash_agrees"] else "NO"))
             md.append("")
-    text = "\n".join(md)
+    return "\n".join(md)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--sizes", default="10000,100000,1000000")
+    ap.add_argument("--radii", default="0-10")
+    ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
+    ap.add_argument("--budget", type=float, default=30.0, help="seconds a peer's full run may take")
+    ap.add_argument("--quick", action="store_true", help="N = 10000 only, r = 0, 5, 10")
+    args = ap.parse_args()
+    ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
+
+    import numpy as np
+    import faiss
+    os.environ.setdefault("ACCEL_LIBRARY", os.path.join(ROOT, args.build, "libaccel.so.0"))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import accel
+
+    sizes = [int(x) for x in args.sizes.split(",")]
+    lo, _, hi = args.radii.partition("-")
+    radii = list(range(int(lo), int(hi or lo) + 1))
+    if args.quick:
+        sizes, radii = [10000], [0, 5, 10]
+    ctx = accel.Context(backend=args.backend, strict=args.backend == "cuda")  # a GPU row never times the CPU
+    threads = faiss.omp_get_max_threads()
+    results = []
+    log = lambda *a: print(*a, file=sys.stderr, flush=True)  # noqa: E731
+
+    for n in sizes:
+        for data, make in (("random", codes_random), ("clustered", codes_clustered)):
+            codes = make(n, 1000 + n)
+            # numpy: once per data set, at the largest r (its cost does not depend on r)
+            est_pairs = n * (n - 1) / 2 / 1.5e8  # ~1.5e8 pairs/s: seconds for the whole triangle
+            rows = n if est_pairs <= args.budget else max(1024, int(n * args.budget / est_pairs / 4) // 1024 * 1024)
+            t_np, np_keys = run_numpy(codes, max(radii), min(rows, n))
+            np_share = triangle_share(min(rows, n), n)
+            np_time, np_est = t_np / np_share, rows < n
+            log("n=%d %s numpy %.2fs%s" % (n, data, np_time, " est" if np_est else ""))
+            for r in radii:
+                row = measure_row(args, accel, ctx, faiss, np, codes, n, data, r, rows, np_keys, np_time, np_est)
+                results.append(row)
+                log("n=%d %s r=%d: libaccel %.3fs, flat %s, multihash %s (%s), pairs %d, agree %s/%s/%s" % (
+                    n, data, r, row["libaccel"], fmt_t(row["flat"], row["flat_est"]),
+                    fmt_t(row["multihash"], row["multihash_est"]), row["multihash_setting"], row["pairs"],
+                    row["numpy_agrees"], row["flat_agrees"], row["multihash_agrees"]))
+
+    targets = [] if args.quick else measure_targets(args, accel, ctx, faiss, np, results)
+
+    info = {
+        "date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "machine": "%s, %d cores" % (cpu_name(), os.cpu_count()),
+        "backend": args.backend,
+        "libaccel": accel.version(),
+        "build": accel.build_info(),
+        "peers": "faiss-cpu %s (%d OpenMP threads), numpy %s (one thread)" % (faiss.__version__, threads,
+                                                                             np.__version__),
+        "command": "bench/index_bench.py " + " ".join(sys.argv[1:]),
+    }
+    text = markdown(info, results, targets, sizes)
     print(text)
     if not args.quick:
         out = os.path.join(HERE, "results", "index-%s-%s" % (args.backend, datetime.date.today().isoformat()))

@@ -23,13 +23,13 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
+from benchenv import cpu_name  # noqa: E402
 
 
 def city(n, seed=1):
@@ -142,15 +142,7 @@ def main():
 
     date = datetime.date.today().isoformat()
     out_md = os.path.join(args.out, "svf-%s-%s.md" % (args.backend, date))
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
+    cpu = cpu_name()
     lines = ["# Sky view factors and shadows: libaccel vs UMEP's numpy algorithm", "",
              "- date: %s" % datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
              "- machine: %s, %d cores" % (cpu, cores),

@@ -13,6 +13,7 @@ pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev li
 if [ "$what" = test ]; then
   # clang (with its sanitizer runtimes and OpenMP) builds the ASan+UBSan configuration
   pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip clang libclang-rt-dev libomp-dev"
+  pkgs="$pkgs clang-format" # the style check (scripts/format-check.sh)
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
 fi
 # libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm

@@ -9,9 +9,41 @@
  *
  * Conventions that hold for the whole library
  * -------------------------------------------
- * - Functions return accel_status. ACCEL_OK (0) is success; on failure the
- *   function leaves its outputs unspecified (never half-owned: nothing to
- *   free) and accel_last_error() gives a message on the calling thread.
+ * - Functions return accel_status. ACCEL_OK (0) is success. Each function's
+ *   comment names the failures particular to it; besides those, a function
+ *   returns ACCEL_ERR_INVALID_ARG for a required pointer that is NULL or a
+ *   malformed accel_array (see there), ACCEL_ERR_VERSION for a struct_size it
+ *   cannot accept, and ACCEL_ERR_OUT_OF_MEMORY when host memory runs out.
+ * - A function that runs a stage (each header names its stages) may also
+ *   return ACCEL_ERR_CANCELLED when its progress callback asks to stop, and,
+ *   under ACCEL_FALLBACK_DENY, the GPU's failure: ACCEL_ERR_DEVICE,
+ *   ACCEL_ERR_DEVICE_MEMORY, ACCEL_ERR_NO_DEVICE, ACCEL_ERR_OUT_OF_MEMORY,
+ *   ACCEL_ERR_UNSUPPORTED or ACCEL_ERR_INTERNAL, with the message
+ *   "[GPU] <stage> failed: <reason> (fallback policy DENY)". Under
+ *   ACCEL_FALLBACK_ALLOW those GPU failures are rerun on the CPU instead.
+ * - On failure a function's outputs are unspecified unless its comment says
+ *   otherwise (arrays it writes may hold partial results), and nothing is
+ *   left to free: a function that returns a new handle or buffer through
+ *   `out` sets *out to NULL on every failure but a NULL argument (which may
+ *   leave *out as it was). Inputs are never modified; where an output may
+ *   alias an input, that input is unspecified after a failure.
+ * - The message of a failure is kept for the calling thread and read with
+ *   accel_last_error(): pass the context the call was given, or NULL if it
+ *   was given none (or a NULL one). Calls on a handle that keeps its context
+ *   (an index, a CT pipeline) report through that context; calls on other
+ *   handles (buffers, networks, pairs, ...) through NULL. The few functions
+ *   that set no message say so. The message is also logged at DEBUG level on
+ *   the context, if there is one.
+ * - Threads: functions that take neither a context nor a handle may be
+ *   called from any thread at any time. A context may be used from several
+ *   threads at once (see accel_ctx_create). For the other handles, calls that
+ *   only read a handle may run concurrently with each other; a call that
+ *   changes or destroys it must not overlap any other call on it. A handle's
+ *   const parameter marks the calls that only read it, unless its header says
+ *   more (the index and the CT pipeline have such rules). Separate handles
+ *   are independent.
+ * - Callbacks are called during the call that was given them; each callback
+ *   type says on which thread and what it may not do.
  * - Handles (accel_ctx, accel_buffer, ...) are opaque; each is released by its
  *   matching accel_*_destroy(), which accepts NULL.
  * - Structs that may grow start with uint32_t struct_size and have an init
@@ -24,6 +56,9 @@
  *   than the oldest layout the library knows is ACCEL_ERR_VERSION; a larger
  *   one (newer headers, older library) is accepted while the fields this
  *   library does not know are zero. Fields are only ever added at the end.
+ *   Every init function fails only with ACCEL_ERR_INVALID_ARG (NULL struct)
+ *   or ACCEL_ERR_VERSION (a size below the oldest layout or over UINT32_MAX),
+ *   then writes nothing, and reports through accel_last_error(NULL).
  * - The library never frees what the caller allocated; the caller never frees
  *   what the library returns except through the matching accel_* function.
  */
@@ -125,22 +160,27 @@ typedef enum accel_log_level {
 
 /* "auto", "cpu", "cuda"; "unknown" otherwise. Static storage. */
 ACCEL_API const char *accel_backend_name(accel_backend_kind kind);
-/* Parse "auto", "cpu" or "cuda" (any case). ACCEL_ERR_INVALID_ARG otherwise. */
+/* Parse "auto", "cpu" or "cuda" (any case) into *kind. Any other name (or a
+ * NULL argument) is ACCEL_ERR_INVALID_ARG and leaves *kind as it was. */
 ACCEL_API accel_status accel_backend_from_string(const char *name, accel_backend_kind *kind);
-/* "debug", "info", "warn", "error", "off"; "unknown" otherwise. */
+/* "debug", "info", "warn", "error", "off"; "unknown" otherwise. Static storage. */
 ACCEL_API const char *accel_log_level_name(accel_log_level level);
-/* Parse a level name (any case; "warning" is accepted for "warn"). */
+/* Parse a level name (any case; "warning" is accepted for "warn") into
+ * *level; otherwise as accel_backend_from_string. */
 ACCEL_API accel_status accel_log_level_from_string(const char *name, accel_log_level *level);
 
 /* Receives every log message at or above the context's level. `message` is
  * one line without a trailing newline, valid only during the call. Calls on
- * one context are serialized, but may come from any thread that uses it. */
+ * one context are serialized, but may come from any thread that uses it.
+ * The context's log lock is held during the call: the callback must not call
+ * libaccel with the same context (that would deadlock). */
 typedef void (*accel_log_fn)(void *user, accel_log_level level, const char *message);
 
 /* Reports progress of a long call: `stage` names the stage (static storage),
  * `fraction` rises from 0 to 1. Return 0 to continue; a nonzero return
  * cancels the call, which then returns ACCEL_ERR_CANCELLED. Called on the
- * thread that made the call. */
+ * thread that made the call. It must not run stages on the same context (on
+ * a GPU backend the running call holds the context's GPU lock). */
 typedef int (*accel_progress_fn)(void *user, const char *stage, double fraction);
 
 /* ---------------------------------------------------------------- context */
@@ -184,10 +224,11 @@ enum {
 /* Fill the caller's `opts` of `struct_size` bytes (pass sizeof *opts) with
  * the defaults above; struct_size is set to that size. Writes nothing past
  * struct_size bytes. ACCEL_ERR_VERSION if the size is smaller than the
- * oldest layout (the one without max_pixels). */
+ * oldest layout (the one without max_pixels); see the init rule above. */
 ACCEL_API accel_status accel_ctx_options_init(accel_ctx_options *opts, size_t struct_size);
 
-/* Create a context. `opts` may be NULL for the defaults.
+/* Create a context. `opts` may be NULL for the defaults; it is read only
+ * during the call.
  *
  * Environment overrides (read here, and taking precedence over `opts`):
  *   ACCEL_BACKEND=auto|cpu|cuda   replaces opts->backend
@@ -201,30 +242,40 @@ ACCEL_API accel_status accel_ctx_options_init(accel_ctx_options *opts, size_t st
  * fallback of stage "ctx.init") and uses the CPU under ACCEL_FALLBACK_ALLOW;
  * under ACCEL_FALLBACK_DENY it fails with ACCEL_ERR_NO_DEVICE.
  *
- * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_VERSION (struct_size),
- * ACCEL_ERR_NO_DEVICE, ACCEL_ERR_OUT_OF_MEMORY. On failure *out is NULL and
+ * Errors: ACCEL_ERR_INVALID_ARG (NULL out, an unknown backend, policy or
+ * level, a negative device, cpu_threads out of range, a bad environment
+ * value), ACCEL_ERR_VERSION (struct_size), ACCEL_ERR_NO_DEVICE,
+ * ACCEL_ERR_OUT_OF_MEMORY. On failure *out is NULL (when out is not) and
  * accel_last_error(NULL) has the message.
  *
- * Threads: a context may be used from several threads at once. Its log
+ * Threads: every function taking a context may be called from several
+ * threads at once with the same context, except accel_ctx_destroy. Its log
  * callback, statistics and GPU work are serialized internally; CPU stages of
- * different calls run concurrently. */
+ * different calls run concurrently, each with the context's cpu_threads. */
 ACCEL_API accel_status accel_ctx_create(const accel_ctx_options *opts, accel_ctx **out);
 
 /* Release a context and everything it holds. Accepts NULL. No call on the
- * context may be running or start afterwards. */
+ * context may be running or start afterwards; the indexes and CT pipelines
+ * made with it may then only be destroyed. Buffers, networks, pairs and
+ * groups do not depend on it. */
 ACCEL_API void accel_ctx_destroy(accel_ctx *ctx);
 
 /* The message of the last failed call made with `ctx` on the calling thread
  * ("" if none). Pass NULL for calls that had no context (accel_ctx_create,
- * device queries, name parsers, functions given a NULL context). Each thread
- * has its own messages, so concurrent failures never mix. Successful calls
- * do not clear it. The string is owned by the library and stays valid until
- * the next failing libaccel call on the same thread. */
+ * device queries, name parsers, functions given a NULL context); `ctx` must
+ * otherwise be a live context. Each thread has its own messages, so
+ * concurrent failures never mix. Successful calls do not clear it. A thread
+ * keeps the messages of the four contexts (NULL counting as one) that most
+ * recently failed on it; an older one reads "". The string (at most 1023
+ * bytes) is owned by the library and stays valid until the next failing
+ * libaccel call on the same thread. Never fails; never NULL. */
 ACCEL_API const char *accel_last_error(const accel_ctx *ctx);
 
 /* Replace the log callback and threshold. fn = NULL restores the stderr
  * writer. If ACCEL_LOG is set in the environment, its level still wins over
- * `level`. */
+ * `level`. May be called while other threads use the context: messages
+ * logged after it returns go to the new callback. Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL ctx, an unknown level; nothing changes). */
 ACCEL_API accel_status accel_set_log(accel_ctx *ctx, accel_log_fn fn, void *user,
                                      accel_log_level level);
 
@@ -241,6 +292,9 @@ typedef struct accel_ctx_info {
 } accel_ctx_info;
 
 ACCEL_API accel_status accel_ctx_info_init(accel_ctx_info *info, size_t struct_size);
+/* Fill `info` (prepared by accel_ctx_info_init) as far as its struct_size
+ * covers. Errors: ACCEL_ERR_INVALID_ARG (NULL), ACCEL_ERR_VERSION (a
+ * struct_size below the first layout; nothing written). */
 ACCEL_API accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info);
 
 /* ---------------------------------------------------------------- stats */
@@ -254,7 +308,10 @@ enum {
 
 /* Per-stage counters of one context, since creation or the last reset.
  * Stage names are stable: "ctx.init", "image.gray", and the names each domain
- * header lists. */
+ * header lists. The functions below may run while other threads use the
+ * context: each reads a consistent snapshot of one stage. Their `stats` must
+ * have been prepared by accel_stage_stats_init (ACCEL_ERR_VERSION otherwise)
+ * and is written only on success. */
 typedef struct accel_stage_stats {
   uint32_t struct_size;          /* set by accel_stage_stats_init */
   char stage[ACCEL_STAGE_NAME_MAX];
@@ -267,16 +324,18 @@ typedef struct accel_stage_stats {
 } accel_stage_stats;
 
 ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size);
-/* Number of stages with statistics, stored in *count. */
+/* Number of stages with statistics, stored in *count. Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL). */
 ACCEL_API accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count);
-/* Statistics of the index-th stage, in the order stages first ran.
- * ACCEL_ERR_NOT_FOUND past the end. */
+/* Statistics of the index-th stage, in the order stages first ran (since
+ * the last reset). ACCEL_ERR_NOT_FOUND past the end. */
 ACCEL_API accel_status accel_ctx_stats_get(const accel_ctx *ctx, size_t index,
                                            accel_stage_stats *stats);
-/* Statistics of the named stage; ACCEL_ERR_NOT_FOUND if it has not run. */
+/* Statistics of the named stage; ACCEL_ERR_NOT_FOUND if it has not run
+ * since creation or the last reset. */
 ACCEL_API accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage,
                                             accel_stage_stats *stats);
-/* Forget all statistics. */
+/* Forget all statistics. Errors: ACCEL_ERR_INVALID_ARG (NULL ctx). */
 ACCEL_API accel_status accel_ctx_stats_reset(accel_ctx *ctx);
 
 /* ------------------------------------------------------ backends, devices */
@@ -292,8 +351,11 @@ typedef struct accel_backend_info {
 } accel_backend_info;
 
 ACCEL_API accel_status accel_backend_info_init(accel_backend_info *info, size_t struct_size);
-/* Describe backend `kind` (CPU or CUDA; AUTO is invalid). Never fails for lack
- * of a device: that is reported in info->available and info->reason. */
+/* Describe backend `kind` (CPU or CUDA) in `info` (prepared by
+ * accel_backend_info_init). Never fails for lack of a device: that is
+ * reported in info->available and info->reason. Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL info, AUTO or an unknown kind),
+ * ACCEL_ERR_VERSION (info->struct_size). */
 ACCEL_API accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info);
 
 typedef struct accel_device_info {
@@ -311,26 +373,30 @@ typedef struct accel_device_info {
 
 ACCEL_API accel_status accel_device_info_init(accel_device_info *info, size_t struct_size);
 /* Number of usable CUDA devices. Zero devices (no GPU, no driver, a build
- * without CUDA) is not an error: *count is 0 and ACCEL_OK is returned. */
+ * without CUDA) is not an error: *count is 0 and ACCEL_OK is returned.
+ * Errors: ACCEL_ERR_INVALID_ARG (NULL count) only. */
 ACCEL_API accel_status accel_device_count(int32_t *count);
-/* Describe CUDA device `index`; ACCEL_ERR_NOT_FOUND if there is no such
- * device. */
+/* Describe CUDA device `index` in `info` (prepared by
+ * accel_device_info_init). Errors: ACCEL_ERR_NOT_FOUND (no such device, or
+ * no CUDA in this build), ACCEL_ERR_VERSION (info->struct_size), or the
+ * CUDA runtime's failure as a device status (ACCEL_ERR_DEVICE, ...);
+ * `info` is written only on success. */
 ACCEL_API accel_status accel_device_query(int32_t index, accel_device_info *info);
 
 /* ----------------------------------------------------------- host arrays */
 
 typedef enum accel_dtype {
-  ACCEL_DTYPE_INVALID = 0,
-  ACCEL_DTYPE_U8 = 1,
-  ACCEL_DTYPE_I8 = 2,
-  ACCEL_DTYPE_U16 = 3,
-  ACCEL_DTYPE_I16 = 4,
-  ACCEL_DTYPE_U32 = 5,
-  ACCEL_DTYPE_I32 = 6,
-  ACCEL_DTYPE_U64 = 7,
-  ACCEL_DTYPE_I64 = 8,
-  ACCEL_DTYPE_F32 = 9,
-  ACCEL_DTYPE_F64 = 10
+  ACCEL_DTYPE_INVALID = 0, /* never valid in an array */
+  ACCEL_DTYPE_U8 = 1,      /* uint8_t, numpy uint8 */
+  ACCEL_DTYPE_I8 = 2,      /* int8_t, numpy int8 */
+  ACCEL_DTYPE_U16 = 3,     /* uint16_t, numpy uint16 */
+  ACCEL_DTYPE_I16 = 4,     /* int16_t, numpy int16 */
+  ACCEL_DTYPE_U32 = 5,     /* uint32_t, numpy uint32 */
+  ACCEL_DTYPE_I32 = 6,     /* int32_t, numpy int32 */
+  ACCEL_DTYPE_U64 = 7,     /* uint64_t, numpy uint64 */
+  ACCEL_DTYPE_I64 = 8,     /* int64_t, numpy int64 */
+  ACCEL_DTYPE_F32 = 9,     /* float, numpy float32 */
+  ACCEL_DTYPE_F64 = 10     /* double, numpy float64 */
 } accel_dtype;
 
 enum { ACCEL_ARRAY_MAX_DIMS = 8 };
@@ -340,6 +406,13 @@ enum { ACCEL_ARRAY_MAX_DIMS = 8 };
  * (char *)data + i0 * strides[0] + i1 * strides[1] + ...; strides are in
  * bytes and may be negative. Images are (height, width) or
  * (height, width, channels) with channels interleaved. This layout is frozen.
+ *
+ * Malformed (ACCEL_ERR_INVALID_ARG wherever an array is passed): an invalid
+ * dtype, ndim outside 0..ACCEL_ARRAY_MAX_DIMS, a negative extent, more
+ * elements than int64 holds, strides reaching beyond the address space, or
+ * NULL data while the array has elements. An empty array (an extent of 0)
+ * may have any strides and NULL data. The library reads and writes the
+ * caller's memory only during the call it is passed to.
  */
 typedef struct accel_array {
   void *data;
@@ -352,17 +425,26 @@ typedef struct accel_array {
 /* Bytes per element of `dtype`; 0 for an invalid dtype. */
 ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
 /* Describe a C-contiguous (row-major) array: copies the shape, computes the
- * strides. Checks dtype, ndim and that the byte size fits in int64. */
+ * strides; `data` is stored as given. ACCEL_ERR_INVALID_ARG for a NULL
+ * array, an invalid dtype, ndim outside 0..ACCEL_ARRAY_MAX_DIMS, a NULL
+ * shape with ndim > 0, a negative extent, or a byte size over INT64_MAX;
+ * *array is then zeroed (when not NULL). */
 ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dtype dtype,
                                         int32_t ndim, const int64_t *shape);
 
 /* An array the library allocated (file loaders return these). */
 typedef struct accel_buffer accel_buffer;
 
-/* Allocate a zero-filled C-contiguous array. */
+/* Allocate a zero-filled C-contiguous array. Errors: those of
+ * accel_array_init, ACCEL_ERR_OUT_OF_MEMORY (also for a size over
+ * SIZE_MAX); *out is NULL on failure (when out is not). Messages go to
+ * accel_last_error(NULL). */
 ACCEL_API accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape,
                                            accel_buffer **out);
-/* A view of the buffer's memory, valid until accel_buffer_destroy. */
+/* A view of the buffer's memory, valid until accel_buffer_destroy.
+ * ACCEL_ERR_INVALID_ARG for a NULL argument. Views may be taken from several
+ * threads at once; what is written through them is the caller's to
+ * synchronize. */
 ACCEL_API accel_status accel_buffer_view(const accel_buffer *buffer, accel_array *view);
 /* Release a buffer; accepts NULL. */
 ACCEL_API void accel_buffer_destroy(accel_buffer *buffer);

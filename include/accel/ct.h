@@ -10,15 +10,38 @@
  *
  * The reference semantics (docs/ct.md) are SciPy 1.10 (binary_fill_holes,
  * distance_transform_edt) and scikit-image 0.19.3 (peak_local_max,
- * watershed): the fixtures of ../shared/data/ct are reproduced exactly.
+ * watershed), reproduced exactly (docs/ct.md gives the comparisons).
  *
  * Stage names: "ct.rescale", "ct.threshold", "ct.fill_holes", "ct.edt",
- * "ct.markers", "ct.trim", "ct.watershed", "ct.network", and "ct.pipeline" for a whole
- * pipeline run. On a CUDA backend rescale, threshold, fill holes, the EDT and
- * the markers' window test run on the GPU (in Z slabs beyond the device
- * memory budget); the watershed (a sequential priority queue) and the
- * network run on the CPU. Volumes up to 2^32 - 1 voxels (ACCEL_ERR_LIMIT
- * beyond).
+ * "ct.markers", "ct.trim", "ct.watershed", "ct.network", and "ct.pipeline"
+ * for a whole pipeline run. On a CUDA backend rescale, threshold, fill
+ * holes, the EDT and the markers' window test run on the GPU (in Z slabs
+ * beyond the device memory budget); the watershed (a sequential priority
+ * queue), the trims and the network run on the CPU. Volumes of at most
+ * 2^32 - 2 voxels (ACCEL_ERR_LIMIT beyond).
+ *
+ * Errors (core.h has the general rules). The stage functions and
+ * accel_ct_network_build need a context (a NULL one is ACCEL_ERR_INVALID_ARG,
+ * reported through accel_last_error(NULL)); the pipeline reports through
+ * the context it was created with; network queries through NULL. They
+ * refuse with ACCEL_ERR_INVALID_ARG a malformed array, one that is not 3-D
+ * or not of the dtype named, a shape that differs from the first volume's,
+ * an output that overlaps an input (except the very same array where a
+ * function allows it), a spacing that is not positive and finite, and an
+ * option out of its range; ACCEL_ERR_LIMIT beyond the voxel limit;
+ * ACCEL_ERR_VERSION for an options or outputs struct_size;
+ * ACCEL_ERR_OUT_OF_MEMORY (strided arrays also take contiguous copies). A
+ * function with a progress callback may return ACCEL_ERR_CANCELLED, and
+ * those dispatched to the backend (every stage but "ct.trim" and
+ * "ct.network") the GPU's failure under ACCEL_FALLBACK_DENY. After a failure
+ * the output arrays are unspecified and nothing is written through `count`.
+ *
+ * Threads: every function may be called from several threads at once, also
+ * with one context (GPU work is serialized per context). A network never
+ * changes once built, and a pipeline never changes once created:
+ * accel_ct_pipeline_run may run on one pipeline from several threads at
+ * once. Only their destroy functions must not overlap another call on them.
+ * The context must outlive the pipelines made with it.
  */
 #ifndef ACCEL_CT_H
 #define ACCEL_CT_H
@@ -45,19 +68,23 @@ typedef enum accel_ct_connectivity {
 
 /* DICOM's rescale: out[z, y, x] = in[z, y, x] * slope[z] + intercept[z],
  * computed in double and stored as F32. `in`: I16 or U16 (Z, Y, X); slope and
- * intercept: Z values each, or NULL for 1 and 0. */
+ * intercept: Z values each, or NULL for 1 and 0; a value that is not finite
+ * is ACCEL_ERR_INVALID_ARG. `out` must not overlap `in`. */
 ACCEL_API accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const double *slope,
                                         const double *intercept, const accel_array *out);
 
 /* out = in <compare> threshold, as U8 0/1. `in`: U8, I16, U16, I32 or F32;
- * the comparison is made in double (exact for these types). */
+ * the comparison is made in double (exact for these types). `out` may be
+ * `in` itself when it is U8, and must not overlap it otherwise. An unknown
+ * comparison or a NaN threshold is ACCEL_ERR_INVALID_ARG. */
 ACCEL_API accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double threshold,
                                           accel_ct_compare compare, const accel_array *out);
 
 /* SciPy's binary_fill_holes: out = mask, plus every background voxel not
  * connected to the volume's border through background voxels (components
  * labelled with the given connectivity; SciPy's default is
- * ACCEL_CT_FACES). U8 in, U8 out (may be the same array). */
+ * ACCEL_CT_FACES; another value is ACCEL_ERR_INVALID_ARG). U8 in, U8 out
+ * (may be the same array, not otherwise overlapping). */
 ACCEL_API accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_ct_connectivity connectivity,
                                            const accel_array *out);
 
@@ -67,7 +94,7 @@ ACCEL_API accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *ma
  * background. Exact (linear-time separable algorithm on the CPU, exact per
  * line parabola envelopes on the GPU). A mask without any zero voxel gives
  * +inf everywhere (SciPy returns distances to a point outside the volume).
- * `spacing` may be NULL for (1, 1, 1). */
+ * `spacing` may be NULL for (1, 1, 1). `out` must not overlap `mask`. */
 ACCEL_API accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double *spacing,
                                     const accel_array *out);
 
@@ -112,7 +139,12 @@ ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *opt
  * (2d+1)^3 window, the strongest first with ties ordered as numpy 1.x's
  * quicksort orders them, then peaks closer than d to a kept one dropped),
  * numbered 1..n in C order into `out` (I32, zero elsewhere). `edt`: F32,
- * `mask`: U8. *count (may be NULL) receives n. */
+ * finite and not negative; `mask`: U8; `out` overlaps neither. *count (may
+ * be NULL) receives n. `options` may be NULL for the defaults; with
+ * options->trim the trims of accel_ct_trim_markers follow (stage "ct.trim").
+ * ACCEL_ERR_INVALID_ARG also for a negative min_distance, a smooth_sigma or
+ * nearby_factor that is negative or not finite, saddle_iterations < 1,
+ * unknown trim flags, an edt value that is negative, NaN or infinite. */
 ACCEL_API accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
                                         const accel_ct_marker_options *options, const accel_array *out,
                                         uint32_t *count);
@@ -132,8 +164,10 @@ ACCEL_API accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, 
  *    unspecified); where |c_i - c_n| * spacing <= nearby_factor * L_i, the
  *    one of i, n_i with the smaller L is dropped (n_i when equal).
  * The survivors are numbered by 26-connected group in C order into `out`
- * (I32, may alias markers); *count (may be NULL) receives their number.
- * Runs on the CPU on every backend (its work is per peak, not per voxel). */
+ * (I32, may be the very array `markers`, must not overlap `edt`); *count
+ * (may be NULL) receives their number. `edt` and the options it uses are
+ * checked as by accel_ct_markers. Runs on the CPU on every backend (its work
+ * is per peak, not per voxel), as stage "ct.trim". */
 ACCEL_API accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *markers,
                                              const accel_ct_marker_options *options, const accel_array *out,
                                              uint32_t *count);
@@ -164,7 +198,9 @@ ACCEL_API accel_status accel_ct_watershed_options_init(accel_ct_watershed_option
  * every voxel takes the label of the neighbour that reached it. Voxels
  * outside mask (U8; NULL = everywhere) stay 0, as do voxels no marker
  * reaches. `image`: F32 without NaN (flood -edt to split pores); `out`: I32
- * (may alias `markers`). */
+ * (may be the very array `markers`, must not overlap `image` or `mask`).
+ * ACCEL_ERR_INVALID_ARG also for NaN in `image` inside the mask, a marker
+ * value of INT32_MIN (reserved) or unknown ties. */
 ACCEL_API accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,
                                           const accel_array *mask, const accel_ct_watershed_options *options,
                                           const accel_array *out);
@@ -193,15 +229,19 @@ typedef struct accel_ct_throat {
 
 typedef struct accel_ct_network accel_ct_network;
 
-/* The network of a label volume (I32, 0 = not pore; regions are the labels
- * present, sorted) with its distance map (F32, same shape) and spacing (NULL
- * = 1, 1, 1). */
+/* The network of a label volume (I32, 0 or negative = not pore; regions are
+ * the positive labels present, sorted) with its distance map (F32, same
+ * shape) and spacing (NULL = 1, 1, 1). Runs on the CPU (stage "ct.network").
+ * *out is NULL on failure (when ctx and out are not). */
 ACCEL_API accel_status accel_ct_network_build(accel_ctx *ctx, const accel_array *labels, const accel_array *edt,
                                               const double *spacing, accel_ct_network **out);
-/* Counts, and porosity = labelled voxels / all voxels. Any may be NULL. */
+/* Counts, and porosity = labelled voxels / all voxels. Any may be NULL.
+ * Fails only for a NULL network. */
 ACCEL_API accel_status accel_ct_network_info(const accel_ct_network *network, size_t *regions, size_t *throats,
                                              double *porosity);
-/* Region i (0 .. regions-1, by label) and throat i (sorted by (a, b)). */
+/* Region i (0 .. regions-1, by label) and throat i (sorted by (a, b)).
+ * ACCEL_ERR_NOT_FOUND past the end, ACCEL_ERR_VERSION when out->struct_size
+ * is below the struct's size; `out` is written only on success. */
 ACCEL_API accel_status accel_ct_network_region(const accel_ct_network *network, size_t i, accel_ct_region *out);
 ACCEL_API accel_status accel_ct_network_throat(const accel_ct_network *network, size_t i, accel_ct_throat *out);
 /* Write the network as JSON (what `accel ct segment --network` writes):
@@ -211,8 +251,11 @@ ACCEL_API accel_status accel_ct_network_throat(const accel_ct_network *network, 
  *    "throats": [{"a", "b", "faces", "area", "inscribed_radius"}, ...]}
  * numbers printed to round-trip exactly. Written atomically like
  * accel_npy_save (io.h): a failed save leaves any previous file untouched.
- * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO (with the system's reason). */
+ * `ctx` may be NULL (it only receives the error). Errors as io.h's saves:
+ * ACCEL_ERR_INVALID_ARG (NULL network, a bad path), ACCEL_ERR_IO (with the
+ * system's reason), ACCEL_ERR_OUT_OF_MEMORY. */
 ACCEL_API accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *network, const char *path);
+/* Release a network; accepts NULL. */
 ACCEL_API void accel_ct_network_destroy(accel_ct_network *network);
 
 /* ---------------------------------------------------------------- the pipeline */
@@ -261,10 +304,18 @@ ACCEL_API accel_status accel_ct_outputs_init(accel_ct_outputs *outputs, size_t s
 
 typedef struct accel_ct_pipeline accel_ct_pipeline;
 
-/* A pipeline with fixed options, reusable for many volumes (on a GPU its
- * device memory is kept between runs of equal shape). */
+/* A pipeline with fixed options, reusable for many volumes. It keeps a copy
+ * of the options and the caller's slope and intercept pointers (read at
+ * every run, so they must stay valid until the last), nothing else: device
+ * memory is taken per run, within the budget, and returned when the run
+ * ends. `options` may be NULL for the defaults. ACCEL_ERR_INVALID_ARG (NULL
+ * ctx or out, slope without intercept or the reverse, an option out of
+ * range as the stages check them, a NaN threshold), ACCEL_ERR_VERSION,
+ * ACCEL_ERR_OUT_OF_MEMORY; *out is NULL on failure (when ctx and out are
+ * not). */
 ACCEL_API accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_options *options,
                                                 accel_ct_pipeline **out);
+/* Release a pipeline; accepts NULL. No run may be in progress. */
 ACCEL_API void accel_ct_pipeline_destroy(accel_ct_pipeline *pipeline);
 
 /* Run on `input` (Z, Y, X): U8, I16, U16, I32 or F32 (I16/U16 rescaled first
@@ -273,7 +324,16 @@ ACCEL_API void accel_ct_pipeline_destroy(accel_ct_pipeline *pipeline);
  * when not NULL. Only the stages that the requested outputs need are run. On
  * a CUDA backend the GPU stages work on the whole volume when it fits the
  * device memory budget, else in Z slabs, with results identical either way
- * (docs/ct.md says what crosses the bus). */
+ * (docs/ct.md says what crosses the bus).
+ *
+ * Outputs must not overlap the input, the markers or each other. Errors, in
+ * the pipeline's context: ACCEL_ERR_INVALID_ARG (NULL pipeline or outputs,
+ * slopes with an input that is not I16/U16, a slope or intercept that is
+ * not finite, an array refused as above), ACCEL_ERR_LIMIT,
+ * ACCEL_ERR_VERSION (outputs->struct_size), ACCEL_ERR_OUT_OF_MEMORY,
+ * ACCEL_ERR_CANCELLED, and under ACCEL_FALLBACK_DENY the GPU's failure.
+ * outputs->marker_count is written only on success; *outputs->network is
+ * NULL after a failure past the argument checks (nothing to free). */
 ACCEL_API accel_status accel_ct_pipeline_run(accel_ct_pipeline *pipeline, const accel_array *input,
                                              const accel_array *markers, accel_ct_outputs *outputs);
 

@@ -29,6 +29,11 @@
  *
  * Stage name: "hash.batch" (a whole batch: on the CUDA backend, decoding on
  * the CPU threads and everything else on the GPU).
+ *
+ * Threads: every function may be called from several threads at once;
+ * batches on one context run concurrently, each on the context's CPU
+ * threads (their GPU work is serialized). The functions without a context
+ * report failures through accel_last_error(NULL).
  */
 #ifndef ACCEL_HASH_H
 #define ACCEL_HASH_H
@@ -55,14 +60,17 @@ enum {
   ACCEL_HASH_MAX_BYTES = 512  /* bytes of the largest hash */
 };
 
-/* "ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash". */
+/* "ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash";
+ * "unknown" otherwise. Static storage. */
 ACCEL_API const char *accel_hash_kind_name(accel_hash_kind kind);
-/* Parse a kind name (also imagehash's function names "average_hash" and
- * "dhash_vertical"). ACCEL_ERR_INVALID_ARG otherwise. */
+/* Parse a kind name, any case (also imagehash's function names
+ * "average_hash" and "dhash_vertical"). ACCEL_ERR_INVALID_ARG otherwise, and
+ * for a NULL argument; *kind is then left as it was. */
 ACCEL_API accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind);
 
 /* Reports the failure of one input of a batch. Called on the calling thread,
- * in input order, after the batch has run; `message` is valid during the call. */
+ * in input order, after the batch has run and only when it returns ACCEL_OK;
+ * `message` is valid during the call. No libaccel lock is held. */
 typedef void (*accel_hash_error_fn)(void *user, size_t index, accel_status status, const char *message);
 
 typedef struct accel_hash_options {
@@ -89,11 +97,16 @@ typedef struct accel_hash_options {
 ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size_t struct_size);
 
 /* Bits of one hash of `kind`: hash_size^2, or 14 * color_binbits for
- * colorhash. ACCEL_ERR_INVALID_ARG for sizes imagehash refuses. */
+ * colorhash. ACCEL_ERR_INVALID_ARG for an unknown kind or sizes imagehash
+ * refuses (hash_size outside ACCEL_HASH_SIZE_MIN..MAX, whash's not a power
+ * of two, color_binbits outside 1..8); *nbits is then left as it was. */
 ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits,
                                        uint32_t *nbits);
 /* Bytes each hash occupies in a batch's output: the largest
- * ceil(bits / 8) over options->kinds. */
+ * ceil(bits / 8) over options->kinds (NULL options: the defaults). Fails as
+ * a batch would for these options: ACCEL_ERR_INVALID_ARG (nkinds, a kind
+ * listed twice, a size accel_hash_bits refuses, fast not 0 or 1),
+ * ACCEL_ERR_VERSION. */
 ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *slot_bytes);
 
 /*
@@ -108,6 +121,16 @@ ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, 
  * the batch ran, and an error only for invalid arguments, ACCEL_ERR_CANCELLED
  * (progress callback) or a failure of the whole batch.
  *
+ * Errors: ACCEL_ERR_INVALID_ARG (NULL ctx; NULL inputs, hashes or statuses
+ * with n > 0; options as accel_hash_slot_bytes refuses them; slot_bytes
+ * smaller than accel_hash_slot_bytes gives), ACCEL_ERR_VERSION,
+ * ACCEL_ERR_OUT_OF_MEMORY, ACCEL_ERR_CANCELLED, and under
+ * ACCEL_FALLBACK_DENY the GPU's failure (core.h). Invalid arguments leave
+ * hashes and statuses untouched. After any other failure, an input whose
+ * status is ACCEL_OK holds its hashes; every other input has all-zero slots
+ * and an error status (inputs the batch never reached included). n = 0
+ * succeeds without writing anything.
+ *
  * CPU: inputs are decoded and hashed on the context's threads. CUDA: inputs
  * are decoded on the CPU threads while the GPU converts, resizes and hashes
  * the previous group; results are identical to the CPU's.
@@ -115,25 +138,31 @@ ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, 
 ACCEL_API accel_status accel_hash_files(accel_ctx *ctx, const char *const *paths, size_t n,
                                         const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
                                         accel_status *statuses);
-/* The same for in-memory encoded files (JPEG or PNG bytes). */
+/* The same for in-memory encoded files (JPEG or PNG bytes; data[i] may be
+ * NULL when sizes[i] is 0). */
 ACCEL_API accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *data, const size_t *sizes, size_t n,
                                           const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
                                           accel_status *statuses);
-/* The same for decoded images: U8 arrays of shape (H, W) ("L"), (H, W, 2)
- * ("LA"), (H, W, 3) ("RGB") or (H, W, 4) ("RGBA"), hashed as imagehash hashes
- * PIL.Image.fromarray(array). Any strides. */
+/* The same for decoded images: U8 arrays of shape (H, W) or (H, W, 1) ("L"),
+ * (H, W, 2) ("LA"), (H, W, 3) ("RGB") or (H, W, 4) ("RGBA"), hashed as
+ * imagehash hashes PIL.Image.fromarray(array). Any strides. Any other or an
+ * empty array is ACCEL_ERR_INVALID_ARG for the whole call. */
 ACCEL_API accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t n,
                                          const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
                                          accel_status *statuses);
 
 /* Write imagehash's hex string of an nbits hash (ceil(nbits / 4) digits and
- * a NUL). ACCEL_ERR_INVALID_ARG if out_size is too small. */
+ * a NUL). ACCEL_ERR_INVALID_ARG for a NULL pointer, nbits 0, or an out_size
+ * too small (nothing written then). */
 ACCEL_API accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, size_t out_size);
 /* Parse imagehash's hex string of an nbits hash (imagehash.hex_to_hash's
  * inverse of str()); writes ceil(nbits / 8) bytes. ACCEL_ERR_INVALID_ARG for
- * a wrong length or a non-hex digit. */
+ * a NULL pointer, nbits 0, a wrong length, a non-hex digit, a value of more
+ * than nbits bits, or an out_size below ceil(nbits / 8); `out` is
+ * unspecified after a failure. */
 ACCEL_API accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, size_t out_size);
-/* Hamming distance between two nbits hashes (imagehash's a - b). */
+/* Hamming distance between two nbits hashes (imagehash's a - b); 0 for
+ * nbits 0. ACCEL_ERR_INVALID_ARG for a NULL pointer only. */
 ACCEL_API accel_status accel_hash_distance(const uint8_t *a, const uint8_t *b, uint32_t nbits, uint32_t *distance);
 
 #ifdef __cplusplus

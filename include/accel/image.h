@@ -15,6 +15,9 @@
  *    Transparency (tRNS) does not change pixel values.
  *  - Gray is Pillow's convert('L') of the image's mode (CMYK through RGB);
  *    RGB is convert('RGB').
+ *
+ * Threads: every function may be called from several threads at once, with
+ * one context or several (core.h has the general rules).
  */
 #ifndef ACCEL_IMAGE_H
 #define ACCEL_IMAGE_H
@@ -37,10 +40,12 @@ extern "C" {
  * Any strides (negative too) on both sides; src and dst must not overlap.
  *
  * Runs on the context's backend (stage "image.gray"); a GPU failure follows
- * the context's fallback policy. Empty images (H or W = 0) succeed.
- * Errors: ACCEL_ERR_INVALID_ARG for a NULL pointer, a dtype other than U8,
- * a shape that is not one of the above or does not match between src and
- * dst, NULL data with a nonzero size, or overlapping arrays. */
+ * the context's fallback policy. Empty images (H or W = 0) succeed without
+ * running the stage. Errors: ACCEL_ERR_INVALID_ARG for a NULL pointer (ctx
+ * included), a malformed array, a dtype other than U8, a shape that is not
+ * one of the above or does not match between src and dst, or overlapping
+ * arrays; under ACCEL_FALLBACK_DENY the GPU's failure (core.h). dst is
+ * unspecified after a failure. */
 ACCEL_API accel_status accel_image_to_gray(accel_ctx *ctx, const accel_array *src,
                                            accel_array *dst);
 
@@ -84,18 +89,26 @@ typedef struct accel_image_info {
 } accel_image_info;
 
 ACCEL_API accel_status accel_image_info_init(accel_image_info *info, size_t struct_size);
-/* "1", "L", "LA", "P", "RGB", "RGBA", "CMYK", "I"; "?" otherwise. */
+/* "1", "L", "LA", "P", "RGB", "RGBA", "CMYK", "I"; "?" otherwise. Static
+ * storage. */
 ACCEL_API const char *accel_image_mode_name(accel_image_mode mode);
 
 /* Decode a JPEG or PNG file into a new buffer (free it with
  * accel_buffer_destroy). `options` may be NULL (RGB, default limit); `info`
- * may be NULL. Errors: ACCEL_ERR_IO (cannot read), ACCEL_ERR_FORMAT (not
- * JPEG/PNG, or a variant Pillow cannot open), ACCEL_ERR_DECODE (corrupt or
- * truncated), ACCEL_ERR_LIMIT, ACCEL_ERR_OUT_OF_MEMORY. Host only; thread
- * safe. */
+ * may be NULL, else it must have been prepared by accel_image_info_init and
+ * is written only on success. `ctx` may be NULL (errors then go to
+ * accel_last_error(NULL); the context's pixel limit is taken as
+ * ACCEL_DEFAULT_MAX_PIXELS). Host only (no stage). Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL path or out, an unknown target),
+ * ACCEL_ERR_VERSION (options' or info's struct_size), ACCEL_ERR_IO (cannot
+ * open or read the file), ACCEL_ERR_FORMAT (not JPEG/PNG, or a variant
+ * Pillow cannot open), ACCEL_ERR_DECODE (corrupt or truncated),
+ * ACCEL_ERR_LIMIT, ACCEL_ERR_OUT_OF_MEMORY. On failure *out is NULL, unless
+ * a NULL argument left it alone. */
 ACCEL_API accel_status accel_image_decode_file(accel_ctx *ctx, const char *path, const accel_decode_options *options,
                                                accel_buffer **out, accel_image_info *info);
-/* The same for a file's bytes in memory. */
+/* The same for a file's bytes in memory (`data` may be NULL when size is
+ * 0), read only during the call; ACCEL_ERR_IO does not occur. */
 ACCEL_API accel_status accel_image_decode_buffer(accel_ctx *ctx, const void *data, size_t size,
                                                  const accel_decode_options *options, accel_buffer **out,
                                                  accel_image_info *info);

@@ -26,8 +26,21 @@
  * CUDA backend, brute force in shared-memory tiles. Stages: "index.join",
  * "index.range", "index.knn".
  *
- * Threads: queries on one index may run concurrently; adding, removing and
- * loading must not overlap any other call on the same index.
+ * Errors (core.h has the general rules): a call given an index reports its
+ * failure through accel_last_error() of the index's context (the one it was
+ * created or loaded with), except for a NULL index and for NULL outputs of
+ * accel_index_find and accel_index_get_meta, which report through NULL, as
+ * do the calls without an index (pairs, groups, accel_groups_from_pairs).
+ * The searches (self-join, range, k-nearest, grouping) may also fail as
+ * stages do: ACCEL_ERR_CANCELLED from their progress callback (k-nearest
+ * has none) and, under ACCEL_FALLBACK_DENY, the GPU's failure.
+ *
+ * Threads: the calls that only read an index (accel_index_info, _get, _find,
+ * _get_meta, _save and the searches) may run concurrently on one index, from
+ * any threads; accel_index_add, _remove, _set_meta and _destroy must not
+ * overlap any other call on the same index. Separate indexes are independent,
+ * also on one context. The context must outlive the index. Pairs and groups
+ * never change once made: any threads may view them until they are destroyed.
  */
 #ifndef ACCEL_INDEX_H
 #define ACCEL_INDEX_H
@@ -51,12 +64,16 @@ typedef struct accel_index_options {
 ACCEL_API accel_status accel_index_options_init(accel_index_options *options, size_t struct_size);
 
 /* An empty index, searched with `ctx`'s backend (the context must outlive
- * it). `options` may be NULL (64 bits, one field). */
+ * it). `options` may be NULL (64 bits, one field). Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL ctx or out, bits not 64/128/256, nfields out
+ * of range), ACCEL_ERR_VERSION, ACCEL_ERR_OUT_OF_MEMORY; *out is NULL on
+ * failure (when out is not). */
 ACCEL_API accel_status accel_index_create(accel_ctx *ctx, const accel_index_options *options, accel_index **out);
 /* Release an index; accepts NULL. */
 ACCEL_API void accel_index_destroy(accel_index *index);
 
-/* Bits per field, fields per entry, number of entries. Any may be NULL. */
+/* Bits per field, fields per entry, number of entries. Any may be NULL.
+ * Fails only for a NULL index. */
 ACCEL_API accel_status accel_index_info(const accel_index *index, uint32_t *bits, uint32_t *nfields, size_t *count);
 
 /* Add n entries: ids[n], codes[n * nfields * bits / 64]; labels and stamps
@@ -64,32 +81,43 @@ ACCEL_API accel_status accel_index_info(const accel_index *index, uint32_t *bits
  * an id already in the index (or twice in the call), or the id UINT64_MAX
  * (reserved: it marks a missing k-nearest result), fails the call with
  * ACCEL_ERR_INVALID_ARG and adds none (an index file holding it is
- * ACCEL_ERR_FORMAT). */
+ * ACCEL_ERR_FORMAT). Also ACCEL_ERR_INVALID_ARG for NULL ids or codes with
+ * n > 0, ACCEL_ERR_LIMIT beyond 2^32 - 1 entries in all,
+ * ACCEL_ERR_OUT_OF_MEMORY; on every failure the index is unchanged. Codes,
+ * labels and stamps are copied. */
 ACCEL_API accel_status accel_index_add(accel_index *index, size_t n, const uint64_t *ids, const uint64_t *codes,
                                        const char *const *labels, const uint64_t *stamps);
 /* Remove the entries with these ids; ids not in the index are ignored.
  * `removed` (may be NULL) receives how many were removed. Positions of the
- * remaining entries may change. */
+ * remaining entries may change. Fails only with ACCEL_ERR_INVALID_ARG (NULL
+ * index, NULL ids with n > 0), changing nothing. */
 ACCEL_API accel_status accel_index_remove(accel_index *index, size_t n, const uint64_t *ids, size_t *removed);
 /* The entry at `position` (0 .. count-1): its id, codes (nfields * bits / 64
  * words, may be NULL), label (NULL if none; valid until the index changes;
- * may be NULL) and stamp (may be NULL). */
+ * may be NULL) and stamp (may be NULL). ACCEL_ERR_NOT_FOUND past the end;
+ * nothing is written on failure. */
 ACCEL_API accel_status accel_index_get(const accel_index *index, size_t position, uint64_t *id, uint64_t *codes,
                                        const char **label, uint64_t *stamp);
-/* The position of an id, or ACCEL_ERR_NOT_FOUND. */
+/* The position of an id, or ACCEL_ERR_NOT_FOUND (*position untouched). */
 ACCEL_API accel_status accel_index_find(const accel_index *index, uint64_t id, size_t *position);
 /* A free-form string saved with the index (e.g. which hash kinds the fields
- * hold); at most 4095 bytes. get: "" if none; valid until the next set. */
+ * hold); at most 4095 bytes. set copies it (NULL clears it); a longer one is
+ * ACCEL_ERR_INVALID_ARG, and a failed set keeps the old string. get: "" if
+ * none; valid until the next set or the index's destruction. */
 ACCEL_API accel_status accel_index_set_meta(accel_index *index, const char *meta);
 ACCEL_API accel_status accel_index_get_meta(const accel_index *index, const char **meta);
 
 /* Save to a file: a versioned little-endian format with a CRC-32 of the
  * whole content, written under a temporary name and renamed, so a failed
- * save never destroys the previous file. */
+ * save never destroys the previous file. Errors as io.h's saves:
+ * ACCEL_ERR_INVALID_ARG (NULL index, a bad path), ACCEL_ERR_IO,
+ * ACCEL_ERR_OUT_OF_MEMORY. */
 ACCEL_API accel_status accel_index_save(const accel_index *index, const char *path);
 /* Load a saved index. A file that is not an index, of an unknown version,
  * truncated or corrupt (checksum) fails with ACCEL_ERR_FORMAT; ACCEL_ERR_IO
- * when it cannot be read. */
+ * when it cannot be opened or read; also ACCEL_ERR_INVALID_ARG (NULL ctx,
+ * path or out), ACCEL_ERR_OUT_OF_MEMORY. *out is NULL on failure (when out
+ * is not): never a partial index. Messages go to accel_last_error(ctx). */
 ACCEL_API accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **out);
 
 /* ---------------------------------------------------------------- searching */
@@ -116,7 +144,14 @@ typedef struct accel_search_options {
 
 ACCEL_API accel_status accel_search_options_init(accel_search_options *options, size_t struct_size);
 
-/* Pairs found by a search; read them with accel_pairs_view. */
+/* Pairs found by a search; read them with accel_pairs_view.
+ *
+ * The self-join, the range search and accel_index_group: `options` may be
+ * NULL (rule ALL, thresholds 0). Errors besides the searches' (above):
+ * ACCEL_ERR_INVALID_ARG (a NULL index or out, an unknown rule or algorithm,
+ * a threshold over the bits), ACCEL_ERR_VERSION, ACCEL_ERR_OUT_OF_MEMORY.
+ * *out is NULL on failure (when out is not); results reach it only once the
+ * whole search succeeded. */
 typedef struct accel_pairs accel_pairs;
 
 /* Every pair of entries within the thresholds (by the rule), each once:
@@ -125,21 +160,27 @@ ACCEL_API accel_status accel_index_self_join(accel_index *index, const accel_sea
                                              accel_pairs **out);
 /* For nq query codes (nq * nfields * bits / 64 words): every entry within the
  * thresholds. first = the query's number (0 .. nq-1), second = the entry's
- * id; sorted by (first, second). */
+ * id; sorted by (first, second). Also ACCEL_ERR_INVALID_ARG for NULL queries
+ * with nq > 0, ACCEL_ERR_LIMIT for nq over 2^32 - 1. */
 ACCEL_API accel_status accel_index_range(accel_index *index, size_t nq, const uint64_t *queries,
                                          const accel_search_options *options, accel_pairs **out);
 /* The k entries nearest to each query by the distance of `field`, nearest
  * first, ties broken by the smaller id: ids[nq * k] and distances[nq * k]
  * (distances may be NULL). Missing results (fewer than k entries) are id
- * UINT64_MAX and distance UINT32_MAX. 1 <= k <= 4096. */
+ * UINT64_MAX and distance UINT32_MAX. 1 <= k <= 4096. Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL index, NULL queries or ids with nq > 0, k or
+ * field out of range), ACCEL_ERR_OUT_OF_MEMORY, and under
+ * ACCEL_FALLBACK_DENY the GPU's failure; ids and distances are unspecified
+ * after a failure. nq = 0 writes nothing. */
 ACCEL_API accel_status accel_index_knn(accel_index *index, size_t nq, const uint64_t *queries, uint32_t k,
                                        uint32_t field, uint64_t *ids, uint32_t *distances);
 
 /* The pairs: *count of them; first[i], second[i], and the distances of every
  * field, distances[i * nfields + f]. Pointers valid until the pairs are
- * destroyed. Any output may be NULL. */
+ * destroyed. Any output may be NULL. Fails only for NULL pairs. */
 ACCEL_API accel_status accel_pairs_view(const accel_pairs *pairs, size_t *count, const uint64_t **first,
                                         const uint64_t **second, const uint32_t **distances, uint32_t *nfields);
+/* Release pairs; accepts NULL. */
 ACCEL_API void accel_pairs_destroy(accel_pairs *pairs);
 
 /* ---------------------------------------------------------------- grouping */
@@ -148,15 +189,24 @@ ACCEL_API void accel_pairs_destroy(accel_pairs *pairs);
  * members, each group's members sorted, groups sorted by their first member. */
 typedef struct accel_groups accel_groups;
 
+/* The groups of the graph whose edges are (first[i], second[i]): members
+ * are the ids as given. Errors: ACCEL_ERR_INVALID_ARG (NULL out, NULL first
+ * or second with npairs > 0), ACCEL_ERR_LIMIT (npairs over 2^31 - 1),
+ * ACCEL_ERR_OUT_OF_MEMORY; *out is NULL on failure (when out is not).
+ * Messages go to accel_last_error(NULL). */
 ACCEL_API accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const uint64_t *second,
                                                accel_groups **out);
 /* The groups of near-duplicates of an index: the connected components of
  * its self-join, computed without keeping every pair (memory grows with the
- * entries, not with the pairs). Members are ids. */
+ * entries, not with the pairs). Members are ids. Runs as stage "index.join";
+ * fails as accel_index_self_join does. */
 ACCEL_API accel_status accel_index_group(accel_index *index, const accel_search_options *options, accel_groups **out);
-/* *ngroups groups; group g is members[offsets[g] .. offsets[g + 1]). */
+/* *ngroups groups; group g is members[offsets[g] .. offsets[g + 1]).
+ * Pointers valid until the groups are destroyed; any output may be NULL.
+ * Fails only for NULL groups. */
 ACCEL_API accel_status accel_groups_view(const accel_groups *groups, size_t *ngroups, const uint64_t **offsets,
                                          const uint64_t **members);
+/* Release groups; accepts NULL. */
 ACCEL_API void accel_groups_destroy(accel_groups *groups);
 
 #ifdef __cplusplus

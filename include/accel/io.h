@@ -25,7 +25,24 @@
  * The `ctx` argument may be NULL; errors are then reported through
  * accel_last_error(NULL), and the pixel limit is ACCEL_DEFAULT_MAX_PIXELS.
  * NPY and raw loads are bounded by the file's size (the data must be in the
- * file). These functions do not use the backends.
+ * file). These functions do not use the backends (no stage, no fallback).
+ *
+ * Failures shared by every function below (core.h has the general rules):
+ *  - loads: ACCEL_ERR_INVALID_ARG (a NULL path or out), ACCEL_ERR_IO (the
+ *    path cannot be opened or is not a regular file), ACCEL_ERR_OUT_OF_MEMORY;
+ *    on failure *out (and *geo) is NULL, unless a NULL argument left it alone.
+ *  - saves: every file is written under a temporary name in the target's
+ *    directory and renamed over `path` only when complete and synced, so a
+ *    failed save leaves any previous file at `path` untouched and no
+ *    temporary behind. ACCEL_ERR_INVALID_ARG (a malformed array, a NULL or
+ *    empty path, a path ending in "/", "." or ".."), ACCEL_ERR_IO (creating,
+ *    writing, syncing or renaming failed; the message has the system's
+ *    reason), ACCEL_ERR_OUT_OF_MEMORY.
+ *
+ * Threads: every function may be called from several threads at once, with
+ * one context or several. Concurrent saves to one path each write a whole
+ * file; the last rename wins. An accel_geo is read-only once loaded: any
+ * number of threads may use it until accel_geo_destroy.
  */
 #ifndef ACCEL_IO_H
 #define ACCEL_IO_H
@@ -37,35 +54,37 @@ extern "C" {
 #endif
 
 /* Load a .npy file into a new buffer (free it with accel_buffer_destroy).
- * Errors: ACCEL_ERR_IO (open/read), ACCEL_ERR_FORMAT (not a readable .npy,
- * truncated data included), ACCEL_ERR_OUT_OF_MEMORY. */
+ * Errors: the loads' above, ACCEL_ERR_FORMAT (not a readable .npy: a bad
+ * magic, version or header, an unsupported dtype or order, truncated data). */
 ACCEL_API accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out);
 
-/* Save any array (any strides) as a C-ordered little-endian .npy file. The
- * file is written under a temporary name and renamed, so a failed save never
- * leaves a partial file at `path`. Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO. */
+/* Save any array (any strides, any dtype) as a C-ordered little-endian .npy
+ * file. Errors: the saves' above only. */
 ACCEL_API accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array *array);
 
 /* Load a raw little-endian file of exactly offset + prod(shape) * size(dtype)
  * bytes, the first `offset` bytes skipped (a header): any other size is
  * ACCEL_ERR_FORMAT, naming both sizes. ndim 1..ACCEL_ARRAY_MAX_DIMS.
- * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO, ACCEL_ERR_FORMAT,
- * ACCEL_ERR_OUT_OF_MEMORY. */
+ * Errors: the loads' above, ACCEL_ERR_INVALID_ARG (also a NULL shape, an
+ * invalid dtype, ndim out of range, a negative extent), ACCEL_ERR_LIMIT
+ * (the shape's byte size overflows), ACCEL_ERR_FORMAT, ACCEL_ERR_IO (also
+ * when a read fails). */
 ACCEL_API accel_status accel_raw_load(accel_ctx *ctx, const char *path, accel_dtype dtype, int32_t ndim,
                                       const int64_t *shape, uint64_t offset, accel_buffer **out);
 
-/* Save any array (any strides) as raw little-endian C-ordered elements,
- * atomically like accel_npy_save. */
+/* Save any array (any strides) as raw little-endian C-ordered elements.
+ * Errors: the saves' above only. */
 ACCEL_API accel_status accel_raw_save(accel_ctx *ctx, const char *path, const accel_array *array);
 
 /* Load a binary PGM or PPM file into a new buffer.
- * Errors: ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_LIMIT (more pixels than
- * the context's max_pixels), ACCEL_ERR_OUT_OF_MEMORY. */
+ * Errors: the loads' above, ACCEL_ERR_FORMAT (not P5/P6, a malformed
+ * header, truncated pixels), ACCEL_ERR_LIMIT (more pixels than the
+ * context's max_pixels). */
 ACCEL_API accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out);
 
 /* Save an (H, W) or (H, W, 1) array as PGM, or (H, W, 3) as PPM; U8 with
- * maxval 255 or U16 with maxval 65535. Written atomically like accel_npy_save.
- * Errors: ACCEL_ERR_INVALID_ARG (other dtypes or shapes), ACCEL_ERR_IO. */
+ * maxval 255 or U16 with maxval 65535. Errors: the saves' above,
+ * ACCEL_ERR_INVALID_ARG also for other dtypes or shapes and empty images. */
 ACCEL_API accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array *array);
 
 /* A raster's georeferencing: the GeoTIFF tags of a loaded file. */
@@ -73,23 +92,26 @@ typedef struct accel_geo accel_geo;
 
 /* Load a one-band TIFF as an F32 (rows, cols) buffer; with `geo` not NULL
  * also its georeferencing (free with accel_geo_destroy; a file without
- * GeoTIFF tags gives an empty one). Errors: ACCEL_ERR_IO (open), ACCEL_ERR_FORMAT
- * (not a TIFF, several bands, an unsupported sample type, a damaged or
- * truncated file, strips or tiles larger than the file can hold),
- * ACCEL_ERR_LIMIT (more pixels than the context's max_pixels),
- * ACCEL_ERR_OUT_OF_MEMORY. */
+ * GeoTIFF tags gives an empty one). Errors: the loads' above,
+ * ACCEL_ERR_FORMAT (not a TIFF, several bands, an unsupported sample type,
+ * an empty raster, a damaged or truncated file, strips or tiles larger than
+ * the file can hold), ACCEL_ERR_LIMIT (more pixels than the context's
+ * max_pixels), ACCEL_ERR_UNSUPPORTED (built without libtiff). */
 ACCEL_API accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo);
 
 /* Save a 2-D F32 or U8 array (any strides) as a one-band TIFF with the given
- * georeferencing (may be NULL), atomically like accel_npy_save.
- * Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO. */
+ * georeferencing (may be NULL). Errors: the saves' above,
+ * ACCEL_ERR_INVALID_ARG also for other arrays, an empty one or sides over
+ * 2^32 - 1, ACCEL_ERR_UNSUPPORTED (built without libtiff). */
 ACCEL_API accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *array,
                                        const accel_geo *geo);
 
-/* The pixel size (x, y) from the ModelPixelScale tag; ACCEL_ERR_NOT_FOUND
- * without one. Either pointer may be NULL. */
+/* The pixel size (x, y) from the ModelPixelScale tag. ACCEL_ERR_NOT_FOUND
+ * without one, for a NULL geo, and always without libtiff; then nothing is
+ * written and no last-error message is set. Either pointer may be NULL. */
 ACCEL_API accel_status accel_geo_pixel_size(const accel_geo *geo, double *x, double *y);
 
+/* Release georeferencing; accepts NULL. */
 ACCEL_API void accel_geo_destroy(accel_geo *geo);
 
 #ifdef __cplusplus

@@ -27,6 +27,20 @@
  * the step rule, the stop height and the order of the SVF sums); tiling never
  * changes a result. Stage names: "svf.shadows", "svf.sky". On a CUDA backend
  * both run on the GPU, in tiles within the device memory budget.
+ *
+ * Errors of both (core.h has the general rules): ACCEL_ERR_INVALID_ARG for
+ * a NULL ctx (reported through accel_last_error(NULL)), NULL options or
+ * dsm, a TDSM without a CDSM, a pixel_size that is not positive and finite,
+ * a trunk_ratio or max_height that is negative or not finite, a negative
+ * tile, a grid that is not a 2-D F32 array of the DSM's shape, an empty
+ * DSM, an output overlapping an input or another output, an infinite input
+ * value; ACCEL_ERR_LIMIT for more than 2^30 - 1 rows or columns;
+ * ACCEL_ERR_VERSION, ACCEL_ERR_OUT_OF_MEMORY, ACCEL_ERR_CANCELLED (progress
+ * callback), and under ACCEL_FALLBACK_DENY the GPU's failure. The outputs
+ * are unspecified after a failure.
+ *
+ * Threads: every function may be called from several threads at once, also
+ * with one context (GPU work is serialized per context).
  */
 #ifndef ACCEL_SVF_H
 #define ACCEL_SVF_H
@@ -57,7 +71,8 @@ typedef enum accel_svf_grid {
   ACCEL_SVF_GRIDS = 15
 } accel_svf_grid;
 
-/* "svf", "svfE", ..., "svfveg", "svfEveg", ..., "svfNaveg"; NULL if out of range. */
+/* "svf", "svfE", ..., "svfveg", "svfEveg", ..., "svfNaveg" (static storage);
+ * NULL if out of range. */
 ACCEL_API const char *accel_svf_grid_name(int32_t grid);
 
 /* The per-patch visibility matrices (what SOLWEIG's anisotropic sky reads). */
@@ -96,15 +111,17 @@ ACCEL_API accel_status accel_svf_options_init(accel_svf_options *options, size_t
  * matrices' bits. Call it once with NULL arrays to learn the count.
  *
  * Returns ACCEL_OK, or ACCEL_ERR_INVALID_ARG for an unknown option or a
- * NULL `count` (then nothing is written). Needs no context; safe to call from
- * several threads at once. */
+ * NULL `count` (then nothing is written, and no last-error message is set).
+ * Needs no context; safe to call from several threads at once. */
 ACCEL_API accel_status accel_svf_patches(int32_t option, int32_t *count, double *azimuth, double *altitude);
 
 /* Shadows for one sun position (azimuth clockwise from north, altitude above
  * the horizon, degrees; altitude in (0, 90]). `sh` is required; `vegsh` and
  * `vbshvegsh` may be NULL (without a CDSM they come out all 1). All grids of
  * the same shape; outputs must not overlap inputs. Only pixel_size,
- * trunk_ratio, max_height, tile and progress of `options` are used. */
+ * trunk_ratio, max_height, tile and progress of `options` are used.
+ * ACCEL_ERR_INVALID_ARG also for a NULL `sh`, an azimuth outside [0, 360]
+ * or an altitude outside (0, 90]. */
 ACCEL_API accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
                                          const accel_array *tdsm, double azimuth, double altitude,
                                          const accel_svf_options *options, const accel_array *sh,
@@ -117,7 +134,9 @@ ACCEL_API accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm,
  * visibility of matrix m bit-packed: U8 (rows, cols, ceil(P / 8)) for P
  * patches, bit p % 8 (least significant first) of byte p / 8 set when patch
  * p is visible (numpy: np.unpackbits(m, axis=2, bitorder="little")[..., :P]);
- * the vegetation matrices need a CDSM. At least one output is required. */
+ * the vegetation matrices need a CDSM. At least one output is required.
+ * ACCEL_ERR_INVALID_ARG also for an unknown patch option, a vegetation
+ * output without a CDSM, a matrix of another dtype or shape, or no output. */
 ACCEL_API accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
                                      const accel_array *tdsm, const accel_svf_options *options,
                                      const accel_array *const *grids, const accel_array *const *matrices);

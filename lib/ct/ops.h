@@ -94,8 +94,6 @@ typedef struct accel__ct_ops {
 extern const accel__ct_ops accel__cpu_ct_ops;
 #if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
 extern const accel__ct_ops accel__cuda_ct_ops;
-extern const accel__ct_ops accel__cuda_ct_ops_emulated;
-extern uint64_t accel__cuda_ct_emulated_budget;
 #endif
 
 /* A pipeline's peak search: markers of `map` within `mask` (numbered, count

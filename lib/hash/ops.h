@@ -16,10 +16,6 @@ typedef struct accel__hash_ops {
 extern const accel__hash_ops accel__cpu_hash_ops;
 #if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
 extern const accel__hash_ops accel__cuda_hash_ops;
-/* For tests without a GPU: the CUDA pipeline (grouping, arena layout, the
- * kernels' per-thread code) run on the host with this much "device" memory. */
-extern const accel__hash_ops accel__cuda_hash_ops_emulated;
-extern uint64_t accel__cuda_hash_emulated_budget;
 #endif
 
 #ifdef __cplusplus

@@ -17,10 +17,6 @@ typedef struct accel__image_ops {
 extern const accel__image_ops accel__cpu_image_ops;
 #if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
 extern const accel__image_ops accel__cuda_image_ops;
-/* The CUDA conversion run on the host, for tests without a GPU, with this
- * much "device" memory (kernels/image.cu). */
-extern const accel__image_ops accel__cuda_image_ops_emulated;
-extern uint64_t accel__cuda_image_emulated_budget;
 #endif
 
 #ifdef __cplusplus

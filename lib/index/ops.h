@@ -37,10 +37,6 @@ typedef struct accel__index_ops {
 extern const accel__index_ops accel__cpu_index_ops;
 #if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
 extern const accel__index_ops accel__cuda_index_ops;
-/* For tests without a GPU: the CUDA brute-force searches run on the host
- * (the kernels' per-thread code in loops), with this much "device" memory. */
-extern const accel__index_ops accel__cuda_index_ops_emulated;
-extern uint64_t accel__cuda_index_emulated_budget;
 #endif
 
 /* Which popcount kernel the CPU uses: "avx512-vpopcntdq", "popcnt", "generic". */

@@ -17,8 +17,6 @@ typedef struct accel__svf_ops {
 extern const accel__svf_ops accel__cpu_svf_ops;
 #if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
 extern const accel__svf_ops accel__cuda_svf_ops;
-extern const accel__svf_ops accel__cuda_svf_ops_emulated;
-extern uint64_t accel__cuda_svf_emulated_budget;
 #endif
 
 #ifdef __cplusplus
