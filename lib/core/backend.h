@@ -13,6 +13,7 @@
 #ifndef ACCEL_CORE_BACKEND_H
 #define ACCEL_CORE_BACKEND_H
 
+#include "accel_config.h"
 #include "accel/core.h"
 
 #include <stdbool.h>
@@ -70,6 +71,17 @@ typedef struct accel__backend {
   const struct accel__ct_ops *ct;
   const struct accel__svf_ops *svf;
 } accel__backend;
+
+/* ACCEL__DECLARE_OPS(type, domain): declare the tables of one domain's ops,
+ * accel__cpu_<domain>_ops and, in a CUDA build, accel__cuda_<domain>_ops
+ * (defined in lib/<domain>/cpu.c and kernels/<domain>.cu). */
+#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
+#define ACCEL__DECLARE_OPS(type, domain)                                                                               \
+  extern const type accel__cpu_##domain##_ops;                                                                         \
+  extern const type accel__cuda_##domain##_ops
+#else
+#define ACCEL__DECLARE_OPS(type, domain) extern const type accel__cpu_##domain##_ops
+#endif
 
 /* The backends this build has. */
 extern const accel__backend accel__cpu_backend;

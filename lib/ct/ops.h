@@ -91,10 +91,7 @@ typedef struct accel__ct_ops {
   accel_status (*pipeline)(accel__call *call, accel__ct_pipeline_job *job);
 } accel__ct_ops;
 
-extern const accel__ct_ops accel__cpu_ct_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__ct_ops accel__cuda_ct_ops;
-#endif
+ACCEL__DECLARE_OPS(accel__ct_ops, ct);
 
 /* A pipeline's peak search: markers of `map` within `mask` (numbered, count
  * set), or a status with call->why set. */

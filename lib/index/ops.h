@@ -34,10 +34,7 @@ typedef struct accel__index_ops {
   accel_status (*knn)(accel__call *call, accel__index_job *job);
 } accel__index_ops;
 
-extern const accel__index_ops accel__cpu_index_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__index_ops accel__cuda_index_ops;
-#endif
+ACCEL__DECLARE_OPS(accel__index_ops, index);
 
 /* Which popcount kernel the CPU uses: "avx512-vpopcntdq", "popcnt", "generic". */
 const char *accel__index_isa(void);
