@@ -47,12 +47,6 @@ typedef struct accel__backend_config {
   int threads;                 /* CPU threads of the context */
 } accel__backend_config;
 
-struct accel__image_ops; /* lib/image/ops.h */
-struct accel__hash_ops;  /* lib/hash/ops.h */
-struct accel__index_ops; /* lib/index/ops.h */
-struct accel__ct_ops;    /* lib/ct/ops.h */
-struct accel__svf_ops;   /* lib/svf/ops.h */
-
 typedef struct accel__backend {
   uint32_t version;            /* ACCEL__BACKEND_VERSION */
   const char *name;            /* "cpu", "cuda", ... */
@@ -63,8 +57,10 @@ typedef struct accel__backend {
   /* Prepare the backend for one context. On failure, fill why. */
   accel_status (*open)(accel__backend_config *config, void **state, char *why);
   void (*close)(void *state);
-  /* Per-domain operations; NULL members (or a NULL table) mean "this
-   * backend does not implement the stage", and the CPU runs it. */
+  /* Per-domain operations, one member per domain (struct accel__<d>_ops of
+   * lib/<d>/ops.h; the member declares the struct's name); NULL members (or
+   * a NULL table) mean "this backend does not implement the stage", and the
+   * CPU runs it. A new domain adds its member last. */
   const struct accel__image_ops *image;
   const struct accel__hash_ops *hash;
   const struct accel__index_ops *index;
