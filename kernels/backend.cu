@@ -20,11 +20,6 @@
  */
 #include "cuda_util.h"
 
-#include "hash/ops.h"
-#include "image/ops.h"
-#include "index/ops.h"
-#include "ct/ops.h"
-#include "svf/ops.h"
 
 #include <dlfcn.h>
 #include <stdio.h>

@@ -47,6 +47,14 @@ typedef struct accel__backend_config {
   int threads;                 /* CPU threads of the context */
 } accel__backend_config;
 
+/* The domains that have ops, in the order of their members in accel__backend.
+ * A new domain adds X(name) at the end: that gives every backend table the
+ * member `name`, declares the domain's ops tables and puts its CPU table in
+ * the CPU backend (lib/core/cpu_backend.c). */
+#define ACCEL__DOMAINS(X) X(image) X(hash) X(index) X(ct) X(svf)
+#define ACCEL__OPS_MEMBER(d) const struct accel__##d##_ops *d;
+#define ACCEL__OPS_TABLES(d) extern const struct accel__##d##_ops accel__cpu_##d##_ops, accel__cuda_##d##_ops;
+
 typedef struct accel__backend {
   uint32_t version;            /* ACCEL__BACKEND_VERSION */
   const char *name;            /* "cpu", "cuda", ... */
@@ -57,27 +65,16 @@ typedef struct accel__backend {
   /* Prepare the backend for one context. On failure, fill why. */
   accel_status (*open)(accel__backend_config *config, void **state, char *why);
   void (*close)(void *state);
-  /* Per-domain operations, one member per domain (struct accel__<d>_ops of
-   * lib/<d>/ops.h; the member declares the struct's name); NULL members (or
-   * a NULL table) mean "this backend does not implement the stage", and the
-   * CPU runs it. A new domain adds its member last. */
-  const struct accel__image_ops *image;
-  const struct accel__hash_ops *hash;
-  const struct accel__index_ops *index;
-  const struct accel__ct_ops *ct;
-  const struct accel__svf_ops *svf;
+  /* Per-domain operations, one member per domain of ACCEL__DOMAINS: `const
+   * struct accel__<d>_ops *<d>` (lib/<d>/ops.h). NULL members (or a NULL
+   * table) mean "this backend does not implement the stage", and the CPU
+   * runs it. */
+  ACCEL__DOMAINS(ACCEL__OPS_MEMBER)
 } accel__backend;
 
-/* ACCEL__DECLARE_OPS(type, domain): declare the tables of one domain's ops,
- * accel__cpu_<domain>_ops and, in a CUDA build, accel__cuda_<domain>_ops
- * (defined in lib/<domain>/cpu.c and kernels/<domain>.cu). */
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-#define ACCEL__DECLARE_OPS(type, domain)                                                                               \
-  extern const type accel__cpu_##domain##_ops;                                                                         \
-  extern const type accel__cuda_##domain##_ops
-#else
-#define ACCEL__DECLARE_OPS(type, domain) extern const type accel__cpu_##domain##_ops
-#endif
+/* Each domain's ops tables: accel__cpu_<d>_ops (lib/<d>/cpu.c) and, when the
+ * domain has a CUDA path, accel__cuda_<d>_ops (kernels/<d>.cu). */
+ACCEL__DOMAINS(ACCEL__OPS_TABLES)
 
 /* The backends this build has. */
 extern const accel__backend accel__cpu_backend;

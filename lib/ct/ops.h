@@ -91,8 +91,6 @@ typedef struct accel__ct_ops {
   accel_status (*pipeline)(accel__call *call, accel__ct_pipeline_job *job);
 } accel__ct_ops;
 
-ACCEL__DECLARE_OPS(accel__ct_ops, ct);
-
 /* A pipeline's peak search: markers of `map` within `mask` (numbered, count
  * set), or a status with call->why set. */
 typedef accel_status (*accel__ct_peak_fn)(accel__call *call, void *user, const float *map, const uint8_t *mask,

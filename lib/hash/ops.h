@@ -13,8 +13,6 @@ typedef struct accel__hash_ops {
   accel_status (*batch)(accel__call *call, accel__hash_job *job);
 } accel__hash_ops;
 
-ACCEL__DECLARE_OPS(accel__hash_ops, hash);
-
 #ifdef __cplusplus
 }
 #endif

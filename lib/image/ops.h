@@ -14,8 +14,6 @@ typedef struct accel__image_ops {
   accel_status (*to_gray)(accel__call *call, const accel_array *src, const accel_array *dst);
 } accel__image_ops;
 
-ACCEL__DECLARE_OPS(accel__image_ops, image);
-
 #ifdef __cplusplus
 }
 #endif

@@ -34,8 +34,6 @@ typedef struct accel__index_ops {
   accel_status (*knn)(accel__call *call, accel__index_job *job);
 } accel__index_ops;
 
-ACCEL__DECLARE_OPS(accel__index_ops, index);
-
 /* Which popcount kernel the CPU uses: "avx512-vpopcntdq", "popcnt", "generic". */
 const char *accel__index_isa(void);
 /* The automatic choice: multi-index hashing for this search? */

@@ -14,8 +14,6 @@ typedef struct accel__svf_ops {
   accel_status (*sky)(accel__call *call, accel__svf_job *job);
 } accel__svf_ops;
 
-ACCEL__DECLARE_OPS(accel__svf_ops, svf);
-
 #ifdef __cplusplus
 }
 #endif
