@@ -718,8 +718,7 @@ END_TEST
 #endif
 
 Suite *suite_core(void) {
-  Suite *s = suite_create("core");
-  TCase *tc = tcase_create("core");
+  TCase *tc = new_case("core", 0, NULL, NULL);
   tcase_add_test(tc, version_macros_functions_and_build_agree);
   tcase_add_test(tc, build_info_names_cuda_and_openmp);
   tcase_add_test(tc, every_status_has_a_distinct_name);
@@ -747,8 +746,7 @@ Suite *suite_core(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, cuda_errors_are_named_and_say_what_to_do);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("core", tc);
 }
 
 ACCEL_TEST_MAIN(suite_core)

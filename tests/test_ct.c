@@ -29,34 +29,11 @@ static int uf_yield;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#ifndef SHARED_DATA_DIR
-#define SHARED_DATA_DIR "../shared/data"
-#endif
-
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
-  } while (0)
-
 /* ------------------------------------------------------------ fixtures */
-
-/* Load dir/name.npy or dir/name.npy.gz; it must exist. */
-static accel_buffer *load(const char *dir, const char *name) {
-  accel_buffer *b = load_npy_gz(dir, name);
-  ck_assert_msg(b != NULL, "cannot open %s/%s.npy(.gz)", dir, name);
-  return b;
-}
-
-static accel_array view_of(accel_buffer *b) {
-  accel_array a;
-  accel_buffer_view(b, &a);
-  return a;
-}
 
 typedef struct fixture {
   char dir[512], name[128];
@@ -88,12 +65,12 @@ static void load_fixture(fixture *fx, const char *root, const char *name) {
   }
   fclose(f);
   ck_assert(fx->spacing[0] > 0);
-  fx->input = load(fx->dir, "input");
-  fx->filled = load(fx->dir, "filled");
-  fx->pores_ref = load(fx->dir, "pores");
-  fx->edt = load(fx->dir, "edt");
-  fx->markers = load(fx->dir, "markers");
-  fx->labels = load(fx->dir, "labels");
+  fx->input = must_load(fx->dir, "input");
+  fx->filled = must_load(fx->dir, "filled");
+  fx->pores_ref = must_load(fx->dir, "pores");
+  fx->edt = must_load(fx->dir, "edt");
+  fx->markers = must_load(fx->dir, "markers");
+  fx->labels = must_load(fx->dir, "labels");
   accel_array in = view_of(fx->input);
   fx->d = (accel__dims){in.shape[0], in.shape[1], in.shape[2]};
   fx->n = accel__dims_count(fx->d);
@@ -249,6 +226,13 @@ START_TEST(shared_fixtures_equal_the_references) {
 }
 END_TEST
 
+static Suite *suite_ct_shared(void) {
+  return single_test_suite("ct_shared", "shared", 600, shared_fixtures_equal_the_references, 3);
+}
+
+static const shared_run CT_SHARED = {"--shared", SHARED_DATA_DIR "/ct/berea_pore/labels.npy", SHARED_DATA_DIR "/ct",
+                                     suite_ct_shared};
+
 static uint64_t rng = 1;
 static uint32_t rnd(void) {
   rng ^= rng << 13;
@@ -264,7 +248,7 @@ static uint32_t rnd(void) {
 START_TEST(trims_equal_porespy) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   const char *dir = TEST_DATA_DIR "/ct/berea_pore";
-  accel_buffer *edt_b = load(dir, "edt"), *pores_b = load(dir, "pores"), *input_b = load(dir, "input");
+  accel_buffer *edt_b = must_load(dir, "edt"), *pores_b = must_load(dir, "pores"), *input_b = must_load(dir, "input");
   accel_array edt = view_of(edt_b), pores = view_of(pores_b), input = view_of(input_b);
   const accel__dims d = {edt.shape[0], edt.shape[1], edt.shape[2]};
   const uint64_t n = accel__dims_count(d);
@@ -282,7 +266,7 @@ START_TEST(trims_equal_porespy) {
       {"peaks_md1", "trim_both_md1", ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    accel_buffer *pk_b = load(dir, cases[c].peaks), *ref_b = load(dir, cases[c].ref);
+    accel_buffer *pk_b = must_load(dir, cases[c].peaks), *ref_b = must_load(dir, cases[c].ref);
     accel_array pk = view_of(pk_b), ref = view_of(ref_b);
     accel_ct_marker_options mo;
     accel_ct_marker_options_init(&mo, sizeof mo);
@@ -308,7 +292,7 @@ START_TEST(trims_equal_porespy) {
     accel_buffer_destroy(ref_b);
   }
   /* the peak search with both trims, and the pipeline */
-  accel_buffer *ref_b = load(dir, "trim_both");
+  accel_buffer *ref_b = must_load(dir, "trim_both");
   accel_array ref = view_of(ref_b);
   accel_ct_marker_options mo;
   accel_ct_marker_options_init(&mo, sizeof mo);
@@ -1210,9 +1194,7 @@ END_TEST
 #endif
 
 Suite *suite_ct(void) {
-  Suite *s = suite_create("ct");
-  TCase *tc = tcase_create("stages");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = new_case("stages", 300, NULL, NULL);
   tcase_add_loop_test(tc, committed_fixtures_equal_the_references, 0, 2);
   tcase_add_test(tc, trims_equal_porespy);
   tcase_add_test(tc, nearby_trim_equals_all_pairs);
@@ -1233,28 +1215,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
   tcase_add_test(tc, gpu_stage_failures_fall_back_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("ct", tc);
 }
 
-static Suite *suite_ct_shared(void) {
-  Suite *s = suite_create("ct_shared");
-  TCase *tc = tcase_create("shared");
-  tcase_set_timeout(tc, 600);
-  tcase_add_loop_test(tc, shared_fixtures_equal_the_references, 0, 3);
-  suite_add_tcase(s, tc);
-  return s;
-}
-
-int main(int argc, char **argv) {
-  clear_accel_env();
-  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
-    struct stat st;
-    if (stat(SHARED_DATA_DIR "/ct/berea_pore/labels.npy", &st) != 0) {
-      printf("SKIP: %s/ct is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
-      return 77;
-    }
-    return run_suite(suite_ct_shared());
-  }
-  return run_suite(suite_ct());
-}
+ACCEL_TEST_MAIN_SHARED(suite_ct, CT_SHARED)

@@ -17,11 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-
-#ifndef SHARED_DATA_DIR
-#define SHARED_DATA_DIR "../shared/data"
-#endif
 
 /* ------------------------------------------------------------ reference TSV */
 
@@ -847,9 +842,7 @@ END_TEST
 #endif
 
 Suite *suite_hash(void) {
-  Suite *s = suite_create("hash");
-  TCase *tc = tcase_create("hash");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = new_case("hash", 120, NULL, NULL);
   tcase_add_test(tc, committed_subset_matches_imagehash);
   tcase_add_test(tc, decoded_pixels_match_pillow);
   tcase_add_test(tc, png_robustness_follows_pillow);
@@ -868,8 +861,7 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, gpu_pipeline_failures_fall_back_in_emulation);
   tcase_add_test(tc, a_failed_call_never_fails_the_next_stage_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("hash", tc);
 }
 
 START_TEST(shared_corpus_meets_the_acceptance_rule) {
@@ -882,23 +874,10 @@ START_TEST(shared_corpus_meets_the_acceptance_rule) {
 END_TEST
 
 static Suite *suite_hash_shared(void) {
-  Suite *s = suite_create("hash_shared");
-  TCase *tc = tcase_create("reference");
-  tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, shared_corpus_meets_the_acceptance_rule);
-  suite_add_tcase(s, tc);
-  return s;
+  return single_test_suite("hash_shared", "reference", 600, shared_corpus_meets_the_acceptance_rule, 1);
 }
 
-int main(int argc, char **argv) {
-  clear_accel_env();
-  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
-    struct stat st;
-    if (stat(SHARED_DATA_DIR "/hash/reference.tsv", &st) != 0) {
-      printf("SKIP: %s/hash/reference.tsv is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
-      return 77;
-    }
-    return run_suite(suite_hash_shared());
-  }
-  return run_suite(suite_hash());
-}
+static const shared_run HASH_SHARED = {"--shared", SHARED_DATA_DIR "/hash/reference.tsv",
+                                       SHARED_DATA_DIR "/hash/reference.tsv", suite_hash_shared};
+
+ACCEL_TEST_MAIN_SHARED(suite_hash, HASH_SHARED)

@@ -225,9 +225,7 @@ END_TEST
 #endif
 
 Suite *suite_image(void) {
-  Suite *s = suite_create("image");
-  TCase *tc = tcase_create("gray");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  TCase *tc = new_case("gray", 0, setup, teardown);
   tcase_add_test(tc, rgb_matches_pillow);
   tcase_add_test(tc, rgba_matches_pillow_alpha_ignored);
   tcase_add_test(tc, gray_alpha_matches_pillow);
@@ -241,8 +239,7 @@ Suite *suite_image(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_gray_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("image", tc);
 }
 
 ACCEL_TEST_MAIN(suite_image)

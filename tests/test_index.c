@@ -14,13 +14,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* In loops over many pairs: Check's ck_assert reports every passing call to
- * the parent process (a write each), so loops test quietly and fail loudly. */
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
-  } while (0)
-
 /* ------------------------------------------------------------ data */
 
 static uint64_t rng_state;
@@ -815,9 +808,7 @@ END_TEST
 #endif
 
 Suite *suite_index(void) {
-  Suite *s = suite_create("index");
-  TCase *tc = tcase_create("search");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = new_case("search", 300, NULL, NULL);
   tcase_add_test(tc, joins_equal_the_reference);
   tcase_add_test(tc, several_fields_and_both_rules);
   tcase_add_test(tc, multi_index_at_scale);
@@ -828,9 +819,8 @@ Suite *suite_index(void) {
   tcase_add_test(tc, gpu_searches_equal_the_reference_in_emulation);
   tcase_add_test(tc, gpu_search_failures_fall_back_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  TCase *tf = tcase_create("files");
-  tcase_add_checked_fixture(tf, file_setup, file_teardown);
+  Suite *s = suite_of("index", tc);
+  TCase *tf = new_case("files", 0, file_setup, file_teardown);
   tcase_add_test(tf, save_load_round_trip_and_corruption);
   tcase_add_test(tf, empty_index_saves_and_loads);
   suite_add_tcase(s, tf);

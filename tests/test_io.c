@@ -637,9 +637,7 @@ END_TEST
 #endif
 
 Suite *suite_io(void) {
-  Suite *s = suite_create("io");
-  TCase *tc = tcase_create("npy_pnm");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  TCase *tc = new_case("npy_pnm", 0, setup, teardown);
   tcase_add_test(tc, reads_what_numpy_wrote);
   tcase_add_test(tc, refuses_what_it_cannot_read);
   tcase_add_test(tc, every_truncation_is_an_error_not_a_crash);
@@ -655,8 +653,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, full_disks_never_replace_a_good_file);
   tcase_add_test(tc, saved_files_take_the_umask);
   tcase_add_test(tc, killed_saves_leave_no_temporary);
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("io", tc);
 }
 
 ACCEL_TEST_MAIN(suite_io)

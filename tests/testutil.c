@@ -90,6 +90,38 @@ void clear_accel_env(void) {
   unsetenv("ACCEL_LOG");
 }
 
+TCase *new_case(const char *name, double timeout, SFun setup, SFun teardown) {
+  TCase *tc = tcase_create(name);
+  if (timeout > 0) tcase_set_timeout(tc, timeout);
+  if (setup || teardown) tcase_add_checked_fixture(tc, setup, teardown);
+  return tc;
+}
+
+Suite *suite_of(const char *name, TCase *tc) {
+  Suite *s = suite_create(name);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+Suite *single_test_suite(const char *suite, const char *tcase, double timeout, const TTest *test, int loops) {
+  TCase *tc = new_case(tcase, timeout, NULL, NULL);
+  tcase_add_loop_test(tc, test, 0, loops);
+  return suite_of(suite, tc);
+}
+
+int run_main(int argc, char **argv, Suite *(*suite_fn)(void), const shared_run *shared) {
+  clear_accel_env();
+  if (argc > 1 && strcmp(argv[1], shared->flag) == 0) {
+    struct stat st;
+    if (stat(shared->probe, &st) != 0) {
+      printf("SKIP: %s is absent (../shared not beside the checkout)\n", shared->absent);
+      return 77;
+    }
+    return run_suite(shared->suite());
+  }
+  return run_suite(suite_fn());
+}
+
 /* ------------------------------------------------------------ fixtures */
 
 accel_buffer *load_npy_gz(const char *dir, const char *name) {
@@ -118,6 +150,17 @@ accel_buffer *load_npy_gz(const char *dir, const char *name) {
   return b;
 }
 
+accel_buffer *must_load(const char *dir, const char *name) {
+  accel_buffer *b = load_npy_gz(dir, name);
+  ck_assert_msg(b != NULL, "cannot open %s/%s.npy(.gz)", dir, name);
+  return b;
+}
+
+accel_array view_of(accel_buffer *b) {
+  accel_array a;
+  accel_buffer_view(b, &a);
+  return a;
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1

@@ -7,6 +7,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* ../shared/data: the frozen references beside the checkout (meson passes the path). */
+#ifndef SHARED_DATA_DIR
+#define SHARED_DATA_DIR "../shared/data"
+#endif
+
+/* In loops over many elements: Check's ck_assert reports every passing call to
+ * the parent process (a write each), so loops test quietly and fail loudly. */
+#define EXPECT(cond, ...)                                                                                              \
+  do {                                                                                                                 \
+    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
+  } while (0)
+
 /* Log messages captured by capture_log (a log callback; user = log_capture*). */
 enum { CAPTURE_MAX = 64 };
 typedef struct log_capture {
@@ -38,6 +50,12 @@ void fill_random(uint8_t *p, size_t n, uint32_t seed);
  * file); NULL when neither exists, a test failure when one cannot be read. */
 accel_buffer *load_npy_gz(const char *dir, const char *name);
 
+/* load_npy_gz of a file that must exist. */
+accel_buffer *must_load(const char *dir, const char *name);
+
+/* The array a buffer holds. */
+accel_array view_of(accel_buffer *b);
+
 /* Find the repository's tests/data directory (TEST_DATA_DIR from meson). */
 const char *test_data_dir(void);
 
@@ -51,6 +69,33 @@ int run_suite(Suite *s);
 
 /* Environment the tests must not inherit (ACCEL_BACKEND, ACCEL_LOG). */
 void clear_accel_env(void);
+
+/* A test case: `timeout` seconds a test when above 0 (else Check's default);
+ * `setup` and `teardown`, where not NULL, run around each test in its process. */
+TCase *new_case(const char *name, double timeout, SFun setup, SFun teardown);
+
+/* A suite holding the test case `tc`. */
+Suite *suite_of(const char *name, TCase *tc);
+
+/* A suite of one test case holding one test, run `loops` times (_i from 0). */
+Suite *single_test_suite(const char *suite, const char *tcase, double timeout, const TTest *test, int loops);
+
+/* A suite's second run, against the frozen references of ../shared/data.
+ * Meson runs a test again with the flag when the test's source names "--shared". */
+typedef struct shared_run {
+  const char *flag;      /* "--shared" */
+  const char *probe;     /* a file there whenever ../shared is */
+  const char *absent;    /* what the skip line says is absent when the probe is not there */
+  Suite *(*suite)(void); /* the references' suite */
+} shared_run;
+
+/* The main of a suite with a shared run: with the flag, the shared suite, or
+ * exit 77 (skipped) with a SKIP line when ../shared is absent; otherwise
+ * `suite_fn`'s suite. */
+int run_main(int argc, char **argv, Suite *(*suite_fn)(void), const shared_run *shared);
+
+#define ACCEL_TEST_MAIN_SHARED(suite_fn, shared)                                                                       \
+  int main(int argc, char **argv) { return run_main(argc, argv, suite_fn, &(shared)); }
 
 #define ACCEL_TEST_MAIN(suite_fn)                                                                                      \
   int main(void) {                                                                                                     \
