@@ -383,9 +383,7 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   accel_ctx_destroy(ctx);
 
   /* the context's limit caps the options' own */
-  accel_ctx_options co;
-  accel_ctx_options_init(&co, sizeof co);
-  co.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options co = ctx_options(ACCEL_BACKEND_CPU);
   co.max_pixels = 128 * 128 - 1;
   ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
   o.max_pixels = 0;
@@ -462,9 +460,7 @@ static int cancel_after_two(void *user, const char *stage, double fraction) {
 }
 
 START_TEST(progress_reports_and_cancels) {
-  accel_ctx_options co;
-  accel_ctx_options_init(&co, sizeof co);
-  co.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options co = ctx_options(ACCEL_BACKEND_CPU);
   co.cpu_threads = 1;
   accel_ctx *ctx = NULL;
   ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);

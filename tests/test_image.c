@@ -118,9 +118,7 @@ START_TEST(threads_do_not_change_the_result) {
   uint8_t *src = malloc(H * W * 3), *a = malloc(H * W), *b = malloc(H * W);
   fill_random(src, H * W * 3, 77);
   accel_ctx *one = NULL;
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.cpu_threads = 1;
   ck_assert_int_eq(accel_ctx_create(&o, &one), ACCEL_OK);
   accel_array s, d1, d2;

@@ -244,9 +244,7 @@ START_TEST(failed_save_keeps_the_previous_file) {
 END_TEST
 
 static accel_ctx *ctx_with_pixel_limit(uint64_t max_pixels) {
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.max_pixels = max_pixels;
   accel_ctx *ctx = NULL;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);

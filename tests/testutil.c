@@ -35,17 +35,20 @@ int capture_count_level(const log_capture *c, accel_log_level level) {
   return k;
 }
 
-accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
-                    accel_log_level level) {
+accel_ctx_options ctx_options(accel_backend_kind backend) {
   accel_ctx_options o;
   ck_assert_int_eq(accel_ctx_options_init(&o, sizeof o), ACCEL_OK);
   o.backend = backend;
+  return o;
+}
+
+accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
+                    accel_log_level level) {
+  accel_ctx_options o = ctx_options(backend);
   o.fallback = policy;
   o.log_level = level;
-  if (cap) {
-    o.log_fn = capture_log;
-    o.log_user = cap;
-  }
+  o.log_fn = cap ? capture_log : NULL;
+  o.log_user = cap;
   accel_ctx *ctx = NULL;
   accel_status s = accel_ctx_create(&o, &ctx);
   ck_assert_msg(s == ACCEL_OK, "accel_ctx_create: %s: %s", accel_status_string(s), accel_last_error(NULL));

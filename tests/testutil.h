@@ -35,6 +35,9 @@ int capture_count_containing(const log_capture *c, int level, const char *needle
 /* Lines at or above `level`. */
 int capture_count_level(const log_capture *c, accel_log_level level);
 
+/* Context options as accel_ctx_options_init gives them, for `backend`. */
+accel_ctx_options ctx_options(accel_backend_kind backend);
+
 /* Create a context with a capturing logger; fails the test on error. */
 accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
                     accel_log_level level);
