@@ -86,11 +86,8 @@ static void free_fixture(fixture *fx) {
 }
 
 static accel_array new_volume(void **data, accel_dtype dt, accel__dims d) {
-  const int64_t shape[3] = {d.nz, d.ny, d.nx};
   *data = calloc(accel__dims_count(d) ? accel__dims_count(d) : 1, accel_dtype_size(dt));
-  accel_array a;
-  ck_assert_int_eq(accel_array_init(&a, *data, dt, 3, shape), ACCEL_OK);
-  return a;
+  return array_of(*data, dt, 3, (const int64_t[]){d.nz, d.ny, d.nx});
 }
 
 /* Every stage of one fixture against its references, then the pipeline. */

@@ -79,6 +79,17 @@ static int hex_distance(const char *a, const char *b) {
   return d;
 }
 
+/* accel_hash_options as initialised, with the `nk` kinds of `kinds` when nk > 0. */
+static accel_hash_options hash_options(const accel_hash_kind *kinds, int nk) {
+  accel_hash_options o;
+  accel_hash_options_init(&o, sizeof o);
+  if (nk > 0) {
+    o.nkinds = (uint32_t)nk;
+    memcpy(o.kinds, kinds, sizeof(accel_hash_kind) * (size_t)nk);
+  }
+  return o;
+}
+
 typedef struct kind_tally {
   int same, differ, max_distance;
 } kind_tally;
@@ -93,10 +104,7 @@ static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int siz
     snprintf(buf[i], sizeof buf[i], "%s/%s", dir, t->rows[i].col[0]);
     paths[i] = buf[i];
   }
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
-  o.nkinds = (uint32_t)nk;
-  memcpy(o.kinds, kinds, sizeof(accel_hash_kind) * (size_t)nk);
+  accel_hash_options o = hash_options(kinds, nk);
   o.hash_size = size;
   size_t slot;
   ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
@@ -287,10 +295,7 @@ START_TEST(hostile_images_fail_cleanly) {
     paths[i] = strdup(data_path(cases[i].file));
   }
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options h;
-  accel_hash_options_init(&h, sizeof h);
-  h.nkinds = 6;
-  memcpy(h.kinds, ALL6, sizeof ALL6);
+  accel_hash_options h = hash_options(ALL6, 6);
   size_t slot = 0;
   ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
   uint8_t *out = malloc(N * 6 * slot);
@@ -371,8 +376,7 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   accel_buffer_destroy(b);
 
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options h;
-  accel_hash_options_init(&h, sizeof h);
+  accel_hash_options h = hash_options(NULL, 0);
   h.max_pixels = 1000;
   const char *paths[2] = {data_path("hash/hopper.png"), data_path("hash/palette_gray.png")};
   uint8_t out[2 * 4 * 8];
@@ -418,8 +422,7 @@ START_TEST(one_broken_input_never_fails_the_batch) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   const char *paths[5] = {data_path("hash/hopper.jpg"), data_path("hash/truncated_jpeg.jpg"), "/no/such/file.png",
                           data_path("hash/broken.png"), data_path("hash/hopper.png")};
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
+  accel_hash_options o = hash_options(NULL, 0);
   errors_seen seen = {0};
   o.on_error = record_error;
   o.error_user = &seen;
@@ -466,8 +469,7 @@ START_TEST(progress_reports_and_cancels) {
   ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
   const char *paths[6];
   for (int i = 0; i < 6; i++) paths[i] = data_path("hash/hopper.png");
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
+  accel_hash_options o = hash_options(NULL, 0);
   int calls = 0;
   o.progress = cancel_after_two;
   o.progress_user = &calls;
@@ -482,10 +484,7 @@ END_TEST
 
 START_TEST(buffers_and_arrays_hash_like_files) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
-  o.nkinds = 6;
-  memcpy(o.kinds, ALL6, sizeof ALL6);
+  accel_hash_options o = hash_options(ALL6, 6);
   size_t slot;
   accel_hash_slot_bytes(&o, &slot);
   const char *files[3] = {data_path("hash/hopper.png"), data_path("hash/hopper_gray.jpg"),
@@ -552,8 +551,7 @@ END_TEST
 
 START_TEST(fast_mode_changes_only_jpegs) {
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
+  accel_hash_options o = hash_options(NULL, 0);
   const char *files[2] = {data_path("hash/hopper.png"), data_path("hash/hopper.jpg")};
   uint8_t exact[2 * 4 * 8], fast[2 * 4 * 8];
   accel_status st[2];
@@ -682,10 +680,7 @@ static void compare_pipelines(const char **paths, size_t n, int size, int binbit
                               uint64_t *fallbacks) {
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
   accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options h;
-  accel_hash_options_init(&h, sizeof h);
-  h.nkinds = 6;
-  memcpy(h.kinds, ALL6, sizeof ALL6);
+  accel_hash_options h = hash_options(ALL6, 6);
   if (size & (size - 1)) h.nkinds = 5; /* whash needs a power of two: drop it (it is last but colorhash) */
   if (h.nkinds == 5) h.kinds[4] = ACCEL_HASH_COLORHASH;
   h.hash_size = size;
@@ -791,9 +786,7 @@ static void hash_case_init(hash_case *c) {
     snprintf(buf[i], sizeof buf[i], "%s/%s", data_path("hash"), names[i]);
     c->paths[c->n++] = buf[i];
   }
-  accel_hash_options_init(&c->h, sizeof c->h);
-  c->h.nkinds = 6;
-  memcpy(c->h.kinds, ALL6, sizeof ALL6);
+  c->h = hash_options(ALL6, 6);
   ck_assert_int_eq(accel_hash_slot_bytes(&c->h, &c->slot), ACCEL_OK);
   accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
   ck_assert_int_eq(accel_hash_files(cpu, c->paths, c->n, &c->h, c->expect, c->slot, c->expect_status), ACCEL_OK);

@@ -20,29 +20,11 @@
 #include <zlib.h>
 
 static accel_array grid_f32(float *data, int64_t rows, int64_t cols) {
-  accel_array a = {0};
-  a.data = data;
-  a.dtype = ACCEL_DTYPE_F32;
-  a.ndim = 2;
-  a.shape[0] = rows;
-  a.shape[1] = cols;
-  a.strides[0] = cols * 4;
-  a.strides[1] = 4;
-  return a;
+  return array_of(data, ACCEL_DTYPE_F32, 2, (const int64_t[]){rows, cols});
 }
 
 static accel_array mat_u8(uint8_t *data, int64_t rows, int64_t cols, int64_t bytes) {
-  accel_array a = {0};
-  a.data = data;
-  a.dtype = ACCEL_DTYPE_U8;
-  a.ndim = 3;
-  a.shape[0] = rows;
-  a.shape[1] = cols;
-  a.shape[2] = bytes;
-  a.strides[0] = cols * bytes;
-  a.strides[1] = bytes;
-  a.strides[2] = 1;
-  return a;
+  return array_of(data, ACCEL_DTYPE_U8, 3, (const int64_t[]){rows, cols, bytes});
 }
 
 typedef struct city {

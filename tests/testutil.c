@@ -165,6 +165,12 @@ accel_array view_of(accel_buffer *b) {
   return a;
 }
 
+accel_array array_of(void *data, accel_dtype dtype, int32_t ndim, const int64_t *shape) {
+  accel_array a;
+  ck_assert_int_eq(accel_array_init(&a, data, dtype, ndim, shape), ACCEL_OK);
+  return a;
+}
+
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
 #elif defined(__has_feature)

@@ -59,6 +59,9 @@ accel_buffer *must_load(const char *dir, const char *name);
 /* The array a buffer holds. */
 accel_array view_of(accel_buffer *b);
 
+/* A C-ordered array of `data` (accel_array_init, which must succeed). */
+accel_array array_of(void *data, accel_dtype dtype, int32_t ndim, const int64_t *shape);
+
 /* Find the repository's tests/data directory (TEST_DATA_DIR from meson). */
 const char *test_data_dir(void);
 
