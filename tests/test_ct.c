@@ -44,6 +44,16 @@ typedef struct fixture {
   uint64_t n;
 } fixture;
 
+/* The fixture's volumes, in the order of the files they are loaded from. */
+enum { FIXTURE_VOLUMES = 6 };
+static const char *const FIXTURE_FILES[FIXTURE_VOLUMES] = {"input", "filled", "pores", "edt", "markers", "labels"};
+
+static accel_buffer **fixture_volume(fixture *fx, int k) {
+  accel_buffer **const volume[FIXTURE_VOLUMES] = {&fx->input, &fx->filled,  &fx->pores_ref,
+                                                  &fx->edt,   &fx->markers, &fx->labels};
+  return volume[k];
+}
+
 static void load_fixture(fixture *fx, const char *root, const char *name) {
   memset(fx, 0, sizeof *fx);
   snprintf(fx->dir, sizeof fx->dir, "%s/%s", root, name);
@@ -65,24 +75,14 @@ static void load_fixture(fixture *fx, const char *root, const char *name) {
   }
   fclose(f);
   ck_assert(fx->spacing[0] > 0);
-  fx->input = must_load(fx->dir, "input");
-  fx->filled = must_load(fx->dir, "filled");
-  fx->pores_ref = must_load(fx->dir, "pores");
-  fx->edt = must_load(fx->dir, "edt");
-  fx->markers = must_load(fx->dir, "markers");
-  fx->labels = must_load(fx->dir, "labels");
+  for (int k = 0; k < FIXTURE_VOLUMES; k++) *fixture_volume(fx, k) = must_load(fx->dir, FIXTURE_FILES[k]);
   accel_array in = view_of(fx->input);
   fx->d = (accel__dims){in.shape[0], in.shape[1], in.shape[2]};
   fx->n = accel__dims_count(fx->d);
 }
 
 static void free_fixture(fixture *fx) {
-  accel_buffer_destroy(fx->input);
-  accel_buffer_destroy(fx->filled);
-  accel_buffer_destroy(fx->pores_ref);
-  accel_buffer_destroy(fx->edt);
-  accel_buffer_destroy(fx->markers);
-  accel_buffer_destroy(fx->labels);
+  for (int k = 0; k < FIXTURE_VOLUMES; k++) accel_buffer_destroy(*fixture_volume(fx, k));
 }
 
 static accel_array new_volume(void **data, accel_dtype dt, accel__dims d) {
@@ -201,26 +201,24 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
 
 static const char *const COMMITTED[] = {"berea_pore", "food_aniso_64x96x80_s1"};
 
-START_TEST(committed_fixtures_equal_the_references) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+/* The fixture `root`/`name`, on the CPU, against its references. */
+static void fixture_equals_the_references(const char *root, const char *name) {
+  accel_ctx *ctx = cpu_ctx();
   fixture fx;
-  load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[_i]);
+  load_fixture(&fx, root, name);
   check_fixture(ctx, &fx, true);
   free_fixture(&fx);
   accel_ctx_destroy(ctx);
+}
+
+START_TEST(committed_fixtures_equal_the_references) {
+  fixture_equals_the_references(TEST_DATA_DIR "/ct", COMMITTED[_i]);
 }
 END_TEST
 
 static const char *const SHARED[] = {"berea_pore", "food_64x96x80_s1", "food_aniso_64x96x80_s1"};
 
-START_TEST(shared_fixtures_equal_the_references) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  fixture fx;
-  load_fixture(&fx, SHARED_DATA_DIR "/ct", SHARED[_i]);
-  check_fixture(ctx, &fx, true);
-  free_fixture(&fx);
-  accel_ctx_destroy(ctx);
-}
+START_TEST(shared_fixtures_equal_the_references) { fixture_equals_the_references(SHARED_DATA_DIR "/ct", SHARED[_i]); }
 END_TEST
 
 static Suite *suite_ct_shared(void) {
@@ -243,7 +241,7 @@ static uint32_t rnd(void) {
  * touching peaks, each trim alone and both; then the same through
  * accel_ct_markers and the pipeline. */
 START_TEST(trims_equal_porespy) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const char *dir = TEST_DATA_DIR "/ct/berea_pore";
   accel_buffer *edt_b = must_load(dir, "edt"), *pores_b = must_load(dir, "pores"), *input_b = must_load(dir, "input");
   accel_array edt = view_of(edt_b), pores = view_of(pores_b), input = view_of(input_b);
@@ -334,7 +332,7 @@ END_TEST
  * with anisotropic spacing: nearest (ties to the lowest number) and the
  * drop rule, written out directly. */
 START_TEST(nearby_trim_equals_all_pairs) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {23, 41, 37};
   const uint64_t n = accel__dims_count(d);
   void *map_d, *pk_d, *out_d;
@@ -501,7 +499,7 @@ START_TEST(gpu_union_find_with_threads) {
 END_TEST
 
 START_TEST(edt_equals_brute_force) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims shapes[] = {{7, 9, 11}, {1, 20, 1}, {13, 1, 6}, {5, 5, 40}, {16, 17, 3}};
   const double spacings[][3] = {{1, 1, 1}, {2, 0.5, 0.5}, {0.3, 1.7, 1.1}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -549,7 +547,7 @@ END_TEST
 
 /* Fill holes against a breadth-first search from the border. */
 START_TEST(fill_holes_equals_a_flood_from_the_border) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims shapes[] = {{12, 13, 14}, {1, 30, 30}, {20, 1, 9}, {2, 2, 2}, {31, 8, 5}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int conn = 0; conn < 2; conn++)
@@ -603,7 +601,7 @@ START_TEST(fill_holes_equals_a_flood_from_the_border) {
 END_TEST
 
 START_TEST(threshold_and_rescale) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {3, 4, 5};
   void *id, *fd, *od;
   accel_array in = new_volume(&id, ACCEL_DTYPE_I16, d), f = new_volume(&fd, ACCEL_DTYPE_F32, d),
@@ -672,7 +670,7 @@ END_TEST
 /* A plateau between two markers splits by first-pushed-first: the left half
  * to the first marker, which pops first. */
 START_TEST(watershed_plateau_and_mask) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {1, 1, 7};
   void *imd, *mkd, *od, *maskd;
   accel_array im = new_volume(&imd, ACCEL_DTYPE_F32, d), mk = new_volume(&mkd, ACCEL_DTYPE_I32, d),
@@ -709,7 +707,7 @@ END_TEST
 
 /* The network against sums written here, on the committed berea labels. */
 START_TEST(network_equals_direct_sums) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   fixture fx;
   load_fixture(&fx, TEST_DATA_DIR "/ct", "berea_pore");
   accel_array lab = view_of(fx.labels), edt = view_of(fx.edt);
@@ -803,7 +801,7 @@ START_TEST(network_equals_direct_sums) {
 END_TEST
 
 START_TEST(bad_arguments_are_errors) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {2, 3, 4}, d2 = {2, 3, 5};
   void *a, *b, *c, *e;
   accel_array u8 = new_volume(&a, ACCEL_DTYPE_U8, d), f32 = new_volume(&b, ACCEL_DTYPE_F32, d),
@@ -855,7 +853,7 @@ END_TEST
 /* The pipeline used to take a NaN or infinite rescale slope or intercept
  * (the rescale stage alone refused them) and segment nothing, silently. */
 START_TEST(pipeline_refuses_non_finite_rescale) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {3, 4, 5};
   void *vd;
   accel_array vol = new_volume(&vd, ACCEL_DTYPE_I16, d);
@@ -885,7 +883,7 @@ END_TEST
 
 /* A strided (non-contiguous) view gives the same results as a contiguous copy. */
 START_TEST(strided_views) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims big = {6, 8, 10}, d = {6, 8, 5};
   void *md, *cd, *o1, *o2;
   accel_array m = new_volume(&md, ACCEL_DTYPE_U8, big), c = new_volume(&cd, ACCEL_DTYPE_U8, d),
@@ -949,7 +947,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   accel__cuda_ct_emulated_budget = budget;
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   for (size_t f = 0; f < 2; f++) {
     fixture fx;
     load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[f]);
@@ -1156,7 +1154,7 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
     c.slope[z] = 1 + z * 0.125;
     c.intercept[z] = -1024 + z;
   }
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   ck_assert_int_eq(accel_ct_threshold(cpu, &c.raw, 0, ACCEL_CT_GREATER, &c.solid), ACCEL_OK);
   ck_assert_int_eq(accel_ct_fill_holes(cpu, &c.solid, ACCEL_CT_FACES, &c.pores), ACCEL_OK);
   uint64_t holes = 0;

@@ -294,7 +294,7 @@ START_TEST(hostile_images_fail_cleanly) {
     ck_assert_ptr_null(b);
     paths[i] = strdup(data_path(cases[i].file));
   }
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   accel_hash_options h = hash_options(ALL6, 6);
   size_t slot = 0;
   ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
@@ -375,7 +375,7 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   ck_assert_int_eq(accel_image_decode_file(NULL, data_path("hash/hopper.png"), &o, &b, NULL), ACCEL_OK);
   accel_buffer_destroy(b);
 
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   accel_hash_options h = hash_options(NULL, 0);
   h.max_pixels = 1000;
   const char *paths[2] = {data_path("hash/hopper.png"), data_path("hash/palette_gray.png")};
@@ -419,7 +419,7 @@ static void record_error(void *user, size_t index, accel_status status, const ch
 }
 
 START_TEST(one_broken_input_never_fails_the_batch) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const char *paths[5] = {data_path("hash/hopper.jpg"), data_path("hash/truncated_jpeg.jpg"), "/no/such/file.png",
                           data_path("hash/broken.png"), data_path("hash/hopper.png")};
   accel_hash_options o = hash_options(NULL, 0);
@@ -483,7 +483,7 @@ START_TEST(progress_reports_and_cancels) {
 END_TEST
 
 START_TEST(buffers_and_arrays_hash_like_files) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   accel_hash_options o = hash_options(ALL6, 6);
   size_t slot;
   accel_hash_slot_bytes(&o, &slot);
@@ -550,7 +550,7 @@ START_TEST(buffers_and_arrays_hash_like_files) {
 END_TEST
 
 START_TEST(fast_mode_changes_only_jpegs) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   accel_hash_options o = hash_options(NULL, 0);
   const char *files[2] = {data_path("hash/hopper.png"), data_path("hash/hopper.jpg")};
   uint8_t exact[2 * 4 * 8], fast[2 * 4 * 8];
@@ -607,7 +607,7 @@ START_TEST(options_and_sizes_are_validated) {
     ck_assert_int_eq(accel_hash_kind_from_string(accel_hash_kind_name((accel_hash_kind)i), &k), ACCEL_OK);
     ck_assert_int_eq(k, i);
   }
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   accel_hash_options_init(&o, sizeof o);
   const char *p = data_path("hash/hopper.png");
   uint8_t out[64];
@@ -679,7 +679,7 @@ END_TEST
 static void compare_pipelines(const char **paths, size_t n, int size, int binbits, log_capture *cap,
                               uint64_t *fallbacks) {
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   accel_hash_options h = hash_options(ALL6, 6);
   if (size & (size - 1)) h.nkinds = 5; /* whash needs a power of two: drop it (it is last but colorhash) */
   if (h.nkinds == 5) h.kinds[4] = ACCEL_HASH_COLORHASH;
@@ -788,7 +788,7 @@ static void hash_case_init(hash_case *c) {
   }
   c->h = hash_options(ALL6, 6);
   ck_assert_int_eq(accel_hash_slot_bytes(&c->h, &c->slot), ACCEL_OK);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   ck_assert_int_eq(accel_hash_files(cpu, c->paths, c->n, &c->h, c->expect, c->slot, c->expect_status), ACCEL_OK);
   accel_ctx_destroy(cpu);
 }

@@ -10,7 +10,7 @@
 
 static accel_ctx *ctx;
 
-static void setup(void) { ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
+static void setup(void) { ctx = cpu_ctx(); }
 static void teardown(void) { accel_ctx_destroy(ctx); }
 
 static accel_buffer *load(const char *name) {

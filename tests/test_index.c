@@ -169,8 +169,6 @@ static accel_search_options search_options(uint32_t r) {
   return o;
 }
 
-static accel_ctx *cpu_ctx(void) { return make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
-
 /* ------------------------------------------------------------ joins */
 
 START_TEST(joins_equal_the_reference) {

@@ -282,7 +282,7 @@ typedef struct save_inputs {
 
 static void make_save_inputs(save_inputs *in) {
   fill_random(in->image, sizeof in->image, 7);
-  accel_ctx *ctx = in->ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = in->ctx = cpu_ctx();
   accel_index_options io;
   accel_index_options_init(&io, sizeof io);
   ck_assert_int_eq(accel_index_create(ctx, &io, &in->index), ACCEL_OK);

@@ -543,7 +543,7 @@ START_TEST(gpu_failures_fall_back_in_emulation) {
     for (int r = 0; r < CROP_R; r++) memcpy(dst[k] + r * CROP_C, src[k] + (r + 30) * full.cols + 40, CROP_C * 4);
   c.pixel = full.pixel;
   free_city(&full);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   for (c.shadows = 1; c.shadows >= 0; c.shadows--) {
     ck_assert_int_eq(svf_run(cpu, &c, c.grid, c.mat), ACCEL_OK);
     ck_assert_int_ge(emulated_fault_sweep(c.shadows ? "svf.shadows" : "svf.sky", svf_on_gpu, &c), 20);

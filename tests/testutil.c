@@ -55,6 +55,8 @@ accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, lo
   return ctx;
 }
 
+accel_ctx *cpu_ctx(void) { return make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
+
 uint8_t ref_luma(unsigned r, unsigned g, unsigned b) {
   /* 0.299, 0.587, 0.114 scaled by 65536 and rounded, as Pillow's Convert.c does */
   const unsigned wr = (unsigned)(0.299 * 65536 + 0.5), wg = (unsigned)(0.587 * 65536 + 0.5),

@@ -42,6 +42,9 @@ accel_ctx_options ctx_options(accel_backend_kind backend);
 accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
                     accel_log_level level);
 
+/* A CPU context that never falls back, logging warnings on stderr: what most tests use. */
+accel_ctx *cpu_ctx(void);
+
 /* Pillow's convert('L') for one RGB pixel, written independently of the
  * library: the ITU-R 601-2 weights 299/587/114 in Pillow's 16-bit fixed point. */
 uint8_t ref_luma(unsigned r, unsigned g, unsigned b);
