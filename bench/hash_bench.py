@@ -105,7 +105,7 @@ def measure_corpus(name, paths, ctx1, ctxn, repeat, cores):
     rows = []
 
     def ours(ctx, kinds, fast=False):
-        return lambda: ctx.hash_files(paths, kinds=kinds, fast=fast)
+        return lambda: ctx.hash.files(paths, kinds=kinds, fast=fast)
 
     for kind in KINDS:
         tp = best_of(lambda: peer_as_users_call_it(paths, [kind]), repeat)
@@ -125,8 +125,8 @@ def measure_corpus(name, paths, ctx1, ctxn, repeat, cores):
             to = best_of(ours(ctxn, kinds), repeat)
             allcores.append({"what": label, "peer_s": tp, "ours_s": to})
     # fast mode
-    exact = ctx1.hash_files(paths, kinds=KINDS)
-    fast = ctx1.hash_files(paths, kinds=KINDS, fast=True)
+    exact = ctx1.hash.files(paths, kinds=KINDS)
+    fast = ctx1.hash.files(paths, kinds=KINDS, fast=True)
     tf = best_of(ours(ctx1, DEFAULT_KINDS, fast=True), repeat)
     te = next(r["ours_s"] for r in rows if r["what"].startswith("per image: default"))
     agree = {}

@@ -13,6 +13,10 @@
  * without code for the device, or a driver that cannot load it, fails once,
  * at creation, with the reason); each call leaves the device with nothing
  * held in the context's pool.
+ *
+ * For tests, the same ops tables also make the emulated backend
+ * (kernels/testing.h): its state says "emulated" and every stage runs on the
+ * host executor instead of a device.
  */
 #include "cuda_util.h"
 
@@ -71,6 +75,20 @@ extern "C" accel_status accel__cuda_error_reason(int err, char *why, const char 
 extern "C" int64_t accel__cuda_fault_at = -1;
 extern "C" int accel__cuda_fault_error = cudaErrorLaunchFailure;
 static thread_local cudaError_t emulated_last_error = cudaSuccess;
+static thread_local accel__cuda_site failed_at = {nullptr, 0};
+
+void accel__cuda_note_failure(accel__cuda_site at) { failed_at = at; }
+
+void accel__cuda_forget_failure(void) { failed_at = accel__cuda_site{nullptr, 0}; }
+
+extern "C" const char *accel__cuda_failure_site(void) {
+  static thread_local char site[160];
+  site[0] = '\0';
+  if (!failed_at.file) return site;
+  const char *file = strstr(failed_at.file, "kernels/"); /* the path from the source root */
+  snprintf(site, sizeof site, "%s:%d", file ? file : failed_at.file, failed_at.line);
+  return site;
+}
 
 cudaError_t accel__cuda_fault(void) {
   int64_t n = __atomic_load_n(&accel__cuda_fault_at, __ATOMIC_RELAXED);
@@ -238,7 +256,7 @@ accel_status accel__cuda_enter(accel__call *call, accel__cuda_scope *scope) {
   accel__cuda_state *st = (accel__cuda_state *)call->state;
   scope->st = st;
   pthread_mutex_lock(&st->mu);
-  accel__cuda_forget_stale_error();
+  accel__cuda_forget_stale_error(true);
   scope->prev_device = st->device;
   (void)accel__cuda_check(cudaGetDevice(&scope->prev_device), nullptr, "cudaGetDevice");
   accel_status s = accel__cuda_check(cudaSetDevice(st->device), call->why, "cudaSetDevice");
@@ -261,7 +279,7 @@ void accel__cuda_leave(accel__cuda_scope *scope) {
   scope->st = NULL;
 }
 
-accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, char *why) {
+accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, char *why, accel__cuda_site at) {
   *ptr = NULL;
   if (bytes == 0) bytes = 1;
   if (st->in_use + bytes > st->budget) {
@@ -269,8 +287,8 @@ accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, 
                bytes / 1048576.0, st->budget / 1048576.0, st->in_use / 1048576.0);
     return ACCEL_ERR_DEVICE_MEMORY;
   }
-  const accel_status s =
-      accel__cuda_check(cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream), why, "cudaMallocFromPoolAsync");
+  const accel_status s = accel__cuda_check(cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream), why,
+                                           "cudaMallocFromPoolAsync", at);
   if (s) {
     *ptr = NULL;
     return s;
@@ -309,3 +327,44 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .ct = */ &accel__cuda_ct_ops,
     /* .svf = */ &accel__cuda_svf_ops,
 };
+
+/* ------------------------------------------------------------ the host emulation, for tests */
+
+static void emulated_probe(accel__probe_result *out) {
+  out->device_count = 1;
+  out->reason[0] = '\0';
+}
+
+/* A "device" of the context's budget, 1 GiB unless it asks for another. */
+static accel_status emulated_open(accel__backend_config *cfg, void **state, char *why) {
+  accel__cuda_state *st = (accel__cuda_state *)calloc(1, sizeof *st);
+  if (!st) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  st->device = cfg->device;
+  st->emulated = true;
+  st->budget = cfg->memory_budget ? cfg->memory_budget : (uint64_t)1 << 30;
+  cfg->memory_budget = st->budget;
+  *state = st;
+  return ACCEL_OK;
+}
+
+static void emulated_close(void *state) { free(state); }
+
+/* The CUDA backend's tables with the emulated device: a domain registered in
+ * accel__cuda_backend is emulated without another line here. */
+static accel__backend make_emulated(void) {
+  accel__backend b = accel__cuda_backend;
+  b.name = "cuda-emulated";
+  b.probe = emulated_probe;
+  b.device_info = nullptr;
+  b.open = emulated_open;
+  b.close = emulated_close;
+  return b;
+}
+
+extern "C" const accel__backend *accel__cuda_emulated_backend(void) {
+  static const accel__backend emulated = make_emulated(); /* initialised once, thread-safe */
+  return &emulated;
+}

@@ -83,26 +83,40 @@ struct threshold_f {
 struct dims3 {
   int64_t nz, ny, nx;
   __host__ __device__ uint64_t count() const { return (uint64_t)nz * (uint64_t)ny * (uint64_t)nx; }
+  /* voxel i's coordinates, and the index of (z, y, x) */
+  __host__ __device__ void coords(uint64_t i, int64_t *z, int64_t *y, int64_t *x) const {
+    *x = (int64_t)(i % (uint64_t)nx);
+    *y = (int64_t)((i / (uint64_t)nx) % (uint64_t)ny);
+    *z = (int64_t)(i / ((uint64_t)nx * (uint64_t)ny));
+  }
+  __host__ __device__ uint64_t index(int64_t z, int64_t y, int64_t x) const {
+    return ((uint64_t)z * (uint64_t)ny + (uint64_t)y) * (uint64_t)nx + (uint64_t)x;
+  }
+};
+
+/* The voxels a labelling joins: mask set (want_set) or clear. */
+struct selected {
+  const uint8_t *m;
+  bool want_set;
+  __host__ __device__ bool operator()(uint64_t i) const { return (m[i] != 0) == want_set; }
 };
 
 struct cc_init_f {
-  const uint8_t *m;
-  bool want_set;
+  selected sel;
   uint32_t *L;
-  __host__ __device__ void operator()(uint64_t i) const { L[i] = ((m[i] != 0) == want_set) ? (uint32_t)i : NONE; }
+  __host__ __device__ void operator()(uint64_t i) const { L[i] = sel(i) ? (uint32_t)i : NONE; }
 };
 
 /* Union each selected voxel with its selected backward neighbours. */
 struct cc_merge_f {
-  const uint8_t *m;
-  bool want_set;
+  selected sel;
   bool conn26;
   dims3 d;
   uint32_t *L;
   __host__ __device__ void operator()(uint64_t i) const {
     if (accel__uf_load(&L[i]) == NONE) return;
-    const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
-                  z = (int64_t)(i / ((uint64_t)d.nx * (uint64_t)d.ny));
+    int64_t z, y, x;
+    d.coords(i, &z, &y, &x);
     for (int dz = -1; dz <= 0; dz++)
       for (int dy = -1; dy <= 1; dy++)
         for (int dx = -1; dx <= 1; dx++) {
@@ -110,8 +124,8 @@ struct cc_merge_f {
           if (!conn26 && (dz != 0) + (dy != 0) + (dx != 0) != 1) continue;
           const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
           if (zz < 0 || yy < 0 || xx < 0 || yy >= d.ny || xx >= d.nx) continue;
-          const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
-          if ((m[j] != 0) == want_set) accel__uf_unite(L, (uint32_t)i, (uint32_t)j);
+          const uint64_t j = d.index(zz, yy, xx);
+          if (sel(j)) accel__uf_unite(L, (uint32_t)i, (uint32_t)j);
         }
   }
 };
@@ -128,8 +142,9 @@ struct cc_flatten_f {
 accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want_set, bool conn26, uint32_t *L,
                         char *why) {
   const uint64_t n = d.count();
-  accel_status s = each(x, n, cc_init_f{m, want_set, L}, why, "component labels");
-  if (!s) s = each(x, n, cc_merge_f{m, want_set, conn26, d, L}, why, "component merge");
+  const selected sel = {m, want_set};
+  accel_status s = each(x, n, cc_init_f{sel, L}, why, "component labels");
+  if (!s) s = each(x, n, cc_merge_f{sel, conn26, d, L}, why, "component merge");
   if (!s) s = each(x, n, cc_flatten_f{L}, why, "component roots");
   return s;
 }
@@ -146,8 +161,8 @@ struct border_f {
   __host__ __device__ void operator()(uint64_t i) const {
     const uint32_t r = L[i];
     if (r == NONE) return;
-    const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
-                  z = (int64_t)(i / ((uint64_t)d.nx * (uint64_t)d.ny));
+    int64_t z, y, x;
+    d.coords(i, &z, &y, &x);
     if (x == 0 || y == 0 || x == d.nx - 1 || y == d.ny - 1 || (first_z && z == 0) || (last_z && z == d.nz - 1))
       outside[r] = 1; /* the same value from every thread: no race on the result */
   }
@@ -271,15 +286,15 @@ struct window_f {
       cand[t] = 0;
       return;
     }
-    const int64_t x = (int64_t)(i % (uint64_t)d.nx), y = (int64_t)((i / (uint64_t)d.nx) % (uint64_t)d.ny),
-                  z = (int64_t)(i / plane);
+    int64_t z, y, x;
+    d.coords(i, &z, &y, &x);
     const float v = edt[i];
     const uint32_t c = root[i];
     uint8_t is_max = 1;
     for (int k = 0; k < noffs && is_max; k++) {
       const int64_t zz = z + offs[3 * k], yy = y + offs[3 * k + 1], xx = x + offs[3 * k + 2];
       if (zz < 0 || yy < 0 || xx < 0 || zz >= d.nz || yy >= d.ny || xx >= d.nx) continue;
-      const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
+      const uint64_t j = d.index(zz, yy, xx);
       if (m[j] && root[j] == c && edt[j] > v) is_max = 0;
     }
     cand[t] = is_max;
@@ -306,16 +321,6 @@ int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
 
 /* ------------------------------------------------------------ stages over host volumes */
 
-accel_status up(accel__executor *x, void *d, const void *h, size_t n, char *why) {
-  return accel__cuda_check(x->upload(d, h, n), why, "upload");
-}
-
-accel_status down(accel__executor *x, void *h, const void *d, size_t n, char *why) {
-  accel_status s = accel__cuda_check(x->download(h, d, n), why, "download");
-  if (!s) s = accel__cuda_check(x->sync(), why, "download");
-  return s;
-}
-
 /* Threshold (with the optional rescale first) of host `in` into host
  * `solid`, in chunks of whole planes. */
 accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const double *slope, const double *intercept,
@@ -327,10 +332,10 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
   dbuf ds, di;
   accel_status s = ACCEL_OK;
   if (rescale) {
-    if (!(s = ds.get(r.x, (uint64_t)r.d.nz * 8, why)) && !(s = di.get(r.x, (uint64_t)r.d.nz * 8, why))) {
-      s = up(r.x, ds.p, slope, (size_t)r.d.nz * 8, why);
-      if (!s) s = up(r.x, di.p, intercept, (size_t)r.d.nz * 8, why);
-    }
+    s = ds.get(r.x, (uint64_t)r.d.nz * 8, why);
+    if (!s) s = di.get(r.x, (uint64_t)r.d.nz * 8, why);
+    if (!s) s = upload(r.x, ds.p, slope, (size_t)r.d.nz * 8, why);
+    if (!s) s = upload(r.x, di.p, intercept, (size_t)r.d.nz * 8, why);
     if (s) return s;
   }
   const uint64_t per_voxel = isz + 1 + (rescale ? 4 : 0);
@@ -342,13 +347,14 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
   }
   if (planes > r.d.nz) planes = r.d.nz;
   dbuf din, dout, dflt;
-  if ((s = din.get(r.x, (uint64_t)planes * plane * isz, why)) || (s = dout.get(r.x, (uint64_t)planes * plane, why)))
-    return s;
-  if (rescale && (s = dflt.get(r.x, (uint64_t)planes * plane * 4, why))) return s;
+  s = din.get(r.x, (uint64_t)planes * plane * isz, why);
+  if (!s) s = dout.get(r.x, (uint64_t)planes * plane, why);
+  if (!s && rescale) s = dflt.get(r.x, (uint64_t)planes * plane * 4, why);
+  if (s) return s;
   for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
     const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
     const uint64_t cnt = (uint64_t)nzc * plane;
-    s = up(r.x, din.p, (const uint8_t *)in + (uint64_t)z0 * plane * isz, cnt * isz, why);
+    s = upload(r.x, din.p, (const uint8_t *)in + (uint64_t)z0 * plane * isz, cnt * isz, why);
     const void *src = din.p;
     accel_dtype sdt = dt;
     if (!s && rescale) {
@@ -359,7 +365,7 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
       sdt = ACCEL_DTYPE_F32;
     }
     if (!s) s = each(r.x, cnt, threshold_f{src, sdt, t, cmp, dout.p}, why, "threshold");
-    if (!s) s = down(r.x, solid + (uint64_t)z0 * plane, dout.p, cnt, why);
+    if (!s) s = download(r.x, solid + (uint64_t)z0 * plane, dout.p, cnt, why);
   }
   return s;
 }
@@ -435,12 +441,12 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
     const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
     const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
     const dims3 sd = {nzc, d.ny, d.nx};
-    s = up(r.x, dm.p, mask + base, cnt, why);
+    s = upload(r.x, dm.p, mask + base, cnt, why);
     if (!s) s = accel__cuda_check(r.x->zero(doutside.p, cnt), why, "memset");
     if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
     if (!s) s = each(r.x, cnt, border_f{dl.as<uint32_t>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
-    if (!s) s = down(r.x, roots, dl.p, cnt * 4, why);
-    if (!s) s = down(r.x, flags, doutside.p, cnt, why);
+    if (!s) s = download(r.x, roots, dl.p, cnt * 4, why);
+    if (!s) s = download(r.x, flags, doutside.p, cnt, why);
     if (s) break;
     /* the slab's trees on the host: every background voxel points to its
      * root (global indices); a root carries its border flag */
@@ -457,14 +463,14 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
   for (int64_t z0 = planes; z0 < d.nz && !s; z0 += planes)
     for (int64_t y = 0; y < d.ny; y++)
       for (int64_t xx = 0; xx < d.nx; xx++) {
-        const uint64_t i = ((uint64_t)z0 * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)xx;
+        const uint64_t i = d.index(z0, y, xx);
         if (mask[i]) continue;
         for (int dy = -1; dy <= 1; dy++)
           for (int dx = -1; dx <= 1; dx++) {
             if (!conn26 && (dy || dx)) continue;
             const int64_t yy = y + dy, xj = xx + dx;
             if (yy < 0 || xj < 0 || yy >= d.ny || xj >= d.nx) continue;
-            const uint64_t j = ((uint64_t)(z0 - 1) * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xj;
+            const uint64_t j = d.index(z0 - 1, yy, xj);
             if (!mask[j]) uf.unite((uint32_t)i, (uint32_t)j);
           }
       }
@@ -475,11 +481,11 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
     const dims3 sd = {nzc, d.ny, d.nx};
     for (uint64_t i = 0; i < cnt; i++) /* at every background voxel (its local root's among them): outside */
       flags[i] = uf.parent[base + i] == NONE ? 0 : uf.flag[uf.find((uint32_t)(base + i))];
-    s = up(r.x, dm.p, mask + base, cnt, why);
-    if (!s) s = up(r.x, doutside.p, flags, cnt, why);
+    s = upload(r.x, dm.p, mask + base, cnt, why);
+    if (!s) s = upload(r.x, doutside.p, flags, cnt, why);
     if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
     if (!s) s = each(r.x, cnt, fill_out_f{dm.p, dl.as<uint32_t>(), doutside.p, dout.p}, why, "fill output");
-    if (!s) s = down(r.x, out + base, dout.p, cnt, why);
+    if (!s) s = download(r.x, out + base, dout.p, cnt, why);
   }
   free(roots);
   free(flags);
@@ -497,11 +503,11 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
     dbuf dm, df;
     accel_status s = dm.get(r.x, n, why);
     if (!s) s = df.get(r.x, n * 4, why);
-    if (!s) s = up(r.x, dm.p, pores, n, why);
+    if (!s) s = upload(r.x, dm.p, pores, n, why);
     if (!s) s = edt_xy(r.x, dm.p, df.as<float>(), d, sp, why);
     dm.reset();
     if (!s) s = edt_pass(r.x, df.as<float>(), d, 0, sp[0], true, why);
-    if (!s) s = down(r.x, out, df.p, n * 4, why);
+    if (!s) s = download(r.x, out, df.p, n * 4, why);
     return s;
   }
   /* x and y per slab */
@@ -513,14 +519,14 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
   }
   {
     dbuf dm, df;
-    if ((s = dm.get(r.x, (uint64_t)planes * plane, why)) || (s = df.get(r.x, (uint64_t)planes * plane * 4, why)))
-      return s;
+    s = dm.get(r.x, (uint64_t)planes * plane, why);
+    if (!s) s = df.get(r.x, (uint64_t)planes * plane * 4, why);
     for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
       const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
       const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
-      s = up(r.x, dm.p, pores + base, cnt, why);
+      s = upload(r.x, dm.p, pores + base, cnt, why);
       if (!s) s = edt_xy(r.x, dm.p, df.as<float>(), dims3{nzc, d.ny, d.nx}, sp, why);
-      if (!s) s = down(r.x, out + base, df.p, cnt * 4, why);
+      if (!s) s = download(r.x, out + base, df.p, cnt * 4, why);
     }
   }
   if (s) return s;
@@ -533,7 +539,7 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
   }
   if (rows > d.ny) rows = d.ny;
   dbuf df;
-  if ((s = df.get(r.x, (uint64_t)d.nz * (uint64_t)rows * (uint64_t)d.nx * 4, why))) return s;
+  s = df.get(r.x, (uint64_t)d.nz * (uint64_t)rows * (uint64_t)d.nx * 4, why);
   for (int64_t y0 = 0; y0 < d.ny && !s; y0 += rows) {
     const int64_t nyc = d.ny - y0 < rows ? d.ny - y0 : rows;
     const size_t w = (size_t)nyc * (size_t)d.nx * 4;
@@ -567,22 +573,23 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
   const int noffs = accel__ct_window_offsets(rad, offs);
   dbuf doffs;
   accel_status s = doffs.get(r.x, (size_t)(noffs ? noffs : 1) * 3 * sizeof(int), why);
-  if (!s && noffs) s = up(r.x, doffs.p, offs, (size_t)noffs * 3 * sizeof(int), why);
+  if (!s && noffs) s = upload(r.x, doffs.p, offs, (size_t)noffs * 3 * sizeof(int), why);
   free(offs);
   if (s) return s;
   if (!have_root && n * 10 <= r.x->room()) { /* whole: label and test on the device */
     dbuf de, dm, dl, dc;
-    if (!(s = de.get(r.x, n * 4, why)) && !(s = dm.get(r.x, n, why)) && !(s = dl.get(r.x, n * 4, why)) &&
-        !(s = dc.get(r.x, n, why))) {
-      s = up(r.x, de.p, edt, n * 4, why);
-      if (!s) s = up(r.x, dm.p, pores, n, why);
-      if (!s) s = components(r.x, dm.p, d, true, true, dl.as<uint32_t>(), why);
-      if (!s)
-        s = each(r.x, n, window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), d, 0, doffs.as<int>(), noffs, dc.p},
-                 why, "peak window");
-      if (!s) s = down(r.x, root, dl.p, n * 4, why);
-      if (!s) s = down(r.x, cand, dc.p, n, why);
-    }
+    s = de.get(r.x, n * 4, why);
+    if (!s) s = dm.get(r.x, n, why);
+    if (!s) s = dl.get(r.x, n * 4, why);
+    if (!s) s = dc.get(r.x, n, why);
+    if (!s) s = upload(r.x, de.p, edt, n * 4, why);
+    if (!s) s = upload(r.x, dm.p, pores, n, why);
+    if (!s) s = components(r.x, dm.p, d, true, true, dl.as<uint32_t>(), why);
+    if (!s)
+      s = each(r.x, n, window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), d, 0, doffs.as<int>(), noffs, dc.p}, why,
+               "peak window");
+    if (!s) s = download(r.x, root, dl.p, n * 4, why);
+    if (!s) s = download(r.x, cand, dc.p, n, why);
     return s;
   }
   if (!have_root) { /* components on the host, exact like the device's */
@@ -606,23 +613,24 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
   }
   const uint64_t cap = (uint64_t)(planes + 2 * rad) * plane;
   dbuf de, dm, dl, dc;
-  if ((s = de.get(r.x, cap * 4, why)) || (s = dm.get(r.x, cap, why)) || (s = dl.get(r.x, cap * 4, why)) ||
-      (s = dc.get(r.x, (uint64_t)planes * plane, why)))
-    return s;
+  s = de.get(r.x, cap * 4, why);
+  if (!s) s = dm.get(r.x, cap, why);
+  if (!s) s = dl.get(r.x, cap * 4, why);
+  if (!s) s = dc.get(r.x, (uint64_t)planes * plane, why);
   /* roots at non-pore voxels are never read: the host's are garbage there */
   for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
     const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
     const int64_t b0 = z0 - rad < 0 ? 0 : z0 - rad, b1 = z0 + nzc + rad > d.nz ? d.nz : z0 + nzc + rad;
     const uint64_t bcnt = (uint64_t)(b1 - b0) * plane, bbase = (uint64_t)b0 * plane;
-    s = up(r.x, de.p, edt + bbase, bcnt * 4, why);
-    if (!s) s = up(r.x, dm.p, pores + bbase, bcnt, why);
-    if (!s) s = up(r.x, dl.p, root + bbase, bcnt * 4, why);
+    s = upload(r.x, de.p, edt + bbase, bcnt * 4, why);
+    if (!s) s = upload(r.x, dm.p, pores + bbase, bcnt, why);
+    if (!s) s = upload(r.x, dl.p, root + bbase, bcnt * 4, why);
     if (!s)
       s = each(r.x, (uint64_t)nzc * plane,
                window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0,
                         doffs.as<int>(), noffs, dc.p},
                why, "peak window");
-    if (!s) s = down(r.x, cand + (uint64_t)z0 * plane, dc.p, (uint64_t)nzc * plane, why);
+    if (!s) s = download(r.x, cand + (uint64_t)z0 * plane, dc.p, (uint64_t)nzc * plane, why);
   }
   return s;
 }
@@ -657,74 +665,82 @@ accel_status markers_host(run_ctx &r, const float *edt, const uint8_t *pores, in
 
 /* ------------------------------------------------------------ ops */
 
-template <int OP> accel_status stage(accel__executor *x, accel__call *call, accel__ct_job *job) {
+/* rescale: elementwise in plane chunks */
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_rescale_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  char *why = call->why;
+  const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
+  int64_t planes = (int64_t)(x->room() / 10 * 9 / (plane * 6 + 16));
+  if (planes < 1) {
+    accel__why(why, "one plane needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  if (planes > r.d.nz) planes = r.d.nz;
+  dbuf ds, di, din, dout;
+  accel_status s = ds.get(x, (uint64_t)r.d.nz * 8, why);
+  if (!s) s = di.get(x, (uint64_t)r.d.nz * 8, why);
+  if (!s && job->slope) s = upload(x, ds.p, job->slope, (size_t)r.d.nz * 8, why);
+  if (!s && job->intercept) s = upload(x, di.p, job->intercept, (size_t)r.d.nz * 8, why);
+  if (!s) s = din.get(x, (uint64_t)planes * plane * 2, why);
+  if (!s) s = dout.get(x, (uint64_t)planes * plane * 4, why);
+  for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
+    const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
+    const uint64_t cnt = (uint64_t)nzc * plane;
+    s = upload(x, din.p, (const uint8_t *)job->in + (uint64_t)z0 * plane * 2, cnt * 2, why);
+    if (!s)
+      s = each(x, cnt,
+               rescale_f{din.p, job->in_dtype == ACCEL_DTYPE_I16, job->slope ? ds.as<double>() : nullptr,
+                         job->intercept ? di.as<double>() : nullptr, dout.as<float>(), plane, z0},
+               why, "rescale");
+    if (!s) s = download(x, job->out + (uint64_t)z0 * plane, dout.p, cnt * 4, why);
+  }
+  return s;
+}
+
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_threshold_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare, job->out);
+}
+
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *job) {
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   char *why = call->why;
-  switch (OP) {
-  case 0: { /* rescale: elementwise in plane chunks */
-    const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
-    int64_t planes = (int64_t)(x->room() / 10 * 9 / (plane * 6 + 16));
-    if (planes < 1) {
-      accel__why(why, "one plane needs more than the device budget");
-      return ACCEL_ERR_DEVICE_MEMORY;
-    }
-    if (planes > r.d.nz) planes = r.d.nz;
-    dbuf ds, di, din, dout;
-    accel_status s = ds.get(x, (uint64_t)r.d.nz * 8, why);
-    if (!s) s = di.get(x, (uint64_t)r.d.nz * 8, why);
-    if (!s && job->slope) s = up(x, ds.p, job->slope, (size_t)r.d.nz * 8, why);
-    if (!s && job->intercept) s = up(x, di.p, job->intercept, (size_t)r.d.nz * 8, why);
-    if (!s) s = din.get(x, (uint64_t)planes * plane * 2, why);
-    if (!s) s = dout.get(x, (uint64_t)planes * plane * 4, why);
-    for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
-      const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
-      const uint64_t cnt = (uint64_t)nzc * plane;
-      s = up(x, din.p, (const uint8_t *)job->in + (uint64_t)z0 * plane * 2, cnt * 2, why);
-      if (!s)
-        s = each(x, cnt,
-                 rescale_f{din.p, job->in_dtype == ACCEL_DTYPE_I16, job->slope ? ds.as<double>() : nullptr,
-                           job->intercept ? di.as<double>() : nullptr, dout.as<float>(), plane, z0},
-                 why, "rescale");
-      if (!s) s = down(x, (float *)job->out + (uint64_t)z0 * plane, dout.p, cnt * 4, why);
-    }
+  if (n * 8 <= x->room()) { /* whole: mask, labels, outside flags, out */
+    dbuf dm, dout;
+    accel_status s = dm.get(x, n, why);
+    if (!s) s = dout.get(x, n, why);
+    if (!s) s = upload(x, dm.p, job->mask, n, why);
+    if (!s) s = fill_device(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
+    if (!s) s = download(x, job->out, dout.p, n, why);
     return s;
   }
-  case 1:
-    return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare,
-                          (uint8_t *)job->out);
-  case 2: {
-    if (n * 8 <= x->room()) { /* whole: mask, labels, outside flags, out */
-      dbuf dm, dout;
-      accel_status s = dm.get(x, n, why);
-      if (!s) s = dout.get(x, n, why);
-      if (!s) s = up(x, dm.p, job->mask, n, why);
-      if (!s) s = fill_device(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
-      if (!s) s = down(x, job->out, dout.p, n, why);
-      return s;
+  return fill_slabs(r, job->mask, job->connectivity == 26, job->out);
+}
+
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  return edt_host(r, job->mask, job->spacing, job->out);
+}
+
+/* markers (a smoothed map is smoothed on the host, as the CPU does) */
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job *job) {
+  run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
+  const uint64_t n = r.d.count();
+  const float *map = job->image;
+  float *smooth = nullptr;
+  if (job->sigma > 0) {
+    smooth = (float *)malloc((n ? n : 1) * 4);
+    if (!smooth || accel__ct_gaussian_cpu(job->image, job->d, job->sigma, call->threads, smooth)) {
+      free(smooth);
+      accel__why(call->why, "out of host memory");
+      return ACCEL_ERR_OUT_OF_MEMORY;
     }
-    return fill_slabs(r, job->mask, job->connectivity == 26, (uint8_t *)job->out);
+    map = smooth;
   }
-  case 3:
-    return edt_host(r, job->mask, job->spacing, (float *)job->out);
-  default: {
-    /* markers (a smoothed map is smoothed on the host, as the CPU does) */
-    const float *map = job->image;
-    float *smooth = nullptr;
-    if (job->sigma > 0) {
-      smooth = (float *)malloc((n ? n : 1) * 4);
-      if (!smooth || accel__ct_gaussian_cpu(job->image, job->d, job->sigma, call->threads, smooth)) {
-        free(smooth);
-        accel__why(why, "out of host memory");
-        return ACCEL_ERR_OUT_OF_MEMORY;
-      }
-      map = smooth;
-    }
-    accel_status s = markers_host(r, map, job->mask, job->min_distance, (int32_t *)job->out, &job->count);
-    free(smooth);
-    return s;
-  }
-  }
+  accel_status s = markers_host(r, map, job->mask, job->min_distance, job->out, &job->count);
+  free(smooth);
+  return s;
 }
 
 /* The peak search with its window test on the device. */
@@ -772,13 +788,8 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   if (want_filled) {
     STEP("ct.fill_holes", 0.05);
     if (!s) {
-      accel__ct_job fj;
-      memset(&fj, 0, sizeof fj);
-      fj.d = d;
-      fj.mask = solid;
-      fj.connectivity = (int)o->fill_connectivity;
-      fj.out = filled;
-      s = stage<2>(x, call, &fj);
+      accel__ct_fill_job fj = {d, solid, (int)o->fill_connectivity, filled};
+      s = stage(x, call, &fj);
     }
   }
   if (!s && want_pores)
@@ -800,8 +811,8 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   return s;
 }
 
-template <int OP> accel_status on_device(accel__call *call, accel__ct_job *job) {
-  return with_device(call, [&](accel__executor *x) { return stage<OP>(x, call, job); });
+template <class JOB> accel_status on_device(accel__call *call, JOB *job) {
+  return with_device(call, [&](accel__executor *x) { return stage(x, call, job); });
 }
 
 accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) {
@@ -810,34 +821,13 @@ accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) 
 
 }  // namespace
 
-extern "C" uint64_t accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
-
-namespace {
-template <int OP> accel_status emulated(accel__call *call, accel__ct_job *job) {
-  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return stage<OP>(x, call, job); });
-}
-
-accel_status pipeline_emulated(accel__call *call, accel__ct_pipeline_job *job) {
-  return with_emulation(accel__cuda_ct_emulated_budget, [&](accel__executor *x) { return pipeline(x, call, job); });
-}
-}  // namespace
-
 extern "C" const accel__ct_ops accel__cuda_ct_ops = {
-    /* .rescale = */ on_device<0>,
-    /* .threshold = */ on_device<1>,
-    /* .fill_holes = */ on_device<2>,
-    /* .edt = */ on_device<3>,
-    /* .markers = */ on_device<4>,
+    /* .rescale = */ on_device<accel__ct_rescale_job>,
+    /* .threshold = */ on_device<accel__ct_threshold_job>,
+    /* .fill_holes = */ on_device<accel__ct_fill_job>,
+    /* .edt = */ on_device<accel__ct_edt_job>,
+    /* .markers = */ on_device<accel__ct_markers_job>,
     /* .watershed = */ nullptr,
     /* .pipeline = */ pipeline_on_device,
 };
 
-extern "C" const accel__ct_ops accel__cuda_ct_ops_emulated = {
-    /* .rescale = */ emulated<0>,
-    /* .threshold = */ emulated<1>,
-    /* .fill_holes = */ emulated<2>,
-    /* .edt = */ emulated<3>,
-    /* .markers = */ emulated<4>,
-    /* .watershed = */ nullptr,
-    /* .pipeline = */ pipeline_emulated,
-};

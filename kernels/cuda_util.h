@@ -4,23 +4,36 @@
  * - The backend state of one context: its device, one stream, a private
  *   memory pool (so the host program's own CUDA allocations are untouched),
  *   and the context's device memory budget, which every allocation is
- *   checked against.
- * - The error path: accel__cuda_check, the one check of every CUDA call;
- *   accel__cuda_launch, a launch that returns its own error; stale errors
- *   forgotten when a stage starts.
+ *   checked against; or, for tests, the host emulation of a device.
+ * - The error path: accel__cuda_check, the one check of every CUDA call,
+ *   which also remembers where a failure happened; accel__cuda_launch, a
+ *   launch that returns its own error; stale errors forgotten when a stage
+ *   starts.
  * - The executor (a device, or the host emulation for tests), whose calls
- *   each return their own error, and the launch and buffer helpers.
+ *   each return their own error; the launch helpers (each, each2d), device
+ *   and pinned host buffers (dbuf, hbuf), checked copies (upload, download).
+ *
+ * A stage file writes every step as a status:
+ *
+ *   accel_status s = buf.get(x, bytes, why);
+ *   if (!s) s = upload(x, buf.p, host, bytes, why);
+ *   if (!s) s = each(x, n, kernel_body{...}, why, "what it computes");
+ *   if (!s) s = accel__cuda_check(x->zero(buf.p, bytes), why, "memset");
+ *
+ * tests/check_cuda_calls.py keeps the stage files to it.
  */
 #ifndef ACCEL_KERNELS_CUDA_UTIL_H
 #define ACCEL_KERNELS_CUDA_UTIL_H
 
 #include "core/internal.h"
+#include "testing.h"
 
 #include <cuda_runtime.h>
 #include <pthread.h>
 
 typedef struct accel__cuda_state {
   int device;
+  bool emulated;     /* the host emulation (tests): no device, stream or pool */
   cudaStream_t stream;
   cudaMemPool_t pool;
   uint64_t budget;   /* bytes the context may hold */
@@ -45,21 +58,42 @@ typedef struct accel__cuda_state {
  * act on, what to do: update the driver, rebuild for this device. */
 void accel__cuda_reason(cudaError_t err, char *why, const char *what);
 
-/* The one check of every CUDA call in kernels/ (the model is CUB's CubDebug):
+/* Where a CUDA call is checked: as a default argument, accel__cuda_here()
+ * is the place of the call that uses the default, so a helper that takes a
+ * site and passes it on names its caller's line, not its own. */
+struct accel__cuda_site {
+  const char *file;
+  int line;
+};
+inline accel__cuda_site accel__cuda_here(const char *file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return accel__cuda_site{file, line};
+}
+/* Remember (per thread) where the last reported failure happened, for
+ * accel__cuda_failure_site(); forget it when a stage starts. */
+void accel__cuda_note_failure(accel__cuda_site at);
+void accel__cuda_forget_failure(void);
+
+/* The one check of every CUDA call in kernels/ (the idea of CUB's CubDebug,
+ * which wraps each call and knows its file and line):
  *
  *   if ((s = accel__cuda_check(cudaMemcpyAsync(...), why, "upload"))) return s;
  *
  * It judges the error that this call returned (an asynchronous call's own,
  * a launch's own through accel__cuda_launch), never cudaGetLastError's
  * answer, which may belong to an earlier, unrelated call. On failure it
- * writes the reason into why (accel__cuda_reason; nothing when why is NULL,
- * as for teardown calls whose failure changes nothing) and returns the
- * status the error maps to; on success ACCEL_OK, and why is left alone.
- * tests/check_cuda_calls.py fails the tests when a stage file (kernels/, .cu)
- * makes a CUDA call, a launch or an executor call outside it. */
-inline accel_status accel__cuda_check(cudaError_t err, char *why, const char *what) {
+ * writes the reason into why (accel__cuda_reason), remembers the caller's
+ * file and line, and returns the status the error maps to; when why is NULL
+ * (teardown calls whose failure changes nothing) it does neither. On success
+ * ACCEL_OK, and why is left alone. tests/check_cuda_calls.py fails the tests
+ * when a stage file (kernels/, .cu) makes a CUDA call, a launch or an
+ * executor call outside it. */
+inline accel_status accel__cuda_check(cudaError_t err, char *why, const char *what,
+                                      accel__cuda_site at = accel__cuda_here()) {
   if (err == cudaSuccess) return ACCEL_OK;
-  if (why) accel__cuda_reason(err, why, what);
+  if (why) {
+    accel__cuda_reason(err, why, what);
+    accel__cuda_note_failure(at);
+  }
   switch (err) {
   case cudaErrorMemoryAllocation:
     return ACCEL_ERR_DEVICE_MEMORY;
@@ -77,10 +111,19 @@ inline accel_status accel__cuda_check(cudaError_t err, char *why, const char *wh
   }
 }
 
+/* Tests: CUDA calls fail on request (kernels/testing.h). */
+cudaError_t accel__cuda_fault(void);               /* the fault due now, or cudaSuccess */
+cudaError_t accel__cuda_emulated_last_error(void); /* read and reset, as cudaGetLastError */
+
 /* A stage starts afresh: forget an error a previous call left on this
- * thread (a failed cudaHostAlloc, a device query), so that nothing can
- * mistake it for one of this stage's (accel__cuda_enter calls it). */
-inline void accel__cuda_forget_stale_error() { (void)cudaGetLastError(); }
+ * thread (a failed cudaHostAlloc, a device query; in emulation, a failed
+ * emulated call), so that nothing can mistake it for one of this stage's,
+ * and the place of the last failure. */
+inline void accel__cuda_forget_stale_error(bool device) {
+  if (device) (void)cudaGetLastError();
+  else (void)accel__cuda_emulated_last_error();
+  accel__cuda_forget_failure();
+}
 
 /* Begin/end GPU work for a call: enter locks the state, makes its device
  * current on this thread (remembering the caller's) and forgets stale errors;
@@ -96,23 +139,12 @@ void accel__cuda_leave(accel__cuda_scope *scope);
 
 /* Stream-ordered allocation from the context's pool, within its budget.
  * ACCEL_ERR_DEVICE_MEMORY when over budget or out of device memory. */
-accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, char *why);
+accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, char *why, accel__cuda_site at);
 void accel__cuda_free(accel__cuda_state *st, void *ptr, size_t bytes);
 
 /* Grid for a 2D launch over rows and columns; kernels loop with grid
  * strides, so any size fits within the device's grid limits. */
 dim3 accel__grid2d(int64_t width, int64_t height, dim3 block);
-
-/* Tests: CUDA calls fail on request, on a device or in the host emulation.
- * While accel__cuda_fault_at is n >= 0, n more calls of the executor (and
- * launches) succeed and the next one fails with accel__cuda_fault_error
- * without being made (then it is -1 again), so that tests reach every error
- * path. Like a failed CUDA runtime call, a failed emulated call is also
- * remembered as the thread's last error until someone reads it. */
-extern "C" int64_t accel__cuda_fault_at;
-extern "C" int accel__cuda_fault_error;
-cudaError_t accel__cuda_fault(void);               /* the fault due now, or cudaSuccess */
-cudaError_t accel__cuda_emulated_last_error(void); /* read and reset, as cudaGetLastError */
 
 #include <stdlib.h>
 #include <string.h>
@@ -138,7 +170,8 @@ template <class... P, class... A>
  * tests without a GPU (memory from malloc within a budget, filled with 0xA5
  * as device memory holds garbage; kernels as loops over the same per-thread
  * bodies). Every call may fail on request: accel__cuda_fault_at.
- * Every call returns its own error, for accel__cuda_check. */
+ * Every call returns its own error, for accel__cuda_check; stage files
+ * take memory through dbuf and hbuf, not alloc and host_alloc. */
 struct accel__executor {
   accel__cuda_state *st;
   uint64_t emu_budget, emu_in_use;
@@ -147,10 +180,10 @@ struct accel__executor {
     const uint64_t b = st ? st->budget : emu_budget, u = st ? st->in_use : emu_in_use;
     return b > u ? b - u : 0;
   }
-  [[nodiscard]] accel_status alloc(size_t n, uint8_t **p, char *why) {
+  [[nodiscard]] accel_status alloc(size_t n, uint8_t **p, char *why, accel__cuda_site at) {
     *p = nullptr;
-    if (accel_status s = accel__cuda_check(accel__cuda_fault(), why, "cudaMallocFromPoolAsync")) return s;
-    if (st) return accel__cuda_alloc(st, n, (void **)p, why);
+    if (accel_status s = accel__cuda_check(accel__cuda_fault(), why, "cudaMallocFromPoolAsync", at)) return s;
+    if (st) return accel__cuda_alloc(st, n, (void **)p, why, at);
     if (emu_in_use + n > emu_budget) {
       accel__why(why, "needs %.1f MiB more device memory, over the budget of %.1f MiB", n / 1048576.0,
                  emu_budget / 1048576.0);
@@ -221,11 +254,14 @@ struct accel__executor {
   void drain() {
     if (st) (void)accel__cuda_check(cudaStreamSynchronize(st->stream), nullptr, "cudaStreamSynchronize");
   }
-  /* In emulation, what stands for a launch: host loops f() (the kernel's
-   * per-thread bodies), after the fault a launch could meet. */
-  template <class F> [[nodiscard]] cudaError_t emulate(F f) {
+  /* kernel<<<grid, block, shared>>>(args...) on the stream; in emulation,
+   * host() instead (the kernel's per-thread bodies in loops), after the
+   * fault a launch could meet. */
+  template <class H, class... P, class... A>
+  [[nodiscard]] cudaError_t launch(H host, void (*kernel)(P...), dim3 grid, dim3 block, size_t shared, A &&...args) {
+    if (st) return accel__cuda_launch(kernel, grid, block, shared, st->stream, std::forward<A>(args)...);
     if (const cudaError_t e = accel__cuda_fault()) return e;
-    f();
+    host();
     return cudaSuccess;
   }
 };
@@ -239,14 +275,16 @@ template <class F> __global__ void k_each(uint64_t n, F f) {
 }
 
 /* f(i) for i in [0, n): a grid-stride kernel, or a loop in emulation. */
-template <class F> accel_status each(accel__executor *x, uint64_t n, F f, char *why, const char *what) {
+template <class F>
+accel_status each(accel__executor *x, uint64_t n, F f, char *why, const char *what,
+                  accel__cuda_site at = accel__cuda_here()) {
   if (!n) return ACCEL_OK;
-  if (!x->st) return accel__cuda_check(x->emulate([&] {
-    for (uint64_t i = 0; i < n; i++) f(i);
-  }), why, what);
   const uint64_t blocks = (n + 255) / 256;
   const dim3 grid((unsigned)(blocks < 65535u * 16 ? blocks : 65535u * 16));
-  return accel__cuda_check(accel__cuda_launch(k_each<F>, grid, dim3(256), 0, x->st->stream, n, f), why, what);
+  const auto host = [&] {
+    for (uint64_t i = 0; i < n; i++) f(i);
+  };
+  return accel__cuda_check(x->launch(host, k_each<F>, grid, dim3(256), 0, n, f), why, what, at);
 }
 
 /* f(r, c) over a rows x cols grid: a 2D grid-stride kernel (any size fits
@@ -258,21 +296,27 @@ template <class F> __global__ void k_each2d(int64_t rows, int64_t cols, F f) {
 }
 
 template <class F>
-accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *why, const char *what) {
+accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *why, const char *what,
+                    accel__cuda_site at = accel__cuda_here()) {
   if (rows <= 0 || cols <= 0) return ACCEL_OK;
-  if (!x->st) return accel__cuda_check(x->emulate([&] {
+  const dim3 block(32, 4, 1);
+  const auto host = [&] {
     for (int64_t r = 0; r < rows; r++)
       for (int64_t c = 0; c < cols; c++) f(r, c);
-  }), why, what);
-  const dim3 block(32, 4, 1);
-  return accel__cuda_check(
-      accel__cuda_launch(k_each2d<F>, accel__grid2d(cols, rows, block), block, 0, x->st->stream, rows, cols, f), why,
-      what);
+  };
+  return accel__cuda_check(x->launch(host, k_each2d<F>, accel__grid2d(cols, rows, block), block, 0, rows, cols, f),
+                           why, what, at);
 }
 
-/* f(&executor) on the call's device: its scope entered (stale errors
- * forgotten), then left (memory given back). */
+/* f(&executor) for one call of a stage: on the call's device, its scope
+ * entered (stale errors forgotten) and then left (memory given back); in
+ * the host emulation (tests), within the context's budget. */
 template <class F> accel_status with_device(accel__call *call, F f) {
+  if (((const accel__cuda_state *)call->state)->emulated) {
+    accel__cuda_forget_stale_error(false);
+    accel__executor x = {nullptr, ((const accel__cuda_state *)call->state)->budget, 0};
+    return f(&x);
+  }
   accel__cuda_scope scope;
   accel_status s = accel__cuda_enter(call, &scope);
   if (s) return s;
@@ -282,31 +326,74 @@ template <class F> accel_status with_device(accel__call *call, F f) {
   return s;
 }
 
-/* The same on the host, for tests: a "device" of `budget` bytes. */
-template <class F> accel_status with_emulation(uint64_t budget, F f) {
-  (void)accel__cuda_emulated_last_error(); /* as accel__cuda_enter forgets stale errors */
-  accel__executor x = {nullptr, budget, 0};
-  return f(&x);
-}
-
-/* A device buffer released when it goes out of scope. */
+/* A device buffer released when it goes out of scope (or taken again). */
 struct dbuf {
   accel__executor *x = nullptr;
   uint8_t *p = nullptr;
   size_t n = 0;
-  [[nodiscard]] accel_status get(accel__executor *ex, size_t bytes, char *why) {
+  [[nodiscard]] accel_status get(accel__executor *ex, size_t bytes, char *why,
+                                 accel__cuda_site at = accel__cuda_here()) {
+    reset();
     x = ex;
-    n = bytes;
-    return x->alloc(bytes, &p, why);
+    const accel_status s = x->alloc(bytes, &p, why, at);
+    if (!s) n = bytes;
+    return s;
+  }
+  /* Room for `count` T (at least one) holding h's. */
+  template <class T>
+  [[nodiscard]] accel_status put(accel__executor *ex, const T *h, size_t count, char *why, const char *what,
+                                 accel__cuda_site at = accel__cuda_here()) {
+    accel_status s = get(ex, sizeof(T) * (count ? count : 1), why, at);
+    if (!s && count) s = accel__cuda_check(x->upload(p, h, sizeof(T) * count), why, what, at);
+    return s;
   }
   template <class T> T *as() const { return (T *)(void *)p; }
   void reset() {
     if (x) x->release(p, n);
     x = nullptr;
     p = nullptr;
+    n = 0;
   }
   ~dbuf() { reset(); }
 };
+
+/* Pinned host memory of at least `bytes` (kept while large enough),
+ * released when it goes out of scope. */
+struct hbuf {
+  accel__executor *x = nullptr;
+  uint8_t *p = nullptr;
+  size_t n = 0;
+  [[nodiscard]] accel_status reserve(accel__executor *ex, size_t bytes, char *why, const char *what,
+                                     accel__cuda_site at = accel__cuda_here()) {
+    if (bytes <= n) return ACCEL_OK;
+    reset();
+    x = ex;
+    const accel_status s = accel__cuda_check(x->host_alloc(bytes, &p), why, what, at);
+    if (!s) n = bytes;
+    return s;
+  }
+  void reset() {
+    if (x) x->host_free(p);
+    x = nullptr;
+    p = nullptr;
+    n = 0;
+  }
+  ~hbuf() { reset(); }
+};
+
+/* n bytes from the host to the device. */
+inline accel_status upload(accel__executor *x, void *d, const void *h, size_t n, char *why,
+                           const char *what = "upload", accel__cuda_site at = accel__cuda_here()) {
+  return accel__cuda_check(x->upload(d, h, n), why, what, at);
+}
+
+/* n bytes from the device to the host, waited for (the host reads them next). */
+inline accel_status download(accel__executor *x, void *h, const void *d, size_t n, char *why,
+                             const char *what = "download", accel__cuda_site at = accel__cuda_here()) {
+  accel_status s = accel__cuda_check(x->download(h, d, n), why, what, at);
+  if (!s) s = accel__cuda_check(x->sync(), why, what, at);
+  return s;
+}
 
 }  // namespace
 

@@ -209,7 +209,9 @@ __global__ void k_whash_image(uint8_t *arena, const group_meta *m, int bits_stag
   if (img < m->nimg) whash_image(arena, m, img, bits_stage);
 }
 
-/* ------------------------------------------------------------ host side */
+/* ------------------------------------------------------------ host side: a group's plan */
+
+typedef accel__executor executor;
 
 int64_t align_up(int64_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
 
@@ -252,139 +254,158 @@ int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb
   return b;
 }
 
-}  // namespace
-
-/* Build the arena layout and the host staging copy of one group. The
- * staging buffer (pinned, grown as needed) receives [meta | descs | passes |
- * plan | cosk | weights | pixels]. */
-typedef accel__executor executor;
-
-static accel_status build_group(const accel__hash_job *job, group_plan *g, accel__axis_cache *cache,
-                                const accel__dct_plan *plan, const double *cosk, executor *x, uint8_t **staging,
-                                size_t *staging_cap, char *why) {
-  const accel__hash_spec *spec = &job->spec;
-  const int n = spec->hash_size, K = spec->nkinds;
-  g->desc = (img_desc *)calloc(g->nimg, sizeof(img_desc));
-  g->hp = (hpass *)calloc(g->nimg * K, sizeof(hpass));
-  g->vp = (vpass *)calloc(g->nimg * K, sizeof(vpass));
-  accel_status pinned = ACCEL_OK;
-  if (!g->desc || !g->hp || !g->vp) {
-    accel__why(why, "out of host memory staging %zu images", g->nimg);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  /* the weights of every pass, copied out of the axis cache at once (the
-   * cache recycles its entries) as [weights | first | count] int32 */
-  struct wref {
+/* The resampling weights of a group's passes, copied out of the axis cache
+ * at once (the cache recycles its entries) as [weights | first | count]
+ * int32, one entry per distinct axis, each with its arena offset. */
+struct weight_table {
+  struct entry {
     int64_t in_size, out_size, off;
     int32_t ksize;
     int32_t *data;
   };
-  wref *wr = (wref *)calloc(g->nimg * K * 2, sizeof(wref));
-  int nw = 0;
-  if (!wr) {
-    accel__why(why, "out of host memory staging %zu images", g->nimg);
-    return ACCEL_ERR_OUT_OF_MEMORY;
+  entry *e = nullptr; /* room for every pass of the group */
+  int n = 0;
+  ~weight_table() {
+    for (int i = 0; i < n; i++) free(e[i].data);
+    free(e);
   }
-  auto weights_of = [&](const accel__axis *a) -> int64_t { /* index into wr, deduplicated per group; -1: no memory */
-    for (int i = 0; i < nw; i++)
-      if (wr[i].in_size == a->in_size && wr[i].out_size == a->out_size) return i;
-    int32_t *d = (int32_t *)malloc((size_t)(a->out_size * (a->ksize + 2)) * 4);
+  int64_t bytes(int i) const { return e[i].out_size * (int64_t)(e[i].ksize + 2) * 4; }
+  /* a's entry, added unless there; -1: out of memory */
+  int add(const accel__axis *a) {
+    for (int i = 0; i < n; i++)
+      if (e[i].in_size == a->in_size && e[i].out_size == a->out_size) return i;
+    int32_t *d = (int32_t *)malloc((size_t)bytes_of(a));
     if (!d) return -1;
     memcpy(d, a->weight, (size_t)(a->out_size * a->ksize) * 4);
     memcpy(d + a->out_size * a->ksize, a->first, (size_t)a->out_size * 4);
     memcpy(d + a->out_size * (a->ksize + 1), a->count, (size_t)a->out_size * 4);
-    wr[nw] = wref{a->in_size, a->out_size, 0, a->ksize, d};
-    return nw++;
-  };
-  /* passes and per-image geometry; arena offsets are assigned afterwards */
-  int *h_axis = (int *)calloc(g->nimg * K, sizeof(int)), *v_axis = (int *)calloc(g->nimg * K, sizeof(int));
-  if (!h_axis || !v_axis) {
-    free(wr); /* nothing copied yet */
+    e[n] = entry{a->in_size, a->out_size, 0, a->ksize, d};
+    return n++;
+  }
+  static int64_t bytes_of(const accel__axis *a) { return a->out_size * (int64_t)(a->ksize + 2) * 4; }
+  /* the arena offsets of entry i's weights, first taps and tap counts */
+  void place(int i, int64_t *wt_off, int64_t *first_off, int64_t *count_off) const {
+    *wt_off = e[i].off;
+    *first_off = e[i].off + e[i].out_size * (int64_t)e[i].ksize * 4;
+    *count_off = *first_off + e[i].out_size * 4;
+  }
+};
+
+/* Planning one group: its passes' weights, and each pass's entry in them
+ * (h_axis[t] of horizontal pass t, v_axis[t] of vertical pass t). */
+struct group_builder {
+  const accel__hash_spec *spec;
+  accel__axis_cache *cache;
+  group_plan *g;
+  weight_table w;
+  int *h_axis = nullptr, *v_axis = nullptr;
+  group_builder(const accel__hash_spec *s, accel__axis_cache *c, group_plan *gp) : spec(s), cache(c), g(gp) {}
+  ~group_builder() {
     free(h_axis);
     free(v_axis);
-    accel__why(why, "out of host memory staging %zu images", g->nimg);
-    return ACCEL_ERR_OUT_OF_MEMORY;
   }
-  bool ok = true;
-  for (size_t i = 0; i < g->nimg && ok; i++) {
-    img_desc *d = &g->desc[i];
-    const accel__hash_image *im = &g->img[i];
-    d->w = im->w;
-    d->h = im->h;
-    d->channels = im->rgb ? 3 : 1;
-    d->counts_off = d->phash_off = d->whash_off = -1;
-    d->whash_k = -1;
-    for (int k = 0; k < K; k++) {
-      if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-      accel__hash_target(spec->kinds[k], n, d->w, d->h, &d->tw[k], &d->th[k]);
-      if (spec->kinds[k] == ACCEL_HASH_WHASH) d->whash_k = k;
-    }
-    /* one horizontal pass per distinct width over the rows its targets read */
-    for (int k = 0; k < K && ok; k++) {
-      if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-      bool seen = false;
-      for (int j = 0; j < k; j++) seen = seen || (spec->kinds[j] != ACCEL_HASH_COLORHASH && d->tw[j] == d->tw[k]);
-      int64_t y0 = d->h, y1 = 0;
-      for (int j = 0; j < K; j++) {
-        if (spec->kinds[j] == ACCEL_HASH_COLORHASH || d->tw[j] != d->tw[k]) continue;
-        if (d->th[j] == d->h) {
-          y0 = 0;
-          y1 = d->h;
-        } else {
-          const accel__axis *ay = accel__axis_cached(cache, d->h, d->th[j]);
-          if (!ay) {
-            ok = false;
-            break;
-          }
-          int64_t a, b;
-          accel__axis_span(ay, &a, &b);
-          if (a < y0) y0 = a;
-          if (b > y1) y1 = b;
-        }
-      }
-      if (!ok || seen || d->tw[k] == d->w) continue;
-      const accel__axis *ax = accel__axis_cached(cache, d->w, d->tw[k]);
-      if (!ax) {
-        ok = false;
-        break;
-      }
-      hpass *p = &g->hp[g->nh];
-      p->w = d->w;
-      p->row0 = y0;
-      p->row1 = y1;
-      p->out_w = d->tw[k];
-      p->ksize = ax->ksize;
-      if ((h_axis[g->nh] = (int)weights_of(ax)) < 0) {
-        ok = false;
-        break;
-      }
-      p->src_off = (int64_t)i; /* resolved below: image index */
-      g->nh++;
-    }
-    for (int k = 0; k < K && ok; k++) {
-      if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-      vpass *p = &g->vp[g->nv];
-      p->w = d->tw[k];
-      p->out_h = d->th[k];
-      p->copy = d->th[k] == d->h;
-      p->src_off = (int64_t)i;   /* resolved below */
-      p->src_row0 = k;           /* temporarily: the kind, resolved below */
-      if (!p->copy) {
-        const accel__axis *ay = accel__axis_cached(cache, d->h, d->th[k]);
-        if (!ay) {
-          ok = false;
-          break;
-        }
-        p->ksize = ay->ksize;
-        if ((v_axis[g->nv] = (int)weights_of(ay)) < 0) {
-          ok = false;
-          break;
-        }
-      }
-      g->nv++;
-    }
+};
+
+/* An image's size, channels and the target of every kind. */
+void plan_targets(const accel__hash_spec *spec, const accel__hash_image *im, img_desc *d) {
+  d->w = im->w;
+  d->h = im->h;
+  d->channels = im->rgb ? 3 : 1;
+  d->counts_off = d->phash_off = d->whash_off = -1;
+  d->whash_k = -1;
+  for (int k = 0; k < spec->nkinds; k++) {
+    if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
+    accel__hash_target(spec->kinds[k], spec->hash_size, d->w, d->h, &d->tw[k], &d->th[k]);
+    if (spec->kinds[k] == ACCEL_HASH_WHASH) d->whash_k = k;
   }
-  /* uploaded part: meta, descs, passes, plan, cosk, weights, pixels */
+}
+
+/* The rows [y0, y1) that the vertical passes of d's targets as wide as
+ * target k read (all of them when one keeps the height). False: out of
+ * memory. */
+bool rows_read(const group_builder &b, const img_desc *d, int k, int64_t *y0, int64_t *y1) {
+  *y0 = d->h;
+  *y1 = 0;
+  for (int j = 0; j < b.spec->nkinds; j++) {
+    if (b.spec->kinds[j] == ACCEL_HASH_COLORHASH || d->tw[j] != d->tw[k]) continue;
+    if (d->th[j] == d->h) {
+      *y0 = 0;
+      *y1 = d->h;
+      continue;
+    }
+    const accel__axis *ay = accel__axis_cached(b.cache, d->h, d->th[j]);
+    if (!ay) return false;
+    int64_t first, end;
+    accel__axis_span(ay, &first, &end);
+    if (first < *y0) *y0 = first;
+    if (end > *y1) *y1 = end;
+  }
+  return true;
+}
+
+/* Image i's horizontal pass for target k when k is the first target of its
+ * width and that width is not the image's: over the rows the targets of
+ * that width read. False: out of memory. */
+bool plan_hpass(group_builder &b, size_t i, int k) {
+  group_plan *g = b.g;
+  const img_desc *d = &g->desc[i];
+  bool seen = false;
+  for (int j = 0; j < k; j++) seen = seen || (b.spec->kinds[j] != ACCEL_HASH_COLORHASH && d->tw[j] == d->tw[k]);
+  int64_t y0, y1;
+  if (!rows_read(b, d, k, &y0, &y1)) return false;
+  if (seen || d->tw[k] == d->w) return true;
+  const accel__axis *ax = accel__axis_cached(b.cache, d->w, d->tw[k]);
+  if (!ax) return false;
+  hpass *p = &g->hp[g->nh];
+  p->w = d->w;
+  p->row0 = y0;
+  p->row1 = y1;
+  p->out_w = d->tw[k];
+  p->ksize = ax->ksize;
+  if ((b.h_axis[g->nh] = b.w.add(ax)) < 0) return false;
+  p->src_off = (int64_t)i; /* resolved in place_passes: the image's index */
+  g->nh++;
+  return true;
+}
+
+/* Image i's vertical pass for target k: a resampling, or a copy of the rows
+ * when the height stays. False: out of memory. */
+bool plan_vpass(group_builder &b, size_t i, int k) {
+  group_plan *g = b.g;
+  const img_desc *d = &g->desc[i];
+  vpass *p = &g->vp[g->nv];
+  p->w = d->tw[k];
+  p->out_h = d->th[k];
+  p->copy = d->th[k] == d->h;
+  p->src_off = (int64_t)i; /* resolved in place_passes */
+  p->src_row0 = k;         /* temporarily: the kind, resolved in place_passes */
+  if (!p->copy) {
+    const accel__axis *ay = accel__axis_cached(b.cache, d->h, d->th[k]);
+    if (!ay) return false;
+    p->ksize = ay->ksize;
+    if ((b.v_axis[g->nv] = b.w.add(ay)) < 0) return false;
+  }
+  g->nv++;
+  return true;
+}
+
+/* Image i's passes: the horizontal ones (one per distinct target width),
+ * then one vertical pass per target (colorhash has none). False: out of
+ * memory. */
+bool plan_passes(group_builder &b, size_t i) {
+  const accel__hash_spec *spec = b.spec;
+  for (int k = 0; k < spec->nkinds; k++)
+    if (spec->kinds[k] != ACCEL_HASH_COLORHASH && !plan_hpass(b, i, k)) return false;
+  for (int k = 0; k < spec->nkinds; k++)
+    if (spec->kinds[k] != ACCEL_HASH_COLORHASH && !plan_vpass(b, i, k)) return false;
+  return true;
+}
+
+/* Arena offsets of the uploaded part: meta, descs, passes, plan, cosk,
+ * weights, pixels. Returns its end (upload_bytes). */
+int64_t place_upload(group_builder &b, bool plan, bool cosk) {
+  group_plan *g = b.g;
+  const int n = b.spec->hash_size;
   int64_t off = align_up(sizeof(group_meta));
   g->meta.descs_off = off;
   off = align_up(off + (int64_t)(g->nimg * sizeof(img_desc)));
@@ -396,16 +417,22 @@ static accel_status build_group(const accel__hash_job *job, group_plan *g, accel
   if (plan) off = align_up(off + (int64_t)sizeof(accel__dct_plan));
   g->meta.cosk_off = cosk ? off : -1;
   if (cosk) off = align_up(off + (int64_t)(4 * n * n) * 8);
-  for (int i = 0; i < nw; i++) {
-    wr[i].off = off;
-    off = align_up(off + wr[i].out_size * (int64_t)(wr[i].ksize + 2) * 4);
+  for (int i = 0; i < b.w.n; i++) {
+    b.w.e[i].off = off;
+    off = align_up(off + b.w.bytes(i));
   }
   for (size_t i = 0; i < g->nimg; i++) {
     g->desc[i].px_off = off;
     off = align_up(off + g->desc[i].w * g->desc[i].h * g->desc[i].channels);
   }
-  g->upload_bytes = off;
-  /* device-only part */
+  return g->upload_bytes = off;
+}
+
+/* Arena offsets, from off, of what only the device writes per image: the
+ * gray plane of colour images, target planes, hash slots, colour counts,
+ * phash and whash scratch. Returns their end. */
+int64_t place_device(const accel__hash_spec *spec, group_plan *g, int64_t off) {
+  const int n = spec->hash_size, K = spec->nkinds;
   for (size_t i = 0; i < g->nimg; i++) {
     img_desc *d = &g->desc[i];
     if (d->channels == 3) {
@@ -436,25 +463,26 @@ static accel_status build_group(const accel__hash_job *job, group_plan *g, accel
       }
     }
   }
-  /* horizontal pass outputs, and the passes' arena offsets */
+  return off;
+}
+
+/* The passes' arena offsets: the horizontal passes' outputs, from off, and
+ * their weights; each vertical pass reads its image's horizontal pass of
+ * its width, or the gray plane. Returns the arena's end (total_bytes). */
+int64_t place_passes(group_builder &b, int64_t off) {
+  group_plan *g = b.g;
   for (int t = 0; t < g->nh; t++) {
     hpass *p = &g->hp[t];
-    const img_desc *d = &g->desc[p->src_off];
-    const wref *w = &wr[h_axis[t]];
-    p->src_off = d->gray_off;
-    p->wt_off = w->off;
-    p->first_off = w->off + w->out_size * (int64_t)w->ksize * 4;
-    p->count_off = p->first_off + w->out_size * 4;
+    p->src_off = g->desc[p->src_off].gray_off;
+    b.w.place(b.h_axis[t], &p->wt_off, &p->first_off, &p->count_off);
     p->out_off = off;
     off = align_up(off + p->out_w * (p->row1 - p->row0));
   }
   for (int t = 0; t < g->nv; t++) {
     vpass *p = &g->vp[t];
-    const size_t i = (size_t)p->src_off;
+    const img_desc *d = &g->desc[p->src_off];
     const int k = (int)p->src_row0;
-    const img_desc *d = &g->desc[i];
     p->out_off = d->plane_off[k];
-    /* the source: this width's horizontal pass of this image, or the gray plane */
     p->src_off = d->gray_off;
     p->src_stride = d->w;
     p->src_row0 = 0;
@@ -464,106 +492,89 @@ static accel_status build_group(const accel__hash_job *job, group_plan *g, accel
         p->src_stride = g->hp[u].out_w;
         p->src_row0 = g->hp[u].row0;
       }
-    if (!p->copy) {
-      const wref *w = &wr[v_axis[t]];
-      p->wt_off = w->off;
-      p->first_off = w->off + w->out_size * (int64_t)w->ksize * 4;
-      p->count_off = p->first_off + w->out_size * 4;
-    }
+    if (!p->copy) b.w.place(b.v_axis[t], &p->wt_off, &p->first_off, &p->count_off);
   }
-  g->total_bytes = off;
-  /* the staging copy */
+  return g->total_bytes = off;
+}
+
+/* What the kernels read of the spec. */
+void fill_meta(const accel__hash_spec *spec, group_plan *g) {
   group_meta *m = &g->meta;
   m->nimg = (int32_t)g->nimg;
   m->nh = g->nh;
   m->nv = g->nv;
-  m->nkinds = K;
-  m->hash_size = n;
+  m->nkinds = spec->nkinds;
+  m->hash_size = spec->hash_size;
   m->slot_bytes = (int32_t)spec->slot_bytes;
   m->need_color = spec->need_color;
-  for (int k = 0; k < K; k++) m->kinds[k] = spec->kinds[k];
-  if (ok && (size_t)g->upload_bytes > *staging_cap) {
-    x->host_free(*staging);
-    *staging = nullptr;
-    *staging_cap = 0;
-    if ((pinned = accel__cuda_check(x->host_alloc((size_t)g->upload_bytes, staging), why, "pinned staging memory")))
-      ok = false;
-    else
-      *staging_cap = (size_t)g->upload_bytes;
-  }
-  if (ok) {
-    uint8_t *s = *staging;
-    memcpy(s, m, sizeof *m);
-    memcpy(s + m->descs_off, g->desc, g->nimg * sizeof(img_desc));
-    memcpy(s + m->hpass_off, g->hp, g->nh * sizeof(hpass));
-    memcpy(s + m->vpass_off, g->vp, g->nv * sizeof(vpass));
-    if (plan) memcpy(s + m->plan_off, plan, sizeof *plan);
-    if (cosk) memcpy(s + m->cosk_off, cosk, (size_t)(4 * n * n) * 8);
-    for (int i = 0; i < nw; i++)
-      memcpy(s + wr[i].off, wr[i].data, (size_t)(wr[i].out_size * (wr[i].ksize + 2)) * 4);
-    for (size_t i = 0; i < g->nimg; i++) {
-      const accel__hash_image *im = &g->img[i];
-      memcpy(s + g->desc[i].px_off, im->rgb ? im->rgb : im->gray, (size_t)(im->w * im->h * (im->rgb ? 3 : 1)));
-    }
-  }
-  for (int i = 0; i < nw; i++) free(wr[i].data);
-  free(wr);
-  free(h_axis);
-  free(v_axis);
-  if (pinned) return pinned;
-  if (!ok) {
-    accel__why(why, "out of host memory staging %zu images", g->nimg);
-    return ACCEL_ERR_OUT_OF_MEMORY;
+  for (int k = 0; k < spec->nkinds; k++) m->kinds[k] = spec->kinds[k];
+}
+
+/* The host copy of the uploaded part, in pinned staging memory (grown as
+ * needed): [meta | descs | passes | plan | cosk | weights | pixels]. */
+accel_status stage_group(executor *x, const group_builder &b, const accel__dct_plan *plan, const double *cosk,
+                         hbuf *staging, char *why) {
+  const group_plan *g = b.g;
+  const group_meta *m = &g->meta;
+  const int n = b.spec->hash_size;
+  const accel_status s = staging->reserve(x, (size_t)g->upload_bytes, why, "pinned staging memory");
+  if (s) return s;
+  uint8_t *to = staging->p;
+  memcpy(to, m, sizeof *m);
+  memcpy(to + m->descs_off, g->desc, g->nimg * sizeof(img_desc));
+  memcpy(to + m->hpass_off, g->hp, g->nh * sizeof(hpass));
+  memcpy(to + m->vpass_off, g->vp, g->nv * sizeof(vpass));
+  if (plan) memcpy(to + m->plan_off, plan, sizeof *plan);
+  if (cosk) memcpy(to + m->cosk_off, cosk, (size_t)(4 * n * n) * 8);
+  for (int i = 0; i < b.w.n; i++) memcpy(to + b.w.e[i].off, b.w.e[i].data, (size_t)b.w.bytes(i));
+  for (size_t i = 0; i < g->nimg; i++) {
+    const accel__hash_image *im = &g->img[i];
+    memcpy(to + g->desc[i].px_off, im->rgb ? im->rgb : im->gray, (size_t)(im->w * im->h * (im->rgb ? 3 : 1)));
   }
   return ACCEL_OK;
 }
 
-static dim3 grid_for(int64_t w, int64_t h, int64_t z, dim3 block) {
+/* Plan the group of g->nimg images taken: its passes, arena layout and
+ * metadata; then stage its upload. */
+accel_status build_group(const accel__hash_spec *spec, group_plan *g, accel__axis_cache *cache,
+                         const accel__dct_plan *plan, const double *cosk, executor *x, hbuf *staging, char *why) {
+  const size_t passes = g->nimg * (size_t)spec->nkinds;
+  group_builder b(spec, cache, g);
+  g->desc = (img_desc *)calloc(g->nimg, sizeof(img_desc));
+  g->hp = (hpass *)calloc(passes, sizeof(hpass));
+  g->vp = (vpass *)calloc(passes, sizeof(vpass));
+  b.w.e = (weight_table::entry *)calloc(passes * 2, sizeof(weight_table::entry));
+  b.h_axis = (int *)calloc(passes, sizeof(int));
+  b.v_axis = (int *)calloc(passes, sizeof(int));
+  bool ok = g->desc && g->hp && g->vp && b.w.e && b.h_axis && b.v_axis;
+  for (size_t i = 0; i < g->nimg && ok; i++) {
+    plan_targets(spec, &g->img[i], &g->desc[i]);
+    ok = plan_passes(b, i);
+  }
+  if (!ok) {
+    accel__why(why, "out of host memory staging %zu images", g->nimg);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  place_passes(b, place_device(spec, g, place_upload(b, plan != nullptr, cosk != nullptr)));
+  fill_meta(spec, g);
+  return stage_group(x, b, plan, cosk, staging, why);
+}
+
+/* ------------------------------------------------------------ host side: the kernels of a group */
+
+dim3 grid_for(int64_t w, int64_t h, int64_t z, dim3 block) {
   dim3 g = accel__grid2d(w, h, block);
   g.z = (unsigned)(z < 1 ? 1 : z);
   return g;
 }
 
-namespace {
-
-/* Every kernel of a group, in order: launched on the stream, each launch
- * checked, or run as loops on the host with the same bodies (the colour
- * histogram straight into the counts). */
-accel_status run_kernels(executor *x, uint8_t *arena, const group_plan *g, const accel__hash_spec *spec, char *why) {
-  const int n = spec->hash_size;
-  const int64_t simple = (int64_t)g->nimg * spec->nkinds, blocks = (int64_t)g->nimg * n * n;
+/* Gray conversion and colour classes of every image, then the resampling
+ * passes: launched on the stream, or (emulation) the same per-thread bodies
+ * in host loops, the colour histogram straight into the counts. */
+accel_status run_planes(executor *x, uint8_t *arena, const group_plan *g, bool need_color, char *why) {
   const group_meta *m = (const group_meta *)(void *)arena;
-  if (!x->st) return accel__cuda_check(x->emulate([&] {
-    for (size_t i = 0; i < g->nimg; i++) {
-      const img_desc *d = &g->desc[i];
-      if (d->channels == 3)
-        for (int64_t y = 0; y < d->h; y++)
-          for (int64_t xx = 0; xx < d->w; xx++) gray_px(arena, d, xx, y);
-      if (spec->need_color) {
-        uint64_t *counts = at<uint64_t>(arena, d->counts_off);
-        for (int64_t p = 0; p < d->w * d->h; p++) counts[color_px(arena, d, p)]++;
-      }
-    }
-    for (int t = 0; t < g->nh; t++)
-      for (int64_t y = g->hp[t].row0; y < g->hp[t].row1; y++)
-        for (int64_t xx = 0; xx < g->hp[t].out_w; xx++) hpass_px(arena, &g->hp[t], xx, y);
-    for (int t = 0; t < g->nv; t++)
-      for (int64_t y = 0; y < g->vp[t].out_h; y++)
-        for (int64_t xx = 0; xx < g->vp[t].w; xx++) vpass_px(arena, &g->vp[t], xx, y);
-    for (int64_t i = 0; i < simple; i++) simple_one(arena, m, i);
-    for (int k = 0; k < spec->nkinds; k++) {
-      if (spec->kinds[k] == ACCEL_HASH_PHASH)
-        for (size_t i = 0; i < g->nimg; i++) phash_one(arena, m, (int)i, k);
-      if (spec->kinds[k] == ACCEL_HASH_WHASH)
-        for (int stage = 0; stage < 2; stage++) {
-          for (int64_t i = 0; i < blocks; i++) whash_block(arena, m, i, stage);
-          for (size_t i = 0; i < g->nimg; i++) whash_image(arena, m, (int)i, stage);
-        }
-    }
-  }), why, "hash kernels");
-  cudaStream_t stream = x->st->stream;
   const dim3 b2(32, 8);
-  int64_t maxw = 1, maxh = 1, hw = 1, hh = 1, vw = 1, vh = 1;
+  int64_t maxw = 1, maxh = 1, hw = 1, hh = 1, vw = 1, vh = 1; /* the grids' extents */
   for (size_t i = 0; i < g->nimg; i++) {
     if (g->desc[i].w > maxw) maxw = g->desc[i].w;
     if (g->desc[i].h > maxh) maxh = g->desc[i].h;
@@ -577,36 +588,74 @@ accel_status run_kernels(executor *x, uint8_t *arena, const group_plan *g, const
     if (g->vp[t].out_h > vh) vh = g->vp[t].out_h;
   }
   const dim3 img_grid = grid_for(maxw, maxh, (int64_t)g->nimg, b2);
-  accel_status s =
-      accel__cuda_check(accel__cuda_launch(k_gray, img_grid, b2, 0, stream, arena, m), why, "gray kernel launch");
-  if (!s && spec->need_color)
-    s = accel__cuda_check(accel__cuda_launch(k_color, img_grid, b2, 0, stream, arena, m), why,
-                          "colour class kernel launch");
+  const auto gray = [&] {
+    for (size_t i = 0; i < g->nimg; i++)
+      if (g->desc[i].channels == 3)
+        for (int64_t y = 0; y < g->desc[i].h; y++)
+          for (int64_t xx = 0; xx < g->desc[i].w; xx++) gray_px(arena, &g->desc[i], xx, y);
+  };
+  const auto color = [&] {
+    for (size_t i = 0; i < g->nimg; i++) {
+      uint64_t *counts = at<uint64_t>(arena, g->desc[i].counts_off);
+      for (int64_t p = 0; p < g->desc[i].w * g->desc[i].h; p++) counts[color_px(arena, &g->desc[i], p)]++;
+    }
+  };
+  const auto horizontal = [&] {
+    for (int t = 0; t < g->nh; t++)
+      for (int64_t y = g->hp[t].row0; y < g->hp[t].row1; y++)
+        for (int64_t xx = 0; xx < g->hp[t].out_w; xx++) hpass_px(arena, &g->hp[t], xx, y);
+  };
+  const auto vertical = [&] {
+    for (int t = 0; t < g->nv; t++)
+      for (int64_t y = 0; y < g->vp[t].out_h; y++)
+        for (int64_t xx = 0; xx < g->vp[t].w; xx++) vpass_px(arena, &g->vp[t], xx, y);
+  };
+  accel_status s = accel__cuda_check(x->launch(gray, k_gray, img_grid, b2, 0, arena, m), why, "gray kernel launch");
+  if (!s && need_color)
+    s = accel__cuda_check(x->launch(color, k_color, img_grid, b2, 0, arena, m), why, "colour class kernel launch");
   if (!s && g->nh)
-    s = accel__cuda_check(accel__cuda_launch(k_hpass, grid_for(hw, hh, g->nh, b2), b2, 0, stream, arena, m), why,
+    s = accel__cuda_check(x->launch(horizontal, k_hpass, grid_for(hw, hh, g->nh, b2), b2, 0, arena, m), why,
                           "horizontal resampling kernel launch");
   if (!s && g->nv)
-    s = accel__cuda_check(accel__cuda_launch(k_vpass, grid_for(vw, vh, g->nv, b2), b2, 0, stream, arena, m), why,
+    s = accel__cuda_check(x->launch(vertical, k_vpass, grid_for(vw, vh, g->nv, b2), b2, 0, arena, m), why,
                           "vertical resampling kernel launch");
-  if (!s)
-    s = accel__cuda_check(
-        accel__cuda_launch(k_simple, dim3((unsigned)((simple + 127) / 128)), dim3(128), 0, stream, arena, m), why,
-        "ahash and dhash kernel launch");
+  return s;
+}
+
+/* The hashes of every (image, kind) from the planes: ahash and dhash, then
+ * phash and whash per kind, launched or emulated as run_planes does. */
+accel_status run_hashes(executor *x, uint8_t *arena, const group_plan *g, const accel__hash_spec *spec, char *why) {
+  const int n = spec->hash_size;
+  const int64_t simple = (int64_t)g->nimg * spec->nkinds, blocks = (int64_t)g->nimg * n * n;
+  const unsigned img_blocks = (unsigned)((g->nimg + 63) / 64);
+  const group_meta *m = (const group_meta *)(void *)arena;
+  const auto simple_host = [&] {
+    for (int64_t i = 0; i < simple; i++) simple_one(arena, m, i);
+  };
+  accel_status s = accel__cuda_check(
+      x->launch(simple_host, k_simple, dim3((unsigned)((simple + 127) / 128)), dim3(128), 0, arena, m), why,
+      "ahash and dhash kernel launch");
   for (int k = 0; k < spec->nkinds && !s; k++) {
+    const auto phash_host = [&] {
+      for (size_t i = 0; i < g->nimg; i++) phash_one(arena, m, (int)i, k);
+    };
     if (spec->kinds[k] == ACCEL_HASH_PHASH)
-      s = accel__cuda_check(
-          accel__cuda_launch(k_phash, dim3((unsigned)((g->nimg + 63) / 64)), dim3(64), 0, stream, arena, m, k), why,
-          "phash kernel launch");
-    if (spec->kinds[k] == ACCEL_HASH_WHASH)
-      for (int stage = 0; stage < 2 && !s; stage++) {
-        s = accel__cuda_check(accel__cuda_launch(k_whash_blocks, dim3((unsigned)((blocks + 63) / 64)), dim3(64), 0,
-                                                 stream, arena, m, stage),
-                              why, "whash block kernel launch");
-        if (!s)
-          s = accel__cuda_check(accel__cuda_launch(k_whash_image, dim3((unsigned)((g->nimg + 63) / 64)), dim3(64), 0,
-                                                   stream, arena, m, stage),
-                                why, "whash kernel launch");
-      }
+      s = accel__cuda_check(x->launch(phash_host, k_phash, dim3(img_blocks), dim3(64), 0, arena, m, k), why,
+                            "phash kernel launch");
+    for (int stage = 0; stage < 2 && !s && spec->kinds[k] == ACCEL_HASH_WHASH; stage++) {
+      const auto blocks_host = [&] {
+        for (int64_t i = 0; i < blocks; i++) whash_block(arena, m, i, stage);
+      };
+      const auto image_host = [&] {
+        for (size_t i = 0; i < g->nimg; i++) whash_image(arena, m, (int)i, stage);
+      };
+      s = accel__cuda_check(x->launch(blocks_host, k_whash_blocks, dim3((unsigned)((blocks + 63) / 64)), dim3(64), 0,
+                                      arena, m, stage),
+                            why, "whash block kernel launch");
+      if (!s)
+        s = accel__cuda_check(x->launch(image_host, k_whash_image, dim3(img_blocks), dim3(64), 0, arena, m, stage),
+                              why, "whash kernel launch");
+    }
   }
   return s;
 }
@@ -625,160 +674,230 @@ void colorhash_from_counts(const accel__hash_spec *spec, const uint64_t *c, uint
   }
   cc.pixels = cc.black + cc.gray + cc.colors;
   for (int k = 0; k < spec->nkinds; k++)
-    if (spec->kinds[k] == ACCEL_HASH_COLORHASH) accel__colorhash(&cc, spec->binbits, slots + (size_t)k * spec->slot_bytes);
+    if (spec->kinds[k] == ACCEL_HASH_COLORHASH)
+      accel__colorhash(&cc, spec->binbits, slots + (size_t)k * spec->slot_bytes);
 }
 
-accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) {
-  const accel__hash_spec *spec = &job->spec;
-  const int n = spec->hash_size;
-  accel_status s = ACCEL_OK;
-  accel__axis_cache cache = {};
-  accel__dct_plan plan;
-  bool has_phash = false;
-  for (int k = 0; k < spec->nkinds; k++) has_phash = has_phash || spec->kinds[k] == ACCEL_HASH_PHASH;
-  const bool exact_dct = has_phash && accel__dct_plan_init(&plan, 4 * n);
-  double *cosk = has_phash && !exact_dct ? accel__phash_cos_table(n) : nullptr;
-  /* the arena: groups of images up to 2 GiB (one image alone may need more),
-   * within what the context's budget leaves; grown as groups need it */
-  const uint64_t room = x->room();
-  const int64_t slack = (int64_t)1 << 20; /* meta, plan, tables: a bound on what the estimate leaves out */
-  const int64_t group_cap = (int64_t)(room < ((uint64_t)2 << 30) ? room : ((uint64_t)2 << 30)) - slack;
-  uint8_t *arena = nullptr, *staging = nullptr, *results = nullptr;
-  size_t arena_size = 0, staging_cap = 0, results_cap = 0;
-  const int batch = call->threads * 2 > 8 ? call->threads * 2 : 8; /* inputs decoded per round */
-  accel__hash_image *pending = (accel__hash_image *)calloc((size_t)batch, sizeof(accel__hash_image));
-  size_t *pending_index = (size_t *)calloc((size_t)batch, sizeof(size_t));
-  size_t npending = 0, next = 0;
-  group_plan g;
-  if ((has_phash && !exact_dct && !cosk) || !pending || !pending_index) {
-    s = ACCEL_ERR_OUT_OF_MEMORY;
-    accel__why(call->why, "out of host memory");
+/* ------------------------------------------------------------ host side: the batch */
+
+/* The decoded inputs waiting for a group: decoded `batch` at a time on the
+ * CPU threads, in input order (the loader records those that fail to decode
+ * and they are left out), and the progress reports. */
+struct decoder {
+  accel__call *call;
+  accel__hash_job *job;
+  size_t batch = 0, npending = 0, next = 0; /* next: the first input not decoded yet */
+  accel__hash_image *pending = nullptr;
+  size_t *index = nullptr; /* the job's input index of each */
+  decoder(accel__call *c, accel__hash_job *j) : call(c), job(j) {}
+  ~decoder() {
+    for (size_t i = 0; i < npending; i++) accel__hash_image_free(&pending[i]);
+    free(pending);
+    free(index);
   }
-  auto take = [&](size_t from, size_t to) { /* decode [from, to) into pending (empty on entry) */
+  bool init() {
+    batch = (size_t)(call->threads * 2 > 8 ? call->threads * 2 : 8);
+    pending = (accel__hash_image *)calloc(batch, sizeof(accel__hash_image));
+    index = (size_t *)calloc(batch, sizeof(size_t));
+    return pending && index;
+  }
+  /* The next inputs (at most batch) into pending, which is empty. */
+  accel_status decode_next() {
+    const size_t from = next, to = job->n - next < batch ? job->n : next + batch;
+    next = to;
     accel__hash_image *tmp = (accel__hash_image *)calloc(to - from, sizeof(accel__hash_image));
-    if (!tmp) return false;
+    if (!tmp) {
+      accel__why(call->why, "out of host memory");
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
     accel__hash_load_range(job, from, to, true, tmp, call->threads);
     for (size_t i = 0; i < to - from; i++)
       if (tmp[i].gray || tmp[i].rgb) {
         pending[npending] = tmp[i];
-        pending_index[npending++] = from + i;
+        index[npending++] = from + i;
       }
     free(tmp);
-    return true;
-  };
-  auto decode_next = [&]() {
-    const size_t to = job->n - next < (size_t)batch ? job->n : next + (size_t)batch;
-    if (!take(next, to)) {
-      s = ACCEL_ERR_OUT_OF_MEMORY;
-      accel__why(call->why, "out of host memory");
-    }
-    next = to;
-  };
-  auto report = [&]() { /* progress on the calling thread; nonzero cancels */
+    return ACCEL_OK;
+  }
+  /* Progress on the calling thread; a nonzero answer cancels. */
+  accel_status report() const {
     const size_t done = next - npending;
     if (job->progress && job->progress(job->progress_user, "hash.batch", (double)done / (double)job->n)) {
-      s = ACCEL_ERR_CANCELLED;
       accel__why(call->why, "cancelled by the progress callback after %zu of %zu inputs", done, job->n);
+      return ACCEL_ERR_CANCELLED;
     }
-  };
+    return ACCEL_OK;
+  }
+  /* How many pending images make the next group: those that fit in cap
+   * device bytes together (at least the first). */
+  size_t fitting(int64_t cap) const {
+    size_t n = 0;
+    int64_t need = 0;
+    while (n < npending) {
+      need += image_bytes(&job->spec, pending[n].w, pending[n].h, pending[n].rgb != nullptr);
+      if (need > cap && n > 0) break;
+      n++;
+    }
+    return n;
+  }
+  /* The first n pending images into g (empty). */
+  accel_status take(size_t n, group_plan *g) {
+    g->nimg = n;
+    g->img = (accel__hash_image *)malloc(n * sizeof(accel__hash_image));
+    g->index = (size_t *)malloc(n * sizeof(size_t));
+    if (!g->img || !g->index) {
+      g->nimg = 0;
+      accel__why(call->why, "out of host memory");
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    memcpy(g->img, pending, n * sizeof(accel__hash_image));
+    memcpy(g->index, index, n * sizeof(size_t));
+    memmove(pending, pending + n, (npending - n) * sizeof(accel__hash_image));
+    memmove(index, index + n, (npending - n) * sizeof(size_t));
+    npending -= n;
+    return ACCEL_OK;
+  }
+};
+
+/* What the groups of a batch share: phash's DCT plan (or cosine table),
+ * the axis cache, the largest group the budget leaves room for, the device
+ * arena (grown as groups need) and the pinned staging and result memory. */
+struct batch_state {
+  executor *x;
+  accel__call *call;
+  accel__hash_job *job;
+  accel__axis_cache cache = {};
+  accel__dct_plan plan;
+  bool exact_dct = false;
+  double *cosk = nullptr;
+  int64_t group_cap = 0;
+  dbuf arena;
+  hbuf staging, results;
+  batch_state(executor *ex, accel__call *c, accel__hash_job *j) : x(ex), call(c), job(j) {}
+  ~batch_state() {
+    free(cosk);
+    accel__axis_cache_free(&cache);
+  }
+  bool init() {
+    const int n = job->spec.hash_size;
+    bool has_phash = false;
+    for (int k = 0; k < job->spec.nkinds; k++) has_phash = has_phash || job->spec.kinds[k] == ACCEL_HASH_PHASH;
+    exact_dct = has_phash && accel__dct_plan_init(&plan, 4 * n);
+    cosk = has_phash && !exact_dct ? accel__phash_cos_table(n) : nullptr;
+    /* groups of images up to 2 GiB (one image alone may need more), within
+     * what the context's budget leaves */
+    const uint64_t room = x->room();
+    const int64_t slack = (int64_t)1 << 20; /* meta, plan, tables: a bound on what the estimate leaves out */
+    group_cap = (int64_t)(room < ((uint64_t)2 << 30) ? room : ((uint64_t)2 << 30)) - slack;
+    return !(has_phash && !exact_dct && !cosk);
+  }
+  size_t slots_bytes() const { return (size_t)job->spec.nkinds * job->spec.slot_bytes; }
+  size_t result_bytes() const { return slots_bytes() + NCOUNTS * 8; } /* an image's slots and counts */
+};
+
+/* An arena for g: the one there when large enough, else a new one with a
+ * quarter more room (as far as the budget goes). */
+accel_status grow_arena(batch_state &b, const group_plan &g) {
+  if ((size_t)g.total_bytes <= b.arena.n) return ACCEL_OK;
+  b.arena.reset();
+  const uint64_t want = (uint64_t)g.total_bytes + (uint64_t)g.total_bytes / 4, left = b.x->room();
+  const size_t size = (size_t)(want < left ? want : (uint64_t)g.total_bytes);
+  const accel_status s = b.arena.get(b.x, size, b.call->why);
+  if (s == ACCEL_ERR_DEVICE_MEMORY && g.nimg == 1)
+    accel__why(b.call->why, "a %lldx%lld image needs %.1f MiB of device memory, more than the budget leaves",
+               (long long)g.img[0].w, (long long)g.img[0].h, g.total_bytes / 1048576.0);
+  return s;
+}
+
+/* One upload of the staged group, and its hash slots (their padding too)
+ * and colour counts zeroed: queued on the stream. */
+accel_status upload_group(batch_state &b, const group_plan &g) {
+  char *why = b.call->why;
+  accel_status s = upload(b.x, b.arena.p, b.staging.p, (size_t)g.upload_bytes, why);
+  for (size_t i = 0; i < g.nimg && !s; i++) {
+    s = accel__cuda_check(b.x->zero(b.arena.p + g.desc[i].slots_off, b.slots_bytes()), why, "memset");
+    if (!s && b.job->spec.need_color)
+      s = accel__cuda_check(b.x->zero(b.arena.p + g.desc[i].counts_off, NCOUNTS * 8), why, "memset");
+  }
+  return s;
+}
+
+/* Every image's hash slots and colour counts into the pinned results:
+ * queued on the stream. */
+accel_status download_group(batch_state &b, const group_plan &g) {
+  char *why = b.call->why;
+  const size_t slots = b.slots_bytes(), per_img = b.result_bytes();
+  accel_status s = ACCEL_OK;
+  for (size_t i = 0; i < g.nimg && !s; i++) {
+    uint8_t *r = b.results.p + i * per_img;
+    s = accel__cuda_check(b.x->download(r, b.arena.p + g.desc[i].slots_off, slots), why, "download");
+    if (!s && b.job->spec.need_color)
+      s = accel__cuda_check(b.x->download(r + slots, b.arena.p + g.desc[i].counts_off, NCOUNTS * 8), why,
+                            "download");
+  }
+  return s;
+}
+
+/* The downloaded results of a finished group into the job. */
+void store_group(batch_state &b, const group_plan &g) {
+  const accel__hash_spec *spec = &b.job->spec;
+  const size_t slots_bytes = b.slots_bytes(), per_img = b.result_bytes();
+  for (size_t i = 0; i < g.nimg; i++) {
+    const uint8_t *r = b.results.p + i * per_img;
+    uint8_t *slots = accel__hash_slots(b.job, g.index[i]);
+    memcpy(slots, r, slots_bytes);
+    if (spec->need_color) colorhash_from_counts(spec, (const uint64_t *)(const void *)(r + slots_bytes), slots);
+    accel__hash_record(b.job, g.index[i], ACCEL_OK, "");
+  }
+}
+
+/* One group through the device: planned and staged, uploaded, hashed and
+ * downloaded (all queued on the stream; the next inputs are decoded
+ * meanwhile), then stored into the job. */
+accel_status run_group(batch_state &b, decoder &dec, group_plan &g) {
+  const accel__hash_spec *spec = &b.job->spec;
+  char *why = b.call->why;
+  accel_status s =
+      build_group(spec, &g, &b.cache, b.exact_dct ? &b.plan : nullptr, b.cosk, b.x, &b.staging, b.call->why);
+  if (!s) s = grow_arena(b, g);
+  if (!s) s = b.results.reserve(b.x, g.nimg * b.result_bytes(), why, "pinned result memory");
+  if (!s) s = upload_group(b, g);
+  if (!s) s = run_planes(b.x, b.arena.p, &g, spec->need_color, why);
+  if (!s) s = run_hashes(b.x, b.arena.p, &g, spec, why);
+  if (!s) s = download_group(b, g);
+  if (!s && dec.npending == 0 && dec.next < b.job->n) s = dec.decode_next(); /* while the GPU works */
+  if (!s) s = accel__cuda_check(b.x->sync(), why, "hash kernels");
+  if (!s) store_group(b, g);
+  return s;
+}
+
+accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) {
+  batch_state b(x, call, job);
+  decoder dec(call, job);
+  accel_status s = ACCEL_OK;
+  if (!b.init() || !dec.init()) {
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+    accel__why(call->why, "out of host memory");
+  }
+  group_plan g;
   while (!s) {
-    if (npending == 0) { /* nothing decoded waits: decode the next inputs (no GPU work to overlap) */
-      if (next >= job->n) break;
-      decode_next();
+    if (dec.npending == 0) { /* nothing decoded waits: decode the next inputs (no GPU work to overlap) */
+      if (dec.next >= job->n) break;
+      s = dec.decode_next();
       if (s) break;
-      if (npending == 0) { /* every one of them failed to decode */
-        report();
+      if (dec.npending == 0) { /* every one of them failed to decode */
+        s = dec.report();
         continue;
       }
     }
-    /* a group: the pending images that fit (at least the first) */
-    size_t take_n = 0;
-    int64_t need = 0;
-    while (take_n < npending) {
-      const accel__hash_image *im = &pending[take_n];
-      need += image_bytes(spec, im->w, im->h, im->rgb != nullptr);
-      if (need > group_cap && take_n > 0) break;
-      take_n++;
-    }
-    g.nimg = take_n;
-    g.img = (accel__hash_image *)malloc(take_n * sizeof(accel__hash_image));
-    g.index = (size_t *)malloc(take_n * sizeof(size_t));
-    if (!g.img || !g.index) {
-      g.nimg = 0;
-      s = ACCEL_ERR_OUT_OF_MEMORY;
-      accel__why(call->why, "out of host memory");
-      break;
-    }
-    memcpy(g.img, pending, take_n * sizeof(accel__hash_image));
-    memcpy(g.index, pending_index, take_n * sizeof(size_t));
-    memmove(pending, pending + take_n, (npending - take_n) * sizeof(accel__hash_image));
-    memmove(pending_index, pending_index + take_n, (npending - take_n) * sizeof(size_t));
-    npending -= take_n;
-    if ((s = build_group(job, &g, &cache, exact_dct ? &plan : nullptr, cosk, x, &staging, &staging_cap, call->why)))
-      break;
-    if ((size_t)g.total_bytes > arena_size) { /* grow the arena (within the budget) */
-      x->release(arena, arena_size);
-      arena = nullptr;
-      arena_size = 0;
-      const uint64_t want = (uint64_t)g.total_bytes + (uint64_t)g.total_bytes / 4, left = x->room();
-      const size_t size = (size_t)(want < left ? want : (uint64_t)g.total_bytes);
-      if ((s = x->alloc(size, &arena, call->why)) != ACCEL_OK) {
-        if (s == ACCEL_ERR_DEVICE_MEMORY && g.nimg == 1)
-          accel__why(call->why, "a %lldx%lld image needs %.1f MiB of device memory, more than the budget leaves",
-                     (long long)g.img[0].w, (long long)g.img[0].h, g.total_bytes / 1048576.0);
-        break;
-      }
-      arena_size = size;
-    }
-    /* results: slots and counts of every image */
-    const size_t slots_bytes = (size_t)spec->nkinds * spec->slot_bytes, per_img = slots_bytes + NCOUNTS * 8;
-    if (take_n * per_img > results_cap) {
-      x->host_free(results);
-      results = nullptr;
-      results_cap = 0;
-      if ((s = accel__cuda_check(x->host_alloc(take_n * per_img, &results), call->why, "pinned result memory")))
-        break;
-      results_cap = take_n * per_img;
-    }
-    /* one upload, the kernels, the downloads: all queued on the stream */
-    if ((s = accel__cuda_check(x->upload(arena, staging, (size_t)g.upload_bytes), call->why, "upload"))) break;
-    for (size_t i = 0; i < g.nimg && !s; i++) { /* hash slots (their padding too) and counts start at 0 */
-      s = accel__cuda_check(x->zero(arena + g.desc[i].slots_off, slots_bytes), call->why, "memset");
-      if (!s && spec->need_color)
-        s = accel__cuda_check(x->zero(arena + g.desc[i].counts_off, NCOUNTS * 8), call->why, "memset");
-    }
-    if (s || (s = run_kernels(x, arena, &g, spec, call->why))) break;
-    for (size_t i = 0; i < g.nimg && !s; i++) {
-      s = accel__cuda_check(x->download(results + i * per_img, arena + g.desc[i].slots_off, slots_bytes), call->why,
-                            "download");
-      if (!s && spec->need_color)
-        s = accel__cuda_check(
-            x->download(results + i * per_img + slots_bytes, arena + g.desc[i].counts_off, NCOUNTS * 8), call->why,
-            "download");
-    }
+    s = dec.take(dec.fitting(b.group_cap), &g);
+    if (!s) s = run_group(b, dec, g);
     if (s) break;
-    if (npending == 0 && next < job->n) decode_next(); /* while the GPU works */
-    if (s || (s = accel__cuda_check(x->sync(), call->why, "hash kernels"))) break;
-    for (size_t i = 0; i < g.nimg; i++) {
-      const uint8_t *r = results + i * per_img;
-      uint8_t *slots = accel__hash_slots(job, g.index[i]);
-      memcpy(slots, r, slots_bytes);
-      if (spec->need_color) colorhash_from_counts(spec, (const uint64_t *)(const void *)(r + slots_bytes), slots);
-      accel__hash_record(job, g.index[i], ACCEL_OK, "");
-    }
     plan_free(&g);
-    report();
+    s = dec.report();
   }
   x->drain(); /* a failed group may still have work queued on what is freed next */
   plan_free(&g);
-  for (size_t i = 0; i < npending; i++) accel__hash_image_free(&pending[i]);
-  free(pending);
-  free(pending_index);
-  x->release(arena, arena_size);
-  x->host_free(staging);
-  x->host_free(results);
-  free(cosk);
-  accel__axis_cache_free(&cache);
   return s;
 }
 
@@ -790,15 +909,4 @@ static accel_status cuda_hash_batch(accel__call *call, accel__hash_job *job) {
 
 extern "C" const accel__hash_ops accel__cuda_hash_ops = {
     /* .batch = */ cuda_hash_batch,
-};
-
-/* Tests: the same pipeline on the host, with this much "device" memory. */
-extern "C" uint64_t accel__cuda_hash_emulated_budget = (uint64_t)1 << 30;
-
-static accel_status emulated_hash_batch(accel__call *call, accel__hash_job *job) {
-  return with_emulation(accel__cuda_hash_emulated_budget, [&](executor *x) { return run_pipeline(x, call, job); });
-}
-
-extern "C" const accel__hash_ops accel__cuda_hash_ops_emulated = {
-    /* .batch = */ emulated_hash_batch,
 };

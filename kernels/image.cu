@@ -47,7 +47,7 @@ accel_status to_gray(accel__executor *x, accel__call *call, const accel_array *s
                           why, "upload");
   } else if (!s) {
     accel__array_pack(src, staging);
-    s = accel__cuda_check(x->upload(dsrc.p, staging, in_bytes), why, "upload");
+    s = upload(x, dsrc.p, staging, in_bytes, why);
   }
   if (!s) s = each2d(x, h, w, gray_f{dsrc.p, (int64_t)in_row, (int)c, ddst.p, w}, why, "gray kernel");
   if (!s && dst_rows) {
@@ -74,16 +74,3 @@ extern "C" const accel__image_ops accel__cuda_image_ops = {
     /* .to_gray = */ on_device,
 };
 
-/* Tests: the same conversion on the host, with this much "device" memory. */
-extern "C" uint64_t accel__cuda_image_emulated_budget = (uint64_t)1 << 30;
-
-namespace {
-accel_status emulated(accel__call *call, const accel_array *src, const accel_array *dst) {
-  return with_emulation(accel__cuda_image_emulated_budget,
-                        [&](accel__executor *x) { return to_gray(x, call, src, dst); });
-}
-}  // namespace
-
-extern "C" const accel__image_ops accel__cuda_image_ops_emulated = {
-    /* .to_gray = */ emulated,
-};

@@ -98,12 +98,6 @@ struct sky_px {
   }
 };
 
-template <class T> accel_status put(accel__executor *x, dbuf &d, const T *h, size_t n, char *why, const char *what) {
-  accel_status s = d.get(x, sizeof(T) * (n ? n : 1), why);
-  if (!s && n) s = accel__cuda_check(x->upload(d.p, h, sizeof(T) * n), why, what);
-  return s;
-}
-
 /* Device bytes a tile of side t needs. */
 uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat) {
   const int64_t tr = t < job->rows ? t : job->rows, tc = t < job->cols ? t : job->cols;
@@ -113,92 +107,122 @@ uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat) {
   return window + (uint64_t)tr * (uint64_t)tc * (4u * (uint64_t)nout + (uint64_t)nmat * (uint64_t)job->mat_bytes);
 }
 
+/* The plan's tables uploaded, and their device view. */
+struct plan_bufs {
+  dbuf patch, dx, dy, dz, wf, wh;
+};
+
+accel_status upload_plan(accel__executor *x, const accel__svf_plan *pl, plan_bufs &b, dplan *dp, char *why) {
+  accel_status s = b.patch.put(x, pl->patch, (size_t)pl->npatch, why, "upload the patches");
+  if (!s) s = b.dx.put(x, pl->dx, pl->nsteps, why, "upload the steps");
+  if (!s) s = b.dy.put(x, pl->dy, pl->nsteps, why, "upload the steps");
+  if (!s) s = b.dz.put(x, pl->dz, pl->nsteps, why, "upload the steps");
+  if (!s) s = b.wf.put(x, pl->wfull, pl->nrings, why, "upload the weights");
+  if (!s) s = b.wh.put(x, pl->whalf, pl->nrings, why, "upload the weights");
+  *dp = dplan{b.patch.as<accel__svf_patch>(), b.dx.as<int32_t>(), b.dy.as<int32_t>(), b.dz.as<double>(),
+              b.wf.as<double>(), b.wh.as<double>(), pl->npatch};
+  return s;
+}
+
+/* The tile side: what was asked for (else the whole grid), halved until it
+ * fits what the budget leaves. */
+accel_status tile_side(accel__executor *x, const accel__svf_job *job, int nout, int nmat, int64_t *side, char *why) {
+  const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
+  *side = job->tile > 0 && job->tile < whole ? job->tile : whole;
+  const uint64_t room = x->room();
+  while (*side > 32 && tile_bytes(job, *side, nout, nmat) > room) *side = (*side + 1) / 2;
+  if (tile_bytes(job, *side, nout, nmat) > room) {
+    accel__why(why, "a %lld-pixel tile with its %lld x %lld halo needs %.1f MiB, over the %.1f MiB left of the budget",
+               (long long)*side, (long long)job->plan->halo_rows, (long long)job->plan->halo_cols,
+               tile_bytes(job, *side, nout, nmat) / 1048576.0, room / 1048576.0);
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  return ACCEL_OK;
+}
+
+/* One tile: its window uploaded (through host, the window's host copy,
+ * made again for each tile), the kernel over its pixels, its outputs
+ * downloaded into the caller's grids. */
+accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan &dp, const accel__svf_tile &t,
+                      double **host, char *why) {
+  const int64_t wr = t.wr1 - t.wr0, pitch = t.wc1 - t.wc0 + 2 * ACCEL__SVF_PAD;
+  const size_t cells = (size_t)wr * (size_t)pitch, ngrid = job->veg ? 3 : 1;
+  free(*host);
+  if (!(*host = (double *)malloc(sizeof(double) * cells * ngrid))) {
+    accel__why(why, "out of host memory for a tile's window");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel__svf_window hw;
+  accel__svf_window_copy(job, &t, *host, *host + cells, *host + 2 * cells, &hw);
+  dbuf dwin;
+  accel_status s = dwin.put(x, *host, cells * ngrid, why, "upload a tile");
+  accel__svf_window dw = hw;
+  dw.dsm = dwin.as<double>();
+  dw.canopy = job->veg ? dwin.as<double>() + cells : nullptr;
+  dw.trunk = job->veg ? dwin.as<double>() + 2 * cells : nullptr;
+  const int64_t tr = t.r1 - t.r0, tc = t.c1 - t.c0;
+  const px_base base = {dw, job->rows, job->cols, t.r0, t.c0, tc, job->hmax, dp};
+  dbuf dout[ACCEL_SVF_GRIDS], dmat[ACCEL_SVF_MATRICES];
+  float *po[ACCEL_SVF_GRIDS] = {nullptr};
+  uint8_t *pm[ACCEL_SVF_MATRICES] = {nullptr};
+  for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
+    if (job->out[g]) {
+      s = dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why);
+      po[g] = dout[g].as<float>();
+    }
+  for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
+    if (job->mat[m]) {
+      s = dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why);
+      pm[m] = dmat[m].p;
+    }
+  if (s) return s;
+  if (job->shadows) {
+    const shadow_px f = {base, po[0], po[1], po[2]};
+    s = each2d(x, tr, tc, f, why, "the shadow kernel");
+  } else {
+    sky_px f;
+    f.b = base;
+    for (int g = 0; g < ACCEL_SVF_GRIDS; g++) f.out[g] = po[g];
+    for (int m = 0; m < ACCEL_SVF_MATRICES; m++) f.mat[m] = pm[m];
+    f.mb = job->mat_bytes;
+    s = each2d(x, tr, tc, f, why, "the sky view factor kernel");
+  }
+  for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
+    if (po[g])
+      s = accel__cuda_check(x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, po[g],
+                                      sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr,
+                                      cudaMemcpyDeviceToHost),
+                            why, "download a tile");
+  for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
+    if (pm[m]) {
+      const size_t rowb = (size_t)(tc * job->mat_bytes);
+      s = accel__cuda_check(x->copy2d(job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes,
+                                      (size_t)(job->cols * job->mat_bytes), pm[m], rowb, rowb, (size_t)tr,
+                                      cudaMemcpyDeviceToHost),
+                            why, "download a tile");
+    }
+  if (!s) s = accel__cuda_check(x->sync(), why, "finish a tile");
+  return s;
+}
+
 accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   char *why = call->why;
-  const accel__svf_plan *pl = job->plan;
-  accel_status s = ACCEL_OK;
-  dbuf dpatch, ddx, ddy, ddz, dwf, dwh;
-  if ((s = put(x, dpatch, pl->patch, (size_t)pl->npatch, why, "upload the patches")) ||
-      (s = put(x, ddx, pl->dx, pl->nsteps, why, "upload the steps")) ||
-      (s = put(x, ddy, pl->dy, pl->nsteps, why, "upload the steps")) ||
-      (s = put(x, ddz, pl->dz, pl->nsteps, why, "upload the steps")) ||
-      (s = put(x, dwf, pl->wfull, pl->nrings, why, "upload the weights")) ||
-      (s = put(x, dwh, pl->whalf, pl->nrings, why, "upload the weights")))
-    return s;
-  const dplan dp = {dpatch.as<accel__svf_patch>(), ddx.as<int32_t>(), ddy.as<int32_t>(), ddz.as<double>(),
-                    dwf.as<double>(), dwh.as<double>(), pl->npatch};
+  plan_bufs pb;
+  dplan dp;
   int nout = 0, nmat = 0;
   for (int g = 0; g < ACCEL_SVF_GRIDS; g++) nout += job->out[g] != nullptr;
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++) nmat += job->mat[m] != nullptr;
-
-  /* the tile side: what was asked for (else the whole grid), halved until it fits */
+  int64_t side = 0;
+  accel_status s = upload_plan(x, job->plan, pb, &dp, why);
+  if (!s) s = tile_side(x, job, nout, nmat, &side, why);
+  if (s) return s;
   const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
-  int64_t side = job->tile > 0 && job->tile < whole ? job->tile : whole;
-  const uint64_t room = x->room();
-  while (side > 32 && tile_bytes(job, side, nout, nmat) > room) side = (side + 1) / 2;
-  if (tile_bytes(job, side, nout, nmat) > room) {
-    accel__why(why, "a %lld-pixel tile with its %lld x %lld halo needs %.1f MiB, over the %.1f MiB left of the budget",
-               (long long)side, (long long)pl->halo_rows, (long long)pl->halo_cols,
-               tile_bytes(job, side, nout, nmat) / 1048576.0, room / 1048576.0);
-    return ACCEL_ERR_DEVICE_MEMORY;
-  }
   const int64_t tiles = accel__svf_tile_count(job, side >= whole ? 0 : side);
   double *host = nullptr;
   for (int64_t i = 0; i < tiles && !s; i++) {
     accel__svf_tile t;
     accel__svf_tile_at(job, side >= whole ? 0 : side, i, &t);
-    const int64_t wr = t.wr1 - t.wr0, pitch = t.wc1 - t.wc0 + 2 * ACCEL__SVF_PAD;
-    const size_t cells = (size_t)wr * (size_t)pitch, ngrid = job->veg ? 3 : 1;
-    free(host);
-    if (!(host = (double *)malloc(sizeof(double) * cells * ngrid))) {
-      accel__why(why, "out of host memory for a tile's window");
-      s = ACCEL_ERR_OUT_OF_MEMORY;
-      break;
-    }
-    accel__svf_window hw;
-    accel__svf_window_copy(job, &t, host, host + cells, host + 2 * cells, &hw);
-    dbuf dwin;
-    if ((s = put(x, dwin, host, cells * ngrid, why, "upload a tile"))) break;
-    accel__svf_window dw = hw;
-    dw.dsm = dwin.as<double>();
-    dw.canopy = job->veg ? dwin.as<double>() + cells : nullptr;
-    dw.trunk = job->veg ? dwin.as<double>() + 2 * cells : nullptr;
-    const int64_t tr = t.r1 - t.r0, tc = t.c1 - t.c0;
-    const px_base base = {dw, job->rows, job->cols, t.r0, t.c0, tc, job->hmax, dp};
-    dbuf dout[ACCEL_SVF_GRIDS], dmat[ACCEL_SVF_MATRICES];
-    float *po[ACCEL_SVF_GRIDS] = {nullptr};
-    uint8_t *pm[ACCEL_SVF_MATRICES] = {nullptr};
-    for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
-      if (job->out[g] && !(s = dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why))) po[g] = dout[g].as<float>();
-    for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
-      if (job->mat[m] && !(s = dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why))) pm[m] = dmat[m].p;
-    if (s) break;
-    if (job->shadows) {
-      const shadow_px f = {base, po[0], po[1], po[2]};
-      s = each2d(x, tr, tc, f, why, "the shadow kernel");
-    } else {
-      sky_px f;
-      f.b = base;
-      for (int g = 0; g < ACCEL_SVF_GRIDS; g++) f.out[g] = po[g];
-      for (int m = 0; m < ACCEL_SVF_MATRICES; m++) f.mat[m] = pm[m];
-      f.mb = job->mat_bytes;
-      s = each2d(x, tr, tc, f, why, "the sky view factor kernel");
-    }
-    for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
-      if (po[g])
-        s = accel__cuda_check(x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols,
-                                        po[g], sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr,
-                                        cudaMemcpyDeviceToHost),
-                              why, "download a tile");
-    for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
-      if (pm[m]) {
-        const size_t rowb = (size_t)(tc * job->mat_bytes);
-        s = accel__cuda_check(x->copy2d(job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes,
-                                        (size_t)(job->cols * job->mat_bytes), pm[m], rowb, rowb, (size_t)tr,
-                                        cudaMemcpyDeviceToHost),
-                              why, "download a tile");
-      }
-    if (!s) s = accel__cuda_check(x->sync(), why, "finish a tile");
+    s = run_tile(x, job, dp, t, &host, why);
     if (!s && job->progress && job->progress(job->progress_user, job->stage, (double)(i + 1) / (double)tiles)) {
       accel__why(why, "cancelled by the progress callback");
       s = ACCEL_ERR_CANCELLED;
@@ -214,20 +238,8 @@ accel_status on_device(accel__call *call, accel__svf_job *job) {
 
 }  // namespace
 
-extern "C" uint64_t accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
-
-namespace {
-accel_status emulated(accel__call *call, accel__svf_job *job) {
-  return with_emulation(accel__cuda_svf_emulated_budget, [&](accel__executor *x) { return run(x, call, job); });
-}
-}  // namespace
-
 extern "C" const accel__svf_ops accel__cuda_svf_ops = {
     /* .shadows = */ on_device,
     /* .sky = */ on_device,
 };
 
-extern "C" const accel__svf_ops accel__cuda_svf_ops_emulated = {
-    /* .shadows = */ emulated,
-    /* .sky = */ emulated,
-};

@@ -3,48 +3,24 @@
 
 #if EXPECT_CUDA
 #include "core/internal.h"
-#include "hash/ops.h"
-#include "image/ops.h"
-#include "index/ops.h"
-#include "ct/ops.h"
-#include "svf/ops.h"
 
 #include <stdio.h>
 #include <string.h>
 
-static accel_status emu_open(accel__backend_config *cfg, void **state, char *why) {
-  (void)why;
-  cfg->memory_budget = (uint64_t)1 << 30;
-  *state = NULL;
-  return ACCEL_OK;
-}
+static uint64_t emulated_budget; /* 0: the emulated device's own */
 
-static void emu_probe(accel__probe_result *out) { out->device_count = 1; }
-
-static const accel__backend emulated_gpu = {
-    .version = ACCEL__BACKEND_VERSION,
-    .name = "cuda-emulated",
-    .kind = ACCEL_BACKEND_CUDA,
-    .probe = emu_probe,
-    .open = emu_open,
-    .image = &accel__cuda_image_ops_emulated,
-    .hash = &accel__cuda_hash_ops_emulated,
-    .index = &accel__cuda_index_ops_emulated,
-    .ct = &accel__cuda_ct_ops_emulated,
-    .svf = &accel__cuda_svf_ops_emulated,
-};
+void set_emulated_gpu_budget(uint64_t bytes) { emulated_budget = bytes; }
 
 accel_ctx *make_emulated_gpu_ctx(accel_fallback_policy policy, log_capture *cap) {
   accel_ctx_options o;
   accel_ctx_options_init(&o, sizeof o);
   o.backend = ACCEL_BACKEND_CUDA;
   o.fallback = policy;
-  if (cap) {
-    o.log_fn = capture_log;
-    o.log_user = cap;
-  }
+  o.device_memory_budget = emulated_budget;
+  o.log_fn = cap ? capture_log : NULL;
+  o.log_user = cap;
   accel_ctx *ctx = NULL;
-  ck_assert_int_eq(accel__ctx_create_with(&o, &emulated_gpu, &ctx), ACCEL_OK);
+  ck_assert_int_eq(accel__ctx_create_with(&o, accel__cuda_emulated_backend(), &ctx), ACCEL_OK);
   return ctx;
 }
 
@@ -78,11 +54,14 @@ int64_t fault_sweep(gpu_ctx_fn make, const char *stage, gpu_stage_fn run, void *
     ck_assert_msg(st.fallbacks == 1 && st.cpu_runs == 1,
                   "%s: the launch failure at CUDA call %lld went unnoticed (%llu GPU runs, %llu fallbacks)", stage,
                   (long long)at, (unsigned long long)st.gpu_runs, (unsigned long long)st.fallbacks);
+    char site[160]; /* where the stage reported the failure */
+    snprintf(site, sizeof site, "%s", accel__cuda_failure_site());
+    ck_assert_msg(site[0], "%s, fault at CUDA call %lld: no CUDA check reported it", stage, (long long)at);
     ck_assert_msg(capture_count_containing(&cap, ACCEL_LOG_WARN, failed) == 1 &&
                       capture_count_containing(&cap, ACCEL_LOG_WARN, ": cudaErrorLaunchFailure: ") == 1 &&
                       capture_count_containing(&cap, ACCEL_LOG_WARN, ". CPU fallback.") == 1,
-                  "%s, fault at CUDA call %lld: the fallback line lacks the stage or the error: \"%s\"", stage,
-                  (long long)at, cap.n ? cap.line[cap.n - 1] : "");
+                  "%s, fault at CUDA call %lld (%s): the fallback line lacks the stage or the error: \"%s\"", stage,
+                  (long long)at, site, cap.n ? cap.line[cap.n - 1] : "");
     accel_ctx_destroy(ctx);
 
     ctx = make(ACCEL_FALLBACK_DENY, NULL);
@@ -91,8 +70,8 @@ int64_t fault_sweep(gpu_ctx_fn make, const char *stage, gpu_stage_fn run, void *
     accel__cuda_fault_at = -1;
     ck_assert_msg(s == ACCEL_ERR_DEVICE && strstr(accel_last_error(ctx), failed) &&
                       strstr(accel_last_error(ctx), ": cudaErrorLaunchFailure: "),
-                  "%s under DENY, fault at CUDA call %lld: %s: %s", stage, (long long)at, accel_status_string(s),
-                  accel_last_error(ctx));
+                  "%s under DENY, fault at CUDA call %lld (%s): %s: %s", stage, (long long)at, site,
+                  accel_status_string(s), accel_last_error(ctx));
     accel_ctx_destroy(ctx);
   }
 }

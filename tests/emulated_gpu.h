@@ -1,25 +1,28 @@
 /* tests/emulated_gpu.h - the CUDA backend's pipelines run on the host.
  *
- * A test backend whose ops are the CUDA ones in emulation:
- * the same host code, arena layouts and per-thread kernel bodies, run in
- * loops, with "device" memory from malloc under the emulated budgets
- * (accel__cuda_*_emulated_budget). Tests without a GPU use it to check
- * everything but the launch geometry and the CUDA calls themselves, which
- * the GPU suite covers. */
+ * Contexts on the emulated backend (kernels/testing.h): the CUDA backend's
+ * own ops, the same host code, arena layouts and per-thread kernel bodies,
+ * run in loops, with "device" memory from malloc within the context's
+ * budget. Tests without a GPU use it to check everything but the launch
+ * geometry and the CUDA calls themselves, which the GPU suite covers. */
 #ifndef ACCEL_TEST_EMULATED_GPU_H
 #define ACCEL_TEST_EMULATED_GPU_H
 
 #include "testutil.h"
 
 #if EXPECT_CUDA
+#include "../kernels/testing.h"
+
 /* A context on the emulated GPU (backend kind CUDA), logging into cap. */
 accel_ctx *make_emulated_gpu_ctx(accel_fallback_policy policy, log_capture *cap);
 
-/* CUDA calls fail on request, in emulation and on a device
- * (kernels/cuda_util.h): while accel__cuda_fault_at is n >= 0, n calls
- * succeed and the next one fails with accel__cuda_fault_error, a cudaError_t. */
-extern int64_t accel__cuda_fault_at;
-extern int accel__cuda_fault_error;
+/* The device memory of the emulated GPU contexts made from now on; 0 (the
+ * start) gives the emulated device's own, 1 GiB. */
+void set_emulated_gpu_budget(uint64_t bytes);
+
+/* CUDA calls fail on request, in emulation and on a device: while
+ * accel__cuda_fault_at is n >= 0, n calls succeed and the next one fails
+ * with accel__cuda_fault_error, a cudaError_t (kernels/testing.h). */
 enum { CUDA_ERROR_LAUNCH_FAILURE = 719 }; /* cudaErrorLaunchFailure */
 
 /* Runs one GPU stage on ctx; checks the result against the CPU's whenever

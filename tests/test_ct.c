@@ -944,7 +944,7 @@ END_TEST
 /* Every GPU stage and the GPU pipeline (their host emulation: the kernels'
  * per-voxel code in loops) equal the CPU, whole and in slabs. */
 static void gpu_equals_cpu(uint64_t budget, const char *what) {
-  accel__cuda_ct_emulated_budget = budget;
+  set_emulated_gpu_budget(budget);
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
   accel_ctx *cpu = cpu_ctx();
@@ -1037,7 +1037,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   ck_assert_int_eq(cap.n, 0);
   accel_ctx_destroy(gpu);
   accel_ctx_destroy(cpu);
-  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+  set_emulated_gpu_budget((uint64_t)1 << 30);
 }
 
 START_TEST(gpu_stages_equal_cpu_in_emulation) { gpu_equals_cpu((uint64_t)1 << 30, "whole volume"); }
@@ -1049,7 +1049,7 @@ END_TEST
 
 /* A budget below one plane: the GPU stage fails, the CPU answers, the line is logged. */
 START_TEST(gpu_too_small_a_budget_falls_back) {
-  accel__cuda_ct_emulated_budget = 20000;
+  set_emulated_gpu_budget(20000);
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
   fixture fx;
@@ -1067,7 +1067,7 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   free(e_d);
   free_fixture(&fx);
   accel_ctx_destroy(gpu);
-  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+  set_emulated_gpu_budget((uint64_t)1 << 30);
 }
 END_TEST
 
@@ -1174,10 +1174,10 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
   /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs */
   const uint64_t budgets[2] = {(uint64_t)1 << 30, 100000};
   for (int b = 0; b < 2; b++) {
-    accel__cuda_ct_emulated_budget = budgets[b];
+    set_emulated_gpu_budget(budgets[b]);
     for (c.op = 0; c.op < CT_STAGES; c.op++) ck_assert_int_ge(emulated_fault_sweep(stages[c.op], ct_on_gpu, &c), 3);
   }
-  accel__cuda_ct_emulated_budget = (uint64_t)1 << 30;
+  set_emulated_gpu_budget((uint64_t)1 << 30);
   for (int op = 0; op < CT_STAGES; op++) free(c.want_d[op]);
   free(c.want2_d);
   free(c.raw_d);

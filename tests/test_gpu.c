@@ -26,6 +26,31 @@ static void teardown(void) {
   accel_ctx_destroy(cpu);
 }
 
+/* ctx ran `stage` `runs` times, every one on the GPU. */
+static void expect_gpu_runs(accel_ctx *ctx, const char *stage, uint64_t runs) {
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(ctx, stage, &st), ACCEL_OK);
+  ck_assert_uint_eq(st.gpu_runs, runs);
+  ck_assert_uint_eq(st.fallbacks, 0);
+}
+
+/* The GPU's pairs (a) are the CPU's (b), with their distances in nfields
+ * fields (none: not compared); both are destroyed. Returns how many. */
+static size_t expect_same_pairs(accel_pairs *a, accel_pairs *b, uint32_t nfields) {
+  size_t na, nb;
+  const uint64_t *fa, *sa, *fb, *sb;
+  const uint32_t *da, *db;
+  accel_pairs_view(a, &na, &fa, &sa, &da, NULL);
+  accel_pairs_view(b, &nb, &fb, &sb, &db, NULL);
+  ck_assert_uint_eq(na, nb);
+  ck_assert(memcmp(fa, fb, na * 8) == 0 && memcmp(sa, sb, na * 8) == 0);
+  if (nfields) ck_assert(memcmp(da, db, na * nfields * 4) == 0);
+  accel_pairs_destroy(a);
+  accel_pairs_destroy(b);
+  return na;
+}
+
 static void compare_gray(int64_t h, int64_t w, int64_t c, uint32_t seed) {
   size_t n = (size_t)(h * w);
   uint8_t *src = malloc(n * (size_t)c), *a = malloc(n), *b = malloc(n);
@@ -60,11 +85,7 @@ START_TEST(gray_equals_cpu) {
   compare_gray(3000, 4000, 4, 5); /* a 12 MP RGBA frame */
   compare_gray(1, 300000, 3, 6);  /* wider than one grid row of blocks */
   compare_gray(600000, 2, 3, 7);  /* taller than 65535 blocks of 8 rows: grid-stride rows */
-  accel_stage_stats st;
-  accel_stage_stats_init(&st, sizeof st);
-  ck_assert_int_eq(accel_ctx_stats_find(gpu, "image.gray", &st), ACCEL_OK);
-  ck_assert_uint_eq(st.gpu_runs, 7);
-  ck_assert_uint_eq(st.fallbacks, 0);
+  expect_gpu_runs(gpu, "image.gray", 7);
 }
 END_TEST
 
@@ -160,8 +181,12 @@ START_TEST(hash_batch_equals_cpu) {
     accel_hash_options o;
     accel_hash_options_init(&o, sizeof o);
     o.nkinds = (uint32_t)runs[r].nkinds;
-    const accel_hash_kind all[6] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_DHASH_VERTICAL, ACCEL_HASH_PHASH,
-                                    runs[r].nkinds == 6 ? ACCEL_HASH_WHASH : ACCEL_HASH_COLORHASH, ACCEL_HASH_COLORHASH};
+    const accel_hash_kind all[6] = {ACCEL_HASH_AHASH,
+                                    ACCEL_HASH_DHASH,
+                                    ACCEL_HASH_DHASH_VERTICAL,
+                                    ACCEL_HASH_PHASH,
+                                    runs[r].nkinds == 6 ? ACCEL_HASH_WHASH : ACCEL_HASH_COLORHASH,
+                                    ACCEL_HASH_COLORHASH};
     memcpy(o.kinds, all, sizeof all);
     o.hash_size = runs[r].size;
     o.color_binbits = runs[r].binbits;
@@ -179,11 +204,7 @@ START_TEST(hash_batch_equals_cpu) {
     free(a);
     free(b);
   }
-  accel_stage_stats st;
-  accel_stage_stats_init(&st, sizeof st);
-  ck_assert_int_eq(accel_ctx_stats_find(gpu, "hash.batch", &st), ACCEL_OK);
-  ck_assert_uint_eq(st.gpu_runs, 3);
-  ck_assert_uint_eq(st.fallbacks, 0);
+  expect_gpu_runs(gpu, "hash.batch", 3);
 }
 END_TEST
 
@@ -239,24 +260,10 @@ START_TEST(index_join_equals_cpu) {
     so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
     accel_pairs *a = join_on(gpu, codes, runs[r].n, runs[r].bits, runs[r].nfields, &so);
     accel_pairs *b = join_on(cpu, codes, runs[r].n, runs[r].bits, runs[r].nfields, &so);
-    size_t na, nb;
-    const uint64_t *fa, *sa, *fb, *sb;
-    const uint32_t *da, *db;
-    accel_pairs_view(a, &na, &fa, &sa, &da, NULL);
-    accel_pairs_view(b, &nb, &fb, &sb, &db, NULL);
-    ck_assert_uint_eq(na, nb);
-    ck_assert_uint_gt(na, 0);
-    ck_assert(memcmp(fa, fb, na * 8) == 0 && memcmp(sa, sb, na * 8) == 0);
-    ck_assert(memcmp(da, db, na * runs[r].nfields * 4) == 0);
-    accel_pairs_destroy(a);
-    accel_pairs_destroy(b);
+    ck_assert_uint_gt(expect_same_pairs(a, b, runs[r].nfields), 0);
     free(codes);
   }
-  accel_stage_stats st;
-  accel_stage_stats_init(&st, sizeof st);
-  ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.join", &st), ACCEL_OK);
-  ck_assert_uint_eq(st.gpu_runs, 4);
-  ck_assert_uint_eq(st.fallbacks, 0);
+  expect_gpu_runs(gpu, "index.join", 4);
 }
 END_TEST
 
@@ -284,25 +291,14 @@ START_TEST(index_range_and_knn_equal_cpu) {
   accel_pairs *a = NULL, *b = NULL;
   ck_assert_msg(accel_index_range(ig, nq, q, &so, &a) == ACCEL_OK, "%s", accel_last_error(gpu));
   ck_assert_int_eq(accel_index_range(ic, nq, q, &so, &b), ACCEL_OK);
-  size_t na, nb;
-  const uint64_t *fa, *sa, *fb, *sb;
-  accel_pairs_view(a, &na, &fa, &sa, NULL, NULL);
-  accel_pairs_view(b, &nb, &fb, &sb, NULL, NULL);
-  ck_assert_uint_eq(na, nb);
-  ck_assert_uint_ge(na, nq / 2);
-  ck_assert(memcmp(fa, fb, na * 8) == 0 && memcmp(sa, sb, na * 8) == 0);
-  accel_pairs_destroy(a);
-  accel_pairs_destroy(b);
+  ck_assert_uint_ge(expect_same_pairs(a, b, 0), nq / 2);
   enum { K = 16 };
   uint64_t *ka = malloc(nq * K * 8), *kb = malloc(nq * K * 8);
   uint32_t *kda = malloc(nq * K * 4), *kdb = malloc(nq * K * 4);
   ck_assert_msg(accel_index_knn(ig, nq, q, K, 0, ka, kda) == ACCEL_OK, "%s", accel_last_error(gpu));
   ck_assert_int_eq(accel_index_knn(ic, nq, q, K, 0, kb, kdb), ACCEL_OK);
   ck_assert(memcmp(ka, kb, nq * K * 8) == 0 && memcmp(kda, kdb, nq * K * 4) == 0);
-  accel_stage_stats st;
-  accel_stage_stats_init(&st, sizeof st);
-  ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.knn", &st), ACCEL_OK);
-  ck_assert_uint_eq(st.gpu_runs, 1);
+  expect_gpu_runs(gpu, "index.knn", 1);
   accel_index_destroy(ig);
   accel_index_destroy(ic);
   free(codes);
@@ -367,7 +363,8 @@ START_TEST(ct_equals_cpu) {
     accel_array_init(&a8, fa, ACCEL_DTYPE_U8, 3, shape);
     accel_array_init(&b8, fb, ACCEL_DTYPE_U8, 3, shape);
     for (int conn = 6; conn <= 26; conn += 20) {
-      ck_assert_msg(accel_ct_fill_holes(g, &s, (accel_ct_connectivity)conn, &a8) == ACCEL_OK, "%s", accel_last_error(g));
+      ck_assert_msg(accel_ct_fill_holes(g, &s, (accel_ct_connectivity)conn, &a8) == ACCEL_OK, "%s",
+                    accel_last_error(g));
       ck_assert_int_eq(accel_ct_fill_holes(cpu, &s, (accel_ct_connectivity)conn, &b8), ACCEL_OK);
       ck_assert_msg(memcmp(fa, fb, n) == 0, "fill holes differ (slabs %d, connectivity %d)", slabs, conn);
     }
@@ -405,10 +402,7 @@ START_TEST(ct_equals_cpu) {
     ck_assert_msg(accel_ct_pipeline_run(pg, &s, NULL, &oa) == ACCEL_OK, "%s", accel_last_error(g));
     ck_assert_int_eq(accel_ct_pipeline_run(pc, &s, NULL, &ob), ACCEL_OK);
     ck_assert_msg(memcmp(ma, mb, n * 4) == 0, "pipeline labels differ (slabs %d)", slabs);
-    accel_stage_stats st;
-    accel_stage_stats_init(&st, sizeof st);
-    ck_assert_int_eq(accel_ctx_stats_find(g, "ct.edt", &st), ACCEL_OK);
-    ck_assert_uint_eq(st.gpu_runs, 1);
+    expect_gpu_runs(g, "ct.edt", 1);
     accel_ct_pipeline_destroy(pg);
     accel_ct_pipeline_destroy(pc);
     free(fa);
@@ -684,10 +678,7 @@ START_TEST(svf_equals_cpu) {
     ck_assert_int_eq(accel_svf_shadows(cpu, &ad, &ac, NULL, 247.5, 12, &so, &ob[0], &ob[1], &ob[2]), ACCEL_OK);
     ck_assert_msg(memcmp(ga, gb, sizeof(float) * R * C * 3) == 0, "shadows differ (tile %d)", tile);
   }
-  accel_stage_stats st;
-  accel_stage_stats_init(&st, sizeof st);
-  ck_assert_int_eq(accel_ctx_stats_find(gpu, "svf.sky", &st), ACCEL_OK);
-  ck_assert_uint_eq(st.gpu_runs, 2);
+  expect_gpu_runs(gpu, "svf.sky", 2);
   free(ga);
   free(gb);
   free(ma);

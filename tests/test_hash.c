@@ -726,7 +726,6 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
     snprintf(buf[i], sizeof buf[i], "%s/%s", data_path("hash"), t.rows[i].col[0]);
     paths[i] = buf[i];
   }
-  const uint64_t saved = accel__cuda_hash_emulated_budget;
   const struct {
     uint64_t budget;
     int size, binbits;
@@ -737,21 +736,21 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
       {(uint64_t)1 << 30, 6, 4},  /* a non-power-of-two size: the direct DCT */
   };
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
-    accel__cuda_hash_emulated_budget = runs[r].budget;
+    set_emulated_gpu_budget(runs[r].budget);
     log_capture cap = {0};
     uint64_t fallbacks = 0;
     compare_pipelines(paths, (size_t)t.n, runs[r].size, runs[r].binbits, &cap, &fallbacks);
     ck_assert_msg(fallbacks == 0, "run %zu fell back to the CPU: %s", r, cap.n ? cap.line[0] : "");
   }
   /* a budget no image fits in: the one fallback policy, and still the right answer */
-  accel__cuda_hash_emulated_budget = 64 << 10;
+  set_emulated_gpu_budget(64 << 10);
   log_capture cap = {0};
   uint64_t fallbacks = 0;
   compare_pipelines(paths, 4, 8, 3, &cap, &fallbacks);
   ck_assert_uint_eq(fallbacks, 1);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] hash.batch failed: "), 1);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "device memory"), 1);
-  accel__cuda_hash_emulated_budget = saved;
+  set_emulated_gpu_budget(0);
 }
 END_TEST
 
@@ -798,13 +797,12 @@ static void hash_case_init(hash_case *c) {
 START_TEST(gpu_pipeline_failures_fall_back_in_emulation) {
   static hash_case c;
   hash_case_init(&c);
-  const uint64_t saved = accel__cuda_hash_emulated_budget;
   const uint64_t budgets[] = {(uint64_t)1 << 30, ((uint64_t)1 << 20) + 200000};
   for (int b = 0; b < 2; b++) {
-    accel__cuda_hash_emulated_budget = budgets[b];
+    set_emulated_gpu_budget(budgets[b]);
     ck_assert_int_ge(emulated_fault_sweep("hash.batch", hash_on_gpu, &c), 8);
   }
-  accel__cuda_hash_emulated_budget = saved;
+  set_emulated_gpu_budget(0);
 }
 END_TEST
 

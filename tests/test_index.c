@@ -702,16 +702,17 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
     free_data(&d);
   }
   /* too little device memory: the fallback line, and the right answer from the CPU */
-  const uint64_t saved = accel__cuda_index_emulated_budget;
-  accel__cuda_index_emulated_budget = 4096;
+  set_emulated_gpu_budget(4096);
+  accel_ctx *small = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  set_emulated_gpu_budget(0);
   dataset d = make_data(300, 64, 1, true, 11);
-  accel_index *gx = build(gpu, &d);
+  accel_index *gx = build(small, &d);
   accel_search_options o = search_options(3);
   check_join(gx, &d, &o, "emulated GPU join over budget");
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] index.join failed: "), 1);
-  accel__cuda_index_emulated_budget = saved;
   accel_index_destroy(gx);
   free_data(&d);
+  accel_ctx_destroy(small);
   accel_ctx_destroy(gpu);
   accel_ctx_destroy(cpu);
 }

@@ -428,7 +428,7 @@ END_TEST
 /* The GPU's per-pixel march and sums (in emulation) against the CPU's vector
  * code: every output, whole and in budget-sized tiles. */
 static void gpu_equals_cpu(uint64_t budget, const char *what) {
-  accel__cuda_svf_emulated_budget = budget;
+  set_emulated_gpu_budget(budget);
   accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_ALLOW, NULL, ACCEL_LOG_WARN);
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
@@ -452,7 +452,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   free_city(&c);
   accel_ctx_destroy(cpu);
   accel_ctx_destroy(gpu);
-  accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
+  set_emulated_gpu_budget((uint64_t)1 << 30);
 }
 
 START_TEST(gpu_equals_cpu_in_emulation) { gpu_equals_cpu((uint64_t)1 << 30, "whole grid"); }
@@ -462,7 +462,7 @@ START_TEST(gpu_tiles_equal_cpu_in_emulation) { gpu_equals_cpu(700000, "tiles fro
 END_TEST
 
 START_TEST(gpu_too_small_a_budget_falls_back) {
-  accel__cuda_svf_emulated_budget = 20000;
+  set_emulated_gpu_budget(20000);
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
   city c;
@@ -483,7 +483,7 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   accel_ctx_destroy(strict);
   free_city(&c);
   accel_ctx_destroy(gpu);
-  accel__cuda_svf_emulated_budget = (uint64_t)1 << 30;
+  set_emulated_gpu_budget((uint64_t)1 << 30);
 }
 END_TEST
 

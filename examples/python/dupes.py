@@ -11,26 +11,17 @@ to millions of hashes (docs/index.md).
 import os
 import sys
 
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: sanitizer build")
-    sys.exit(77)
-try:
-    import numpy as np
-except ImportError:
-    print("SKIP: numpy is not installed")
-    sys.exit(77)
+from samples import photo_paths, require_numpy
 
-import accel
+np = require_numpy()
+import accel  # noqa: E402
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "samples", "photos")
+    paths = photo_paths(sys.argv[1] if len(sys.argv) > 1 else None)
     threshold = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                   if f.lower().endswith((".jpg", ".jpeg", ".png")))
     with accel.Context() as ctx:
-        h = ctx.hash_files(paths, kinds=["dhash", "ahash"])
+        h = ctx.hash.files(paths, kinds=["dhash", "ahash"])
         ok = np.array([h.ok(i) for i in range(len(paths))])
         for i in np.flatnonzero(~ok):
             print("skipped %s: %s" % (paths[i], h.error(i)), file=sys.stderr)

@@ -8,16 +8,10 @@ against numpy's version of the same arithmetic.
 import os
 import sys
 
-try:
-    import numpy as np
-except ImportError:
-    print("SKIP: numpy is not installed")
-    sys.exit(77)
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: sanitizer build")
-    sys.exit(77)
+from samples import SAMPLES, require_numpy
 
-import accel
+np = require_numpy()
+import accel  # noqa: E402
 
 
 def read_ppm(path):
@@ -42,8 +36,7 @@ def read_ppm(path):
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "samples", "astronaut.ppm")
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(SAMPLES, "astronaut.ppm")
     image = np.load(src) if src.endswith(".npy") else read_ppm(src)
     with accel.Context() as ctx:
         gray = ctx.to_gray(image)

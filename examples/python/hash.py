@@ -10,25 +10,16 @@ import itertools
 import os
 import sys
 
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: sanitizer build")
-    sys.exit(77)
-try:
-    import numpy  # noqa: F401  (the package returns numpy arrays)
-except ImportError:
-    print("SKIP: numpy is not installed")
-    sys.exit(77)
+from samples import photo_paths, require_numpy
 
-import accel
+require_numpy()  # the package returns numpy arrays
+import accel  # noqa: E402
 
 
 def main():
-    here = os.path.dirname(os.path.abspath(__file__))
-    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "..", "samples", "photos")
-    paths = sorted(os.path.join(folder, f) for f in os.listdir(folder)
-                   if f.lower().endswith((".jpg", ".jpeg", ".png")))
+    paths = photo_paths(sys.argv[1] if len(sys.argv) > 1 else None)
     with accel.Context() as ctx:
-        r = ctx.hash_files(paths, kinds=["dhash", "phash"])
+        r = ctx.hash.files(paths, kinds=["dhash", "phash"])
     for i, p in enumerate(paths):
         print("%-28s %s" % (os.path.basename(p), r.error(i) or "dhash %s  phash %s" % (r.hex(i, "dhash"),
                                                                                       r.hex(i, "phash"))))

@@ -18,27 +18,25 @@ static const char *dtype_name(accel_dtype d) {
 
 accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int32_t ndim,
                               const int64_t *shape) {
-  if (!a) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: array is NULL");
+  REQUIRE(NULL, a, ACCEL_ERR_INVALID_ARG, "array is NULL");
   memset(a, 0, sizeof *a);
   size_t item = accel_dtype_size(dtype);
-  if (!item) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: invalid dtype %d", (int)dtype);
+  REQUIRE(NULL, item, ACCEL_ERR_INVALID_ARG, "invalid dtype %d", (int)dtype);
   if (ndim < 0 || ndim > ACCEL_ARRAY_MAX_DIMS)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: ndim %d outside 0..%d", (int)ndim,
-                       ACCEL_ARRAY_MAX_DIMS);
-  if (ndim > 0 && !shape) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: shape is NULL");
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "ndim %d outside 0..%d", (int)ndim, ACCEL_ARRAY_MAX_DIMS);
+  if (ndim > 0 && !shape) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "shape is NULL");
   int64_t stride = (int64_t)item;
   bool empty = false;
   for (int i = 0; i < ndim; i++) {
     if (shape[i] < 0)
-      return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: shape[%d] = %lld is negative", i,
-                         (long long)shape[i]);
+      return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "shape[%d] = %lld is negative", i, (long long)shape[i]);
     if (shape[i] == 0) empty = true;
   }
   for (int i = ndim - 1; i >= 0; i--) {
     a->shape[i] = shape[i];
     a->strides[i] = stride;
     if (!empty && __builtin_mul_overflow(stride, shape[i], &stride))
-      return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_array_init: array size overflows");
+      return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "array size overflows");
   }
   a->data = data;
   a->dtype = dtype;
@@ -56,31 +54,31 @@ int64_t accel__array_count(const accel_array *a) {
 
 accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what,
                                 const accel_array *a) {
-  if (!a) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s is NULL", func, what);
+  if (!a) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", what);
   size_t item = accel_dtype_size(a->dtype);
-  if (!item) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has invalid dtype %d", func, what, (int)a->dtype);
+  if (!item) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has invalid dtype %d", what, (int)a->dtype);
   if (a->ndim < 0 || a->ndim > ACCEL_ARRAY_MAX_DIMS)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has ndim %d outside 0..%d", func, what, (int)a->ndim,
-                       ACCEL_ARRAY_MAX_DIMS);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has ndim %d outside 0..%d", what, (int)a->ndim,
+                          ACCEL_ARRAY_MAX_DIMS);
   int64_t count = 1, span = (int64_t)item;
   bool empty = false;
   for (int i = 0; i < a->ndim; i++) {
     if (a->shape[i] < 0)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has negative shape[%d]", func, what, i);
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has negative shape[%d]", what, i);
     empty = empty || a->shape[i] == 0;
   }
   if (empty) return ACCEL_OK; /* no element: any extents and strides (accel_array_init agrees) */
   for (int i = 0; i < a->ndim; i++)
     if (__builtin_mul_overflow(count, a->shape[i], &count))
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has too many elements", func, what);
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has too many elements", what);
   for (int i = 0; i < a->ndim; i++) {
     if (a->strides[i] == INT64_MIN)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has an invalid stride", func, what);
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has an invalid stride", what);
     int64_t s = a->strides[i] < 0 ? -a->strides[i] : a->strides[i], reach;
     if (__builtin_mul_overflow(s, a->shape[i] - 1, &reach) || __builtin_add_overflow(span, reach, &span))
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s strides reach beyond the address space", func, what);
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s strides reach beyond the address space", what);
   }
-  if (!a->data) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s has NULL data", func, what);
+  if (!a->data) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has NULL data", what);
   return ACCEL_OK;
 }
 
@@ -152,7 +150,7 @@ struct accel_buffer {
 };
 
 accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out) {
-  if (!out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_buffer_create: out is NULL");
+  REQUIRE(NULL, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
   accel_array a;
   accel_status s = accel_array_init(&a, NULL, dtype, ndim, shape);
@@ -160,12 +158,12 @@ accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t 
   size_t bytes = accel_dtype_size(dtype);
   for (int i = 0; i < ndim; i++)
     if (accel__mul_overflow(bytes, (size_t)shape[i], &bytes))
-      return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "accel_buffer_create: size overflows");
+      return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "size overflows");
   accel_buffer *b = malloc(sizeof *b);
   void *mem = NULL;
   if (!b || posix_memalign(&mem, 64, bytes ? bytes : 1)) {
     free(b);
-    return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "accel_buffer_create: cannot allocate %zu bytes", bytes);
+    return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
   }
   memset(mem, 0, bytes);
   a.data = mem;
@@ -175,7 +173,7 @@ accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t 
 }
 
 accel_status accel_buffer_view(const accel_buffer *buffer, accel_array *view) {
-  if (!buffer || !view) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_buffer_view: NULL argument");
+  REQUIRE(NULL, buffer && view, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *view = buffer->view;
   return ACCEL_OK;
 }
@@ -190,38 +188,38 @@ const char *accel__dtype_name(accel_dtype d) { return dtype_name(d); }
 
 /* ---- contiguous views */
 
-static accel_status view_open(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
-                              accel__view *v, bool pack) {
-  v->a = a;
-  v->owned = false;
+static accel_status view_open(const accel_ctx *ctx, const char *func, accel__view *v) {
+  const accel_array *a = v->a;
   if (accel__array_is_contiguous(a)) {
     v->data = a->data;
     return ACCEL_OK;
   }
   const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
   if (!(v->data = malloc(bytes ? bytes : 1)))
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for a contiguous copy of %s", func, what);
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for a contiguous copy of %s", v->what);
   v->owned = true;
-  if (pack) accel__array_pack(a, v->data);
+  if (v->mode != ACCEL__VIEW_OUT) accel__array_pack(a, v->data);
   return ACCEL_OK;
 }
 
-accel_status accel__view_in(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
-                            accel__view *v) {
-  return view_open(ctx, func, what, a, v, true);
+accel_status accel__views_open(const accel_ctx *ctx, const char *func, accel__view *v, int n) {
+  for (int i = 0; i < n; i++) {
+    v[i].data = NULL;
+    v[i].owned = false;
+  }
+  for (int i = 0; i < n; i++) {
+    accel_status s = v[i].a ? view_open(ctx, func, &v[i]) : ACCEL_OK;
+    if (s) return accel__views_close(v, i, s);
+  }
+  return ACCEL_OK;
 }
 
-accel_status accel__view_out(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
-                             accel__view *v) {
-  return view_open(ctx, func, what, a, v, false);
-}
-
-void accel__view_commit(accel__view *v) {
-  if (v->owned) accel__array_unpack(v->data, v->a);
-}
-
-void accel__view_free(accel__view *v) {
-  if (v->owned) free(v->data);
-  v->owned = false;
-  v->a = NULL;
+accel_status accel__views_close(accel__view *v, int n, accel_status s) {
+  for (int i = 0; i < n; i++) {
+    if (!v[i].owned) continue;
+    if (!s && v[i].mode != ACCEL__VIEW_IN) accel__array_unpack(v[i].data, v[i].a);
+    free(v[i].data);
+    v[i].owned = false;
+  }
+  return s;
 }

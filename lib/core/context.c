@@ -4,7 +4,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 /* Sizes of the first released version of each struct: callers compiled
  * against that version pass these. Fields added later get defaults. */
@@ -32,71 +31,48 @@ const char *accel_log_level_name(accel_log_level level) {
 }
 
 accel_status accel_backend_from_string(const char *name, accel_backend_kind *kind) {
-  if (!name || !kind)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_from_string: NULL argument");
-  for (int i = 0; i < 3; i++)
-    if (strcasecmp(name, BACKEND_NAMES[i]) == 0) {
-      *kind = (accel_backend_kind)i;
-      return ACCEL_OK;
-    }
-  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "unknown backend \"%s\" (expected auto, cpu or cuda)",
-                     name);
+  REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  int i = 0;
+  accel_status s = accel__parse_name(name, BACKEND_NAMES, 3, NULL, 0, "backend", "expected auto, cpu or cuda", &i);
+  if (!s) *kind = (accel_backend_kind)i;
+  return s;
 }
 
 accel_status accel_log_level_from_string(const char *name, accel_log_level *level) {
-  if (!name || !level)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_log_level_from_string: NULL argument");
-  for (int i = 0; i < 5; i++)
-    if (strcasecmp(name, LEVEL_NAMES[i]) == 0) {
-      *level = (accel_log_level)i;
-      return ACCEL_OK;
-    }
-  if (strcasecmp(name, "warning") == 0) {
-    *level = ACCEL_LOG_WARN;
-    return ACCEL_OK;
-  }
-  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                     "unknown log level \"%s\" (expected debug, info, warn, error or off)", name);
+  REQUIRE(NULL, name && level, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  int i = 0;
+  accel_status s = accel__parse_name(name, LEVEL_NAMES, 5, "warning", ACCEL_LOG_WARN, "log level",
+                                     "expected debug, info, warn, error or off", &i);
+  if (!s) *level = (accel_log_level)i;
+  return s;
 }
 
 /* ---------------------------------------------------------- options */
 
 accel_status accel_ctx_options_init(accel_ctx_options *opts, size_t struct_size) {
-  accel_ctx_options d;
-  memset(&d, 0, sizeof d);
-  d.backend = ACCEL_BACKEND_AUTO;
-  d.device = 0;
-  d.fallback = ACCEL_FALLBACK_ALLOW;
-  d.device_memory_budget = 0;
-  d.cpu_threads = 0;
-  d.log_level = ACCEL_LOG_WARN;
-  d.log_fn = NULL;
-  d.log_user = NULL;
-  return accel__versioned_init("accel_ctx_options_init", opts, struct_size, &d, sizeof d, CTX_OPTIONS_V1_SIZE);
+  static const accel_ctx_options DEFAULTS = {
+      .backend = ACCEL_BACKEND_AUTO, .fallback = ACCEL_FALLBACK_ALLOW, .log_level = ACCEL_LOG_WARN};
+  return accel__versioned_init(__func__, opts, struct_size, &DEFAULTS, sizeof DEFAULTS, CTX_OPTIONS_V1_SIZE);
 }
 
-static accel_status read_options(const accel_ctx_options *in, accel_ctx_options *o) {
+static accel_status read_options(const char *func, const accel_ctx_options *in, accel_ctx_options *o) {
   accel_ctx_options_init(o, sizeof *o);
   if (in) {
-    accel_status s = accel__versioned_in(NULL, "accel_ctx_create", "opts", in, o, sizeof *o,
-                                         CTX_OPTIONS_V1_SIZE);
+    accel_status s = accel__versioned_in(NULL, func, "opts", in, o, sizeof *o, CTX_OPTIONS_V1_SIZE);
     if (s) return s;
   }
   if ((unsigned)o->backend > ACCEL_BACKEND_CUDA)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: unknown backend %d", (int)o->backend);
+    return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "unknown backend %d", (int)o->backend);
   if ((unsigned)o->fallback > ACCEL_FALLBACK_DENY)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: unknown fallback policy %d",
-                       (int)o->fallback);
+    return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "unknown fallback policy %d", (int)o->fallback);
   if ((unsigned)o->log_level > ACCEL_LOG_OFF)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: unknown log level %d",
-                       (int)o->log_level);
+    return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "unknown log level %d", (int)o->log_level);
   if (o->device < 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: device index %d is negative",
-                       (int)o->device);
+    return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "device index %d is negative", (int)o->device);
   if (o->cpu_threads < 0 || o->cpu_threads > ACCEL_CPU_THREADS_MAX)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                       "accel_ctx_create: cpu_threads %d is out of range (0 = all cores, else 1..%d)",
-                       (int)o->cpu_threads, (int)ACCEL_CPU_THREADS_MAX);
+    return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG,
+                          "cpu_threads %d is out of range (0 = all cores, else 1..%d)", (int)o->cpu_threads,
+                          (int)ACCEL_CPU_THREADS_MAX);
   return ACCEL_OK;
 }
 
@@ -166,16 +142,17 @@ static accel_status choose_backend(accel_ctx *ctx, const accel_ctx_options *o, c
 
 accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__backend *gpu,
                                     accel_ctx **out) {
-  if (!out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_create: out is NULL");
+  static const char func[] = "accel_ctx_create"; /* the public function, in messages */
+  if (!out) return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
   accel_ctx_options o;
   int log_env_level;
-  accel_status s = read_options(opts, &o);
+  accel_status s = read_options(func, opts, &o);
   if (!s) s = apply_environment(&o, &log_env_level);
   if (s) return s;
 
   accel_ctx *ctx = calloc(1, sizeof *ctx);
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "accel_ctx_create: out of memory");
+  if (!ctx) return accel__fail_in(NULL, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   ctx->serial = next_serial();
   pthread_mutex_init(&ctx->log_mu, NULL);
   pthread_mutex_init(&ctx->stats_mu, NULL);
@@ -222,14 +199,12 @@ uint64_t accel__ctx_max_pixels(const accel_ctx *ctx) {
 }
 
 accel_status accel_ctx_info_init(accel_ctx_info *info, size_t struct_size) {
-  accel_ctx_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init("accel_ctx_info_init", info, struct_size, &d, sizeof d, CTX_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, CTX_INFO_V1_SIZE);
 }
 
 accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info) {
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_query: ctx is NULL");
-  if (!info) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_ctx_query: info is NULL");
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  REQUIRE(ctx, info, ACCEL_ERR_INVALID_ARG, "info is NULL");
   accel_ctx_info i;
   accel_ctx_info_init(&i, sizeof i);
   i.backend = ctx->backend->kind;
@@ -242,5 +217,5 @@ accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *info) {
   pthread_mutex_lock(&c->log_mu);
   i.log_level = c->log_level;
   pthread_mutex_unlock(&c->log_mu);
-  return accel__versioned_out(ctx, "accel_ctx_query", "info", info, &i, sizeof i, CTX_INFO_V1_SIZE);
+  return accel__versioned_out(ctx, __func__, "info", info, &i, sizeof i, CTX_INFO_V1_SIZE);
 }

@@ -16,14 +16,21 @@ static const accel__backend *gpu_backend(void) {
 #endif
 }
 
+/* What the GPU backend sees; false if this build has none. */
+static bool probe(accel__probe_result *p) {
+  const accel__backend *b = gpu_backend();
+  if (!b) return false;
+  memset(p, 0, sizeof *p);
+  b->probe(p);
+  return true;
+}
+
 accel_status accel_backend_info_init(accel_backend_info *info, size_t struct_size) {
-  accel_backend_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init("accel_backend_info_init", info, struct_size, &d, sizeof d, BACKEND_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, BACKEND_INFO_V1_SIZE);
 }
 
 accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info) {
-  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_query: info is NULL");
+  REQUIRE(NULL, info, ACCEL_ERR_INVALID_ARG, "info is NULL");
   accel_backend_info i;
   accel_backend_info_init(&i, sizeof i);
   i.kind = kind;
@@ -33,11 +40,8 @@ accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *in
     i.device_count = 1;
   } else if (kind == ACCEL_BACKEND_CUDA) {
     accel__strlcpy(i.name, "cuda", sizeof i.name);
-    const accel__backend *b = gpu_backend();
-    if (b) {
-      accel__probe_result p;
-      memset(&p, 0, sizeof p);
-      b->probe(&p);
+    accel__probe_result p;
+    if (probe(&p)) {
       i.compiled = 1;
       i.device_count = p.device_count;
       i.available = p.device_count > 0;
@@ -46,42 +50,32 @@ accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *in
       accel__strlcpy(i.reason, "this libaccel was built without CUDA", sizeof i.reason);
     }
   } else {
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_backend_query: kind must be CPU or CUDA, got %d",
-                       (int)kind);
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "kind must be CPU or CUDA, got %d", (int)kind);
   }
-  return accel__versioned_out(NULL, "accel_backend_query", "info", info, &i, sizeof i, BACKEND_INFO_V1_SIZE);
+  return accel__versioned_out(NULL, __func__, "info", info, &i, sizeof i, BACKEND_INFO_V1_SIZE);
 }
 
 accel_status accel_device_count(int32_t *count) {
-  if (!count) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_device_count: count is NULL");
-  *count = 0;
-  const accel__backend *b = gpu_backend();
-  if (b) {
-    accel__probe_result p;
-    memset(&p, 0, sizeof p);
-    b->probe(&p);
-    *count = p.device_count;
-  }
+  REQUIRE(NULL, count, ACCEL_ERR_INVALID_ARG, "count is NULL");
+  accel__probe_result p;
+  *count = probe(&p) ? p.device_count : 0;
   return ACCEL_OK;
 }
 
 accel_status accel_device_info_init(accel_device_info *info, size_t struct_size) {
-  accel_device_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init("accel_device_info_init", info, struct_size, &d, sizeof d, DEVICE_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, DEVICE_INFO_V1_SIZE);
 }
 
 accel_status accel_device_query(int32_t index, accel_device_info *info) {
-  if (!info) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_device_query: info is NULL");
+  REQUIRE(NULL, info, ACCEL_ERR_INVALID_ARG, "info is NULL");
   int32_t n;
   accel_device_count(&n);
   if (index < 0 || index >= n)
-    return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "accel_device_query: no CUDA device %d (%d present)",
-                       (int)index, (int)n);
+    return FAIL(NULL, ACCEL_ERR_NOT_FOUND, "no CUDA device %d (%d present)", (int)index, (int)n);
   accel_device_info d;
   accel_device_info_init(&d, sizeof d);
   char why[ACCEL_REASON_MAX] = "";
   accel_status s = gpu_backend()->device_info(index, &d, why);
-  if (s) return accel__fail(NULL, s, "accel_device_query: %s", why);
-  return accel__versioned_out(NULL, "accel_device_query", "info", info, &d, sizeof d, DEVICE_INFO_V1_SIZE);
+  if (s) return FAIL(NULL, s, "%s", why);
+  return accel__versioned_out(NULL, __func__, "info", info, &d, sizeof d, DEVICE_INFO_V1_SIZE);
 }

@@ -4,6 +4,8 @@
  *
  *   GPU op succeeds                -> its result; counted as a GPU run
  *   GPU op has no implementation   -> CPU run (DEBUG line; not a fallback)
+ *   GPU op declines this case      -> CPU run (DEBUG line with the reason;
+ *                                     not a fallback, under either policy)
  *   GPU op fails, caller's fault   -> that error (INVALID_ARG, CANCELLED, ...)
  *   GPU op fails, backend's fault  -> ALLOW: WARN "[GPU] <stage> failed:
  *                                     <reason>. CPU fallback.", counted,
@@ -42,6 +44,9 @@ accel_status accel__dispatch(accel_ctx *ctx, const char *stage, accel__stage_fn 
     if (rc == ACCEL__NOT_IMPLEMENTED) {
       accel__log(ctx, ACCEL_LOG_DEBUG, "accel: %s has no %s implementation; running on the CPU", stage,
                  ctx->backend->name);
+    } else if (call.declined) {
+      strip_period(call.why);
+      accel__log(ctx, ACCEL_LOG_DEBUG, "accel: %s is left to the CPU by %s: %s", stage, ctx->backend->name, call.why);
     } else {
       strip_period(call.why);
       const char *why = call.why[0] ? call.why : accel_status_describe((accel_status)rc);

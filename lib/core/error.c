@@ -34,14 +34,36 @@ static err_slot *slot_for(uint64_t serial, bool create) {
   return oldest;
 }
 
-accel_status accel__fail(const accel_ctx *ctx, accel_status status, const char *fmt, ...) {
+/* The message is "<func>: <fmt's text>", or fmt's text alone without func.
+ * It is formatted apart first: an argument may be the slot's old message
+ * (a caller adding context to the error of a call it made). */
+static void set_error(const accel_ctx *ctx, accel_status status, const char *func, const char *fmt, va_list ap) {
+  char msg[MSG_MAX];
+  size_t at = 0;
+  if (func) {
+    const int n = snprintf(msg, sizeof msg, "%s: ", func);
+    at = n < 0 ? 0 : (size_t)n < sizeof msg ? (size_t)n : sizeof msg - 1;
+  }
+  vsnprintf(msg + at, sizeof msg - at, fmt, ap);
   err_slot *s = slot_for(serial_of(ctx), true);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(s->msg, sizeof s->msg, fmt, ap);
-  va_end(ap);
+  memcpy(s->msg, msg, strlen(msg) + 1);
   s->stamp = ++tls_clock;
   if (ctx) accel__log((accel_ctx *)ctx, ACCEL_LOG_DEBUG, "accel: %s: %s", accel_status_string(status), s->msg);
+}
+
+accel_status accel__fail(const accel_ctx *ctx, accel_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_error(ctx, status, NULL, fmt, ap);
+  va_end(ap);
+  return status;
+}
+
+accel_status accel__fail_in(const accel_ctx *ctx, const char *func, accel_status status, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  set_error(ctx, status, func, fmt, ap);
+  va_end(ap);
   return status;
 }
 

@@ -21,6 +21,25 @@ extern "C" {
  * return `status`. Also logged at DEBUG level. */
 accel_status accel__fail(const accel_ctx *ctx, accel_status status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same with "<func>: " before the message, the form of every message a
+ * public function leaves. Helpers shared by several public functions take the
+ * caller's name (a `func` parameter) and report through this. */
+accel_status accel__fail_in(const accel_ctx *ctx, const char *func, accel_status status, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* FAIL(ctx, status, fmt, ...): record "<this function's name>: <message>"
+ * as the last error of ctx and evaluate to `status`. Use it in the public
+ * function itself, whose name (__func__) is what the user sees; in a helper,
+ * call accel__fail_in with the public function's name instead. */
+#define FAIL(ctx, status, ...) accel__fail_in((ctx), __func__, (status), __VA_ARGS__)
+
+/* REQUIRE(ctx, cond, status, fmt, ...): unless `cond` holds, return
+ * FAIL(ctx, status, fmt, ...) from the enclosing function. For the argument
+ * checks at the top of a public function. */
+#define REQUIRE(ctx, cond, status, ...)                                                                                \
+  do {                                                                                                                 \
+    if (!(cond)) return FAIL(ctx, status, __VA_ARGS__);                                                                \
+  } while (0)
 
 /* ---- logging (log.c) */
 
@@ -37,6 +56,26 @@ enum { ACCEL__NOT_IMPLEMENTED = -1 };
 /* Runs one stage on `call->state`'s backend. Returns an accel_status or
  * ACCEL__NOT_IMPLEMENTED; on failure it leaves the reason in call->why. */
 typedef int (*accel__stage_fn)(const accel__backend *backend, accel__call *call, void *job);
+
+/* ACCEL__STAGE_FN(name, domain, op, args...): define `static int name(...)`,
+ * the accel__stage_fn that calls backend->domain->op(call, args...), or
+ * answers ACCEL__NOT_IMPLEMENTED when the backend lacks that op. `args` are
+ * the op's arguments after `call`, written in terms of `job` (the void *
+ * the dispatcher passes through): usually just `job`. One per stage, in
+ * lib/<domain>/api.c; a stage that a backend cannot take in some case is
+ * declined by the op itself (accel__decline), never decided here. */
+#define ACCEL__STAGE_FN(name, domain, op, ...)                                                                         \
+  static int name(const accel__backend *b, accel__call *call, void *job) {                                             \
+    if (!b->domain || !b->domain->op) return ACCEL__NOT_IMPLEMENTED;                                                   \
+    return b->domain->op(call, __VA_ARGS__);                                                                           \
+  }
+
+/* For an op that does not take this case (a choice, not a failure: say the
+ * GPU leaves an algorithm to the CPU): leave the reason in call->why, mark
+ * the call declined and return ACCEL_ERR_UNSUPPORTED. The dispatcher then
+ * runs the stage on the CPU with a DEBUG line, counting no fallback and
+ * logging no warning, whatever the fallback policy. */
+accel_status accel__decline(accel__call *call, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Run `stage` on the context's backend and apply the fallback policy.
  * Arguments must already be validated: this is where GPU failures become
@@ -86,26 +125,43 @@ bool accel__array_is_contiguous(const accel_array *a);
 void accel__array_pack(const accel_array *a, void *dst);
 void accel__array_unpack(const void *src, const accel_array *a);
 /* A contiguous view of a caller's array: its memory when C-contiguous, else
- * a packed copy (accel__view_in) or a scratch buffer (accel__view_out) that
- * accel__view_commit unpacks into the array. accel__view_free releases it. */
+ * a packed copy (IN: what a stage reads), a scratch buffer (OUT: what it
+ * writes) or both (INOUT: an output that starts as the array's contents).
+ * OUT and INOUT views are copied back into a strided array when the stage
+ * has succeeded and discarded otherwise. */
+typedef enum accel__view_mode { ACCEL__VIEW_IN, ACCEL__VIEW_OUT, ACCEL__VIEW_INOUT } accel__view_mode;
 typedef struct accel__view {
-  const accel_array *a;
-  void *data;
+  const char *what;       /* the argument's name, for messages */
+  const accel_array *a;   /* NULL: no array, no view (data stays NULL) */
+  accel__view_mode mode;
+  void *data;             /* set by accel__views_open */
   bool owned;
 } accel__view;
-accel_status accel__view_in(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
-                            accel__view *v);
-accel_status accel__view_out(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
-                             accel__view *v);
-void accel__view_commit(accel__view *v);
-void accel__view_free(accel__view *v);
+/* Initializers: ACCEL__IN("what", a), ACCEL__OUT("what", a), or ACCEL__VIEW
+ * with the mode given (a NULL array makes an unused slot). */
+#define ACCEL__VIEW(what, array, mode) {(what), (array), (mode), NULL, false}
+#define ACCEL__IN(what, array) ACCEL__VIEW(what, array, ACCEL__VIEW_IN)
+#define ACCEL__OUT(what, array) ACCEL__VIEW(what, array, ACCEL__VIEW_OUT)
+/* The views of a stage's arrays: fill what, a and mode of v[0..n), then
+ * open them all; on failure (out of memory, recorded as `func: ...`)
+ * nothing stays open. A stage then runs on v[i].data and ends with
+ * accel__views_close, which copies the outputs back when `s` is ACCEL_OK,
+ * releases every view either way and returns `s`:
+ *
+ *   accel__view v[2] = {ACCEL__IN("in", in), ACCEL__OUT("out", out)};
+ *   if ((s = accel__views_open(ctx, __func__, v, 2))) return s;
+ *   ... s = accel__dispatch(ctx, stage, fn, &job) with v[0].data, v[1].data ...
+ *   return accel__views_close(v, 2, s);
+ */
+accel_status accel__views_open(const accel_ctx *ctx, const char *func, accel__view *v, int n);
+accel_status accel__views_close(accel__view *v, int n, accel_status s);
 /* "U8", "F32", ... for messages. */
 const char *accel__dtype_name(accel_dtype dtype);
 
 /* ---- versioned structs (util.c): struct_size is the first member */
 
-/* An init function's body: write `defaults` (ours, ours_size bytes) into the
- * caller's struct of `size` bytes, never past it: the bytes both cover are
+/* An init function's body: write `defaults` (ours, ours_size bytes; NULL:
+ * all zero) into the caller's struct of `size` bytes, never past it: the bytes both cover are
  * copied, any beyond ours are zeroed, struct_size becomes `size`.
  * ACCEL_ERR_INVALID_ARG for NULL, ACCEL_ERR_VERSION for a size below
  * `min_size` (the oldest layout) or over UINT32_MAX; nothing is written then. */
@@ -122,11 +178,27 @@ accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const c
 accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what,
                                   void *theirs, const void *ours, size_t ours_size, size_t min_size);
 
+/* ---- ordering, for qsort comparators and searches */
+
+/* -1, 0 or 1 as a is below, equal to or above b. */
+static inline int accel__cmp_u64(uint64_t a, uint64_t b) { return (a > b) - (a < b); }
+/* The same for the pairs (a1, a2) and (b1, b2): by first members, then second. */
+static inline int accel__cmp_u64_pair(uint64_t a1, uint64_t a2, uint64_t b1, uint64_t b2) {
+  return a1 != b1 ? accel__cmp_u64(a1, b1) : accel__cmp_u64(a2, b2);
+}
+/* The first position of sorted v[0..n) whose value is not below key (util.c). */
+size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key);
+
 /* ---- small utilities (util.c) */
 
 double accel__now(void);                        /* monotonic seconds */
 bool accel__mul_overflow(size_t a, size_t b, size_t *out);
 int accel__default_threads(void);               /* OpenMP's default, or the CPU count */
+/* The *index of `name` among names[0..n), ignoring case, or alias_index for
+ * `alias` (may be NULL); anything else is ACCEL_ERR_INVALID_ARG with the
+ * last error "unknown <what> "<name>" (<choices>)". */
+accel_status accel__parse_name(const char *name, const char *const *names, int n, const char *alias, int alias_index,
+                               const char *what, const char *choices, int *index);
 /* Copy at most size-1 bytes and terminate; like strlcpy. */
 void accel__strlcpy(char *dst, const char *src, size_t size);
 /* Write a formatted reason into a fixed why[ACCEL_REASON_MAX] buffer,

@@ -41,9 +41,9 @@ void accel__log(accel_ctx *ctx, accel_log_level level, const char *fmt, ...) {
 }
 
 accel_status accel_set_log(accel_ctx *ctx, accel_log_fn fn, void *user, accel_log_level level) {
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_set_log: ctx is NULL");
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   if ((unsigned)level > ACCEL_LOG_OFF)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_set_log: unknown log level %d", (int)level);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "unknown log level %d", (int)level);
   pthread_mutex_lock(&ctx->log_mu);
   ctx->log_fn = fn;
   ctx->log_user = user;

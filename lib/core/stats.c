@@ -39,19 +39,16 @@ void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delt
 }
 
 accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size) {
-  accel_stage_stats d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init("accel_stage_stats_init", stats, struct_size, &d, sizeof d, STAGE_STATS_V1_SIZE);
+  return accel__versioned_init(__func__, stats, struct_size, NULL, sizeof *stats, STAGE_STATS_V1_SIZE);
 }
 
 static accel_status check_out(const accel_ctx *ctx, const char *func, const accel_stage_stats *s) {
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", func);
-  if (!s) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: stats is NULL", func);
+  if (!ctx) return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  if (!s) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "stats is NULL");
   if (s->struct_size < STAGE_STATS_V1_SIZE)
-    return accel__fail(ctx, ACCEL_ERR_VERSION,
-                       "%s: stats->struct_size is %u, smaller than any version's (%zu); call "
-                       "accel_stage_stats_init first",
-                       func, s->struct_size, (size_t)STAGE_STATS_V1_SIZE);
+    return accel__fail_in(ctx, func, ACCEL_ERR_VERSION,
+                          "stats->struct_size is %u, smaller than any version's (%zu); call accel_stage_stats_init "
+                          "first", s->struct_size, (size_t)STAGE_STATS_V1_SIZE);
   return ACCEL_OK;
 }
 
@@ -69,8 +66,8 @@ static void fill(accel_stage_stats *out, const accel__stage_record *r) {
 }
 
 accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count) {
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_count: ctx is NULL");
-  if (!count) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_count: count is NULL");
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  REQUIRE(ctx, count, ACCEL_ERR_INVALID_ARG, "count is NULL");
   accel_ctx *c = (accel_ctx *)ctx;
   pthread_mutex_lock(&c->stats_mu);
   *count = c->nstages;
@@ -79,21 +76,20 @@ accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count) {
 }
 
 accel_status accel_ctx_stats_get(const accel_ctx *ctx, size_t index, accel_stage_stats *stats) {
-  accel_status s = check_out(ctx, "accel_ctx_stats_get", stats);
+  accel_status s = check_out(ctx, __func__, stats);
   if (s) return s;
   accel_ctx *c = (accel_ctx *)ctx;
   pthread_mutex_lock(&c->stats_mu);
   if (index < c->nstages) fill(stats, &c->stages[index]);
-  else s = accel__fail(ctx, ACCEL_ERR_NOT_FOUND, "accel_ctx_stats_get: index %zu, only %zu stages",
-                       index, c->nstages);
+  else s = FAIL(ctx, ACCEL_ERR_NOT_FOUND, "index %zu, only %zu stages", index, c->nstages);
   pthread_mutex_unlock(&c->stats_mu);
   return s;
 }
 
 accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage, accel_stage_stats *stats) {
-  accel_status s = check_out(ctx, "accel_ctx_stats_find", stats);
+  accel_status s = check_out(ctx, __func__, stats);
   if (s) return s;
-  if (!stage) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_find: stage is NULL");
+  REQUIRE(ctx, stage, ACCEL_ERR_INVALID_ARG, "stage is NULL");
   accel_ctx *c = (accel_ctx *)ctx;
   s = ACCEL_ERR_NOT_FOUND;
   pthread_mutex_lock(&c->stats_mu);
@@ -104,12 +100,12 @@ accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage, accel
       break;
     }
   pthread_mutex_unlock(&c->stats_mu);
-  if (s) return accel__fail(ctx, s, "accel_ctx_stats_find: stage \"%s\" has not run", stage);
+  if (s) return FAIL(ctx, s, "stage \"%s\" has not run", stage);
   return ACCEL_OK;
 }
 
 accel_status accel_ctx_stats_reset(accel_ctx *ctx) {
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ctx_stats_reset: ctx is NULL");
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   pthread_mutex_lock(&ctx->stats_mu);
   ctx->nstages = 0;
   pthread_mutex_unlock(&ctx->stats_mu);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 #ifdef _OPENMP
@@ -39,13 +40,50 @@ void accel__strlcpy(char *dst, const char *src, size_t size) {
   dst[n] = '\0';
 }
 
+size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key) {
+  size_t lo = 0, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (v[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+accel_status accel__parse_name(const char *name, const char *const *names, int n, const char *alias, int alias_index,
+                               const char *what, const char *choices, int *index) {
+  for (int i = 0; i < n; i++)
+    if (strcasecmp(name, names[i]) == 0) {
+      *index = i;
+      return ACCEL_OK;
+    }
+  if (alias && strcasecmp(name, alias) == 0) {
+    *index = alias_index;
+    return ACCEL_OK;
+  }
+  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "unknown %s \"%s\" (%s)", what, name, choices);
+}
+
+static void vwhy(char *why, const char *fmt, va_list ap) {
+  vsnprintf(why, ACCEL_REASON_MAX, fmt, ap);
+  size_t n = strlen(why);
+  while (n && (why[n - 1] == '.' || why[n - 1] == '\n' || why[n - 1] == ' ')) why[--n] = '\0';
+}
+
 void accel__why(char *why, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(why, ACCEL_REASON_MAX, fmt, ap);
+  vwhy(why, fmt, ap);
   va_end(ap);
-  size_t n = strlen(why);
-  while (n && (why[n - 1] == '.' || why[n - 1] == '\n' || why[n - 1] == ' ')) why[--n] = '\0';
+}
+
+accel_status accel__decline(accel__call *call, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vwhy(call->why, fmt, ap);
+  va_end(ap);
+  call->declined = true;
+  return ACCEL_ERR_UNSUPPORTED;
 }
 
 /* The caller's struct_size, or ACCEL_ERR_VERSION if no version was ever that small. */
@@ -53,10 +91,9 @@ static accel_status struct_size_of(const accel_ctx *ctx, const char *func, const
                                    size_t min_size, uint32_t *size) {
   memcpy(size, theirs, sizeof *size);
   if (*size < min_size)
-    return accel__fail(ctx, ACCEL_ERR_VERSION,
-                       "%s: %s->struct_size is %u, smaller than any version's (%zu); call the "
-                       "matching _init function first",
-                       func, what, *size, min_size);
+    return accel__fail_in(ctx, func, ACCEL_ERR_VERSION,
+                          "%s->struct_size is %u, smaller than any version's (%zu); call the matching _init function "
+                          "first", what, *size, min_size);
   return ACCEL_OK;
 }
 
@@ -69,9 +106,9 @@ accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const c
     const unsigned char *extra = (const unsigned char *)theirs + ours_size;
     for (size_t i = 0; i < size - ours_size; i++)
       if (extra[i])
-        return accel__fail(ctx, ACCEL_ERR_VERSION,
-                           "%s: %s sets fields this libaccel (%s) does not know (struct_size %u > %zu)",
-                           func, what, accel_version_string(), size, ours_size);
+        return accel__fail_in(ctx, func, ACCEL_ERR_VERSION,
+                              "%s sets fields this libaccel (%s) does not know (struct_size %u > %zu)", what,
+                              accel_version_string(), size, ours_size);
   }
   memcpy((char *)ours + sizeof size, (const char *)theirs + sizeof size,
          (size < ours_size ? size : ours_size) - sizeof size);
@@ -91,14 +128,14 @@ accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const 
 
 accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults,
                                    size_t ours_size, size_t min_size) {
-  if (!theirs) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: the struct pointer is NULL", func);
+  if (!theirs) return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "the struct pointer is NULL");
   if (size < min_size || size > UINT32_MAX)
-    return accel__fail(NULL, ACCEL_ERR_VERSION,
-                       "%s: struct_size %zu is not a layout this libaccel (%s) knows (%zu bytes or more; "
-                       "pass sizeof of the struct)",
-                       func, size, accel_version_string(), min_size);
+    return accel__fail_in(NULL, func, ACCEL_ERR_VERSION,
+                          "struct_size %zu is not a layout this libaccel (%s) knows (%zu bytes or more; pass sizeof "
+                          "of the struct)", size, accel_version_string(), min_size);
   const size_t n = size < ours_size ? size : ours_size;
-  memcpy(theirs, defaults, n);
+  if (defaults) memcpy(theirs, defaults, n);
+  else memset(theirs, 0, n);
   if (size > ours_size) memset((char *)theirs + ours_size, 0, size - ours_size);
   const uint32_t s32 = (uint32_t)size;
   memcpy(theirs, &s32, sizeof s32);

@@ -10,23 +10,23 @@ static accel_status oom(accel__call *call, const char *what) {
   return ACCEL_ERR_OUT_OF_MEMORY;
 }
 
-static accel_status cpu_rescale(accel__call *call, accel__ct_job *job) {
+static accel_status cpu_rescale(accel__call *call, accel__ct_rescale_job *job) {
   accel__ct_rescale_cpu(job->in, job->in_dtype, job->d, job->slope, job->intercept, job->out, call->threads);
   return ACCEL_OK;
 }
 
-static accel_status cpu_threshold(accel__call *call, accel__ct_job *job) {
+static accel_status cpu_threshold(accel__call *call, accel__ct_threshold_job *job) {
   accel__ct_threshold_cpu(job->in, job->in_dtype, accel__dims_count(job->d), job->threshold, job->compare, job->out,
                           call->threads);
   return ACCEL_OK;
 }
 
-static accel_status cpu_fill(accel__call *call, accel__ct_job *job) {
+static accel_status cpu_fill(accel__call *call, accel__ct_fill_job *job) {
   accel_status s = accel__ct_fill_holes_cpu(job->mask, job->d, job->connectivity, call->threads, job->out);
   return s ? oom(call, "the background components") : ACCEL_OK;
 }
 
-static accel_status cpu_edt(accel__call *call, accel__ct_job *job) {
+static accel_status cpu_edt(accel__call *call, accel__ct_edt_job *job) {
   accel_status s = accel__ct_edt_cpu(job->mask, job->d, job->spacing, call->threads, job->out);
   return s ? oom(call, "the distance transform's line buffers") : ACCEL_OK;
 }
@@ -48,11 +48,11 @@ static accel_status markers_of(accel__call *call, const float *map, const uint8_
   return s ? oom(call, "the peak search") : ACCEL_OK;
 }
 
-static accel_status cpu_markers(accel__call *call, accel__ct_job *job) {
+static accel_status cpu_markers(accel__call *call, accel__ct_markers_job *job) {
   return markers_of(call, job->image, job->mask, job->d, job->min_distance, job->sigma, job->out, &job->count);
 }
 
-static accel_status cpu_watershed(accel__call *call, accel__ct_job *job) {
+static accel_status cpu_watershed(accel__call *call, accel__ct_watershed_job *job) {
   accel_status s = accel__ct_watershed_cpu(job->image, job->mask, job->d, job->ties, job->out, job->progress,
                                            job->progress_user);
   if (s == ACCEL_ERR_CANCELLED) accel__why(call->why, "cancelled by the progress callback");

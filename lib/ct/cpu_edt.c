@@ -78,7 +78,8 @@ accel_status accel__ct_edt_cpu(const uint8_t *mask, accel__dims d, const double 
       if (dist) accel__edt_row(mask + r * d.nx, out + r * d.nx, d.nx, spacing[2], dist, 1);
     free(dist);
   }
-  if (oom || !pass_strided(out, d, 1, spacing[1], false, threads) || !pass_strided(out, d, 0, spacing[0], true, threads))
+  if (oom || !pass_strided(out, d, 1, spacing[1], false, threads) ||
+      !pass_strided(out, d, 0, spacing[0], true, threads))
     return ACCEL_ERR_OUT_OF_MEMORY;
   return ACCEL_OK;
 }

@@ -86,35 +86,52 @@ static void coords(uint64_t i, accel__dims d, int64_t *z, int64_t *y, int64_t *x
   *z = (int64_t)(r / (uint64_t)d.ny);
 }
 
+/* How many z slabs the threads scan. */
+static int slab_count(int threads, accel__dims d) {
+  const int nslabs = threads < 1 ? 1 : threads;
+  return nslabs > d.nz ? (int)(d.nz ? d.nz : 1) : nslabs;
+}
+
+/* scan_voxel at the voxels of `list` in planes [z0, z1), looking no lower
+ * than plane zmin; `init` first makes each of them its own root. */
+static void scan_planes(const uint8_t *mask, accel__dims d, const back_nb *b, const uint32_t *list, uint64_t count,
+                        int64_t z0, int64_t z1, int64_t zmin, bool init, uint32_t *p) {
+  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
+  const uint64_t k0 = lower(list, count, (uint64_t)z0 * plane), k1 = lower(list, count, (uint64_t)z1 * plane);
+  for (uint64_t k = k0; k < k1 && init; k++) p[list[k]] = list[k];
+  for (uint64_t k = k0; k < k1; k++) {
+    int64_t z, y, x;
+    coords(list[k], d, &z, &y, &x);
+    scan_voxel(mask, d, true, b, zmin, z, y, x, p);
+  }
+}
+
 accel_status accel__ct_components_list(const uint8_t *mask, accel__dims d, const uint32_t *list, uint64_t count,
                                        int connectivity, int threads, uint32_t *p) {
   if (accel__dims_count(d) >= ACCEL__CT_NONE) return ACCEL_ERR_LIMIT;
   const back_nb b = backward_neighbours(connectivity);
-  const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
-  int nslabs = threads < 1 ? 1 : threads;
-  if (nslabs > d.nz) nslabs = (int)(d.nz ? d.nz : 1);
+  const int nslabs = slab_count(threads, d);
 #pragma omp parallel for num_threads(nslabs) schedule(static, 1)
   for (int s = 0; s < nslabs; s++) {
     const int64_t z0 = d.nz * s / nslabs, z1 = d.nz * (s + 1) / nslabs;
-    const uint64_t k0 = lower(list, count, (uint64_t)z0 * plane), k1 = lower(list, count, (uint64_t)z1 * plane);
-    for (uint64_t k = k0; k < k1; k++) p[list[k]] = list[k];
-    for (uint64_t k = k0; k < k1; k++) {
-      int64_t z, y, x;
-      coords(list[k], d, &z, &y, &x);
-      scan_voxel(mask, d, true, &b, z0, z, y, x, p);
-    }
+    scan_planes(mask, d, &b, list, count, z0, z1, z0, true, p);
   }
   for (int s = 1; s < nslabs; s++) { /* the slab boundaries */
     const int64_t z = d.nz * s / nslabs;
-    const uint64_t k0 = lower(list, count, (uint64_t)z * plane), k1 = lower(list, count, (uint64_t)(z + 1) * plane);
-    for (uint64_t k = k0; k < k1; k++) {
-      int64_t zz, y, x;
-      coords(list[k], d, &zz, &y, &x);
-      scan_voxel(mask, d, true, &b, z - 1, zz, y, x, p);
-    }
+    scan_planes(mask, d, &b, list, count, z, z + 1, z - 1, false, p);
   }
   for (uint64_t k = 0; k < count; k++) p[list[k]] = p[p[list[k]]]; /* flatten, in increasing order */
   return ACCEL_OK;
+}
+
+/* scan_voxel at the selected voxels of plane z, looking no lower than zmin. */
+static void scan_plane(const uint8_t *mask, accel__dims d, bool want_set, const back_nb *b, int64_t z, int64_t zmin,
+                       uint32_t *p) {
+  for (int64_t y = 0; y < d.ny; y++)
+    for (int64_t x = 0; x < d.nx; x++) {
+      const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
+      if (p[i] != ACCEL__CT_NONE) scan_voxel(mask, d, want_set, b, zmin, z, y, x, p);
+    }
 }
 
 accel_status accel__ct_components(const uint8_t *mask, accel__dims d, bool want_set, int connectivity, int threads,
@@ -123,29 +140,16 @@ accel_status accel__ct_components(const uint8_t *mask, accel__dims d, bool want_
   if (n >= ACCEL__CT_NONE) return ACCEL_ERR_LIMIT;
   const back_nb b = backward_neighbours(connectivity);
   const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
-  int nslabs = threads < 1 ? 1 : threads;
-  if (nslabs > d.nz) nslabs = (int)(d.nz ? d.nz : 1);
+  const int nslabs = slab_count(threads, d);
 #pragma omp parallel for num_threads(nslabs) schedule(static, 1)
   for (int s = 0; s < nslabs; s++) {
     const int64_t z0 = d.nz * s / nslabs, z1 = d.nz * (s + 1) / nslabs;
     for (uint64_t i = (uint64_t)z0 * plane; i < (uint64_t)z1 * plane; i++)
       p[i] = selected(mask, i, want_set) ? (uint32_t)i : ACCEL__CT_NONE;
-    for (int64_t z = z0; z < z1; z++)
-      for (int64_t y = 0; y < d.ny; y++)
-        for (int64_t x = 0; x < d.nx; x++) {
-          const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
-          if (p[i] != ACCEL__CT_NONE) scan_voxel(mask, d, want_set, &b, z0, z, y, x, p);
-        }
+    for (int64_t z = z0; z < z1; z++) scan_plane(mask, d, want_set, &b, z, z0, p);
   }
   /* the slab boundaries: the first plane of each slab against the plane before */
-  for (int s = 1; s < nslabs; s++) {
-    const int64_t z = d.nz * s / nslabs;
-    for (int64_t y = 0; y < d.ny; y++)
-      for (int64_t x = 0; x < d.nx; x++) {
-        const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
-        if (p[i] != ACCEL__CT_NONE) scan_voxel(mask, d, want_set, &b, z - 1, z, y, x, p);
-      }
-  }
+  for (int s = 1; s < nslabs; s++) scan_plane(mask, d, want_set, &b, d.nz * s / nslabs, d.nz * s / nslabs - 1, p);
   /* flatten: parents are smaller, so theirs are final already */
   for (uint64_t i = 0; i < n; i++)
     if (p[i] != ACCEL__CT_NONE) p[i] = p[p[i]];

@@ -17,38 +17,30 @@ static void swap_idx(int64_t *a, int64_t *b) {
   *b = t;
 }
 
+/* numpy's sift-down: tmp into the heap a[1..n] from position i. */
+static void sift_down(const float *v, int64_t *a, int64_t i, int64_t n, int64_t tmp) {
+  for (int64_t j = i << 1; j <= n;) {
+    if (j < n && less(v[a[j]], v[a[j + 1]])) j += 1;
+    if (less(v[tmp], v[a[j]])) {
+      a[i] = a[j];
+      i = j;
+      j += j;
+    } else {
+      break;
+    }
+  }
+  a[i] = tmp;
+}
+
 /* numpy's argsort heapsort of order[0..n), 1-based internally. */
 static void arg_heapsort(const float *v, int64_t *order, int64_t n) {
-  int64_t *a = order - 1, i, j, l, tmp;
-  for (l = n >> 1; l > 0; --l) {
-    tmp = a[l];
-    for (i = l, j = l << 1; j <= n;) {
-      if (j < n && less(v[a[j]], v[a[j + 1]])) j += 1;
-      if (less(v[tmp], v[a[j]])) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
-  }
+  int64_t *a = order - 1;
+  for (int64_t l = n >> 1; l > 0; --l) sift_down(v, a, l, n, a[l]);
   for (; n > 1;) {
-    tmp = a[n];
+    const int64_t tmp = a[n];
     a[n] = a[1];
     n -= 1;
-    for (i = 1, j = 2; j <= n;) {
-      if (j < n && less(v[a[j]], v[a[j + 1]])) j++;
-      if (less(v[tmp], v[a[j]])) {
-        a[i] = a[j];
-        i = j;
-        j += j;
-      } else {
-        break;
-      }
-    }
-    a[i] = tmp;
+    sift_down(v, a, 1, n, tmp);
   }
 }
 

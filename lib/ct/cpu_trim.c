@@ -193,10 +193,7 @@ static int saddle_group(const float *map, accel__dims d, int iterations, vset *d
   return 0; /* undecided: dropped */
 }
 
-static int cmp_u64(const void *a, const void *b) {
-  const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-  return x < y ? -1 : x > y;
-}
+static int cmp_u64(const void *a, const void *b) { return accel__cmp_u64(*(const uint64_t *)a, *(const uint64_t *)b); }
 
 /* alive[k] = whether list[k] survives the saddle trim. */
 static accel_status trim_saddles(const float *map, accel__dims d, const uint64_t *list, uint64_t n, int iterations,

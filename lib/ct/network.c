@@ -65,15 +65,11 @@ static tacc *tmap_get(tmap *m, uint64_t key) {
   return &m->slot[j];
 }
 
-static int cmp_u32(const void *a, const void *b) {
-  const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-  return (x > y) - (x < y);
-}
+static int cmp_u32(const void *a, const void *b) { return accel__cmp_u64(*(const uint32_t *)a, *(const uint32_t *)b); }
 
 static int cmp_throat(const void *a, const void *b) {
   const accel_ct_throat *x = a, *y = b;
-  if (x->a != y->a) return x->a < y->a ? -1 : 1;
-  return (x->b > y->b) - (x->b < y->b);
+  return accel__cmp_u64_pair(x->a, x->b, y->a, y->b);
 }
 
 /* Labels to dense region numbers: a direct table when the largest label is
@@ -95,46 +91,69 @@ static inline uint32_t region_of(const label_map *lm, uint32_t label) {
   return (uint32_t)lo;
 }
 
-accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, accel__dims d, const double spacing[3],
-                                   int threads, accel_ct_network **out) {
-  const uint64_t n = accel__dims_count(d);
-  accel_status st = ACCEL_OK;
-  label_map lm = {NULL, NULL, 0};
-  racc *ra = NULL;
-  tmap *maps = NULL;
-  accel_ct_network *net = calloc(1, sizeof *net);
-  if (!net) return ACCEL_ERR_OUT_OF_MEMORY;
-  int32_t maxl = 0;
-  uint64_t labelled = 0;
-  for (uint64_t i = 0; i < n; i++)
-    if (labels[i] > 0) {
-      labelled++;
-      if (labels[i] > maxl) maxl = labels[i];
-    }
-  net->porosity = n ? (double)labelled / (double)n : 0.0;
-  for (int a = 0; a < 3; a++) net->spacing[a] = spacing ? spacing[a] : 1.0;
-  size_t nreg = 0;
+/* The label map of the labels > 0 among labels[0..n) (the largest maxl,
+ * `labelled` of them); nreg: how many distinct labels. */
+static accel_status map_labels(const int32_t *labels, uint64_t n, int32_t maxl, uint64_t labelled, label_map *lm,
+                               size_t *nreg) {
+  *nreg = 0;
   if ((uint64_t)maxl <= n + 1024) {
-    lm.direct = calloc((size_t)maxl + 1, sizeof(uint32_t));
-    if (!lm.direct) goto oom;
+    lm->direct = calloc((size_t)maxl + 1, sizeof(uint32_t));
+    if (!lm->direct) return ACCEL_ERR_OUT_OF_MEMORY;
     for (uint64_t i = 0; i < n; i++)
-      if (labels[i] > 0) lm.direct[labels[i]] = 1;
+      if (labels[i] > 0) lm->direct[labels[i]] = 1;
     for (int32_t l = 1; l <= maxl; l++)
-      if (lm.direct[l]) lm.direct[l] = (uint32_t)++nreg;
-  } else {
-    lm.sorted = malloc((labelled ? labelled : 1) * sizeof(uint32_t));
-    if (!lm.sorted) goto oom;
-    for (uint64_t i = 0; i < n; i++)
-      if (labels[i] > 0) lm.sorted[lm.nsorted++] = (uint32_t)labels[i];
-    qsort(lm.sorted, lm.nsorted, sizeof(uint32_t), cmp_u32);
-    for (size_t i = 0; i < lm.nsorted; i++)
-      if (i == 0 || lm.sorted[i] != lm.sorted[nreg - 1]) lm.sorted[nreg++] = lm.sorted[i];
-    lm.nsorted = nreg;
+      if (lm->direct[l]) lm->direct[l] = (uint32_t)++*nreg;
+    return ACCEL_OK;
   }
-  const int nt = threads < 1 ? 1 : threads;
-  ra = calloc((size_t)nt * (nreg ? nreg : 1), sizeof *ra);
-  maps = calloc((size_t)nt, sizeof *maps);
-  if (!ra || !maps) goto oom;
+  lm->sorted = malloc((labelled ? labelled : 1) * sizeof(uint32_t));
+  if (!lm->sorted) return ACCEL_ERR_OUT_OF_MEMORY;
+  for (uint64_t i = 0; i < n; i++)
+    if (labels[i] > 0) lm->sorted[lm->nsorted++] = (uint32_t)labels[i];
+  qsort(lm->sorted, lm->nsorted, sizeof(uint32_t), cmp_u32);
+  for (size_t i = 0; i < lm->nsorted; i++)
+    if (i == 0 || lm->sorted[i] != lm->sorted[*nreg - 1]) lm->sorted[(*nreg)++] = lm->sorted[i];
+  lm->nsorted = *nreg;
+  return ACCEL_OK;
+}
+
+/* Voxel i at (z, y, x) into its region's sums and, with each next
+ * neighbour of another region, into their throat's. False: out of memory. */
+static bool add_voxel(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, racc *mine,
+                      tmap *tm, int64_t z, int64_t y, int64_t x) {
+  const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
+  const int32_t a = labels[i];
+  if (a <= 0) return true;
+  racc *r = &mine[region_of(lm, (uint32_t)a)];
+  r->voxels++;
+  r->sz += (double)z;
+  r->sy += (double)y;
+  r->sx += (double)x;
+  if (edt[i] > r->maxedt) r->maxedt = edt[i];
+  const int64_t step[3] = {d.ny * d.nx, d.nx, 1};
+  const bool inside[3] = {z + 1 < d.nz, y + 1 < d.ny, x + 1 < d.nx};
+  bool ok = true;
+  for (int ax = 0; ax < 3; ax++) {
+    if (!inside[ax]) continue;
+    const uint64_t j = i + (uint64_t)step[ax];
+    const int32_t b = labels[j];
+    if (b <= 0 || b == a) continue;
+    const uint32_t lo = (uint32_t)(a < b ? a : b), hi = (uint32_t)(a < b ? b : a);
+    tacc *th = tmap_get(tm, (uint64_t)lo << 32 | hi);
+    if (!th) {
+      ok = false;
+      continue;
+    }
+    th->faces[ax]++;
+    const float m = edt[i] < edt[j] ? edt[i] : edt[j];
+    if (m > th->radius) th->radius = m;
+  }
+  return ok;
+}
+
+/* Each thread's region sums ra[t * nreg ..] and throat map maps[t], over
+ * whole z planes. False: out of memory. */
+static bool accumulate(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, size_t nreg,
+                       int nt, racc *ra, tmap *maps) {
   int oom_flag = 0;
 #pragma omp parallel num_threads(nt)
   {
@@ -148,39 +167,17 @@ accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, acce
 #pragma omp for schedule(dynamic, 1)
     for (int64_t z = 0; z < d.nz; z++)
       for (int64_t y = 0; y < d.ny; y++)
-        for (int64_t x = 0; x < d.nx; x++) {
-          const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
-          const int32_t a = labels[i];
-          if (a <= 0) continue;
-          racc *r = &mine[region_of(&lm, (uint32_t)a)];
-          r->voxels++;
-          r->sz += (double)z;
-          r->sy += (double)y;
-          r->sx += (double)x;
-          if (edt[i] > r->maxedt) r->maxedt = edt[i];
-          const int64_t step[3] = {d.ny * d.nx, d.nx, 1};
-          const bool inside[3] = {z + 1 < d.nz, y + 1 < d.ny, x + 1 < d.nx};
-          for (int ax = 0; ax < 3; ax++) {
-            if (!inside[ax]) continue;
-            const uint64_t j = i + (uint64_t)step[ax];
-            const int32_t b = labels[j];
-            if (b <= 0 || b == a) continue;
-            const uint32_t lo = (uint32_t)(a < b ? a : b), hi = (uint32_t)(a < b ? b : a);
-            tacc *th = tmap_get(tm, (uint64_t)lo << 32 | hi);
-            if (!th) {
-              __atomic_store_n(&oom_flag, 1, __ATOMIC_RELAXED);
-              continue;
-            }
-            th->faces[ax]++;
-            const float m = edt[i] < edt[j] ? edt[i] : edt[j];
-            if (m > th->radius) th->radius = m;
-          }
-        }
+        for (int64_t x = 0; x < d.nx; x++)
+          if (!add_voxel(labels, edt, d, lm, mine, tm, z, y, x)) __atomic_store_n(&oom_flag, 1, __ATOMIC_RELAXED);
   }
-  if (oom_flag) goto oom;
-  /* regions: the threads' sums added in thread order (deterministic) */
+  return !oom_flag;
+}
+
+/* The regions: the threads' sums added in thread order (deterministic). */
+static accel_status make_regions(accel_ct_network *net, const racc *ra, int nt, size_t nreg, const label_map *lm,
+                                 int32_t maxl, const double spacing[3]) {
   net->regions = calloc(nreg ? nreg : 1, sizeof(accel_ct_region));
-  if (!net->regions) goto oom;
+  if (!net->regions) return ACCEL_ERR_OUT_OF_MEMORY;
   net->nregions = nreg;
   const double cell = spacing[0] * spacing[1] * spacing[2];
   for (size_t r = 0; r < nreg; r++) {
@@ -195,7 +192,7 @@ accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, acce
     }
     accel_ct_region *g = &net->regions[r];
     g->struct_size = sizeof *g;
-    g->label = lm.direct ? 0 : lm.sorted[r];
+    g->label = lm->direct ? 0 : lm->sorted[r];
     g->voxels = sum.voxels;
     g->volume = (double)sum.voxels * cell;
     g->equivalent_radius = cbrt(3.0 * g->volume / (4.0 * M_PI));
@@ -205,30 +202,31 @@ accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, acce
     g->centroid[2] = sum.sx / v * spacing[2];
     g->inscribed_radius = sum.maxedt;
   }
-  if (lm.direct)
+  if (lm->direct)
     for (int32_t l = 1; l <= maxl; l++)
-      if (lm.direct[l]) net->regions[lm.direct[l] - 1].label = (uint32_t)l;
-  /* throats: the threads' maps merged, sorted by (a, b) */
+      if (lm->direct[l]) net->regions[lm->direct[l] - 1].label = (uint32_t)l;
+  return ACCEL_OK;
+}
+
+/* The throats: the threads' maps merged, sorted by (a, b). */
+static accel_status make_throats(accel_ct_network *net, const tmap *maps, int nt, const double spacing[3]) {
   tmap all = {NULL, 0, 0};
-  for (int t = 0; t < nt; t++)
-    for (size_t i = 0; i < maps[t].cap; i++) {
+  accel_status st = ACCEL_OK;
+  for (int t = 0; t < nt && !st; t++)
+    for (size_t i = 0; i < maps[t].cap && !st; i++) {
       const tacc *q = &maps[t].slot[i];
       if (!q->key) continue;
       tacc *th = tmap_get(&all, q->key);
       if (!th) {
-        free(all.slot);
-        goto oom;
+        st = ACCEL_ERR_OUT_OF_MEMORY;
+        continue;
       }
       for (int ax = 0; ax < 3; ax++) th->faces[ax] += q->faces[ax];
       if (q->radius > th->radius) th->radius = q->radius;
     }
-  net->throats = calloc(all.n ? all.n : 1, sizeof(accel_ct_throat));
-  if (!net->throats) {
-    free(all.slot);
-    goto oom;
-  }
+  if (!st && !(net->throats = calloc(all.n ? all.n : 1, sizeof(accel_ct_throat)))) st = ACCEL_ERR_OUT_OF_MEMORY;
   const double area[3] = {spacing[1] * spacing[2], spacing[0] * spacing[2], spacing[0] * spacing[1]};
-  for (size_t i = 0; i < all.cap; i++) {
+  for (size_t i = 0; i < all.cap && !st; i++) {
     const tacc *q = &all.slot[i];
     if (!q->key) continue;
     accel_ct_throat *th = &net->throats[net->nthroats++];
@@ -240,23 +238,41 @@ accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, acce
     th->inscribed_radius = q->radius;
   }
   free(all.slot);
-  qsort(net->throats, net->nthroats, sizeof(accel_ct_throat), cmp_throat);
-  goto done;
-oom:
-  st = ACCEL_ERR_OUT_OF_MEMORY;
-done:
+  if (!st) qsort(net->throats, net->nthroats, sizeof(accel_ct_throat), cmp_throat);
+  return st;
+}
+
+accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, accel__dims d, const double spacing[3],
+                                   int threads, accel_ct_network **out) {
+  const uint64_t n = accel__dims_count(d);
+  accel_ct_network *net = calloc(1, sizeof *net);
+  if (!net) return ACCEL_ERR_OUT_OF_MEMORY;
+  int32_t maxl = 0;
+  uint64_t labelled = 0;
+  for (uint64_t i = 0; i < n; i++)
+    if (labels[i] > 0) {
+      labelled++;
+      if (labels[i] > maxl) maxl = labels[i];
+    }
+  net->porosity = n ? (double)labelled / (double)n : 0.0;
+  for (int a = 0; a < 3; a++) net->spacing[a] = spacing ? spacing[a] : 1.0;
+  label_map lm = {NULL, NULL, 0};
+  size_t nreg = 0;
+  accel_status st = map_labels(labels, n, maxl, labelled, &lm, &nreg);
+  const int nt = threads < 1 ? 1 : threads;
+  racc *ra = st ? NULL : calloc((size_t)nt * (nreg ? nreg : 1), sizeof *ra);
+  tmap *maps = st ? NULL : calloc((size_t)nt, sizeof *maps);
+  if (!st && (!ra || !maps || !accumulate(labels, edt, d, &lm, nreg, nt, ra, maps))) st = ACCEL_ERR_OUT_OF_MEMORY;
+  if (!st) st = make_regions(net, ra, nt, nreg, &lm, maxl, spacing);
+  if (!st) st = make_throats(net, maps, nt, spacing);
   free(lm.direct);
   free(lm.sorted);
   free(ra);
-  if (maps)
-    for (int t = 0; t < nt; t++) free(maps[t].slot);
+  for (int t = 0; maps && t < nt; t++) free(maps[t].slot);
   free(maps);
-  if (st) {
-    accel_ct_network_destroy(net);
-    return st;
-  }
-  *out = net;
-  return ACCEL_OK;
+  if (st) accel_ct_network_destroy(net);
+  else *out = net;
+  return st;
 }
 
 void accel_ct_network_destroy(accel_ct_network *net) {
@@ -267,7 +283,7 @@ void accel_ct_network_destroy(accel_ct_network *net) {
 }
 
 accel_status accel_ct_network_info(const accel_ct_network *net, size_t *regions, size_t *throats, double *porosity) {
-  if (!net) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_ct_network_info: network is NULL");
+  REQUIRE(NULL, net, ACCEL_ERR_INVALID_ARG, "network is NULL");
   if (regions) *regions = net->nregions;
   if (throats) *throats = net->nthroats;
   if (porosity) *porosity = net->porosity;
@@ -275,17 +291,15 @@ accel_status accel_ct_network_info(const accel_ct_network *net, size_t *regions,
 }
 
 accel_status accel_ct_network_region(const accel_ct_network *net, size_t i, accel_ct_region *out) {
-  static const char F[] = "accel_ct_network_region";
-  if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  if (i >= net->nregions) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: region %zu of %zu", F, i, net->nregions);
-  return accel__versioned_out(NULL, F, "region", out, &net->regions[i], sizeof *out, sizeof *out);
+  REQUIRE(NULL, net && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (i >= net->nregions) return FAIL(NULL, ACCEL_ERR_NOT_FOUND, "region %zu of %zu", i, net->nregions);
+  return accel__versioned_out(NULL, __func__, "region", out, &net->regions[i], sizeof *out, sizeof *out);
 }
 
 accel_status accel_ct_network_throat(const accel_ct_network *net, size_t i, accel_ct_throat *out) {
-  static const char F[] = "accel_ct_network_throat";
-  if (!net || !out) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  if (i >= net->nthroats) return accel__fail(NULL, ACCEL_ERR_NOT_FOUND, "%s: throat %zu of %zu", F, i, net->nthroats);
-  return accel__versioned_out(NULL, F, "throat", out, &net->throats[i], sizeof *out, sizeof *out);
+  REQUIRE(NULL, net && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (i >= net->nthroats) return FAIL(NULL, ACCEL_ERR_NOT_FOUND, "throat %zu of %zu", i, net->nthroats);
+  return accel__versioned_out(NULL, __func__, "throat", out, &net->throats[i], sizeof *out, sizeof *out);
 }
 
 /* JSON numbers: the shortest text that reads back as the same double;
@@ -296,10 +310,9 @@ static void json_double(FILE *f, double v) {
 }
 
 accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *net, const char *path) {
-  static const char F[] = "accel_ct_network_save_json";
-  if (!net || !path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: network and path are required", F);
+  REQUIRE(ctx, net && path, ACCEL_ERR_INVALID_ARG, "network and path are required");
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ctx, F, path, &af);
+  accel_status s = accel__atomic_open(ctx, __func__, path, &af);
   if (s) return s;
   FILE *f = af.f;
   fprintf(f, "{\n  \"porosity\": ");
@@ -333,5 +346,5 @@ accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *
     fputc('}', f);
   }
   fprintf(f, "%s]\n}\n", net->nthroats ? "\n  " : "");
-  return accel__atomic_commit(ctx, F, &af);
+  return accel__atomic_commit(ctx, __func__, &af);
 }

@@ -8,27 +8,59 @@
 extern "C" {
 #endif
 
-/* One stage as the backends see it: contiguous host volumes. */
-typedef struct accel__ct_job {
-  const char *stage;
+/* The stages as the backends see them: contiguous host volumes of shape d. */
+typedef struct accel__ct_rescale_job {
   accel__dims d;
-  const void *in;               /* rescale, threshold: the input */
+  const void *in;                  /* I16 or U16 */
   accel_dtype in_dtype;
-  const double *slope, *intercept;
+  const double *slope, *intercept; /* one per slice; NULL: 1 and 0 */
+  float *out;
+} accel__ct_rescale_job;
+
+typedef struct accel__ct_threshold_job {
+  accel__dims d;
+  const void *in;
+  accel_dtype in_dtype;
   double threshold;
   accel_ct_compare compare;
-  int connectivity;             /* fill holes: 6 or 26 */
-  double spacing[3];
-  int min_distance;             /* markers */
-  double sigma;                 /* markers: smoothing before the search */
-  accel_ct_ties ties;           /* watershed */
-  const uint8_t *mask;          /* fill, edt, markers, watershed (NULL: everywhere) */
-  const float *image;           /* markers (the distance map), watershed */
-  void *out;                    /* the stage's output (watershed: holds the markers on entry) */
-  uint32_t count;               /* markers: how many */
+  uint8_t *out;
+} accel__ct_threshold_job;
+
+typedef struct accel__ct_fill_job {
+  accel__dims d;
+  const uint8_t *mask;
+  int connectivity;             /* 6 or 26 */
+  uint8_t *out;                 /* may be the mask */
+} accel__ct_fill_job;
+
+typedef struct accel__ct_edt_job {
+  accel__dims d;
+  const uint8_t *mask;
+  double spacing[3];            /* (z, y, x) */
+  float *out;
+} accel__ct_edt_job;
+
+typedef struct accel__ct_markers_job {
+  accel__dims d;
+  const float *image;           /* the distance map */
+  const uint8_t *mask;
+  int min_distance;
+  double sigma;                 /* smoothing before the search */
+  int32_t *out;
+  uint32_t count;               /* out: how many markers */
+} accel__ct_markers_job;
+
+/* scikit-image's tie order is a sequential binary heap's, the CPU's: a GPU
+ * op declines (accel__decline) any ties rule but ACCEL_CT_TIES_STABLE. */
+typedef struct accel__ct_watershed_job {
+  accel__dims d;
+  const float *image;
+  const uint8_t *mask;          /* NULL: everywhere */
+  accel_ct_ties ties;
+  int32_t *out;                 /* holds the markers on entry */
   accel_progress_fn progress;
   void *progress_user;
-} accel__ct_job;
+} accel__ct_watershed_job;
 
 /* A whole pipeline run: the input and what to produce, contiguous. Outputs
  * that are NULL are not wanted (the op may still compute what later stages
@@ -50,21 +82,16 @@ typedef struct accel__ct_pipeline_job {
 } accel__ct_pipeline_job;
 
 typedef struct accel__ct_ops {
-  accel_status (*rescale)(accel__call *call, accel__ct_job *job);
-  accel_status (*threshold)(accel__call *call, accel__ct_job *job);
-  accel_status (*fill_holes)(accel__call *call, accel__ct_job *job);
-  accel_status (*edt)(accel__call *call, accel__ct_job *job);
-  accel_status (*markers)(accel__call *call, accel__ct_job *job);
-  accel_status (*watershed)(accel__call *call, accel__ct_job *job);
+  accel_status (*rescale)(accel__call *call, accel__ct_rescale_job *job);
+  accel_status (*threshold)(accel__call *call, accel__ct_threshold_job *job);
+  accel_status (*fill_holes)(accel__call *call, accel__ct_fill_job *job);
+  accel_status (*edt)(accel__call *call, accel__ct_edt_job *job);
+  accel_status (*markers)(accel__call *call, accel__ct_markers_job *job);
+  accel_status (*watershed)(accel__call *call, accel__ct_watershed_job *job);
   accel_status (*pipeline)(accel__call *call, accel__ct_pipeline_job *job);
 } accel__ct_ops;
 
-extern const accel__ct_ops accel__cpu_ct_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__ct_ops accel__cuda_ct_ops;
-extern const accel__ct_ops accel__cuda_ct_ops_emulated;
-extern uint64_t accel__cuda_ct_emulated_budget;
-#endif
+ACCEL__DECLARE_OPS(accel__ct_ops, ct);
 
 /* A pipeline's peak search: markers of `map` within `mask` (numbered, count
  * set), or a status with call->why set. */

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 enum { HASH_OPTIONS_V1_SIZE = sizeof(accel_hash_options), DEFAULT_MAX_PIXELS = 256000000 };
 
@@ -19,31 +18,19 @@ const char *accel_hash_kind_name(accel_hash_kind kind) {
 }
 
 accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind) {
-  if (!name || !kind) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_kind_from_string: NULL argument");
-  for (int i = 0; i < ACCEL_HASH_KIND_COUNT; i++)
-    if (strcasecmp(name, KIND_NAMES[i]) == 0) {
-      *kind = (accel_hash_kind)i;
-      return ACCEL_OK;
-    }
-  if (strcasecmp(name, "average_hash") == 0) {
-    *kind = ACCEL_HASH_AHASH;
-    return ACCEL_OK;
-  }
-  return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                     "unknown hash kind \"%s\" (ahash, dhash, dhash_vertical, phash, whash, colorhash)", name);
+  REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  int i = 0;
+  accel_status s = accel__parse_name(name, KIND_NAMES, ACCEL_HASH_KIND_COUNT, "average_hash", ACCEL_HASH_AHASH,
+                                     "hash kind", "ahash, dhash, dhash_vertical, phash, whash, colorhash", &i);
+  if (!s) *kind = (accel_hash_kind)i;
+  return s;
 }
 
 accel_status accel_hash_options_init(accel_hash_options *o, size_t struct_size) {
-  accel_hash_options d;
-  memset(&d, 0, sizeof d);
-  d.nkinds = 4;
-  d.kinds[0] = ACCEL_HASH_AHASH;
-  d.kinds[1] = ACCEL_HASH_DHASH;
-  d.kinds[2] = ACCEL_HASH_PHASH;
-  d.kinds[3] = ACCEL_HASH_WHASH;
-  d.hash_size = 8;
-  d.color_binbits = 3;
-  return accel__versioned_init("accel_hash_options_init", o, struct_size, &d, sizeof d, HASH_OPTIONS_V1_SIZE);
+  static const accel_hash_options DEFAULTS = {
+      .nkinds = 4, .kinds = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_PHASH, ACCEL_HASH_WHASH}, .hash_size = 8,
+      .color_binbits = 3};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, HASH_OPTIONS_V1_SIZE);
 }
 
 static bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -67,7 +54,7 @@ static accel_status bits_of(const accel_ctx *ctx, accel_hash_kind kind, int32_t 
 }
 
 accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits, uint32_t *nbits) {
-  if (!nbits) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_bits: nbits is NULL");
+  REQUIRE(NULL, nbits, ACCEL_ERR_INVALID_ARG, "nbits is NULL");
   return bits_of(NULL, kind, hash_size, color_binbits, nbits);
 }
 
@@ -80,8 +67,8 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
     if (s) return s;
   }
   if (o->nkinds < 1 || o->nkinds > ACCEL_HASH_KIND_COUNT)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: nkinds %u outside 1..%d", func, o->nkinds,
-                       ACCEL_HASH_KIND_COUNT);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "nkinds %u outside 1..%d", o->nkinds,
+                          ACCEL_HASH_KIND_COUNT);
   memset(spec, 0, sizeof *spec);
   spec->nkinds = (int)o->nkinds;
   spec->hash_size = o->hash_size;
@@ -92,8 +79,8 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
     if (s) return s;
     for (uint32_t j = 0; j < k; j++)
       if (o->kinds[j] == o->kinds[k])
-        return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: kind %s is listed twice", func,
-                           accel_hash_kind_name(o->kinds[k]));
+        return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "kind %s is listed twice",
+                              accel_hash_kind_name(o->kinds[k]));
     spec->kinds[k] = o->kinds[k];
     size_t bytes = (nbits + 7) / 8;
     if (bytes > spec->slot_bytes) spec->slot_bytes = bytes;
@@ -101,15 +88,15 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
     else spec->need_gray = true;
   }
   if (o->fast != 0 && o->fast != 1)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: fast must be 0 or 1", func);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "fast must be 0 or 1");
   return ACCEL_OK;
 }
 
 accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *slot_bytes) {
-  if (!slot_bytes) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_slot_bytes: slot_bytes is NULL");
+  REQUIRE(NULL, slot_bytes, ACCEL_ERR_INVALID_ARG, "slot_bytes is NULL");
   accel_hash_options o;
   accel__hash_spec spec;
-  accel_status s = resolve(NULL, "accel_hash_slot_bytes", options, &o, &spec);
+  accel_status s = resolve(NULL, __func__, options, &o, &spec);
   if (s) return s;
   *slot_bytes = spec.slot_bytes;
   return ACCEL_OK;
@@ -122,7 +109,8 @@ static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
   for (int k = 0; k < spec->nkinds; k++) {
     int64_t tw = 0, th = 0;
     if (spec->kinds[k] == ACCEL_HASH_WHASH) tw = th = spec->hash_size;
-    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH) accel__hash_target(spec->kinds[k], spec->hash_size, 1, 1, &tw, &th);
+    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH)
+      accel__hash_target(spec->kinds[k], spec->hash_size, 1, 1, &tw, &th);
     if (tw > dw) dw = tw;
     if (th > dh) dh = th;
   }
@@ -130,10 +118,7 @@ static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
   *h = dh;
 }
 
-static int run_batch(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->hash || !b->hash->batch) return ACCEL__NOT_IMPLEMENTED;
-  return b->hash->batch(call, job);
-}
+ACCEL__STAGE_FN(run_batch, hash, batch, job)
 
 static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job *job, const accel_hash_options *in,
                                uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
@@ -141,10 +126,10 @@ static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job
   accel_status s = resolve(ctx, func, in, &o, &job->spec);
   if (s) return s;
   if (job->n && (!hashes || !statuses))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: hashes and statuses must not be NULL", func);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "hashes and statuses must not be NULL");
   if (slot_bytes < job->spec.slot_bytes)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: slot_bytes %zu is smaller than the %zu these kinds need", func,
-                       slot_bytes, job->spec.slot_bytes);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "slot_bytes %zu is smaller than the %zu these kinds need",
+                          slot_bytes, job->spec.slot_bytes);
   job->spec.slot_bytes = slot_bytes;
   job->hashes = hashes;
   job->statuses = statuses;
@@ -155,7 +140,7 @@ static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job
   if (o.fast) draft_size(&job->spec, &job->decode.draft_width, &job->decode.draft_height);
   if (job->n == 0) return ACCEL_OK;
   job->messages = calloc(job->n, sizeof(char *));
-  if (!job->messages) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", func);
+  if (!job->messages) return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   memset(hashes, 0, job->n * (size_t)job->spec.nkinds * slot_bytes);
   for (size_t i = 0; i < job->n; i++) statuses[i] = ACCEL_ERR_INTERNAL;
 
@@ -170,56 +155,52 @@ static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job
 
 accel_status accel_hash_files(accel_ctx *ctx, const char *const *paths, size_t n, const accel_hash_options *options,
                               uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
-  static const char F[] = "accel_hash_files";
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
-  if (n && !paths) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: paths is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  if (n && !paths) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "paths is NULL");
   for (size_t i = 0; i < n; i++)
-    if (!paths[i]) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: paths[%zu] is NULL", F, i);
+    REQUIRE(ctx, paths[i], ACCEL_ERR_INVALID_ARG, "paths[%zu] is NULL", i);
   accel__hash_job job = {.source = ACCEL__SRC_FILES, .n = n, .paths = paths};
-  return hash_batch(ctx, F, &job, options, hashes, slot_bytes, statuses);
+  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
 }
 
 accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *data, const size_t *sizes, size_t n,
                                 const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
                                 accel_status *statuses) {
-  static const char F[] = "accel_hash_buffers";
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
-  if (n && (!data || !sizes)) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: data or sizes is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  if (n && (!data || !sizes)) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "data or sizes is NULL");
   for (size_t i = 0; i < n; i++)
-    if (!data[i] && sizes[i]) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: data[%zu] is NULL", F, i);
+    if (!data[i] && sizes[i]) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "data[%zu] is NULL", i);
   accel__hash_job job = {.source = ACCEL__SRC_BUFFERS, .n = n, .data = data, .sizes = sizes};
-  return hash_batch(ctx, F, &job, options, hashes, slot_bytes, statuses);
+  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
 }
 
 accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t n, const accel_hash_options *options,
                                uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
-  static const char F[] = "accel_hash_arrays";
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
-  if (n && !images) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: images is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  if (n && !images) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "images is NULL");
   for (size_t i = 0; i < n; i++) {
     char what[32];
     snprintf(what, sizeof what, "images[%zu]", i);
-    accel_status s = accel__array_check(ctx, F, what, &images[i]);
+    accel_status s = accel__array_check(ctx, __func__, what, &images[i]);
     if (s) return s;
     const accel_array *a = &images[i];
-    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) || (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) ||
-        a->shape[0] < 1 || a->shape[1] < 1)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG,
-                         "%s: %s must be a non-empty U8 (H, W) or (H, W, C) array with C in 1..4", F, what);
+    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) ||
+        (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) || a->shape[0] < 1 || a->shape[1] < 1)
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be a non-empty U8 (H, W) or (H, W, C) array with C in 1..4",
+                  what);
   }
   accel__hash_job job = {.source = ACCEL__SRC_ARRAYS, .n = n, .arrays = images};
-  return hash_batch(ctx, F, &job, options, hashes, slot_bytes, statuses);
+  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
 }
 
 /* ------------------------------------------------------------ hex, distance */
 
 accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, size_t out_size) {
   if (!hash || !out || nbits == 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_to_hex: NULL argument or zero bits");
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument or zero bits");
   const uint32_t digits = (nbits + 3) / 4;
   if (out_size < (size_t)digits + 1)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_to_hex: %u bits need %u characters and a NUL", nbits,
-                       digits);
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "%u bits need %u characters and a NUL", nbits, digits);
   /* digit d (from the right) holds bits n-1-4d-3 .. n-1-4d of the number, i.e.
    * array bits b[n-4-4d] .. b[n-1-4d] (those below 0 are leading zeros) */
   static const char HEX[] = "0123456789abcdef";
@@ -237,20 +218,23 @@ accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, s
 
 accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, size_t out_size) {
   if (!hex || !out || nbits == 0)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: NULL argument or zero bits");
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument or zero bits");
   const uint32_t digits = (nbits + 3) / 4, bytes = (nbits + 7) / 8;
   if (strlen(hex) != digits)
-    return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: \"%s\" is not %u hex digits", hex, digits);
-  if (out_size < bytes) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: out_size < %u", bytes);
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "\"%s\" is not %u hex digits", hex, digits);
+  if (out_size < bytes) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "out_size < %u", bytes);
   memset(out, 0, bytes);
   for (uint32_t d = 0; d < digits; d++) {
     char c = hex[digits - 1 - d];
-    int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
-    if (v < 0) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: '%c' is not a hex digit", c);
+    int v = c >= '0' && c <= '9'   ? c - '0'
+            : c >= 'a' && c <= 'f' ? c - 'a' + 10
+            : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                   : -1;
+    if (v < 0) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "'%c' is not a hex digit", c);
     for (int k = 3; k >= 0; k--) {
       int64_t bit = (int64_t)nbits - 1 - 4 * (int64_t)d - k;
       if ((v >> k) & 1) {
-        if (bit < 0) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_from_hex: \"%s\" has more than %u bits", hex, nbits);
+        if (bit < 0) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "\"%s\" has more than %u bits", hex, nbits);
         out[bit >> 3] |= (uint8_t)(0x80u >> (bit & 7));
       }
     }
@@ -259,10 +243,11 @@ accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, 
 }
 
 accel_status accel_hash_distance(const uint8_t *a, const uint8_t *b, uint32_t nbits, uint32_t *distance) {
-  if (!a || !b || !distance) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_hash_distance: NULL argument");
+  REQUIRE(NULL, a && b && distance, ACCEL_ERR_INVALID_ARG, "NULL argument");
   uint32_t d = 0, full = nbits / 8;
   for (uint32_t i = 0; i < full; i++) d += (uint32_t)__builtin_popcount((unsigned)(a[i] ^ b[i]));
-  if (nbits % 8) d += (uint32_t)__builtin_popcount((unsigned)((a[full] ^ b[full]) & (0xffu << (8 - nbits % 8)) & 0xffu));
+  if (nbits % 8)
+    d += (uint32_t)__builtin_popcount((unsigned)((a[full] ^ b[full]) & (0xffu << (8 - nbits % 8)) & 0xffu));
   *distance = d;
   return ACCEL_OK;
 }

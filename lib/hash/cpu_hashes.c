@@ -29,7 +29,8 @@ void accel__colorhash(const accel__color_counts *c, int binbits, uint8_t *out) {
   size_t bit = 0;
   for (int k = 0; k < 14; k++) {
     int v = values[k] < maxvalue - 1 ? values[k] : maxvalue - 1;
-    for (int i = 0; i < binbits; i++, bit++) accel__set_bit(out, bit, (v >> (binbits - i - 1)) % (1 << (binbits - i)) > 0);
+    for (int i = 0; i < binbits; i++, bit++)
+      accel__set_bit(out, bit, (v >> (binbits - i - 1)) % (1 << (binbits - i)) > 0);
   }
 }
 

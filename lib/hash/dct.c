@@ -9,46 +9,27 @@
  * symmetries keep the argument of cos/sin within pi/4. */
 static void octant(size_t x, size_t n, double ang, double *re, double *im) {
   x <<= 3;
-  if (x < 4 * n) {
-    if (x < 2 * n) {
-      if (x < n) {
-        *re = cos((double)x * ang);
-        *im = sin((double)x * ang);
-      } else {
-        *re = sin((double)(2 * n - x) * ang);
-        *im = cos((double)(2 * n - x) * ang);
-      }
+  const bool conj = x >= 4 * n; /* the second half: the conjugate of the mirrored angle */
+  if (conj) x = 8 * n - x;
+  if (x < 2 * n) {
+    if (x < n) {
+      *re = cos((double)x * ang);
+      *im = sin((double)x * ang);
     } else {
-      x -= 2 * n;
-      if (x < n) {
-        *re = -sin((double)x * ang);
-        *im = cos((double)x * ang);
-      } else {
-        *re = -cos((double)(2 * n - x) * ang);
-        *im = sin((double)(2 * n - x) * ang);
-      }
+      *re = sin((double)(2 * n - x) * ang);
+      *im = cos((double)(2 * n - x) * ang);
     }
   } else {
-    x = 8 * n - x;
-    if (x < 2 * n) {
-      if (x < n) {
-        *re = cos((double)x * ang);
-        *im = -sin((double)x * ang);
-      } else {
-        *re = sin((double)(2 * n - x) * ang);
-        *im = -cos((double)(2 * n - x) * ang);
-      }
+    x -= 2 * n;
+    if (x < n) {
+      *re = -sin((double)x * ang);
+      *im = cos((double)x * ang);
     } else {
-      x -= 2 * n;
-      if (x < n) {
-        *re = -sin((double)x * ang);
-        *im = -cos((double)x * ang);
-      } else {
-        *re = -cos((double)(2 * n - x) * ang);
-        *im = -sin((double)(2 * n - x) * ang);
-      }
+      *re = -cos((double)(2 * n - x) * ang);
+      *im = sin((double)(2 * n - x) * ang);
     }
   }
+  if (conj) *im = -*im;
 }
 
 /* e^(2 pi i idx / n) as pocketfft's sincos_2pibyn gives it: a product of a

@@ -105,6 +105,23 @@ ACCEL__MATH_HD double accel__median_inplace(double *v, int m) {
 /* Scratch doubles accel__phash needs for hash size n. */
 ACCEL__MATH_HD int64_t accel__phash_scratch(int n) { return (int64_t)(4 * n) * (n + 2) + 2 * (int64_t)n * n; }
 
+/* The n lowest DCT-II terms of line[0..4n) into out[0], out[step], ...: by
+ * the plan when given (line is overwritten), else by the cosk sums. */
+ACCEL__MATH_HD void accel__phash_low(const accel__dct_plan *plan, const double *cosk, int n, double *line, double *tmp,
+                                     double *out, int step) {
+  const int N = 4 * n;
+  if (plan) {
+    accel__dct2(plan, line, tmp);
+    for (int k = 0; k < n; k++) out[k * step] = line[k];
+    return;
+  }
+  for (int k = 0; k < n; k++) {
+    double s = 0.0;
+    for (int i = 0; i < N; i++) s += line[i] * cosk[k * N + i];
+    out[k * step] = s;
+  }
+}
+
 /* phash of the 4n x 4n plane: scipy.fftpack.dct along axis 0 then axis 1
  * (low n rows and columns kept), bits = coefficient > median. With a valid
  * plan (power-of-two 4n) the DCT is scipy's own algorithm; otherwise cosk
@@ -116,29 +133,11 @@ ACCEL__MATH_HD void accel__phash(const uint8_t *px, int n, const accel__dct_plan
   double *line = scratch, *tmp = line + N, *cols = tmp + N, *low = cols + (int64_t)n * N, *sorted = low + n * n;
   for (int j = 0; j < N; j++) { /* axis 0: every column, low k kept */
     for (int i = 0; i < N; i++) line[i] = (double)px[i * N + j];
-    if (exact) {
-      accel__dct2(plan, line, tmp);
-      for (int k = 0; k < n; k++) cols[k * N + j] = line[k];
-    } else {
-      for (int k = 0; k < n; k++) {
-        double s = 0.0;
-        for (int i = 0; i < N; i++) s += line[i] * cosk[k * N + i];
-        cols[k * N + j] = s;
-      }
-    }
+    accel__phash_low(exact ? plan : NULL, cosk, n, line, tmp, cols + j, N);
   }
   for (int k = 0; k < n; k++) { /* axis 1: the low rows */
     for (int j = 0; j < N; j++) line[j] = cols[k * N + j];
-    if (exact) {
-      accel__dct2(plan, line, tmp);
-      for (int l = 0; l < n; l++) low[k * n + l] = line[l];
-    } else {
-      for (int l = 0; l < n; l++) {
-        double s = 0.0;
-        for (int j = 0; j < N; j++) s += line[j] * cosk[l * N + j];
-        low[k * n + l] = s;
-      }
-    }
+    accel__phash_low(exact ? plan : NULL, cosk, n, line, tmp, low + k * n, 1);
   }
   for (int i = 0; i < n * n; i++) sorted[i] = low[i];
   const double med = accel__median_inplace(sorted, n * n);
@@ -224,8 +223,8 @@ ACCEL__MATH_HD accel__whash_geom accel__whash_geometry(int64_t N, int n) {
 
 /* Block (bi, bj) of the N x N plane analysed to level m; its level-m
  * approximation is left in blk[0]. blk, tmp: B*B doubles each. */
-ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__whash_geom *g, int bi, int bj, double *blk,
-                                               double *tmp) {
+ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
+                                               double *blk, double *tmp) {
   const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
   for (int64_t i = 0; i < g->B; i++)
     for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;

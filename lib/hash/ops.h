@@ -13,14 +13,7 @@ typedef struct accel__hash_ops {
   accel_status (*batch)(accel__call *call, accel__hash_job *job);
 } accel__hash_ops;
 
-extern const accel__hash_ops accel__cpu_hash_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__hash_ops accel__cuda_hash_ops;
-/* For tests without a GPU: the CUDA pipeline (grouping, arena layout, the
- * kernels' per-thread code) run on the host with this much "device" memory. */
-extern const accel__hash_ops accel__cuda_hash_ops_emulated;
-extern uint64_t accel__cuda_hash_emulated_budget;
-#endif
+ACCEL__DECLARE_OPS(accel__hash_ops, hash);
 
 #ifdef __cplusplus
 }

@@ -9,16 +9,12 @@
 enum { DECODE_OPTIONS_V1_SIZE = sizeof(accel_decode_options), IMAGE_INFO_V1_SIZE = sizeof(accel_image_info) };
 
 accel_status accel_decode_options_init(accel_decode_options *o, size_t struct_size) {
-  accel_decode_options d;
-  memset(&d, 0, sizeof d);
-  d.target = ACCEL_DECODE_RGB;
-  return accel__versioned_init("accel_decode_options_init", o, struct_size, &d, sizeof d, DECODE_OPTIONS_V1_SIZE);
+  static const accel_decode_options DEFAULTS = {.target = ACCEL_DECODE_RGB};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, DECODE_OPTIONS_V1_SIZE);
 }
 
 accel_status accel_image_info_init(accel_image_info *info, size_t struct_size) {
-  accel_image_info d;
-  memset(&d, 0, sizeof d);
-  return accel__versioned_init("accel_image_info_init", info, struct_size, &d, sizeof d, IMAGE_INFO_V1_SIZE);
+  return accel__versioned_init(__func__, info, struct_size, NULL, sizeof *info, IMAGE_INFO_V1_SIZE);
 }
 
 const char *accel_image_mode_name(accel_image_mode mode) { return accel__mode_name((accel__mode)mode); }
@@ -53,7 +49,7 @@ static void on_row(void *user, int64_t y, const void *pixels) {
 
 static accel_status decode(accel_ctx *ctx, const char *func, const char *path, const void *data, size_t size,
                            const accel_decode_options *in, accel_buffer **out, accel_image_info *info) {
-  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", func);
+  if (!out) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
   accel_decode_options o;
   accel_decode_options_init(&o, sizeof o);
@@ -62,9 +58,9 @@ static accel_status decode(accel_ctx *ctx, const char *func, const char *path, c
     if (s) return s;
   }
   if (o.target != ACCEL_DECODE_GRAY && o.target != ACCEL_DECODE_RGB)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown target %d", func, (int)o.target);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "unknown target %d", (int)o.target);
   if (info && info->struct_size < IMAGE_INFO_V1_SIZE)
-    return accel__fail(ctx, ACCEL_ERR_VERSION, "%s: info->struct_size too small; call accel_image_info_init", func);
+    return accel__fail_in(ctx, func, ACCEL_ERR_VERSION, "info->struct_size too small; call accel_image_info_init");
   uint64_t limit = o.max_pixels ? o.max_pixels : 256000000, ctx_limit = accel__ctx_max_pixels(ctx);
   accel__decode_options dopt = {.max_pixels = limit < ctx_limit ? limit : ctx_limit};
   decode_ctx c = {.target = o.target};
@@ -80,7 +76,7 @@ static accel_status decode(accel_ctx *ctx, const char *func, const char *path, c
   free(file);
   if (s) {
     accel_buffer_destroy(c.buf);
-    return accel__fail(ctx, s, "%s: %s%s%s", func, path ? path : "", path ? ": " : "", why);
+    return accel__fail_in(ctx, func, s, "%s%s%s", path ? path : "", path ? ": " : "", why);
   }
   if (info) {
     accel_image_info i;
@@ -97,12 +93,13 @@ static accel_status decode(accel_ctx *ctx, const char *func, const char *path, c
 
 accel_status accel_image_decode_file(accel_ctx *ctx, const char *path, const accel_decode_options *options,
                                      accel_buffer **out, accel_image_info *info) {
-  if (!path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_image_decode_file: path is NULL");
-  return decode(ctx, "accel_image_decode_file", path, NULL, 0, options, out, info);
+  REQUIRE(ctx, path, ACCEL_ERR_INVALID_ARG, "path is NULL");
+  return decode(ctx, __func__, path, NULL, 0, options, out, info);
 }
 
 accel_status accel_image_decode_buffer(accel_ctx *ctx, const void *data, size_t size,
-                                       const accel_decode_options *options, accel_buffer **out, accel_image_info *info) {
-  if (!data && size) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "accel_image_decode_buffer: data is NULL");
-  return decode(ctx, "accel_image_decode_buffer", NULL, data, size, options, out, info);
+                                       const accel_decode_options *options, accel_buffer **out,
+                                       accel_image_info *info) {
+  if (!data && size) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "data is NULL");
+  return decode(ctx, __func__, NULL, data, size, options, out, info);
 }

@@ -14,14 +14,7 @@ typedef struct accel__image_ops {
   accel_status (*to_gray)(accel__call *call, const accel_array *src, const accel_array *dst);
 } accel__image_ops;
 
-extern const accel__image_ops accel__cpu_image_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__image_ops accel__cuda_image_ops;
-/* The CUDA conversion run on the host, for tests without a GPU, with this
- * much "device" memory (kernels/image.cu). */
-extern const accel__image_ops accel__cuda_image_ops_emulated;
-extern uint64_t accel__cuda_image_emulated_budget;
-#endif
+ACCEL__DECLARE_OPS(accel__image_ops, image);
 
 #ifdef __cplusplus
 }

@@ -7,11 +7,8 @@
 enum { SEARCH_OPTIONS_V1_SIZE = sizeof(accel_search_options), KNN_MAX = 4096 };
 
 accel_status accel_search_options_init(accel_search_options *o, size_t struct_size) {
-  accel_search_options d;
-  memset(&d, 0, sizeof d);
-  d.rule = ACCEL_INDEX_ALL;
-  d.algorithm = ACCEL_INDEX_AUTO;
-  return accel__versioned_init("accel_search_options_init", o, struct_size, &d, sizeof d, SEARCH_OPTIONS_V1_SIZE);
+  static const accel_search_options DEFAULTS = {.rule = ACCEL_INDEX_ALL, .algorithm = ACCEL_INDEX_AUTO};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, SEARCH_OPTIONS_V1_SIZE);
 }
 
 static accel_status read_search(const accel_index *ix, const char *func, const accel_search_options *in,
@@ -22,16 +19,16 @@ static accel_status read_search(const accel_index *ix, const char *func, const a
     if (st) return st;
   }
   if (o->rule != ACCEL_INDEX_ALL && o->rule != ACCEL_INDEX_ANY)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown rule %d", func, (int)o->rule);
+    return accel__fail_in(ix->ctx, func, ACCEL_ERR_INVALID_ARG, "unknown rule %d", (int)o->rule);
   if ((unsigned)o->algorithm > ACCEL_INDEX_MULTI_INDEX)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: unknown algorithm %d", func, (int)o->algorithm);
+    return accel__fail_in(ix->ctx, func, ACCEL_ERR_INVALID_ARG, "unknown algorithm %d", (int)o->algorithm);
   memset(s, 0, sizeof *s);
   s->rule = o->rule;
   s->algorithm = o->algorithm;
   for (uint32_t f = 0; f < ix->nfields; f++) {
     if (o->thresholds[f] > ix->bits)
-      return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: threshold %u of field %u is over the %u bits", func,
-                         o->thresholds[f], f, ix->bits);
+      return accel__fail_in(ix->ctx, func, ACCEL_ERR_INVALID_ARG, "threshold %u of field %u is over the %u bits",
+                            o->thresholds[f], f, ix->bits);
     s->thresholds[f] = o->thresholds[f];
   }
   return ACCEL_OK;
@@ -96,8 +93,7 @@ typedef struct key_pos {
 
 static int cmp_key(const void *x, const void *y) {
   const key_pos *a = x, *b = y;
-  if (a->first != b->first) return a->first < b->first ? -1 : 1;
-  return (a->second > b->second) - (a->second < b->second);
+  return accel__cmp_u64_pair(a->first, a->second, b->first, b->second);
 }
 
 /* Positions to ids (join: the smaller id first; range: the query number
@@ -139,7 +135,7 @@ static accel_status finish_pairs(accel_pairs *p, const accel__codes *x, const ac
 
 accel_status accel_pairs_view(const accel_pairs *p, size_t *count, const uint64_t **first, const uint64_t **second,
                               const uint32_t **distances, uint32_t *nfields) {
-  if (!p) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_pairs_view: pairs is NULL");
+  REQUIRE(NULL, p, ACCEL_ERR_INVALID_ARG, "pairs is NULL");
   if (count) *count = p->n;
   if (first) *first = p->first;
   if (second) *second = p->second;
@@ -150,32 +146,9 @@ accel_status accel_pairs_view(const accel_pairs *p, size_t *count, const uint64_
 
 /* ------------------------------------------------------------ dispatch */
 
-/* GPU backends search by brute force. Multi-index hashing is a CPU
- * algorithm: asked for explicitly, or chosen by AUTO where it examines so few
- * pairs that the CPU beats the GPU's brute force, the stage runs on the CPU
- * (a choice, not a failure: nothing is logged as a fallback). k-nearest
- * always stays on the backend. */
-static bool wants_cpu(const accel__backend *b, const accel__index_job *job) {
-  if (b->kind == ACCEL_BACKEND_CPU) return false;
-  if (job->search.algorithm == ACCEL_INDEX_MULTI_INDEX) return true;
-  return job->search.algorithm == ACCEL_INDEX_AUTO &&
-         accel__prefer_cpu_mih_to_gpu(job->codes.n, job->bits, &job->search, job->codes.nfields);
-}
-
-static int run_join(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->index || !b->index->join || wants_cpu(b, job)) return ACCEL__NOT_IMPLEMENTED;
-  return b->index->join(call, job);
-}
-
-static int run_range(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->index || !b->index->range || wants_cpu(b, job)) return ACCEL__NOT_IMPLEMENTED;
-  return b->index->range(call, job);
-}
-
-static int run_knn(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->index || !b->index->knn) return ACCEL__NOT_IMPLEMENTED;
-  return b->index->knn(call, job);
-}
+ACCEL__STAGE_FN(run_join, index, join, job)
+ACCEL__STAGE_FN(run_range, index, range, job)
+ACCEL__STAGE_FN(run_knn, index, knn, job)
 
 static void job_init(accel__index_job *job, accel_index *ix, const char *stage, const accel_search_options *o,
                      const accel__search *s) {
@@ -192,65 +165,41 @@ static void job_init(accel__index_job *job, accel_index *ix, const char *stage, 
   }
 }
 
-static void log_algorithm(accel_index *ix, const accel__index_job *job) {
-  accel__log(ix->ctx, ACCEL_LOG_DEBUG, "accel: %s over %zu entries by %s (%s)", job->stage, job->codes.n,
-             job->used == ACCEL_INDEX_MULTI_INDEX ? "multi-index hashing" : "brute force", accel__index_isa());
+/* The search of the job (unless `skip`: nothing to compare) into the sink,
+ * then a DEBUG line saying how it ran. */
+static accel_status run_search(accel_index *ix, accel__index_job *job, accel__stage_fn fn, accel__pair_sink *sink,
+                               bool skip) {
+  job->sink = sink;
+  accel_status st = skip ? ACCEL_OK : accel__dispatch(ix->ctx, job->stage, fn, job);
+  if (!st)
+    accel__log(ix->ctx, ACCEL_LOG_DEBUG, "accel: %s over %zu entries by %s (%s)", job->stage, job->codes.n,
+               job->used == ACCEL_INDEX_MULTI_INDEX ? "multi-index hashing" : "brute force", accel__index_isa());
+  return st;
 }
 
-accel_status accel_index_self_join(accel_index *ix, const accel_search_options *options, accel_pairs **out) {
-  static const char F[] = "accel_index_self_join";
-  if (!ix || !out) return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  *out = NULL;
+/* The pairs of a self-join (join) or of a range search of nq queries, for
+ * the public function func. */
+static accel_status search_pairs(accel_index *ix, const char *func, bool join, size_t nq, const uint64_t *queries,
+                                 const accel_search_options *options, accel_pairs **out) {
   accel_search_options o;
   accel__search s;
-  accel_status st = read_search(ix, F, options, &o, &s);
-  if (st) return st;
-  accel_pairs *p = pairs_new(ix->nfields);
-  if (!p) return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
-  accel__pair_sink sink = {collect, p};
-  accel__index_job job;
-  job_init(&job, ix, "index.join", &o, &s);
-  job.sink = &sink;
-  st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
-  if (!st) log_algorithm(ix, &job);
-  if (!st && p->oom) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the pairs", F);
-  if (!st && finish_pairs(p, &job.codes, &job.codes, ix->ids, true))
-    st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory sorting %zu pairs", F, p->n);
-  if (st) {
-    accel_pairs_destroy(p);
-    return st;
-  }
-  *out = p;
-  return ACCEL_OK;
-}
-
-accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queries, const accel_search_options *options,
-                               accel_pairs **out) {
-  static const char F[] = "accel_index_range";
-  if (!ix || !out || (nq && !queries))
-    return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  *out = NULL;
-  if (nq > UINT32_MAX) return accel__fail(ix->ctx, ACCEL_ERR_LIMIT, "%s: at most %u queries a call", F, UINT32_MAX);
-  accel_search_options o;
-  accel__search s;
-  accel_status st = read_search(ix, F, options, &o, &s);
+  accel_status st = read_search(ix, func, options, &o, &s);
   if (st) return st;
   accel_pairs *p = pairs_new(ix->nfields);
   uint64_t *storage = NULL;
   accel__index_job job;
-  job_init(&job, ix, "index.range", &o, &s);
-  if (!p || accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage)) {
+  job_init(&job, ix, join ? "index.join" : "index.range", &o, &s);
+  if (!p || (!join && accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage))) {
     accel_pairs_destroy(p);
     free(storage);
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    return accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   accel__pair_sink sink = {collect, p};
-  job.sink = &sink;
-  st = nq == 0 || ix->n == 0 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.range", run_range, &job);
-  if (!st) log_algorithm(ix, &job);
-  if (!st && p->oom) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the pairs", F);
-  if (!st && finish_pairs(p, &job.queries, &job.codes, ix->ids, false))
-    st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory sorting %zu pairs", F, p->n);
+  const bool skip = join ? ix->n < 2 : nq == 0 || ix->n == 0;
+  st = run_search(ix, &job, join ? run_join : run_range, &sink, skip);
+  if (!st && p->oom) st = accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
+  if (!st && finish_pairs(p, join ? &job.codes : &job.queries, &job.codes, ix->ids, join))
+    st = accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
   free(storage);
   if (st) {
     accel_pairs_destroy(p);
@@ -260,20 +209,34 @@ accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queri
   return ACCEL_OK;
 }
 
+accel_status accel_index_self_join(accel_index *ix, const accel_search_options *options, accel_pairs **out) {
+  REQUIRE(ix ? ix->ctx : NULL, ix && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  *out = NULL;
+  return search_pairs(ix, __func__, true, 0, NULL, options, out);
+}
+
+accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queries, const accel_search_options *options,
+                               accel_pairs **out) {
+  if (!ix || !out || (nq && !queries))
+    return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  *out = NULL;
+  if (nq > UINT32_MAX) return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "at most %u queries a call", UINT32_MAX);
+  return search_pairs(ix, __func__, false, nq, queries, options, out);
+}
+
 accel_status accel_index_knn(accel_index *ix, size_t nq, const uint64_t *queries, uint32_t k, uint32_t field,
                              uint64_t *ids, uint32_t *distances) {
-  static const char F[] = "accel_index_knn";
   if (!ix || (nq && (!queries || !ids)))
-    return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
-  if (k < 1 || k > KNN_MAX) return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: k %u outside 1..%d", F, k, KNN_MAX);
+    return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (k < 1 || k > KNN_MAX) return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "k %u outside 1..%d", k, KNN_MAX);
   if (field >= ix->nfields)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: field %u, the index has %u", F, field, ix->nfields);
+    return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "field %u, the index has %u", field, ix->nfields);
   if (nq == 0) return ACCEL_OK;
   accel__index_job job;
   job_init(&job, ix, "index.knn", NULL, NULL);
   uint64_t *storage = NULL;
   if (accel__codes_from_rows(queries, nq, ix->nfields, ix->words, &job.queries, &storage))
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   job.k = k;
   job.field = field;
   job.out_ids = ids;
@@ -362,7 +325,7 @@ void accel_groups_destroy(accel_groups *g) {
 
 accel_status accel_groups_view(const accel_groups *g, size_t *ngroups, const uint64_t **offsets,
                                const uint64_t **members) {
-  if (!g) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_groups_view: groups is NULL");
+  REQUIRE(NULL, g, ACCEL_ERR_INVALID_ARG, "groups is NULL");
   if (ngroups) *ngroups = g->n;
   if (offsets) *offsets = g->offsets;
   if (members) *members = g->members;
@@ -376,8 +339,7 @@ typedef struct root_id {
 
 static int cmp_root_id(const void *x, const void *y) {
   const root_id *a = x, *b = y;
-  if (a->root != b->root) return a->root < b->root ? -1 : 1;
-  return (a->id > b->id) - (a->id < b->id);
+  return accel__cmp_u64_pair(a->root, a->id, b->root, b->id);
 }
 
 typedef struct group_ref {
@@ -386,8 +348,7 @@ typedef struct group_ref {
 } group_ref;
 
 static int cmp_group(const void *x, const void *y) {
-  const group_ref *a = x, *b = y;
-  return (a->first > b->first) - (a->first < b->first);
+  return accel__cmp_u64(((const group_ref *)x)->first, ((const group_ref *)y)->first);
 }
 
 /* Components of size >= 2 of u over elements whose ids are ids[0..n). */
@@ -396,12 +357,8 @@ static accel_status groups_from_uf(uf *u, const uint64_t *ids, accel_groups **ou
   root_id *r = malloc((n ? n : 1) * sizeof *r);
   group_ref *refs = malloc((n ? n : 1) * sizeof *refs);
   accel_groups *g = calloc(1, sizeof *g);
-  if (!r || !refs || !g) {
-    free(r);
-    free(refs);
-    free(g);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
+  accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
+  if (!r || !refs || !g) goto done;
   size_t m = 0;
   for (size_t i = 0; i < n; i++) {
     uint32_t root = uf_find(u, (uint32_t)i);
@@ -419,47 +376,32 @@ static accel_status groups_from_uf(uf *u, const uint64_t *ids, accel_groups **ou
   g->n = ng;
   g->offsets = malloc((ng + 1) * sizeof(uint64_t));
   g->members = malloc((m ? m : 1) * sizeof(uint64_t));
-  if (!g->offsets || !g->members) {
-    free(r);
-    free(refs);
-    accel_groups_destroy(g);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
+  if (!g->offsets || !g->members) goto done;
   size_t k = 0;
   for (size_t i = 0; i < ng; i++) {
     g->offsets[i] = k;
     for (size_t j = 0; j < refs[i].len; j++) g->members[k++] = r[refs[i].at + j].id;
   }
   g->offsets[ng] = k;
+  *out = g;
+  g = NULL;
+  st = ACCEL_OK;
+done:
   free(r);
   free(refs);
-  *out = g;
-  return ACCEL_OK;
+  accel_groups_destroy(g);
+  return st;
 }
 
-static int cmp_u64(const void *x, const void *y) {
-  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
-  return (a > b) - (a < b);
-}
-
-static size_t find_u64(const uint64_t *v, size_t n, uint64_t key) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
+static int cmp_u64(const void *x, const void *y) { return accel__cmp_u64(*(const uint64_t *)x, *(const uint64_t *)y); }
 
 accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const uint64_t *second, accel_groups **out) {
-  static const char F[] = "accel_groups_from_pairs";
-  if (!out || (npairs && (!first || !second))) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  if (!out || (npairs && (!first || !second))) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
-  if (npairs > UINT32_MAX / 2) return accel__fail(NULL, ACCEL_ERR_LIMIT, "%s: too many pairs", F);
+  if (npairs > UINT32_MAX / 2) return FAIL(NULL, ACCEL_ERR_LIMIT, "too many pairs");
   /* ids to dense numbers: the sorted distinct ids */
   uint64_t *ids = malloc((npairs ? 2 * npairs : 1) * sizeof(uint64_t));
-  if (!ids) return accel__fail(NULL, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  REQUIRE(NULL, ids, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   if (npairs) {
     memcpy(ids, first, npairs * sizeof(uint64_t));
     memcpy(ids + npairs, second, npairs * sizeof(uint64_t));
@@ -473,36 +415,35 @@ accel_status accel_groups_from_pairs(size_t npairs, const uint64_t *first, const
   if (!uf_init(&u, n)) {
     s = ACCEL_ERR_OUT_OF_MEMORY;
   } else {
-    for (size_t i = 0; i < npairs; i++)
-      uf_union(&u, (uint32_t)find_u64(ids, n, first[i]), (uint32_t)find_u64(ids, n, second[i]));
+    for (size_t i = 0; i < npairs; i++) {
+      const size_t a = accel__lower_bound_u64(ids, n, first[i]), b = accel__lower_bound_u64(ids, n, second[i]);
+      uf_union(&u, (uint32_t)a, (uint32_t)b);
+    }
     s = groups_from_uf(&u, ids, out);
   }
   uf_free(&u);
   free(ids);
-  if (s) return accel__fail(NULL, s, "%s: out of memory", F);
+  if (s) return FAIL(NULL, s, "out of memory");
   return ACCEL_OK;
 }
 
 accel_status accel_index_group(accel_index *ix, const accel_search_options *options, accel_groups **out) {
-  static const char F[] = "accel_index_group";
-  if (!ix || !out) return accel__fail(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "%s: NULL argument", F);
+  REQUIRE(ix ? ix->ctx : NULL, ix && out, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
   accel_search_options o;
   accel__search s;
-  accel_status st = read_search(ix, F, options, &o, &s);
+  accel_status st = read_search(ix, __func__, options, &o, &s);
   if (st) return st;
   uf u;
   if (!uf_init(&u, ix->n)) {
     uf_free(&u);
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   accel__pair_sink sink = {uf_sink, &u};
   accel__index_job job;
   job_init(&job, ix, "index.join", &o, &s);
-  job.sink = &sink;
-  st = ix->n < 2 ? ACCEL_OK : accel__dispatch(ix->ctx, "index.join", run_join, &job);
-  if (!st) log_algorithm(ix, &job);
-  if (!st && groups_from_uf(&u, ix->ids, out)) st = accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  st = run_search(ix, &job, run_join, &sink, ix->n < 2);
+  if (!st && groups_from_uf(&u, ix->ids, out)) st = FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   uf_free(&u);
   return st;
 }

@@ -129,29 +129,30 @@ tile1_avx512(const uint64_t *rows, size_t i0, size_t i1, const uint64_t *cols, s
 }
 #endif
 
-static tile1_fn pick_tile1(void) {
+/* The popcount kernels this CPU runs: 2 AVX-512 VPOPCNTDQ, 1 POPCNT, 0 generic. */
+static int isa_level(void) {
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return tile1_avx512;
-  if (__builtin_cpu_supports("popcnt")) return tile1_popcnt;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return 2;
+  if (__builtin_cpu_supports("popcnt")) return 1;
 #endif
-  return tile1_generic;
+  return 0;
 }
 
-static scan_fn pick_scan(void) {
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return scan_avx512;
-  if (__builtin_cpu_supports("popcnt")) return scan_popcnt;
+static const tile1_fn TILE1[3] = {tile1_generic, tile1_popcnt, tile1_avx512};
+static const scan_fn SCAN[3] = {scan_generic, scan_popcnt, scan_avx512};
+#else
+static const tile1_fn TILE1[1] = {tile1_generic};
+static const scan_fn SCAN[1] = {scan_generic};
 #endif
-  return scan_generic;
-}
+
+static tile1_fn pick_tile1(void) { return TILE1[isa_level()]; }
+
+static scan_fn pick_scan(void) { return SCAN[isa_level()]; }
 
 const char *accel__index_isa(void) {
-  scan_fn f = pick_scan();
-#if defined(__x86_64__)
-  if (f == scan_avx512) return "avx512-vpopcntdq";
-  if (f == scan_popcnt) return "popcnt";
-#endif
-  return "generic";
+  static const char *const NAMES[3] = {"generic", "popcnt", "avx512-vpopcntdq"};
+  return NAMES[isa_level()];
 }
 
 /* ------------------------------------------------------------ progress */
@@ -361,11 +362,9 @@ POPCNT_CLONES static void mih_join_run(const accel__codes *c, const accel__mih_t
   }
 }
 
-static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
-  const accel__codes *c = &job->codes;
-  progress p = {job, 0, 0, 0};
-  int oom = 0;
-  const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
+/* The (cached) tables of every pass of the plan. */
+static accel_status get_tables(accel__call *call, accel__index_job *job, const mih_plan *plan,
+                               const accel__mih_table **tables) {
   for (int k = 0; k < plan->npasses; k++) {
     accel_status st = job->index ? accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &tables[k])
                                  : ACCEL_ERR_INTERNAL;
@@ -373,8 +372,18 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
       accel__why(call->why, "out of memory for the multi-index tables");
       return st;
     }
-    p.total += plan->m[k];
   }
+  return ACCEL_OK;
+}
+
+static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
+  const accel__codes *c = &job->codes;
+  progress p = {job, 0, 0, 0};
+  int oom = 0;
+  const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
+  accel_status st = get_tables(call, job, plan, tables);
+  if (st) return st;
+  for (int k = 0; k < plan->npasses; k++) p.total += plan->m[k];
   /* runs: [start, end) of equal substrings with two or more entries */
   size_t *runs = malloc((c->n + 1) * sizeof(size_t));
   if (!runs) return oom_status(call);
@@ -417,16 +426,6 @@ static accel_status mih_join(accel__call *call, accel__index_job *job, const mih
   return oom ? oom_status(call) : progress_end(&p, call);
 }
 
-static size_t lower_bound(const uint64_t *v, size_t n, uint64_t key) {
-  size_t lo = 0, hi = n;
-  while (lo < hi) {
-    size_t mid = lo + (hi - lo) / 2;
-    if (v[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
 /* Every entry within reach of query qi through the pass of table t. */
 POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, const accel__codes *c,
                                           const accel__mih_table *t, const accel__search *s, accel__pair_buf *pb) {
@@ -437,7 +436,7 @@ POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, cons
     const uint64_t key = accel__words_substring(mine, t->start[sub], t->len[sub]);
     const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
     const uint32_t *order = t->order + (size_t)sub * t->n;
-    for (size_t x = lower_bound(sk, t->n, key); x < t->n && sk[x] == key; x++) {
+    for (size_t x = accel__lower_bound_u64(sk, t->n, key); x < t->n && sk[x] == key; x++) {
       const uint32_t pi = order[x];
       uint64_t xw[4];
       uint32_t d = 0;
@@ -455,14 +454,8 @@ POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, cons
 static accel_status mih_range(accel__call *call, accel__index_job *job, const mih_plan *plan) {
   const accel__codes *c = &job->codes, *q = &job->queries;
   const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
-  for (int k = 0; k < plan->npasses; k++) {
-    accel_status st = job->index ? accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &tables[k])
-                                 : ACCEL_ERR_INTERNAL;
-    if (st) {
-      accel__why(call->why, "out of memory for the multi-index tables");
-      return st;
-    }
-  }
+  accel_status st = get_tables(call, job, plan, tables);
+  if (st) return st;
   progress p = {job, q->n, 0, 0};
   int oom = 0;
 #pragma omp parallel num_threads(call->threads)
@@ -552,9 +545,20 @@ bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *s, uint32_t
   return ratio >= 0 && ratio < 1;
 }
 
-bool accel__prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
+/* On a GPU backend with AUTO: is multi-index hashing on the CPU clearly
+ * cheaper than brute force on the GPU (large sets, small thresholds)? */
+static bool prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
   const double ratio = n < 65536 ? -1 : uniform_cost_ratio(bits, s, nfields);
   return ratio >= 0 && ratio * GPU_SPEEDUP < 1;
+}
+
+accel_status accel__index_gpu_decline(accel__call *call, const accel__index_job *job) {
+  if (job->search.algorithm == ACCEL_INDEX_MULTI_INDEX)
+    return accel__decline(call, "multi-index hashing, as asked, runs on the CPU");
+  if (job->search.algorithm == ACCEL_INDEX_AUTO &&
+      prefer_cpu_mih_to_gpu(job->codes.n, job->bits, &job->search, job->codes.nfields))
+    return accel__decline(call, "multi-index hashing on the CPU beats brute force on the GPU here");
+  return ACCEL_OK;
 }
 
 /* AUTO: brute force for small sets and where even uniform codes would give
@@ -596,8 +600,7 @@ static accel_status cpu_range(accel__call *call, accel__index_job *job) {
 
 static int cmp_cand(const void *x, const void *y) {
   const accel__knn_cand *a = x, *b = y;
-  if (a->d != b->d) return a->d < b->d ? -1 : 1;
-  return (a->id > b->id) - (a->id < b->id);
+  return accel__cmp_u64_pair(a->d, a->id, b->d, b->id);
 }
 
 void accel__knn_emit(accel__knn_cand *c, size_t n, uint32_t k, uint64_t *ids, uint32_t *distances) {

@@ -59,8 +59,7 @@ static void put_big(crc_writer *w, const void *p, size_t n) { /* crc32 takes uIn
 }
 
 accel_status accel_index_save(const accel_index *ix, const char *path) {
-  static const char F[] = "accel_index_save";
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: index is NULL", F);
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   header h;
   memset(&h, 0, sizeof h);
   memcpy(h.magic, MAGIC, 8);
@@ -72,7 +71,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   for (size_t i = 0; i < ix->n; i++) h.label_bytes += ix->labels[i] ? strlen(ix->labels[i]) : 0;
   h.meta_bytes = ix->meta ? strlen(ix->meta) : 0;
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ix->ctx, F, path, &af);
+  accel_status s = accel__atomic_open(ix->ctx, __func__, path, &af);
   if (s) return s;
   crc_writer w = {af.f, crc32(0, Z_NULL, 0), true};
   put(&w, &h, sizeof h);
@@ -89,34 +88,83 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   if (ix->meta) put(&w, ix->meta, strlen(ix->meta));
   uint32_t crc = (uint32_t)w.crc;
   if (w.ok) w.ok = fwrite(&crc, sizeof crc, 1, af.f) == 1;
-  if (!w.ok) return accel__atomic_fail(ix->ctx, F, &af);
-  return accel__atomic_commit(ix->ctx, F, &af);
+  if (!w.ok) return accel__atomic_fail(ix->ctx, __func__, &af);
+  return accel__atomic_commit(ix->ctx, __func__, &af);
 }
 
-accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **out) {
-  static const char F[] = "accel_index_load";
-  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", F);
-  *out = NULL;
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
-  FILE *f;
-  int64_t fsize;
-  accel_status s = accel__open_read(ctx, F, path, &f, &fsize);
-  if (s) return s;
-  uint8_t *data = NULL;
+/* The index in a file's bytes `data`, whose header h, size and checksum
+ * are checked. */
+static accel_status index_from_data(accel_ctx *ctx, const char *func, const char *path, const header *h,
+                                   const uint8_t *data, accel_index **out) {
+  const uint64_t words = h->bits / 64;
+  accel_index_options o;
+  accel_index_options_init(&o, sizeof o);
+  o.bits = h->bits;
+  o.nfields = h->nfields;
   accel_index *ix = NULL;
+  accel_status s = accel_index_create(ctx, &o, &ix);
+  if (s) return s;
+  const size_t n = (size_t)h->count;
+  const uint64_t *ids = (const uint64_t *)(const void *)(data + HEADER);
+  const uint64_t *stamps = ids + n;
+  const uint64_t *codes = stamps + n; /* [nfields][words][n] */
+  const uint64_t *lens = codes + n * h->nfields * words;
+  const char *text = (const char *)(lens + n), *end_text = text + h->label_bytes;
+  /* rows for accel_index_add; labels copied out of the text */
+  uint64_t *rows = malloc((n ? n : 1) * h->nfields * words * sizeof(uint64_t));
+  char **labels = calloc(n ? n : 1, sizeof(char *));
+  if (!rows || !labels) {
+    s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+  } else {
+    const char *t = text;
+    for (size_t i = 0; i < n && !s; i++) {
+      for (uint32_t fl = 0; fl < h->nfields; fl++)
+        for (uint64_t w = 0; w < words; w++) rows[(i * h->nfields + fl) * words + w] = codes[(fl * words + w) * n + i];
+      if (lens[i] == UINT64_MAX) continue;
+      if (lens[i] > (uint64_t)(end_text - t)) {
+        s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is corrupt (label lengths)", path);
+      } else if (!(labels[i] = strndup(t, (size_t)lens[i]))) {
+        s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+      } else {
+        t += lens[i];
+      }
+    }
+    if (!s && t != end_text) s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is corrupt (label bytes)", path);
+    if (!s && (s = accel_index_add(ix, n, ids, rows, (const char *const *)labels, stamps)))
+      accel__fail_in(ctx, func, s == ACCEL_ERR_INVALID_ARG ? ACCEL_ERR_FORMAT : s, "%s: %s", path,
+                     accel_last_error(ctx));
+    if (s == ACCEL_ERR_INVALID_ARG) s = ACCEL_ERR_FORMAT; /* duplicate ids: a corrupt file */
+    if (!s && h->meta_bytes) {
+      char *meta = strndup(end_text, (size_t)h->meta_bytes);
+      if (!meta || (s = accel_index_set_meta(ix, meta)))
+        s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+      free(meta);
+    }
+  }
+  for (size_t i = 0; labels && i < n; i++) free(labels[i]);
+  free(labels);
+  free(rows);
+  if (s) accel_index_destroy(ix);
+  else *out = ix;
+  return s;
+}
+
+static accel_status read_index(accel_ctx *ctx, const char *func, const char *path, FILE *f, int64_t fsize, void *out) {
+  accel_status s = ACCEL_OK;
+  uint8_t *data = NULL;
   header h;
   if (fsize < HEADER + 4 || fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, 8) != 0) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a libaccel index", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is not a libaccel index", path);
     goto done;
   }
   if (h.version != VERSION || h.header_size != HEADER) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has index format version %u; this libaccel reads version %d", F, path,
-                    h.version, VERSION);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s has index format version %u; this libaccel reads version %d",
+                       path, h.version, VERSION);
     goto done;
   }
   if ((h.bits != 64 && h.bits != 128 && h.bits != 256) || h.nfields < 1 || h.nfields > ACCEL_INDEX_MAX_FIELDS ||
       h.count > UINT32_MAX || h.meta_bytes > 4095) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has a corrupt header", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s has a corrupt header", path);
     goto done;
   }
   /* the exact size the header announces, checked before allocating */
@@ -124,18 +172,18 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
   const uint64_t fixed = h.count * (8 + 8 + 8 * h.nfields * words + 8);
   const uint64_t expect = (uint64_t)HEADER + fixed + h.label_bytes + h.meta_bytes + 4;
   if (h.label_bytes > (uint64_t)fsize || expect != (uint64_t)fsize) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated or corrupt (%lld bytes, the header announces %llu)", F,
-                    path, (long long)fsize, (unsigned long long)expect);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated or corrupt (%lld bytes, the header announces "
+                       "%llu)", path, (long long)fsize, (unsigned long long)expect);
     goto done;
   }
   data = malloc((size_t)fsize);
   if (!data) {
-    s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for %lld bytes", F, (long long)fsize);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for %lld bytes", (long long)fsize);
     goto done;
   }
   memcpy(data, &h, sizeof h);
   if (fread(data + HEADER, 1, (size_t)fsize - HEADER, f) != (size_t)fsize - HEADER) {
-    s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot read %s", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot read %s", path);
     goto done;
   }
   uint32_t stored;
@@ -147,59 +195,18 @@ accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **ou
     off += k;
   }
   if ((uint32_t)crc != stored) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is corrupt (checksum mismatch)", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is corrupt (checksum mismatch)", path);
     goto done;
   }
-  accel_index_options o;
-  accel_index_options_init(&o, sizeof o);
-  o.bits = h.bits;
-  o.nfields = h.nfields;
-  if ((s = accel_index_create(ctx, &o, &ix))) goto done;
-  const size_t n = (size_t)h.count;
-  const uint64_t *ids = (const uint64_t *)(const void *)(data + HEADER);
-  const uint64_t *stamps = ids + n;
-  const uint64_t *codes = stamps + n; /* [nfields][words][n] */
-  const uint64_t *lens = codes + n * h.nfields * words;
-  const char *text = (const char *)(lens + n), *end_text = text + h.label_bytes;
-  /* rows for accel_index_add; labels copied out of the text */
-  uint64_t *rows = malloc((n ? n : 1) * h.nfields * words * sizeof(uint64_t));
-  char **labels = calloc(n ? n : 1, sizeof(char *));
-  if (!rows || !labels) {
-    s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
-  } else {
-    const char *t = text;
-    for (size_t i = 0; i < n && !s; i++) {
-      for (uint32_t fl = 0; fl < h.nfields; fl++)
-        for (uint64_t w = 0; w < words; w++) rows[(i * h.nfields + fl) * words + w] = codes[(fl * words + w) * n + i];
-      if (lens[i] == UINT64_MAX) continue;
-      if (lens[i] > (uint64_t)(end_text - t)) {
-        s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is corrupt (label lengths)", F, path);
-      } else if (!(labels[i] = strndup(t, (size_t)lens[i]))) {
-        s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
-      } else {
-        t += lens[i];
-      }
-    }
-    if (!s && t != end_text) s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is corrupt (label bytes)", F, path);
-    if (!s && (s = accel_index_add(ix, n, ids, rows, (const char *const *)labels, stamps)))
-      accel__fail(ctx, s == ACCEL_ERR_INVALID_ARG ? ACCEL_ERR_FORMAT : s, "%s: %s: %s", F, path, accel_last_error(ctx));
-    if (s == ACCEL_ERR_INVALID_ARG) s = ACCEL_ERR_FORMAT; /* duplicate ids: a corrupt file */
-    if (!s && h.meta_bytes) {
-      char *meta = strndup(end_text, (size_t)h.meta_bytes);
-      if (!meta || (s = accel_index_set_meta(ix, meta))) s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
-      free(meta);
-    }
-  }
-  for (size_t i = 0; labels && i < n; i++) free(labels[i]);
-  free(labels);
-  free(rows);
-  if (s) {
-    accel_index_destroy(ix);
-    ix = NULL;
-  }
+  s = index_from_data(ctx, func, path, &h, data, out);
 done:
   free(data);
-  fclose(f);
-  *out = ix;
   return s;
+}
+
+accel_status accel_index_load(accel_ctx *ctx, const char *path, accel_index **out) {
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  return accel__load(ctx, __func__, path, read_index, out);
 }

@@ -9,11 +9,8 @@
 enum { INDEX_OPTIONS_V1_SIZE = sizeof(accel_index_options), META_MAX = 4095 };
 
 accel_status accel_index_options_init(accel_index_options *o, size_t struct_size) {
-  accel_index_options d;
-  memset(&d, 0, sizeof d);
-  d.bits = 64;
-  d.nfields = 1;
-  return accel__versioned_init("accel_index_options_init", o, struct_size, &d, sizeof d, INDEX_OPTIONS_V1_SIZE);
+  static const accel_index_options DEFAULTS = {.bits = 64, .nfields = 1};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, INDEX_OPTIONS_V1_SIZE);
 }
 
 /* ------------------------------------------------------------ the id map */
@@ -150,22 +147,21 @@ accel_status accel__codes_from_rows(const uint64_t *rows, size_t nq, uint32_t nf
 }
 
 accel_status accel_index_create(accel_ctx *ctx, const accel_index_options *in, accel_index **out) {
-  static const char F[] = "accel_index_create";
-  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", F);
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   accel_index_options o;
   accel_index_options_init(&o, sizeof o);
   if (in) {
-    accel_status s = accel__versioned_in(ctx, F, "options", in, &o, sizeof o, INDEX_OPTIONS_V1_SIZE);
+    accel_status s = accel__versioned_in(ctx, __func__, "options", in, &o, sizeof o, INDEX_OPTIONS_V1_SIZE);
     if (s) return s;
   }
   if (o.bits != 64 && o.bits != 128 && o.bits != 256)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: bits must be 64, 128 or 256, not %u", F, o.bits);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "bits must be 64, 128 or 256, not %u", o.bits);
   if (o.nfields < 1 || o.nfields > ACCEL_INDEX_MAX_FIELDS)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: nfields %u outside 1..%d", F, o.nfields, ACCEL_INDEX_MAX_FIELDS);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "nfields %u outside 1..%d", o.nfields, ACCEL_INDEX_MAX_FIELDS);
   accel_index *ix = calloc(1, sizeof *ix);
-  if (!ix) return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+  REQUIRE(ctx, ix, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   ix->ctx = ctx;
   ix->bits = o.bits;
   ix->words = o.bits / 64;
@@ -191,7 +187,7 @@ void accel_index_destroy(accel_index *ix) {
 }
 
 accel_status accel_index_info(const accel_index *ix, uint32_t *bits, uint32_t *nfields, size_t *count) {
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_info: index is NULL");
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   if (bits) *bits = ix->bits;
   if (nfields) *nfields = ix->nfields;
   if (count) *count = ix->n;
@@ -200,19 +196,18 @@ accel_status accel_index_info(const accel_index *ix, uint32_t *bits, uint32_t *n
 
 accel_status accel_index_add(accel_index *ix, size_t n, const uint64_t *ids, const uint64_t *codes,
                              const char *const *labels, const uint64_t *stamps) {
-  static const char F[] = "accel_index_add";
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: index is NULL", F);
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   if (n == 0) return ACCEL_OK;
-  if (!ids || !codes) return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: ids or codes is NULL", F);
+  REQUIRE(ix->ctx, ids && codes, ACCEL_ERR_INVALID_ARG, "ids or codes is NULL");
   if (ix->n + n > UINT32_MAX)
-    return accel__fail(ix->ctx, ACCEL_ERR_LIMIT, "%s: an index holds at most %u entries", F, UINT32_MAX);
+    return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "an index holds at most %u entries", UINT32_MAX);
   for (size_t i = 0; i < n; i++)
     if (ids[i] == UINT64_MAX)
-      return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG,
-                         "%s: id %llu (UINT64_MAX) is reserved: it marks a missing k-nearest result", F,
-                         (unsigned long long)UINT64_MAX);
+      return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG,
+                  "id %llu (UINT64_MAX) is reserved: it marks a missing k-nearest result",
+                  (unsigned long long)UINT64_MAX);
   if (!reserve(ix, ix->n + n) || !map_grow(ix, ix->n + n))
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for %zu entries", F, ix->n + n);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for %zu entries", ix->n + n);
   /* all or nothing: check every id first (a duplicate within the call shows
    * up as soon as the first copy is in the map, so insert as we check and
    * undo on failure) */
@@ -224,8 +219,8 @@ accel_status accel_index_add(accel_index *ix, size_t n, const uint64_t *ids, con
   if (added < n) {
     uint64_t dup = ids[added];
     for (size_t i = 0; i < added; i++) map_del(ix, ids[i]);
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "%s: id %llu is already in the index%s", F,
-                       (unsigned long long)dup, pos >= ix->n ? " (given twice)" : "");
+    return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "id %llu is already in the index%s", (unsigned long long)dup,
+                pos >= ix->n ? " (given twice)" : "");
   }
   char **copies = calloc(n, sizeof(char *));
   bool oom = !copies;
@@ -235,7 +230,7 @@ accel_status accel_index_add(accel_index *ix, size_t n, const uint64_t *ids, con
     for (size_t i = 0; copies && i < n; i++) free(copies[i]);
     free(copies);
     for (size_t i = 0; i < n; i++) map_del(ix, ids[i]);
-    return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for labels", F);
+    return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for labels");
   }
   for (size_t i = 0; i < n; i++) {
     const size_t p = ix->n + i;
@@ -253,8 +248,8 @@ accel_status accel_index_add(accel_index *ix, size_t n, const uint64_t *ids, con
 }
 
 accel_status accel_index_remove(accel_index *ix, size_t n, const uint64_t *ids, size_t *removed) {
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_remove: index is NULL");
-  if (n && !ids) return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "accel_index_remove: ids is NULL");
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
+  if (n && !ids) return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "ids is NULL");
   size_t count = 0;
   for (size_t k = 0; k < n; k++) {
     size_t p;
@@ -280,9 +275,9 @@ accel_status accel_index_remove(accel_index *ix, size_t n, const uint64_t *ids, 
 
 accel_status accel_index_get(const accel_index *ix, size_t position, uint64_t *id, uint64_t *codes, const char **label,
                              uint64_t *stamp) {
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_get: index is NULL");
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   if (position >= ix->n)
-    return accel__fail(ix->ctx, ACCEL_ERR_NOT_FOUND, "accel_index_get: position %zu, only %zu entries", position, ix->n);
+    return FAIL(ix->ctx, ACCEL_ERR_NOT_FOUND, "position %zu, only %zu entries", position, ix->n);
   if (id) *id = ix->ids[position];
   if (stamp) *stamp = ix->stamps[position];
   if (label) *label = ix->labels[position];
@@ -293,25 +288,25 @@ accel_status accel_index_get(const accel_index *ix, size_t position, uint64_t *i
 }
 
 accel_status accel_index_find(const accel_index *ix, uint64_t id, size_t *position) {
-  if (!ix || !position) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_find: NULL argument");
+  REQUIRE(NULL, ix && position, ACCEL_ERR_INVALID_ARG, "NULL argument");
   if (!map_find(ix, id, position))
-    return accel__fail(ix->ctx, ACCEL_ERR_NOT_FOUND, "accel_index_find: no entry with id %llu", (unsigned long long)id);
+    return FAIL(ix->ctx, ACCEL_ERR_NOT_FOUND, "no entry with id %llu", (unsigned long long)id);
   return ACCEL_OK;
 }
 
 accel_status accel_index_set_meta(accel_index *ix, const char *meta) {
-  if (!ix) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_set_meta: index is NULL");
+  REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   if (meta && strlen(meta) > META_MAX)
-    return accel__fail(ix->ctx, ACCEL_ERR_INVALID_ARG, "accel_index_set_meta: at most %d bytes", META_MAX);
+    return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "at most %d bytes", META_MAX);
   char *copy = meta ? strdup(meta) : NULL;
-  if (meta && !copy) return accel__fail(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "accel_index_set_meta: out of memory");
+  if (meta && !copy) return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   free(ix->meta);
   ix->meta = copy;
   return ACCEL_OK;
 }
 
 accel_status accel_index_get_meta(const accel_index *ix, const char **meta) {
-  if (!ix || !meta) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "accel_index_get_meta: NULL argument");
+  REQUIRE(NULL, ix && meta, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *meta = ix->meta ? ix->meta : "";
   return ACCEL_OK;
 }

@@ -71,12 +71,9 @@ accel_status accel__mih_build(const accel__codes *c, uint32_t f, uint32_t bits, 
     }
     free(k);
   }
-  if (failed) {
-    accel__mih_free(t);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  *out = t;
-  return ACCEL_OK;
+  if (failed) accel__mih_free(t);
+  else *out = t;
+  return failed ? ACCEL_ERR_OUT_OF_MEMORY : ACCEL_OK;
 }
 
 void accel__mih_free(accel__mih_table *t) {

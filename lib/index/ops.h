@@ -34,22 +34,19 @@ typedef struct accel__index_ops {
   accel_status (*knn)(accel__call *call, accel__index_job *job);
 } accel__index_ops;
 
-extern const accel__index_ops accel__cpu_index_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__index_ops accel__cuda_index_ops;
-/* For tests without a GPU: the CUDA brute-force searches run on the host
- * (the kernels' per-thread code in loops), with this much "device" memory. */
-extern const accel__index_ops accel__cuda_index_ops_emulated;
-extern uint64_t accel__cuda_index_emulated_budget;
-#endif
+ACCEL__DECLARE_OPS(accel__index_ops, index);
 
 /* Which popcount kernel the CPU uses: "avx512-vpopcntdq", "popcnt", "generic". */
 const char *accel__index_isa(void);
 /* The automatic choice: multi-index hashing for this search? */
 bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *search, uint32_t nfields);
-/* On a GPU backend with AUTO: is multi-index hashing on the CPU clearly
- * cheaper than brute force on the GPU (large sets, small thresholds)? */
-bool accel__prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *search, uint32_t nfields);
+/* GPU backends search by brute force. Multi-index hashing is a CPU
+ * algorithm: asked for explicitly, or chosen by AUTO where it examines so few
+ * pairs that the CPU beats the GPU's brute force, a GPU op's join or range
+ * search declines the job (accel__decline: the CPU runs it, and nothing is
+ * logged or counted as a fallback). Returns that status, or ACCEL_OK when
+ * the GPU takes the job. k-nearest always stays on the GPU. */
+accel_status accel__index_gpu_decline(accel__call *call, const accel__index_job *job);
 
 #ifdef __cplusplus
 }

@@ -12,17 +12,27 @@
 
 accel_status accel__open_read(const accel_ctx *ctx, const char *func, const char *path, FILE **f, int64_t *size) {
   *f = NULL;
-  if (!path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path is NULL", func);
+  if (!path) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "path is NULL");
   FILE *fp = fopen(path, "rb");
-  if (!fp) return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot open %s: %s", func, path, strerror(errno));
+  if (!fp) return accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot open %s: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
     fclose(fp);
-    return accel__fail(ctx, ACCEL_ERR_IO, "%s: %s is not a regular file", func, path);
+    return accel__fail_in(ctx, func, ACCEL_ERR_IO, "%s is not a regular file", path);
   }
   *f = fp;
   *size = (int64_t)st.st_size;
   return ACCEL_OK;
+}
+
+accel_status accel__load(accel_ctx *ctx, const char *func, const char *path, accel__reader read, void *out) {
+  FILE *f = NULL;
+  int64_t size = 0;
+  accel_status s = accel__open_read(ctx, func, path, &f, &size);
+  if (s) return s;
+  s = read(ctx, func, path, f, size, out);
+  fclose(f);
+  return s;
 }
 
 bool accel__atomic_named_only;
@@ -94,18 +104,18 @@ accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const ch
   static const cookie_io_functions_t io = {.write = cookie_write};
   memset(af, 0, sizeof *af);
   af->fd = af->dir_fd = -1;
-  if (!path || !*path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path is NULL or empty", func);
+  if (!path || !*path) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "path is NULL or empty");
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
   if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s names a directory, not a file", func, path);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s names a directory, not a file", path);
   char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
   af->path = strdup(path);
   af->name = strdup(name);
   if (!dir || !af->path || !af->name) {
     free(dir);
     accel__atomic_abort(af);
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", func);
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   }
   af->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int err = af->dir_fd < 0 ? errno : 0;
@@ -116,7 +126,7 @@ accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const ch
     remove_stale(af->dir_fd, af->name);
     if (!(af->tmp_name = named_tmp(af->name))) {
       accel__atomic_abort(af);
-      return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", func);
+      return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
     }
     af->fd = openat(af->dir_fd, af->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (af->fd < 0) {
@@ -127,8 +137,8 @@ accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const ch
   }
   if (!err && !(af->f = fopencookie(af, "w", io))) err = errno ? errno : ENOMEM;
   if (err) {
-    accel_status s = accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot create a file next to %s: %s", func, path,
-                                 strerror(err));
+    accel_status s = accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot create a file next to %s: %s", path,
+                                    strerror(err));
     accel__atomic_abort(af);
     return s;
   }
@@ -153,8 +163,8 @@ void accel__atomic_abort(accel__atomic_file *af) {
 accel_status accel__atomic_fail(const accel_ctx *ctx, const char *func, accel__atomic_file *af) {
   if (af->f && fflush(af->f) != 0 && !af->err) af->err = EIO;
   const int err = af->err;
-  accel_status s = err ? accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s: %s", func, af->path, strerror(err))
-                       : accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory writing %s", func, af->path);
+  accel_status s = err ? accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot write %s: %s", af->path, strerror(err))
+                       : accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory writing %s", af->path);
   accel__atomic_abort(af);
   return s;
 }
@@ -187,7 +197,7 @@ accel_status accel__atomic_commit(const accel_ctx *ctx, const char *func, accel_
     if (fsync(af->dir_fd) != 0 && errno != EINVAL) err = errno, step = "cannot sync the directory of";
   }
   accel_status s = ACCEL_OK;
-  if (err) s = accel__fail(ctx, ACCEL_ERR_IO, "%s: %s %s: %s", func, step, af->path, strerror(err));
+  if (err) s = accel__fail_in(ctx, func, ACCEL_ERR_IO, "%s %s: %s", step, af->path, strerror(err));
   accel__atomic_abort(af);
   return s;
 }

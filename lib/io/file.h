@@ -59,4 +59,11 @@ bool accel__write_array_data(FILE *f, const accel_array *a);
 /* Open for reading and return the file size. */
 accel_status accel__open_read(const accel_ctx *ctx, const char *func, const char *path, FILE **f, int64_t *size);
 
+/* A loader's reading of the open file `path` of `size` bytes into `out`
+ * (its own type); its errors name the public function `func`. */
+typedef accel_status (*accel__reader)(accel_ctx *ctx, const char *func, const char *path, FILE *f, int64_t size,
+                                      void *out);
+/* Open `path` (errors as func's), read it with `read`, close it. */
+accel_status accel__load(accel_ctx *ctx, const char *func, const char *path, accel__reader read, void *out);
+
 #endif /* ACCEL_IO_FILE_H */

@@ -108,8 +108,8 @@ static bool parse_descr(const char *d, npy_header *h) {
   return false;
 }
 
-static accel_status parse_header(const accel_ctx *ctx, const char *path, const char *text, size_t len, npy_header *h) {
-  static const char F[] = "accel_npy_load";
+static accel_status parse_header(const accel_ctx *ctx, const char *func, const char *path, const char *text, size_t len,
+                                 npy_header *h) {
   cursor c = {text, text + len};
   bool have_descr = false, have_order = false, have_shape = false;
   if (!eat(&c, '{')) goto bad;
@@ -119,12 +119,11 @@ static accel_status parse_header(const accel_ctx *ctx, const char *path, const c
     if (strcmp(key, "descr") == 0) {
       skip_ws(&c);
       if (c.p < c.end && (*c.p == '[' || *c.p == '('))
-        return accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: structured dtypes are not supported", F, path);
+        return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: structured dtypes are not supported", path);
       if (!parse_string(&c, descr, sizeof descr)) goto bad;
       if (!parse_descr(descr, h))
-        return accel__fail(ctx, ACCEL_ERR_FORMAT,
-                           "%s: %s: dtype '%s' is not supported (u1 i1 u2 i2 u4 i4 u8 i8 f4 f8 b1 are)", F, path,
-                           descr);
+        return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT,
+                              "%s: dtype '%s' is not supported (u1 i1 u2 i2 u4 i4 u8 i8 f4 f8 b1 are)", path, descr);
       have_descr = true;
     } else if (strcmp(key, "fortran_order") == 0) {
       if (!parse_bool(&c, &h->fortran)) goto bad;
@@ -142,11 +141,11 @@ static accel_status parse_header(const accel_ctx *ctx, const char *path, const c
   }
   if (!have_descr || !have_order || !have_shape) goto bad;
   if (h->fortran)
-    return accel__fail(ctx, ACCEL_ERR_FORMAT,
-                       "%s: %s is in Fortran order; save it with numpy.ascontiguousarray first", F, path);
+    return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT,
+                          "%s is in Fortran order; save it with numpy.ascontiguousarray first", path);
   return ACCEL_OK;
 bad:
-  return accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: malformed .npy header", F, path);
+  return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: malformed .npy header", path);
 }
 
 static void byteswap(void *data, size_t count, size_t item) {
@@ -159,19 +158,13 @@ static void byteswap(void *data, size_t count, size_t item) {
     }
 }
 
-accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
-  static const char F[] = "accel_npy_load";
-  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", F);
-  *out = NULL;
-  FILE *f;
-  int64_t fsize;
-  accel_status s = accel__open_read(ctx, F, path, &f, &fsize);
-  if (s) return s;
+static accel_status read_npy(accel_ctx *ctx, const char *func, const char *path, FILE *f, int64_t fsize, void *out) {
+  accel_status s = ACCEL_OK;
   char *text = NULL;
   accel_buffer *buf = NULL;
   unsigned char pre[12];
   if (fread(pre, 1, 8, f) != 8 || memcmp(pre, MAGIC, 6) != 0) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a .npy file", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is not a .npy file", path);
     goto done;
   }
   uint32_t hlen;
@@ -183,49 +176,55 @@ accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out
     if (fread(pre + 8, 1, 4, f) != 4) goto truncated;
     hlen = (uint32_t)pre[8] | (uint32_t)pre[9] << 8 | (uint32_t)pre[10] << 16 | (uint32_t)pre[11] << 24;
   } else {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: .npy version %d.%d is not supported", F, path, major, pre[7]);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: .npy version %d.%d is not supported", path, major, pre[7]);
     goto done;
   }
   if ((int64_t)hlen > fsize) goto truncated;
   text = malloc((size_t)hlen + 1);
   if (!text) {
-    s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
   if (fread(text, 1, hlen, f) != hlen) goto truncated;
   text[hlen] = '\0';
   npy_header h;
   memset(&h, 0, sizeof h);
-  if ((s = parse_header(ctx, path, text, hlen, &h))) goto done;
+  if ((s = parse_header(ctx, func, path, text, hlen, &h))) goto done;
 
   size_t item = accel_dtype_size(h.dtype), bytes = item;
   for (int i = 0; i < h.ndim; i++)
     if (accel__mul_overflow(bytes, (size_t)h.shape[i], &bytes)) goto truncated;
   int64_t offset = ftell(f);
   if (offset < 0 || offset > fsize || (uint64_t)bytes > (uint64_t)(fsize - offset)) { /* unsigned: no wrap */
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated: the header announces %zu bytes of data, %lld remain",
-                    F, path, bytes, (long long)(offset < 0 ? 0 : fsize - offset));
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT,
+                       "%s is truncated: the header announces %zu bytes of data, %lld remain", path, bytes,
+                       (long long)(offset < 0 ? 0 : fsize - offset));
     goto done;
   }
   if ((s = accel_buffer_create(h.dtype, h.ndim, h.shape, &buf))) {
-    accel__fail(ctx, s, "%s: %s: %s", F, path, accel_last_error(NULL));
+    accel__fail_in(ctx, func, s, "%s: %s", path, accel_last_error(NULL));
     goto done;
   }
   accel_array view;
   accel_buffer_view(buf, &view);
   if (bytes && fread(view.data, 1, bytes, f) != bytes) goto truncated;
   if (h.swap) byteswap(view.data, bytes / item, item);
-  *out = buf;
+  *(accel_buffer **)out = buf;
   buf = NULL;
   goto done;
 
 truncated:
-  s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated or its header is corrupt", F, path);
+  s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated or its header is corrupt", path);
 done:
   accel_buffer_destroy(buf);
   free(text);
-  fclose(f);
   return s;
+}
+
+accel_status accel_npy_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  return accel__load(ctx, __func__, path, read_npy, out);
 }
 
 static const char *descr_of(accel_dtype d) {
@@ -245,8 +244,7 @@ static const char *descr_of(accel_dtype d) {
 }
 
 accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array *a) {
-  static const char F[] = "accel_npy_save";
-  accel_status s = accel__array_check(ctx, F, "array", a);
+  accel_status s = accel__array_check(ctx, __func__, "array", a);
   if (s) return s;
   char dict[512];
   int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr_of(a->dtype));
@@ -270,8 +268,8 @@ accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array 
   head[padded - 1] = '\n';
 
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
   if (fwrite(head, 1, padded, af.f) != padded || !accel__write_array_data(af.f, a))
-    return accel__atomic_fail(ctx, F, &af);
-  return accel__atomic_commit(ctx, F, &af);
+    return accel__atomic_fail(ctx, __func__, &af);
+  return accel__atomic_commit(ctx, __func__, &af);
 }

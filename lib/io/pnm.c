@@ -30,29 +30,23 @@ static bool read_int(FILE *f, long *v) {
   return true;
 }
 
-accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
-  static const char F[] = "accel_pnm_load";
-  if (!out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: out is NULL", F);
-  *out = NULL;
-  FILE *f;
-  int64_t fsize;
-  accel_status s = accel__open_read(ctx, F, path, &f, &fsize);
-  if (s) return s;
+static accel_status read_pnm(accel_ctx *ctx, const char *func, const char *path, FILE *f, int64_t fsize, void *out) {
+  accel_status s = ACCEL_OK;
   accel_buffer *buf = NULL;
   char magic[2];
   long w, h, maxval;
   if (fread(magic, 1, 2, f) != 2 || magic[0] != 'P' || (magic[1] != '5' && magic[1] != '6')) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a binary PGM (P5) or PPM (P6) file", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is not a binary PGM (P5) or PPM (P6) file", path);
     goto done;
   }
   if (!read_int(f, &w) || !read_int(f, &h) || !read_int(f, &maxval) || w < 1 || h < 1 || maxval < 1 ||
       maxval > 65535) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has a malformed PNM header", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s has a malformed PNM header", path);
     goto done;
   }
   if ((uint64_t)w * (uint64_t)h > accel__ctx_max_pixels(ctx)) {
-    s = accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s is %ld x %ld, over the pixel limit of %llu", F, path, w, h,
-                    (unsigned long long)accel__ctx_max_pixels(ctx));
+    s = accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s is %ld x %ld, over the pixel limit of %llu", path, w, h,
+                       (unsigned long long)accel__ctx_max_pixels(ctx));
     goto done;
   }
   int channels = magic[1] == '6' ? 3 : 1;
@@ -60,45 +54,49 @@ accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out
   int64_t shape[3] = {h, w, channels};
   int64_t bytes = h * w * channels * item, offset = ftell(f);
   if (offset < 0 || bytes > fsize - offset) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated: %lld bytes of pixels expected, %lld present", F,
-                    path, (long long)bytes, (long long)(offset < 0 ? 0 : fsize - offset));
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated: %lld bytes of pixels expected, %lld present",
+                       path, (long long)bytes, (long long)(offset < 0 ? 0 : fsize - offset));
     goto done;
   }
   if ((s = accel_buffer_create(item == 2 ? ACCEL_DTYPE_U16 : ACCEL_DTYPE_U8, channels == 3 ? 3 : 2, shape, &buf))) {
-    accel__fail(ctx, s, "%s: %s: %s", F, path, accel_last_error(NULL));
+    accel__fail_in(ctx, func, s, "%s: %s", path, accel_last_error(NULL));
     goto done;
   }
   accel_array v;
   accel_buffer_view(buf, &v);
   if (fread(v.data, 1, (size_t)bytes, f) != (size_t)bytes) {
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is truncated", F, path);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated", path);
     goto done;
   }
   if (item == 2) { /* PNM stores 16-bit samples big-endian */
     uint16_t *p = v.data;
     for (int64_t i = 0; i < bytes / 2; i++) p[i] = (uint16_t)(p[i] << 8 | p[i] >> 8);
   }
-  *out = buf;
+  *(accel_buffer **)out = buf;
   buf = NULL;
 done:
   accel_buffer_destroy(buf);
-  fclose(f);
   return s;
 }
 
+accel_status accel_pnm_load(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+  *out = NULL;
+  return accel__load(ctx, __func__, path, read_pnm, out);
+}
+
 accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array *a) {
-  static const char F[] = "accel_pnm_save";
-  accel_status s = accel__array_check(ctx, F, "array", a);
+  accel_status s = accel__array_check(ctx, __func__, "array", a);
   if (s) return s;
   bool gray = a->ndim == 2 || (a->ndim == 3 && a->shape[2] == 1);
   bool rgb = a->ndim == 3 && a->shape[2] == 3;
   if ((!gray && !rgb) || (a->dtype != ACCEL_DTYPE_U8 && a->dtype != ACCEL_DTYPE_U16))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: expects U8 or U16 of shape (H, W), (H, W, 1) or (H, W, 3)", F);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "expects U8 or U16 of shape (H, W), (H, W, 1) or (H, W, 3)");
   if (a->shape[0] < 1 || a->shape[1] < 1)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: PNM images cannot be empty", F);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "PNM images cannot be empty");
   bool wide = a->dtype == ACCEL_DTYPE_U16;
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
   bool ok = fprintf(af.f, "P%c\n%lld %lld\n%d\n", rgb ? '6' : '5', (long long)a->shape[1], (long long)a->shape[0],
                     wide ? 65535 : 255) > 0;
   if (ok && !wide) {
@@ -119,6 +117,6 @@ accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array 
     }
     free(tmp);
   }
-  if (!ok) return accel__atomic_fail(ctx, F, &af);
-  return accel__atomic_commit(ctx, F, &af);
+  if (!ok) return accel__atomic_fail(ctx, __func__, &af);
+  return accel__atomic_commit(ctx, __func__, &af);
 }

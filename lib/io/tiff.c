@@ -249,19 +249,18 @@ static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, u
 }
 
 accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo) {
-  static const char F[] = "accel_tiff_load";
-  if (!path || !out) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path and out are required", F);
+  REQUIRE(ctx, path && out, ACCEL_ERR_INVALID_ARG, "path and out are required");
   *out = NULL;
   if (geo) *geo = NULL;
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
   FILE *probe;
   int64_t file_size;
-  accel_status s = accel__open_read(ctx, F, path, &probe, &file_size);
+  accel_status s = accel__open_read(ctx, __func__, path, &probe, &file_size);
   if (s) return s;
   fclose(probe);
   TIFF *tif = TIFFOpen(path, "r");
-  if (!tif) return accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is not a readable TIFF (%s)", F, path, tiff_message);
+  REQUIRE(ctx, tif, ACCEL_ERR_FORMAT, "%s is not a readable TIFF (%s)", path, tiff_message);
   uint32_t w = 0, h = 0;
   uint16_t spp = 1, bits = 0, format = SAMPLEFORMAT_UINT, planar = PLANARCONFIG_CONTIG;
   TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w);
@@ -274,23 +273,23 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
                          ((format == SAMPLEFORMAT_INT || format == SAMPLEFORMAT_UINT) &&
                           (bits == 8 || bits == 16 || bits == 32));
   if (spp != 1)
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s has %u bands; one is needed", F, path, (unsigned)spp);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s has %u bands; one is needed", path, (unsigned)spp);
   else if (!ok_format)
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: %u-bit samples of format %u are not supported (float32, "
-                    "float64 and 8/16/32-bit integers are)", F, path, (unsigned)bits, (unsigned)format);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: %u-bit samples of format %u are not supported (float32, float64 and "
+             "8/16/32-bit integers are)", path, (unsigned)bits, (unsigned)format);
   else if (!w || !h)
-    s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s is empty", F, path);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is empty", path);
   else if ((uint64_t)w * h > accel__ctx_max_pixels(ctx))
-    s = accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s is %u x %u, over the pixel limit of %llu (accel_ctx_options."
-                    "max_pixels)", F, path, (unsigned)w, (unsigned)h, (unsigned long long)accel__ctx_max_pixels(ctx));
+    s = FAIL(ctx, ACCEL_ERR_LIMIT, "%s is %u x %u, over the pixel limit of %llu (accel_ctx_options.max_pixels)", path,
+             (unsigned)w, (unsigned)h, (unsigned long long)accel__ctx_max_pixels(ctx));
   char layout_why[200];
   const char *bad = s ? NULL : check_layout(tif, w, h, bits / 8u, (uint64_t)file_size, layout_why, sizeof layout_why);
-  if (bad) s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: %s", F, path, bad);
+  if (bad) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: %s", path, bad);
   accel_buffer *b = NULL;
   if (!s) {
     const int64_t shape[2] = {h, w};
     if ((s = accel_buffer_create(ACCEL_DTYPE_F32, 2, shape, &b)))
-      accel__fail(ctx, s, "%s: no memory for %s (%u x %u)", F, path, (unsigned)h, (unsigned)w);
+      FAIL(ctx, s, "no memory for %s (%u x %u)", path, (unsigned)h, (unsigned)w);
   }
   float *dst = NULL;
   if (!s) {
@@ -304,12 +303,12 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
     TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
     TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
     void *tile = tw && th ? _TIFFmalloc(TIFFTileSize(tif)) : NULL;
-    if (!tile) s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: bad tiles", F, path);
+    if (!tile) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: bad tiles", path);
     for (uint32_t y = 0; y < h && !s; y += th)
       for (uint32_t x = 0; x < w && !s; x += tw) {
         if (TIFFReadTile(tif, tile, x, y, 0, 0) < 0) {
-          s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: cannot read the tile at (%u, %u): %s", F, path,
-                          (unsigned)y, (unsigned)x, tiff_message);
+          s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: cannot read the tile at (%u, %u): %s", path, (unsigned)y, (unsigned)x,
+                   tiff_message);
           break;
         }
         for (uint32_t r = 0; r < th && y + r < h; r++)
@@ -319,10 +318,10 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
     if (tile) _TIFFfree(tile);
   } else if (!s) {
     void *line = _TIFFmalloc(TIFFScanlineSize(tif) > (tmsize_t)(w * bps) ? TIFFScanlineSize(tif) : (tmsize_t)(w * bps));
-    if (!line) s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory", F);
+    if (!line) s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
     for (uint32_t r = 0; r < h && !s; r++) {
       if (TIFFReadScanline(tif, line, r, 0) < 0) {
-        s = accel__fail(ctx, ACCEL_ERR_FORMAT, "%s: %s: cannot read row %u: %s", F, path, (unsigned)r, tiff_message);
+        s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: cannot read row %u: %s", path, (unsigned)r, tiff_message);
         break;
       }
       for (uint32_t c = 0; c < w; c++) dst[(size_t)r * w + c] = (float)sample_at(line, format, bits, c);
@@ -341,7 +340,7 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
     }
   }
   if (!s && geo && !(*geo = geo_read(tif)))
-    s = accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the georeferencing", F);
+    s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the georeferencing");
   TIFFClose(tif);
   if (s) {
     accel_buffer_destroy(b);
@@ -394,27 +393,26 @@ static void tiff_unmap(thandle_t h, void *base, toff_t size) {
 }
 
 accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *a, const accel_geo *geo) {
-  static const char F[] = "accel_tiff_save";
-  accel_status s = accel__array_check(ctx, F, "array", a);
+  accel_status s = accel__array_check(ctx, __func__, "array", a);
   if (s) return s;
-  if (!path) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: path is NULL", F);
+  REQUIRE(ctx, path, ACCEL_ERR_INVALID_ARG, "path is NULL");
   if (a->ndim != 2 || (a->dtype != ACCEL_DTYPE_F32 && a->dtype != ACCEL_DTYPE_U8))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: a 2-D F32 or U8 array is needed, not %d-D %s", F,
-                       (int)a->ndim, accel__dtype_name(a->dtype));
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "a 2-D F32 or U8 array is needed, not %d-D %s", (int)a->ndim,
+                accel__dtype_name(a->dtype));
   if (a->shape[0] < 1 || a->shape[1] < 1 || a->shape[0] > UINT32_MAX || a->shape[1] > UINT32_MAX)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: cannot write a %lld x %lld raster", F,
-                       (long long)a->shape[0], (long long)a->shape[1]);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "cannot write a %lld x %lld raster", (long long)a->shape[0],
+                (long long)a->shape[1]);
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, F, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
   /* libtiff writes through the save's descriptor, so every write's error is
    * kept; it needs seeks, and reads back nothing it did not write */
   TIFF *tif = TIFFClientOpen(path, "w", (thandle_t)&af, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
                              tiff_map, tiff_unmap);
   if (!tif) {
     accel__atomic_abort(&af);
-    return accel__fail(ctx, ACCEL_ERR_IO, "%s: cannot write %s (%s)", F, path, tiff_message);
+    return FAIL(ctx, ACCEL_ERR_IO, "cannot write %s (%s)", path, tiff_message);
   }
   const uint32_t h = (uint32_t)a->shape[0], w = (uint32_t)a->shape[1];
   const size_t es = a->dtype == ACCEL_DTYPE_F32 ? 4 : 1;
@@ -442,30 +440,30 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   TIFFClose(tif);
   if (!ok || af.err) {
     if (!af.err && !oom) af.err = EIO; /* libtiff refused without a system error */
-    return accel__atomic_fail(ctx, F, &af);
+    return accel__atomic_fail(ctx, __func__, &af);
   }
-  return accel__atomic_commit(ctx, F, &af);
+  return accel__atomic_commit(ctx, __func__, &af);
 }
 
 #else /* !ACCEL_HAVE_TIFF */
 
-static accel_status no_tiff(accel_ctx *ctx, const char *F) {
-  return accel__fail(ctx, ACCEL_ERR_UNSUPPORTED, "%s: this libaccel was built without libtiff (GeoTIFF); "
-                     "use .npy files or rebuild with libtiff-dev installed", F);
+static accel_status no_tiff(accel_ctx *ctx, const char *func) {
+  return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "this libaccel was built without libtiff (GeoTIFF); "
+                        "use .npy files or rebuild with libtiff-dev installed");
 }
 
 accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **out, accel_geo **geo) {
   (void)path;
   if (out) *out = NULL;
   if (geo) *geo = NULL;
-  return no_tiff(ctx, "accel_tiff_load");
+  return no_tiff(ctx, __func__);
 }
 
 accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *a, const accel_geo *geo) {
   (void)path;
   (void)a;
   (void)geo;
-  return no_tiff(ctx, "accel_tiff_save");
+  return no_tiff(ctx, __func__);
 }
 
 accel_status accel_geo_pixel_size(const accel_geo *g, double *x, double *y) {

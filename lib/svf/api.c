@@ -19,63 +19,60 @@ const char *accel_svf_grid_name(int32_t grid) {
 }
 
 accel_status accel_svf_options_init(accel_svf_options *o, size_t struct_size) {
-  accel_svf_options d;
-  memset(&d, 0, sizeof d);
-  d.patches = 153;
-  d.trunk_ratio = 0.25;
-  return accel__versioned_init("accel_svf_options_init", o, struct_size, &d, sizeof d, SVF_OPTIONS_V1);
+  static const accel_svf_options DEFAULTS = {.patches = 153, .trunk_ratio = 0.25};
+  return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, SVF_OPTIONS_V1);
 }
 
 /* ------------------------------------------------------------ checks */
 
-static accel_status check_grid(accel_ctx *ctx, const char *F, const char *what, const accel_array *a,
+static accel_status check_grid(accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
                                accel_dtype dtype, int64_t *rows, int64_t *cols, bool set) {
-  accel_status s = accel__array_check(ctx, F, what, a);
+  accel_status s = accel__array_check(ctx, func, what, a);
   if (s) return s;
   if (a->ndim != 2)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be a 2-D grid (rows, cols), not %d-D", F, what,
-                       (int)a->ndim);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be a 2-D grid (rows, cols), not %d-D", what,
+                          (int)a->ndim);
   if (a->dtype != dtype)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be %s, not %s", F, what, accel__dtype_name(dtype),
-                       accel__dtype_name(a->dtype));
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be %s, not %s", what, accel__dtype_name(dtype),
+                          accel__dtype_name(a->dtype));
   if (set) {
     if (a->shape[0] < 1 || a->shape[1] < 1)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s is empty (%lld x %lld)", F, what,
-                         (long long)a->shape[0], (long long)a->shape[1]);
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is empty (%lld x %lld)", what, (long long)a->shape[0],
+                            (long long)a->shape[1]);
     if (a->shape[0] > INT32_MAX / 2 || a->shape[1] > INT32_MAX / 2)
-      return accel__fail(ctx, ACCEL_ERR_LIMIT, "%s: %s has %lld x %lld cells; at most %d per side", F, what,
-                         (long long)a->shape[0], (long long)a->shape[1], INT32_MAX / 2);
+      return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %lld x %lld cells; at most %d per side", what,
+                            (long long)a->shape[0], (long long)a->shape[1], INT32_MAX / 2);
     *rows = a->shape[0];
     *cols = a->shape[1];
   } else if (a->shape[0] != *rows || a->shape[1] != *cols) {
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s is %lld x %lld, the DSM %lld x %lld", F, what,
-                       (long long)a->shape[0], (long long)a->shape[1], (long long)*rows, (long long)*cols);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is %lld x %lld, the DSM %lld x %lld", what,
+                          (long long)a->shape[0], (long long)a->shape[1], (long long)*rows, (long long)*cols);
   }
   return ACCEL_OK;
 }
 
-static accel_status check_out_overlap(accel_ctx *ctx, const char *F, const char *what, const accel_array *out,
+static accel_status check_out_overlap(accel_ctx *ctx, const char *func, const char *what, const accel_array *out,
                                       const accel_array *const *ins, int nins) {
   for (int i = 0; i < nins; i++)
     if (ins[i] && accel__arrays_overlap(out, ins[i]))
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s overlaps an input or another output", F, what);
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s overlaps an input or another output", what);
   return ACCEL_OK;
 }
 
-static accel_status check_options(accel_ctx *ctx, const char *F, const accel_svf_options *in, accel_svf_options *o) {
+static accel_status check_options(accel_ctx *ctx, const char *func, const accel_svf_options *in, accel_svf_options *o) {
   accel_svf_options_init(o, sizeof *o);
   accel_status s;
-  if (!in) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: options is NULL (the pixel size is required)", F);
-  if ((s = accel__versioned_in(ctx, F, "options", in, o, sizeof *o, SVF_OPTIONS_V1))) return s;
+  if (!in) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "options is NULL (the pixel size is required)");
+  if ((s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, SVF_OPTIONS_V1))) return s;
   if (!(o->pixel_size > 0) || !isfinite(o->pixel_size))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: pixel_size %g must be a positive number of metres", F,
-                       o->pixel_size);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "pixel_size %g must be a positive number of metres",
+                          o->pixel_size);
   if (!(o->trunk_ratio >= 0) || !isfinite(o->trunk_ratio))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: trunk_ratio %g must be >= 0", F, o->trunk_ratio);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "trunk_ratio %g must be >= 0", o->trunk_ratio);
   if (!(o->max_height >= 0) || !isfinite(o->max_height))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: max_height %g must be >= 0 (0: UMEP's rule)", F,
-                       o->max_height);
-  if (o->tile < 0) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: tile %lld < 0", F, (long long)o->tile);
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "max_height %g must be >= 0 (0: UMEP's rule)",
+                          o->max_height);
+  if (o->tile < 0) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "tile %lld < 0", (long long)o->tile);
   return ACCEL_OK;
 }
 
@@ -89,34 +86,32 @@ typedef struct prepared {
 } prepared;
 
 /* Read one input into padded doubles; no data (non-finite) -> 0. */
-static accel_status read_grid(accel_ctx *ctx, const char *F, const char *what, const accel_array *a, int64_t rows,
+static accel_status read_grid(accel_ctx *ctx, const char *func, const char *what, const accel_array *a, int64_t rows,
                               int64_t cols, int64_t pitch, double *dst, uint64_t *nodata) {
-  accel__view v;
-  accel_status s = accel__view_in(ctx, F, what, a, &v);
+  accel__view v = ACCEL__IN(what, a);
+  accel_status s = accel__views_open(ctx, func, &v, 1);
   if (s) return s;
   const float *src = v.data;
   uint64_t bad = 0;
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++) {
+  for (int64_t r = 0; r < rows && !s; r++)
+    for (int64_t c = 0; c < cols && !s; c++) {
       const float x = src[r * cols + c];
-      if (isinf(x)) {
-        accel__view_free(&v);
-        return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s[%lld, %lld] is infinite", F, what, (long long)r,
+      if (isinf(x))
+        s = accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s[%lld, %lld] is infinite", what, (long long)r,
                            (long long)c);
-      }
       if (isnan(x)) bad++;
       dst[r * pitch + c + ACCEL__SVF_PAD] = isnan(x) ? 0.0 : (double)x;
     }
-  accel__view_free(&v);
+  if (accel__views_close(&v, 1, s)) return s;
   *nodata += bad;
-  if (bad) accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", F,
+  if (bad) accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", func,
                       (unsigned long long)bad, what);
   return ACCEL_OK;
 }
 
 /* UMEP's preparation: a DSM below 0 raised by |min|; absolute canopy and
  * trunk tops (0 where they add nothing to the DSM); amaxvalue. */
-static accel_status prepare(accel_ctx *ctx, const char *F, const accel_array *dsm, const accel_array *cdsm,
+static accel_status prepare(accel_ctx *ctx, const char *func, const accel_array *dsm, const accel_array *cdsm,
                             const accel_array *tdsm, const accel_svf_options *o, int64_t rows, int64_t cols,
                             prepared *p) {
   memset(p, 0, sizeof *p);
@@ -125,13 +120,13 @@ static accel_status prepare(accel_ctx *ctx, const char *F, const accel_array *ds
   size_t cells;
   if (accel__mul_overflow((size_t)rows, (size_t)pitch, &cells) || cells > SIZE_MAX / (8 * 3) ||
       !(p->buf = calloc(cells * (size_t)grids, sizeof(double))))
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the %lld x %lld input grids", F,
-                       (long long)rows, (long long)cols);
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the %lld x %lld input grids",
+                          (long long)rows, (long long)cols);
   double *D = p->buf, *C = cdsm ? p->buf + cells : NULL, *T = cdsm ? p->buf + 2 * cells : NULL;
   uint64_t nodata = 0;
-  accel_status s = read_grid(ctx, F, "dsm", dsm, rows, cols, pitch, D, &nodata);
-  if (!s && cdsm) s = read_grid(ctx, F, "cdsm", cdsm, rows, cols, pitch, C, &nodata);
-  if (!s && cdsm && tdsm) s = read_grid(ctx, F, "tdsm", tdsm, rows, cols, pitch, T, &nodata);
+  accel_status s = read_grid(ctx, func, "dsm", dsm, rows, cols, pitch, D, &nodata);
+  if (!s && cdsm) s = read_grid(ctx, func, "cdsm", cdsm, rows, cols, pitch, C, &nodata);
+  if (!s && cdsm && tdsm) s = read_grid(ctx, func, "tdsm", tdsm, rows, cols, pitch, T, &nodata);
   if (s) {
     free(p->buf);
     p->buf = NULL;
@@ -145,7 +140,7 @@ static accel_status prepare(accel_ctx *ctx, const char *F, const accel_array *ds
       hi = v > hi ? v : hi;
     }
   if (lo < 0) {
-    accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: the DSM goes down to %g; raised by %g as UMEP does", F, lo, -lo);
+    accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: the DSM goes down to %g; raised by %g as UMEP does", func, lo, -lo);
     const double up = fabs(lo);
     for (int64_t r = 0; r < rows; r++)
       for (int64_t c = 0; c < cols; c++) D[r * pitch + c + ACCEL__SVF_PAD] += up;
@@ -178,18 +173,46 @@ static accel_status prepare(accel_ctx *ctx, const char *F, const accel_array *ds
 
 /* ------------------------------------------------------------ dispatch */
 
-static int run_shadows(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->svf || !b->svf->shadows) return ACCEL__NOT_IMPLEMENTED;
-  return b->svf->shadows(call, job);
-}
+ACCEL__STAGE_FN(run_shadows, svf, shadows, job)
+ACCEL__STAGE_FN(run_sky, svf, sky, job)
 
-static int run_sky(const accel__backend *b, accel__call *call, void *job) {
-  if (!b->svf || !b->svf->sky) return ACCEL__NOT_IMPLEMENTED;
-  return b->svf->sky(call, job);
-}
-
-static accel_status finish_progress(const accel__svf_job *job, accel_status s) {
-  if (!s && job->progress) job->progress(job->progress_user, job->stage, 1.0);
+/* Both stages after their checks: the inputs prepared, the plan of rays
+ * (the sun's at azimuth and altitude for shadows, else the sky's patches),
+ * views of the nv outputs v (the grids job->out, then the matrices
+ * job->mat), the stage on the backend, the outputs back. The job comes with
+ * its stage, kind and matrix size set. */
+static accel_status run_stage(accel_ctx *ctx, const char *func, const accel_array *const in[3],
+                              const accel_svf_options *o, double azimuth, double altitude, int64_t rows, int64_t cols,
+                              accel__svf_job *job, accel__view *v, int nv) {
+  prepared p;
+  accel_status s = prepare(ctx, func, in[0], in[1], in[2], o, rows, cols, &p);
+  if (s) return s;
+  accel__svf_plan *plan = job->shadows ? accel__svf_plan_sun(azimuth, altitude, rows, cols, p.amax, o->pixel_size)
+                                       : accel__svf_plan_sky(o->patches, rows, cols, p.amax, o->pixel_size);
+  if (!plan) {
+    free(p.buf);
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the ray steps");
+  }
+  accel__svf_plan_halo(plan, p.hmax, p.amin);
+  job->veg = in[1] != NULL;
+  job->rows = rows;
+  job->cols = cols;
+  job->hmax = p.hmax;
+  job->grid = p.grid;
+  job->plan = plan;
+  job->tile = o->tile;
+  job->progress = o->progress;
+  job->progress_user = o->progress_user;
+  if (!(s = accel__views_open(ctx, func, v, nv))) {
+    for (int i = 0; i < nv; i++)
+      if (i < ACCEL_SVF_GRIDS) job->out[i] = v[i].data;
+      else job->mat[i - ACCEL_SVF_GRIDS] = v[i].data;
+    s = accel__dispatch(ctx, job->stage, job->shadows ? run_shadows : run_sky, job);
+    if (!s && job->progress) job->progress(job->progress_user, job->stage, 1.0);
+    s = accel__views_close(v, nv, s);
+  }
+  accel__svf_plan_free(plan);
+  free(p.buf);
   return s;
 }
 
@@ -197,77 +220,53 @@ accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const acc
                                const accel_array *tdsm, double azimuth, double altitude,
                                const accel_svf_options *options, const accel_array *sh, const accel_array *vegsh,
                                const accel_array *vbshvegsh) {
-  static const char F[] = "accel_svf_shadows";
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   accel_svf_options o;
-  accel_status s = check_options(ctx, F, options, &o);
+  accel_status s = check_options(ctx, __func__, options, &o);
   if (s) return s;
   if (!(azimuth >= 0 && azimuth <= 360))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: azimuth %g must be in [0, 360] degrees (clockwise from north)",
-                       F, azimuth);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "azimuth %g must be in [0, 360] degrees (clockwise from north)", azimuth);
   if (!(altitude > 0 && altitude <= 90))
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: altitude %g must be in (0, 90] degrees", F, altitude);
-  if (!dsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: dsm is NULL", F);
-  if (!sh) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: sh is NULL", F);
-  if (tdsm && !cdsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: a TDSM without a CDSM", F);
+    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "altitude %g must be in (0, 90] degrees", altitude);
+  REQUIRE(ctx, dsm, ACCEL_ERR_INVALID_ARG, "dsm is NULL");
+  REQUIRE(ctx, sh, ACCEL_ERR_INVALID_ARG, "sh is NULL");
+  if (tdsm && !cdsm) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "a TDSM without a CDSM");
   int64_t rows, cols;
   const accel_array *ins[3] = {dsm, cdsm, tdsm};
   const accel_array *outs[3] = {sh, vegsh, vbshvegsh};
   static const char *const out_names[3] = {"sh", "vegsh", "vbshvegsh"};
-  s = check_grid(ctx, F, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
-  if (!s && cdsm) s = check_grid(ctx, F, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
-  if (!s && tdsm) s = check_grid(ctx, F, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  s = check_grid(ctx, __func__, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
+  if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
   for (int i = 0; i < 3 && !s; i++)
     if (outs[i]) {
-      s = check_grid(ctx, F, out_names[i], outs[i], ACCEL_DTYPE_F32, &rows, &cols, false);
-      if (!s) s = check_out_overlap(ctx, F, out_names[i], outs[i], ins, 3);
-      if (!s) s = check_out_overlap(ctx, F, out_names[i], outs[i], outs, i);
+      s = check_grid(ctx, __func__, out_names[i], outs[i], ACCEL_DTYPE_F32, &rows, &cols, false);
+      if (!s) s = check_out_overlap(ctx, __func__, out_names[i], outs[i], ins, 3);
+      if (!s) s = check_out_overlap(ctx, __func__, out_names[i], outs[i], outs, i);
     }
   if (s) return s;
 
-  prepared p;
-  if ((s = prepare(ctx, F, dsm, cdsm, tdsm, &o, rows, cols, &p))) return s;
-  accel__svf_plan *plan = accel__svf_plan_sun(azimuth, altitude, rows, cols, p.amax, o.pixel_size);
-  if (!plan) {
-    free(p.buf);
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the ray steps", F);
-  }
-  accel__svf_plan_halo(plan, p.hmax, p.amin);
-  accel__view v[3] = {{0}};
-  accel__svf_job job = {.stage = "svf.shadows", .shadows = true, .veg = cdsm != NULL, .rows = rows, .cols = cols,
-                        .hmax = p.hmax, .grid = p.grid, .plan = plan, .tile = o.tile, .progress = o.progress,
-                        .progress_user = o.progress_user};
-  for (int i = 0; i < 3 && !s; i++)
-    if (outs[i] && !(s = accel__view_out(ctx, F, out_names[i], outs[i], &v[i])))
-      job.out[i] = v[i].data;
-  if (!s) s = finish_progress(&job, accel__dispatch(ctx, "svf.shadows", run_shadows, &job));
-  for (int i = 0; i < 3; i++) {
-    if (!s) accel__view_commit(&v[i]);
-    accel__view_free(&v[i]);
-  }
-  accel__svf_plan_free(plan);
-  free(p.buf);
-  return s;
+  accel__view v[3];
+  for (int i = 0; i < 3; i++) v[i] = (accel__view)ACCEL__OUT(out_names[i], outs[i]);
+  accel__svf_job job = {.stage = "svf.shadows", .shadows = true};
+  return run_stage(ctx, __func__, ins, &o, azimuth, altitude, rows, cols, &job, v, 3);
 }
 
 accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm, const accel_array *tdsm,
                            const accel_svf_options *options, const accel_array *const *grids,
                            const accel_array *const *matrices) {
-  static const char F[] = "accel_svf_sky";
-  if (!ctx) return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "%s: ctx is NULL", F);
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   accel_svf_options o;
-  accel_status s = check_options(ctx, F, options, &o);
+  accel_status s = check_options(ctx, __func__, options, &o);
   if (s) return s;
   const int32_t npatch = accel__svf_patch_count(o.patches);
-  if (!npatch)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: patches %d: UMEP's options are 145, 153, 306 and 612", F,
-                       (int)o.patches);
-  if (!dsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: dsm is NULL", F);
-  if (tdsm && !cdsm) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: a TDSM without a CDSM", F);
+  REQUIRE(ctx, npatch, ACCEL_ERR_INVALID_ARG, "patches %d: UMEP's options are 145, 153, 306 and 612", (int)o.patches);
+  REQUIRE(ctx, dsm, ACCEL_ERR_INVALID_ARG, "dsm is NULL");
+  if (tdsm && !cdsm) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "a TDSM without a CDSM");
   int64_t rows, cols;
-  s = check_grid(ctx, F, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
-  if (!s && cdsm) s = check_grid(ctx, F, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
-  if (!s && tdsm) s = check_grid(ctx, F, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  s = check_grid(ctx, __func__, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
+  if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
   if (s) return s;
   const int64_t mat_bytes = (npatch + 7) / 8;
   const accel_array *all[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES] = {dsm, cdsm, tdsm};
@@ -276,9 +275,9 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
     const accel_array *a = grids[g];
     if (!a) continue;
     if (g >= ACCEL_SVF_VEG && !cdsm)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: grid %s needs a CDSM (vegetation)", F, grid_names[g]);
-    if ((s = check_grid(ctx, F, grid_names[g], a, ACCEL_DTYPE_F32, &rows, &cols, false))) return s;
-    if ((s = check_out_overlap(ctx, F, grid_names[g], a, all, nall))) return s;
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "grid %s needs a CDSM (vegetation)", grid_names[g]);
+    if ((s = check_grid(ctx, __func__, grid_names[g], a, ACCEL_DTYPE_F32, &rows, &cols, false))) return s;
+    if ((s = check_out_overlap(ctx, __func__, grid_names[g], a, all, nall))) return s;
     all[nall++] = a;
     wanted++;
   }
@@ -287,45 +286,23 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
     const accel_array *a = matrices[m];
     if (!a) continue;
     if (m > 0 && !cdsm)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s needs a CDSM (vegetation)", F, mat_names[m]);
-    if ((s = accel__array_check(ctx, F, mat_names[m], a))) return s;
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s needs a CDSM (vegetation)", mat_names[m]);
+    if ((s = accel__array_check(ctx, __func__, mat_names[m], a))) return s;
     if (a->ndim != 3 || a->dtype != ACCEL_DTYPE_U8 || a->shape[0] != rows || a->shape[1] != cols ||
         a->shape[2] != mat_bytes)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: %s must be U8 (%lld, %lld, %lld) for %d patches", F,
-                         mat_names[m], (long long)rows, (long long)cols, (long long)mat_bytes, (int)npatch);
-    if ((s = check_out_overlap(ctx, F, mat_names[m], a, all, nall))) return s;
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be U8 (%lld, %lld, %lld) for %d patches", mat_names[m],
+                  (long long)rows, (long long)cols, (long long)mat_bytes, (int)npatch);
+    if ((s = check_out_overlap(ctx, __func__, mat_names[m], a, all, nall))) return s;
     all[nall++] = a;
     wanted++;
   }
-  if (!wanted) return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "%s: no output asked for", F);
+  REQUIRE(ctx, wanted, ACCEL_ERR_INVALID_ARG, "no output asked for");
 
-  prepared p;
-  if ((s = prepare(ctx, F, dsm, cdsm, tdsm, &o, rows, cols, &p))) return s;
-  accel__svf_plan *plan = accel__svf_plan_sky(o.patches, rows, cols, p.amax, o.pixel_size);
-  if (!plan) {
-    free(p.buf);
-    return accel__fail(ctx, ACCEL_ERR_OUT_OF_MEMORY, "%s: out of memory for the ray steps", F);
-  }
-  accel__svf_plan_halo(plan, p.hmax, p.amin);
-  accel__svf_job job = {.stage = "svf.sky", .veg = cdsm != NULL, .rows = rows, .cols = cols, .hmax = p.hmax,
-                        .grid = p.grid, .plan = plan, .mat_bytes = mat_bytes, .tile = o.tile,
-                        .progress = o.progress, .progress_user = o.progress_user};
-  accel__view gv[ACCEL_SVF_GRIDS] = {{0}}, mv[ACCEL_SVF_MATRICES] = {{0}};
-  for (int g = 0; g < ACCEL_SVF_GRIDS && grids && !s; g++)
-    if (grids[g] && !(s = accel__view_out(ctx, F, grid_names[g], grids[g], &gv[g])))
-      job.out[g] = gv[g].data;
-  for (int m = 0; m < ACCEL_SVF_MATRICES && matrices && !s; m++)
-    if (matrices[m] && !(s = accel__view_out(ctx, F, mat_names[m], matrices[m], &mv[m]))) job.mat[m] = mv[m].data;
-  if (!s) s = finish_progress(&job, accel__dispatch(ctx, "svf.sky", run_sky, &job));
-  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) {
-    if (!s) accel__view_commit(&gv[g]);
-    accel__view_free(&gv[g]);
-  }
-  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) {
-    if (!s) accel__view_commit(&mv[m]);
-    accel__view_free(&mv[m]);
-  }
-  accel__svf_plan_free(plan);
-  free(p.buf);
-  return s;
+  accel__view v[ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES];
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++)
+    v[g] = (accel__view)ACCEL__OUT(grid_names[g], grids ? grids[g] : NULL);
+  for (int m = 0; m < ACCEL_SVF_MATRICES; m++)
+    v[ACCEL_SVF_GRIDS + m] = (accel__view)ACCEL__OUT(mat_names[m], matrices ? matrices[m] : NULL);
+  accel__svf_job job = {.stage = "svf.sky", .mat_bytes = mat_bytes};
+  return run_stage(ctx, __func__, all, &o, 0, 0, rows, cols, &job, v, ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES);
 }

@@ -219,7 +219,8 @@ static accel_status run_tile(accel__call *call, accel__svf_job *job, const accel
 #else
     const bool caller = true;
 #endif
-    if (caller && job->progress && job->progress(job->progress_user, job->stage, base + span * (double)now / (double)units)) {
+    if (caller && job->progress &&
+        job->progress(job->progress_user, job->stage, base + span * (double)now / (double)units)) {
 #pragma omp atomic write
       cancelled = 1;
     }

@@ -14,12 +14,7 @@ typedef struct accel__svf_ops {
   accel_status (*sky)(accel__call *call, accel__svf_job *job);
 } accel__svf_ops;
 
-extern const accel__svf_ops accel__cpu_svf_ops;
-#if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
-extern const accel__svf_ops accel__cuda_svf_ops;
-extern const accel__svf_ops accel__cuda_svf_ops_emulated;
-extern uint64_t accel__cuda_svf_emulated_budget;
-#endif
+ACCEL__DECLARE_OPS(accel__svf_ops, svf);
 
 #ifdef __cplusplus
 }

@@ -139,35 +139,28 @@ static uint32_t steps_of(const stepper *s, int64_t rows, int64_t cols, double am
   return n;
 }
 
+/* The plan and its arrays in one zeroed block: the plan, the patches, the
+ * doubles, the offsets (every part stays 8-byte aligned). */
+_Static_assert(sizeof(accel__svf_plan) % 8 == 0 && sizeof(accel__svf_patch) % 8 == 0, "svf plan block layout");
 static accel__svf_plan *plan_alloc(int32_t npatch, uint32_t nsteps, uint32_t nrings) {
-  accel__svf_plan *p = calloc(1, sizeof *p);
+  const size_t ns = nsteps ? nsteps : 1, nr = nrings ? nrings : 1;
+  const size_t bytes = sizeof(accel__svf_plan) + (size_t)npatch * sizeof(accel__svf_patch) +
+                       (ns + 2 * nr) * sizeof(double) + 2 * ns * sizeof(int32_t);
+  accel__svf_plan *p = calloc(1, bytes);
   if (!p) return NULL;
   p->npatch = npatch;
   p->nsteps = nsteps;
   p->nrings = nrings;
-  p->patch = calloc((size_t)npatch, sizeof *p->patch);
-  p->dx = malloc(sizeof(int32_t) * (nsteps ? nsteps : 1));
-  p->dy = malloc(sizeof(int32_t) * (nsteps ? nsteps : 1));
-  p->dz = malloc(sizeof(double) * (nsteps ? nsteps : 1));
-  p->wfull = malloc(sizeof(double) * (nrings ? nrings : 1));
-  p->whalf = malloc(sizeof(double) * (nrings ? nrings : 1));
-  if (!p->patch || !p->dx || !p->dy || !p->dz || !p->wfull || !p->whalf) {
-    accel__svf_plan_free(p);
-    return NULL;
-  }
+  p->patch = (accel__svf_patch *)(p + 1);
+  p->dz = (double *)(p->patch + npatch);
+  p->wfull = p->dz + ns;
+  p->whalf = p->wfull + nr;
+  p->dx = (int32_t *)(p->whalf + nr);
+  p->dy = p->dx + ns;
   return p;
 }
 
-void accel__svf_plan_free(accel__svf_plan *p) {
-  if (!p) return;
-  free(p->patch);
-  free(p->dx);
-  free(p->dy);
-  free(p->dz);
-  free(p->wfull);
-  free(p->whalf);
-  free(p);
-}
+void accel__svf_plan_free(accel__svf_plan *p) { free(p); }
 
 static uint32_t sides_of(double az) {
   uint32_t s = 0;

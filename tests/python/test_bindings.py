@@ -2,22 +2,14 @@
 log callback, errors, statistics, gray conversion and hashing on numpy arrays,
 and the Hamming index against a numpy brute force."""
 import os
-import sys
 import unittest
 
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: the library is built with sanitizers; Python cannot load it without preloading their runtimes")
-    sys.exit(77)
-try:
-    import numpy as np
-except ImportError:
-    print("SKIP: numpy is not installed for", sys.executable)
-    sys.exit(77)
+from support import HASHDATA, clean_environment, hash_reference_rows as reference, require
 
+np = require("numpy")
 import accel  # noqa: E402
 
-for k in ("ACCEL_BACKEND", "ACCEL_LOG"):
-    os.environ.pop(k, None)
+clean_environment()
 
 
 def pillow_luma(rgb):
@@ -93,21 +85,6 @@ class Bindings(unittest.TestCase):
         self.assertIn("cpu_threads", str(e.exception))
 
 
-HASHDATA = os.path.join(os.environ["ACCEL_SOURCE_ROOT"], "tests", "data", "hash")
-
-
-def reference():
-    rows = {}
-    for name in ("reference.tsv", "generated.tsv"):
-        with open(os.path.join(HASHDATA, name)) as f:
-            lines = [l.rstrip("\n") for l in f if not l.startswith("#")]
-        header = lines[0].split("\t")
-        for line in lines[1:]:
-            cols = dict(zip(header, line.split("\t")))
-            rows[cols["file"]] = cols
-    return rows
-
-
 class Hashing(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -176,6 +153,36 @@ class Hashing(unittest.TestCase):
                                 progress=lambda stage, f: calls.append((stage, f)))
         self.assertTrue(all(r.ok(i) for i in range(3)))
         self.assertEqual(calls[-1], ("hash.batch", 1.0))
+
+    def assertSameResult(self, a, b):
+        self.assertEqual((a.kinds, a.size, a.binbits, a.messages), (b.kinds, b.size, b.binbits, b.messages))
+        np.testing.assert_array_equal(a.hashes, b.hashes)
+        np.testing.assert_array_equal(a.status, b.status)
+
+    def test_ctx_hash_equals_the_hash_methods(self):
+        self.assertIsInstance(self.ctx.hash, accel.Hash)
+        files = [os.path.join(HASHDATA, n) for n in ("hopper.png", "pil123p.png", "no_such.png")]
+        for kw in ({}, {"kinds": accel.HASH_KINDS}, {"kinds": ["phash", "whash"], "size": 16, "fast": True}):
+            self.assertSameResult(self.ctx.hash.files(files, **kw), self.ctx.hash_files(files, **kw))
+        with open(files[0], "rb") as f:
+            blobs = [f.read(), b"garbage"]
+        self.assertSameResult(self.ctx.hash.bytes(blobs, ["dhash"]), self.ctx.hash_bytes(blobs, ["dhash"]))
+        rgb, _ = self.ctx.decode(files[0])
+        self.assertSameResult(self.ctx.hash.arrays([rgb], binbits=4), self.ctx.hash_arrays([rgb], binbits=4))
+        self.assertEqual(self.ctx.hash.files(files).to_dicts(), self.ctx.hash_files(files).to_dicts())
+        for name in ("files", "bytes", "arrays"):
+            old = getattr(accel.Context, "hash_" + name)
+            self.assertEqual(old.__doc__, getattr(accel.Hash, name).__doc__)
+            self.assertEqual(old.__name__, "hash_" + name)
+        for call in (lambda: self.ctx.hash.files(files[:1], kinds=["md5"]),
+                     lambda: self.ctx.hash_files(files[:1], kinds=["md5"])):
+            with self.assertRaisesRegex(ValueError, "unknown hash kind 'md5'"):
+                call()
+        closed = accel.Context(backend="cpu")
+        closed.close()
+        for call in (closed.hash.arrays, closed.hash_arrays):
+            with self.assertRaisesRegex(ValueError, "the context is closed"):
+                call([rgb])
 
 
 def np_distances(a, b):

@@ -9,23 +9,15 @@ import os
 import sys
 import unittest
 
-if os.environ.get("ACCEL_SANITIZED") == "1":
-    print("SKIP: the library is built with sanitizers; Python cannot load it without preloading their runtimes")
-    sys.exit(77)
-try:
-    import numpy as np
-except ImportError:
-    print("SKIP: numpy is not installed for", sys.executable)
-    sys.exit(77)
+from support import SRC, clean_environment, require
 
+np = require("numpy")
 import accel  # noqa: E402
 
-SRC = os.environ["ACCEL_SOURCE_ROOT"]
 sys.path.insert(0, os.path.join(SRC, "bench"))
 import umep_numpy  # noqa: E402
 
-for k in ("ACCEL_BACKEND", "ACCEL_LOG"):
-    os.environ.pop(k, None)
+clean_environment()
 
 CITY = os.path.join(SRC, "tests", "data", "svf", "city_96x128_2m")
 

@@ -114,8 +114,6 @@ static int cmp_label(const void *a, const void *b) {
   return strcmp(((const label_pos *)a)->label, ((const label_pos *)b)->label);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
-
 /* Open the index file if there is one with the same hashes; else a new index. */
 static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, const char *meta, accel_index **out,
                       bool *fresh) {
@@ -156,174 +154,189 @@ static int open_index(accel_ctx *ctx, const catalog_options *o, uint32_t bits, c
   return CLI_OK;
 }
 
-typedef struct err_sink {
-  const char *cmd;
-  char **paths;
-} err_sink;
+/* The work of one catalog_build. */
+typedef struct build {
+  const catalog_options *o;
+  accel_index *ix;
+  uint32_t bits;
+  size_t slot;
+  uint64_t next_id;  /* for new entries */
+  char **todo;       /* the files to hash, */
+  uint64_t *stamps;  /* with their stamps */
+  size_t ntodo;
+  bool changed;      /* the index differs from its file */
+} build;
 
-static void on_error(void *user, size_t index, accel_status status, const char *message) {
-  err_sink *e = user;
-  cli_error("%s: %s: %s: %s", e->cmd, e->paths[index], accel_status_string(status), message);
+/* Each path once, in byte order (the caller's strings); NULL when out of memory. */
+static char **unique_paths(const cli_paths *paths, size_t *n) {
+  char **want = malloc((paths->n ? paths->n : 1) * sizeof(char *));
+  *n = 0;
+  if (!want) return NULL;
+  if (paths->n) memcpy(want, paths->v, paths->n * sizeof(char *));
+  if (paths->n) qsort(want, paths->n, sizeof(char *), cli_cmp_str);
+  for (size_t i = 0; i < paths->n; i++)
+    if (i == 0 || strcmp(want[i], want[*n - 1])) want[(*n)++] = want[i];
+  return want;
+}
+
+/* The labelled entries of the index, sorted by label (have[0..*nhave));
+ * the next free id. */
+static void list_entries(build *b, size_t count, label_pos *have, size_t *nhave) {
+  b->next_id = 1;
+  *nhave = 0;
+  for (size_t p = 0; p < count; p++) {
+    uint64_t id;
+    const char *label;
+    accel_index_get(b->ix, p, &id, NULL, &label, NULL);
+    if (id >= b->next_id) b->next_id = id + 1;
+    if (label) have[(*nhave)++] = (label_pos){label, p};
+  }
+  if (*nhave) qsort(have, *nhave, sizeof *have, cmp_label);
+}
+
+/* Each wanted file: kept if its entry is current, else to hash (todo);
+ * entries of files that changed or were not asked for are dropped. */
+static int sort_out(build *b, char **want, size_t nwant, catalog_stats *stats) {
+  size_t count = 0, nhave = 0, ndrop = 0;
+  accel_index_info(b->ix, NULL, NULL, &count);
+  label_pos *have = malloc((count ? count : 1) * sizeof *have);
+  unsigned char *keep = calloc(count ? count : 1, 1);
+  uint64_t *drop = malloc((count ? count : 1) * sizeof(uint64_t));
+  b->todo = malloc((nwant ? nwant : 1) * sizeof(char *));
+  b->stamps = malloc((nwant ? nwant : 1) * sizeof(uint64_t));
+  const bool ok = have && keep && drop && b->todo && b->stamps;
+  if (!ok) cli_error("out of memory");
+  if (ok) list_entries(b, count, have, &nhave);
+  for (size_t i = 0; ok && i < nwant; i++) {
+    struct stat sb;
+    if (stat(want[i], &sb) != 0) {
+      cli_error("%s: %s: %s", b->o->cmd, want[i], strerror(errno));
+      stats->failed++;
+      continue;
+    }
+    const uint64_t stamp = file_stamp(&sb);
+    const label_pos key = {want[i], 0};
+    const label_pos *hit = nhave ? bsearch(&key, have, nhave, sizeof *have, cmp_label) : NULL;
+    uint64_t old = 0;
+    if (hit) accel_index_get(b->ix, hit->pos, NULL, NULL, NULL, &old);
+    if (hit && old == stamp) {
+      keep[hit->pos] = 1;
+      stats->reused++;
+    } else {
+      b->stamps[b->ntodo] = stamp;
+      b->todo[b->ntodo++] = want[i];
+    }
+  }
+  for (size_t p = 0; ok && p < count; p++)
+    if (!keep[p]) accel_index_get(b->ix, p, &drop[ndrop++], NULL, NULL, NULL);
+  if (ndrop) accel_index_remove(b->ix, ndrop, drop, &stats->removed);
+  b->changed = b->changed || ndrop;
+  free(have);
+  free(keep);
+  free(drop);
+  return ok ? CLI_OK : CLI_USAGE;
+}
+
+/* The buffers of one chunk of files hashed into new entries. */
+typedef struct chunk {
+  uint8_t *hashes;
+  accel_status *st;
+  uint64_t *codes, *ids, *stamps;
+  const char **labels;
+} chunk;
+
+/* The hashes of todo[off..off+n) into new entries (those that could be hashed). */
+static int add_chunk(accel_ctx *ctx, build *b, const accel_hash_options *ho, size_t off, size_t n, chunk *c,
+                     catalog_stats *stats) {
+  const uint32_t nkinds = b->o->hash.nkinds, wpe = nkinds * b->bits / 64;
+  if (accel_hash_files(ctx, (const char *const *)b->todo + off, n, ho, c->hashes, b->slot, c->st)) {
+    cli_error("%s: %s", b->o->cmd, accel_last_error(ctx));
+    return CLI_USAGE;
+  }
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (c->st[i] != ACCEL_OK) {
+      stats->failed++;
+      continue;
+    }
+    catalog_codes(c->hashes + i * nkinds * b->slot, b->slot, nkinds, b->bits, c->codes + m * wpe);
+    c->ids[m] = b->next_id++;
+    c->labels[m] = b->todo[off + i];
+    c->stamps[m++] = b->stamps[off + i];
+  }
+  if (m && accel_index_add(b->ix, m, c->ids, c->codes, c->labels, c->stamps)) {
+    cli_error("%s: %s", b->o->cmd, accel_last_error(ctx));
+    return CLI_USAGE;
+  }
+  stats->hashed += m;
+  b->changed = b->changed || m > 0;
+  return CLI_OK;
+}
+
+/* The files to do, hashed in chunks into new entries. */
+static int hash_todo(const cli_globals *g, accel_ctx *ctx, build *b, catalog_stats *stats) {
+  const uint32_t nkinds = b->o->hash.nkinds, wpe = nkinds * b->bits / 64;
+  chunk c = {malloc((size_t)CHUNK * nkinds * b->slot), malloc(CHUNK * sizeof(accel_status)),
+             malloc((size_t)CHUNK * wpe * sizeof(uint64_t)), malloc(CHUNK * sizeof(uint64_t)),
+             malloc(CHUNK * sizeof(uint64_t)), malloc(CHUNK * sizeof(char *))};
+  int rc = c.hashes && c.st && c.codes && c.ids && c.stamps && c.labels ? CLI_OK : CLI_USAGE;
+  if (rc) cli_error("out of memory");
+  cli_progress bar;
+  accel_hash_options ho = b->o->hash;
+  cli_file_errors errors = {b->o->cmd, NULL};
+  ho.on_error = cli_file_error;
+  ho.error_user = &errors;
+  ho.progress = cli_progress_callback;
+  ho.progress_user = &bar;
+  for (size_t off = 0; !rc && off < b->ntodo; off += CHUNK) {
+    char label[64];
+    snprintf(label, sizeof label, "hash %zu/%zu", off, b->ntodo);
+    cli_progress_begin(&bar, label, g->progress);
+    errors.paths = b->todo + off;
+    rc = add_chunk(ctx, b, &ho, off, b->ntodo - off < CHUNK ? b->ntodo - off : CHUNK, &c, stats);
+    cli_progress_end(&bar);
+  }
+  free(c.hashes);
+  free(c.st);
+  free(c.codes);
+  free(c.ids);
+  free(c.stamps);
+  free(c.labels);
+  return rc;
 }
 
 int catalog_build(const cli_globals *g, accel_ctx *ctx, const catalog_options *o, const cli_paths *paths,
                   accel_index **out, catalog_stats *stats) {
   memset(stats, 0, sizeof *stats);
   *out = NULL;
-  const uint32_t bits = catalog_bits(o->cmd, &o->hash);
-  size_t slot;
-  if (!bits || accel_hash_slot_bytes(&o->hash, &slot)) {
-    if (bits) cli_error("%s: %s", o->cmd, accel_last_error(NULL));
+  build b = {.o = o, .bits = catalog_bits(o->cmd, &o->hash)};
+  if (!b.bits || accel_hash_slot_bytes(&o->hash, &b.slot)) {
+    if (b.bits) cli_error("%s: %s", o->cmd, accel_last_error(NULL));
     return CLI_USAGE;
   }
   char meta[512];
   catalog_meta(&o->hash, meta, sizeof meta);
-  accel_index *ix = NULL;
   bool fresh;
-  int rc = open_index(ctx, o, bits, meta, &ix, &fresh);
+  int rc = open_index(ctx, o, b.bits, meta, &b.ix, &fresh);
   if (rc) return rc;
-  bool fatal = false; /* nothing usable: no index comes out */
-  bool changed = fresh;
-
-  /* each path once, in byte order */
-  char **want = malloc((paths->n ? paths->n : 1) * sizeof(char *));
-  size_t nwant = 0, count = 0;
-  accel_index_info(ix, NULL, NULL, &count);
-  label_pos *have = malloc((count ? count : 1) * sizeof *have);
-  unsigned char *keep = calloc(count ? count : 1, 1);
-  char **todo = malloc((paths->n ? paths->n : 1) * sizeof(char *));
-  uint64_t *stamps = malloc((paths->n ? paths->n : 1) * sizeof(uint64_t));
-  const uint32_t wpe = o->hash.nkinds * bits / 64;
-  uint8_t *hashes = malloc((size_t)CHUNK * o->hash.nkinds * slot);
-  accel_status *st = malloc(CHUNK * sizeof(accel_status));
-  uint64_t *codes = malloc((size_t)CHUNK * wpe * sizeof(uint64_t)), *ids = malloc(CHUNK * sizeof(uint64_t));
-  uint64_t *chunk_stamps = malloc(CHUNK * sizeof(uint64_t));
-  const char **labels = malloc(CHUNK * sizeof(char *));
-  if (!want || !have || !keep || !todo || !stamps || !hashes || !st || !codes || !ids || !chunk_stamps || !labels) {
-    cli_error("out of memory");
-    rc = CLI_USAGE;
-    fatal = true;
-    goto out;
+  b.changed = fresh;
+  size_t nwant;
+  char **want = unique_paths(paths, &nwant);
+  if (!want) cli_error("out of memory");
+  rc = want ? sort_out(&b, want, nwant, stats) : CLI_USAGE;
+  if (!rc) rc = hash_todo(g, ctx, &b, stats);
+  free(want);
+  free(b.todo);
+  free(b.stamps);
+  if (rc) { /* nothing usable */
+    accel_index_destroy(b.ix);
+    return rc;
   }
-  if (paths->n) memcpy(want, paths->v, paths->n * sizeof(char *));
-  if (paths->n) qsort(want, paths->n, sizeof(char *), cmp_str);
-  for (size_t i = 0; i < paths->n; i++)
-    if (i == 0 || strcmp(want[i], want[nwant - 1])) want[nwant++] = want[i];
-
-  /* which entries are current; the largest id, for new ones */
-  uint64_t next_id = 1;
-  size_t nhave = 0;
-  for (size_t p = 0; p < count; p++) {
-    uint64_t id;
-    const char *label;
-    accel_index_get(ix, p, &id, NULL, &label, NULL);
-    if (id >= next_id) next_id = id + 1;
-    if (label) have[nhave++] = (label_pos){label, p};
-  }
-  if (nhave) qsort(have, nhave, sizeof *have, cmp_label);
-  size_t ntodo = 0;
-  for (size_t i = 0; i < nwant; i++) {
-    struct stat sb;
-    if (stat(want[i], &sb) != 0) {
-      cli_error("%s: %s: %s", o->cmd, want[i], strerror(errno));
-      stats->failed++;
-      continue;
-    }
-    const uint64_t stamp = file_stamp(&sb);
-    label_pos key = {want[i], 0};
-    const label_pos *hit = nhave ? bsearch(&key, have, nhave, sizeof *have, cmp_label) : NULL;
-    uint64_t old = 0;
-    if (hit) accel_index_get(ix, hit->pos, NULL, NULL, NULL, &old);
-    if (hit && old == stamp) {
-      keep[hit->pos] = 1;
-      stats->reused++;
-    } else {
-      stamps[ntodo] = stamp;
-      todo[ntodo++] = want[i];
-    }
-  }
-  /* drop entries of files that changed or were not asked for */
-  size_t ndrop = 0;
-  uint64_t *drop = malloc((count ? count : 1) * sizeof(uint64_t));
-  if (!drop) {
-    cli_error("out of memory");
-    rc = CLI_USAGE;
-    fatal = true;
-    goto out;
-  }
-  for (size_t p = 0; p < count; p++)
-    if (!keep[p]) accel_index_get(ix, p, &drop[ndrop++], NULL, NULL, NULL);
-  if (ndrop) {
-    accel_index_remove(ix, ndrop, drop, &stats->removed);
-    changed = true;
-  }
-  free(drop);
-
-  /* hash the rest */
-  cli_progress bar;
-  accel_hash_options ho = o->hash;
-  err_sink es = {o->cmd, NULL};
-  ho.on_error = on_error;
-  ho.error_user = &es;
-  ho.progress = cli_progress_callback;
-  ho.progress_user = &bar;
-  for (size_t off = 0; off < ntodo; off += CHUNK) {
-    const size_t n = ntodo - off < CHUNK ? ntodo - off : CHUNK;
-    char label[64];
-    snprintf(label, sizeof label, "hash %zu/%zu", off, ntodo);
-    cli_progress_begin(&bar, label, g->progress);
-    es.paths = todo + off;
-    accel_status s = accel_hash_files(ctx, (const char *const *)todo + off, n, &ho, hashes, slot, st);
-    cli_progress_end(&bar);
-    if (s) {
-      cli_error("%s: %s", o->cmd, accel_last_error(ctx));
-      rc = CLI_USAGE;
-      fatal = true;
-      goto out;
-    }
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-      if (st[i] != ACCEL_OK) {
-        stats->failed++;
-        continue;
-      }
-      catalog_codes(hashes + i * o->hash.nkinds * slot, slot, o->hash.nkinds, bits, codes + m * wpe);
-      ids[m] = next_id++;
-      labels[m] = todo[off + i];
-      chunk_stamps[m] = stamps[off + i];
-      m++;
-    }
-    if (m && accel_index_add(ix, m, ids, codes, labels, chunk_stamps)) {
-      cli_error("%s: %s", o->cmd, accel_last_error(ctx));
-      rc = CLI_USAGE;
-      fatal = true;
-      goto out;
-    }
-    stats->hashed += m;
-    changed = changed || m > 0;
-  }
-  if (o->index_path && changed && accel_index_save(ix, o->index_path)) {
+  if (o->index_path && b.changed && accel_index_save(b.ix, o->index_path)) {
     cli_error("%s: %s", o->cmd, accel_last_error(ctx));
     rc = CLI_SOME_FAILED; /* the results are still right; the cache was not written */
   }
   if (!rc && stats->failed) rc = CLI_SOME_FAILED;
-
-out:
-  free(want);
-  free(have);
-  free(keep);
-  free(todo);
-  free(stamps);
-  free(hashes);
-  free(st);
-  free(codes);
-  free(ids);
-  free(chunk_stamps);
-  free(labels);
-  if (fatal) {
-    accel_index_destroy(ix);
-    return rc;
-  }
-  *out = ix;
+  *out = b.ix;
   return rc;
 }

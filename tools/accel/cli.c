@@ -58,24 +58,6 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
 
-bool cli_take_value(int argc, char **argv, int *i, const char *name, const char **value, bool *missing) {
-  const char *a = argv[*i];
-  size_t n = strlen(name);
-  if (strncmp(a, name, n) != 0) return false;
-  if (a[n] == '=') {
-    *value = a + n + 1;
-    return true;
-  }
-  if (a[n] != '\0') return false;
-  if (*i + 1 >= argc || strcmp(argv[*i + 1], "--") == 0) {
-    *missing = true;
-    cli_error("option %s needs a value", name);
-    return true;
-  }
-  *value = argv[++*i];
-  return true;
-}
-
 bool cli_make_dirs(const char *path) {
   char *p = strdup(path);
   if (!p) return false;
@@ -172,7 +154,7 @@ static bool image_name(const char *name) {
   return dot && (strcasecmp(dot, ".jpg") == 0 || strcasecmp(dot, ".jpeg") == 0 || strcasecmp(dot, ".png") == 0);
 }
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+int cli_cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 /* A set of files by device and inode (open addressing). */
 typedef struct file_set {
@@ -250,7 +232,7 @@ static bool walk(walker *w, const char *dir, const struct stat *dst) {
   while ((e = readdir(d)))
     if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && !cli_paths_push(&names, e->d_name)) w->oom = true;
   closedir(d);
-  if (names.n) qsort(names.v, names.n, sizeof(char *), cmp_str);
+  if (names.n) qsort(names.v, names.n, sizeof(char *), cli_cmp_str);
   const size_t dl = strlen(dir);
   const bool slash = dl && dir[dl - 1] == '/';
   for (size_t i = 0; i < names.n && !w->oom; i++) {
@@ -277,7 +259,7 @@ static bool walk(walker *w, const char *dir, const struct stat *dst) {
   return ok && !w->oom;
 }
 
-bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool *oom) {
+int cli_collect(int argc, char **argv, bool follow_links, cli_paths *out) {
   walker w = {.follow_links = follow_links, .out = out};
   bool ok = true;
   for (int i = 0; i < argc && !w.oom; i++) {
@@ -288,8 +270,23 @@ bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool 
   }
   set_free(&w.files);
   set_free(&w.dirs);
-  *oom = w.oom;
-  return ok && !w.oom;
+  if (w.oom) {
+    cli_error("out of memory");
+    cli_paths_free(out);
+    return CLI_USAGE;
+  }
+  return ok ? CLI_OK : CLI_SOME_FAILED;
+}
+
+void cli_file_error(void *user, size_t index, accel_status status, const char *message) {
+  const cli_file_errors *e = user;
+  cli_error("%s%s%s: %s: %s", CLI_CMD_PREFIX(e->cmd), e->paths[index], accel_status_string(status), message);
+}
+
+bool cli_has_operand(const char *cmd, int first, int argc, const char *what) {
+  if (first < argc) return true;
+  cli_error("%s: no %s given (see accel %.*s --help)", cmd, what, (int)strcspn(cmd, " "), cmd);
+  return false;
 }
 
 static int stdout_errno;
@@ -315,7 +312,9 @@ void cli_json_string(const char *s) {
 
 /* ------------------------------------------------------------ option values */
 
-bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o) {
+bool cli_parse_kinds(const char *cmd, const cli_option *option, const char *list, void *field) {
+  (void)option;
+  accel_hash_options *o = field;
   char *copy = strdup(list), *save = NULL;
   if (!copy) return false;
   o->nkinds = 0;
@@ -339,54 +338,26 @@ bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o) {
   return ok;
 }
 
-#define CMD_PREFIX(cmd) (cmd) ? (cmd) : "", (cmd) ? ": " : ""
-
-/* Digits only, no overflow: the magnitude of a whole number. */
-static bool digits(const char *v, uint64_t *out) {
-  if (!*v) return false;
-  uint64_t x = 0;
-  for (; *v; v++) {
-    if (*v < '0' || *v > '9') return false;
-    const uint64_t d = (uint64_t)(*v - '0');
-    if (x > (UINT64_MAX - d) / 10) return false;
-    x = x * 10 + d;
+/* v[0..n): a whole number in lo..hi, digits only (a leading '-' only where
+ * lo is negative), no overflow. */
+static bool whole(const char *v, size_t n, int64_t lo, int64_t hi, int64_t *out) {
+  const bool neg = n && *v == '-' && lo < 0;
+  v += neg;
+  n -= neg;
+  uint64_t m = 0;
+  for (size_t k = 0; k < n; k++) {
+    const uint64_t d = (uint64_t)(v[k] - '0');
+    if (v[k] < '0' || v[k] > '9' || m > (UINT64_MAX - d) / 10) return false;
+    m = m * 10 + d;
   }
+  if (!n || m > (uint64_t)INT64_MAX + neg) return false;
+  const int64_t x = !neg ? (int64_t)m : m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m;
+  if (x < lo || x > hi) return false;
   *out = x;
   return true;
 }
 
-bool cli_parse_u64(const char *cmd, const char *what, const char *v, uint64_t lo, uint64_t hi, uint64_t *out) {
-  uint64_t x;
-  if (!digits(v, &x) || x < lo || x > hi) {
-    cli_error("%s%s%s must be a whole number in %llu..%llu, not '%s'", CMD_PREFIX(cmd), what, (unsigned long long)lo,
-              (unsigned long long)hi, v);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
-bool cli_parse_i64(const char *cmd, const char *what, const char *v, int64_t lo, int64_t hi, int64_t *out) {
-  const bool neg = *v == '-';
-  uint64_t m;
-  bool ok = digits(v + neg, &m) && m <= (neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX);
-  const int64_t x = !ok ? 0 : neg ? (m == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)m) : (int64_t)m;
-  if (!ok || x < lo || x > hi) {
-    cli_error("%s%s%s must be a whole number in %lld..%lld, not '%s'", CMD_PREFIX(cmd), what, (long long)lo,
-              (long long)hi, v);
-    return false;
-  }
-  *out = x;
-  return true;
-}
-
-bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out) {
-  int64_t x;
-  if (!cli_parse_i64(cmd, what, v, lo, hi, &x)) return false;
-  *out = (int)x;
-  return true;
-}
-
+/* v[0..n): a finite real number. */
 static bool real(const char *v, size_t n, double *out) {
   char buf[64];
   if (!n || n >= sizeof buf || isspace((unsigned char)*v)) return false;
@@ -398,58 +369,43 @@ static bool real(const char *v, size_t n, double *out) {
   return !*end && errno != ERANGE && isfinite(*out);
 }
 
-bool cli_parse_double(const char *cmd, const char *what, const char *v, double *out) {
-  if (!real(v, strlen(v), out)) {
-    cli_error("%s%s%s takes a finite number, not '%s'", CMD_PREFIX(cmd), what, v);
-    return false;
+/* Up to max comma-separated numbers: whole ones in lo..hi into ints, or
+ * (ints NULL) finite reals into reals. How many, or -1 if one is not. */
+static int numbers(const char *v, int max, int64_t lo, int64_t hi, int64_t *ints, double *reals) {
+  for (int k = 0;; k++) {
+    const size_t len = strcspn(v, ",");
+    if (k == max || !(ints ? whole(v, len, lo, hi, &ints[k]) : real(v, len, &reals[k]))) return -1;
+    v += len;
+    if (!*v++) return k + 1;
   }
+}
+
+bool cli_parse_ints(const char *cmd, const char *what, const char *v, int n, int64_t lo, int64_t hi, int64_t *out) {
+  if (numbers(v, n, lo, hi, out, NULL) == n) return true;
+  if (n == 1)
+    cli_error("%s%s%s must be a whole number in %lld..%lld, not '%s'", CLI_CMD_PREFIX(cmd), what, (long long)lo,
+              (long long)hi, v);
+  else if (hi == INT64_MAX)
+    cli_error("%s%s%s takes %d comma-separated whole numbers >= %lld, not '%s'", CLI_CMD_PREFIX(cmd), what, n,
+              (long long)lo, v);
+  else
+    cli_error("%s%s%s takes %d comma-separated whole numbers in %lld..%lld, not '%s'", CLI_CMD_PREFIX(cmd), what, n,
+              (long long)lo, (long long)hi, v);
+  return false;
+}
+
+bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out) {
+  int64_t x;
+  if (!cli_parse_ints(cmd, what, v, 1, lo, hi, &x)) return false;
+  *out = (int)x;
   return true;
 }
 
-/* The k-th comma-separated field of v as [*start, *start + *len); false when
- * the number of fields is not n. */
-static bool field(const char *v, int n, int k, const char **start, size_t *len) {
-  int count = 1;
-  for (const char *p = v; *p; p++) count += *p == ',';
-  if (count != n) return false;
-  const char *p = v;
-  for (int i = 0; i < k; i++) p = strchr(p, ',') + 1;
-  *start = p;
-  *len = strcspn(p, ",");
-  return true;
-}
-
-bool cli_parse_doubles(const char *cmd, const char *what, const char *v, int n, double *out) {
-  for (int k = 0; k < n; k++) {
-    const char *p;
-    size_t len;
-    if (!field(v, n, k, &p, &len) || !real(p, len, &out[k])) {
-      cli_error("%s%s%s takes %d comma-separated finite numbers, not '%s'", CMD_PREFIX(cmd), what, n, v);
-      return false;
-    }
-  }
-  return true;
-}
-
-bool cli_parse_dims(const char *cmd, const char *what, const char *v, int n, int64_t *out) {
-  for (int k = 0; k < n; k++) {
-    const char *p;
-    size_t len;
-    char buf[32];
-    uint64_t m = 0;
-    bool ok = field(v, n, k, &p, &len) && len < sizeof buf;
-    if (ok) {
-      memcpy(buf, p, len);
-      buf[len] = '\0';
-      ok = digits(buf, &m) && m >= 1 && m <= (uint64_t)INT64_MAX;
-    }
-    if (!ok) {
-      cli_error("%s%s%s takes %d comma-separated whole numbers >= 1, not '%s'", CMD_PREFIX(cmd), what, n, v);
-      return false;
-    }
-    out[k] = (int64_t)m;
-  }
-  return true;
+bool cli_parse_reals(const char *cmd, const char *what, const char *v, int n, double *out) {
+  if (numbers(v, n, 0, 0, NULL, out) == n) return true;
+  if (n == 1) cli_error("%s%s%s takes a finite number, not '%s'", CLI_CMD_PREFIX(cmd), what, v);
+  else cli_error("%s%s%s takes %d comma-separated finite numbers, not '%s'", CLI_CMD_PREFIX(cmd), what, n, v);
+  return false;
 }
 
 /* ------------------------------------------------------------ outputs */
@@ -561,94 +517,20 @@ bool cli_output_format(const char *cmd, const char *flag, const char *path, unsi
   return false;
 }
 
-/* ------------------------------------------------------------ argument order */
-
-static bool takes_value(const char *arg, const char *const *value_options) {
-  for (; value_options && *value_options; value_options++)
-    if (strcmp(arg, *value_options) == 0) return true;
-  return false;
-}
-
-char **cli_permute(int argc, char **argv, const char *const *value_options, int *out_argc) {
-  static char dashdash[] = "--";
-  char **out = malloc(((size_t)argc + 2) * sizeof(char *));
-  char **pos = malloc(((size_t)argc + 1) * sizeof(char *));
-  if (!out || !pos) {
-    free(out);
-    free(pos);
-    return NULL;
-  }
-  int no = 0, np = 0;
-  out[no++] = argv[0];
-  bool ended = false;
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    if (ended) {
-      pos[np++] = argv[i];
-    } else if (strcmp(a, "--") == 0) {
-      ended = true;
-    } else if (a[0] == '-' && a[1]) {
-      out[no++] = argv[i];
-      if (takes_value(a, value_options) && i + 1 < argc) out[no++] = argv[++i];
-    } else {
-      pos[np++] = argv[i];
-    }
-  }
-  out[no++] = dashdash;
-  for (int i = 0; i < np; i++) out[no++] = pos[i];
-  out[no] = NULL;
-  free(pos);
-  *out_argc = no;
-  return out;
-}
-
-int cli_hash_option(const char *cmd, int argc, char **argv, int *i, accel_hash_options *o, int max_size) {
-  const char *v = NULL;
-  bool missing = false;
-  if (strcmp(argv[*i], "--fast") == 0) {
-    o->fast = 1;
-    return 1;
-  }
-  if (cli_take_value(argc, argv, i, "--kinds", &v, &missing))
-    return !missing && cli_parse_kinds(cmd, v, o) ? 1 : -1;
-  if (cli_take_value(argc, argv, i, "--size", &v, &missing))
-    return !missing && cli_parse_int(cmd, "--size", v, ACCEL_HASH_SIZE_MIN, max_size, &o->hash_size) ? 1 : -1;
-  if (cli_take_value(argc, argv, i, "--binbits", &v, &missing))
-    return !missing && cli_parse_int(cmd, "--binbits", v, 1, 8, &o->color_binbits) ? 1 : -1;
-  return 0;
-}
-
-bool cli_parse_format(const char *cmd, const char *v, bool *json) {
-  if (strcmp(v, "tsv") && strcmp(v, "json")) {
-    cli_error("%s: --format must be tsv or json, not '%s'", cmd, v);
+bool cli_parse_thresholds(const char *cmd, const cli_option *option, const char *v, void *field) {
+  (void)option;
+  cli_thresholds *th = field;
+  if (!*v) {
+    cli_error("%s: --threshold is empty", cmd);
     return false;
   }
-  *json = strcmp(v, "json") == 0;
-  return true;
-}
-
-bool cli_parse_rule(const char *cmd, const char *v, accel_index_rule *rule) {
-  if (strcmp(v, "all") && strcmp(v, "any")) {
-    cli_error("%s: --rule must be all or any, not '%s'", cmd, v);
+  int64_t t[ACCEL_INDEX_MAX_FIELDS];
+  const int n = numbers(v, ACCEL_INDEX_MAX_FIELDS, 0, 4096, t, NULL);
+  if (n < 0) {
+    cli_error("%s: --threshold takes integers like 5 or 5,8, not '%s'", cmd, v);
     return false;
   }
-  *rule = strcmp(v, "any") == 0 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
+  for (int k = 0; k < n; k++) th->v[k] = (uint32_t)t[k];
+  th->n = (uint32_t)n;
   return true;
-}
-
-bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_t *given) {
-  uint32_t n = 0;
-  for (const char *p = v; *p;) {
-    char *end;
-    long x = strtol(p, &end, 10);
-    if (end == p || x < 0 || x > 4096 || n == ACCEL_INDEX_MAX_FIELDS || (*end && *end != ',')) {
-      cli_error("%s: --threshold takes integers like 5 or 5,8, not '%s'", cmd, v);
-      return false;
-    }
-    out[n++] = (uint32_t)x;
-    p = *end ? end + 1 : end;
-  }
-  if (n == 0) cli_error("%s: --threshold is empty", cmd);
-  *given = n;
-  return n > 0;
 }

@@ -5,6 +5,9 @@
 #include <accel/accel.h>
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 enum {
   CLI_OK = 0,          /* success */
@@ -12,7 +15,7 @@ enum {
   CLI_USAGE = 2        /* usage or set-up error; nothing was processed */
 };
 
-/* Options given before the subcommand. */
+/* The global options, given before the command or among its options. */
 typedef struct cli_globals {
   accel_backend_kind backend;
   bool strict;            /* fallback policy DENY */
@@ -21,25 +24,109 @@ typedef struct cli_globals {
   bool progress;          /* draw progress bars (stderr is a terminal and not --no-progress) */
 } cli_globals;
 
+/* ------------------------------------------------------------ options
+ * Each command describes its options once, in a table: the table parses
+ * them into the fields of the command's argument struct, says which take a
+ * value (so that they may follow the operands), and writes the options part
+ * of the command's help. */
+
+typedef enum cli_opt_kind {
+  CLI_OPT_END = 0, /* ends a table */
+  CLI_OPT_TEXT,    /* not parsed: a line of the help (help; with a name, laid out as an option) */
+  CLI_OPT_FLAG,    /* no value: sets the field (bool or integer) to 1 */
+  CLI_OPT_CLEAR,   /* no value: sets it to 0 */
+  CLI_OPT_INT,     /* count (default 1) comma-separated whole numbers in lo..hi (integer fields) */
+  CLI_OPT_REAL,    /* count (default 1) comma-separated finite numbers (double fields); with
+                      range, each >= min (> min when exclusive), else "<label> takes <range>" */
+  CLI_OPT_STRING,  /* the value itself (a const char * field) */
+  CLI_OPT_CHOICE,  /* one of the choices' names: its value (an integer, enum or bool field) */
+  CLI_OPT_CUSTOM   /* parse() reads the value into the field */
+} cli_opt_kind;
+
+typedef struct cli_choice {
+  const char *name; /* NULL ends the list */
+  int value;
+} cli_choice;
+
+typedef struct cli_option cli_option;
+/* Reads v into field; false after printing why (naming cmd and the option). */
+typedef bool (*cli_parse_fn)(const char *cmd, const cli_option *option, const char *v, void *field);
+
+struct cli_option {
+  const char *name;   /* "--size"; NULL only in a text line */
+  cli_opt_kind kind;
+  size_t offset, size; /* the field in the argument struct: CLI_AT(type, member) */
+  size_t seen;         /* 1 + the offset of a bool set when the option is given (CLI_SEEN); 0: none */
+  const char *arg;     /* the value's name in the help: "N" */
+  const char *help;    /* the help, lines separated by '\n'; NULL: listed beside the next such options */
+  const char *label;   /* how value errors name the option (default: name) */
+  int count;           /* CLI_OPT_INT, CLI_OPT_REAL: how many values (0: 1) */
+  int64_t lo, hi;      /* CLI_OPT_INT */
+  double min;          /* CLI_OPT_REAL with range */
+  bool exclusive;
+  const char *range;
+  const cli_choice *choices; /* CLI_OPT_CHOICE */
+  cli_parse_fn parse;        /* CLI_OPT_CUSTOM */
+};
+
+#define CLI_AT(type, member) .offset = offsetof(type, member), .size = sizeof(((type *)0)->member)
+#define CLI_SEEN(type, member) .seen = offsetof(type, member) + 1
+
+/* argv[*i] against the table: 1 if it is one of its options (then *i is on
+ * its value, if any, which is read into args), 0 if not, -1 after a usage
+ * error (printed; cmd names the command, NULL for the global options). */
+int cli_take_option(const char *cmd, const cli_option *table, int argc, char **argv, int *i, void *args);
+/* The options of argv[1..] into args, up to the first operand or "--".
+ * Returns the index of the first operand (argc: none), or -1 after a usage
+ * error (printed). An unknown option is one; the message sends the user to
+ * the help of cmd's first word ("index build": accel index --help). */
+int cli_parse_options(const char *cmd, const cli_option *table, int argc, char **argv, void *args);
+/* True if arg is an option of the table that takes a separate value. */
+bool cli_takes_value(const cli_option *table, const char *arg);
+/* The options part of a help: each option's name, value and help, the help
+ * starting `column` characters after the indent. */
+void cli_print_options(FILE *out, const cli_option *table, int column);
+/* v, one of the choices: its value in *out. Else false, printing
+ * "<cmd>: <what> must be a, b or c, not '<v>'". */
+bool cli_parse_choice(const char *cmd, const char *what, const cli_choice *choices, const char *v, int *out);
+/* Appends name to a list "a, b or c" being written in buf: index is its
+ * position in the list, last whether it ends it. */
+void cli_list_add(char *buf, size_t size, size_t index, bool last, const char *name);
+
+/* "--format tsv|json": a bool, true for json. */
+extern const cli_choice cli_tsv_json[];
+/* "--rule all|any". */
+extern const cli_choice cli_rules[];
+
+/* ------------------------------------------------------------ commands */
+
 typedef struct cli_command {
   const char *name;
   const char *summary;
-  const char *usage; /* full help text */
+  /* The help: usage, then the options the table describes (their help
+   * starting help_column characters in), then usage_tail. */
+  const char *usage;
+  /* The options. Given (even empty), they may follow the operands ("accel
+   * dupes DIR --threshold 3"): the dispatcher moves them first, then "--",
+   * then the operands in their order. NULL: argv as given. A command with
+   * subcommands lists here the options its help describes. */
+  const cli_option *options;
+  int help_column;
+  const char *usage_tail;
   int (*run)(const cli_globals *g, int argc, char **argv);
-  /* Options may follow the operands ("accel dupes DIR --threshold 3"): the
-   * dispatcher moves them first, then "--", then the operands in their
-   * order. These options take a separate value. NULL: argv as given. */
-  const char *const *value_options;
+  /* NULL, or the subcommands (NULL-terminated): argv[1] names one, which
+   * gets argv[1..] and is parsed by its own options. */
+  const struct cli_command *const *subcommands;
 } cli_command;
 
-extern const cli_command cli_info_command;
-extern const cli_command cli_gray_command;
-extern const cli_command cli_hash_command;
-extern const cli_command cli_dupes_command;
-extern const cli_command cli_index_command;
-extern const cli_command cli_ct_command;
-extern const cli_command cli_shadow_command;
-extern const cli_command cli_svf_command;
+/* The help of a command. */
+void cli_print_help(FILE *out, const cli_command *c);
+
+/* Each command file defines one `const cli_command cli_<name>_command`;
+ * main.c's CLI_COMMANDS lists them. */
+
+/* For "%s%s..." in messages: "<cmd>: ", or nothing when cmd is NULL. */
+#define CLI_CMD_PREFIX(cmd) (cmd) ? (cmd) : "", (cmd) ? ": " : ""
 
 /* "accel: <message>" on stderr (clearing a progress bar first). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -48,16 +135,12 @@ void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * return CLI_USAGE. Installs a log writer that keeps progress bars tidy. */
 int cli_open_ctx(const cli_globals *g, accel_ctx **ctx);
 
-/* True if argv[*i] is `name` taking a value ("--name V" or "--name=V"); then
- * *value is set and *i advanced past it. A missing value is a usage error
- * reported through *missing. */
-bool cli_take_value(int argc, char **argv, int *i, const char *name, const char **value, bool *missing);
 bool cli_is_help(const char *arg);
 
-/* argv reordered: argv[0], the options (with the values of those in
- * value_options), "--", the operands in their order. A "--" in argv ends the
- * options. NULL when out of memory; free() the array (not the strings). */
-char **cli_permute(int argc, char **argv, const char *const *value_options, int *out_argc);
+/* argv reordered: argv[0], the options of the table (with their values),
+ * "--", the operands in their order. A "--" in argv ends the options. NULL
+ * when out of memory; free() the array (not the strings). */
+char **cli_permute(int argc, char **argv, const cli_option *table, int *out_argc);
 
 /* A growable list of paths (owned strings). */
 typedef struct cli_paths {
@@ -72,9 +155,21 @@ void cli_paths_free(cli_paths *l);
  * (reproducible); files taken as given. Each file is listed once, however
  * many names, links or operands lead to it (device and inode); no directory
  * is entered twice; symbolic links to directories are followed only with
- * follow_links (a link to "." no longer loops). Returns false if a directory
- * could not be read (the rest is collected; why is printed), or on *oom. */
-bool cli_collect(int argc, char **argv, bool follow_links, cli_paths *out, bool *oom);
+ * follow_links (a link to "." no longer loops). Returns CLI_OK,
+ * CLI_SOME_FAILED if a directory could not be read (the rest is collected;
+ * why is printed), or CLI_USAGE when out of memory (printed; *out is then
+ * empty). */
+int cli_collect(int argc, char **argv, bool follow_links, cli_paths *out);
+/* An accel_hash_error_fn for a batch of paths (user: a cli_file_errors):
+ * "[<cmd>: ]<path>: <status>: <message>". */
+typedef struct cli_file_errors {
+  const char *cmd; /* NULL: no prefix */
+  char *const *paths;
+} cli_file_errors;
+void cli_file_error(void *user, size_t index, accel_status status, const char *message);
+/* True if argv[first] is an operand; else false, printing "<cmd>: no <what>
+ * given" and where the help is. */
+bool cli_has_operand(const char *cmd, int first, int argc, const char *what);
 
 /* Flush stdout (results appear as they are ready). False on a write error,
  * whose errno is kept for the final report: main() turns any lost output
@@ -86,20 +181,25 @@ int cli_stdout_error(void);
 /* A JSON string literal on stdout. */
 void cli_json_string(const char *s);
 
-/* "--kinds a,b,c" into o->kinds / o->nkinds; errors name the command. */
-bool cli_parse_kinds(const char *cmd, const char *list, accel_hash_options *o);
-/* Option values. Whole numbers are parsed as integers (digits, a leading '-'
- * only where negative values are allowed; no spaces, signs, exponents or
- * overflow), within lo..hi; real numbers must be finite. Errors name the
- * command (NULL: none) and the option, and are printed. */
+/* Option values: exactly n comma-separated numbers ("64,96,80"). Whole
+ * numbers are parsed as integers (digits, a leading '-' only where lo is
+ * negative; no spaces, signs, exponents or overflow), within lo..hi; real
+ * numbers must be finite. Errors name the command (NULL: none) and the
+ * option (what), and are printed. */
+bool cli_parse_ints(const char *cmd, const char *what, const char *v, int n, int64_t lo, int64_t hi, int64_t *out);
+bool cli_parse_reals(const char *cmd, const char *what, const char *v, int n, double *out);
+/* One whole number into an int. */
 bool cli_parse_int(const char *cmd, const char *what, const char *v, int lo, int hi, int *out);
-bool cli_parse_i64(const char *cmd, const char *what, const char *v, int64_t lo, int64_t hi, int64_t *out);
-bool cli_parse_u64(const char *cmd, const char *what, const char *v, uint64_t lo, uint64_t hi, uint64_t *out);
-bool cli_parse_double(const char *cmd, const char *what, const char *v, double *out);
-/* Exactly n comma-separated values ("2,0.5,0.5"). */
-bool cli_parse_doubles(const char *cmd, const char *what, const char *v, int n, double *out);
-/* Exactly n comma-separated whole numbers >= 1 (a shape: "64,96,80"). */
-bool cli_parse_dims(const char *cmd, const char *what, const char *v, int n, int64_t *out);
+
+/* Custom option readers. "--kinds a,b,c" into an accel_hash_options field
+ * (kinds, nkinds). */
+bool cli_parse_kinds(const char *cmd, const cli_option *o, const char *v, void *field);
+/* "--threshold 5" or "5,8" into a cli_thresholds field. */
+typedef struct cli_thresholds {
+  uint32_t v[ACCEL_INDEX_MAX_FIELDS];
+  uint32_t n;
+} cli_thresholds;
+bool cli_parse_thresholds(const char *cmd, const cli_option *o, const char *v, void *field);
 
 /* A file a command reads or writes, and how to name it in messages. */
 typedef struct cli_file {
@@ -129,16 +229,8 @@ typedef enum cli_format {
  * cli_format); else false, printing which extensions `flag` takes. */
 bool cli_output_format(const char *cmd, const char *flag, const char *path, unsigned allowed, cli_format *out);
 
-/* The hash options shared by hash, dupes and index build: --kinds, --size
- * (up to max_size), --binbits, --fast. Returns 1 if argv[*i] was one (then
- * *i is past its value), 0 if not, -1 on a bad value (reported). */
-int cli_hash_option(const char *cmd, int argc, char **argv, int *i, accel_hash_options *o, int max_size);
-/* "--format tsv|json" into *json; false (reported) otherwise. */
-bool cli_parse_format(const char *cmd, const char *v, bool *json);
-/* "--rule all|any". */
-bool cli_parse_rule(const char *cmd, const char *v, accel_index_rule *rule);
-/* "--threshold 5" or "5,8": up to ACCEL_INDEX_MAX_FIELDS values in out, *n of them. */
-bool cli_parse_thresholds(const char *cmd, const char *v, uint32_t *out, uint32_t *n);
+/* qsort() order of strings (an array of char *): byte order. */
+int cli_cmp_str(const void *a, const void *b);
 
 /* Create a directory and its parents (like mkdir -p); prints why on failure. */
 bool cli_make_dirs(const char *path);

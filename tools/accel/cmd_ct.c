@@ -13,45 +13,16 @@ static const char USAGE[] =
     "fill holes, pores, exact distance transform, markers (the distance map's peaks),\n"
     "watershed, pore network. Results identical to SciPy / scikit-image 0.19.3\n"
     "(docs/ct.md). Only what the outputs need is computed.\n"
-    "\n"
-    "input:\n"
-    "  INPUT                  a .npy volume (uint8, int16, uint16, int32, float32), or a raw\n"
-    "                         file with --shape and --dtype\n"
-    "  --shape Z,Y,X          raw input: the shape (C order, little-endian)\n"
-    "  --dtype D              raw input: uint8, int16, uint16, int32 or float32\n"
-    "  --offset B             raw input: bytes to skip first (a header; default 0)\n"
-    "  --rescale S,I          int16/uint16 input: value * S + I before the threshold\n"
-    "                         (DICOM's rescale slope and intercept)\n"
-    "segmentation:\n"
-    "  --threshold T          required: solid = value > T\n"
-    "  --compare OP           gt (default), ge, lt or le: solid = value OP T\n"
-    "  --pores MODE           closed (default): fill_holes(solid) & ~solid; all: ~solid\n"
-    "  --fill-connectivity C  6 (default, SciPy's) or 26\n"
-    "  --spacing Z,Y,X        voxel size (default 1,1,1); distances and volumes use it\n"
-    "  --min-distance D       markers: minimum peak distance in voxels (default 3)\n"
-    "  --smooth SIGMA         Gaussian smoothing of the distance map for the peak search\n"
-    "                         (SNOW's option; default 0, none)\n"
-    "  --trim KINDS           SNOW's peak trims, PoreSpy 3's rules: saddles, nearby,\n"
-    "                         saddles,nearby (or all), none (default)\n"
-    "  --saddle-iterations N  the saddle trim's iteration limit (default 20)\n"
-    "  --nearby-factor F      nearby trim: peaks nearer than F times their distance to\n"
-    "                         the solid compete (default 1)\n"
-    "  --ties RULE            skimage (default): scikit-image's order of equal markers;\n"
-    "                         stable: equal markers in C order\n"
-    "  --markers M.npy        use these markers (int32) instead of the peak search\n"
-    "outputs (written atomically; .npy, or .raw for raw little-endian C-order values):\n"
-    "  --out-solid F  --out-filled F  --out-pores F  --out-edt F  --out-markers F\n"
-    "  --out-labels F\n"
-    "  --network F.json       the pore network: regions, throats, porosity\n"
-    "  An output whose name ends otherwise, or that would overwrite an input or another\n"
-    "  output, is refused before anything runs.\n"
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "Prints a summary (name<TAB>value lines) on stdout. Exit status 1 when an input\n"
     "cannot be read or its content is refused (a float64 volume, markers that are not\n"
     "int32, ...) or an output cannot be written, 2 for usage errors.\n";
 
 /* "saddles", "nearby", a comma list of them, "all" or "none". */
-static bool parse_trim(const char *v, uint32_t *out) {
+static bool trim_flags(const char *v, uint32_t *out) {
   if (strcmp(v, "none") == 0) return *out = 0, true;
   if (strcmp(v, "all") == 0) return *out = ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY, true;
   uint32_t flags = 0;
@@ -67,20 +38,108 @@ static bool parse_trim(const char *v, uint32_t *out) {
   return flags != 0;
 }
 
-static bool parse_dtype(const char *v, accel_dtype *d) {
-  static const struct {
-    const char *name;
-    accel_dtype d;
-  } t[] = {{"uint8", ACCEL_DTYPE_U8},   {"int16", ACCEL_DTYPE_I16}, {"uint16", ACCEL_DTYPE_U16},
-           {"int32", ACCEL_DTYPE_I32},  {"float32", ACCEL_DTYPE_F32}};
-  for (size_t i = 0; i < sizeof t / sizeof t[0]; i++)
-    if (strcmp(v, t[i].name) == 0) {
-      *d = t[i].d;
-      return true;
-    }
+static bool parse_trim(const char *cmd, const cli_option *o, const char *v, void *field) {
+  if (trim_flags(v, field)) return true;
+  cli_error("%s: %s takes saddles, nearby, saddles,nearby, all or none, not '%s'", cmd, o->name, v);
   return false;
 }
 
+static bool parse_connectivity(const char *cmd, const cli_option *o, const char *v, void *field) {
+  int c = 0;
+  if (!cli_parse_int(cmd, o->name, v, 6, 26, &c)) return false;
+  if (c != 6 && c != 26) {
+    cli_error("%s: %s must be 6 or 26", cmd, o->name);
+    return false;
+  }
+  *(accel_ct_connectivity *)field = (accel_ct_connectivity)c;
+  return true;
+}
+
+enum { NOUT = 6 }; /* solid, filled, pores, edt, markers, labels */
+
+typedef struct segment_args {
+  accel_ct_pipeline_options po;
+  const char *markers, *network, *out[NOUT];
+  int64_t shape[3], offset;
+  accel_dtype dtype;
+  double rescale[2];
+  bool have_shape, have_offset, have_rescale, have_threshold;
+} segment_args;
+
+static const cli_choice DTYPES[] = {{"uint8", ACCEL_DTYPE_U8},   {"int16", ACCEL_DTYPE_I16},
+                                    {"uint16", ACCEL_DTYPE_U16}, {"int32", ACCEL_DTYPE_I32},
+                                    {"float32", ACCEL_DTYPE_F32}, {NULL, 0}};
+static const cli_choice COMPARES[] = {{"gt", ACCEL_CT_GREATER}, {"ge", ACCEL_CT_GREATER_EQUAL},
+                                      {"lt", ACCEL_CT_LESS},    {"le", ACCEL_CT_LESS_EQUAL},
+                                      {NULL, 0}};
+static const cli_choice PORES[] = {{"closed", ACCEL_CT_PORES_CLOSED}, {"all", ACCEL_CT_PORES_ALL}, {NULL, 0}};
+static const cli_choice TIES[] = {{"skimage", ACCEL_CT_TIES_SKIMAGE}, {"stable", ACCEL_CT_TIES_STABLE}, {NULL, 0}};
+
+#define OUTPUT(flag, k) {.name = flag, .kind = CLI_OPT_STRING, CLI_AT(segment_args, out[k]), .arg = "F"}
+
+static const cli_option OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "input:"},
+    {.name = "INPUT", .kind = CLI_OPT_TEXT,
+     .help = "a .npy volume (uint8, int16, uint16, int32, float32), or a raw\n"
+             "file with --shape and --dtype"},
+    {.name = "--shape", .kind = CLI_OPT_INT, CLI_AT(segment_args, shape), CLI_SEEN(segment_args, have_shape),
+     .count = 3, .lo = 1, .hi = INT64_MAX, .arg = "Z,Y,X", .help = "raw input: the shape (C order, little-endian)"},
+    {.name = "--dtype", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, dtype), .choices = DTYPES, .arg = "D",
+     .help = "raw input: uint8, int16, uint16, int32 or float32"},
+    {.name = "--offset", .kind = CLI_OPT_INT, CLI_AT(segment_args, offset), CLI_SEEN(segment_args, have_offset),
+     .lo = 0, .hi = INT64_MAX, .arg = "B", .help = "raw input: bytes to skip first (a header; default 0)"},
+    {.name = "--rescale", .kind = CLI_OPT_REAL, CLI_AT(segment_args, rescale), CLI_SEEN(segment_args, have_rescale),
+     .count = 2, .label = "--rescale (SLOPE,INTERCEPT)", .arg = "S,I",
+     .help = "int16/uint16 input: value * S + I before the threshold\n"
+             "(DICOM's rescale slope and intercept)"},
+    {.kind = CLI_OPT_TEXT, .help = "segmentation:"},
+    {.name = "--threshold", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.threshold),
+     CLI_SEEN(segment_args, have_threshold), .arg = "T", .help = "required: solid = value > T"},
+    {.name = "--compare", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, po.compare), .choices = COMPARES,
+     .arg = "OP", .help = "gt (default), ge, lt or le: solid = value OP T"},
+    {.name = "--pores", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, po.pores), .choices = PORES, .arg = "MODE",
+     .help = "closed (default): fill_holes(solid) & ~solid; all: ~solid"},
+    {.name = "--fill-connectivity", .kind = CLI_OPT_CUSTOM, CLI_AT(segment_args, po.fill_connectivity),
+     .parse = parse_connectivity, .arg = "C", .help = "6 (default, SciPy's) or 26"},
+    {.name = "--spacing", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.spacing), .count = 3, .min = 0,
+     .exclusive = true, .range = "three sizes > 0", .arg = "Z,Y,X",
+     .help = "voxel size (default 1,1,1); distances and volumes use it"},
+    {.name = "--min-distance", .kind = CLI_OPT_INT, CLI_AT(segment_args, po.min_distance), .lo = 0, .hi = 1000,
+     .arg = "D", .help = "markers: minimum peak distance in voxels (default 3)"},
+    {.name = "--smooth", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.smooth_sigma), .min = 0,
+     .range = "a sigma >= 0", .arg = "SIGMA",
+     .help = "Gaussian smoothing of the distance map for the peak search\n(SNOW's option; default 0, none)"},
+    {.name = "--trim", .kind = CLI_OPT_CUSTOM, CLI_AT(segment_args, po.trim), .parse = parse_trim, .arg = "KINDS",
+     .help = "SNOW's peak trims, PoreSpy 3's rules: saddles, nearby,\n"
+             "saddles,nearby (or all), none (default)"},
+    {.name = "--saddle-iterations", .kind = CLI_OPT_INT, CLI_AT(segment_args, po.saddle_iterations), .lo = 1,
+     .hi = 100000, .arg = "N", .help = "the saddle trim's iteration limit (default 20)"},
+    {.name = "--nearby-factor", .kind = CLI_OPT_REAL, CLI_AT(segment_args, po.nearby_factor), .min = 0,
+     .range = "a number >= 0", .arg = "F",
+     .help = "nearby trim: peaks nearer than F times their distance to\n"
+             "the solid compete (default 1)"},
+    {.name = "--ties", .kind = CLI_OPT_CHOICE, CLI_AT(segment_args, po.ties), .choices = TIES, .arg = "RULE",
+     .help = "skimage (default): scikit-image's order of equal markers;\n"
+             "stable: equal markers in C order"},
+    {.name = "--markers", .kind = CLI_OPT_STRING, CLI_AT(segment_args, markers), .arg = "M.npy",
+     .help = "use these markers (int32) instead of the peak search"},
+    {.kind = CLI_OPT_TEXT, .help = "outputs (written atomically; .npy, or .raw for raw little-endian C-order values):"},
+    OUTPUT("--out-solid", 0),
+    OUTPUT("--out-filled", 1),
+    OUTPUT("--out-pores", 2),
+    OUTPUT("--out-edt", 3),
+    OUTPUT("--out-markers", 4),
+    OUTPUT("--out-labels", 5),
+    {.name = "--network", .kind = CLI_OPT_STRING, CLI_AT(segment_args, network), .arg = "F.json",
+     .help = "the pore network: regions, throats, porosity"},
+    {.kind = CLI_OPT_TEXT,
+     .help = "  An output whose name ends otherwise, or that would overwrite an input or another\n"
+             "  output, is refused before anything runs."},
+    {0}};
+
+static const char C[] = "ct segment";
+
+/* An output file: where, in which format, and its buffer. */
 typedef struct outspec {
   const char *flag, *path;
   cli_format format;
@@ -89,299 +148,189 @@ typedef struct outspec {
   accel_array view;
 } outspec;
 
-static int segment(const cli_globals *g, int argc, char **argv) {
-  const char *input = NULL, *markers_path = NULL, *network_path = NULL;
-  int64_t shape[3] = {0, 0, 0};
-  accel_dtype raw_dtype = ACCEL_DTYPE_INVALID;
-  double rescale[2] = {0, 0};
-  uint64_t offset = 0;
-  static const char C[] = "ct segment";
-  bool have_shape = false, have_rescale = false, have_threshold = false, have_offset = false;
-  accel_ct_pipeline_options po;
-  accel_ct_pipeline_options_init(&po, sizeof po);
-  outspec outs[] = {{"--out-solid", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-filled", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-pores", NULL, 0, ACCEL_DTYPE_U8, NULL, {0}},
-                    {"--out-edt", NULL, 0, ACCEL_DTYPE_F32, NULL, {0}},
-                    {"--out-markers", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}},
-                    {"--out-labels", NULL, 0, ACCEL_DTYPE_I32, NULL, {0}}};
-  enum { NOUT = sizeof outs / sizeof outs[0] };
-  int first = argc;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false, taken = false;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    }
-    for (int k = 0; k < NOUT && !taken; k++)
-      if (cli_take_value(argc, argv, &i, outs[k].flag, &v, &missing)) {
-        if (missing) return CLI_USAGE;
-        outs[k].path = v;
-        taken = true;
-      }
-    if (taken) continue;
-    if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_double(C, "--threshold", v, &po.threshold)) return CLI_USAGE;
-      have_threshold = true;
-    } else if (cli_take_value(argc, argv, &i, "--compare", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      static const char *const ops[] = {"gt", "ge", "lt", "le"};
-      int k = 0;
-      while (k < 4 && strcmp(v, ops[k])) k++;
-      if (k == 4) {
-        cli_error("ct segment: --compare must be gt, ge, lt or le, not '%s'", v);
-        return CLI_USAGE;
-      }
-      po.compare = (accel_ct_compare)k;
-    } else if (cli_take_value(argc, argv, &i, "--pores", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "closed") && strcmp(v, "all")) {
-        cli_error("ct segment: --pores must be closed or all, not '%s'", v);
-        return CLI_USAGE;
-      }
-      po.pores = strcmp(v, "all") == 0 ? ACCEL_CT_PORES_ALL : ACCEL_CT_PORES_CLOSED;
-    } else if (cli_take_value(argc, argv, &i, "--fill-connectivity", &v, &missing)) {
-      int c = 0;
-      if (missing || !cli_parse_int("ct segment", "--fill-connectivity", v, 6, 26, &c)) return CLI_USAGE;
-      if (c != 6 && c != 26) {
-        cli_error("ct segment: --fill-connectivity must be 6 or 26");
-        return CLI_USAGE;
-      }
-      po.fill_connectivity = (accel_ct_connectivity)c;
-    } else if (cli_take_value(argc, argv, &i, "--spacing", &v, &missing)) {
-      if (missing || !cli_parse_doubles(C, "--spacing", v, 3, po.spacing)) return CLI_USAGE;
-      if (!(po.spacing[0] > 0 && po.spacing[1] > 0 && po.spacing[2] > 0)) {
-        cli_error("%s: --spacing takes three sizes > 0, not '%s'", C, v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--min-distance", &v, &missing)) {
-      if (missing || !cli_parse_int("ct segment", "--min-distance", v, 0, 1000, &po.min_distance)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--smooth", &v, &missing)) {
-      if (missing || !cli_parse_double(C, "--smooth", v, &po.smooth_sigma)) return CLI_USAGE;
-      if (po.smooth_sigma < 0) {
-        cli_error("%s: --smooth takes a sigma >= 0, not '%s'", C, v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--trim", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (!parse_trim(v, &po.trim)) {
-        cli_error("ct segment: --trim takes saddles, nearby, saddles,nearby, all or none, not '%s'", v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--saddle-iterations", &v, &missing)) {
-      if (missing || !cli_parse_int("ct segment", "--saddle-iterations", v, 1, 100000, &po.saddle_iterations))
-        return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--nearby-factor", &v, &missing)) {
-      if (missing || !cli_parse_double(C, "--nearby-factor", v, &po.nearby_factor)) return CLI_USAGE;
-      if (po.nearby_factor < 0) {
-        cli_error("%s: --nearby-factor takes a number >= 0, not '%s'", C, v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--ties", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "skimage") && strcmp(v, "stable")) {
-        cli_error("ct segment: --ties must be skimage or stable, not '%s'", v);
-        return CLI_USAGE;
-      }
-      po.ties = strcmp(v, "stable") == 0 ? ACCEL_CT_TIES_STABLE : ACCEL_CT_TIES_SKIMAGE;
-    } else if (cli_take_value(argc, argv, &i, "--markers", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      markers_path = v;
-    } else if (cli_take_value(argc, argv, &i, "--network", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      network_path = v;
-    } else if (cli_take_value(argc, argv, &i, "--shape", &v, &missing)) {
-      if (missing || !cli_parse_dims(C, "--shape", v, 3, shape)) return CLI_USAGE;
-      have_shape = true;
-    } else if (cli_take_value(argc, argv, &i, "--dtype", &v, &missing)) {
-      if (missing || !parse_dtype(v, &raw_dtype)) {
-        if (!missing) cli_error("ct segment: --dtype must be uint8, int16, uint16, int32 or float32, not '%s'", v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--offset", &v, &missing)) {
-      if (missing || !cli_parse_u64(C, "--offset", v, 0, INT64_MAX, &offset)) return CLI_USAGE;
-      have_offset = true;
-    } else if (cli_take_value(argc, argv, &i, "--rescale", &v, &missing)) {
-      if (missing || !cli_parse_doubles(C, "--rescale (SLOPE,INTERCEPT)", v, 2, rescale)) return CLI_USAGE;
-      have_rescale = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("ct segment: unknown option '%s' (see accel ct --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
+/* One run of the pipeline and what it holds. */
+typedef struct run_state {
+  const char *input;
+  bool is_npy;
+  accel_ctx *ctx;
+  accel_buffer *in, *mk;
+  accel_array vin, vmk;
+  double *slopes, *intercepts;
+  accel_ct_pipeline *pl;
+  accel_ct_network *net;
+  outspec outs[NOUT];
+  uint32_t markers;
+} run_state;
+
+/* The input is a .npy volume, or a raw one with --shape and --dtype. */
+static bool check_input(const segment_args *a, run_state *r) {
+  if (!a->have_threshold) {
+    cli_error("%s: --threshold is required", C);
+    return false;
   }
-  if (first >= argc) {
-    cli_error("ct segment: no INPUT given (see accel ct --help)");
-    return CLI_USAGE;
+  const size_t len = strlen(r->input);
+  r->is_npy = len >= 4 && strcmp(r->input + len - 4, ".npy") == 0;
+  if (!r->is_npy && (!a->have_shape || a->dtype == ACCEL_DTYPE_INVALID)) {
+    cli_error("%s: %s is not a .npy file: give --shape Z,Y,X and --dtype for a raw volume", C, r->input);
+    return false;
   }
-  if (argc - first > 1) {
-    cli_error("ct segment: one INPUT at a time, not %d", argc - first);
-    return CLI_USAGE;
+  if (r->is_npy && (a->have_shape || a->dtype != ACCEL_DTYPE_INVALID || a->have_offset)) {
+    cli_error("%s: --shape, --dtype and --offset are for raw inputs; %s carries its own", C, r->input);
+    return false;
   }
-  input = argv[first];
-  if (!have_threshold) {
-    cli_error("ct segment: --threshold is required");
-    return CLI_USAGE;
-  }
-  const size_t len = strlen(input);
-  const bool is_npy = len >= 4 && strcmp(input + len - 4, ".npy") == 0;
-  if (!is_npy && (!have_shape || raw_dtype == ACCEL_DTYPE_INVALID)) {
-    cli_error("ct segment: %s is not a .npy file: give --shape Z,Y,X and --dtype for a raw volume", input);
-    return CLI_USAGE;
-  }
-  if (is_npy && (have_shape || raw_dtype != ACCEL_DTYPE_INVALID || have_offset)) {
-    cli_error("ct segment: --shape, --dtype and --offset are for raw inputs; %s carries its own", input);
-    return CLI_USAGE;
-  }
-  /* each output in the format its name gives; none may overwrite an input or another output */
-  cli_file ins[2] = {{input, "INPUT", NULL}, {markers_path, "--markers", NULL}}, files[NOUT + 1];
+  return true;
+}
+
+/* Each output in the format its name gives; none may overwrite an input or another output. */
+static bool check_outputs(const segment_args *a, run_state *r) {
+  static const char *const flags[NOUT] = {"--out-solid", "--out-filled", "--out-pores",
+                                          "--out-edt",   "--out-markers", "--out-labels"};
+  static const accel_dtype dtypes[NOUT] = {ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,
+                                           ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
+  const cli_file ins[2] = {{r->input, "INPUT", NULL}, {a->markers, "--markers", NULL}};
+  cli_file files[NOUT + 1];
   size_t nfiles = 0;
   for (int k = 0; k < NOUT; k++) {
-    if (!outs[k].path) continue;
-    if (!cli_output_format(C, outs[k].flag, outs[k].path, CLI_FORMAT_NPY | CLI_FORMAT_RAW, &outs[k].format))
-      return CLI_USAGE;
-    files[nfiles++] = (cli_file){outs[k].path, outs[k].flag, NULL};
+    r->outs[k] = (outspec){flags[k], a->out[k], 0, dtypes[k], NULL, {0}};
+    if (!a->out[k]) continue;
+    if (!cli_output_format(C, flags[k], a->out[k], CLI_FORMAT_NPY | CLI_FORMAT_RAW, &r->outs[k].format)) return false;
+    files[nfiles++] = (cli_file){a->out[k], flags[k], NULL};
   }
   cli_format json;
-  if (network_path) {
-    if (!cli_output_format(C, "--network", network_path, CLI_FORMAT_JSON, &json)) return CLI_USAGE;
-    files[nfiles++] = (cli_file){network_path, "--network", NULL};
+  if (a->network) {
+    if (!cli_output_format(C, "--network", a->network, CLI_FORMAT_JSON, &json)) return false;
+    files[nfiles++] = (cli_file){a->network, "--network", NULL};
   }
-  if (!cli_check_outputs(C, ins, markers_path ? 2 : 1, files, nfiles)) return CLI_USAGE;
+  return cli_check_outputs(C, ins, a->markers ? 2 : 1, files, nfiles);
+}
 
-  accel_ctx *ctx = NULL;
-  int rc = cli_open_ctx(g, &ctx);
-  if (rc) return rc;
-  accel_buffer *in = NULL, *mk = NULL;
-  accel_ct_pipeline *pl = NULL;
-  accel_ct_network *net = NULL;
-  double *slopes = NULL, *intercepts = NULL;
-  accel_status s = is_npy ? accel_npy_load(ctx, input, &in)
-                          : accel_raw_load(ctx, input, raw_dtype, 3, shape, offset, &in);
-  accel_array vin;
+/* The volume (3-D), its rescale (one slope and intercept a slice) and the markers given. */
+static int load_inputs(segment_args *a, run_state *r) {
+  accel_status s = r->is_npy ? accel_npy_load(r->ctx, r->input, &r->in)
+                             : accel_raw_load(r->ctx, r->input, a->dtype, 3, a->shape, (uint64_t)a->offset, &r->in);
   if (s) {
-    cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = CLI_SOME_FAILED;
-    goto done;
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED;
   }
-  accel_buffer_view(in, &vin);
-  if (vin.ndim != 3) {
-    cli_error("ct segment: %s is %d-D; a volume is 3-D (z, y, x)", input, (int)vin.ndim);
-    rc = CLI_SOME_FAILED;
-    goto done;
+  accel_buffer_view(r->in, &r->vin);
+  if (r->vin.ndim != 3) {
+    cli_error("%s: %s is %d-D; a volume is 3-D (z, y, x)", C, r->input, (int)r->vin.ndim);
+    return CLI_SOME_FAILED;
   }
-  if (have_rescale) {
-    slopes = malloc((size_t)vin.shape[0] * sizeof(double));
-    intercepts = malloc((size_t)vin.shape[0] * sizeof(double));
-    if (!slopes || !intercepts) {
+  if (a->have_rescale) {
+    r->slopes = malloc((size_t)r->vin.shape[0] * sizeof(double));
+    r->intercepts = malloc((size_t)r->vin.shape[0] * sizeof(double));
+    if (!r->slopes || !r->intercepts) {
       cli_error("out of memory");
-      rc = CLI_SOME_FAILED;
-      goto done;
+      return CLI_SOME_FAILED;
     }
-    for (int64_t z = 0; z < vin.shape[0]; z++) {
-      slopes[z] = rescale[0];
-      intercepts[z] = rescale[1];
+    for (int64_t z = 0; z < r->vin.shape[0]; z++) {
+      r->slopes[z] = a->rescale[0];
+      r->intercepts[z] = a->rescale[1];
     }
-    po.slope = slopes;
-    po.intercept = intercepts;
+    a->po.slope = r->slopes;
+    a->po.intercept = r->intercepts;
   }
-  accel_array vmk;
-  if (markers_path) {
-    if ((s = accel_npy_load(ctx, markers_path, &mk))) {
-      cli_error("ct segment: %s", accel_last_error(ctx));
-      rc = CLI_SOME_FAILED;
-      goto done;
-    }
-    accel_buffer_view(mk, &vmk);
+  if (a->markers && accel_npy_load(r->ctx, a->markers, &r->mk)) {
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED;
   }
+  if (r->mk) accel_buffer_view(r->mk, &r->vmk);
+  return CLI_OK;
+}
+
+/* The pipeline on the volume, into the outputs asked for. */
+static int run_pipeline(const cli_globals *g, segment_args *a, run_state *r) {
   cli_progress bar;
   cli_progress_begin(&bar, "ct", g->progress);
-  po.progress = cli_progress_callback;
-  po.progress_user = &bar;
-  if ((s = accel_ct_pipeline_create(ctx, &po, &pl))) {
+  a->po.progress = cli_progress_callback;
+  a->po.progress_user = &bar;
+  accel_status s = accel_ct_pipeline_create(r->ctx, &a->po, &r->pl);
+  if (s) {
     cli_progress_end(&bar);
-    cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED; /* the options were refused */
-    goto done;
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED; /* the options were refused */
   }
   accel_ct_outputs out;
   accel_ct_outputs_init(&out, sizeof out);
   const accel_array **slots[NOUT] = {&out.solid, &out.filled, &out.pores, &out.edt, &out.markers, &out.labels};
   for (int k = 0; k < NOUT; k++) {
-    if (!outs[k].path) continue;
-    if ((s = accel_buffer_create(outs[k].dtype, 3, vin.shape, &outs[k].buf))) {
+    if (!r->outs[k].path) continue;
+    if (accel_buffer_create(r->outs[k].dtype, 3, r->vin.shape, &r->outs[k].buf)) {
       cli_progress_end(&bar);
-      cli_error("ct segment: %s", accel_last_error(NULL));
-      rc = CLI_SOME_FAILED;
-      goto done;
+      cli_error("%s: %s", C, accel_last_error(NULL));
+      return CLI_SOME_FAILED;
     }
-    accel_buffer_view(outs[k].buf, &outs[k].view);
-    *slots[k] = &outs[k].view;
+    accel_buffer_view(r->outs[k].buf, &r->outs[k].view);
+    *slots[k] = &r->outs[k].view;
   }
-  if (network_path) out.network = &net;
-  s = accel_ct_pipeline_run(pl, &vin, markers_path ? &vmk : NULL, &out);
+  if (a->network) out.network = &r->net;
+  s = accel_ct_pipeline_run(r->pl, &r->vin, r->mk ? &r->vmk : NULL, &out);
   cli_progress_end(&bar);
   if (s) { /* the options were accepted: what is refused now is the input's content */
-    cli_error("ct segment: %s", accel_last_error(ctx));
-    rc = CLI_SOME_FAILED;
-    goto done;
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED;
   }
-  for (int k = 0; k < NOUT; k++)
-    if (outs[k].path && (outs[k].format == CLI_FORMAT_RAW ? accel_raw_save(ctx, outs[k].path, &outs[k].view)
-                                                          : accel_npy_save(ctx, outs[k].path, &outs[k].view))) {
-      cli_error("ct segment: %s", accel_last_error(ctx));
+  r->markers = out.marker_count;
+  return CLI_OK;
+}
+
+/* The outputs written, and the summary. */
+static int save_outputs(const segment_args *a, const run_state *r) {
+  int rc = CLI_OK;
+  for (int k = 0; k < NOUT; k++) {
+    const outspec *o = &r->outs[k];
+    if (o->path && (o->format == CLI_FORMAT_RAW ? accel_raw_save(r->ctx, o->path, &o->view)
+                                                : accel_npy_save(r->ctx, o->path, &o->view))) {
+      cli_error("%s: %s", C, accel_last_error(r->ctx));
       rc = CLI_SOME_FAILED;
     }
-  if (network_path && accel_ct_network_save_json(ctx, net, network_path)) {
-    cli_error("ct segment: %s", accel_last_error(ctx));
+  }
+  if (a->network && accel_ct_network_save_json(r->ctx, r->net, a->network)) {
+    cli_error("%s: %s", C, accel_last_error(r->ctx));
     rc = CLI_SOME_FAILED;
   }
-  printf("shape\t%lld,%lld,%lld\n", (long long)vin.shape[0], (long long)vin.shape[1], (long long)vin.shape[2]);
-  printf("markers\t%u\n", out.marker_count);
-  if (net) {
+  const int64_t *shape = r->vin.shape;
+  printf("shape\t%lld,%lld,%lld\n", (long long)shape[0], (long long)shape[1], (long long)shape[2]);
+  printf("markers\t%u\n", r->markers);
+  if (r->net) {
     size_t nr, nt;
     double porosity;
-    accel_ct_network_info(net, &nr, &nt, &porosity);
+    accel_ct_network_info(r->net, &nr, &nt, &porosity);
     printf("regions\t%zu\nthroats\t%zu\nporosity\t%.6f\n", nr, nt, porosity);
   }
-done:
-  accel_ct_network_destroy(net);
-  accel_ct_pipeline_destroy(pl);
-  accel_buffer_destroy(in);
-  accel_buffer_destroy(mk);
-  for (int k = 0; k < NOUT; k++) accel_buffer_destroy(outs[k].buf);
-  free(slopes);
-  free(intercepts);
-  accel_ctx_destroy(ctx);
   return rc;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  if (argc < 2) {
-    cli_error("ct: segment? (see accel ct --help)");
+static int segment(const cli_globals *g, int argc, char **argv) {
+  segment_args a = {0};
+  accel_ct_pipeline_options_init(&a.po, sizeof a.po);
+  const int first = cli_parse_options(C, OPTIONS, argc, argv, &a);
+  if (first < 0 || !cli_has_operand(C, first, argc, "INPUT")) return CLI_USAGE;
+  if (argc - first > 1) {
+    cli_error("%s: one INPUT at a time, not %d", C, argc - first);
     return CLI_USAGE;
   }
-  if (strcmp(argv[1], "segment") != 0) {
-    cli_error("ct: unknown subcommand '%s' (segment)", argv[1]);
-    return CLI_USAGE;
-  }
-  static const char *const values[] = {"--shape", "--dtype", "--offset", "--rescale", "--threshold", "--compare",
-                                       "--pores", "--fill-connectivity", "--spacing", "--min-distance", "--smooth",
-                                       "--trim", "--saddle-iterations", "--nearby-factor", "--ties", "--markers", "--out-solid", "--out-filled", "--out-pores",
-                                       "--out-edt", "--out-markers", "--out-labels", "--network", NULL};
-  int pargc;
-  char **pargv = cli_permute(argc - 1, argv + 1, values, &pargc);
-  if (!pargv) {
-    cli_error("out of memory");
-    return CLI_USAGE;
-  }
-  int rc = segment(g, pargc, pargv);
-  free(pargv);
+  run_state r = {.input = argv[first]};
+  if (!check_input(&a, &r) || !check_outputs(&a, &r)) return CLI_USAGE;
+  int rc = cli_open_ctx(g, &r.ctx);
+  if (!rc) rc = load_inputs(&a, &r);
+  if (!rc) rc = run_pipeline(g, &a, &r);
+  if (!rc) rc = save_outputs(&a, &r);
+  accel_ct_network_destroy(r.net);
+  accel_ct_pipeline_destroy(r.pl);
+  accel_buffer_destroy(r.in);
+  accel_buffer_destroy(r.mk);
+  for (int k = 0; k < NOUT; k++) accel_buffer_destroy(r.outs[k].buf);
+  free(r.slopes);
+  free(r.intercepts);
+  accel_ctx_destroy(r.ctx);
   return rc;
 }
 
-const cli_command cli_ct_command = {"ct", "CT pore segmentation: fill, distance map, watershed, network", USAGE, run,
-                                    NULL};
+static const cli_command SEGMENT = {.name = "segment", .options = OPTIONS, .run = segment};
+static const cli_command *const SUBCOMMANDS[] = {&SEGMENT, NULL};
+
+const cli_command cli_ct_command = {
+    .name = "ct", .summary = "CT pore segmentation: fill, distance map, watershed, network", .usage = USAGE,
+    .options = OPTIONS, .help_column = 23, .usage_tail = USAGE_TAIL, .subcommands = SUBCOMMANDS};

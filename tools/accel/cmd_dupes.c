@@ -14,23 +14,9 @@ static const char USAGE[] =
     "Hashes the images (JPEG, PNG; directories walked recursively), finds every pair\n"
     "within the threshold and prints the groups of near-duplicates: the connected\n"
     "components of those pairs. Exact: no pair within the threshold is missed.\n"
-    "\n"
-    "  --kinds LIST      hash kinds compared (default dhash,ahash): ahash, dhash,\n"
-    "                    dhash_vertical, phash, whash, colorhash\n"
-    "  --threshold T     largest Hamming distance that still matches, inclusive (default 5);\n"
-    "                    one value for every kind, or one per kind: --threshold 5,8\n"
-    "  --rule R          all (default): a pair matches when every kind is within its\n"
-    "                    threshold; any: when at least one is\n"
-    "  --size N          hash_size (default 8, 64-bit hashes; up to 16)\n"
-    "  --binbits B       colorhash's binbits (default 3)\n"
-    "  --fast            reduced-scale JPEG decoding (not bit-exact; see accel hash --help)\n"
-    "  --index FILE      keep the hashes in FILE: entries of files with the same size and\n"
-    "                    modification time are reused, the others hashed; FILE is then\n"
-    "                    rewritten to hold exactly these files\n"
-    "  --pairs           print the matching pairs instead of the groups\n"
-    "  --algorithm A     auto (default), brute (brute force) or mih (multi-index hashing)\n"
-    "  --format F        tsv (default) or json\n"
-    "  --follow-links    also enter symbolic links to directories (each file counts once)\n"
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "TSV output: a header 'group<TAB>path', then one line per member of each group of\n"
     "two or more: groups numbered from 1, ordered by their first path, paths sorted\n"
@@ -41,7 +27,45 @@ static const char USAGE[] =
     "Files that cannot be hashed are reported on stderr, left out, and make the exit\n"
     "status 1.\n";
 
-static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+typedef struct dupes_args {
+  catalog_options co;
+  accel_search_options so;
+  cli_thresholds th;
+  bool json, pairs, follow;
+} dupes_args;
+
+static const cli_choice ALGORITHMS[] = {
+    {"auto", ACCEL_INDEX_AUTO}, {"brute", ACCEL_INDEX_BRUTE_FORCE}, {"mih", ACCEL_INDEX_MULTI_INDEX}, {NULL, 0}};
+
+static const cli_option OPTIONS[] = {
+    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(dupes_args, co.hash), .parse = cli_parse_kinds, .arg = "LIST",
+     .help = "hash kinds compared (default dhash,ahash): ahash, dhash,\n"
+             "dhash_vertical, phash, whash, colorhash"},
+    {.name = "--threshold", .kind = CLI_OPT_CUSTOM, CLI_AT(dupes_args, th), .parse = cli_parse_thresholds, .arg = "T",
+     .help = "largest Hamming distance that still matches, inclusive (default 5);\n"
+             "one value for every kind, or one per kind: --threshold 5,8"},
+    {.name = "--rule", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, so.rule), .choices = cli_rules, .arg = "R",
+     .help = "all (default): a pair matches when every kind is within its\n"
+             "threshold; any: when at least one is"},
+    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(dupes_args, co.hash.hash_size), .lo = ACCEL_HASH_SIZE_MIN, .hi = 16,
+     .arg = "N", .help = "hash_size (default 8, 64-bit hashes; up to 16)"},
+    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(dupes_args, co.hash.color_binbits), .lo = 1, .hi = 8,
+     .arg = "B", .help = "colorhash's binbits (default 3)"},
+    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, co.hash.fast),
+     .help = "reduced-scale JPEG decoding (not bit-exact; see accel hash --help)"},
+    {.name = "--index", .kind = CLI_OPT_STRING, CLI_AT(dupes_args, co.index_path), .arg = "FILE",
+     .help = "keep the hashes in FILE: entries of files with the same size and\n"
+             "modification time are reused, the others hashed; FILE is then\n"
+             "rewritten to hold exactly these files"},
+    {.name = "--pairs", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, pairs),
+     .help = "print the matching pairs instead of the groups"},
+    {.name = "--algorithm", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, so.algorithm), .choices = ALGORITHMS,
+     .arg = "A", .help = "auto (default), brute (brute force) or mih (multi-index hashing)"},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, json), .choices = cli_tsv_json, .arg = "F",
+     .help = "tsv (default) or json"},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, follow),
+     .help = "also enter symbolic links to directories (each file counts once)"},
+    {0}};
 
 typedef struct group_view {
   const char **paths;
@@ -69,7 +93,7 @@ static int print_groups(accel_index *ix, const accel_groups *groups, bool json) 
     gv[g].paths = paths + off[g];
     gv[g].n = (size_t)(off[g + 1] - off[g]);
     for (size_t m = 0; m < gv[g].n; m++) gv[g].paths[m] = catalog_label(ix, mem[off[g] + m]);
-    qsort(gv[g].paths, gv[g].n, sizeof(char *), cmp_str);
+    qsort(gv[g].paths, gv[g].n, sizeof(char *), cli_cmp_str);
   }
   if (ng) qsort(gv, ng, sizeof *gv, cmp_group);
   if (json) {
@@ -134,7 +158,8 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
       printf(", ");
       cli_json_string(pv[i].b);
       printf("], \"distances\": {");
-      for (uint32_t k = 0; k < o->nkinds; k++) printf("%s\"%s\": %u", k ? ", " : "", accel_hash_kind_name(o->kinds[k]), d[k]);
+      for (uint32_t k = 0; k < o->nkinds; k++)
+        printf("%s\"%s\": %u", k ? ", " : "", accel_hash_kind_name(o->kinds[k]), d[k]);
       printf("}}");
     } else {
       printf("%s\t%s", pv[i].a, pv[i].b);
@@ -147,136 +172,94 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
   return CLI_OK;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  catalog_options co;
-  memset(&co, 0, sizeof co);
-  co.cmd = "dupes";
-  accel_hash_options_init(&co.hash, sizeof co.hash);
-  co.hash.nkinds = 2;
-  co.hash.kinds[0] = ACCEL_HASH_DHASH;
-  co.hash.kinds[1] = ACCEL_HASH_AHASH;
-  accel_search_options so;
-  accel_search_options_init(&so, sizeof so);
-  uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
-  bool json = false, pairs = false, follow = false;
-  int first = argc;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    int h = 0;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if ((h = cli_hash_option("dupes", argc, argv, &i, &co.hash, 16))) {
-      if (h < 0) return CLI_USAGE;
-    } else if (strcmp(argv[i], "--pairs") == 0) {
-      pairs = true;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_thresholds("dupes", v, th, &nth)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
-      if (missing || !cli_parse_rule("dupes", v, &so.rule)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--algorithm", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      if (strcmp(v, "auto") == 0) so.algorithm = ACCEL_INDEX_AUTO;
-      else if (strcmp(v, "brute") == 0) so.algorithm = ACCEL_INDEX_BRUTE_FORCE;
-      else if (strcmp(v, "mih") == 0) so.algorithm = ACCEL_INDEX_MULTI_INDEX;
-      else {
-        cli_error("dupes: --algorithm must be auto, brute or mih, not '%s'", v);
-        return CLI_USAGE;
-      }
-    } else if (cli_take_value(argc, argv, &i, "--index", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      co.index_path = v;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing || !cli_parse_format("dupes", v, &json)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("dupes: unknown option '%s' (see accel dupes --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
+/* One threshold a kind into so: the one given for all, or each kind's own;
+ * false (reported) when they do not fit the kinds. */
+static bool set_thresholds(const dupes_args *a, accel_search_options *so) {
+  const accel_hash_options *o = &a->co.hash;
+  if (a->th.n != 1 && a->th.n != o->nkinds) {
+    cli_error("dupes: %u thresholds for %u kinds (give one, or one per kind)", a->th.n, o->nkinds);
+    return false;
   }
-  if (first >= argc) {
-    cli_error("dupes: no PATH given (see accel dupes --help)");
-    return CLI_USAGE;
-  }
-  if (nth != 1 && nth != co.hash.nkinds) {
-    cli_error("dupes: %u thresholds for %u kinds (give one, or one per kind)", nth, co.hash.nkinds);
-    return CLI_USAGE;
-  }
-  const uint32_t bits = catalog_bits("dupes", &co.hash);
-  if (!bits) return CLI_USAGE;
-  for (uint32_t k = 0; k < co.hash.nkinds; k++) {
-    so.thresholds[k] = th[nth == 1 ? 0 : k];
+  if (!catalog_bits("dupes", o)) return false;
+  for (uint32_t k = 0; k < o->nkinds; k++) {
+    so->thresholds[k] = a->th.v[a->th.n == 1 ? 0 : k];
     uint32_t kb = 0;
-    accel_hash_bits(co.hash.kinds[k], co.hash.hash_size, co.hash.color_binbits, &kb);
-    if (so.thresholds[k] > kb) {
-      cli_error("dupes: threshold %u is over the %u bits of %s", so.thresholds[k], kb,
-                accel_hash_kind_name(co.hash.kinds[k]));
-      return CLI_USAGE;
+    accel_hash_bits(o->kinds[k], o->hash_size, o->color_binbits, &kb);
+    if (so->thresholds[k] > kb) {
+      cli_error("dupes: threshold %u is over the %u bits of %s", so->thresholds[k], kb,
+                accel_hash_kind_name(o->kinds[k]));
+      return false;
     }
   }
+  return true;
+}
 
-  cli_paths paths = {0};
-  bool oom;
-  int rc = cli_collect(argc - first, argv + first, follow, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
-  if (oom) {
-    cli_error("out of memory");
-    cli_paths_free(&paths);
-    return CLI_USAGE;
-  }
-  accel_ctx *ctx = NULL;
-  int r = cli_open_ctx(g, &ctx);
-  if (r) {
-    cli_paths_free(&paths);
-    return r;
-  }
-  accel_index *ix = NULL;
-  catalog_stats stats;
-  r = catalog_build(g, ctx, &co, &paths, &ix, &stats);
-  cli_paths_free(&paths);
-  if (!ix) {
-    accel_ctx_destroy(ctx);
-    return r;
-  }
-  if (r) rc = r;
-  if (co.index_path && g->log_level <= ACCEL_LOG_INFO)
-    cli_error("dupes: %s: %zu hashes reused, %zu computed, %zu dropped", co.index_path, stats.reused, stats.hashed,
-              stats.removed);
-
+/* The pairs within the thresholds, or their groups, printed. */
+static int search(const cli_globals *g, accel_ctx *ctx, accel_index *ix, dupes_args *a) {
   cli_progress bar;
   cli_progress_begin(&bar, "dupes", g->progress);
-  so.progress = cli_progress_callback;
-  so.progress_user = &bar;
+  a->so.progress = cli_progress_callback;
+  a->so.progress_user = &bar;
   accel_status s;
-  if (pairs) {
+  int rc = CLI_OK;
+  if (a->pairs) {
     accel_pairs *p = NULL;
-    s = accel_index_self_join(ix, &so, &p);
+    s = accel_index_self_join(ix, &a->so, &p);
     cli_progress_end(&bar);
-    if (!s) r = print_pairs(ix, p, &co.hash, json);
+    if (!s) rc = print_pairs(ix, p, &a->co.hash, a->json);
     accel_pairs_destroy(p);
   } else {
     accel_groups *gr = NULL;
-    s = accel_index_group(ix, &so, &gr);
+    s = accel_index_group(ix, &a->so, &gr);
     cli_progress_end(&bar);
-    if (!s) r = print_groups(ix, gr, json);
+    if (!s) rc = print_groups(ix, gr, a->json);
     accel_groups_destroy(gr);
   }
   if (s) {
     cli_error("dupes: %s", accel_last_error(ctx));
-    r = CLI_SOME_FAILED;
+    rc = CLI_SOME_FAILED;
   }
+  return rc;
+}
+
+/* The index of the files: hashed, or reused from --index. */
+static int catalog(const cli_globals *g, accel_ctx *ctx, const dupes_args *a, const cli_paths *paths,
+                   accel_index **ix) {
+  catalog_stats stats;
+  const int rc = catalog_build(g, ctx, &a->co, paths, ix, &stats);
+  if (*ix && a->co.index_path && g->log_level <= ACCEL_LOG_INFO)
+    cli_error("dupes: %s: %zu hashes reused, %zu computed, %zu dropped", a->co.index_path, stats.reused, stats.hashed,
+              stats.removed);
+  return rc;
+}
+
+static int run(const cli_globals *g, int argc, char **argv) {
+  dupes_args a = {.co.cmd = "dupes", .th = {.v = {5}, .n = 1}};
+  accel_hash_options_init(&a.co.hash, sizeof a.co.hash);
+  a.co.hash.nkinds = 2;
+  a.co.hash.kinds[0] = ACCEL_HASH_DHASH;
+  a.co.hash.kinds[1] = ACCEL_HASH_AHASH;
+  accel_search_options_init(&a.so, sizeof a.so);
+  const int first = cli_parse_options("dupes", OPTIONS, argc, argv, &a);
+  if (first < 0 || !cli_has_operand("dupes", first, argc, "PATH") || !set_thresholds(&a, &a.so)) return CLI_USAGE;
+  cli_paths paths = {0};
+  int rc = cli_collect(argc - first, argv + first, a.follow, &paths);
+  if (rc == CLI_USAGE) return rc;
+  accel_ctx *ctx = NULL;
+  accel_index *ix = NULL;
+  int r = cli_open_ctx(g, &ctx);
+  if (!r) r = catalog(g, ctx, &a, &paths, &ix);
+  cli_paths_free(&paths);
   if (r) rc = r;
+  if (ix) {
+    r = search(g, ctx, ix, &a);
+    if (r) rc = r;
+  }
   accel_index_destroy(ix);
   accel_ctx_destroy(ctx);
   return rc;
 }
 
-static const char *const VALUE_OPTIONS[] = {"--kinds", "--threshold", "--rule",  "--size",  "--binbits",
-                                            "--index", "--algorithm", "--format", NULL};
-
-const cli_command cli_dupes_command = {"dupes", "groups of near-duplicate images (exact Hamming search)", USAGE, run,
-                                       VALUE_OPTIONS};
+const cli_command cli_dupes_command = {
+    .name = "dupes", .summary = "groups of near-duplicate images (exact Hamming search)", .usage = USAGE,
+    .options = OPTIONS, .help_column = 18, .usage_tail = USAGE_TAIL, .run = run};

@@ -13,18 +13,33 @@ static const char USAGE[] =
     "(L = (R*19595 + G*38470 + B*7471 + 0x8000) >> 16; alpha ignored).\n"
     "\n"
     "inputs:  .jpg .jpeg .png (decoded as Pillow decodes them), .pgm .ppm .pnm (binary,\n"
-    "         8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n"
-    "  -o FILE        output file for a single input, in the format its extension names:\n"
-    "                 .pgm or .pnm, .npy, .tif or .tiff (any other is refused)\n"
-    "  --out DIR      output directory (default ., created if missing); each INPUT becomes\n"
-    "                 DIR/<name>.gray.<format>\n"
-    "  --format F     pgm (default), npy or tif\n"
+    "         8-bit) or .npy (uint8, (H, W) or (H, W, C), C = 1..4)\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "An output that would overwrite an input, or two inputs that would be written to\n"
     "the same file, are refused before anything is written.\n"
     "\n"
     "Prints each output path. Exit status 1 if some inputs failed (each is\n"
     "reported on stderr), 2 for usage errors.\n";
+
+typedef struct gray_args {
+  const char *out_file, *out_dir, *format_name;
+} gray_args;
+
+static const cli_option OPTIONS[] = {
+    {.name = "-o", .kind = CLI_OPT_STRING, CLI_AT(gray_args, out_file), .arg = "FILE",
+     .help = "output file for a single input, in the format its extension names:\n"
+             ".pgm or .pnm, .npy, .tif or .tiff (any other is refused)"},
+    {.name = "--out", .kind = CLI_OPT_STRING, CLI_AT(gray_args, out_dir), .arg = "DIR",
+     .help = "output directory (default ., created if missing); each INPUT becomes\n"
+             "DIR/<name>.gray.<format>"},
+    {.name = "--format", .kind = CLI_OPT_STRING, CLI_AT(gray_args, format_name), .arg = "F",
+     .help = "pgm (default), npy or tif"},
+    {0}};
+
+static const cli_choice FORMATS[] = {
+    {"pgm", CLI_FORMAT_PGM}, {"npy", CLI_FORMAT_NPY}, {"tif", CLI_FORMAT_TIF}, {NULL, 0}};
 
 static const char *ext_of(const char *path) {
   const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
@@ -94,105 +109,96 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, cli_format f
   return s ? 1 : 0;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  const char *out_file = NULL, *out_dir = ".", *format_name = NULL;
-  int first_input = argc;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    if (strcmp(argv[i], "--") == 0) {
-      first_input = i + 1;
-      break;
-    }
-    if (cli_take_value(argc, argv, &i, "-o", &v, &missing)) {
-      out_file = v;
-    } else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) {
-      out_dir = v;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      format_name = v;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("gray: unknown option '%s' (see accel gray --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first_input = i;
-      break;
-    }
-    if (missing) return CLI_USAGE;
-  }
-  int ninputs = argc - first_input;
-  if (ninputs < 1) {
-    cli_error("gray: no input files (see accel gray --help)");
-    return CLI_USAGE;
-  }
-  cli_format format = CLI_FORMAT_PGM;
-  if (format_name) {
-    if (strcmp(format_name, "pgm") == 0) format = CLI_FORMAT_PGM;
-    else if (strcmp(format_name, "npy") == 0) format = CLI_FORMAT_NPY;
-    else if (strcmp(format_name, "tif") == 0) format = CLI_FORMAT_TIF;
-    else {
-      cli_error("gray: --format must be pgm, npy or tif, not '%s'", format_name);
-      return CLI_USAGE;
-    }
-  }
-  if (out_file && ninputs != 1) {
+/* The format written: --format's, or the one -o's name gives (they must agree). */
+static bool output_format(const gray_args *a, int ninputs, cli_format *format) {
+  int chosen = CLI_FORMAT_PGM;
+  if (a->format_name && !cli_parse_choice("gray", "--format", FORMATS, a->format_name, &chosen)) return false;
+  *format = (cli_format)chosen;
+  if (a->out_file && ninputs != 1) {
     cli_error("gray: -o takes a single input; use --out DIR for several");
-    return CLI_USAGE;
+    return false;
   }
-  for (int i = first_input; i < argc; i++)
-    if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("gray: options must come before the inputs ('%s')", argv[i]);
-      return CLI_USAGE;
-    }
-  if (out_file) {
-    cli_format named;
-    if (!cli_output_format("gray", "-o", out_file, CLI_FORMAT_PGM | CLI_FORMAT_NPY | CLI_FORMAT_TIF, &named))
-      return CLI_USAGE;
-    if (format_name && named != format) {
-      cli_error("gray: -o %s names %s, not --format %s", out_file, ext_name(named), format_name);
-      return CLI_USAGE;
-    }
-    format = named;
-  }
+  return true;
+}
 
-  /* every output path, checked against the inputs and each other before anything is written */
-  cli_file *ins = calloc((size_t)ninputs, sizeof *ins), *outs = calloc((size_t)ninputs, sizeof *outs);
-  char **names = calloc((size_t)ninputs, sizeof *names);
-  int rc = ins && outs && names ? CLI_OK : CLI_USAGE;
+/* -o's name: the format it names, which --format (if given) must be. */
+static bool named_format(const gray_args *a, cli_format *format) {
+  cli_format named;
+  if (!cli_output_format("gray", "-o", a->out_file, CLI_FORMAT_PGM | CLI_FORMAT_NPY | CLI_FORMAT_TIF, &named))
+    return false;
+  if (a->format_name && named != *format) {
+    cli_error("gray: -o %s names %s, not --format %s", a->out_file, ext_name(named), a->format_name);
+    return false;
+  }
+  *format = named;
+  return true;
+}
+
+/* Each input's output path (names[i]), checked against the inputs and each
+ * other before anything is written. */
+static int plan_outputs(const gray_args *a, cli_format format, int n, char **inputs, char **names) {
+  cli_file *ins = calloc((size_t)n, sizeof *ins), *outs = calloc((size_t)n, sizeof *outs);
+  int rc = ins && outs ? CLI_OK : CLI_USAGE;
   if (rc) cli_error("out of memory");
-  for (int i = 0; i < ninputs && !rc; i++) {
-    ins[i] = (cli_file){argv[first_input + i], "input", NULL};
-    names[i] = out_file ? strdup(out_file) : output_path(out_dir, argv[first_input + i], ext_name(format));
+  for (int i = 0; i < n && !rc; i++) {
+    ins[i] = (cli_file){inputs[i], "input", NULL};
+    names[i] = a->out_file ? strdup(a->out_file) : output_path(a->out_dir, inputs[i], ext_name(format));
     if (!names[i]) {
       cli_error("out of memory");
       rc = CLI_USAGE;
     }
-    outs[i] = (cli_file){names[i], argv[first_input + i], argv[first_input + i]};
+    outs[i] = (cli_file){names[i], inputs[i], inputs[i]};
   }
-  if (!rc && !cli_check_outputs("gray", ins, (size_t)ninputs, outs, (size_t)ninputs)) rc = CLI_USAGE;
-  if (!rc && !out_file && !cli_make_dirs(out_dir)) rc = CLI_USAGE;
-  accel_ctx *ctx = NULL;
-  if (!rc) rc = cli_open_ctx(g, &ctx);
-  if (!rc) {
-    int failed = 0;
-    cli_progress bar;
-    cli_progress_begin(&bar, "gray", g->progress);
-    for (int i = 0; i < ninputs; i++) {
-      cli_progress_update(&bar, (double)i / ninputs, ins[i].path);
-      failed += convert(ctx, ins[i].path, names[i], format);
-    }
-    cli_progress_update(&bar, 1.0, "");
-    cli_progress_end(&bar);
-    rc = failed ? CLI_SOME_FAILED : CLI_OK;
-  }
-  for (int i = 0; names && i < ninputs; i++) free(names[i]);
-  free(names);
+  if (!rc && !cli_check_outputs("gray", ins, (size_t)n, outs, (size_t)n)) rc = CLI_USAGE;
+  if (!rc && !a->out_file && !cli_make_dirs(a->out_dir)) rc = CLI_USAGE;
   free(ins);
   free(outs);
-  accel_ctx_destroy(ctx);
   return rc;
 }
 
-static const char *const VALUE_OPTIONS[] = {"-o", "--out", "--format", NULL};
+static int convert_all(const cli_globals *g, cli_format format, int n, char **inputs, char **names) {
+  accel_ctx *ctx = NULL;
+  const int rc = cli_open_ctx(g, &ctx);
+  if (rc) return rc;
+  int failed = 0;
+  cli_progress bar;
+  cli_progress_begin(&bar, "gray", g->progress);
+  for (int i = 0; i < n; i++) {
+    cli_progress_update(&bar, (double)i / n, inputs[i]);
+    failed += convert(ctx, inputs[i], names[i], format);
+  }
+  cli_progress_update(&bar, 1.0, "");
+  cli_progress_end(&bar);
+  accel_ctx_destroy(ctx);
+  return failed ? CLI_SOME_FAILED : CLI_OK;
+}
 
-const cli_command cli_gray_command = {"gray", "convert images to 8-bit gray (Pillow's convert('L'))", USAGE, run,
-                                      VALUE_OPTIONS};
+static int run(const cli_globals *g, int argc, char **argv) {
+  gray_args a = {.out_dir = "."};
+  const int first = cli_parse_options("gray", OPTIONS, argc, argv, &a);
+  if (first < 0) return CLI_USAGE;
+  const int n = argc - first;
+  if (n < 1) {
+    cli_error("gray: no input files (see accel gray --help)");
+    return CLI_USAGE;
+  }
+  cli_format format;
+  if (!output_format(&a, n, &format)) return CLI_USAGE;
+  for (int i = first; i < argc; i++)
+    if (argv[i][0] == '-' && argv[i][1]) {
+      cli_error("gray: options must come before the inputs ('%s')", argv[i]);
+      return CLI_USAGE;
+    }
+  if (a.out_file && !named_format(&a, &format)) return CLI_USAGE;
+  char **names = calloc((size_t)n, sizeof *names);
+  int rc = names ? plan_outputs(&a, format, n, argv + first, names) : CLI_USAGE;
+  if (!names) cli_error("out of memory");
+  if (!rc) rc = convert_all(g, format, n, argv + first, names);
+  for (int i = 0; names && i < n; i++) free(names[i]);
+  free(names);
+  return rc;
+}
+
+const cli_command cli_gray_command = {
+    .name = "gray", .summary = "convert images to 8-bit gray (Pillow's convert('L'))", .usage = USAGE,
+    .options = OPTIONS, .help_column = 15, .usage_tail = USAGE_TAIL, .run = run};

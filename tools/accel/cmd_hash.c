@@ -12,161 +12,150 @@ static const char USAGE[] =
     "Perceptual hashes identical to Python's imagehash (4.3.2 on Pillow 9.4):\n"
     "each file is decoded once and every kind is computed from that decode.\n"
     "A directory PATH is walked recursively for .jpg, .jpeg and .png files (any case).\n"
-    "\n"
-    "  --kinds LIST    any of ahash, dhash, dhash_vertical, phash, whash, colorhash\n"
-    "                  (default ahash,dhash,phash,whash); columns come in this order\n"
-    "  --size N        hash_size (default 8; 16 gives 256-bit hashes; whash needs a power of 2)\n"
-    "  --binbits B     colorhash's binbits (default 3)\n"
-    "  --fast          decode large JPEGs at a reduced DCT scale (Pillow's draft()): much\n"
-    "                  faster, not bit-exact (see docs/hash.md for the measured agreement)\n"
-    "  --jobs N        worker threads (default: the global --threads, else all cores)\n"
-    "  --follow-links  also enter symbolic links to directories (each file is hashed once)\n"
-    "  --format F      tsv (default): a header 'path' + one column per kind, then one line\n"
-    "                  per file with imagehash's hex; json: an array of objects\n"
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "A file that cannot be hashed gets error:<status> in its columns (TSV) or an \"error\"\n"
     "member (JSON), a message on stderr, and makes the exit status 1.\n";
 
-typedef struct err_sink {
-  const char *const *paths;
-  size_t offset;
-} err_sink;
+typedef struct hash_args {
+  accel_hash_options hash;
+  int jobs;
+  bool follow, json;
+} hash_args;
 
-static void on_error(void *user, size_t index, accel_status status, const char *message) {
-  err_sink *e = user;
-  cli_error("%s: %s: %s", e->paths[e->offset + index], accel_status_string(status), message);
+static const cli_option OPTIONS[] = {
+    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(hash_args, hash), .parse = cli_parse_kinds, .arg = "LIST",
+     .help = "any of ahash, dhash, dhash_vertical, phash, whash, colorhash\n"
+             "(default ahash,dhash,phash,whash); columns come in this order"},
+    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(hash_args, hash.hash_size), .lo = ACCEL_HASH_SIZE_MIN,
+     .hi = ACCEL_HASH_SIZE_MAX, .arg = "N",
+     .help = "hash_size (default 8; 16 gives 256-bit hashes; whash needs a power of 2)"},
+    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(hash_args, hash.color_binbits), .lo = 1, .hi = 8, .arg = "B",
+     .help = "colorhash's binbits (default 3)"},
+    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(hash_args, hash.fast),
+     .help = "decode large JPEGs at a reduced DCT scale (Pillow's draft()): much\n"
+             "faster, not bit-exact (see docs/hash.md for the measured agreement)"},
+    {.name = "--jobs", .kind = CLI_OPT_INT, CLI_AT(hash_args, jobs), .lo = 0, .hi = ACCEL_CPU_THREADS_MAX, .arg = "N",
+     .help = "worker threads (default: the global --threads, else all cores)"},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(hash_args, follow),
+     .help = "also enter symbolic links to directories (each file is hashed once)"},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(hash_args, json), .choices = cli_tsv_json, .arg = "F",
+     .help = "tsv (default): a header 'path' + one column per kind, then one line\n"
+             "per file with imagehash's hex; json: an array of objects"},
+    {0}};
+
+/* What a run prints, and how. */
+typedef struct printer {
+  const accel_hash_options *o;
+  bool json;
+  size_t slot, printed;
+  uint32_t nbits[ACCEL_HASH_KIND_COUNT];
+} printer;
+
+/* TSV: the header; JSON: the opening bracket. */
+static void print_start(printer *p) {
+  for (uint32_t k = 0; k < p->o->nkinds; k++)
+    accel_hash_bits(p->o->kinds[k], p->o->hash_size, p->o->color_binbits, &p->nbits[k]);
+  if (p->json) {
+    printf("[");
+    return;
+  }
+  printf("path");
+  for (uint32_t k = 0; k < p->o->nkinds; k++) printf("\t%s", accel_hash_kind_name(p->o->kinds[k]));
+  printf("\n");
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
-  bool json = false;
-  int jobs = g->threads, first = argc;
-  bool follow = false;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    int h = 0;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if ((h = cli_hash_option("hash", argc, argv, &i, &o, ACCEL_HASH_SIZE_MAX))) {
-      if (h < 0) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--jobs", &v, &missing)) {
-      if (missing || !cli_parse_int("hash", "--jobs", v, 0, ACCEL_CPU_THREADS_MAX, &jobs)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing || !cli_parse_format("hash", v, &json)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("hash: unknown option '%s' (see accel hash --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
-  if (first >= argc) {
-    cli_error("hash: no PATH given (see accel hash --help)");
-    return CLI_USAGE;
-  }
-  size_t slot;
-  if (accel_hash_slot_bytes(&o, &slot)) { /* checks sizes against kinds (whash: power of two) */
-    cli_error("hash: %s", accel_last_error(NULL));
-    return CLI_USAGE;
-  }
-
-  cli_paths paths = {0};
-  int rc = CLI_OK;
-  bool oom;
-  if (!cli_collect(argc - first, argv + first, follow, &paths, &oom)) {
-    if (oom) {
-      cli_error("out of memory");
-      cli_paths_free(&paths);
-      return CLI_USAGE;
-    }
-    rc = CLI_SOME_FAILED;
-  }
-
-  cli_globals gj = *g;
-  gj.threads = jobs;
-  accel_ctx *ctx = NULL;
-  int r = cli_open_ctx(&gj, &ctx);
-  if (r) return r;
-
-  uint32_t nbits[ACCEL_HASH_KIND_COUNT];
-  for (uint32_t k = 0; k < o.nkinds; k++) accel_hash_bits(o.kinds[k], o.hash_size, o.color_binbits, &nbits[k]);
-  if (json) {
-    printf("[");
+/* One file: a TSV line, or a JSON object; its hashes (one slot a kind), or its error. */
+static void print_file(printer *p, const char *path, accel_status st, const uint8_t *hashes) {
+  if (p->json) {
+    printf("%s\n  {\"path\": ", p->printed++ ? "," : "");
+    cli_json_string(path);
+    if (st != ACCEL_OK) printf(", \"error\": \"%s\"}", accel_status_string(st));
   } else {
-    printf("path");
-    for (uint32_t k = 0; k < o.nkinds; k++) printf("\t%s", accel_hash_kind_name(o.kinds[k]));
-    printf("\n");
+    fputs(path, stdout);
   }
+  for (uint32_t k = 0; k < p->o->nkinds; k++) {
+    char hex[ACCEL_HASH_MAX_BYTES * 2 + 2];
+    if (st != ACCEL_OK) {
+      if (!p->json) printf("\terror:%s", accel_status_string(st));
+      continue;
+    }
+    accel_hash_to_hex(hashes + k * p->slot, p->nbits[k], hex, sizeof hex);
+    if (p->json) printf(", \"%s\": \"%s\"", accel_hash_kind_name(p->o->kinds[k]), hex);
+    else printf("\t%s", hex);
+  }
+  if (p->json && st == ACCEL_OK) printf("}");
+  if (!p->json) printf("\n");
+}
 
+/* Hash the files in chunks and print them, each chunk as soon as it is done. */
+static int hash_files(const cli_globals *g, accel_ctx *ctx, const cli_paths *paths, accel_hash_options *o,
+                      printer *p) {
   enum { CHUNK = 512 };
-  uint8_t *hashes = malloc((size_t)CHUNK * o.nkinds * slot);
+  print_start(p);
+  uint8_t *hashes = malloc((size_t)CHUNK * o->nkinds * p->slot);
   accel_status *st = malloc(sizeof(accel_status) * CHUNK);
   if (!hashes || !st) {
     cli_error("out of memory");
     free(hashes);
     free(st);
-    accel_ctx_destroy(ctx);
     return CLI_USAGE;
   }
+  cli_file_errors errors = {NULL, paths->v};
+  o->on_error = cli_file_error;
+  o->error_user = &errors;
+  int rc = CLI_OK;
   cli_progress bar;
-  cli_progress_begin(&bar, "hash", g->progress);
-  err_sink es = {(const char *const *)paths.v, 0};
-  o.on_error = on_error;
-  o.error_user = &es;
-  size_t printed = 0;
-  for (size_t off = 0; off < paths.n; off += CHUNK) {
-    size_t n = paths.n - off < CHUNK ? paths.n - off : CHUNK;
-    es.offset = off;
-    cli_progress_update(&bar, (double)off / (double)paths.n, paths.v[off]);
-    accel_status s = accel_hash_files(ctx, (const char *const *)paths.v + off, n, &o, hashes, slot, st);
+  for (size_t off = 0; off < paths->n; off += CHUNK) {
+    const size_t n = paths->n - off < CHUNK ? paths->n - off : CHUNK;
+    errors.paths = paths->v + off;
+    cli_progress_begin(&bar, "hash", g->progress);
+    cli_progress_update(&bar, (double)off / (double)paths->n, paths->v[off]);
+    const accel_status s = accel_hash_files(ctx, (const char *const *)paths->v + off, n, o, hashes, p->slot, st);
+    cli_progress_end(&bar); /* print results without a bar in between */
     if (s) {
       cli_error("hash: %s: %s", accel_status_string(s), accel_last_error(ctx));
       rc = s == ACCEL_ERR_INVALID_ARG ? CLI_USAGE : CLI_SOME_FAILED;
       break;
     }
-    cli_progress_end(&bar); /* print results without a bar in between */
     for (size_t i = 0; i < n; i++) {
-      const char *path = paths.v[off + i];
       if (st[i] != ACCEL_OK) rc = CLI_SOME_FAILED;
-      if (json) {
-        printf("%s\n  {\"path\": ", printed++ ? "," : "");
-        cli_json_string(path);
-        if (st[i] != ACCEL_OK) printf(", \"error\": \"%s\"}", accel_status_string(st[i]));
-      } else {
-        fputs(path, stdout);
-      }
-      for (uint32_t k = 0; k < o.nkinds; k++) {
-        char hex[ACCEL_HASH_MAX_BYTES * 2 + 2];
-        if (st[i] != ACCEL_OK) {
-          if (!json) printf("\terror:%s", accel_status_string(st[i]));
-          continue;
-        }
-        accel_hash_to_hex(hashes + (i * o.nkinds + k) * slot, nbits[k], hex, sizeof hex);
-        if (json) printf(", \"%s\": \"%s\"", accel_hash_kind_name(o.kinds[k]), hex);
-        else printf("\t%s", hex);
-      }
-      if (json && st[i] == ACCEL_OK) printf("}");
-      if (!json) printf("\n");
+      print_file(p, paths->v[off + i], st[i], hashes + i * o->nkinds * p->slot);
     }
     cli_flush_stdout();
-    cli_progress_begin(&bar, "hash", g->progress);
   }
-  cli_progress_end(&bar);
-  if (json) printf("%s]\n", printed ? "\n" : "");
+  if (p->json) printf("%s]\n", p->printed ? "\n" : "");
   free(hashes);
   free(st);
+  return rc;
+}
+
+static int run(const cli_globals *g, int argc, char **argv) {
+  hash_args a = {.jobs = g->threads};
+  accel_hash_options_init(&a.hash, sizeof a.hash);
+  const int first = cli_parse_options("hash", OPTIONS, argc, argv, &a);
+  if (first < 0 || !cli_has_operand("hash", first, argc, "PATH")) return CLI_USAGE;
+  printer p = {.o = &a.hash, .json = a.json};
+  if (accel_hash_slot_bytes(&a.hash, &p.slot)) { /* checks sizes against kinds (whash: power of two) */
+    cli_error("hash: %s", accel_last_error(NULL));
+    return CLI_USAGE;
+  }
+  cli_paths paths = {0};
+  int rc = cli_collect(argc - first, argv + first, a.follow, &paths);
+  if (rc == CLI_USAGE) return rc;
+  cli_globals gj = *g;
+  gj.threads = a.jobs;
+  accel_ctx *ctx = NULL;
+  int r = cli_open_ctx(&gj, &ctx);
+  if (!r) r = hash_files(g, ctx, &paths, &a.hash, &p);
+  if (r) rc = r;
   cli_paths_free(&paths);
   accel_ctx_destroy(ctx);
   return rc;
 }
 
-static const char *const VALUE_OPTIONS[] = {"--kinds", "--size", "--binbits", "--jobs", "--format", NULL};
-
-const cli_command cli_hash_command = {"hash", "perceptual hashes of images, identical to imagehash", USAGE, run,
-                                      VALUE_OPTIONS};
+const cli_command cli_hash_command = {
+    .name = "hash", .summary = "perceptual hashes of images, identical to imagehash", .usage = USAGE,
+    .options = OPTIONS, .help_column = 16, .usage_tail = USAGE_TAIL, .run = run};

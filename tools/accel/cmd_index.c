@@ -39,109 +39,208 @@ static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, acc
   }
   const char *meta = "";
   accel_index_get_meta(*ix, &meta);
-  if (!catalog_parse_meta(meta, o)) {
+  uint32_t bits = 0, nfields = 0;
+  accel_index_info(*ix, &bits, &nfields, NULL);
+  if (!catalog_parse_meta(meta, o))
     cli_error("index: %s is not an index of image hashes (meta '%s')", file, meta);
-    accel_index_destroy(*ix);
-    *ix = NULL;
-    return false;
-  }
-  if (!catalog_fits(*ix, o)) {
-    uint32_t bits = 0, nfields = 0;
-    accel_index_info(*ix, &bits, &nfields, NULL);
+  else if (!catalog_fits(*ix, o))
     cli_error("index: %s is corrupt: its metadata ('%s') does not describe its %u fields of %u bits", file, meta,
               nfields, bits);
-    accel_index_destroy(*ix);
-    *ix = NULL;
-    return false;
-  }
-  return true;
+  else
+    return true;
+  accel_index_destroy(*ix);
+  *ix = NULL;
+  return false;
+}
+
+/* The context, and the index FILE with the hash options it was built with.
+ * On failure (reported) nothing is left open. */
+static int open_index(const cli_globals *g, const char *file, accel_ctx **ctx, accel_index **ix,
+                      accel_hash_options *o) {
+  const int rc = cli_open_ctx(g, ctx);
+  if (rc || file_options(*ctx, file, ix, o)) return rc;
+  accel_ctx_destroy(*ctx);
+  *ctx = NULL;
+  return CLI_SOME_FAILED; /* the index file was refused */
+}
+
+/* ------------------------------------------------------------ build */
+
+typedef struct build_args {
+  catalog_options co;
+  bool given, follow;
+} build_args;
+
+static const cli_option BUILD_OPTIONS[] = {
+    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(build_args, co.hash), CLI_SEEN(build_args, given),
+     .parse = cli_parse_kinds},
+    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(build_args, co.hash.hash_size), CLI_SEEN(build_args, given),
+     .lo = ACCEL_HASH_SIZE_MIN, .hi = 16},
+    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(build_args, co.hash.color_binbits), CLI_SEEN(build_args, given),
+     .lo = 1, .hi = 8},
+    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(build_args, co.hash.fast), CLI_SEEN(build_args, given)},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(build_args, follow)},
+    {0}};
+
+/* The context; without hash options, those of an existing FILE are kept. */
+static int build_setup(const cli_globals *g, catalog_options *co, bool given, accel_ctx **ctx) {
+  FILE *f = given ? NULL : fopen(co->index_path, "rb");
+  if (!f) return cli_open_ctx(g, ctx);
+  fclose(f);
+  accel_index *old = NULL;
+  const int rc = open_index(g, co->index_path, ctx, &old, &co->hash);
+  accel_index_destroy(old);
+  return rc;
 }
 
 static int cmd_build(const cli_globals *g, int argc, char **argv) {
-  catalog_options co;
-  memset(&co, 0, sizeof co);
-  co.cmd = "index build";
-  accel_hash_options_init(&co.hash, sizeof co.hash);
-  co.hash.nkinds = 2;
-  co.hash.kinds[0] = ACCEL_HASH_DHASH;
-  co.hash.kinds[1] = ACCEL_HASH_AHASH;
-  bool given = false, follow = false;
-  int first = argc;
-  for (int i = 1; i < argc; i++) {
-    int h = 0;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if ((h = cli_hash_option("index build", argc, argv, &i, &co.hash, 16))) {
-      if (h < 0) return CLI_USAGE;
-      given = true;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("index build: unknown option '%s' (see accel index --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
-  }
-  if (first >= argc) {
-    cli_error("index build: no FILE given (see accel index --help)");
-    return CLI_USAGE;
-  }
-  co.index_path = argv[first++];
-  if (first >= argc) {
-    cli_error("index build: no PATH given (see accel index --help)");
-    return CLI_USAGE;
-  }
+  build_args a = {.co.cmd = "index build"};
+  accel_hash_options_init(&a.co.hash, sizeof a.co.hash);
+  a.co.hash.nkinds = 2;
+  a.co.hash.kinds[0] = ACCEL_HASH_DHASH;
+  a.co.hash.kinds[1] = ACCEL_HASH_AHASH;
+  int first = cli_parse_options("index build", BUILD_OPTIONS, argc, argv, &a);
+  if (first < 0 || !cli_has_operand("index build", first, argc, "FILE")) return CLI_USAGE;
+  a.co.index_path = argv[first++];
+  if (!cli_has_operand("index build", first, argc, "PATH")) return CLI_USAGE;
   accel_ctx *ctx = NULL;
-  int rc = cli_open_ctx(g, &ctx);
+  int rc = build_setup(g, &a.co, a.given, &ctx);
   if (rc) return rc;
-  if (!given) { /* keep an existing file's hashes */
-    FILE *f = fopen(co.index_path, "rb");
-    if (f) {
-      fclose(f);
-      accel_index *old = NULL;
-      accel_hash_options fo;
-      if (!file_options(ctx, co.index_path, &old, &fo)) {
-        accel_ctx_destroy(ctx);
-        return CLI_SOME_FAILED; /* the index file was refused */
-      }
-      co.hash = fo;
-      accel_index_destroy(old);
-    }
-  }
   cli_paths paths = {0};
-  bool oom;
-  rc = cli_collect(argc - first, argv + first, follow, &paths, &oom) ? CLI_OK : CLI_SOME_FAILED;
-  if (oom) {
-    cli_error("out of memory");
-    cli_paths_free(&paths);
-    accel_ctx_destroy(ctx);
-    return CLI_USAGE;
-  }
+  rc = cli_collect(argc - first, argv + first, a.follow, &paths);
   accel_index *ix = NULL;
   catalog_stats st;
-  int r = catalog_build(g, ctx, &co, &paths, &ix, &st);
+  const int r = rc == CLI_USAGE ? rc : catalog_build(g, ctx, &a.co, &paths, &ix, &st);
   cli_paths_free(&paths);
   if (r) rc = r;
   if (ix) {
     size_t n = 0;
     accel_index_info(ix, NULL, NULL, &n);
     fprintf(stderr, "accel: index build: %s: %zu entries (%zu reused, %zu hashed, %zu dropped, %zu failed)\n",
-            co.index_path, n, st.reused, st.hashed, st.removed, st.failed);
+            a.co.index_path, n, st.reused, st.hashed, st.removed, st.failed);
   }
   accel_index_destroy(ix);
   accel_ctx_destroy(ctx);
   return rc;
 }
 
-typedef struct err_sink {
-  char **paths;
-} err_sink;
+/* ------------------------------------------------------------ query */
 
-static void on_error(void *user, size_t index, accel_status status, const char *message) {
-  cli_error("index query: %s: %s: %s", ((err_sink *)user)->paths[index], accel_status_string(status), message);
+typedef struct query_args {
+  const char *by;
+  accel_search_options so;
+  cli_thresholds th;
+  int k;
+  bool json, follow;
+} query_args;
+
+static const cli_option QUERY_OPTIONS[] = {
+    {.name = "--threshold", .kind = CLI_OPT_CUSTOM, CLI_AT(query_args, th), .parse = cli_parse_thresholds},
+    {.name = "--rule", .kind = CLI_OPT_CHOICE, CLI_AT(query_args, so.rule), .choices = cli_rules},
+    {.name = "--k", .kind = CLI_OPT_INT, CLI_AT(query_args, k), .lo = 1, .hi = 4096},
+    {.name = "--by", .kind = CLI_OPT_STRING, CLI_AT(query_args, by)},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(query_args, json), .choices = cli_tsv_json},
+    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(query_args, follow)},
+    {0}};
+
+/* A query run: the index and its hash options, the queries and their codes. */
+typedef struct query {
+  accel_index *ix;
+  accel_hash_options ho;
+  uint32_t bits, by_field; /* the index's code width; the kind --k ranks by */
+  cli_paths paths;         /* the queries */
+  uint64_t *codes;         /* of the queries that could be hashed, */
+  size_t *qmap, n;         /* which are paths[qmap[0..n)] */
+} query;
+
+/* The thresholds (one per kind of the index) and the kind --by names; both
+ * checked, each error reported. */
+static int query_setup(query_args *a, query *q) {
+  int rc = CLI_OK;
+  const uint32_t nkinds = q->ho.nkinds;
+  if (a->th.n != 1 && a->th.n != nkinds) {
+    cli_error("index query: %u thresholds for the index's %u kinds", a->th.n, nkinds);
+    rc = CLI_USAGE;
+  }
+  for (uint32_t f = 0; f < nkinds; f++) a->so.thresholds[f] = a->th.v[a->th.n == 1 ? 0 : f];
+  if (!a->by) return rc;
+  accel_hash_kind kind;
+  if (accel_hash_kind_from_string(a->by, &kind) == ACCEL_OK)
+    for (uint32_t f = 0; f < nkinds; f++)
+      if (q->ho.kinds[f] == kind) {
+        q->by_field = f;
+        return rc;
+      }
+  cli_error("index query: --by %s: not a kind of this index", a->by);
+  return CLI_USAGE;
+}
+
+/* The codes of the queries, hashed as the index's entries were. */
+static int hash_queries(accel_ctx *ctx, query *q) {
+  accel_hash_options ho = q->ho;
+  size_t slot = 0;
+  accel_hash_slot_bytes(&ho, &slot);
+  const size_t n = q->paths.n ? q->paths.n : 1, wpe = ho.nkinds * q->bits / 64;
+  uint8_t *hashes = malloc(n * ho.nkinds * slot);
+  accel_status *st = malloc(n * sizeof(accel_status));
+  q->codes = malloc(n * wpe * sizeof(uint64_t));
+  q->qmap = malloc(n * sizeof(size_t));
+  int rc = CLI_OK;
+  cli_file_errors errors = {"index query", q->paths.v};
+  ho.on_error = cli_file_error;
+  ho.error_user = &errors;
+  if (!hashes || !st || !q->codes || !q->qmap) {
+    cli_error("out of memory");
+    rc = CLI_USAGE;
+  } else if (accel_hash_files(ctx, (const char *const *)q->paths.v, q->paths.n, &ho, hashes, slot, st)) {
+    cli_error("index query: %s", accel_last_error(ctx));
+    rc = CLI_USAGE;
+  }
+  for (size_t i = 0; rc != CLI_USAGE && i < q->paths.n; i++) {
+    if (st[i] != ACCEL_OK) {
+      rc = CLI_SOME_FAILED;
+      continue;
+    }
+    catalog_codes(hashes + i * ho.nkinds * slot, slot, ho.nkinds, q->bits, q->codes + q->n * wpe);
+    q->qmap[q->n++] = i;
+  }
+  free(hashes);
+  free(st);
+  return rc;
+}
+
+/* The k nearest entries of each query by one kind's distance. */
+static int print_nearest(accel_ctx *ctx, const query *q, int k, bool json) {
+  uint64_t *ids = malloc((q->n ? q->n : 1) * (size_t)k * sizeof(uint64_t));
+  uint32_t *dist = malloc((q->n ? q->n : 1) * (size_t)k * sizeof(uint32_t));
+  if (!ids || !dist || accel_index_knn(q->ix, q->n, q->codes, (uint32_t)k, q->by_field, ids, dist)) {
+    cli_error("index query: %s", ids && dist ? accel_last_error(ctx) : "out of memory");
+    free(ids);
+    free(dist);
+    return ids && dist ? CLI_SOME_FAILED : CLI_USAGE;
+  }
+  const char *kname = accel_hash_kind_name(q->ho.kinds[q->by_field]);
+  if (json) printf("[");
+  else printf("query\trank\tpath\t%s\n", kname);
+  size_t printed = 0;
+  for (size_t i = 0; i < q->n; i++)
+    for (int r = 0; r < k && ids[i * (size_t)k + (size_t)r] != UINT64_MAX; r++) {
+      const size_t at = i * (size_t)k + (size_t)r;
+      const char *query = q->paths.v[q->qmap[i]], *path = catalog_label(q->ix, ids[at]);
+      if (!json) {
+        printf("%s\t%d\t%s\t%u\n", query, r + 1, path, dist[at]);
+        continue;
+      }
+      printf("%s\n  {\"query\": ", printed++ ? "," : "");
+      cli_json_string(query);
+      printf(", \"rank\": %d, \"path\": ", r + 1);
+      cli_json_string(path);
+      printf(", \"%s\": %u}", kname, dist[at]);
+    }
+  if (json) printf("%s]\n", printed ? "\n" : "");
+  free(ids);
+  free(dist);
+  return CLI_OK;
 }
 
 typedef struct row {
@@ -156,203 +255,88 @@ static int cmp_row(const void *a, const void *b) {
   return strcmp(x->path, y->path);
 }
 
-static int cmd_query(const cli_globals *g, int argc, char **argv) {
-  const char *file = NULL, *by = NULL;
-  accel_search_options so;
-  accel_search_options_init(&so, sizeof so);
-  uint32_t th[ACCEL_INDEX_MAX_FIELDS] = {5}, nth = 1;
-  int k = 0, first = argc;
-  bool json = false, follow = false;
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    if (strcmp(argv[i], "--") == 0) {
-      first = i + 1;
-      break;
-    } else if (strcmp(argv[i], "--follow-links") == 0) {
-      follow = true;
-    } else if (cli_take_value(argc, argv, &i, "--threshold", &v, &missing)) {
-      if (missing || !cli_parse_thresholds("index query", v, th, &nth)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--rule", &v, &missing)) {
-      if (missing || !cli_parse_rule("index query", v, &so.rule)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--k", &v, &missing)) {
-      if (missing || !cli_parse_int("index query", "--k", v, 1, 4096, &k)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--by", &v, &missing)) {
-      if (missing) return CLI_USAGE;
-      by = v;
-    } else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (missing || !cli_parse_format("index query", v, &json)) return CLI_USAGE;
-    } else if (argv[i][0] == '-' && argv[i][1]) {
-      cli_error("index query: unknown option '%s' (see accel index --help)", argv[i]);
-      return CLI_USAGE;
-    } else {
-      first = i;
-      break;
-    }
+/* One match: the query, the entry and the distance of each kind. */
+static void print_match(const query *q, const char *query, const char *path, const uint32_t *d, uint32_t nf,
+                        bool json, bool first) {
+  if (!json) {
+    printf("%s\t%s", query, path);
+    for (uint32_t f = 0; f < nf; f++) printf("\t%u", d[f]);
+    printf("\n");
+    return;
   }
-  if (first >= argc) {
-    cli_error("index query: no FILE given (see accel index --help)");
-    return CLI_USAGE;
+  printf("%s\n  {\"query\": ", first ? "" : ",");
+  cli_json_string(query);
+  printf(", \"path\": ");
+  cli_json_string(path);
+  printf(", \"distances\": {");
+  for (uint32_t f = 0; f < nf; f++) printf("%s\"%s\": %u", f ? ", " : "", accel_hash_kind_name(q->ho.kinds[f]), d[f]);
+  printf("}}");
+}
+
+/* Every entry within the thresholds of each query, by path within a query. */
+static int print_matches(accel_ctx *ctx, const query *q, const accel_search_options *so, bool json) {
+  accel_pairs *p = NULL;
+  if (accel_index_range(q->ix, q->n, q->codes, so, &p)) {
+    cli_error("index query: %s", accel_last_error(ctx));
+    return CLI_SOME_FAILED;
   }
-  file = argv[first++];
-  if (first >= argc) {
-    cli_error("index query: no PATH given (see accel index --help)");
-    return CLI_USAGE;
-  }
-  accel_ctx *ctx = NULL;
-  int rc = cli_open_ctx(g, &ctx);
-  if (rc) return rc;
-  accel_index *ix = NULL;
-  accel_hash_options ho;
-  if (!file_options(ctx, file, &ix, &ho)) {
-    accel_ctx_destroy(ctx);
-    return CLI_SOME_FAILED; /* the index file was refused */
-  }
-  uint32_t bits = 0, by_field = 0;
-  accel_index_info(ix, &bits, NULL, NULL);
-  rc = CLI_OK;
-  if (nth != 1 && nth != ho.nkinds) {
-    cli_error("index query: %u thresholds for the index's %u kinds", nth, ho.nkinds);
-    rc = CLI_USAGE;
-  }
-  for (uint32_t f = 0; f < ho.nkinds; f++) so.thresholds[f] = th[nth == 1 ? 0 : f];
-  if (by) {
-    accel_hash_kind kind;
-    bool found = false;
-    if (accel_hash_kind_from_string(by, &kind) == ACCEL_OK)
-      for (uint32_t f = 0; f < ho.nkinds && !found; f++)
-        if (ho.kinds[f] == kind) {
-          by_field = f;
-          found = true;
-        }
-    if (!found) {
-      cli_error("index query: --by %s: not a kind of this index", by);
-      rc = CLI_USAGE;
-    }
-  }
-  cli_paths q = {0};
-  bool oom = false;
-  if (!rc && !cli_collect(argc - first, argv + first, follow, &q, &oom)) rc = oom ? CLI_USAGE : CLI_SOME_FAILED;
-  size_t slot = 0;
-  accel_hash_slot_bytes(&ho, &slot);
-  const uint32_t wpe = ho.nkinds * bits / 64;
-  uint8_t *hashes = malloc((q.n ? q.n : 1) * ho.nkinds * slot);
-  accel_status *st = malloc((q.n ? q.n : 1) * sizeof(accel_status));
-  uint64_t *codes = malloc((q.n ? q.n : 1) * wpe * sizeof(uint64_t));
-  size_t *qmap = malloc((q.n ? q.n : 1) * sizeof(size_t)); /* query row -> path */
-  size_t nq = 0;
-  if (rc != CLI_USAGE && (!hashes || !st || !codes || !qmap)) {
+  size_t n;
+  const uint64_t *qi, *id;
+  const uint32_t *d;
+  uint32_t nf;
+  accel_pairs_view(p, &n, &qi, &id, &d, &nf);
+  if (json) printf("[");
+  else printf("query\tpath");
+  for (uint32_t f = 0; !json && f < q->ho.nkinds; f++) printf("\t%s", accel_hash_kind_name(q->ho.kinds[f]));
+  if (!json) printf("\n");
+  int rc = CLI_OK;
+  row *rows = malloc((n ? n : 1) * sizeof *rows);
+  for (size_t i = 0; rows && i < n; i++) rows[i] = (row){qi[i], catalog_label(q->ix, id[i]), i};
+  if (rows && n) qsort(rows, n, sizeof *rows, cmp_row);
+  if (!rows) {
     cli_error("out of memory");
     rc = CLI_USAGE;
+    n = 0;
   }
-  if (rc != CLI_USAGE) {
-    err_sink es = {q.v};
-    ho.on_error = on_error;
-    ho.error_user = &es;
-    if (accel_hash_files(ctx, (const char *const *)q.v, q.n, &ho, hashes, slot, st)) {
-      cli_error("index query: %s", accel_last_error(ctx));
-      rc = CLI_USAGE;
-    }
+  for (size_t r = 0; r < n; r++) {
+    const size_t i = rows[r].at;
+    print_match(q, q->paths.v[q->qmap[qi[i]]], rows[r].path, d + i * nf, nf, json, r == 0);
   }
-  if (rc != CLI_USAGE) {
-    for (size_t i = 0; i < q.n; i++) {
-      if (st[i] != ACCEL_OK) {
-        rc = CLI_SOME_FAILED;
-        continue;
-      }
-      catalog_codes(hashes + i * ho.nkinds * slot, slot, ho.nkinds, bits, codes + nq * wpe);
-      qmap[nq++] = i;
-    }
-    if (k > 0) {
-      uint64_t *ids = malloc((nq ? nq : 1) * (size_t)k * sizeof(uint64_t));
-      uint32_t *dist = malloc((nq ? nq : 1) * (size_t)k * sizeof(uint32_t));
-      if (!ids || !dist || accel_index_knn(ix, nq, codes, (uint32_t)k, by_field, ids, dist)) {
-        cli_error("index query: %s", ids && dist ? accel_last_error(ctx) : "out of memory");
-        rc = ids && dist ? CLI_SOME_FAILED : CLI_USAGE;
-      } else {
-        const char *kname = accel_hash_kind_name(ho.kinds[by_field]);
-        if (json) printf("[");
-        else printf("query\trank\tpath\t%s\n", kname);
-        size_t printed = 0;
-        for (size_t i = 0; i < nq; i++)
-          for (int r = 0; r < k; r++) {
-            const size_t at = i * (size_t)k + (size_t)r;
-            if (ids[at] == UINT64_MAX) break;
-            const char *path = catalog_label(ix, ids[at]);
-            if (json) {
-              printf("%s\n  {\"query\": ", printed++ ? "," : "");
-              cli_json_string(q.v[qmap[i]]);
-              printf(", \"rank\": %d, \"path\": ", r + 1);
-              cli_json_string(path);
-              printf(", \"%s\": %u}", kname, dist[at]);
-            } else {
-              printf("%s\t%d\t%s\t%u\n", q.v[qmap[i]], r + 1, path, dist[at]);
-            }
-          }
-        if (json) printf("%s]\n", printed ? "\n" : "");
-      }
-      free(ids);
-      free(dist);
-    } else {
-      accel_pairs *p = NULL;
-      if (accel_index_range(ix, nq, codes, &so, &p)) {
-        cli_error("index query: %s", accel_last_error(ctx));
-        rc = CLI_SOME_FAILED;
-      } else {
-        size_t n;
-        const uint64_t *qi, *id;
-        const uint32_t *d;
-        uint32_t nf;
-        accel_pairs_view(p, &n, &qi, &id, &d, &nf);
-        if (json) {
-          printf("[");
-        } else {
-          printf("query\tpath");
-          for (uint32_t f = 0; f < ho.nkinds; f++) printf("\t%s", accel_hash_kind_name(ho.kinds[f]));
-          printf("\n");
-        }
-        /* within a query, entries by path */
-        row *rows = malloc((n ? n : 1) * sizeof *rows);
-        for (size_t i = 0; rows && i < n; i++) rows[i] = (row){qi[i], catalog_label(ix, id[i]), i};
-        if (rows && n) qsort(rows, n, sizeof *rows, cmp_row);
-        if (!rows) {
-          cli_error("out of memory");
-          rc = CLI_USAGE;
-          n = 0;
-        }
-        for (size_t r = 0; r < n; r++) {
-          const size_t i = rows[r].at;
-          const char *query = q.v[qmap[qi[i]]], *path = rows[r].path;
-          if (json) {
-            printf("%s\n  {\"query\": ", r ? "," : "");
-            cli_json_string(query);
-            printf(", \"path\": ");
-            cli_json_string(path);
-            printf(", \"distances\": {");
-            for (uint32_t f = 0; f < nf; f++)
-              printf("%s\"%s\": %u", f ? ", " : "", accel_hash_kind_name(ho.kinds[f]), d[i * nf + f]);
-            printf("}}");
-          } else {
-            printf("%s\t%s", query, path);
-            for (uint32_t f = 0; f < nf; f++) printf("\t%u", d[i * nf + f]);
-            printf("\n");
-          }
-        }
-        if (json) printf("%s]\n", n ? "\n" : "");
-        free(rows);
-      }
-      accel_pairs_destroy(p);
-    }
+  if (json) printf("%s]\n", n ? "\n" : "");
+  free(rows);
+  accel_pairs_destroy(p);
+  return rc;
+}
+
+static int cmd_query(const cli_globals *g, int argc, char **argv) {
+  query_args a = {.th = {.v = {5}, .n = 1}};
+  accel_search_options_init(&a.so, sizeof a.so);
+  int first = cli_parse_options("index query", QUERY_OPTIONS, argc, argv, &a);
+  if (first < 0 || !cli_has_operand("index query", first, argc, "FILE")) return CLI_USAGE;
+  const char *file = argv[first++];
+  if (!cli_has_operand("index query", first, argc, "PATH")) return CLI_USAGE;
+  accel_ctx *ctx = NULL;
+  query q = {0};
+  int rc = open_index(g, file, &ctx, &q.ix, &q.ho);
+  if (rc) return rc;
+  accel_index_info(q.ix, &q.bits, NULL, NULL);
+  rc = query_setup(&a, &q);
+  if (!rc) rc = cli_collect(argc - first, argv + first, a.follow, &q.paths);
+  int r = rc == CLI_USAGE ? rc : hash_queries(ctx, &q);
+  if (r) rc = r;
+  if (r != CLI_USAGE) {
+    r = a.k > 0 ? print_nearest(ctx, &q, a.k, a.json) : print_matches(ctx, &q, &a.so, a.json);
+    if (r) rc = r;
   }
-  free(hashes);
-  free(st);
-  free(codes);
-  free(qmap);
-  cli_paths_free(&q);
-  accel_index_destroy(ix);
+  free(q.codes);
+  free(q.qmap);
+  cli_paths_free(&q.paths);
+  accel_index_destroy(q.ix);
   accel_ctx_destroy(ctx);
   return rc;
 }
+
+/* ------------------------------------------------------------ info */
 
 static int cmd_info(const cli_globals *g, int argc, char **argv) {
   /* argv: "info", "--", FILE */
@@ -360,16 +344,11 @@ static int cmd_info(const cli_globals *g, int argc, char **argv) {
     cli_error("index info: give exactly one FILE and no options (see accel index --help)");
     return CLI_USAGE;
   }
-  argv++;
   accel_ctx *ctx = NULL;
-  int rc = cli_open_ctx(g, &ctx);
-  if (rc) return rc;
   accel_index *ix = NULL;
   accel_hash_options ho;
-  if (!file_options(ctx, argv[1], &ix, &ho)) {
-    accel_ctx_destroy(ctx);
-    return CLI_SOME_FAILED; /* the index file was refused */
-  }
+  const int rc = open_index(g, argv[2], &ctx, &ix, &ho);
+  if (rc) return rc;
   uint32_t bits, nf;
   size_t n;
   accel_index_info(ix, &bits, &nf, &n);
@@ -381,36 +360,14 @@ static int cmd_info(const cli_globals *g, int argc, char **argv) {
   return CLI_OK;
 }
 
-static int run(const cli_globals *g, int argc, char **argv) {
-  if (argc < 2) {
-    cli_error("index: build, query or info? (see accel index --help)");
-    return CLI_USAGE;
-  }
-  static const char *const build_values[] = {"--kinds", "--size", "--binbits", NULL};
-  static const char *const query_values[] = {"--threshold", "--rule", "--k", "--by", "--format", NULL};
-  int (*sub)(const cli_globals *, int, char **) = NULL;
-  const char *const *values = NULL;
-  if (strcmp(argv[1], "build") == 0) {
-    sub = cmd_build;
-    values = build_values;
-  } else if (strcmp(argv[1], "query") == 0) {
-    sub = cmd_query;
-    values = query_values;
-  } else if (strcmp(argv[1], "info") == 0) {
-    sub = cmd_info;
-  } else {
-    cli_error("index: unknown subcommand '%s' (build, query or info)", argv[1]);
-    return CLI_USAGE;
-  }
-  int pargc; /* options may follow FILE and the PATHs */
-  char **pargv = cli_permute(argc - 1, argv + 1, values, &pargc);
-  if (!pargv) {
-    cli_error("out of memory");
-    return CLI_USAGE;
-  }
-  int rc = sub(g, pargc, pargv);
-  free(pargv);
-  return rc;
-}
+static const cli_option NO_OPTIONS[] = {{0}};
 
-const cli_command cli_index_command = {"index", "keep image hashes in an index file; query it", USAGE, run, NULL};
+static const cli_command BUILD = {.name = "build", .options = BUILD_OPTIONS, .run = cmd_build};
+static const cli_command QUERY = {.name = "query", .options = QUERY_OPTIONS, .run = cmd_query};
+static const cli_command INFO = {.name = "info", .options = NO_OPTIONS, .run = cmd_info};
+static const cli_command *const SUBCOMMANDS[] = {&BUILD, &QUERY, &INFO, NULL};
+
+const cli_command cli_index_command = {.name = "index",
+                                       .summary = "keep image hashes in an index file; query it",
+                                       .usage = USAGE,
+                                       .subcommands = SUBCOMMANDS};

@@ -62,4 +62,5 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return CLI_OK;
 }
 
-const cli_command cli_info_command = {"info", "show version, build, backends and devices", USAGE, run, NULL};
+const cli_command cli_info_command = {
+    .name = "info", .summary = "show version, build, backends and devices", .usage = USAGE, .run = run};

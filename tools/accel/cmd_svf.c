@@ -9,22 +9,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 
-#define INPUTS_HELP                                                                                                    \
-  "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):\n"                                            \
-  "  --dsm F                ground and buildings (required); below 0 it is raised by\n"                            \
-  "                         |min| as UMEP does; NaN / GeoTIFF no-data counts as 0\n"                                \
-  "  --cdsm F               vegetation canopy height above ground (default: none)\n"                               \
-  "  --tdsm F               trunk-zone height above ground (default: --trunk-ratio x CDSM)\n"                      \
-  "  --pixel-size M         metres per pixel (required; UMEP's scale is 1/M)\n"                                    \
-  "  --trunk-ratio R        TDSM = R x CDSM when no --tdsm is given (default 0.25)\n"                              \
-  "  --max-height H         UMEP's amaxvalue, where rays stop (default: max(DSM, CDSM))\n"                         \
-  "  --tile N               tile side in pixels (default: the whole grid on the CPU,\n"                            \
-  "                         the device memory budget on a GPU); results never depend on it\n"                      \
-  "outputs:\n"                                                                                                         \
-  "  --out DIR              directory for the grids (created if missing)\n"                                        \
-  "  --format npy|tif       file type of the grids (default: the DSM's); GeoTIFF outputs\n"                       \
-  "                         carry the DSM's georeferencing\n"
-
 static const char SHADOW_USAGE[] =
     "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
     "                                     --azimuth A --altitude H --out DIR [options]\n"
@@ -33,13 +17,7 @@ static const char SHADOW_USAGE[] =
     "DIR/shadow_az<A>_alt<H>_{sh,vegsh,vbshvegsh}.npy (or .tif), A and H printed as\n"
     "C's %g; 1 = sunlit: sh buildings, vegsh vegetation (outside building shadow),\n"
     "vbshvegsh 0 where vegetation shades inside a building shadow (docs/svf.md).\n"
-    "\n"
-    "sun:\n"
-    "  --azimuth A            degrees clockwise from north, 0..360\n"
-    "  --altitude H           degrees above the horizon, (0, 90]\n" INPUTS_HELP
-    "\n"
-    "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
-    "read or an output written, 2 for usage errors.\n";
+    "\n";
 
 static const char SVF_USAGE[] =
     "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
@@ -48,82 +26,12 @@ static const char SVF_USAGE[] =
     "Sky view factors as UMEP's svfForProcessing153 computes them, into\n"
     "DIR/svf_<name>.npy (or .tif) for svf, svfE, svfS, svfW, svfN and, with a CDSM,\n"
     "svfveg, svfEveg, ..., svfaveg, svfEaveg, ... (15 grids; docs/svf.md).\n"
-    "\n"
-    "sky:\n"
-    "  --patches P            145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
-    "                         and 612 make 305 and 609 patches, as in UMEP)\n"
-    "  --shadow-matrices      also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
-    "                         CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
-    "                         p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
-    "                         bitorder=\"little\")[..., :P])\n" INPUTS_HELP
+    "\n";
+
+static const char USAGE_TAIL[] =
     "\n"
     "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
     "read or an output written, 2 for usage errors.\n";
-
-static bool has_tiff_ext(const char *path) {
-  const char *dot = strrchr(path, '.');
-  return dot && (strcasecmp(dot, ".tif") == 0 || strcasecmp(dot, ".tiff") == 0);
-}
-
-/* A raster as F32 (rows, cols): .npy of any real dtype, or a GeoTIFF. */
-static bool load_grid(accel_ctx *ctx, const char *cmd, const char *path, accel_buffer **out, accel_geo **geo) {
-  accel_status s;
-  if (has_tiff_ext(path)) {
-    s = accel_tiff_load(ctx, path, out, geo);
-  } else {
-    accel_buffer *b = NULL;
-    s = accel_npy_load(ctx, path, &b);
-    if (!s) {
-      accel_array v;
-      accel_buffer_view(b, &v);
-      if (v.ndim != 2) {
-        cli_error("%s: %s is %d-D; a 2-D grid is needed", cmd, path, (int)v.ndim);
-        accel_buffer_destroy(b);
-        return false;
-      }
-      if (v.dtype == ACCEL_DTYPE_F32) {
-        *out = b;
-        return true;
-      }
-      accel_buffer *f = NULL;
-      if ((s = accel_buffer_create(ACCEL_DTYPE_F32, 2, v.shape, &f))) {
-        accel_buffer_destroy(b);
-        cli_error("%s: out of memory", cmd);
-        return false;
-      }
-      accel_array fv;
-      accel_buffer_view(f, &fv);
-      float *dst = fv.data;
-      const int64_t n = v.shape[0] * v.shape[1];
-      bool ok = true;
-      for (int64_t i = 0; i < n && ok; i++) {
-        const void *p = (const char *)v.data + (size_t)i * accel_dtype_size(v.dtype);
-        switch (v.dtype) {
-        case ACCEL_DTYPE_F64: dst[i] = (float)*(const double *)p; break;
-        case ACCEL_DTYPE_U8: dst[i] = *(const uint8_t *)p; break;
-        case ACCEL_DTYPE_I8: dst[i] = *(const int8_t *)p; break;
-        case ACCEL_DTYPE_U16: dst[i] = *(const uint16_t *)p; break;
-        case ACCEL_DTYPE_I16: dst[i] = *(const int16_t *)p; break;
-        case ACCEL_DTYPE_I32: dst[i] = (float)*(const int32_t *)p; break;
-        case ACCEL_DTYPE_U32: dst[i] = (float)*(const uint32_t *)p; break;
-        default: ok = false; break;
-        }
-      }
-      accel_buffer_destroy(b);
-      if (!ok) {
-        accel_buffer_destroy(f);
-        cli_error("%s: %s: a real-valued grid is needed", cmd, path);
-        return false;
-      }
-      *out = f;
-    }
-  }
-  if (s) {
-    cli_error("%s: %s", cmd, accel_last_error(ctx));
-    return false;
-  }
-  return true;
-}
 
 typedef struct svf_args {
   const char *cmd;
@@ -134,57 +42,143 @@ typedef struct svf_args {
   accel_svf_options o;
 } svf_args;
 
+static bool parse_format(const char *cmd, const cli_option *o, const char *v, void *field) {
+  if (strcmp(v, "npy") != 0 && strcmp(v, "tif") != 0) {
+    cli_error("%s: %s is npy or tif, not '%s'", cmd, o->name, v);
+    return false;
+  }
+  *(const char **)field = v;
+  return true;
+}
+
+static bool parse_patches(const char *cmd, const cli_option *o, const char *v, void *field) {
+  int p;
+  int32_t count;
+  if (!cli_parse_int(cmd, o->name, v, 1, 100000, &p)) return false;
+  if (accel_svf_patches(p, &count, NULL, NULL) != ACCEL_OK) {
+    cli_error("%s: %s is 145, 153, 306 or 612 (UMEP's options), not %d", cmd, o->name, p);
+    return false;
+  }
+  *(int32_t *)field = p;
+  return true;
+}
+
+/* The inputs and outputs, common to shadow and svf (a macro: both tables list them). */
+#define GRID_OPTIONS                                                                                                   \
+  {.kind = CLI_OPT_TEXT, .help = "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):"},              \
+      {.name = "--dsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, dsm), .arg = "F",                                     \
+       .help = "ground and buildings (required); below 0 it is raised by\n"                                           \
+               "|min| as UMEP does; NaN / GeoTIFF no-data counts as 0"},                                               \
+      {.name = "--cdsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, cdsm), .arg = "F",                                   \
+       .help = "vegetation canopy height above ground (default: none)"},                                               \
+      {.name = "--tdsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, tdsm), .arg = "F",                                   \
+       .help = "trunk-zone height above ground (default: --trunk-ratio x CDSM)"},                                      \
+      {.name = "--pixel-size", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.pixel_size), .arg = "M",                       \
+       .help = "metres per pixel (required; UMEP's scale is 1/M)"},                                                    \
+      {.name = "--trunk-ratio", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.trunk_ratio), .arg = "R",                     \
+       .help = "TDSM = R x CDSM when no --tdsm is given (default 0.25)"},                                              \
+      {.name = "--max-height", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.max_height), .arg = "H",                       \
+       .help = "UMEP's amaxvalue, where rays stop (default: max(DSM, CDSM))"},                                         \
+      {.name = "--tile", .kind = CLI_OPT_INT, CLI_AT(svf_args, o.tile), .lo = 1, .hi = 1000000000, .arg = "N",         \
+       .help = "tile side in pixels (default: the whole grid on the CPU,\n"                                            \
+               "the device memory budget on a GPU); results never depend on it"},                                      \
+      {.kind = CLI_OPT_TEXT, .help = "outputs:"},                                                                      \
+      {.name = "--out", .kind = CLI_OPT_STRING, CLI_AT(svf_args, out), .arg = "DIR",                                   \
+       .help = "directory for the grids (created if missing)"},                                                        \
+      {.name = "--format", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, format), .parse = parse_format, .arg = "npy|tif", \
+       .help = "file type of the grids (default: the DSM's); GeoTIFF outputs\n"                                        \
+               "carry the DSM's georeferencing"}
+
+static const cli_option SHADOW_OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "sun:"},
+    {.name = "--azimuth", .kind = CLI_OPT_REAL, CLI_AT(svf_args, azimuth), CLI_SEEN(svf_args, have_az), .arg = "A",
+     .help = "degrees clockwise from north, 0..360"},
+    {.name = "--altitude", .kind = CLI_OPT_REAL, CLI_AT(svf_args, altitude), CLI_SEEN(svf_args, have_alt), .arg = "H",
+     .help = "degrees above the horizon, (0, 90]"},
+    GRID_OPTIONS,
+    {0}};
+
+static const cli_option SVF_OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "sky:"},
+    {.name = "--patches", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, o.patches), .parse = parse_patches, .arg = "P",
+     .help = "145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
+             "and 612 make 305 and 609 patches, as in UMEP)"},
+    {.name = "--shadow-matrices", .kind = CLI_OPT_FLAG, CLI_AT(svf_args, matrices),
+     .help = "also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
+             "CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
+             "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
+             "bitorder=\"little\")[..., :P])"},
+    GRID_OPTIONS,
+    {0}};
+
+static bool has_tiff_ext(const char *path) {
+  const char *dot = strrchr(path, '.');
+  return dot && (strcasecmp(dot, ".tif") == 0 || strcasecmp(dot, ".tiff") == 0);
+}
+
+/* v's values as float32 into dst; false if they are not real numbers. */
+static bool to_f32(const accel_array *v, float *dst) {
+  const int64_t n = v->shape[0] * v->shape[1];
+  for (int64_t i = 0; i < n; i++) {
+    const void *p = (const char *)v->data + (size_t)i * accel_dtype_size(v->dtype);
+    switch (v->dtype) {
+    case ACCEL_DTYPE_F64: dst[i] = (float)*(const double *)p; break;
+    case ACCEL_DTYPE_U8: dst[i] = *(const uint8_t *)p; break;
+    case ACCEL_DTYPE_I8: dst[i] = *(const int8_t *)p; break;
+    case ACCEL_DTYPE_U16: dst[i] = *(const uint16_t *)p; break;
+    case ACCEL_DTYPE_I16: dst[i] = *(const int16_t *)p; break;
+    case ACCEL_DTYPE_I32: dst[i] = (float)*(const int32_t *)p; break;
+    case ACCEL_DTYPE_U32: dst[i] = (float)*(const uint32_t *)p; break;
+    default: return false;
+    }
+  }
+  return true;
+}
+
+/* A .npy grid of any real dtype as F32 (rows, cols). */
+static bool load_npy_grid(accel_ctx *ctx, const char *cmd, const char *path, accel_buffer **out) {
+  accel_buffer *b = NULL, *f = NULL;
+  if (accel_npy_load(ctx, path, &b)) {
+    cli_error("%s: %s", cmd, accel_last_error(ctx));
+    return false;
+  }
+  accel_array v, fv;
+  accel_buffer_view(b, &v);
+  bool ok = v.ndim == 2;
+  if (!ok) cli_error("%s: %s is %d-D; a 2-D grid is needed", cmd, path, (int)v.ndim);
+  if (ok && v.dtype == ACCEL_DTYPE_F32) {
+    *out = b;
+    return true;
+  }
+  if (ok && accel_buffer_create(ACCEL_DTYPE_F32, 2, v.shape, &f)) {
+    cli_error("%s: out of memory", cmd);
+    ok = false;
+  }
+  if (ok) accel_buffer_view(f, &fv);
+  if (ok && !to_f32(&v, fv.data)) {
+    cli_error("%s: %s: a real-valued grid is needed", cmd, path);
+    ok = false;
+  }
+  accel_buffer_destroy(b);
+  if (!ok) accel_buffer_destroy(f);
+  else *out = f;
+  return ok;
+}
+
+/* A raster as F32 (rows, cols): .npy of any real dtype, or a GeoTIFF. */
+static bool load_grid(accel_ctx *ctx, const char *cmd, const char *path, accel_buffer **out, accel_geo **geo) {
+  if (!has_tiff_ext(path)) return load_npy_grid(ctx, cmd, path, out);
+  if (!accel_tiff_load(ctx, path, out, geo)) return true;
+  cli_error("%s: %s", cmd, accel_last_error(ctx));
+  return false;
+}
+
 static int parse(int argc, char **argv, svf_args *a, bool shadow) {
-  for (int i = 1; i < argc; i++) {
-    const char *v = NULL;
-    bool missing = false;
-    if (strcmp(argv[i], "--") == 0) {
-      if (i + 1 < argc) {
-        cli_error("%s: unexpected argument '%s'", a->cmd, argv[i + 1]);
-        return CLI_USAGE;
-      }
-      break;
-    }
-    if (cli_take_value(argc, argv, &i, "--dsm", &v, &missing)) a->dsm = v;
-    else if (cli_take_value(argc, argv, &i, "--cdsm", &v, &missing)) a->cdsm = v;
-    else if (cli_take_value(argc, argv, &i, "--tdsm", &v, &missing)) a->tdsm = v;
-    else if (cli_take_value(argc, argv, &i, "--out", &v, &missing)) a->out = v;
-    else if (cli_take_value(argc, argv, &i, "--format", &v, &missing)) {
-      if (!missing && strcmp(v, "npy") != 0 && strcmp(v, "tif") != 0) {
-        cli_error("%s: --format is npy or tif, not '%s'", a->cmd, v);
-        return CLI_USAGE;
-      }
-      a->format = v;
-    } else if (cli_take_value(argc, argv, &i, "--pixel-size", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--pixel-size", v, &a->o.pixel_size)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--trunk-ratio", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--trunk-ratio", v, &a->o.trunk_ratio)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--max-height", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--max-height", v, &a->o.max_height)) return CLI_USAGE;
-    } else if (cli_take_value(argc, argv, &i, "--tile", &v, &missing)) {
-      if (!missing && !cli_parse_i64(a->cmd, "--tile", v, 1, 1000000000, &a->o.tile)) return CLI_USAGE;
-    } else if (shadow && cli_take_value(argc, argv, &i, "--azimuth", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--azimuth", v, &a->azimuth)) return CLI_USAGE;
-      a->have_az = true;
-    } else if (shadow && cli_take_value(argc, argv, &i, "--altitude", &v, &missing)) {
-      if (!missing && !cli_parse_double(a->cmd, "--altitude", v, &a->altitude)) return CLI_USAGE;
-      a->have_alt = true;
-    } else if (!shadow && cli_take_value(argc, argv, &i, "--patches", &v, &missing)) {
-      int p;
-      if (!missing && !cli_parse_int(a->cmd, "--patches", v, 1, 100000, &p)) return CLI_USAGE;
-      int32_t count;
-      if (!missing && accel_svf_patches(p, &count, NULL, NULL) != ACCEL_OK) {
-        cli_error("%s: --patches is 145, 153, 306 or 612 (UMEP's options), not %d", a->cmd, p);
-        return CLI_USAGE;
-      }
-      a->o.patches = p;
-    } else if (!shadow && strcmp(argv[i], "--shadow-matrices") == 0) {
-      a->matrices = true;
-    } else {
-      cli_error("%s: unknown option '%s' (see accel %s --help)", a->cmd, argv[i], a->cmd);
-      return CLI_USAGE;
-    }
-    if (missing) return CLI_USAGE;
+  const int first = cli_parse_options(a->cmd, shadow ? SHADOW_OPTIONS : SVF_OPTIONS, argc, argv, a);
+  if (first < 0) return CLI_USAGE;
+  if (first < argc) {
+    cli_error("%s: unexpected argument '%s'", a->cmd, argv[first]);
+    return CLI_USAGE;
   }
   const char *need = !a->dsm ? "--dsm" : !(a->o.pixel_size > 0) ? "--pixel-size" : !a->out ? "--out"
                      : shadow && !a->have_az ? "--azimuth" : shadow && !a->have_alt ? "--altitude" : NULL;
@@ -235,169 +229,164 @@ static void output_names(const svf_args *a, bool shadow, bool tif, out_names *o)
   for (int k = 0; k < nmats; k++) snprintf(o->path[o->n++], PATH_MAX_LEN, "%s/%s.npy", a->out, mats[k]);
 }
 
-static bool save_grid(accel_ctx *ctx, const char *cmd, const char *path, bool tif, const accel_array *a,
-                      const accel_geo *geo, int *written) {
-  const accel_status s = tif ? accel_tiff_save(ctx, path, a, geo) : accel_npy_save(ctx, path, a);
-  if (s) {
-    cli_error("%s: %s", cmd, accel_last_error(ctx));
+/* A run: its inputs, outputs and where they go. */
+typedef struct svf_run {
+  svf_args *a;
+  bool shadow, tif;
+  const out_names *names;
+  accel_ctx *ctx;
+  accel_buffer *bd, *bc, *bt, *outbuf;
+  accel_geo *geo;
+  accel_array dsm, cdsm, tdsm, all; /* all: the outputs' buffer */
+  int64_t rows, cols, n;
+  int written;
+} svf_run;
+
+/* The output files, none of which may overwrite an input. */
+static bool check_outputs(const svf_run *r, out_names *names) {
+  const svf_args *a = r->a;
+  output_names(a, r->shadow, r->tif, names);
+  const cli_file ins[3] = {{a->dsm, "--dsm", NULL}, {a->cdsm, "--cdsm", NULL}, {a->tdsm, "--tdsm", NULL}};
+  cli_file outs[MAX_OUTPUTS];
+  for (int k = 0; k < names->n; k++) outs[k] = (cli_file){names->path[k], "--out", NULL};
+  return cli_check_outputs(a->cmd, ins, a->tdsm ? 3 : a->cdsm ? 2 : 1, outs, (size_t)names->n);
+}
+
+/* The grids read, and the output directory made. */
+static int load_inputs(svf_run *r) {
+  const svf_args *a = r->a;
+  if (!load_grid(r->ctx, a->cmd, a->dsm, &r->bd, &r->geo) ||
+      (a->cdsm && !load_grid(r->ctx, a->cmd, a->cdsm, &r->bc, NULL)) ||
+      (a->tdsm && !load_grid(r->ctx, a->cmd, a->tdsm, &r->bt, NULL)))
+    return CLI_SOME_FAILED;
+  double gx, gy;
+  if (r->geo && accel_geo_pixel_size(r->geo, &gx, &gy) == ACCEL_OK && gx > 0 &&
+      fabs(gx - a->o.pixel_size) > 1e-6 * gx)
+    cli_error("%s: warning: --pixel-size %g, but %s says %g x %g", a->cmd, a->o.pixel_size, a->dsm, gx, gy);
+  if (!cli_make_dirs(a->out)) return CLI_USAGE; /* set-up */
+  accel_buffer_view(r->bd, &r->dsm);
+  if (r->bc) accel_buffer_view(r->bc, &r->cdsm);
+  if (r->bt) accel_buffer_view(r->bt, &r->tdsm);
+  r->rows = r->dsm.shape[0];
+  r->cols = r->dsm.shape[1];
+  r->n = r->rows * r->cols;
+  return CLI_OK;
+}
+
+/* One buffer of `bytes` for all the outputs. */
+static bool make_outputs(svf_run *r, int64_t bytes, cli_progress *bar) {
+  if (accel_buffer_create(ACCEL_DTYPE_U8, 1, &bytes, &r->outbuf)) {
+    cli_progress_end(bar);
+    cli_error("%s: out of memory for the outputs", r->a->cmd);
     return false;
   }
-  (*written)++;
+  accel_buffer_view(r->outbuf, &r->all);
   return true;
 }
 
-/* An F32 (rows, cols) view of a C-ordered slice of a buffer. */
-static accel_array grid_view(float *data, int64_t rows, int64_t cols) {
-  accel_array a = {0};
-  a.data = data;
-  a.dtype = ACCEL_DTYPE_F32;
-  a.ndim = 2;
-  a.shape[0] = rows;
-  a.shape[1] = cols;
-  a.strides[0] = cols * 4;
-  a.strides[1] = 4;
-  return a;
+/* Output k: a view of the outputs' buffer from byte `at`. */
+static const accel_array *output_view(svf_run *r, accel_array *v, int64_t at, accel_dtype dtype, int ndim,
+                                      const int64_t *shape) {
+  accel_array_init(v, (uint8_t *)r->all.data + at, dtype, ndim, shape);
+  return v;
+}
+
+/* Written: in the format asked for (matrices: .npy), counted in r->written. */
+static bool save(svf_run *r, const char *path, bool tif, const accel_array *a) {
+  const accel_status s = tif ? accel_tiff_save(r->ctx, path, a, r->geo) : accel_npy_save(r->ctx, path, a);
+  if (s) {
+    cli_error("%s: %s", r->a->cmd, accel_last_error(r->ctx));
+    return false;
+  }
+  r->written++;
+  return true;
+}
+
+/* The mean of a grid. */
+static double mean(const accel_array *a, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; i++) sum += ((const float *)a->data)[i];
+  return sum / (double)n;
+}
+
+static int cast_shadows(svf_run *r, cli_progress *bar) {
+  const int64_t shape[2] = {r->rows, r->cols};
+  accel_array o[3];
+  if (!make_outputs(r, 3 * r->n * 4, bar)) return CLI_SOME_FAILED;
+  for (int k = 0; k < 3; k++) output_view(r, &o[k], k * r->n * 4, ACCEL_DTYPE_F32, 2, shape);
+  const accel_status s = accel_svf_shadows(r->ctx, &r->dsm, r->bc ? &r->cdsm : NULL, r->bt ? &r->tdsm : NULL,
+                                           r->a->azimuth, r->a->altitude, &r->a->o, &o[0], &o[1], &o[2]);
+  cli_progress_end(bar);
+  if (s) {
+    cli_error("%s: %s", r->a->cmd, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
+  }
+  bool ok = true;
+  for (int k = 0; k < 3; k++) ok = save(r, r->names->path[k], r->tif, &o[k]) && ok;
+  printf("shape\t%lld,%lld\nsunlit_fraction\t%.6f\nwritten\t%d\n", (long long)r->rows, (long long)r->cols,
+         mean(&o[0], r->n), r->written);
+  return ok ? CLI_OK : CLI_SOME_FAILED;
+}
+
+static int sky_view(svf_run *r, cli_progress *bar) {
+  const int ngrids = r->bc ? ACCEL_SVF_GRIDS : 5, nmats = r->a->matrices ? (r->bc ? 3 : 1) : 0;
+  int32_t np = 0;
+  accel_svf_patches(r->a->o.patches, &np, NULL, NULL); /* checked while parsing */
+  const int64_t mb = (np + 7) / 8, grid[2] = {r->rows, r->cols}, mat[3] = {r->rows, r->cols, mb};
+  accel_array o[ACCEL_SVF_GRIDS], m[3];
+  const accel_array *grids[ACCEL_SVF_GRIDS] = {0}, *mats[3] = {0};
+  if (!make_outputs(r, r->n * ngrids * 4 + r->n * mb * nmats, bar)) return CLI_SOME_FAILED;
+  for (int k = 0; k < ngrids; k++) grids[k] = output_view(r, &o[k], k * r->n * 4, ACCEL_DTYPE_F32, 2, grid);
+  for (int k = 0; k < nmats; k++)
+    mats[k] = output_view(r, &m[k], r->n * ngrids * 4 + k * r->n * mb, ACCEL_DTYPE_U8, 3, mat);
+  const accel_status s = accel_svf_sky(r->ctx, &r->dsm, r->bc ? &r->cdsm : NULL, r->bt ? &r->tdsm : NULL, &r->a->o,
+                                       grids, nmats ? mats : NULL);
+  cli_progress_end(bar);
+  if (s) {
+    cli_error("%s: %s", r->a->cmd, accel_last_error(r->ctx));
+    return CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
+  }
+  bool ok = true;
+  for (int k = 0; k < ngrids; k++) ok = save(r, r->names->path[k], r->tif, &o[k]) && ok;
+  for (int k = 0; k < nmats; k++) ok = save(r, r->names->path[ngrids + k], false, &m[k]) && ok;
+  printf("shape\t%lld,%lld\npatches\t%d\nmean_svf\t%.6f\nwritten\t%d\n", (long long)r->rows, (long long)r->cols,
+         (int)np, mean(&o[0], r->n), r->written);
+  return ok ? CLI_OK : CLI_SOME_FAILED;
 }
 
 static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) {
-  svf_args a = {0};
-  a.cmd = shadow ? "shadow" : "svf";
+  svf_args a = {.cmd = shadow ? "shadow" : "svf"};
   accel_svf_options_init(&a.o, sizeof a.o);
   int rc = parse(argc, argv, &a, shadow);
   if (rc) return rc;
-  const bool tif = a.format ? strcmp(a.format, "tif") == 0 : has_tiff_ext(a.dsm);
   static out_names names; /* large: not on the stack */
-  output_names(&a, shadow, tif, &names);
-  cli_file ins[3] = {{a.dsm, "--dsm", NULL}, {a.cdsm, "--cdsm", NULL}, {a.tdsm, "--tdsm", NULL}}, outs[MAX_OUTPUTS];
-  for (int k = 0; k < names.n; k++) outs[k] = (cli_file){names.path[k], "--out", NULL};
-  if (!cli_check_outputs(a.cmd, ins, a.tdsm ? 3 : a.cdsm ? 2 : 1, outs, (size_t)names.n)) return CLI_USAGE;
-  accel_ctx *ctx = NULL;
-  if ((rc = cli_open_ctx(g, &ctx))) return rc;
-  accel_buffer *bd = NULL, *bc = NULL, *bt = NULL, *outbuf = NULL;
-  accel_geo *geo = NULL;
-  rc = CLI_SOME_FAILED;
-  if (!load_grid(ctx, a.cmd, a.dsm, &bd, &geo) || (a.cdsm && !load_grid(ctx, a.cmd, a.cdsm, &bc, NULL)) ||
-      (a.tdsm && !load_grid(ctx, a.cmd, a.tdsm, &bt, NULL)))
-    goto done;
-  double gx, gy;
-  if (geo && accel_geo_pixel_size(geo, &gx, &gy) == ACCEL_OK && gx > 0 &&
-      fabs(gx - a.o.pixel_size) > 1e-6 * gx)
-    cli_error("%s: warning: --pixel-size %g, but %s says %g x %g", a.cmd, a.o.pixel_size, a.dsm, gx, gy);
-  if (!cli_make_dirs(a.out)) {
-    rc = CLI_USAGE; /* set-up */
-    goto done;
+  svf_run r = {.a = &a, .shadow = shadow, .names = &names};
+  r.tif = a.format ? strcmp(a.format, "tif") == 0 : has_tiff_ext(a.dsm);
+  if (!check_outputs(&r, &names)) return CLI_USAGE;
+  rc = cli_open_ctx(g, &r.ctx);
+  if (!rc) rc = load_inputs(&r);
+  if (!rc) {
+    cli_progress bar;
+    cli_progress_begin(&bar, a.cmd, g->progress);
+    a.o.progress = cli_progress_callback;
+    a.o.progress_user = &bar;
+    rc = shadow ? cast_shadows(&r, &bar) : sky_view(&r, &bar);
   }
-  accel_array dsm, cdsm, tdsm;
-  accel_buffer_view(bd, &dsm);
-  if (bc) accel_buffer_view(bc, &cdsm);
-  if (bt) accel_buffer_view(bt, &tdsm);
-  const int64_t rows = dsm.shape[0], cols = dsm.shape[1], n = rows * cols;
-  cli_progress bar;
-  cli_progress_begin(&bar, a.cmd, g->progress);
-  a.o.progress = cli_progress_callback;
-  a.o.progress_user = &bar;
-  int written = 0;
-  accel_status s;
-  if (shadow) {
-    const int64_t shape[3] = {3, rows, cols};
-    if ((s = accel_buffer_create(ACCEL_DTYPE_F32, 3, shape, &outbuf))) {
-      cli_progress_end(&bar);
-      cli_error("%s: out of memory for the outputs", a.cmd);
-      goto done;
-    }
-    accel_array all;
-    accel_buffer_view(outbuf, &all);
-    accel_array o[3];
-    for (int k = 0; k < 3; k++) o[k] = grid_view((float *)all.data + k * n, rows, cols);
-    s = accel_svf_shadows(ctx, &dsm, bc ? &cdsm : NULL, bt ? &tdsm : NULL, a.azimuth, a.altitude, &a.o, &o[0],
-                          &o[1], &o[2]);
-    cli_progress_end(&bar);
-    if (s) {
-      cli_error("shadow: %s", accel_last_error(ctx));
-      rc = CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
-      goto done;
-    }
-    bool ok = true;
-    double lit = 0;
-    for (int64_t i = 0; i < n; i++) lit += ((const float *)o[0].data)[i];
-    for (int k = 0; k < 3; k++) ok = save_grid(ctx, a.cmd, names.path[k], tif, &o[k], geo, &written) && ok;
-    printf("shape\t%lld,%lld\nsunlit_fraction\t%.6f\nwritten\t%d\n", (long long)rows, (long long)cols, lit / (double)n,
-           written);
-    rc = ok ? CLI_OK : CLI_SOME_FAILED;
-  } else {
-    const int ngrids = bc ? ACCEL_SVF_GRIDS : 5, nmats = a.matrices ? (bc ? 3 : 1) : 0;
-    int32_t np = 0;
-    accel_svf_patches(a.o.patches, &np, NULL, NULL); /* checked while parsing */
-    const int64_t mb = (np + 7) / 8;
-    const int64_t shape[1] = {n * ngrids * 4 + n * mb * nmats};
-    if ((s = accel_buffer_create(ACCEL_DTYPE_U8, 1, shape, &outbuf))) {
-      cli_progress_end(&bar);
-      cli_error("%s: out of memory for the outputs", a.cmd);
-      goto done;
-    }
-    accel_array all;
-    accel_buffer_view(outbuf, &all);
-    accel_array o[ACCEL_SVF_GRIDS], m[3];
-    const accel_array *grids[ACCEL_SVF_GRIDS] = {0}, *mats[3] = {0};
-    for (int k = 0; k < ngrids; k++) {
-      o[k] = grid_view((float *)all.data + k * n, rows, cols);
-      grids[k] = &o[k];
-    }
-    for (int k = 0; k < nmats; k++) {
-      m[k] = (accel_array){0};
-      m[k].data = (uint8_t *)all.data + n * ngrids * 4 + k * n * mb;
-      m[k].dtype = ACCEL_DTYPE_U8;
-      m[k].ndim = 3;
-      m[k].shape[0] = rows;
-      m[k].shape[1] = cols;
-      m[k].shape[2] = mb;
-      m[k].strides[0] = cols * mb;
-      m[k].strides[1] = mb;
-      m[k].strides[2] = 1;
-      mats[k] = &m[k];
-    }
-    s = accel_svf_sky(ctx, &dsm, bc ? &cdsm : NULL, bt ? &tdsm : NULL, &a.o, grids, nmats ? mats : NULL);
-    cli_progress_end(&bar);
-    if (s) {
-      cli_error("svf: %s", accel_last_error(ctx));
-      rc = CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
-      goto done;
-    }
-    bool ok = true;
-    double mean = 0;
-    for (int64_t i = 0; i < n; i++) mean += ((const float *)o[0].data)[i];
-    for (int k = 0; k < ngrids; k++) ok = save_grid(ctx, a.cmd, names.path[k], tif, &o[k], geo, &written) && ok;
-    for (int k = 0; k < nmats; k++) {
-      if (accel_npy_save(ctx, names.path[ngrids + k], &m[k])) {
-        cli_error("svf: %s", accel_last_error(ctx));
-        ok = false;
-      } else {
-        written++;
-      }
-    }
-    printf("shape\t%lld,%lld\npatches\t%d\nmean_svf\t%.6f\nwritten\t%d\n", (long long)rows, (long long)cols, (int)np,
-           mean / (double)n, written);
-    rc = ok ? CLI_OK : CLI_SOME_FAILED;
-  }
-done:
-  accel_buffer_destroy(bd);
-  accel_buffer_destroy(bc);
-  accel_buffer_destroy(bt);
-  accel_buffer_destroy(outbuf);
-  accel_geo_destroy(geo);
-  accel_ctx_destroy(ctx);
+  accel_buffer_destroy(r.bd);
+  accel_buffer_destroy(r.bc);
+  accel_buffer_destroy(r.bt);
+  accel_buffer_destroy(r.outbuf);
+  accel_geo_destroy(r.geo);
+  accel_ctx_destroy(r.ctx);
   return rc;
 }
-
-static const char *const VALUES_SHADOW[] = {"--dsm", "--cdsm", "--tdsm", "--pixel-size", "--azimuth", "--altitude",
-                                            "--out", "--format", "--trunk-ratio", "--max-height", "--tile", NULL};
-static const char *const VALUES_SVF[] = {"--dsm", "--cdsm", "--tdsm", "--pixel-size", "--patches", "--out", "--format",
-                                         "--trunk-ratio", "--max-height", "--tile", NULL};
 
 static int run_shadow(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, true); }
 static int run_svf(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, false); }
 
-const cli_command cli_shadow_command = {"shadow", "shadows of a surface model for one sun position (UMEP)",
-                                        SHADOW_USAGE, run_shadow, VALUES_SHADOW};
-const cli_command cli_svf_command = {"svf", "sky view factors of a surface model (UMEP's 153 patches)", SVF_USAGE,
-                                     run_svf, VALUES_SVF};
+const cli_command cli_shadow_command = {
+    .name = "shadow", .summary = "shadows of a surface model for one sun position (UMEP)", .usage = SHADOW_USAGE,
+    .options = SHADOW_OPTIONS, .help_column = 23, .usage_tail = USAGE_TAIL, .run = run_shadow};
+const cli_command cli_svf_command = {
+    .name = "svf", .summary = "sky view factors of a surface model (UMEP's 153 patches)", .usage = SVF_USAGE,
+    .options = SVF_OPTIONS, .help_column = 23, .usage_tail = USAGE_TAIL, .run = run_svf};
