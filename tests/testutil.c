@@ -42,8 +42,7 @@ accel_ctx_options ctx_options(accel_backend_kind backend) {
   return o;
 }
 
-accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
-                    accel_log_level level) {
+accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap, accel_log_level level) {
   accel_ctx_options o = ctx_options(backend);
   o.fallback = policy;
   o.log_level = level;
