@@ -16,6 +16,24 @@
 #error "PROJECT_VERSION (meson's project version) must be defined"
 #endif
 
+/* What accel_ctx_query says of a context (its status is not checked here). */
+static accel_ctx_info info_of(accel_ctx *ctx) {
+  accel_ctx_info info;
+  accel_ctx_info_init(&info, sizeof info);
+  accel_ctx_query(ctx, &info);
+  return info;
+}
+
+/* An environment variable set to a value the library refuses: creating a
+ * context fails, and the message names the variable. */
+static void env_value_is_refused(const char *name, const char *value) {
+  setenv(name, value, 1);
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create(NULL, &ctx), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), name));
+  unsetenv(name);
+}
+
 /* ------------------------------------------------------------ version */
 
 START_TEST(version_macros_functions_and_build_agree) {
@@ -143,17 +161,13 @@ START_TEST(default_context_resolves_its_options) {
 END_TEST
 
 START_TEST(explicit_options_are_kept) {
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.cpu_threads = 3;
   o.fallback = ACCEL_FALLBACK_DENY;
   o.log_level = ACCEL_LOG_ERROR;
   accel_ctx *ctx;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
-  accel_ctx_info info;
-  accel_ctx_info_init(&info, sizeof info);
-  accel_ctx_query(ctx, &info);
+  accel_ctx_info info = info_of(ctx);
   ck_assert_int_eq(info.backend, ACCEL_BACKEND_CPU);
   ck_assert_int_eq(info.cpu_threads, 3);
   ck_assert_int_eq(info.fallback, ACCEL_FALLBACK_DENY);
@@ -225,30 +239,35 @@ START_TEST(struct_size_is_checked) {
 END_TEST
 
 /* The layouts of accel_ctx_options and accel_ctx_info before max_pixels was
- * added, as a program built against those headers declares them. */
-typedef struct ctx_options_v1 {
-  uint32_t struct_size;
-  accel_backend_kind backend;
-  int32_t device;
-  accel_fallback_policy fallback;
-  uint64_t device_memory_budget;
-  int32_t cpu_threads;
+ * added, as a program built against those headers declares them: both begin
+ * with the same fields. */
+#define CTX_V1_FIELDS                                                                                                  \
+  uint32_t struct_size;                                                                                                \
+  accel_backend_kind backend;                                                                                          \
+  int32_t device;                                                                                                      \
+  accel_fallback_policy fallback;                                                                                      \
+  uint64_t device_memory_budget;                                                                                       \
+  int32_t cpu_threads;                                                                                                 \
   accel_log_level log_level;
+
+typedef struct ctx_options_v1 {
+  CTX_V1_FIELDS
   accel_log_fn log_fn;
   void *log_user;
 } ctx_options_v1;
 
 typedef struct ctx_info_v1 {
-  uint32_t struct_size;
-  accel_backend_kind backend;
-  int32_t device;
-  accel_fallback_policy fallback;
-  uint64_t device_memory_budget;
-  int32_t cpu_threads;
-  accel_log_level log_level;
+  CTX_V1_FIELDS
 } ctx_info_v1;
 
 enum { GUARD = 0xa5, GUARD_BYTES = 64 };
+
+/* A `T` named `field` with guard bytes after it, to see what a call writes past it. */
+#define GUARDED(T, field)                                                                                              \
+  struct {                                                                                                             \
+    T field;                                                                                                           \
+    unsigned char guard[GUARD_BYTES];                                                                                  \
+  }
 
 static bool guard_intact(const unsigned char *p, size_t n) {
   for (size_t i = 0; i < n; i++)
@@ -259,10 +278,7 @@ static bool guard_intact(const unsigned char *p, size_t n) {
 START_TEST(older_smaller_structs_work_and_nothing_past_them_is_written) {
   ck_assert_uint_lt(sizeof(ctx_options_v1), sizeof(accel_ctx_options));
   ck_assert_uint_lt(sizeof(ctx_info_v1), sizeof(accel_ctx_info));
-  struct {
-    ctx_options_v1 o;
-    unsigned char guard[GUARD_BYTES];
-  } opt;
+  GUARDED(ctx_options_v1, o) opt;
   memset(&opt, GUARD, sizeof opt);
   ck_assert_int_eq(accel_ctx_options_init((accel_ctx_options *)(void *)&opt.o, sizeof opt.o), ACCEL_OK);
   ck_assert(guard_intact(opt.guard, sizeof opt.guard));
@@ -276,10 +292,7 @@ START_TEST(older_smaller_structs_work_and_nothing_past_them_is_written) {
   ck_assert_int_eq(accel_ctx_create((const accel_ctx_options *)(void *)&opt.o, &ctx), ACCEL_OK);
   ck_assert(guard_intact(opt.guard, sizeof opt.guard));
 
-  struct {
-    ctx_info_v1 i;
-    unsigned char guard[GUARD_BYTES];
-  } info;
+  GUARDED(ctx_info_v1, i) info;
   memset(&info, GUARD, sizeof info);
   ck_assert_int_eq(accel_ctx_info_init((accel_ctx_info *)(void *)&info.i, sizeof info.i), ACCEL_OK);
   ck_assert(guard_intact(info.guard, sizeof info.guard));
@@ -349,10 +362,7 @@ END_TEST
 
 /* Query functions write no further than the caller's struct_size either. */
 START_TEST(queries_write_only_the_callers_size) {
-  struct {
-    accel_backend_info v;
-    unsigned char guard[GUARD_BYTES];
-  } b;
+  GUARDED(accel_backend_info, v) b;
   memset(&b, GUARD, sizeof b);
   accel_backend_info_init(&b.v, sizeof b.v);
   ck_assert_int_eq(accel_backend_query(ACCEL_BACKEND_CPU, &b.v), ACCEL_OK);
@@ -363,10 +373,7 @@ START_TEST(queries_write_only_the_callers_size) {
   accel_array_init(&px, rgb, ACCEL_DTYPE_U8, 3, (int64_t[]){1, 2, 3});
   accel_array_init(&g, gray, ACCEL_DTYPE_U8, 2, (int64_t[]){1, 2});
   ck_assert_int_eq(accel_image_to_gray(ctx, &px, &g), ACCEL_OK);
-  struct {
-    accel_stage_stats v;
-    unsigned char guard[GUARD_BYTES];
-  } st;
+  GUARDED(accel_stage_stats, v) st;
   memset(&st, GUARD, sizeof st);
   accel_stage_stats_init(&st.v, sizeof st.v);
   ck_assert_int_eq(accel_ctx_stats_get(ctx, 0, &st.v), ACCEL_OK);
@@ -376,9 +383,7 @@ START_TEST(queries_write_only_the_callers_size) {
 END_TEST
 
 START_TEST(absurd_thread_counts_are_refused) {
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.cpu_threads = 100000;
   accel_ctx *ctx = (accel_ctx *)0x1;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
@@ -390,9 +395,7 @@ START_TEST(absurd_thread_counts_are_refused) {
   /* the default (all cores, or OMP_NUM_THREADS) stays within the cap */
   o.cpu_threads = 0;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
-  accel_ctx_info info;
-  accel_ctx_info_init(&info, sizeof info);
-  accel_ctx_query(ctx, &info);
+  accel_ctx_info info = info_of(ctx);
   ck_assert_int_ge(info.cpu_threads, 1);
   ck_assert_int_le(info.cpu_threads, ACCEL_CPU_THREADS_MAX);
   accel_ctx_destroy(ctx);
@@ -405,18 +408,11 @@ START_TEST(env_backend_overrides_options) {
   setenv("ACCEL_BACKEND", "cpu", 1);
   log_capture cap = {0};
   accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CUDA, ACCEL_FALLBACK_DENY, &cap, ACCEL_LOG_DEBUG);
-  accel_ctx_info info;
-  accel_ctx_info_init(&info, sizeof info);
-  accel_ctx_query(ctx, &info);
+  accel_ctx_info info = info_of(ctx);
   ck_assert_int_eq(info.backend, ACCEL_BACKEND_CPU);
   ck_assert_int_eq(capture_count_containing(&cap, -1, "CPU fallback"), 0);
   accel_ctx_destroy(ctx);
-
-  setenv("ACCEL_BACKEND", "gpu", 1);
-  ctx = NULL;
-  ck_assert_int_eq(accel_ctx_create(NULL, &ctx), ACCEL_ERR_INVALID_ARG);
-  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "ACCEL_BACKEND"));
-  unsetenv("ACCEL_BACKEND");
+  env_value_is_refused("ACCEL_BACKEND", "gpu");
 }
 END_TEST
 
@@ -425,9 +421,7 @@ START_TEST(env_backend_cuda_follows_the_policy) {
   accel_device_count(&n);
   if (n > 0) return; /* with a device, ACCEL_BACKEND=cuda simply works */
   setenv("ACCEL_BACKEND", "cuda", 1);
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.fallback = ACCEL_FALLBACK_DENY;
   accel_ctx *ctx = NULL;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_NO_DEVICE);
@@ -446,9 +440,7 @@ START_TEST(env_log_overrides_levels) {
   ck_assert_int_ge(capture_count_containing(&cap, ACCEL_LOG_DEBUG, "context ready"), 1);
   /* a later accel_set_log cannot lower the level below what ACCEL_LOG asks */
   ck_assert_int_eq(accel_set_log(ctx, capture_log, &cap, ACCEL_LOG_OFF), ACCEL_OK);
-  accel_ctx_info info;
-  accel_ctx_info_init(&info, sizeof info);
-  accel_ctx_query(ctx, &info);
+  accel_ctx_info info = info_of(ctx);
   ck_assert_int_eq(info.log_level, ACCEL_LOG_DEBUG);
   accel_ctx_destroy(ctx);
 
@@ -459,12 +451,7 @@ START_TEST(env_log_overrides_levels) {
   ck_assert_int_ne(accel_image_to_gray(ctx, NULL, &a), ACCEL_OK);
   ck_assert_int_eq(quiet.n, 0);
   accel_ctx_destroy(ctx);
-
-  setenv("ACCEL_LOG", "chatty", 1);
-  ctx = NULL;
-  ck_assert_int_eq(accel_ctx_create(NULL, &ctx), ACCEL_ERR_INVALID_ARG);
-  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "ACCEL_LOG"));
-  unsetenv("ACCEL_LOG");
+  env_value_is_refused("ACCEL_LOG", "chatty");
 }
 END_TEST
 
@@ -501,9 +488,7 @@ START_TEST(default_writer_prints_exact_lines_on_stderr) {
   fflush(stderr);
   int saved = dup(2);
   dup2(fd, 2);
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CUDA;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CUDA);
   accel_ctx *ctx = NULL;
   accel_status s = accel_ctx_create(&o, &ctx);
   fflush(stderr);
@@ -718,8 +703,7 @@ END_TEST
 #endif
 
 Suite *suite_core(void) {
-  Suite *s = suite_create("core");
-  TCase *tc = tcase_create("core");
+  TCase *tc = new_case("core", 0, NULL, NULL);
   tcase_add_test(tc, version_macros_functions_and_build_agree);
   tcase_add_test(tc, build_info_names_cuda_and_openmp);
   tcase_add_test(tc, every_status_has_a_distinct_name);
@@ -747,8 +731,7 @@ Suite *suite_core(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, cuda_errors_are_named_and_say_what_to_do);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("core", tc);
 }
 
 ACCEL_TEST_MAIN(suite_core)

@@ -29,34 +29,11 @@ static int uf_yield;
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#ifndef SHARED_DATA_DIR
-#define SHARED_DATA_DIR "../shared/data"
-#endif
-
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
-  } while (0)
-
 /* ------------------------------------------------------------ fixtures */
-
-/* Load dir/name.npy or dir/name.npy.gz; it must exist. */
-static accel_buffer *load(const char *dir, const char *name) {
-  accel_buffer *b = load_npy_gz(dir, name);
-  ck_assert_msg(b != NULL, "cannot open %s/%s.npy(.gz)", dir, name);
-  return b;
-}
-
-static accel_array view_of(accel_buffer *b) {
-  accel_array a;
-  accel_buffer_view(b, &a);
-  return a;
-}
 
 typedef struct fixture {
   char dir[512], name[128];
@@ -66,6 +43,16 @@ typedef struct fixture {
   accel__dims d;
   uint64_t n;
 } fixture;
+
+/* The fixture's volumes, in the order of the files they are loaded from. */
+enum { FIXTURE_VOLUMES = 6 };
+static const char *const FIXTURE_FILES[FIXTURE_VOLUMES] = {"input", "filled", "pores", "edt", "markers", "labels"};
+
+static accel_buffer **fixture_volume(fixture *fx, int k) {
+  accel_buffer **const volume[FIXTURE_VOLUMES] = {&fx->input, &fx->filled,  &fx->pores_ref,
+                                                  &fx->edt,   &fx->markers, &fx->labels};
+  return volume[k];
+}
 
 static void load_fixture(fixture *fx, const char *root, const char *name) {
   memset(fx, 0, sizeof *fx);
@@ -88,32 +75,19 @@ static void load_fixture(fixture *fx, const char *root, const char *name) {
   }
   fclose(f);
   ck_assert(fx->spacing[0] > 0);
-  fx->input = load(fx->dir, "input");
-  fx->filled = load(fx->dir, "filled");
-  fx->pores_ref = load(fx->dir, "pores");
-  fx->edt = load(fx->dir, "edt");
-  fx->markers = load(fx->dir, "markers");
-  fx->labels = load(fx->dir, "labels");
+  for (int k = 0; k < FIXTURE_VOLUMES; k++) *fixture_volume(fx, k) = must_load(fx->dir, FIXTURE_FILES[k]);
   accel_array in = view_of(fx->input);
   fx->d = (accel__dims){in.shape[0], in.shape[1], in.shape[2]};
   fx->n = accel__dims_count(fx->d);
 }
 
 static void free_fixture(fixture *fx) {
-  accel_buffer_destroy(fx->input);
-  accel_buffer_destroy(fx->filled);
-  accel_buffer_destroy(fx->pores_ref);
-  accel_buffer_destroy(fx->edt);
-  accel_buffer_destroy(fx->markers);
-  accel_buffer_destroy(fx->labels);
+  for (int k = 0; k < FIXTURE_VOLUMES; k++) accel_buffer_destroy(*fixture_volume(fx, k));
 }
 
 static accel_array new_volume(void **data, accel_dtype dt, accel__dims d) {
-  const int64_t shape[3] = {d.nz, d.ny, d.nx};
   *data = calloc(accel__dims_count(d) ? accel__dims_count(d) : 1, accel_dtype_size(dt));
-  accel_array a;
-  ck_assert_int_eq(accel_array_init(&a, *data, dt, 3, shape), ACCEL_OK);
-  return a;
+  return array_of(*data, dt, 3, (const int64_t[]){d.nz, d.ny, d.nx});
 }
 
 /* Every stage of one fixture against its references, then the pipeline. */
@@ -227,27 +201,32 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
 
 static const char *const COMMITTED[] = {"berea_pore", "food_aniso_64x96x80_s1"};
 
-START_TEST(committed_fixtures_equal_the_references) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+/* The fixture `root`/`name`, on the CPU, against its references. */
+static void fixture_equals_the_references(const char *root, const char *name) {
+  accel_ctx *ctx = cpu_ctx();
   fixture fx;
-  load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[_i]);
+  load_fixture(&fx, root, name);
   check_fixture(ctx, &fx, true);
   free_fixture(&fx);
   accel_ctx_destroy(ctx);
+}
+
+START_TEST(committed_fixtures_equal_the_references) {
+  fixture_equals_the_references(TEST_DATA_DIR "/ct", COMMITTED[_i]);
 }
 END_TEST
 
 static const char *const SHARED[] = {"berea_pore", "food_64x96x80_s1", "food_aniso_64x96x80_s1"};
 
-START_TEST(shared_fixtures_equal_the_references) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  fixture fx;
-  load_fixture(&fx, SHARED_DATA_DIR "/ct", SHARED[_i]);
-  check_fixture(ctx, &fx, true);
-  free_fixture(&fx);
-  accel_ctx_destroy(ctx);
-}
+START_TEST(shared_fixtures_equal_the_references) { fixture_equals_the_references(SHARED_DATA_DIR "/ct", SHARED[_i]); }
 END_TEST
+
+static Suite *suite_ct_shared(void) {
+  return single_test_suite("ct_shared", "shared", 600, shared_fixtures_equal_the_references, 3);
+}
+
+static const shared_run CT_SHARED = {"--shared", SHARED_DATA_DIR "/ct/berea_pore/labels.npy", SHARED_DATA_DIR "/ct",
+                                     suite_ct_shared};
 
 static uint64_t rng = 1;
 static uint32_t rnd(void) {
@@ -262,9 +241,9 @@ static uint32_t rnd(void) {
  * touching peaks, each trim alone and both; then the same through
  * accel_ct_markers and the pipeline. */
 START_TEST(trims_equal_porespy) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const char *dir = TEST_DATA_DIR "/ct/berea_pore";
-  accel_buffer *edt_b = load(dir, "edt"), *pores_b = load(dir, "pores"), *input_b = load(dir, "input");
+  accel_buffer *edt_b = must_load(dir, "edt"), *pores_b = must_load(dir, "pores"), *input_b = must_load(dir, "input");
   accel_array edt = view_of(edt_b), pores = view_of(pores_b), input = view_of(input_b);
   const accel__dims d = {edt.shape[0], edt.shape[1], edt.shape[2]};
   const uint64_t n = accel__dims_count(d);
@@ -282,7 +261,7 @@ START_TEST(trims_equal_porespy) {
       {"peaks_md1", "trim_both_md1", ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY},
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-    accel_buffer *pk_b = load(dir, cases[c].peaks), *ref_b = load(dir, cases[c].ref);
+    accel_buffer *pk_b = must_load(dir, cases[c].peaks), *ref_b = must_load(dir, cases[c].ref);
     accel_array pk = view_of(pk_b), ref = view_of(ref_b);
     accel_ct_marker_options mo;
     accel_ct_marker_options_init(&mo, sizeof mo);
@@ -308,7 +287,7 @@ START_TEST(trims_equal_porespy) {
     accel_buffer_destroy(ref_b);
   }
   /* the peak search with both trims, and the pipeline */
-  accel_buffer *ref_b = load(dir, "trim_both");
+  accel_buffer *ref_b = must_load(dir, "trim_both");
   accel_array ref = view_of(ref_b);
   accel_ct_marker_options mo;
   accel_ct_marker_options_init(&mo, sizeof mo);
@@ -353,7 +332,7 @@ END_TEST
  * with anisotropic spacing: nearest (ties to the lowest number) and the
  * drop rule, written out directly. */
 START_TEST(nearby_trim_equals_all_pairs) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {23, 41, 37};
   const uint64_t n = accel__dims_count(d);
   void *map_d, *pk_d, *out_d;
@@ -520,7 +499,7 @@ START_TEST(gpu_union_find_with_threads) {
 END_TEST
 
 START_TEST(edt_equals_brute_force) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims shapes[] = {{7, 9, 11}, {1, 20, 1}, {13, 1, 6}, {5, 5, 40}, {16, 17, 3}};
   const double spacings[][3] = {{1, 1, 1}, {2, 0.5, 0.5}, {0.3, 1.7, 1.1}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
@@ -568,7 +547,7 @@ END_TEST
 
 /* Fill holes against a breadth-first search from the border. */
 START_TEST(fill_holes_equals_a_flood_from_the_border) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims shapes[] = {{12, 13, 14}, {1, 30, 30}, {20, 1, 9}, {2, 2, 2}, {31, 8, 5}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
     for (int conn = 0; conn < 2; conn++)
@@ -622,7 +601,7 @@ START_TEST(fill_holes_equals_a_flood_from_the_border) {
 END_TEST
 
 START_TEST(threshold_and_rescale) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {3, 4, 5};
   void *id, *fd, *od;
   accel_array in = new_volume(&id, ACCEL_DTYPE_I16, d), f = new_volume(&fd, ACCEL_DTYPE_F32, d),
@@ -691,7 +670,7 @@ END_TEST
 /* A plateau between two markers splits by first-pushed-first: the left half
  * to the first marker, which pops first. */
 START_TEST(watershed_plateau_and_mask) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {1, 1, 7};
   void *imd, *mkd, *od, *maskd;
   accel_array im = new_volume(&imd, ACCEL_DTYPE_F32, d), mk = new_volume(&mkd, ACCEL_DTYPE_I32, d),
@@ -728,7 +707,7 @@ END_TEST
 
 /* The network against sums written here, on the committed berea labels. */
 START_TEST(network_equals_direct_sums) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   fixture fx;
   load_fixture(&fx, TEST_DATA_DIR "/ct", "berea_pore");
   accel_array lab = view_of(fx.labels), edt = view_of(fx.edt);
@@ -822,7 +801,7 @@ START_TEST(network_equals_direct_sums) {
 END_TEST
 
 START_TEST(bad_arguments_are_errors) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {2, 3, 4}, d2 = {2, 3, 5};
   void *a, *b, *c, *e;
   accel_array u8 = new_volume(&a, ACCEL_DTYPE_U8, d), f32 = new_volume(&b, ACCEL_DTYPE_F32, d),
@@ -874,7 +853,7 @@ END_TEST
 /* The pipeline used to take a NaN or infinite rescale slope or intercept
  * (the rescale stage alone refused them) and segment nothing, silently. */
 START_TEST(pipeline_refuses_non_finite_rescale) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims d = {3, 4, 5};
   void *vd;
   accel_array vol = new_volume(&vd, ACCEL_DTYPE_I16, d);
@@ -904,7 +883,7 @@ END_TEST
 
 /* A strided (non-contiguous) view gives the same results as a contiguous copy. */
 START_TEST(strided_views) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const accel__dims big = {6, 8, 10}, d = {6, 8, 5};
   void *md, *cd, *o1, *o2;
   accel_array m = new_volume(&md, ACCEL_DTYPE_U8, big), c = new_volume(&cd, ACCEL_DTYPE_U8, d),
@@ -968,7 +947,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   set_emulated_gpu_budget(budget);
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   for (size_t f = 0; f < 2; f++) {
     fixture fx;
     load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[f]);
@@ -1175,7 +1154,7 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
     c.slope[z] = 1 + z * 0.125;
     c.intercept[z] = -1024 + z;
   }
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   ck_assert_int_eq(accel_ct_threshold(cpu, &c.raw, 0, ACCEL_CT_GREATER, &c.solid), ACCEL_OK);
   ck_assert_int_eq(accel_ct_fill_holes(cpu, &c.solid, ACCEL_CT_FACES, &c.pores), ACCEL_OK);
   uint64_t holes = 0;
@@ -1210,9 +1189,7 @@ END_TEST
 #endif
 
 Suite *suite_ct(void) {
-  Suite *s = suite_create("ct");
-  TCase *tc = tcase_create("stages");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = new_case("stages", 300, NULL, NULL);
   tcase_add_loop_test(tc, committed_fixtures_equal_the_references, 0, 2);
   tcase_add_test(tc, trims_equal_porespy);
   tcase_add_test(tc, nearby_trim_equals_all_pairs);
@@ -1233,28 +1210,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
   tcase_add_test(tc, gpu_stage_failures_fall_back_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("ct", tc);
 }
 
-static Suite *suite_ct_shared(void) {
-  Suite *s = suite_create("ct_shared");
-  TCase *tc = tcase_create("shared");
-  tcase_set_timeout(tc, 600);
-  tcase_add_loop_test(tc, shared_fixtures_equal_the_references, 0, 3);
-  suite_add_tcase(s, tc);
-  return s;
-}
-
-int main(int argc, char **argv) {
-  clear_accel_env();
-  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
-    struct stat st;
-    if (stat(SHARED_DATA_DIR "/ct/berea_pore/labels.npy", &st) != 0) {
-      printf("SKIP: %s/ct is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
-      return 77;
-    }
-    return run_suite(suite_ct_shared());
-  }
-  return run_suite(suite_ct());
-}
+ACCEL_TEST_MAIN_SHARED(suite_ct, CT_SHARED)

@@ -17,11 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/stat.h>
-
-#ifndef SHARED_DATA_DIR
-#define SHARED_DATA_DIR "../shared/data"
-#endif
 
 /* ------------------------------------------------------------ reference TSV */
 
@@ -84,6 +79,17 @@ static int hex_distance(const char *a, const char *b) {
   return d;
 }
 
+/* accel_hash_options as initialised, with the `nk` kinds of `kinds` when nk > 0. */
+static accel_hash_options hash_options(const accel_hash_kind *kinds, int nk) {
+  accel_hash_options o;
+  accel_hash_options_init(&o, sizeof o);
+  if (nk > 0) {
+    o.nkinds = (uint32_t)nk;
+    memcpy(o.kinds, kinds, sizeof(accel_hash_kind) * (size_t)nk);
+  }
+  return o;
+}
+
 typedef struct kind_tally {
   int same, differ, max_distance;
 } kind_tally;
@@ -98,10 +104,7 @@ static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int siz
     snprintf(buf[i], sizeof buf[i], "%s/%s", dir, t->rows[i].col[0]);
     paths[i] = buf[i];
   }
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
-  o.nkinds = (uint32_t)nk;
-  memcpy(o.kinds, kinds, sizeof(accel_hash_kind) * (size_t)nk);
+  accel_hash_options o = hash_options(kinds, nk);
   o.hash_size = size;
   size_t slot;
   ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
@@ -291,11 +294,8 @@ START_TEST(hostile_images_fail_cleanly) {
     ck_assert_ptr_null(b);
     paths[i] = strdup(data_path(cases[i].file));
   }
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options h;
-  accel_hash_options_init(&h, sizeof h);
-  h.nkinds = 6;
-  memcpy(h.kinds, ALL6, sizeof ALL6);
+  accel_ctx *ctx = cpu_ctx();
+  accel_hash_options h = hash_options(ALL6, 6);
   size_t slot = 0;
   ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
   uint8_t *out = malloc(N * 6 * slot);
@@ -375,9 +375,8 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   ck_assert_int_eq(accel_image_decode_file(NULL, data_path("hash/hopper.png"), &o, &b, NULL), ACCEL_OK);
   accel_buffer_destroy(b);
 
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options h;
-  accel_hash_options_init(&h, sizeof h);
+  accel_ctx *ctx = cpu_ctx();
+  accel_hash_options h = hash_options(NULL, 0);
   h.max_pixels = 1000;
   const char *paths[2] = {data_path("hash/hopper.png"), data_path("hash/palette_gray.png")};
   uint8_t out[2 * 4 * 8];
@@ -388,9 +387,7 @@ START_TEST(pixel_limit_guards_decompression_bombs) {
   accel_ctx_destroy(ctx);
 
   /* the context's limit caps the options' own */
-  accel_ctx_options co;
-  accel_ctx_options_init(&co, sizeof co);
-  co.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options co = ctx_options(ACCEL_BACKEND_CPU);
   co.max_pixels = 128 * 128 - 1;
   ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
   o.max_pixels = 0;
@@ -422,11 +419,10 @@ static void record_error(void *user, size_t index, accel_status status, const ch
 }
 
 START_TEST(one_broken_input_never_fails_the_batch) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   const char *paths[5] = {data_path("hash/hopper.jpg"), data_path("hash/truncated_jpeg.jpg"), "/no/such/file.png",
                           data_path("hash/broken.png"), data_path("hash/hopper.png")};
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
+  accel_hash_options o = hash_options(NULL, 0);
   errors_seen seen = {0};
   o.on_error = record_error;
   o.error_user = &seen;
@@ -467,16 +463,13 @@ static int cancel_after_two(void *user, const char *stage, double fraction) {
 }
 
 START_TEST(progress_reports_and_cancels) {
-  accel_ctx_options co;
-  accel_ctx_options_init(&co, sizeof co);
-  co.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options co = ctx_options(ACCEL_BACKEND_CPU);
   co.cpu_threads = 1;
   accel_ctx *ctx = NULL;
   ck_assert_int_eq(accel_ctx_create(&co, &ctx), ACCEL_OK);
   const char *paths[6];
   for (int i = 0; i < 6; i++) paths[i] = data_path("hash/hopper.png");
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
+  accel_hash_options o = hash_options(NULL, 0);
   int calls = 0;
   o.progress = cancel_after_two;
   o.progress_user = &calls;
@@ -490,11 +483,8 @@ START_TEST(progress_reports_and_cancels) {
 END_TEST
 
 START_TEST(buffers_and_arrays_hash_like_files) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
-  o.nkinds = 6;
-  memcpy(o.kinds, ALL6, sizeof ALL6);
+  accel_ctx *ctx = cpu_ctx();
+  accel_hash_options o = hash_options(ALL6, 6);
   size_t slot;
   accel_hash_slot_bytes(&o, &slot);
   const char *files[3] = {data_path("hash/hopper.png"), data_path("hash/hopper_gray.jpg"),
@@ -560,9 +550,8 @@ START_TEST(buffers_and_arrays_hash_like_files) {
 END_TEST
 
 START_TEST(fast_mode_changes_only_jpegs) {
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options o;
-  accel_hash_options_init(&o, sizeof o);
+  accel_ctx *ctx = cpu_ctx();
+  accel_hash_options o = hash_options(NULL, 0);
   const char *files[2] = {data_path("hash/hopper.png"), data_path("hash/hopper.jpg")};
   uint8_t exact[2 * 4 * 8], fast[2 * 4 * 8];
   accel_status st[2];
@@ -618,7 +607,7 @@ START_TEST(options_and_sizes_are_validated) {
     ck_assert_int_eq(accel_hash_kind_from_string(accel_hash_kind_name((accel_hash_kind)i), &k), ACCEL_OK);
     ck_assert_int_eq(k, i);
   }
-  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = cpu_ctx();
   accel_hash_options_init(&o, sizeof o);
   const char *p = data_path("hash/hopper.png");
   uint8_t out[64];
@@ -690,11 +679,8 @@ END_TEST
 static void compare_pipelines(const char **paths, size_t n, int size, int binbits, log_capture *cap,
                               uint64_t *fallbacks) {
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
-  accel_hash_options h;
-  accel_hash_options_init(&h, sizeof h);
-  h.nkinds = 6;
-  memcpy(h.kinds, ALL6, sizeof ALL6);
+  accel_ctx *cpu = cpu_ctx();
+  accel_hash_options h = hash_options(ALL6, 6);
   if (size & (size - 1)) h.nkinds = 5; /* whash needs a power of two: drop it (it is last but colorhash) */
   if (h.nkinds == 5) h.kinds[4] = ACCEL_HASH_COLORHASH;
   h.hash_size = size;
@@ -799,11 +785,9 @@ static void hash_case_init(hash_case *c) {
     snprintf(buf[i], sizeof buf[i], "%s/%s", data_path("hash"), names[i]);
     c->paths[c->n++] = buf[i];
   }
-  accel_hash_options_init(&c->h, sizeof c->h);
-  c->h.nkinds = 6;
-  memcpy(c->h.kinds, ALL6, sizeof ALL6);
+  c->h = hash_options(ALL6, 6);
   ck_assert_int_eq(accel_hash_slot_bytes(&c->h, &c->slot), ACCEL_OK);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   ck_assert_int_eq(accel_hash_files(cpu, c->paths, c->n, &c->h, c->expect, c->slot, c->expect_status), ACCEL_OK);
   accel_ctx_destroy(cpu);
 }
@@ -845,9 +829,7 @@ END_TEST
 #endif
 
 Suite *suite_hash(void) {
-  Suite *s = suite_create("hash");
-  TCase *tc = tcase_create("hash");
-  tcase_set_timeout(tc, 120);
+  TCase *tc = new_case("hash", 120, NULL, NULL);
   tcase_add_test(tc, committed_subset_matches_imagehash);
   tcase_add_test(tc, decoded_pixels_match_pillow);
   tcase_add_test(tc, png_robustness_follows_pillow);
@@ -866,8 +848,7 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, gpu_pipeline_failures_fall_back_in_emulation);
   tcase_add_test(tc, a_failed_call_never_fails_the_next_stage_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("hash", tc);
 }
 
 START_TEST(shared_corpus_meets_the_acceptance_rule) {
@@ -880,23 +861,10 @@ START_TEST(shared_corpus_meets_the_acceptance_rule) {
 END_TEST
 
 static Suite *suite_hash_shared(void) {
-  Suite *s = suite_create("hash_shared");
-  TCase *tc = tcase_create("reference");
-  tcase_set_timeout(tc, 600);
-  tcase_add_test(tc, shared_corpus_meets_the_acceptance_rule);
-  suite_add_tcase(s, tc);
-  return s;
+  return single_test_suite("hash_shared", "reference", 600, shared_corpus_meets_the_acceptance_rule, 1);
 }
 
-int main(int argc, char **argv) {
-  clear_accel_env();
-  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
-    struct stat st;
-    if (stat(SHARED_DATA_DIR "/hash/reference.tsv", &st) != 0) {
-      printf("SKIP: %s/hash/reference.tsv is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
-      return 77;
-    }
-    return run_suite(suite_hash_shared());
-  }
-  return run_suite(suite_hash());
-}
+static const shared_run HASH_SHARED = {"--shared", SHARED_DATA_DIR "/hash/reference.tsv",
+                                       SHARED_DATA_DIR "/hash/reference.tsv", suite_hash_shared};
+
+ACCEL_TEST_MAIN_SHARED(suite_hash, HASH_SHARED)

@@ -10,7 +10,7 @@
 
 static accel_ctx *ctx;
 
-static void setup(void) { ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
+static void setup(void) { ctx = cpu_ctx(); }
 static void teardown(void) { accel_ctx_destroy(ctx); }
 
 static accel_buffer *load(const char *name) {
@@ -118,9 +118,7 @@ START_TEST(threads_do_not_change_the_result) {
   uint8_t *src = malloc(H * W * 3), *a = malloc(H * W), *b = malloc(H * W);
   fill_random(src, H * W * 3, 77);
   accel_ctx *one = NULL;
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.cpu_threads = 1;
   ck_assert_int_eq(accel_ctx_create(&o, &one), ACCEL_OK);
   accel_array s, d1, d2;
@@ -225,9 +223,7 @@ END_TEST
 #endif
 
 Suite *suite_image(void) {
-  Suite *s = suite_create("image");
-  TCase *tc = tcase_create("gray");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  TCase *tc = new_case("gray", 0, setup, teardown);
   tcase_add_test(tc, rgb_matches_pillow);
   tcase_add_test(tc, rgba_matches_pillow_alpha_ignored);
   tcase_add_test(tc, gray_alpha_matches_pillow);
@@ -241,8 +237,7 @@ Suite *suite_image(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_gray_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("image", tc);
 }
 
 ACCEL_TEST_MAIN(suite_image)

@@ -14,13 +14,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-/* In loops over many pairs: Check's ck_assert reports every passing call to
- * the parent process (a write each), so loops test quietly and fail loudly. */
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
-  } while (0)
-
 /* ------------------------------------------------------------ data */
 
 static uint64_t rng_state;
@@ -123,29 +116,39 @@ static accel_index *build(accel_ctx *ctx, const dataset *d) {
   return ix;
 }
 
+/* A search's pairs, as accel_pairs_view gives them. */
+typedef struct pairs_view {
+  size_t n;
+  const uint64_t *first, *second;
+  const uint32_t *dist;
+  uint32_t nf;
+} pairs_view;
+
+static pairs_view view_pairs(const accel_pairs *p) {
+  pairs_view v;
+  accel_pairs_view(p, &v.n, &v.first, &v.second, &v.dist, &v.nf);
+  return v;
+}
+
 /* The join equals the reference: the same pairs, in (first, second) order,
  * with the distances of every field. */
 static void check_join_with(accel_index *ix, const dataset *d, const accel_search_options *o, const char *what,
                             const pair *ref, size_t nref) {
   accel_pairs *p = NULL;
   ck_assert_msg(accel_index_self_join(ix, o, &p) == ACCEL_OK, "%s: %s", what, accel_last_error(NULL));
-  size_t n;
-  const uint64_t *first, *second;
-  const uint32_t *dist;
-  uint32_t nf;
-  accel_pairs_view(p, &n, &first, &second, &dist, &nf);
-  ck_assert_msg(n == nref, "%s: %zu pairs, the reference has %zu", what, n, nref);
-  for (size_t i = 0; i < n; i++) {
-    EXPECT(first[i] == ref[i].a && second[i] == ref[i].b, "%s: pair %zu differs", what, i);
+  const pairs_view v = view_pairs(p);
+  ck_assert_msg(v.n == nref, "%s: %zu pairs, the reference has %zu", what, v.n, nref);
+  for (size_t i = 0; i < v.n; i++) {
+    EXPECT(v.first[i] == ref[i].a && v.second[i] == ref[i].b, "%s: pair %zu differs", what, i);
     size_t pa = 0, pb = 0;
-    accel_index_find(ix, first[i], &pa);
-    accel_index_find(ix, second[i], &pb);
-    for (uint32_t f = 0; f < nf; f++) {
+    accel_index_find(ix, v.first[i], &pa);
+    accel_index_find(ix, v.second[i], &pb);
+    for (uint32_t f = 0; f < v.nf; f++) {
       uint64_t ca[8 * 4], cb[8 * 4];
       accel_index_get(ix, pa, NULL, ca, NULL, NULL);
       accel_index_get(ix, pb, NULL, cb, NULL, NULL);
-      EXPECT(dist[i * nf + f] == slow_distance(ca + f * d->words, cb + f * d->words, d->words), "%s: pair %zu distance %u",
-             what, i, f);
+      EXPECT(v.dist[i * v.nf + f] == slow_distance(ca + f * d->words, cb + f * d->words, d->words),
+             "%s: pair %zu distance %u", what, i, f);
     }
   }
   accel_pairs_destroy(p);
@@ -158,7 +161,13 @@ static void check_join(accel_index *ix, const dataset *d, const accel_search_opt
   free(ref);
 }
 
-static accel_ctx *cpu_ctx(void) { return make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
+/* Search options as initialised, with field 0's threshold `r`. */
+static accel_search_options search_options(uint32_t r) {
+  accel_search_options o;
+  accel_search_options_init(&o, sizeof o);
+  o.thresholds[0] = r;
+  return o;
+}
 
 /* ------------------------------------------------------------ joins */
 
@@ -171,9 +180,7 @@ START_TEST(joins_equal_the_reference) {
       accel_index *ix = build(ctx, &d);
       for (uint32_t r = 0; r <= 12; r++)
         for (int alg = 0; alg < 3; alg++) {
-          accel_search_options o;
-          accel_search_options_init(&o, sizeof o);
-          o.thresholds[0] = r;
+          accel_search_options o = search_options(r);
           o.algorithm = (accel_index_algorithm)alg;
           char what[96];
           snprintf(what, sizeof what, "%u bits %s r=%u algorithm %d", bits[b], clustered ? "clustered" : "random", r, alg);
@@ -221,9 +228,7 @@ START_TEST(multi_index_at_scale) {
     dataset d = make_data(5000, 64, 1, clustered, 77 + (uint64_t)clustered);
     accel_index *ix = build(ctx, &d);
     for (uint32_t r = 0; r <= 10; r += 2) {
-      accel_search_options o;
-      accel_search_options_init(&o, sizeof o);
-      o.thresholds[0] = r;
+      accel_search_options o = search_options(r);
       size_t nref;
       pair *ref = reference_join(&d, &o, &nref);
       for (int alg = 0; alg < 3; alg++) { /* several row blocks and column tiles of brute force */
@@ -253,9 +258,7 @@ START_TEST(range_and_knn_equal_the_reference) {
     const size_t wpe = 2 * 2;
     for (uint32_t r = 0; r <= 12; r += 3)
       for (int alg = 0; alg < 3; alg++) {
-        accel_search_options o;
-        accel_search_options_init(&o, sizeof o);
-        o.thresholds[0] = r;
+        accel_search_options o = search_options(r);
         o.thresholds[1] = r + 2;
         o.rule = r % 2 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
         o.algorithm = (accel_index_algorithm)alg;
@@ -397,9 +400,7 @@ START_TEST(grouping_is_connected_components) {
   dataset d = make_data(600, 64, 2, true, 123);
   accel_index *ix = build(ctx, &d);
   for (uint32_t r = 0; r <= 8; r += 4) {
-    accel_search_options o;
-    accel_search_options_init(&o, sizeof o);
-    o.thresholds[0] = r;
+    accel_search_options o = search_options(r);
     o.thresholds[1] = r;
     o.rule = ACCEL_INDEX_ALL;
     size_t np;
@@ -509,9 +510,7 @@ START_TEST(add_remove_get_find_meta) {
   o.bits = 64;
   o.nfields = 9;
   ck_assert_int_eq(accel_index_create(ctx, &o, &bad), ACCEL_ERR_INVALID_ARG);
-  accel_search_options so;
-  accel_search_options_init(&so, sizeof so);
-  so.thresholds[0] = 129;
+  accel_search_options so = search_options(129);
   accel_pairs *p = NULL;
   ck_assert_int_eq(accel_index_self_join(ix, &so, &p), ACCEL_ERR_INVALID_ARG);
   accel_index_destroy(ix);
@@ -670,9 +669,7 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
     accel_index *gx = build(gpu, &d), *cx = build(cpu, &d);
     for (uint32_t r = 0; r <= 12; r += 4)
       for (int rule = 0; rule < 2; rule++) {
-        accel_search_options o;
-        accel_search_options_init(&o, sizeof o);
-        o.thresholds[0] = r;
+        accel_search_options o = search_options(r);
         o.thresholds[1] = 12 - r;
         o.rule = (accel_index_rule)rule;
         check_join(gx, &d, &o, "emulated GPU join");
@@ -710,9 +707,7 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
   set_emulated_gpu_budget(0);
   dataset d = make_data(300, 64, 1, true, 11);
   accel_index *gx = build(small, &d);
-  accel_search_options o;
-  accel_search_options_init(&o, sizeof o);
-  o.thresholds[0] = 3;
+  accel_search_options o = search_options(3);
   check_join(gx, &d, &o, "emulated GPU join over budget");
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] index.join failed: "), 1);
   accel_index_destroy(gx);
@@ -741,23 +736,19 @@ static accel_status search(accel_ctx *ctx, search_case *c, bool keep) {
     accel_pairs *p = NULL;
     s = c->op == 0 ? accel_index_self_join(ix, &c->o, &p) : accel_index_range(ix, c->nq, c->d->codes, &c->o, &p);
     if (!s) {
-      size_t n;
-      const uint64_t *f, *sec;
-      const uint32_t *dist;
-      uint32_t nf;
-      accel_pairs_view(p, &n, &f, &sec, &dist, &nf);
+      const pairs_view v = view_pairs(p);
       if (keep) {
-        c->npairs = n;
-        c->first = malloc(n * 8 + 8);
-        c->second = malloc(n * 8 + 8);
-        c->dist = malloc(n * nf * 4 + 4);
-        memcpy(c->first, f, n * 8);
-        memcpy(c->second, sec, n * 8);
-        memcpy(c->dist, dist, n * nf * 4);
+        c->npairs = v.n;
+        c->first = malloc(v.n * 8 + 8);
+        c->second = malloc(v.n * 8 + 8);
+        c->dist = malloc(v.n * v.nf * 4 + 4);
+        memcpy(c->first, v.first, v.n * 8);
+        memcpy(c->second, v.second, v.n * 8);
+        memcpy(c->dist, v.dist, v.n * v.nf * 4);
       } else {
-        ck_assert_uint_eq(n, c->npairs);
-        ck_assert(memcmp(f, c->first, n * 8) == 0 && memcmp(sec, c->second, n * 8) == 0);
-        ck_assert(memcmp(dist, c->dist, n * nf * 4) == 0);
+        ck_assert_uint_eq(v.n, c->npairs);
+        ck_assert(memcmp(v.first, c->first, v.n * 8) == 0 && memcmp(v.second, c->second, v.n * 8) == 0);
+        ck_assert(memcmp(v.dist, c->dist, v.n * v.nf * 4) == 0);
       }
     }
     accel_pairs_destroy(p);
@@ -794,8 +785,7 @@ START_TEST(gpu_search_failures_fall_back_in_emulation) {
     search_case c;
     memset(&c, 0, sizeof c);
     c.d = &d;
-    accel_search_options_init(&c.o, sizeof c.o);
-    c.o.thresholds[0] = 20;
+    c.o = search_options(20);
     c.o.algorithm = ACCEL_INDEX_BRUTE_FORCE;
     c.op = op;
     c.nq = 37;
@@ -816,9 +806,7 @@ END_TEST
 #endif
 
 Suite *suite_index(void) {
-  Suite *s = suite_create("index");
-  TCase *tc = tcase_create("search");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = new_case("search", 300, NULL, NULL);
   tcase_add_test(tc, joins_equal_the_reference);
   tcase_add_test(tc, several_fields_and_both_rules);
   tcase_add_test(tc, multi_index_at_scale);
@@ -829,9 +817,8 @@ Suite *suite_index(void) {
   tcase_add_test(tc, gpu_searches_equal_the_reference_in_emulation);
   tcase_add_test(tc, gpu_search_failures_fall_back_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  TCase *tf = tcase_create("files");
-  tcase_add_checked_fixture(tf, file_setup, file_teardown);
+  Suite *s = suite_of("index", tc);
+  TCase *tf = new_case("files", 0, file_setup, file_teardown);
   tcase_add_test(tf, save_load_round_trip_and_corruption);
   tcase_add_test(tf, empty_index_saves_and_loads);
   suite_add_tcase(s, tf);

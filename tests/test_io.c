@@ -244,9 +244,7 @@ START_TEST(failed_save_keeps_the_previous_file) {
 END_TEST
 
 static accel_ctx *ctx_with_pixel_limit(uint64_t max_pixels) {
-  accel_ctx_options o;
-  accel_ctx_options_init(&o, sizeof o);
-  o.backend = ACCEL_BACKEND_CPU;
+  accel_ctx_options o = ctx_options(ACCEL_BACKEND_CPU);
   o.max_pixels = max_pixels;
   accel_ctx *ctx = NULL;
   ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
@@ -284,7 +282,7 @@ typedef struct save_inputs {
 
 static void make_save_inputs(save_inputs *in) {
   fill_random(in->image, sizeof in->image, 7);
-  accel_ctx *ctx = in->ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *ctx = in->ctx = cpu_ctx();
   accel_index_options io;
   accel_index_options_init(&io, sizeof io);
   ck_assert_int_eq(accel_index_create(ctx, &io, &in->index), ACCEL_OK);
@@ -637,9 +635,7 @@ END_TEST
 #endif
 
 Suite *suite_io(void) {
-  Suite *s = suite_create("io");
-  TCase *tc = tcase_create("npy_pnm");
-  tcase_add_checked_fixture(tc, setup, teardown);
+  TCase *tc = new_case("npy_pnm", 0, setup, teardown);
   tcase_add_test(tc, reads_what_numpy_wrote);
   tcase_add_test(tc, refuses_what_it_cannot_read);
   tcase_add_test(tc, every_truncation_is_an_error_not_a_crash);
@@ -655,8 +651,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, full_disks_never_replace_a_good_file);
   tcase_add_test(tc, saved_files_take_the_umask);
   tcase_add_test(tc, killed_saves_leave_no_temporary);
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("io", tc);
 }
 
 ACCEL_TEST_MAIN(suite_io)

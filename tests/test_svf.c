@@ -16,55 +16,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
-#ifndef SHARED_DATA_DIR
-#define SHARED_DATA_DIR "../shared/data"
-#endif
-
-#define EXPECT(cond, ...)                                                                                              \
-  do {                                                                                                                 \
-    if (!(cond)) ck_abort_msg(__VA_ARGS__);                                                                            \
-  } while (0)
-
-static accel_buffer *must_load(const char *dir, const char *name) {
-  accel_buffer *b = load_npy_gz(dir, name);
-  ck_assert_msg(b != NULL, "cannot open %s/%s.npy(.gz)", dir, name);
-  return b;
-}
-
-static accel_array view_of(accel_buffer *b) {
-  accel_array a;
-  accel_buffer_view(b, &a);
-  return a;
-}
-
 static accel_array grid_f32(float *data, int64_t rows, int64_t cols) {
-  accel_array a = {0};
-  a.data = data;
-  a.dtype = ACCEL_DTYPE_F32;
-  a.ndim = 2;
-  a.shape[0] = rows;
-  a.shape[1] = cols;
-  a.strides[0] = cols * 4;
-  a.strides[1] = 4;
-  return a;
+  return array_of(data, ACCEL_DTYPE_F32, 2, (const int64_t[]){rows, cols});
 }
 
 static accel_array mat_u8(uint8_t *data, int64_t rows, int64_t cols, int64_t bytes) {
-  accel_array a = {0};
-  a.data = data;
-  a.dtype = ACCEL_DTYPE_U8;
-  a.ndim = 3;
-  a.shape[0] = rows;
-  a.shape[1] = cols;
-  a.shape[2] = bytes;
-  a.strides[0] = cols * bytes;
-  a.strides[1] = bytes;
-  a.strides[2] = 1;
-  return a;
+  return array_of(data, ACCEL_DTYPE_U8, 3, (const int64_t[]){rows, cols, bytes});
 }
 
 typedef struct city {
@@ -203,6 +163,13 @@ START_TEST(shared_cities_equal_umep) {
   accel_ctx_destroy(ctx);
 }
 END_TEST
+
+static Suite *suite_svf_shared(void) {
+  return single_test_suite("svf_shared", "shared", 600, shared_cities_equal_umep, 2);
+}
+
+static const shared_run SVF_SHARED = {"--shared", SHARED_DATA_DIR "/svf/city_96x128_2m/dsm.npy", SHARED_DATA_DIR "/svf",
+                                      suite_svf_shared};
 
 /* Every output of a run: 15 grids then the three matrices. */
 typedef struct run_out {
@@ -576,7 +543,7 @@ START_TEST(gpu_failures_fall_back_in_emulation) {
     for (int r = 0; r < CROP_R; r++) memcpy(dst[k] + r * CROP_C, src[k] + (r + 30) * full.cols + 40, CROP_C * 4);
   c.pixel = full.pixel;
   free_city(&full);
-  accel_ctx *cpu = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN);
+  accel_ctx *cpu = cpu_ctx();
   for (c.shadows = 1; c.shadows >= 0; c.shadows--) {
     ck_assert_int_eq(svf_run(cpu, &c, c.grid, c.mat), ACCEL_OK);
     ck_assert_int_ge(emulated_fault_sweep(c.shadows ? "svf.shadows" : "svf.sky", svf_on_gpu, &c), 20);
@@ -587,9 +554,7 @@ END_TEST
 #endif
 
 static Suite *suite_svf(void) {
-  Suite *s = suite_create("svf");
-  TCase *tc = tcase_create("svf");
-  tcase_set_timeout(tc, 300);
+  TCase *tc = new_case("svf", 300, NULL, NULL);
   tcase_add_test(tc, committed_city_equals_umep);
   tcase_add_test(tc, small_tiles_equal_the_untiled_run);
   tcase_add_loop_test(tc, grids_equal_sums_over_the_matrices, 0, 4);
@@ -602,28 +567,7 @@ static Suite *suite_svf(void) {
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
   tcase_add_test(tc, gpu_failures_fall_back_in_emulation);
 #endif
-  suite_add_tcase(s, tc);
-  return s;
+  return suite_of("svf", tc);
 }
 
-static Suite *suite_svf_shared(void) {
-  Suite *s = suite_create("svf_shared");
-  TCase *tc = tcase_create("shared");
-  tcase_set_timeout(tc, 600);
-  tcase_add_loop_test(tc, shared_cities_equal_umep, 0, 2);
-  suite_add_tcase(s, tc);
-  return s;
-}
-
-int main(int argc, char **argv) {
-  clear_accel_env();
-  if (argc > 1 && strcmp(argv[1], "--shared") == 0) {
-    struct stat st;
-    if (stat(SHARED_DATA_DIR "/svf/city_96x128_2m/dsm.npy", &st) != 0) {
-      printf("SKIP: %s/svf is absent (../shared not beside the checkout)\n", SHARED_DATA_DIR);
-      return 77;
-    }
-    return run_suite(suite_svf_shared());
-  }
-  return run_suite(suite_svf());
-}
+ACCEL_TEST_MAIN_SHARED(suite_svf, SVF_SHARED)

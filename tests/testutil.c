@@ -35,22 +35,26 @@ int capture_count_level(const log_capture *c, accel_log_level level) {
   return k;
 }
 
-accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
-                    accel_log_level level) {
+accel_ctx_options ctx_options(accel_backend_kind backend) {
   accel_ctx_options o;
   ck_assert_int_eq(accel_ctx_options_init(&o, sizeof o), ACCEL_OK);
   o.backend = backend;
+  return o;
+}
+
+accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap, accel_log_level level) {
+  accel_ctx_options o = ctx_options(backend);
   o.fallback = policy;
   o.log_level = level;
-  if (cap) {
-    o.log_fn = capture_log;
-    o.log_user = cap;
-  }
+  o.log_fn = cap ? capture_log : NULL;
+  o.log_user = cap;
   accel_ctx *ctx = NULL;
   accel_status s = accel_ctx_create(&o, &ctx);
   ck_assert_msg(s == ACCEL_OK, "accel_ctx_create: %s: %s", accel_status_string(s), accel_last_error(NULL));
   return ctx;
 }
+
+accel_ctx *cpu_ctx(void) { return make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_DENY, NULL, ACCEL_LOG_WARN); }
 
 uint8_t ref_luma(unsigned r, unsigned g, unsigned b) {
   /* 0.299, 0.587, 0.114 scaled by 65536 and rounded, as Pillow's Convert.c does */
@@ -90,6 +94,38 @@ void clear_accel_env(void) {
   unsetenv("ACCEL_LOG");
 }
 
+TCase *new_case(const char *name, double timeout, SFun setup, SFun teardown) {
+  TCase *tc = tcase_create(name);
+  if (timeout > 0) tcase_set_timeout(tc, timeout);
+  if (setup || teardown) tcase_add_checked_fixture(tc, setup, teardown);
+  return tc;
+}
+
+Suite *suite_of(const char *name, TCase *tc) {
+  Suite *s = suite_create(name);
+  suite_add_tcase(s, tc);
+  return s;
+}
+
+Suite *single_test_suite(const char *suite, const char *tcase, double timeout, const TTest *test, int loops) {
+  TCase *tc = new_case(tcase, timeout, NULL, NULL);
+  tcase_add_loop_test(tc, test, 0, loops);
+  return suite_of(suite, tc);
+}
+
+int run_main(int argc, char **argv, Suite *(*suite_fn)(void), const shared_run *shared) {
+  clear_accel_env();
+  if (argc > 1 && strcmp(argv[1], shared->flag) == 0) {
+    struct stat st;
+    if (stat(shared->probe, &st) != 0) {
+      printf("SKIP: %s is absent (../shared not beside the checkout)\n", shared->absent);
+      return 77;
+    }
+    return run_suite(shared->suite());
+  }
+  return run_suite(suite_fn());
+}
+
 /* ------------------------------------------------------------ fixtures */
 
 accel_buffer *load_npy_gz(const char *dir, const char *name) {
@@ -118,6 +154,23 @@ accel_buffer *load_npy_gz(const char *dir, const char *name) {
   return b;
 }
 
+accel_buffer *must_load(const char *dir, const char *name) {
+  accel_buffer *b = load_npy_gz(dir, name);
+  ck_assert_msg(b != NULL, "cannot open %s/%s.npy(.gz)", dir, name);
+  return b;
+}
+
+accel_array view_of(accel_buffer *b) {
+  accel_array a;
+  accel_buffer_view(b, &a);
+  return a;
+}
+
+accel_array array_of(void *data, accel_dtype dtype, int32_t ndim, const int64_t *shape) {
+  accel_array a;
+  ck_assert_int_eq(accel_array_init(&a, data, dtype, ndim, shape), ACCEL_OK);
+  return a;
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1

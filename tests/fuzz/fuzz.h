@@ -52,6 +52,18 @@ void fuzz_check_failure(const char *file, int line, accel_status status, const a
                         const void *out);
 #define FUZZ_CHECK_FAILURE(status, allowed, out) fuzz_check_failure(__FILE__, __LINE__, (status), (allowed), (out))
 
+/* A loader and a saver of one file format, as io.h declares them. */
+typedef accel_status (*fuzz_load_fn)(accel_ctx *ctx, const char *path, accel_buffer **out);
+typedef accel_status (*fuzz_save_fn)(accel_ctx *ctx, const char *path, const accel_array *array);
+
+/* `load` on the input data[0, size) into *out: true when it loads; a failure
+ * must be clean (FUZZ_CHECK_FAILURE with `errors`, ended by ACCEL_OK). */
+bool fuzz_load(fuzz_load_fn load, const uint8_t *data, size_t size, const accel_status *errors, accel_buffer **out);
+
+/* `v` saved with `save` as the scratch file `name` and loaded again with
+ * `load` comes back unchanged (fuzz_same_array). */
+void fuzz_check_round_trip(fuzz_load_fn load, fuzz_save_fn save, const char *name, const accel_array *v);
+
 /* The view of a buffer the library returned (aborts if it cannot be had). */
 accel_array fuzz_view(const accel_buffer *buffer);
 

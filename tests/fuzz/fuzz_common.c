@@ -164,6 +164,23 @@ bool fuzz_same_array(const accel_array *a, const accel_array *b) {
   return n == 0 || memcmp(a->data, b->data, (size_t)n * accel_dtype_size(a->dtype)) == 0;
 }
 
+bool fuzz_load(fuzz_load_fn load, const uint8_t *data, size_t size, const accel_status *errors, accel_buffer **out) {
+  *out = NULL;
+  const accel_status s = load(fuzz_ctx(), fuzz_input_path(data, size), out);
+  if (s != ACCEL_OK) FUZZ_CHECK_FAILURE(s, errors, *out);
+  return s == ACCEL_OK;
+}
+
+void fuzz_check_round_trip(fuzz_load_fn load, fuzz_save_fn save, const char *name, const accel_array *v) {
+  const char *out = fuzz_scratch_path(name);
+  FUZZ_CHECK(save(fuzz_ctx(), out, v) == ACCEL_OK);
+  accel_buffer *r = NULL;
+  FUZZ_CHECK(load(fuzz_ctx(), out, &r) == ACCEL_OK);
+  accel_array rv = fuzz_view(r);
+  FUZZ_CHECK(fuzz_same_array(v, &rv));
+  accel_buffer_destroy(r);
+}
+
 uint64_t fuzz_le64(const uint8_t *p) {
   uint64_t v = 0;
   for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
