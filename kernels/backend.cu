@@ -20,7 +20,6 @@
  */
 #include "cuda_util.h"
 
-
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
