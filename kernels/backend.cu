@@ -34,8 +34,9 @@ void accel__cuda_reason(cudaError_t err, char *why, const char *what) {
   case cudaErrorSystemDriverMismatch:
   case cudaErrorCompatNotSupportedOnDevice:
     if (!accel__cuda_check(cudaDriverGetVersion(&v), nullptr, "cudaDriverGetVersion") && v > 0)
-      snprintf(hint, sizeof hint, " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer; this driver "
-                                  "supports CUDA %d.%d)",
+      snprintf(hint, sizeof hint,
+               " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer; this driver "
+               "supports CUDA %d.%d)",
                CUDART_VERSION / 1000, CUDART_VERSION % 1000 / 10, ACCEL__CUDA_MIN_DRIVER, v / 1000, v % 1000 / 10);
     else
       snprintf(hint, sizeof hint, " (libaccel's CUDA %d.%d runtime needs NVIDIA driver R%s or newer)",
@@ -52,8 +53,7 @@ void accel__cuda_reason(cudaError_t err, char *why, const char *what) {
                ACCEL_CUDA_ARCHS, major, minor, major, minor);
     break;
   }
-  default:
-    break;
+  default: break;
   }
   const char *text = cudaGetErrorString(err);
   size_t n = strlen(text);
@@ -86,8 +86,8 @@ extern "C" const char *accel__cuda_failure_site(void) {
 
 cudaError_t accel__cuda_fault(void) {
   int64_t n = __atomic_load_n(&accel__cuda_fault_at, __ATOMIC_RELAXED);
-  while (n >= 0 && !__atomic_compare_exchange_n(&accel__cuda_fault_at, &n, n - 1, false, __ATOMIC_RELAXED,
-                                                __ATOMIC_RELAXED)) {
+  while (n >= 0 &&
+         !__atomic_compare_exchange_n(&accel__cuda_fault_at, &n, n - 1, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
   if (n != 0) return cudaSuccess;
   return emulated_last_error = (cudaError_t)accel__cuda_fault_error;
@@ -160,7 +160,7 @@ static void cuda_close(void *state) {
 
 namespace {
 __global__ void k_ready(unsigned *out, unsigned value) { *out = value; }
-}  // namespace
+} // namespace
 
 /* Prove that libaccel's kernels run on this device with this driver before
  * the context relies on them: the kernel image loads (a device that the
@@ -281,8 +281,8 @@ accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, 
                bytes / 1048576.0, st->budget / 1048576.0, st->in_use / 1048576.0);
     return ACCEL_ERR_DEVICE_MEMORY;
   }
-  const accel_status s = accel__cuda_check(cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream), why,
-                                           "cudaMallocFromPoolAsync", at);
+  const accel_status s =
+      accel__cuda_check(cudaMallocFromPoolAsync(ptr, bytes, st->pool, st->stream), why, "cudaMallocFromPoolAsync", at);
   if (s) {
     *ptr = NULL;
     return s;

@@ -248,8 +248,8 @@ accel_status edt_pass(accel__executor *x, float *f, dims3 d, int axis, double s,
   for (uint64_t first = 0; !st && first < lines; first += chunk) {
     const uint64_t cnt = lines - first < chunk ? lines - first : chunk;
     st = each(x, cnt,
-              edt_lines_f{f, n, stride, d.nx, axis == 0, first, cnt, s, root,
-                          v.as<int32_t>(), zz.as<double>(), g.as<double>(), h.as<double>()},
+              edt_lines_f{f, n, stride, d.nx, axis == 0, first, cnt, s, root, v.as<int32_t>(), zz.as<double>(),
+                          g.as<double>(), h.as<double>()},
               why, "distance transform lines");
   }
   return st;
@@ -274,11 +274,11 @@ struct window_f {
   const float *edt;
   const uint8_t *m;
   const uint32_t *root;
-  dims3 d;        /* the block's extents */
-  int64_t z0;     /* first tested plane, in block coordinates */
+  dims3 d;    /* the block's extents */
+  int64_t z0; /* first tested plane, in block coordinates */
   const int *offs;
   int noffs;
-  uint8_t *cand;  /* the tested planes' flags, from z0 */
+  uint8_t *cand; /* the tested planes' flags, from z0 */
   __host__ __device__ void operator()(uint64_t t) const {
     const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
     const uint64_t i = (uint64_t)z0 * plane + t;
@@ -565,7 +565,7 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
   const dims3 &d = r.d;
   const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
   const int rad = md < 1 ? 0 : md, w = 2 * rad + 1;
-  int (*offs)[3] = (int (*)[3])malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
+  int(*offs)[3] = (int(*)[3])malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
   if (!offs) {
     accel__why(why, "out of host memory");
     return ACCEL_ERR_OUT_OF_MEMORY;
@@ -627,8 +627,8 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
     if (!s) s = upload(r.x, dl.p, root + bbase, bcnt * 4, why);
     if (!s)
       s = each(r.x, (uint64_t)nzc * plane,
-               window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0,
-                        doffs.as<int>(), noffs, dc.p},
+               window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0, doffs.as<int>(),
+                        noffs, dc.p},
                why, "peak window");
     if (!s) s = download(r.x, cand + (uint64_t)z0 * plane, dc.p, (uint64_t)nzc * plane, why);
   }
@@ -653,9 +653,8 @@ accel_status markers_host(run_ctx &r, const float *edt, const uint8_t *pores, in
     accel__why(r.call->why, "out of host memory");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
-  if (!s &&
-      (s = accel__ct_markers_finish(edt, pores, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out,
-                                    count)))
+  if (!s && (s = accel__ct_markers_finish(edt, pores, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand,
+                                          out, count)))
     accel__why(r.call->why, "out of host memory");
   free(root);
   free(cand);
@@ -819,7 +818,7 @@ accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) 
   return with_device(call, [&](accel__executor *x) { return pipeline(x, call, job); });
 }
 
-}  // namespace
+} // namespace
 
 extern "C" const accel__ct_ops accel__cuda_ct_ops = {
     /* .rescale = */ on_device<accel__ct_rescale_job>,
@@ -830,4 +829,3 @@ extern "C" const accel__ct_ops accel__cuda_ct_ops = {
     /* .watershed = */ nullptr,
     /* .pipeline = */ pipeline_on_device,
 };
-

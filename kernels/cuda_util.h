@@ -33,11 +33,11 @@
 
 typedef struct accel__cuda_state {
   int device;
-  bool emulated;     /* the host emulation (tests): no device, stream or pool */
+  bool emulated; /* the host emulation (tests): no device, stream or pool */
   cudaStream_t stream;
   cudaMemPool_t pool;
-  uint64_t budget;   /* bytes the context may hold */
-  uint64_t in_use;   /* bytes currently allocated through accel__cuda_alloc */
+  uint64_t budget;    /* bytes the context may hold */
+  uint64_t in_use;    /* bytes currently allocated through accel__cuda_alloc */
   pthread_mutex_t mu; /* serializes GPU work of one context */
 } accel__cuda_state;
 
@@ -95,8 +95,7 @@ inline accel_status accel__cuda_check(cudaError_t err, char *why, const char *wh
     accel__cuda_note_failure(at);
   }
   switch (err) {
-  case cudaErrorMemoryAllocation:
-    return ACCEL_ERR_DEVICE_MEMORY;
+  case cudaErrorMemoryAllocation: return ACCEL_ERR_DEVICE_MEMORY;
   case cudaErrorNoDevice:
   case cudaErrorInvalidDevice:
   case cudaErrorInsufficientDriver:
@@ -104,10 +103,8 @@ inline accel_status accel__cuda_check(cudaError_t err, char *why, const char *wh
   case cudaErrorCompatNotSupportedOnDevice:
   case cudaErrorNoKernelImageForDevice:
   case cudaErrorUnsupportedPtxVersion:
-  case cudaErrorDevicesUnavailable:
-    return ACCEL_ERR_NO_DEVICE;
-  default:
-    return ACCEL_ERR_DEVICE;
+  case cudaErrorDevicesUnavailable: return ACCEL_ERR_NO_DEVICE;
+  default: return ACCEL_ERR_DEVICE;
   }
 }
 
@@ -238,8 +235,8 @@ struct accel__executor {
   }
   /* Rows between layouts: `rows` rows of `width` bytes, spitch/dpitch bytes
    * apart (host to device or back). */
-  [[nodiscard]] cudaError_t copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
-                                   size_t rows, cudaMemcpyKind kind) {
+  [[nodiscard]] cudaError_t copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
+                                   cudaMemcpyKind kind) {
     if (const cudaError_t e = accel__cuda_fault()) return e;
     if (st) return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, st->stream);
     for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
@@ -270,8 +267,7 @@ struct accel__executor {
 namespace {
 
 template <class F> __global__ void k_each(uint64_t n, F f) {
-  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x)
-    f(i);
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) f(i);
 }
 
 /* f(i) for i in [0, n): a grid-stride kernel, or a loop in emulation. */
@@ -304,8 +300,8 @@ accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *w
     for (int64_t r = 0; r < rows; r++)
       for (int64_t c = 0; c < cols; c++) f(r, c);
   };
-  return accel__cuda_check(x->launch(host, k_each2d<F>, accel__grid2d(cols, rows, block), block, 0, rows, cols, f),
-                           why, what, at);
+  return accel__cuda_check(x->launch(host, k_each2d<F>, accel__grid2d(cols, rows, block), block, 0, rows, cols, f), why,
+                           what, at);
 }
 
 /* f(&executor) for one call of a stage: on the call's device, its scope
@@ -382,8 +378,8 @@ struct hbuf {
 };
 
 /* n bytes from the host to the device. */
-inline accel_status upload(accel__executor *x, void *d, const void *h, size_t n, char *why,
-                           const char *what = "upload", accel__cuda_site at = accel__cuda_here()) {
+inline accel_status upload(accel__executor *x, void *d, const void *h, size_t n, char *why, const char *what = "upload",
+                           accel__cuda_site at = accel__cuda_here()) {
   return accel__cuda_check(x->upload(d, h, n), why, what, at);
 }
 
@@ -395,6 +391,6 @@ inline accel_status download(accel__executor *x, void *h, const void *d, size_t 
   return s;
 }
 
-}  // namespace
+} // namespace
 
 #endif /* ACCEL_KERNELS_CUDA_UTIL_H */

@@ -32,15 +32,15 @@ enum { NCOUNTS = 15, ALIGN = 256, MAX_K = ACCEL_HASH_KIND_COUNT };
 /* One image of a group, as the kernels see it; offsets are into the arena. */
 struct img_desc {
   int64_t w, h;
-  int64_t px_off;   /* uploaded pixels: RGB (3 bytes) or gray (1 byte) */
+  int64_t px_off; /* uploaded pixels: RGB (3 bytes) or gray (1 byte) */
   int32_t channels;
   int64_t gray_off; /* gray plane (== px_off for gray images) */
   int64_t plane_off[MAX_K], tw[MAX_K], th[MAX_K];
-  int64_t slots_off;   /* nkinds * slot_bytes of hash bits */
-  int64_t counts_off;  /* NCOUNTS uint64 colour class counts, or -1 */
-  int64_t phash_off;   /* phash scratch (doubles), or -1 */
-  int64_t whash_off;   /* whash scratch: 2 * N * N doubles of blocks, then 4 * n * n */
-  int32_t whash_k;     /* the kind index of whash, or -1 */
+  int64_t slots_off;  /* nkinds * slot_bytes of hash bits */
+  int64_t counts_off; /* NCOUNTS uint64 colour class counts, or -1 */
+  int64_t phash_off;  /* phash scratch (doubles), or -1 */
+  int64_t whash_off;  /* whash scratch: 2 * N * N doubles of blocks, then 4 * n * n */
+  int32_t whash_k;    /* the kind index of whash, or -1 */
 };
 
 /* A horizontal pass: rows [row0, row1) of a gray plane to out_w columns. */
@@ -157,9 +157,9 @@ __host__ __device__ inline void whash_image(uint8_t *arena, const group_meta *m,
   else accel__whash_bits(low, n, sorted, arena + d->slots_off + (int64_t)k * m->slot_bytes);
 }
 
-#define GRID_Y(v, end) \
+#define GRID_Y(v, end)                                                                                                 \
   for (int64_t v = blockIdx.y * (int64_t)blockDim.y + threadIdx.y; v < (end); v += (int64_t)gridDim.y * blockDim.y)
-#define GRID_X(v, end) \
+#define GRID_X(v, end)                                                                                                 \
   for (int64_t v = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; v < (end); v += (int64_t)gridDim.x * blockDim.x)
 
 __global__ void k_gray(uint8_t *arena, const group_meta *m) {
@@ -218,16 +218,16 @@ int64_t align_up(int64_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
 /* Arena layout of one group, built on the host. */
 struct group_plan {
   size_t nimg = 0;
-  size_t *index = nullptr;       /* the job's input index of each image */
+  size_t *index = nullptr; /* the job's input index of each image */
   accel__hash_image *img = nullptr;
   img_desc *desc = nullptr;
   hpass *hp = nullptr;
   vpass *vp = nullptr;
   int nh = 0, nv = 0;
   group_meta meta;
-  int64_t meta_bytes = 0;        /* meta + descs + passes + plan + cosk + weights: uploaded first */
-  int64_t upload_bytes = 0;      /* ... + pixels */
-  int64_t total_bytes = 0;       /* ... + everything computed on the device */
+  int64_t meta_bytes = 0;   /* meta + descs + passes + plan + cosk + weights: uploaded first */
+  int64_t upload_bytes = 0; /* ... + pixels */
+  int64_t total_bytes = 0;  /* ... + everything computed on the device */
 };
 
 void plan_free(group_plan *g) {
@@ -649,12 +649,12 @@ accel_status run_hashes(executor *x, uint8_t *arena, const group_plan *g, const 
       const auto image_host = [&] {
         for (size_t i = 0; i < g->nimg; i++) whash_image(arena, m, (int)i, stage);
       };
-      s = accel__cuda_check(x->launch(blocks_host, k_whash_blocks, dim3((unsigned)((blocks + 63) / 64)), dim3(64), 0,
-                                      arena, m, stage),
-                            why, "whash block kernel launch");
+      s = accel__cuda_check(
+          x->launch(blocks_host, k_whash_blocks, dim3((unsigned)((blocks + 63) / 64)), dim3(64), 0, arena, m, stage),
+          why, "whash block kernel launch");
       if (!s)
-        s = accel__cuda_check(x->launch(image_host, k_whash_image, dim3(img_blocks), dim3(64), 0, arena, m, stage),
-                              why, "whash kernel launch");
+        s = accel__cuda_check(x->launch(image_host, k_whash_image, dim3(img_blocks), dim3(64), 0, arena, m, stage), why,
+                              "whash kernel launch");
     }
   }
   return s;
@@ -832,8 +832,7 @@ accel_status download_group(batch_state &b, const group_plan &g) {
     uint8_t *r = b.results.p + i * per_img;
     s = accel__cuda_check(b.x->download(r, b.arena.p + g.desc[i].slots_off, slots), why, "download");
     if (!s && b.job->spec.need_color)
-      s = accel__cuda_check(b.x->download(r + slots, b.arena.p + g.desc[i].counts_off, NCOUNTS * 8), why,
-                            "download");
+      s = accel__cuda_check(b.x->download(r + slots, b.arena.p + g.desc[i].counts_off, NCOUNTS * 8), why, "download");
   }
   return s;
 }
@@ -901,7 +900,7 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
   return s;
 }
 
-}  // namespace
+} // namespace
 
 static accel_status cuda_hash_batch(accel__call *call, accel__hash_job *job) {
   return with_device(call, [&](executor *x) { return run_pipeline(x, call, job); });

@@ -42,18 +42,18 @@ accel_status to_gray(accel__executor *x, accel__call *call, const accel_array *s
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
   if (!s && src_rows) {
-    s = accel__cuda_check(x->copy2d(dsrc.p, in_row, src->data, (size_t)src->strides[0], in_row, (size_t)h,
-                                    cudaMemcpyHostToDevice),
-                          why, "upload");
+    s = accel__cuda_check(
+        x->copy2d(dsrc.p, in_row, src->data, (size_t)src->strides[0], in_row, (size_t)h, cudaMemcpyHostToDevice), why,
+        "upload");
   } else if (!s) {
     accel__array_pack(src, staging);
     s = upload(x, dsrc.p, staging, in_bytes, why);
   }
   if (!s) s = each2d(x, h, w, gray_f{dsrc.p, (int64_t)in_row, (int)c, ddst.p, w}, why, "gray kernel");
   if (!s && dst_rows) {
-    s = accel__cuda_check(x->copy2d(dst->data, (size_t)dst->strides[0], ddst.p, (size_t)w, (size_t)w, (size_t)h,
-                                    cudaMemcpyDeviceToHost),
-                          why, "download");
+    s = accel__cuda_check(
+        x->copy2d(dst->data, (size_t)dst->strides[0], ddst.p, (size_t)w, (size_t)w, (size_t)h, cudaMemcpyDeviceToHost),
+        why, "download");
   } else if (!s) {
     s = accel__cuda_check(x->download(staging, ddst.p, out_bytes), why, "download");
   }
@@ -68,9 +68,8 @@ accel_status on_device(accel__call *call, const accel_array *src, const accel_ar
   return with_device(call, [&](accel__executor *x) { return to_gray(x, call, src, dst); });
 }
 
-}  // namespace
+} // namespace
 
 extern "C" const accel__image_ops accel__cuda_image_ops = {
     /* .to_gray = */ on_device,
 };
-

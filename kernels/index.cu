@@ -193,22 +193,22 @@ accel_status pair_pass(accel__executor *x, const pair_search &ps, dbuf &dcount, 
   unsigned long long *dc = dcount.as<unsigned long long>();
   uint32_t *dpairs = out.as<uint32_t>();
   const auto host = [&] { /* emulation: the same comparisons, in order */
-    uint64_t mine[ACCEL_INDEX_MAX_FIELDS * 4], theirs[ACCEL_INDEX_MAX_FIELDS * 4];
-    for (uint64_t i = 0; i < rows.n; i++) {
-      load_code(&rows, i, mine);
-      for (uint64_t j = ps.p.join ? i + 1 : 0; j < cols.n; j++) {
-        load_code(&cols, j, theirs);
-        if (matches(mine, theirs, cols.words, cols.nfields, &ps.p))
-          append_pair(dc, dpairs, cap, (uint32_t)i, (uint32_t)j);
-      }
-    }
+                          uint64_t mine[ACCEL_INDEX_MAX_FIELDS * 4], theirs[ACCEL_INDEX_MAX_FIELDS * 4];
+                          for (uint64_t i = 0; i < rows.n; i++) {
+                            load_code(&rows, i, mine);
+                            for (uint64_t j = ps.p.join ? i + 1 : 0; j < cols.n; j++) {
+                              load_code(&cols, j, theirs);
+                              if (matches(mine, theirs, cols.words, cols.nfields, &ps.p))
+                                append_pair(dc, dpairs, cap, (uint32_t)i, (uint32_t)j);
+                            }
+                          }
   };
   const uint32_t fw = cols.nfields * cols.words;
   const uint64_t tiles_r = (rows.n + TILE - 1) / TILE, tiles_c = (cols.n + TILE - 1) / TILE;
   const dim3 grid((unsigned)tiles_r, (unsigned)(tiles_c < 65535 ? tiles_c : 65535));
   s = accel__cuda_check(
-      x->launch(host, k_pairs, grid, dim3(TILE), TILE * fw * sizeof(uint64_t), rows, cols, ps.p, dc, dpairs, cap),
-      why, "pair kernel launch");
+      x->launch(host, k_pairs, grid, dim3(TILE), TILE * fw * sizeof(uint64_t), rows, cols, ps.p, dc, dpairs, cap), why,
+      "pair kernel launch");
   if (!s) s = accel__cuda_check(x->download(count, dcount.p, sizeof *count), why, "pair count download");
   if (!s) s = accel__cuda_check(x->sync(), why, "pair kernel");
   return s;
@@ -355,11 +355,11 @@ accel_status knn_gather(accel__executor *x, knn_search &ks, char *why) {
   unsigned long long *dfi = ks.dfill.as<unsigned long long>();
   uint32_t *dou = ks.dout.as<uint32_t>();
   const auto host = [&] { /* the kernel's work from the same device buffers */
-    uint64_t mine[4];
-    for (size_t i = 0; i < nq; i++) {
-      load_field(&q, f, i, mine);
-      for (uint64_t j = 0; j < c.n; j++) gather_entry(&c, f, mine, i, j, dcu, dof, dfi, dou);
-    }
+                          uint64_t mine[4];
+                          for (size_t i = 0; i < nq; i++) {
+                            load_field(&q, f, i, mine);
+                            for (uint64_t j = 0; j < c.n; j++) gather_entry(&c, f, mine, i, j, dcu, dof, dfi, dou);
+                          }
   };
   s = accel__cuda_check(x->launch(host, k_gather, dim3((unsigned)nq), dim3(256), 0, q, c, f, dcu, dof, dfi, dou), why,
                         "nearest-neighbour gather launch");
@@ -430,7 +430,7 @@ template <int OP> accel_status on_device(accel__call *call, accel__index_job *jo
   return with_device(call, [&](accel__executor *x) { return run<OP>(call, job, x); });
 }
 
-}  // namespace
+} // namespace
 
 extern "C" const accel__index_ops accel__cuda_index_ops = {
     /* .join = */ on_device<0>,

@@ -43,8 +43,8 @@ struct shadow_px {
   float *out0, *out1, *out2; /* tile-sized, or null */
   __host__ __device__ void operator()(int64_t tr, int64_t tcol) const {
     const accel__svf_patch &pa = b.p.patch[0];
-    const unsigned h = accel__svf_march(&b.w, b.rows, b.cols, b.r0 + tr, b.c0 + tcol, b.p.dx, b.p.dy, b.p.dz,
-                                        pa.steps, b.hmax);
+    const unsigned h =
+        accel__svf_march(&b.w, b.rows, b.cols, b.r0 + tr, b.c0 + tcol, b.p.dx, b.p.dy, b.p.dz, pa.steps, b.hmax);
     const int64_t o = tr * b.tc + tcol;
     if (out0) out0[o] = accel__svf_vis_sh(h);
     if (out1) out1[o] = accel__svf_vis_veg(h);
@@ -65,7 +65,7 @@ __host__ __device__ inline void add_rings(double *acc, int full, int side0, uint
 
 struct sky_px {
   px_base b;
-  float *out[ACCEL_SVF_GRIDS];     /* tile-sized, or null */
+  float *out[ACCEL_SVF_GRIDS];      /* tile-sized, or null */
   uint8_t *mat[ACCEL_SVF_MATRICES]; /* tile-sized x mb, or null */
   int64_t mb;
   __host__ __device__ void operator()(int64_t tr, int64_t tcol) const {
@@ -119,8 +119,13 @@ accel_status upload_plan(accel__executor *x, const accel__svf_plan *pl, plan_buf
   if (!s) s = b.dz.put(x, pl->dz, pl->nsteps, why, "upload the steps");
   if (!s) s = b.wf.put(x, pl->wfull, pl->nrings, why, "upload the weights");
   if (!s) s = b.wh.put(x, pl->whalf, pl->nrings, why, "upload the weights");
-  *dp = dplan{b.patch.as<accel__svf_patch>(), b.dx.as<int32_t>(), b.dy.as<int32_t>(), b.dz.as<double>(),
-              b.wf.as<double>(), b.wh.as<double>(), pl->npatch};
+  *dp = dplan{b.patch.as<accel__svf_patch>(),
+              b.dx.as<int32_t>(),
+              b.dy.as<int32_t>(),
+              b.dz.as<double>(),
+              b.wf.as<double>(),
+              b.wh.as<double>(),
+              pl->npatch};
   return s;
 }
 
@@ -189,17 +194,17 @@ accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan
   }
   for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
     if (po[g])
-      s = accel__cuda_check(x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, po[g],
-                                      sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr,
-                                      cudaMemcpyDeviceToHost),
-                            why, "download a tile");
+      s = accel__cuda_check(
+          x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, po[g],
+                    sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr, cudaMemcpyDeviceToHost),
+          why, "download a tile");
   for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
     if (pm[m]) {
       const size_t rowb = (size_t)(tc * job->mat_bytes);
-      s = accel__cuda_check(x->copy2d(job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes,
-                                      (size_t)(job->cols * job->mat_bytes), pm[m], rowb, rowb, (size_t)tr,
-                                      cudaMemcpyDeviceToHost),
-                            why, "download a tile");
+      s = accel__cuda_check(
+          x->copy2d(job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes, (size_t)(job->cols * job->mat_bytes),
+                    pm[m], rowb, rowb, (size_t)tr, cudaMemcpyDeviceToHost),
+          why, "download a tile");
     }
   if (!s) s = accel__cuda_check(x->sync(), why, "finish a tile");
   return s;
@@ -236,10 +241,9 @@ accel_status on_device(accel__call *call, accel__svf_job *job) {
   return with_device(call, [&](accel__executor *x) { return run(x, call, job); });
 }
 
-}  // namespace
+} // namespace
 
 extern "C" const accel__svf_ops accel__cuda_svf_ops = {
     /* .shadows = */ on_device,
     /* .sky = */ on_device,
 };
-

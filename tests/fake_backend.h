@@ -9,7 +9,7 @@ typedef struct fake_control {
   char open_reason[128];
   accel_status gray_status; /* returned by the gray op after scribbling on dst */
   char gray_reason[128];
-  bool has_gray;            /* false: the backend has no gray op */
+  bool has_gray; /* false: the backend has no gray op */
   int gray_calls;
   int opens, closes;
 } fake_control;

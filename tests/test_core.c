@@ -554,8 +554,9 @@ START_TEST(last_error_is_per_context) {
   accel_ctx *b = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_ALLOW, NULL, ACCEL_LOG_OFF);
   accel_array x;
   ck_assert_int_eq(accel_image_to_gray(a, NULL, &x), ACCEL_ERR_INVALID_ARG);
-  ck_assert_int_eq(accel_ctx_stats_find(b, "no.such.stage", &(accel_stage_stats){.struct_size = sizeof(accel_stage_stats)}),
-                   ACCEL_ERR_NOT_FOUND);
+  ck_assert_int_eq(
+      accel_ctx_stats_find(b, "no.such.stage", &(accel_stage_stats){.struct_size = sizeof(accel_stage_stats)}),
+      ACCEL_ERR_NOT_FOUND);
   ck_assert_ptr_nonnull(strstr(accel_last_error(a), "src is NULL"));
   ck_assert_ptr_nonnull(strstr(accel_last_error(b), "no.such.stage"));
   accel_ctx_destroy(a);

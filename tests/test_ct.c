@@ -71,7 +71,8 @@ static void load_fixture(fixture *fx, const char *root, const char *name) {
       fx->spacing[1] = b;
       fx->spacing[2] = c;
     }
-    if (sscanf(line, "pores %31s", mode) == 1) fx->pores = strcmp(mode, "all") == 0 ? ACCEL_CT_PORES_ALL : ACCEL_CT_PORES_CLOSED;
+    if (sscanf(line, "pores %31s", mode) == 1)
+      fx->pores = strcmp(mode, "all") == 0 ? ACCEL_CT_PORES_ALL : ACCEL_CT_PORES_CLOSED;
   }
   fclose(f);
   ck_assert(fx->spacing[0] > 0);
@@ -96,7 +97,8 @@ static void check_fixture(accel_ctx *ctx, fixture *fx, bool stable_too) {
   accel_array in = view_of(fx->input), ref_filled = view_of(fx->filled), ref_pores = view_of(fx->pores_ref),
               ref_edt = view_of(fx->edt), ref_markers = view_of(fx->markers), ref_labels = view_of(fx->labels);
   void *solid_d, *filled_d, *pores_d, *edt_d, *markers_d, *labels_d;
-  accel_array solid = new_volume(&solid_d, ACCEL_DTYPE_U8, fx->d), filled = new_volume(&filled_d, ACCEL_DTYPE_U8, fx->d),
+  accel_array solid = new_volume(&solid_d, ACCEL_DTYPE_U8, fx->d),
+              filled = new_volume(&filled_d, ACCEL_DTYPE_U8, fx->d),
               pores = new_volume(&pores_d, ACCEL_DTYPE_U8, fx->d), edt = new_volume(&edt_d, ACCEL_DTYPE_F32, fx->d),
               markers = new_volume(&markers_d, ACCEL_DTYPE_I32, fx->d),
               labels = new_volume(&labels_d, ACCEL_DTYPE_I32, fx->d);
@@ -267,8 +269,7 @@ START_TEST(trims_equal_porespy) {
     accel_ct_marker_options_init(&mo, sizeof mo);
     mo.trim = cases[c].trim;
     uint32_t count = 0;
-    ck_assert_msg(accel_ct_trim_markers(ctx, &edt, &pk, &mo, &out, &count) == ACCEL_OK, "%s",
-                  accel_last_error(ctx));
+    ck_assert_msg(accel_ct_trim_markers(ctx, &edt, &pk, &mo, &out, &count) == ACCEL_OK, "%s", accel_last_error(ctx));
     uint64_t bad = 0, peaks_in = 0;
     int32_t refmax = 0;
     for (uint64_t i = 0; i < n; i++) {
@@ -415,7 +416,7 @@ END_TEST
 
 typedef struct uf_worker {
   uint32_t *label;
-  const uint32_t *edges; /* pairs */
+  const uint32_t *edges;     /* pairs */
   size_t first, count, step; /* this thread's edges: first, first + step, ... */
   uint32_t lo, hi;           /* and elements to flatten */
   pthread_barrier_t *sync;
@@ -526,8 +527,9 @@ START_TEST(edt_equals_brute_force) {
             if (dd < best) best = dd;
           }
           const float want = (float)sqrt(best), got = ((float *)od)[i];
-          EXPECT(exact ? got == want : fabsf(got - want) <= 2e-6f * want, "shape %zu spacing %zu voxel %llu: %.9g vs %.9g",
-                 si, sp, (unsigned long long)i, (double)got, (double)want);
+          EXPECT(exact ? got == want : fabsf(got - want) <= 2e-6f * want,
+                 "shape %zu spacing %zu voxel %llu: %.9g vs %.9g", si, sp, (unsigned long long)i, (double)got,
+                 (double)want);
         }
         free(md);
         free(od);
@@ -633,11 +635,11 @@ END_TEST
 START_TEST(argsort_orders_ties_as_numpy) {
   static const int64_t want40[] = {19, 34, 29, 24, 14, 9,  39, 4,  16, 6,  21, 31, 26, 11, 36, 1,  13, 33, 3,  18,
                                    38, 28, 8,  23, 35, 30, 0,  20, 15, 10, 5,  25, 27, 22, 2,  17, 32, 12, 37, 7};
-  static const int64_t want100[] = {
-      99, 43, 29, 50, 57, 22, 64, 71, 15, 78, 36, 1,  8,  85, 92, 11, 32, 46, 95, 53, 25, 4,  81, 60, 88,
-      67, 39, 74, 18, 63, 56, 70, 98, 77, 84, 42, 91, 0,  49, 35, 7,  14, 28, 21, 94, 3,  87, 10, 80, 73,
-      17, 66, 59, 24, 38, 52, 45, 31, 55, 97, 41, 90, 6,  34, 83, 76, 48, 69, 13, 27, 62, 20, 9,  86, 37,
-      93, 44, 51, 23, 79, 2,  65, 72, 16, 30, 58, 96, 26, 5,  40, 19, 61, 33, 82, 12, 54, 75, 47, 89, 68};
+  static const int64_t want100[] = {99, 43, 29, 50, 57, 22, 64, 71, 15, 78, 36, 1,  8,  85, 92, 11, 32, 46, 95, 53,
+                                    25, 4,  81, 60, 88, 67, 39, 74, 18, 63, 56, 70, 98, 77, 84, 42, 91, 0,  49, 35,
+                                    7,  14, 28, 21, 94, 3,  87, 10, 80, 73, 17, 66, 59, 24, 38, 52, 45, 31, 55, 97,
+                                    41, 90, 6,  34, 83, 76, 48, 69, 13, 27, 62, 20, 9,  86, 37, 93, 44, 51, 23, 79,
+                                    2,  65, 72, 16, 30, 58, 96, 26, 5,  40, 19, 61, 33, 82, 12, 54, 75, 47, 89, 68};
   static const int64_t want300[] = {
       0,   99,  201, 96,  204, 93,  207, 90,  210, 87,  213, 84,  216, 198, 81,  78,  222, 75,  147, 225, 72,  228,
       69,  231, 66,  234, 63,  219, 102, 195, 105, 153, 144, 156, 141, 159, 138, 162, 135, 165, 132, 168, 129, 171,
@@ -747,7 +749,8 @@ START_TEST(network_equals_direct_sums) {
     ck_assert_uint_eq(r.voxels, cnt);
     ck_assert(fabs(r.volume - (double)cnt * 1.5) < 1e-9);
     ck_assert(fabs(r.equivalent_radius - cbrt(3.0 * (double)cnt * 1.5 / (4.0 * M_PI))) < 1e-9);
-    ck_assert(fabs(r.centroid[0] - cz / (double)cnt * 2.0) < 1e-9 && fabs(r.centroid[1] - cy / (double)cnt * 0.5) < 1e-9 &&
+    ck_assert(fabs(r.centroid[0] - cz / (double)cnt * 2.0) < 1e-9 &&
+              fabs(r.centroid[1] - cy / (double)cnt * 0.5) < 1e-9 &&
               fabs(r.centroid[2] - cx / (double)cnt * 1.5) < 1e-9);
     ck_assert(r.inscribed_radius == mx);
   }
@@ -937,7 +940,6 @@ START_TEST(raw_files) {
 }
 END_TEST
 
-
 /* ------------------------------------------------------------ the CUDA pipeline in emulation */
 
 #if EXPECT_CUDA
@@ -956,7 +958,8 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
     void *a_d, *b_d;
     /* threshold, fill holes (both connectivities), EDT, markers */
     accel_array a8 = new_volume(&a_d, ACCEL_DTYPE_U8, fx.d), b8 = new_volume(&b_d, ACCEL_DTYPE_U8, fx.d);
-    ck_assert_msg(accel_ct_threshold(gpu, &in, fx.threshold, ACCEL_CT_GREATER, &a8) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_msg(accel_ct_threshold(gpu, &in, fx.threshold, ACCEL_CT_GREATER, &a8) == ACCEL_OK, "%s",
+                  accel_last_error(gpu));
     ck_assert_int_eq(accel_ct_threshold(cpu, &in, fx.threshold, ACCEL_CT_GREATER, &b8), ACCEL_OK);
     ck_assert_msg(memcmp(a_d, b_d, n) == 0, "%s %s: threshold", what, fx.name);
     accel_array solid = b8;
@@ -1082,7 +1085,7 @@ typedef struct ct_case {
   void *want_d[CT_STAGES], *want2_d; /* the CPU's outputs (the pipeline's labels and filled volume) */
 } ct_case;
 
-static const accel_dtype CT_OUT[CT_STAGES] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8,
+static const accel_dtype CT_OUT[CT_STAGES] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8, ACCEL_DTYPE_U8,
                                               ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
 
 static accel_status ct_stage(accel_ctx *ctx, ct_case *c, int op, void *out_d, void *out2_d) {
@@ -1170,7 +1173,7 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
   for (int op = 0; op < CT_STAGES; op++) ck_assert_int_eq(ct_stage(cpu, &c, op, c.want_d[op], c.want2_d), ACCEL_OK);
   accel_ctx_destroy(cpu);
   static const char *const stages[CT_STAGES] = {"ct.rescale", "ct.threshold", "ct.fill_holes", "ct.fill_holes",
-                                                "ct.edt", "ct.markers", "ct.pipeline"};
+                                                "ct.edt",     "ct.markers",   "ct.pipeline"};
   /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs */
   const uint64_t budgets[2] = {(uint64_t)1 << 30, 100000};
   for (int b = 0; b < 2; b++) {

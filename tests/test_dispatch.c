@@ -262,8 +262,8 @@ START_TEST(real_cuda_request_without_device) {
   ck_assert_int_eq(cap.level[0], ACCEL_LOG_WARN);
   const char *line = cap.line[0], *tail = ". CPU fallback.";
   ck_assert_msg(strncmp(line, "[GPU] ctx.init failed: ", 23) == 0, "line: %s", line);
-  ck_assert_msg(strlen(line) > strlen(tail) + 23 && strcmp(line + strlen(line) - strlen(tail), tail) == 0,
-                "line: %s", line);
+  ck_assert_msg(strlen(line) > strlen(tail) + 23 && strcmp(line + strlen(line) - strlen(tail), tail) == 0, "line: %s",
+                line);
   ck_assert_msg(strstr(line, "..") == NULL, "line: %s", line);
   accel_ctx_destroy(ctx);
 

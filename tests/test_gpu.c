@@ -94,8 +94,11 @@ START_TEST(gray_strided_equals_cpu) {
   uint8_t *bgr = malloc(H * W * 3), *pad = malloc(H * (2 * W + 3)), *ref = malloc(H * W);
   fill_random(bgr, H * W * 3, 11);
   memset(pad, 0x55, H * (2 * W + 3));
-  accel_array s = {.data = bgr + (H - 1) * W * 3 + 2, .dtype = ACCEL_DTYPE_U8, .ndim = 3,
-                   .shape = {H, W, 3}, .strides = {-(int64_t)W * 3, 3, -1}};
+  accel_array s = {.data = bgr + (H - 1) * W * 3 + 2,
+                   .dtype = ACCEL_DTYPE_U8,
+                   .ndim = 3,
+                   .shape = {H, W, 3},
+                   .strides = {-(int64_t)W * 3, 3, -1}};
   accel_array d = {.data = pad, .dtype = ACCEL_DTYPE_U8, .ndim = 2, .shape = {H, W}, .strides = {2 * W + 3, 2}};
   accel_array r;
   accel_array_init(&r, ref, ACCEL_DTYPE_U8, 2, (int64_t[]){H, W});
@@ -245,9 +248,14 @@ static accel_pairs *join_on(accel_ctx *ctx, const uint64_t *codes, size_t n, uin
  * the CPU) equals the CPU's, for 64/128/256 bits, both rules, and an output
  * larger than the first device buffer (the rerun path). */
 START_TEST(index_join_equals_cpu) {
-  const struct { uint32_t bits, nfields, t0, t1; size_t n; accel_index_rule rule; } runs[] = {
-      {64, 1, 6, 0, 20000, ACCEL_INDEX_ALL}, {128, 2, 10, 4, 9000, ACCEL_INDEX_ANY},
-      {256, 1, 20, 0, 5000, ACCEL_INDEX_ALL}, {64, 1, 22, 0, 6000, ACCEL_INDEX_ALL}};
+  const struct {
+    uint32_t bits, nfields, t0, t1;
+    size_t n;
+    accel_index_rule rule;
+  } runs[] = {{64, 1, 6, 0, 20000, ACCEL_INDEX_ALL},
+              {128, 2, 10, 4, 9000, ACCEL_INDEX_ANY},
+              {256, 1, 20, 0, 5000, ACCEL_INDEX_ALL},
+              {64, 1, 22, 0, 6000, ACCEL_INDEX_ALL}};
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     const uint32_t wpe = runs[r].bits / 64 * runs[r].nfields;
     uint64_t *codes = malloc(runs[r].n * wpe * sizeof(uint64_t));
@@ -427,7 +435,7 @@ int cudaMalloc(void **ptr, size_t size);
 /* Leave errors on this thread, as a failed device query or cudaHostAlloc do. */
 static void leave_stale_errors(void) {
   void *p = NULL;
-  ck_assert_int_ne(cudaSetDevice(1 << 20), 0);         /* cudaErrorInvalidDevice */
+  ck_assert_int_ne(cudaSetDevice(1 << 20), 0);          /* cudaErrorInvalidDevice */
   ck_assert_int_ne(cudaMalloc(&p, (size_t)1 << 62), 0); /* cudaErrorMemoryAllocation */
 }
 
@@ -444,10 +452,9 @@ typedef struct gpu_case {
   float dsm[40 * 50], sky[40 * 50];
 } gpu_case;
 enum { CASE_GRAY, CASE_KNN, CASE_JOIN, CASE_FILL, CASE_PIPELINE, CASE_SKY, CASES };
-static const char *const CASE_STAGE[CASES] = {"image.gray", "index.knn",   "index.join",
+static const char *const CASE_STAGE[CASES] = {"image.gray",    "index.knn",   "index.join",
                                               "ct.fill_holes", "ct.pipeline", "svf.sky"};
 static const int64_t VOL[3] = {24, 29, 31};
-
 
 static accel_status run_case(accel_ctx *ctx, gpu_case *c, bool keep) {
   accel_status s = ACCEL_OK;

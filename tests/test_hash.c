@@ -21,11 +21,9 @@
 /* ------------------------------------------------------------ reference TSV */
 
 enum { MAX_ROWS = 256, NCOLS = 17 };
-static const char *const COLS[NCOLS] = {"file",    "group",   "sha256",          "width",
-                                        "height",  "mode",    "ahash8",          "ahash16",
-                                        "dhash8",  "dhash16", "dhash_vertical8", "dhash_vertical16",
-                                        "phash8",  "phash16", "whash8",          "whash16",
-                                        "colorhash8"};
+static const char *const COLS[NCOLS] = {"file",   "group",   "sha256", "width",   "height",          "mode",
+                                        "ahash8", "ahash16", "dhash8", "dhash16", "dhash_vertical8", "dhash_vertical16",
+                                        "phash8", "phash16", "whash8", "whash16", "colorhash8"};
 
 typedef struct ref_row {
   char col[NCOLS][80];
@@ -96,8 +94,8 @@ typedef struct kind_tally {
 
 /* Hash every row's file at one size with `kinds`; tally agreement per kind;
  * error rows must fail with ACCEL_ERR_DECODE. */
-static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int size, const accel_hash_kind *kinds,
-                    int nk, kind_tally *tally) {
+static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int size, const accel_hash_kind *kinds, int nk,
+                    kind_tally *tally) {
   const char *paths[MAX_ROWS];
   char buf[MAX_ROWS][512];
   for (int i = 0; i < t->n; i++) {
@@ -141,7 +139,7 @@ static void compare(accel_ctx *ctx, const char *dir, const ref_table *t, int siz
 }
 
 static const accel_hash_kind ALL6[6] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_DHASH_VERTICAL,
-                                        ACCEL_HASH_PHASH, ACCEL_HASH_WHASH,  ACCEL_HASH_COLORHASH};
+                                        ACCEL_HASH_PHASH, ACCEL_HASH_WHASH, ACCEL_HASH_COLORHASH};
 
 /* The hashing issue's acceptance rule: ahash, dhash, dhash_vertical and
  * colorhash identical; phash and whash identical on >= 99% of the images
@@ -160,7 +158,8 @@ static void check_corpus(const char *dir, const ref_table *t, bool strict) {
              y->same, total, y->max_distance);
       bool float_kind = ALL6[k] == ACCEL_HASH_PHASH || ALL6[k] == ACCEL_HASH_WHASH;
       if (strict || !float_kind) {
-        ck_assert_msg(y->differ == 0, "%s size %d differs on %d images", accel_hash_kind_name(ALL6[k]), size, y->differ);
+        ck_assert_msg(y->differ == 0, "%s size %d differs on %d images", accel_hash_kind_name(ALL6[k]), size,
+                      y->differ);
       } else {
         ck_assert_msg(y->same * 100 >= total * 99, "%s size %d identical on only %d/%d", accel_hash_kind_name(ALL6[k]),
                       size, y->same, total);
@@ -301,7 +300,8 @@ START_TEST(hostile_images_fail_cleanly) {
   uint8_t *out = malloc(N * 6 * slot);
   accel_status st[N];
   ck_assert_int_eq(accel_hash_files(ctx, paths, N, &h, out, slot, st), ACCEL_OK);
-  for (int i = 0; i < N; i++) ck_assert_msg(st[i] == cases[i].want, "%s: %s", cases[i].file, accel_status_string(st[i]));
+  for (int i = 0; i < N; i++)
+    ck_assert_msg(st[i] == cases[i].want, "%s: %s", cases[i].file, accel_status_string(st[i]));
   for (int i = 0; i < N; i++) free((void *)paths[i]);
   free(out);
   accel_ctx_destroy(ctx);
@@ -518,7 +518,7 @@ START_TEST(buffers_and_arrays_hash_like_files) {
   }
   accel_array_init(&arr[2], la, ACCEL_DTYPE_U8, 3, (int64_t[]){arr[1].shape[0], arr[1].shape[1], 2});
   ck_assert_int_eq(accel_hash_arrays(ctx, arr, 3, &o, by_array, slot, st), ACCEL_OK);
-  ck_assert_mem_eq(by_array, by_file, 2 * 6 * slot);            /* RGB and L */
+  ck_assert_mem_eq(by_array, by_file, 2 * 6 * slot);                       /* RGB and L */
   ck_assert_mem_eq(by_array + 2 * 6 * slot, by_file + 6 * slot, 6 * slot); /* LA = its L */
   /* a flipped, channel-reversed view hashes like the flipped copy */
   accel_array v = arr[0];
@@ -532,7 +532,8 @@ START_TEST(buffers_and_arrays_hash_like_files) {
   for (int64_t y = 0; y < c.shape[0]; y++)
     for (int64_t x = 0; x < c.shape[1]; x++)
       for (int k = 0; k < 3; k++)
-        copy[(y * c.shape[1] + x) * 3 + k] = ((uint8_t *)arr[0].data)[((c.shape[0] - 1 - y) * c.shape[1] + x) * 3 + 2 - k];
+        copy[(y * c.shape[1] + x) * 3 + k] =
+            ((uint8_t *)arr[0].data)[((c.shape[0] - 1 - y) * c.shape[1] + x) * 3 + 2 - k];
   uint8_t hv[6 * 8], hc[6 * 8];
   ck_assert_int_eq(accel_hash_arrays(ctx, &v, 1, &o, hv, slot, st), ACCEL_OK);
   ck_assert_int_eq(accel_hash_arrays(ctx, &c, 1, &o, hc, slot, st), ACCEL_OK);

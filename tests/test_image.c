@@ -18,8 +18,8 @@ static accel_buffer *load(const char *name) {
   snprintf(path, sizeof path, "%s/gray/%s", test_data_dir(), name);
   accel_buffer *b = NULL;
   size_t n = strlen(name);
-  accel_status s = n > 4 && strcmp(name + n - 4, ".npy") == 0 ? accel_npy_load(NULL, path, &b)
-                                                                : accel_pnm_load(NULL, path, &b);
+  accel_status s =
+      n > 4 && strcmp(name + n - 4, ".npy") == 0 ? accel_npy_load(NULL, path, &b) : accel_pnm_load(NULL, path, &b);
   ck_assert_msg(s == ACCEL_OK, "load %s: %s", path, accel_last_error(NULL));
   return b;
 }
@@ -45,7 +45,9 @@ static void check_against_pillow(const char *in, const char *expected) {
 START_TEST(rgb_matches_pillow) { check_against_pillow("chelsea_37x23.ppm", "chelsea_37x23.L.pgm"); }
 END_TEST
 
-START_TEST(rgba_matches_pillow_alpha_ignored) { check_against_pillow("coffee_rgba_29x17.npy", "coffee_rgba_29x17.L.npy"); }
+START_TEST(rgba_matches_pillow_alpha_ignored) {
+  check_against_pillow("coffee_rgba_29x17.npy", "coffee_rgba_29x17.L.npy");
+}
 END_TEST
 
 START_TEST(gray_alpha_matches_pillow) { check_against_pillow("la_29x17.npy", "la_29x17.L.npy"); }
@@ -96,13 +98,16 @@ START_TEST(any_strides_flipped_bgr_and_padded) {
   uint8_t bgr[H][W][3];
   fill_random(&bgr[0][0][0], sizeof bgr, 3);
   /* view BGR memory as RGB flipped upside down: negative row and channel strides */
-  accel_array s = {.data = &bgr[H - 1][0][2], .dtype = ACCEL_DTYPE_U8, .ndim = 3,
-                   .shape = {H, W, 3}, .strides = {-(int64_t)(W * 3), 3, -1}};
+  accel_array s = {.data = &bgr[H - 1][0][2],
+                   .dtype = ACCEL_DTYPE_U8,
+                   .ndim = 3,
+                   .shape = {H, W, 3},
+                   .strides = {-(int64_t)(W * 3), 3, -1}};
   /* write into every other column of a wider buffer, right to left */
   uint8_t wide[H][2 * W + 1];
   memset(wide, 0x77, sizeof wide);
-  accel_array d = {.data = &wide[0][2 * (W - 1)], .dtype = ACCEL_DTYPE_U8, .ndim = 2,
-                   .shape = {H, W}, .strides = {2 * W + 1, -2}};
+  accel_array d = {
+      .data = &wide[0][2 * (W - 1)], .dtype = ACCEL_DTYPE_U8, .ndim = 2, .shape = {H, W}, .strides = {2 * W + 1, -2}};
   ck_assert_msg(accel_image_to_gray(ctx, &s, &d) == ACCEL_OK, "%s", accel_last_error(ctx));
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++) {
@@ -196,7 +201,10 @@ static accel_status gray_on(accel_ctx *ctx, void *user) {
   uint8_t out[37][53];
   accel_array s, d;
   if (c->strided) {
-    s = (accel_array){.data = &c->rgb[36][0][2], .dtype = ACCEL_DTYPE_U8, .ndim = 3, .shape = {37, 53, 3},
+    s = (accel_array){.data = &c->rgb[36][0][2],
+                      .dtype = ACCEL_DTYPE_U8,
+                      .ndim = 3,
+                      .shape = {37, 53, 3},
                       .strides = {-53 * 4, 4, -1}};
   } else {
     accel_array_init(&s, c->rgb, ACCEL_DTYPE_U8, 3, (int64_t[]){37, 53, 4});

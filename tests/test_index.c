@@ -34,7 +34,8 @@ typedef struct dataset {
  * runs of identical copies. Ids random and unique (not the positions). */
 static dataset make_data(size_t n, uint32_t bits, uint32_t nfields, bool clustered, uint64_t seed) {
   rng_state = seed * 0x9E3779B97F4A7C15ull + 1;
-  dataset d = {n, bits / 64, nfields, malloc(n * sizeof(uint64_t)), malloc(n * nfields * (bits / 64) * sizeof(uint64_t))};
+  dataset d = {n, bits / 64, nfields, malloc(n * sizeof(uint64_t)),
+               malloc(n * nfields * (bits / 64) * sizeof(uint64_t))};
   const size_t wpe = nfields * d.words;
   for (size_t i = 0; i < n; i++) {
     d.ids[i] = (rnd() << 20) ^ i; /* unique: the low bits hold i */
@@ -183,7 +184,8 @@ START_TEST(joins_equal_the_reference) {
           accel_search_options o = search_options(r);
           o.algorithm = (accel_index_algorithm)alg;
           char what[96];
-          snprintf(what, sizeof what, "%u bits %s r=%u algorithm %d", bits[b], clustered ? "clustered" : "random", r, alg);
+          snprintf(what, sizeof what, "%u bits %s r=%u algorithm %d", bits[b], clustered ? "clustered" : "random", r,
+                   alg);
           check_join(ix, &d, &o, what);
         }
       accel_index_destroy(ix);
@@ -208,8 +210,8 @@ START_TEST(several_fields_and_both_rules) {
           o.rule = (accel_index_rule)rule;
           o.algorithm = (accel_index_algorithm)alg;
           char what[96];
-          snprintf(what, sizeof what, "3 fields %s thresholds %zu rule %d algorithm %d", clustered ? "clustered" : "random",
-                   t, rule, alg);
+          snprintf(what, sizeof what, "3 fields %s thresholds %zu rule %d algorithm %d",
+                   clustered ? "clustered" : "random", t, rule, alg);
           check_join(ix, &d, &o, what);
         }
     accel_index_destroy(ix);

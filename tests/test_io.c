@@ -120,9 +120,12 @@ START_TEST(refuses_what_it_cannot_read) {
     accel_status status;
     const char *needle;
   } cases[] = {
-      {"fortran_2x3.npy", ACCEL_ERR_FORMAT, "Fortran"},   {"structured.npy", ACCEL_ERR_FORMAT, "structured"},
-      {"c64.npy", ACCEL_ERR_FORMAT, "c8"},               {"truncated.npy", ACCEL_ERR_FORMAT, "truncated"},
-      {"not_npy.npy", ACCEL_ERR_FORMAT, "not a .npy"},    {"does_not_exist.npy", ACCEL_ERR_IO, "cannot open"},
+      {"fortran_2x3.npy", ACCEL_ERR_FORMAT, "Fortran"},
+      {"structured.npy", ACCEL_ERR_FORMAT, "structured"},
+      {"c64.npy", ACCEL_ERR_FORMAT, "c8"},
+      {"truncated.npy", ACCEL_ERR_FORMAT, "truncated"},
+      {"not_npy.npy", ACCEL_ERR_FORMAT, "not a .npy"},
+      {"does_not_exist.npy", ACCEL_ERR_IO, "cannot open"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     accel_buffer *b = (accel_buffer *)0x1;
@@ -510,7 +513,6 @@ START_TEST(pnm_round_trip_and_errors) {
   ck_assert_int_eq(accel_pnm_save(NULL, tmp("f.pgm"), &a), ACCEL_ERR_INVALID_ARG);
 }
 END_TEST
-
 
 #if ACCEL_HAVE_TIFF
 /* A tiled int16 GeoTIFF written here with libtiff (pixel scale, GDAL no-data):

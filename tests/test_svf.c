@@ -75,9 +75,9 @@ static void check_shadows(accel_ctx *ctx, const city *c, int64_t tile) {
   opt.tile = tile;
   static const char *const kinds[3] = {"sh", "vegsh", "vbshvegsh"};
   for (int s = 0; s < 3; s++) {
-    ck_assert_msg(accel_svf_shadows(ctx, &dsm, &cdsm, &tdsm, suns[s][0], suns[s][1], &opt, &o[0], &o[1], &o[2]) ==
-                      ACCEL_OK,
-                  "%s", accel_last_error(ctx));
+    ck_assert_msg(
+        accel_svf_shadows(ctx, &dsm, &cdsm, &tdsm, suns[s][0], suns[s][1], &opt, &o[0], &o[1], &o[2]) == ACCEL_OK, "%s",
+        accel_last_error(ctx));
     for (int k = 0; k < 3; k++) {
       char name[128];
       snprintf(name, sizeof name, "shadow_az%g_alt%g_%s", suns[s][0], suns[s][1], kinds[k]);
@@ -90,8 +90,8 @@ static void check_shadows(accel_ctx *ctx, const city *c, int64_t tile) {
           differ++;
         }
       EXPECT(differ == 0, "%s/%s (tile %lld): %lld pixels differ, first at (%lld, %lld): %g, UMEP %g", c->dir, name,
-             (long long)tile, (long long)differ, (long long)(first / c->cols), (long long)(first % c->cols),
-             g[first], r[first]);
+             (long long)tile, (long long)differ, (long long)(first / c->cols), (long long)(first % c->cols), g[first],
+             r[first]);
       accel_buffer_destroy(ref);
     }
   }
@@ -131,10 +131,10 @@ static void check_sky(accel_ctx *ctx, const city *c, int64_t tile) {
       }
     }
     const double bound = g < ACCEL_SVF_VEG ? 1e-5 : 1e-4;
-    EXPECT(worst <= bound, "%s/%s (tile %lld): |diff| %g at (%lld, %lld) over %g", c->dir, name, (long long)tile,
-           worst, (long long)(at / c->cols), (long long)(at % c->cols), bound);
-    EXPECT(differ == 0, "%s/%s (tile %lld): %lld pixels differ from UMEP (largest %g)", c->dir, name,
-           (long long)tile, (long long)differ, worst);
+    EXPECT(worst <= bound, "%s/%s (tile %lld): |diff| %g at (%lld, %lld) over %g", c->dir, name, (long long)tile, worst,
+           (long long)(at / c->cols), (long long)(at % c->cols), bound);
+    EXPECT(differ == 0, "%s/%s (tile %lld): %lld pixels differ from UMEP (largest %g)", c->dir, name, (long long)tile,
+           (long long)differ, worst);
     accel_buffer_destroy(ref);
   }
   free(out);

@@ -8,7 +8,6 @@
 #include <unistd.h>
 #include <zlib.h>
 
-
 void capture_log(void *user, accel_log_level level, const char *message) {
   log_capture *c = user;
   if (c->n >= CAPTURE_MAX) return;

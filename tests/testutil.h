@@ -39,8 +39,7 @@ int capture_count_level(const log_capture *c, accel_log_level level);
 accel_ctx_options ctx_options(accel_backend_kind backend);
 
 /* Create a context with a capturing logger; fails the test on error. */
-accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap,
-                    accel_log_level level);
+accel_ctx *make_ctx(accel_backend_kind backend, accel_fallback_policy policy, log_capture *cap, accel_log_level level);
 
 /* A CPU context that never falls back, logging warnings on stderr: what most tests use. */
 accel_ctx *cpu_ctx(void);

@@ -68,8 +68,7 @@ int main(int argc, char **argv) {
   so.rule = ACCEL_INDEX_ALL;
   so.thresholds[0] = so.thresholds[1] = 5;
   accel_groups *groups = NULL;
-  if (accel_index_add(ix, m, ids, codes, NULL, NULL) != ACCEL_OK ||
-      accel_index_group(ix, &so, &groups) != ACCEL_OK) {
+  if (accel_index_add(ix, m, ids, codes, NULL, NULL) != ACCEL_OK || accel_index_group(ix, &so, &groups) != ACCEL_OK) {
     fprintf(stderr, "dupes: %s\n", accel_last_error(ctx));
     rc = 2;
   } else {

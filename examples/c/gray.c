@@ -27,7 +27,7 @@ int main(int argc, char **argv) {
   size_t n = strlen(argv[1]);
   accel_buffer *img = NULL;
   s = n > 4 && strcmp(argv[1] + n - 4, ".npy") == 0 ? accel_npy_load(ctx, argv[1], &img)
-                                                     : accel_pnm_load(ctx, argv[1], &img);
+                                                    : accel_pnm_load(ctx, argv[1], &img);
   if (s) return fail(argv[1], s, ctx);
   accel_array src;
   accel_buffer_view(img, &src);
@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
 
   size_t m = strlen(argv[2]);
   s = m > 4 && strcmp(argv[2] + m - 4, ".npy") == 0 ? accel_npy_save(ctx, argv[2], &dst)
-                                                     : accel_pnm_save(ctx, argv[2], &dst);
+                                                    : accel_pnm_save(ctx, argv[2], &dst);
   if (s) return fail(argv[2], s, ctx);
 
   accel_stage_stats st;

@@ -32,7 +32,7 @@ Ctx make_context() {
   return Ctx(raw);
 }
 
-}  // namespace
+} // namespace
 
 int main() {
   try {
@@ -55,7 +55,7 @@ int main() {
     check(accel_array_init(&src, rgb.data(), ACCEL_DTYPE_U8, 3, src_shape), nullptr);
     check(accel_array_init(&dst, gray.data(), ACCEL_DTYPE_U8, 2, dst_shape), nullptr);
     check(accel_image_to_gray(ctx.get(), &src, &dst), ctx.get());
-    const std::vector<std::uint8_t> pillow = {76, 150, 29, 255};  // Pillow's convert('L')
+    const std::vector<std::uint8_t> pillow = {76, 150, 29, 255}; // Pillow's convert('L')
     if (gray != pillow) {
       std::cerr << "unexpected gray values\n";
       return 1;

@@ -188,10 +188,10 @@ typedef int (*accel_progress_fn)(void *user, const char *stage, double fraction)
 typedef struct accel_ctx accel_ctx;
 
 typedef struct accel_ctx_options {
-  uint32_t struct_size;          /* sizeof(accel_ctx_options), set by init */
-  accel_backend_kind backend;    /* default ACCEL_BACKEND_AUTO */
-  int32_t device;                /* CUDA device index, default 0 */
-  accel_fallback_policy fallback;/* default ACCEL_FALLBACK_ALLOW */
+  uint32_t struct_size;           /* sizeof(accel_ctx_options), set by init */
+  accel_backend_kind backend;     /* default ACCEL_BACKEND_AUTO */
+  int32_t device;                 /* CUDA device index, default 0 */
+  accel_fallback_policy fallback; /* default ACCEL_FALLBACK_ALLOW */
   /* Device memory the context may hold at once, in bytes. 0 (default) means
    * 90% of the device memory free when the context is created. Work larger
    * than the budget is split (slabs, tiles, batches) or fails with
@@ -201,9 +201,9 @@ typedef struct accel_ctx_options {
    * default, itself capped at ACCEL_CPU_THREADS_MAX). More is
    * ACCEL_ERR_INVALID_ARG. */
   int32_t cpu_threads;
-  accel_log_level log_level;     /* default ACCEL_LOG_WARN */
-  accel_log_fn log_fn;           /* NULL (default) = write lines to stderr */
-  void *log_user;                /* passed to log_fn */
+  accel_log_level log_level; /* default ACCEL_LOG_WARN */
+  accel_log_fn log_fn;       /* NULL (default) = write lines to stderr */
+  void *log_user;            /* passed to log_fn */
   /* The largest image or raster (width x height) any loader of this context
    * accepts: JPEG/PNG decoding and hashing (unless their own options set a
    * smaller max_pixels), PGM/PPM and TIFF loading. Larger inputs fail with
@@ -276,19 +276,18 @@ ACCEL_API const char *accel_last_error(const accel_ctx *ctx);
  * `level`. May be called while other threads use the context: messages
  * logged after it returns go to the new callback. Errors:
  * ACCEL_ERR_INVALID_ARG (NULL ctx, an unknown level; nothing changes). */
-ACCEL_API accel_status accel_set_log(accel_ctx *ctx, accel_log_fn fn, void *user,
-                                     accel_log_level level);
+ACCEL_API accel_status accel_set_log(accel_ctx *ctx, accel_log_fn fn, void *user, accel_log_level level);
 
 /* What a context resolved its options to. */
 typedef struct accel_ctx_info {
-  uint32_t struct_size;           /* set by accel_ctx_info_init */
-  accel_backend_kind backend;     /* ACCEL_BACKEND_CPU or ACCEL_BACKEND_CUDA: what runs stages */
-  int32_t device;                 /* CUDA device index, or -1 on the CPU backend */
+  uint32_t struct_size;       /* set by accel_ctx_info_init */
+  accel_backend_kind backend; /* ACCEL_BACKEND_CPU or ACCEL_BACKEND_CUDA: what runs stages */
+  int32_t device;             /* CUDA device index, or -1 on the CPU backend */
   accel_fallback_policy fallback;
-  uint64_t device_memory_budget;  /* bytes; 0 on the CPU backend */
-  int32_t cpu_threads;            /* threads CPU stages use */
+  uint64_t device_memory_budget; /* bytes; 0 on the CPU backend */
+  int32_t cpu_threads;           /* threads CPU stages use */
   accel_log_level log_level;
-  uint64_t max_pixels;            /* the loaders' pixel limit (added after the first layout) */
+  uint64_t max_pixels; /* the loaders' pixel limit (added after the first layout) */
 } accel_ctx_info;
 
 ACCEL_API accel_status accel_ctx_info_init(accel_ctx_info *info, size_t struct_size);
@@ -300,11 +299,7 @@ ACCEL_API accel_status accel_ctx_query(const accel_ctx *ctx, accel_ctx_info *inf
 /* ---------------------------------------------------------------- stats */
 
 /* Lengths of fixed character fields, with the terminating NUL. */
-enum {
-  ACCEL_STAGE_NAME_MAX = 48,
-  ACCEL_DEVICE_NAME_MAX = 256,
-  ACCEL_REASON_MAX = 256
-};
+enum { ACCEL_STAGE_NAME_MAX = 48, ACCEL_DEVICE_NAME_MAX = 256, ACCEL_REASON_MAX = 256 };
 
 /* Per-stage counters of one context, since creation or the last reset.
  * Stage names are stable: "ctx.init", "image.gray", and the names each domain
@@ -313,14 +308,14 @@ enum {
  * have been prepared by accel_stage_stats_init (ACCEL_ERR_VERSION otherwise)
  * and is written only on success. */
 typedef struct accel_stage_stats {
-  uint32_t struct_size;          /* set by accel_stage_stats_init */
+  uint32_t struct_size; /* set by accel_stage_stats_init */
   char stage[ACCEL_STAGE_NAME_MAX];
-  uint64_t runs;                 /* calls of the stage that reached the dispatcher */
-  uint64_t gpu_runs;             /* completed on the GPU */
-  uint64_t cpu_runs;             /* completed on the CPU (fallbacks included) */
-  uint64_t fallbacks;            /* GPU failures rerun on the CPU */
-  uint64_t failures;             /* calls that returned an error */
-  double seconds;                /* wall time spent in the stage */
+  uint64_t runs;      /* calls of the stage that reached the dispatcher */
+  uint64_t gpu_runs;  /* completed on the GPU */
+  uint64_t cpu_runs;  /* completed on the CPU (fallbacks included) */
+  uint64_t fallbacks; /* GPU failures rerun on the CPU */
+  uint64_t failures;  /* calls that returned an error */
+  double seconds;     /* wall time spent in the stage */
 } accel_stage_stats;
 
 ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size);
@@ -329,19 +324,17 @@ ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t s
 ACCEL_API accel_status accel_ctx_stats_count(const accel_ctx *ctx, size_t *count);
 /* Statistics of the index-th stage, in the order stages first ran (since
  * the last reset). ACCEL_ERR_NOT_FOUND past the end. */
-ACCEL_API accel_status accel_ctx_stats_get(const accel_ctx *ctx, size_t index,
-                                           accel_stage_stats *stats);
+ACCEL_API accel_status accel_ctx_stats_get(const accel_ctx *ctx, size_t index, accel_stage_stats *stats);
 /* Statistics of the named stage; ACCEL_ERR_NOT_FOUND if it has not run
  * since creation or the last reset. */
-ACCEL_API accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage,
-                                            accel_stage_stats *stats);
+ACCEL_API accel_status accel_ctx_stats_find(const accel_ctx *ctx, const char *stage, accel_stage_stats *stats);
 /* Forget all statistics. Errors: ACCEL_ERR_INVALID_ARG (NULL ctx). */
 ACCEL_API accel_status accel_ctx_stats_reset(accel_ctx *ctx);
 
 /* ------------------------------------------------------ backends, devices */
 
 typedef struct accel_backend_info {
-  uint32_t struct_size;          /* set by accel_backend_info_init */
+  uint32_t struct_size; /* set by accel_backend_info_init */
   accel_backend_kind kind;
   char name[16];                 /* "cpu", "cuda" */
   int32_t compiled;              /* 1 if this build contains the backend */
@@ -359,15 +352,15 @@ ACCEL_API accel_status accel_backend_info_init(accel_backend_info *info, size_t 
 ACCEL_API accel_status accel_backend_query(accel_backend_kind kind, accel_backend_info *info);
 
 typedef struct accel_device_info {
-  uint32_t struct_size;          /* set by accel_device_info_init */
+  uint32_t struct_size; /* set by accel_device_info_init */
   int32_t index;
   char name[ACCEL_DEVICE_NAME_MAX];
-  uint64_t total_memory;         /* bytes */
-  uint64_t free_memory;          /* bytes, at the time of the query */
-  int32_t cc_major;              /* compute capability */
+  uint64_t total_memory; /* bytes */
+  uint64_t free_memory;  /* bytes, at the time of the query */
+  int32_t cc_major;      /* compute capability */
   int32_t cc_minor;
   int32_t multiprocessors;
-  int32_t driver_version;        /* e.g. 13000 for 13.0 */
+  int32_t driver_version; /* e.g. 13000 for 13.0 */
   int32_t runtime_version;
 } accel_device_info;
 
@@ -417,9 +410,9 @@ enum { ACCEL_ARRAY_MAX_DIMS = 8 };
 typedef struct accel_array {
   void *data;
   accel_dtype dtype;
-  int32_t ndim;                           /* 0..ACCEL_ARRAY_MAX_DIMS */
-  int64_t shape[ACCEL_ARRAY_MAX_DIMS];    /* entries past ndim are ignored */
-  int64_t strides[ACCEL_ARRAY_MAX_DIMS];  /* bytes */
+  int32_t ndim;                          /* 0..ACCEL_ARRAY_MAX_DIMS */
+  int64_t shape[ACCEL_ARRAY_MAX_DIMS];   /* entries past ndim are ignored */
+  int64_t strides[ACCEL_ARRAY_MAX_DIMS]; /* bytes */
 } accel_array;
 
 /* Bytes per element of `dtype`; 0 for an invalid dtype. */
@@ -429,8 +422,8 @@ ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
  * array, an invalid dtype, ndim outside 0..ACCEL_ARRAY_MAX_DIMS, a NULL
  * shape with ndim > 0, a negative extent, or a byte size over INT64_MAX;
  * *array is then zeroed (when not NULL). */
-ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dtype dtype,
-                                        int32_t ndim, const int64_t *shape);
+ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dtype dtype, int32_t ndim,
+                                        const int64_t *shape);
 
 /* An array the library allocated (file loaders return these). */
 typedef struct accel_buffer accel_buffer;
@@ -439,8 +432,7 @@ typedef struct accel_buffer accel_buffer;
  * accel_array_init, ACCEL_ERR_OUT_OF_MEMORY (also for a size over
  * SIZE_MAX); *out is NULL on failure (when out is not). Messages go to
  * accel_last_error(NULL). */
-ACCEL_API accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape,
-                                           accel_buffer **out);
+ACCEL_API accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out);
 /* A view of the buffer's memory, valid until accel_buffer_destroy.
  * ACCEL_ERR_INVALID_ARG for a NULL argument. Views may be taken from several
  * threads at once; what is written through them is the caller's to

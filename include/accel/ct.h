@@ -110,8 +110,8 @@ enum {
 };
 
 typedef struct accel_ct_marker_options {
-  uint32_t struct_size;  /* set by accel_ct_marker_options_init */
-  int32_t min_distance;  /* default 3: peaks closer than this (Chebyshev, voxels) are suppressed */
+  uint32_t struct_size; /* set by accel_ct_marker_options_init */
+  int32_t min_distance; /* default 3: peaks closer than this (Chebyshev, voxels) are suppressed */
   /* Gaussian smoothing of the distance map before the peak search (SciPy's
    * gaussian_filter: truncate 4.0, mode 'reflect'), in voxels; 0 (default):
    * none. Only the peak search sees the smoothed map: the trims and (in a
@@ -184,8 +184,8 @@ typedef enum accel_ct_ties {
 } accel_ct_ties;
 
 typedef struct accel_ct_watershed_options {
-  uint32_t struct_size;   /* set by accel_ct_watershed_options_init */
-  accel_ct_ties ties;     /* default ACCEL_CT_TIES_SKIMAGE */
+  uint32_t struct_size; /* set by accel_ct_watershed_options_init */
+  accel_ct_ties ties;   /* default ACCEL_CT_TIES_SKIMAGE */
   accel_progress_fn progress;
   void *progress_user;
 } accel_ct_watershed_options;
@@ -209,22 +209,22 @@ ACCEL_API accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *ima
 
 /* A region (pore body): label L's voxels. */
 typedef struct accel_ct_region {
-  uint32_t struct_size;      /* set by the caller: sizeof(accel_ct_region) */
+  uint32_t struct_size; /* set by the caller: sizeof(accel_ct_region) */
   uint32_t label;
   uint64_t voxels;
-  double volume;             /* voxels * spacing[0] * spacing[1] * spacing[2] */
-  double equivalent_radius;  /* radius of the sphere of that volume */
-  double centroid[3];        /* mean voxel centre, (z, y, x) * spacing */
-  double inscribed_radius;   /* the largest distance-map value inside */
+  double volume;            /* voxels * spacing[0] * spacing[1] * spacing[2] */
+  double equivalent_radius; /* radius of the sphere of that volume */
+  double centroid[3];       /* mean voxel centre, (z, y, x) * spacing */
+  double inscribed_radius;  /* the largest distance-map value inside */
 } accel_ct_region;
 
 /* A throat: the face-adjacent voxel pairs of two regions a < b. */
 typedef struct accel_ct_throat {
-  uint32_t struct_size;      /* set by the caller: sizeof(accel_ct_throat) */
-  uint32_t a, b;             /* region labels, a < b */
-  uint64_t faces;            /* shared voxel faces */
-  double area;               /* sum of the shared faces' areas (spacing products) */
-  double inscribed_radius;   /* max over shared faces of min(edt[one side], edt[other]) */
+  uint32_t struct_size;    /* set by the caller: sizeof(accel_ct_throat) */
+  uint32_t a, b;           /* region labels, a < b */
+  uint64_t faces;          /* shared voxel faces */
+  double area;             /* sum of the shared faces' areas (spacing products) */
+  double inscribed_radius; /* max over shared faces of min(edt[one side], edt[other]) */
 } accel_ct_throat;
 
 typedef struct accel_ct_network accel_ct_network;
@@ -266,22 +266,22 @@ typedef enum accel_ct_pores {
 } accel_ct_pores;
 
 typedef struct accel_ct_pipeline_options {
-  uint32_t struct_size;            /* set by accel_ct_pipeline_options_init */
+  uint32_t struct_size; /* set by accel_ct_pipeline_options_init */
   /* input I16/U16 with slopes: rescaled per slice first (NULL: not) */
-  const double *slope, *intercept; /* Z values each, both or neither */
-  double threshold;                /* solid = input <compare> threshold */
-  accel_ct_compare compare;        /* default ACCEL_CT_GREATER */
+  const double *slope, *intercept;         /* Z values each, both or neither */
+  double threshold;                        /* solid = input <compare> threshold */
+  accel_ct_compare compare;                /* default ACCEL_CT_GREATER */
   accel_ct_connectivity fill_connectivity; /* default ACCEL_CT_FACES */
-  accel_ct_pores pores;            /* default ACCEL_CT_PORES_CLOSED */
-  double spacing[3];               /* default 1, 1, 1 */
-  int32_t min_distance;            /* default 3 */
-  double smooth_sigma;             /* default 0: the peak search's smoothing */
-  accel_ct_ties ties;              /* default ACCEL_CT_TIES_SKIMAGE */
-  accel_progress_fn progress;      /* stage names as above, fraction of the pipeline */
+  accel_ct_pores pores;                    /* default ACCEL_CT_PORES_CLOSED */
+  double spacing[3];                       /* default 1, 1, 1 */
+  int32_t min_distance;                    /* default 3 */
+  double smooth_sigma;                     /* default 0: the peak search's smoothing */
+  accel_ct_ties ties;                      /* default ACCEL_CT_TIES_SKIMAGE */
+  accel_progress_fn progress;              /* stage names as above, fraction of the pipeline */
   void *progress_user;
-  uint32_t trim;                   /* ACCEL_CT_TRIM_* of the peaks found (default 0) */
-  int32_t saddle_iterations;       /* default 20 */
-  double nearby_factor;            /* default 1 (distances in spacing units) */
+  uint32_t trim;             /* ACCEL_CT_TRIM_* of the peaks found (default 0) */
+  int32_t saddle_iterations; /* default 20 */
+  double nearby_factor;      /* default 1 (distances in spacing units) */
 } accel_ct_pipeline_options;
 
 ACCEL_API accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *options, size_t struct_size);
@@ -289,15 +289,15 @@ ACCEL_API accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options 
 /* Where a run writes; NULL members are not computed unless later stages
  * need them (and are then never downloaded from a GPU). */
 typedef struct accel_ct_outputs {
-  uint32_t struct_size;        /* set by accel_ct_outputs_init */
-  const accel_array *solid;    /* U8 */
-  const accel_array *filled;   /* U8 */
-  const accel_array *pores;    /* U8 */
-  const accel_array *edt;      /* F32 (the unsmoothed distance map) */
-  const accel_array *markers;  /* I32 */
-  const accel_array *labels;   /* I32 */
-  accel_ct_network **network;  /* receives a network (destroy it) */
-  uint32_t marker_count;       /* out: markers found or given */
+  uint32_t struct_size;       /* set by accel_ct_outputs_init */
+  const accel_array *solid;   /* U8 */
+  const accel_array *filled;  /* U8 */
+  const accel_array *pores;   /* U8 */
+  const accel_array *edt;     /* F32 (the unsmoothed distance map) */
+  const accel_array *markers; /* I32 */
+  const accel_array *labels;  /* I32 */
+  accel_ct_network **network; /* receives a network (destroy it) */
+  uint32_t marker_count;      /* out: markers found or given */
 } accel_ct_outputs;
 
 ACCEL_API accel_status accel_ct_outputs_init(accel_ct_outputs *outputs, size_t struct_size);

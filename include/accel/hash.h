@@ -56,8 +56,8 @@ typedef enum accel_hash_kind {
 enum {
   ACCEL_HASH_KIND_COUNT = 6,
   ACCEL_HASH_SIZE_MIN = 2,
-  ACCEL_HASH_SIZE_MAX = 64,   /* hash_size; 64 gives 4096-bit hashes */
-  ACCEL_HASH_MAX_BYTES = 512  /* bytes of the largest hash */
+  ACCEL_HASH_SIZE_MAX = 64,  /* hash_size; 64 gives 4096-bit hashes */
+  ACCEL_HASH_MAX_BYTES = 512 /* bytes of the largest hash */
 };
 
 /* "ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash";
@@ -74,11 +74,11 @@ ACCEL_API accel_status accel_hash_kind_from_string(const char *name, accel_hash_
 typedef void (*accel_hash_error_fn)(void *user, size_t index, accel_status status, const char *message);
 
 typedef struct accel_hash_options {
-  uint32_t struct_size;         /* set by accel_hash_options_init */
-  uint32_t nkinds;              /* how many entries of kinds[] to compute */
+  uint32_t struct_size;                         /* set by accel_hash_options_init */
+  uint32_t nkinds;                              /* how many entries of kinds[] to compute */
   accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT]; /* default: ahash, dhash, phash, whash */
-  int32_t hash_size;            /* default 8; ACCEL_HASH_SIZE_MIN..MAX; whash: a power of two */
-  int32_t color_binbits;        /* colorhash's binbits, default 3; 1..8 */
+  int32_t hash_size;                            /* default 8; ACCEL_HASH_SIZE_MIN..MAX; whash: a power of two */
+  int32_t color_binbits;                        /* colorhash's binbits, default 3; 1..8 */
   /* 0 (default): exact. 1: decode large JPEGs at a reduced DCT scale, as
    * Pillow's draft() picks it for the largest resize the requested kinds
    * need (whash then uses the reduced image's size). Much faster, not
@@ -88,7 +88,7 @@ typedef struct accel_hash_options {
    * ACCEL_ERR_LIMIT before any pixel is decoded. 0 = default, 256 000 000;
    * never more than the context's max_pixels. */
   uint64_t max_pixels;
-  accel_progress_fn progress;   /* stage "hash.batch", fraction of inputs done */
+  accel_progress_fn progress; /* stage "hash.batch", fraction of inputs done */
   void *progress_user;
   accel_hash_error_fn on_error; /* optional: the message of each failed input */
   void *error_user;
@@ -100,8 +100,7 @@ ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size
  * colorhash. ACCEL_ERR_INVALID_ARG for an unknown kind or sizes imagehash
  * refuses (hash_size outside ACCEL_HASH_SIZE_MIN..MAX, whash's not a power
  * of two, color_binbits outside 1..8); *nbits is then left as it was. */
-ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits,
-                                       uint32_t *nbits);
+ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits, uint32_t *nbits);
 /* Bytes each hash occupies in a batch's output: the largest
  * ceil(bits / 8) over options->kinds (NULL options: the defaults). Fails as
  * a batch would for these options: ACCEL_ERR_INVALID_ARG (nkinds, a kind

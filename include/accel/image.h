@@ -46,34 +46,30 @@ extern "C" {
  * one of the above or does not match between src and dst, or overlapping
  * arrays; under ACCEL_FALLBACK_DENY the GPU's failure (core.h). dst is
  * unspecified after a failure. */
-ACCEL_API accel_status accel_image_to_gray(accel_ctx *ctx, const accel_array *src,
-                                           accel_array *dst);
+ACCEL_API accel_status accel_image_to_gray(accel_ctx *ctx, const accel_array *src, accel_array *dst);
 
 /* Pillow's mode of a decoded file (what PIL.Image.open reports). */
 typedef enum accel_image_mode {
-  ACCEL_IMAGE_MODE_1 = 0,    /* bilevel */
+  ACCEL_IMAGE_MODE_1 = 0, /* bilevel */
   ACCEL_IMAGE_MODE_L = 1,
   ACCEL_IMAGE_MODE_LA = 2,
-  ACCEL_IMAGE_MODE_P = 3,    /* palette */
+  ACCEL_IMAGE_MODE_P = 3, /* palette */
   ACCEL_IMAGE_MODE_RGB = 4,
   ACCEL_IMAGE_MODE_RGBA = 5,
   ACCEL_IMAGE_MODE_CMYK = 6,
-  ACCEL_IMAGE_MODE_I = 7     /* 32-bit integer gray (16-bit PNG gray) */
+  ACCEL_IMAGE_MODE_I = 7 /* 32-bit integer gray (16-bit PNG gray) */
 } accel_image_mode;
 
-typedef enum accel_image_format {
-  ACCEL_IMAGE_FORMAT_JPEG = 1,
-  ACCEL_IMAGE_FORMAT_PNG = 2
-} accel_image_format;
+typedef enum accel_image_format { ACCEL_IMAGE_FORMAT_JPEG = 1, ACCEL_IMAGE_FORMAT_PNG = 2 } accel_image_format;
 
 typedef enum accel_decode_target {
-  ACCEL_DECODE_GRAY = 0,     /* U8 (H, W): convert('L') */
-  ACCEL_DECODE_RGB = 1       /* U8 (H, W, 3): convert('RGB') */
+  ACCEL_DECODE_GRAY = 0, /* U8 (H, W): convert('L') */
+  ACCEL_DECODE_RGB = 1   /* U8 (H, W, 3): convert('RGB') */
 } accel_decode_target;
 
 typedef struct accel_decode_options {
-  uint32_t struct_size;      /* set by accel_decode_options_init */
-  accel_decode_target target;/* default ACCEL_DECODE_RGB */
+  uint32_t struct_size;       /* set by accel_decode_options_init */
+  accel_decode_target target; /* default ACCEL_DECODE_RGB */
   /* More pixels than this fails with ACCEL_ERR_LIMIT before decoding.
    * 0 = default, 256 000 000; never more than the context's max_pixels. */
   uint64_t max_pixels;
@@ -82,9 +78,9 @@ typedef struct accel_decode_options {
 ACCEL_API accel_status accel_decode_options_init(accel_decode_options *options, size_t struct_size);
 
 typedef struct accel_image_info {
-  uint32_t struct_size;      /* set by accel_image_info_init */
+  uint32_t struct_size; /* set by accel_image_info_init */
   accel_image_format format;
-  accel_image_mode mode;     /* Pillow's mode of the file */
+  accel_image_mode mode; /* Pillow's mode of the file */
   int64_t width, height;
 } accel_image_info;
 

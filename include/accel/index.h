@@ -56,9 +56,9 @@ enum { ACCEL_INDEX_MAX_FIELDS = 8 };
 typedef struct accel_index accel_index;
 
 typedef struct accel_index_options {
-  uint32_t struct_size;  /* set by accel_index_options_init */
-  uint32_t bits;         /* bits per field: 64 (default), 128 or 256 */
-  uint32_t nfields;      /* codes per entry, 1 (default) .. ACCEL_INDEX_MAX_FIELDS */
+  uint32_t struct_size; /* set by accel_index_options_init */
+  uint32_t bits;        /* bits per field: 64 (default), 128 or 256 */
+  uint32_t nfields;     /* codes per entry, 1 (default) .. ACCEL_INDEX_MAX_FIELDS */
 } accel_index_options;
 
 ACCEL_API accel_status accel_index_options_init(accel_index_options *options, size_t struct_size);
@@ -134,11 +134,11 @@ typedef enum accel_index_algorithm {
 } accel_index_algorithm;
 
 typedef struct accel_search_options {
-  uint32_t struct_size;        /* set by accel_search_options_init */
-  accel_index_rule rule;       /* default ACCEL_INDEX_ALL */
+  uint32_t struct_size;                        /* set by accel_search_options_init */
+  accel_index_rule rule;                       /* default ACCEL_INDEX_ALL */
   uint32_t thresholds[ACCEL_INDEX_MAX_FIELDS]; /* per field, inclusive; default 0 */
-  accel_index_algorithm algorithm; /* default ACCEL_INDEX_AUTO */
-  accel_progress_fn progress;  /* optional: fraction of the search done */
+  accel_index_algorithm algorithm;             /* default ACCEL_INDEX_AUTO */
+  accel_progress_fn progress;                  /* optional: fraction of the search done */
   void *progress_user;
 } accel_search_options;
 

@@ -53,17 +53,17 @@ extern "C" {
 
 /* The 15 SVF grids, in UMEP's order; names as UMEP saves them. */
 typedef enum accel_svf_grid {
-  ACCEL_SVF = 0,        /* "svf": buildings, whole sky */
-  ACCEL_SVF_E = 1,      /* "svfE": eastern half sky (patch azimuth in [0, 180)) */
-  ACCEL_SVF_S = 2,      /* "svfS": [90, 270) */
-  ACCEL_SVF_W = 3,      /* "svfW": [180, 360) */
-  ACCEL_SVF_N = 4,      /* "svfN": [270, 360) or [0, 90) */
-  ACCEL_SVF_VEG = 5,    /* "svfveg": vegetation, whole sky; then E, S, W, N */
+  ACCEL_SVF = 0,     /* "svf": buildings, whole sky */
+  ACCEL_SVF_E = 1,   /* "svfE": eastern half sky (patch azimuth in [0, 180)) */
+  ACCEL_SVF_S = 2,   /* "svfS": [90, 270) */
+  ACCEL_SVF_W = 3,   /* "svfW": [180, 360) */
+  ACCEL_SVF_N = 4,   /* "svfN": [270, 360) or [0, 90) */
+  ACCEL_SVF_VEG = 5, /* "svfveg": vegetation, whole sky; then E, S, W, N */
   ACCEL_SVF_E_VEG = 6,
   ACCEL_SVF_S_VEG = 7,
   ACCEL_SVF_W_VEG = 8,
   ACCEL_SVF_N_VEG = 9,
-  ACCEL_SVF_AVEG = 10,  /* "svfaveg": vegetation within building shadows; then E, S, W, N */
+  ACCEL_SVF_AVEG = 10, /* "svfaveg": vegetation within building shadows; then E, S, W, N */
   ACCEL_SVF_E_AVEG = 11,
   ACCEL_SVF_S_AVEG = 12,
   ACCEL_SVF_W_AVEG = 13,
@@ -77,20 +77,20 @@ ACCEL_API const char *accel_svf_grid_name(int32_t grid);
 
 /* The per-patch visibility matrices (what SOLWEIG's anisotropic sky reads). */
 typedef enum accel_svf_matrix {
-  ACCEL_SVF_MATRIX_SH = 0,     /* UMEP's shmat */
-  ACCEL_SVF_MATRIX_VEGSH = 1,  /* vegshmat */
-  ACCEL_SVF_MATRIX_VBSH = 2,   /* vbshvegshmat */
+  ACCEL_SVF_MATRIX_SH = 0,    /* UMEP's shmat */
+  ACCEL_SVF_MATRIX_VEGSH = 1, /* vegshmat */
+  ACCEL_SVF_MATRIX_VBSH = 2,  /* vbshvegshmat */
   ACCEL_SVF_MATRICES = 3
 } accel_svf_matrix;
 
 typedef struct accel_svf_options {
-  uint32_t struct_size;  /* set by accel_svf_options_init */
-  double pixel_size;     /* metres per pixel; required (> 0) */
+  uint32_t struct_size; /* set by accel_svf_options_init */
+  double pixel_size;    /* metres per pixel; required (> 0) */
   /* Sky patches: 145 (Robinson and Stone), 153 (default; Wallenberg et
    * al., what UMEP uses), 306 or 612 (UMEP's patch options 3 and 4, which
    * make 305 and 609 patches). */
   int32_t patches;
-  double trunk_ratio;    /* TDSM = trunk_ratio * CDSM when no TDSM is given; default 0.25 */
+  double trunk_ratio; /* TDSM = trunk_ratio * CDSM when no TDSM is given; default 0.25 */
   /* UMEP's amaxvalue, the height at which the rays stop; 0 (default):
    * UMEP's SVF rule, max(max DSM, max CDSM) (after the DSM's raise). */
   double max_height;

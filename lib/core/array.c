@@ -11,13 +11,11 @@ size_t accel_dtype_size(accel_dtype dtype) {
 }
 
 static const char *dtype_name(accel_dtype d) {
-  static const char *const names[] = {"INVALID", "U8", "I8", "U16", "I16", "U32",
-                                      "I32", "U64", "I64", "F32", "F64"};
+  static const char *const names[] = {"INVALID", "U8", "I8", "U16", "I16", "U32", "I32", "U64", "I64", "F32", "F64"};
   return (unsigned)d < sizeof names / sizeof names[0] ? names[d] : "unknown";
 }
 
-accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int32_t ndim,
-                              const int64_t *shape) {
+accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int32_t ndim, const int64_t *shape) {
   REQUIRE(NULL, a, ACCEL_ERR_INVALID_ARG, "array is NULL");
   memset(a, 0, sizeof *a);
   size_t item = accel_dtype_size(dtype);
@@ -28,8 +26,7 @@ accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int
   int64_t stride = (int64_t)item;
   bool empty = false;
   for (int i = 0; i < ndim; i++) {
-    if (shape[i] < 0)
-      return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "shape[%d] = %lld is negative", i, (long long)shape[i]);
+    if (shape[i] < 0) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "shape[%d] = %lld is negative", i, (long long)shape[i]);
     if (shape[i] == 0) empty = true;
   }
   for (int i = ndim - 1; i >= 0; i--) {
@@ -52,8 +49,7 @@ int64_t accel__array_count(const accel_array *a) {
   return n;
 }
 
-accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what,
-                                const accel_array *a) {
+accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a) {
   if (!a) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", what);
   size_t item = accel_dtype_size(a->dtype);
   if (!item) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has invalid dtype %d", what, (int)a->dtype);
@@ -63,8 +59,7 @@ accel_status accel__array_check(const accel_ctx *ctx, const char *func, const ch
   int64_t count = 1, span = (int64_t)item;
   bool empty = false;
   for (int i = 0; i < a->ndim; i++) {
-    if (a->shape[i] < 0)
-      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has negative shape[%d]", what, i);
+    if (a->shape[i] < 0) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has negative shape[%d]", what, i);
     empty = empty || a->shape[i] == 0;
   }
   if (empty) return ACCEL_OK; /* no element: any extents and strides (accel_array_init agrees) */

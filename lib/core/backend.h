@@ -42,9 +42,9 @@ typedef struct accel__probe_result {
 
 /* In: what the context asks for. Out: what open() resolved. */
 typedef struct accel__backend_config {
-  int32_t device;              /* device index */
-  uint64_t memory_budget;      /* bytes; 0 = 90% of free memory; resolved by open() */
-  int threads;                 /* CPU threads of the context */
+  int32_t device;         /* device index */
+  uint64_t memory_budget; /* bytes; 0 = 90% of free memory; resolved by open() */
+  int threads;            /* CPU threads of the context */
 } accel__backend_config;
 
 /* The domains that have ops, in the order of their members in accel__backend.
@@ -56,8 +56,8 @@ typedef struct accel__backend_config {
 #define ACCEL__OPS_TABLES(d) extern const struct accel__##d##_ops accel__cpu_##d##_ops, accel__cuda_##d##_ops;
 
 typedef struct accel__backend {
-  uint32_t version;            /* ACCEL__BACKEND_VERSION */
-  const char *name;            /* "cpu", "cuda", ... */
+  uint32_t version; /* ACCEL__BACKEND_VERSION */
+  const char *name; /* "cpu", "cuda", ... */
   accel_backend_kind kind;
   void (*probe)(accel__probe_result *out);
   /* Describe one device; ACCEL_ERR_NOT_FOUND for a bad index. */

@@ -22,13 +22,9 @@ static uint64_t next_serial(void) {
 static const char *const BACKEND_NAMES[] = {"auto", "cpu", "cuda"};
 static const char *const LEVEL_NAMES[] = {"debug", "info", "warn", "error", "off"};
 
-const char *accel_backend_name(accel_backend_kind kind) {
-  return (unsigned)kind < 3 ? BACKEND_NAMES[kind] : "unknown";
-}
+const char *accel_backend_name(accel_backend_kind kind) { return (unsigned)kind < 3 ? BACKEND_NAMES[kind] : "unknown"; }
 
-const char *accel_log_level_name(accel_log_level level) {
-  return (unsigned)level < 5 ? LEVEL_NAMES[level] : "unknown";
-}
+const char *accel_log_level_name(accel_log_level level) { return (unsigned)level < 5 ? LEVEL_NAMES[level] : "unknown"; }
 
 accel_status accel_backend_from_string(const char *name, accel_backend_kind *kind) {
   REQUIRE(NULL, name && kind, ACCEL_ERR_INVALID_ARG, "NULL argument");
@@ -90,8 +86,7 @@ static accel_status apply_environment(accel_ctx_options *o, int *log_env_level) 
   if (v && *v) {
     accel_log_level l;
     if (accel_log_level_from_string(v, &l))
-      return accel__fail(NULL, ACCEL_ERR_INVALID_ARG,
-                         "ACCEL_LOG=\"%s\" is not debug, info, warn, error or off", v);
+      return accel__fail(NULL, ACCEL_ERR_INVALID_ARG, "ACCEL_LOG=\"%s\" is not debug, info, warn, error or off", v);
     o->log_level = l;
     *log_env_level = (int)l;
   }
@@ -130,8 +125,8 @@ static accel_status choose_backend(accel_ctx *ctx, const accel_ctx_options *o, c
   }
   /* An explicit CUDA request that cannot be met is a GPU failure like any other. */
   if (o->fallback == ACCEL_FALLBACK_DENY)
-    return accel__fail(NULL, ACCEL_ERR_NO_DEVICE,
-                       "CUDA backend requested but unavailable: %s (fallback policy DENY)", why);
+    return accel__fail(NULL, ACCEL_ERR_NO_DEVICE, "CUDA backend requested but unavailable: %s (fallback policy DENY)",
+                       why);
   accel__log(ctx, ACCEL_LOG_WARN, "[GPU] ctx.init failed: %s. CPU fallback.", why);
   accel__stats_delta d = {.runs = 1, .cpu_runs = 1, .fallbacks = 1};
   accel__stats_add(ctx, "ctx.init", &d);
@@ -140,8 +135,7 @@ static accel_status choose_backend(accel_ctx *ctx, const accel_ctx_options *o, c
 
 /* ---------------------------------------------------------- lifetime */
 
-accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__backend *gpu,
-                                    accel_ctx **out) {
+accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__backend *gpu, accel_ctx **out) {
   static const char func[] = "accel_ctx_create"; /* the public function, in messages */
   if (!out) return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;

@@ -8,6 +8,10 @@ static void cpu_probe(accel__probe_result *out) {
   out->reason[0] = '\0';
 }
 
+/* every domain's CPU table (ACCEL__DOMAINS of lib/core/backend.h) */
+#define CPU_OPS(d) .d = &accel__cpu_##d##_ops,
+
+/* clang-format off */
 const accel__backend accel__cpu_backend = {
     .version = ACCEL__BACKEND_VERSION,
     .name = "cpu",
@@ -16,6 +20,6 @@ const accel__backend accel__cpu_backend = {
     .device_info = NULL,
     .open = NULL,
     .close = NULL,
-#define CPU_OPS(d) .d = &accel__cpu_##d##_ops,
     ACCEL__DOMAINS(CPU_OPS)
 };
+/* clang-format on */

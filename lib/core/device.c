@@ -3,10 +3,7 @@
 
 #include <string.h>
 
-enum {
-  BACKEND_INFO_V1_SIZE = sizeof(accel_backend_info),
-  DEVICE_INFO_V1_SIZE = sizeof(accel_device_info)
-};
+enum { BACKEND_INFO_V1_SIZE = sizeof(accel_backend_info), DEVICE_INFO_V1_SIZE = sizeof(accel_device_info) };
 
 static const accel__backend *gpu_backend(void) {
 #if ACCEL_HAVE_CUDA

@@ -118,9 +118,7 @@ bool accel__is_backend_failure(accel_status status) {
   case ACCEL_ERR_DEVICE:
   case ACCEL_ERR_DEVICE_MEMORY:
   case ACCEL_ERR_UNSUPPORTED:
-  case ACCEL_ERR_INTERNAL:
-    return true;
-  default:
-    return false; /* the caller's input or request: rerunning elsewhere cannot help */
+  case ACCEL_ERR_INTERNAL: return true;
+  default: return false; /* the caller's input or request: rerunning elsewhere cannot help */
   }
 }

@@ -43,8 +43,7 @@ accel_status accel__fail_in(const accel_ctx *ctx, const char *func, accel_status
 
 /* ---- logging (log.c) */
 
-void accel__log(accel_ctx *ctx, accel_log_level level, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+void accel__log(accel_ctx *ctx, accel_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 bool accel__log_enabled(accel_ctx *ctx, accel_log_level level);
 
 /* ---- the dispatcher (dispatch.c) */
@@ -104,8 +103,7 @@ uint64_t accel__ctx_max_pixels(const accel_ctx *ctx);
 /* Create a context whose GPU backend is `gpu` instead of the built-in CUDA
  * backend (NULL: none). Tests use it to install a backend that fails on
  * request. */
-accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__backend *gpu,
-                                    accel_ctx **out);
+accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__backend *gpu, accel_ctx **out);
 
 /* ---- arrays (array.c) */
 
@@ -113,8 +111,7 @@ accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__
 int64_t accel__array_count(const accel_array *a);
 /* Validate dtype, ndim, shape, data; `what` names the argument in messages.
  * Returns ACCEL_OK or ACCEL_ERR_INVALID_ARG (recorded for ctx). */
-accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what,
-                                const accel_array *a);
+accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a);
 /* Byte range [*lo, *hi) touched by the array relative to data. */
 void accel__array_extent(const accel_array *a, int64_t *lo, int64_t *hi);
 /* True if the memory ranges of two arrays intersect. */
@@ -131,15 +128,16 @@ void accel__array_unpack(const void *src, const accel_array *a);
  * has succeeded and discarded otherwise. */
 typedef enum accel__view_mode { ACCEL__VIEW_IN, ACCEL__VIEW_OUT, ACCEL__VIEW_INOUT } accel__view_mode;
 typedef struct accel__view {
-  const char *what;       /* the argument's name, for messages */
-  const accel_array *a;   /* NULL: no array, no view (data stays NULL) */
+  const char *what;     /* the argument's name, for messages */
+  const accel_array *a; /* NULL: no array, no view (data stays NULL) */
   accel__view_mode mode;
-  void *data;             /* set by accel__views_open */
+  void *data; /* set by accel__views_open */
   bool owned;
 } accel__view;
 /* Initializers: ACCEL__IN("what", a), ACCEL__OUT("what", a), or ACCEL__VIEW
  * with the mode given (a NULL array makes an unused slot). */
-#define ACCEL__VIEW(what, array, mode) {(what), (array), (mode), NULL, false}
+#define ACCEL__VIEW(what, array, mode)                                                                                 \
+  { (what), (array), (mode), NULL, false }
 #define ACCEL__IN(what, array) ACCEL__VIEW(what, array, ACCEL__VIEW_IN)
 #define ACCEL__OUT(what, array) ACCEL__VIEW(what, array, ACCEL__VIEW_OUT)
 /* The views of a stage's arrays: fill what, a and mode of v[0..n), then
@@ -165,18 +163,18 @@ const char *accel__dtype_name(accel_dtype dtype);
  * copied, any beyond ours are zeroed, struct_size becomes `size`.
  * ACCEL_ERR_INVALID_ARG for NULL, ACCEL_ERR_VERSION for a size below
  * `min_size` (the oldest layout) or over UINT32_MAX; nothing is written then. */
-accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults,
-                                   size_t ours_size, size_t min_size);
+accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults, size_t ours_size,
+                                   size_t min_size);
 
 /* Read a caller's struct into `ours` (which holds the defaults): copies what
  * both sizes cover. ACCEL_ERR_VERSION if theirs is smaller than `min_size`
  * (the first released size) or larger with nonzero bytes we do not know. */
-accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what,
-                                 const void *theirs, void *ours, size_t ours_size, size_t min_size);
+accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what, const void *theirs,
+                                 void *ours, size_t ours_size, size_t min_size);
 /* Write `ours` into a caller's struct, as far as its struct_size covers
  * (bytes past our size are zeroed). ACCEL_ERR_VERSION below `min_size`. */
-accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what,
-                                  void *theirs, const void *ours, size_t ours_size, size_t min_size);
+accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what, void *theirs,
+                                  const void *ours, size_t ours_size, size_t min_size);
 
 /* ---- ordering, for qsort comparators and searches */
 
@@ -191,9 +189,9 @@ size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key);
 
 /* ---- small utilities (util.c) */
 
-double accel__now(void);                        /* monotonic seconds */
+double accel__now(void); /* monotonic seconds */
 bool accel__mul_overflow(size_t a, size_t b, size_t *out);
-int accel__default_threads(void);               /* OpenMP's default, or the CPU count */
+int accel__default_threads(void); /* OpenMP's default, or the CPU count */
 /* The *index of `name` among names[0..n), ignoring case, or alias_index for
  * `alias` (may be NULL); anything else is ACCEL_ERR_INVALID_ARG with the
  * last error "unknown <what> "<name>" (<choices>)". */

@@ -32,18 +32,15 @@ void accel__log(accel_ctx *ctx, accel_log_level level, const char *fmt, ...) {
 
   pthread_mutex_lock(&ctx->log_mu);
   if (level >= ctx->log_level) {
-    if (ctx->log_fn)
-      ctx->log_fn(ctx->log_user, level, msg);
-    else
-      stderr_writer(msg);
+    if (ctx->log_fn) ctx->log_fn(ctx->log_user, level, msg);
+    else stderr_writer(msg);
   }
   pthread_mutex_unlock(&ctx->log_mu);
 }
 
 accel_status accel_set_log(accel_ctx *ctx, accel_log_fn fn, void *user, accel_log_level level) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
-  if ((unsigned)level > ACCEL_LOG_OFF)
-    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "unknown log level %d", (int)level);
+  if ((unsigned)level > ACCEL_LOG_OFF) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "unknown log level %d", (int)level);
   pthread_mutex_lock(&ctx->log_mu);
   ctx->log_fn = fn;
   ctx->log_user = user;

@@ -48,7 +48,8 @@ static accel_status check_out(const accel_ctx *ctx, const char *func, const acce
   if (s->struct_size < STAGE_STATS_V1_SIZE)
     return accel__fail_in(ctx, func, ACCEL_ERR_VERSION,
                           "stats->struct_size is %u, smaller than any version's (%zu); call accel_stage_stats_init "
-                          "first", s->struct_size, (size_t)STAGE_STATS_V1_SIZE);
+                          "first",
+                          s->struct_size, (size_t)STAGE_STATS_V1_SIZE);
   return ACCEL_OK;
 }
 

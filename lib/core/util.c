@@ -18,9 +18,7 @@ double accel__now(void) {
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-bool accel__mul_overflow(size_t a, size_t b, size_t *out) {
-  return __builtin_mul_overflow(a, b, out);
-}
+bool accel__mul_overflow(size_t a, size_t b, size_t *out) { return __builtin_mul_overflow(a, b, out); }
 
 int accel__default_threads(void) {
 #ifdef _OPENMP
@@ -93,12 +91,13 @@ static accel_status struct_size_of(const accel_ctx *ctx, const char *func, const
   if (*size < min_size)
     return accel__fail_in(ctx, func, ACCEL_ERR_VERSION,
                           "%s->struct_size is %u, smaller than any version's (%zu); call the matching _init function "
-                          "first", what, *size, min_size);
+                          "first",
+                          what, *size, min_size);
   return ACCEL_OK;
 }
 
-accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what,
-                                 const void *theirs, void *ours, size_t ours_size, size_t min_size) {
+accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const char *what, const void *theirs,
+                                 void *ours, size_t ours_size, size_t min_size) {
   uint32_t size;
   accel_status s = struct_size_of(ctx, func, what, theirs, min_size, &size);
   if (s) return s;
@@ -115,8 +114,8 @@ accel_status accel__versioned_in(const accel_ctx *ctx, const char *func, const c
   return ACCEL_OK;
 }
 
-accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what,
-                                  void *theirs, const void *ours, size_t ours_size, size_t min_size) {
+accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const char *what, void *theirs,
+                                  const void *ours, size_t ours_size, size_t min_size) {
   uint32_t size;
   accel_status s = struct_size_of(ctx, func, what, theirs, min_size, &size);
   if (s) return s;
@@ -126,13 +125,14 @@ accel_status accel__versioned_out(const accel_ctx *ctx, const char *func, const 
   return ACCEL_OK;
 }
 
-accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults,
-                                   size_t ours_size, size_t min_size) {
+accel_status accel__versioned_init(const char *func, void *theirs, size_t size, const void *defaults, size_t ours_size,
+                                   size_t min_size) {
   if (!theirs) return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "the struct pointer is NULL");
   if (size < min_size || size > UINT32_MAX)
     return accel__fail_in(NULL, func, ACCEL_ERR_VERSION,
                           "struct_size %zu is not a layout this libaccel (%s) knows (%zu bytes or more; pass sizeof "
-                          "of the struct)", size, accel_version_string(), min_size);
+                          "of the struct)",
+                          size, accel_version_string(), min_size);
   const size_t n = size < ours_size ? size : ours_size;
   if (defaults) memcpy(theirs, defaults, n);
   else memset(theirs, 0, n);

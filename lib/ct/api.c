@@ -52,8 +52,8 @@ static const accel_dtype U8[] = {ACCEL_DTYPE_U8}, F32[] = {ACCEL_DTYPE_F32}, I32
 static accel_status check_overlap(accel_ctx *ctx, const char *func, const accel_array *out, const accel_array *in,
                                   const char *what, bool same_allowed) {
   if (!in || !accel__arrays_overlap(out, in)) return ACCEL_OK;
-  const bool same = out->data == in->data && out->dtype == in->dtype &&
-                    memcmp(out->strides, in->strides, 3 * sizeof(int64_t)) == 0;
+  const bool same =
+      out->data == in->data && out->dtype == in->dtype && memcmp(out->strides, in->strides, 3 * sizeof(int64_t)) == 0;
   if (same && same_allowed) return ACCEL_OK;
   return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "the output overlaps %s%s", what,
                         same_allowed ? " (only the very same array is allowed)" : "");
@@ -126,8 +126,8 @@ accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const doubl
   if (!s) s = check_rescale(ctx, __func__, slope, intercept, d.nz);
   accel__view v[2] = {ACCEL__IN("in", in), ACCEL__OUT("out", out)};
   if (s || (s = accel__views_open(ctx, __func__, v, 2))) return s;
-  accel__ct_rescale_job job = {.d = d, .in = v[0].data, .in_dtype = in->dtype, .slope = slope,
-                               .intercept = intercept, .out = v[1].data};
+  accel__ct_rescale_job job = {
+      .d = d, .in = v[0].data, .in_dtype = in->dtype, .slope = slope, .intercept = intercept, .out = v[1].data};
   return accel__views_close(v, 2, accel__dispatch(ctx, "ct.rescale", run_rescale, &job));
 }
 
@@ -141,8 +141,8 @@ accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double th
   s = check_in_out(ctx, __func__, "in", in, ok, 5, out, U8, &d);
   accel__view v[2] = {ACCEL__IN("in", in), ACCEL__OUT("out", out)};
   if (s || (s = accel__views_open(ctx, __func__, v, 2))) return s;
-  accel__ct_threshold_job job = {.d = d, .in = v[0].data, .in_dtype = in->dtype, .threshold = threshold,
-                                 .compare = compare, .out = v[1].data};
+  accel__ct_threshold_job job = {
+      .d = d, .in = v[0].data, .in_dtype = in->dtype, .threshold = threshold, .compare = compare, .out = v[1].data};
   return accel__views_close(v, 2, accel__dispatch(ctx, "ct.threshold", run_threshold, &job));
 }
 
@@ -173,8 +173,12 @@ accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double 
   return accel__views_close(v, 2, accel__dispatch(ctx, "ct.edt", run_edt, &job));
 }
 
-enum { MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options), WATERSHED_OPTIONS_V1 = sizeof(accel_ct_watershed_options),
-       PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options), OUTPUTS_V1 = sizeof(accel_ct_outputs) };
+enum {
+  MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options),
+  WATERSHED_OPTIONS_V1 = sizeof(accel_ct_watershed_options),
+  PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options),
+  OUTPUTS_V1 = sizeof(accel_ct_outputs)
+};
 
 accel_status accel_ct_marker_options_init(accel_ct_marker_options *o, size_t struct_size) {
   static const accel_ct_marker_options DEFAULTS = {
@@ -209,8 +213,7 @@ static accel_status read_marker_options(accel_ctx *ctx, const char *func, const 
 /* The trims after a peak search or on given peaks (host code on every
  * backend), counted as the stage "ct.trim". */
 static accel_status run_trim(accel_ctx *ctx, const char *func, const float *map, accel__dims d,
-                             const accel_ct_marker_options *o, const double sp[3], int32_t *markers,
-                             uint32_t *count) {
+                             const accel_ct_marker_options *o, const double sp[3], int32_t *markers, uint32_t *count) {
   const double t0 = accel__now();
   accel_status s = accel__ct_trim_markers_cpu(map, d, o->trim, o->saddle_iterations, o->nearby_factor, sp,
                                               accel__ctx_threads(ctx), markers, count);
@@ -259,8 +262,12 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   accel_status s = check_markers(ctx, __func__, options, true, &o, sp, edt, mask, out, &d);
   accel__view v[3] = {ACCEL__IN("edt", edt), ACCEL__IN("mask", mask), ACCEL__OUT("out", out)};
   if (s || (s = open_edt(ctx, __func__, v, 3, d))) return s;
-  accel__ct_markers_job job = {.d = d, .image = v[0].data, .mask = v[1].data, .min_distance = o.min_distance,
-                               .sigma = o.smooth_sigma, .out = v[2].data};
+  accel__ct_markers_job job = {.d = d,
+                               .image = v[0].data,
+                               .mask = v[1].data,
+                               .min_distance = o.min_distance,
+                               .sigma = o.smooth_sigma,
+                               .out = v[2].data};
   s = accel__dispatch(ctx, "ct.markers", run_markers, &job);
   if (!s && o.trim) s = run_trim(ctx, __func__, job.image, d, &o, sp, job.out, &job.count);
   if (!s && count) *count = job.count;
@@ -339,8 +346,13 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
   if ((s = accel__views_open(ctx, __func__, v, 4))) return s;
   s = seed_flood(ctx, __func__, accel__dims_count(d), v[0].data, v[1].data, alias ? v[2].data : v[3].data, v[2].data);
   accel__views_close(v + 3, 1, s); /* the markers are in the output now */
-  accel__ct_watershed_job job = {.d = d, .image = v[0].data, .mask = v[1].data, .ties = o.ties, .out = v[2].data,
-                                 .progress = o.progress, .progress_user = o.progress_user};
+  accel__ct_watershed_job job = {.d = d,
+                                 .image = v[0].data,
+                                 .mask = v[1].data,
+                                 .ties = o.ties,
+                                 .out = v[2].data,
+                                 .progress = o.progress,
+                                 .progress_user = o.progress_user};
   if (!s) s = accel__dispatch(ctx, "ct.watershed", run_watershed, &job);
   return accel__views_close(v, 3, s);
 }
@@ -375,10 +387,14 @@ struct accel_ct_pipeline {
 };
 
 accel_status accel_ct_pipeline_options_init(accel_ct_pipeline_options *o, size_t struct_size) {
-  static const accel_ct_pipeline_options DEFAULTS = {
-      .compare = ACCEL_CT_GREATER, .fill_connectivity = ACCEL_CT_FACES, .pores = ACCEL_CT_PORES_CLOSED,
-      .spacing = {1.0, 1.0, 1.0}, .min_distance = 3, .ties = ACCEL_CT_TIES_SKIMAGE, .saddle_iterations = 20,
-      .nearby_factor = 1.0};
+  static const accel_ct_pipeline_options DEFAULTS = {.compare = ACCEL_CT_GREATER,
+                                                     .fill_connectivity = ACCEL_CT_FACES,
+                                                     .pores = ACCEL_CT_PORES_CLOSED,
+                                                     .spacing = {1.0, 1.0, 1.0},
+                                                     .min_distance = 3,
+                                                     .ties = ACCEL_CT_TIES_SKIMAGE,
+                                                     .saddle_iterations = 20,
+                                                     .nearby_factor = 1.0};
   return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, PIPELINE_OPTIONS_V1);
 }
 
@@ -465,10 +481,14 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
   accel_status s = accel__versioned_in(ctx, __func__, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
   accel__dims d;
   if (s || (s = check_run_inputs(p, __func__, input, markers, &d))) return s;
-  accel__view v[2 + NOUT] = {ACCEL__IN("input", input), ACCEL__IN("markers", markers),
-                             ACCEL__OUT("outputs.solid", o.solid), ACCEL__OUT("outputs.filled", o.filled),
-                             ACCEL__OUT("outputs.pores", o.pores), ACCEL__OUT("outputs.edt", o.edt),
-                             ACCEL__OUT("outputs.markers", o.markers), ACCEL__OUT("outputs.labels", o.labels)};
+  accel__view v[2 + NOUT] = {ACCEL__IN("input", input),
+                             ACCEL__IN("markers", markers),
+                             ACCEL__OUT("outputs.solid", o.solid),
+                             ACCEL__OUT("outputs.filled", o.filled),
+                             ACCEL__OUT("outputs.pores", o.pores),
+                             ACCEL__OUT("outputs.edt", o.edt),
+                             ACCEL__OUT("outputs.markers", o.markers),
+                             ACCEL__OUT("outputs.labels", o.labels)};
   static const accel_dtype *const out_dtypes[NOUT] = {U8, U8, U8, F32, I32, I32};
   if ((s = check_run_outputs(ctx, __func__, v + 2, out_dtypes, input, markers, &d))) return s;
   if (o.network) *o.network = NULL;

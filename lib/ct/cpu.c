@@ -53,8 +53,8 @@ static accel_status cpu_markers(accel__call *call, accel__ct_markers_job *job) {
 }
 
 static accel_status cpu_watershed(accel__call *call, accel__ct_watershed_job *job) {
-  accel_status s = accel__ct_watershed_cpu(job->image, job->mask, job->d, job->ties, job->out, job->progress,
-                                           job->progress_user);
+  accel_status s =
+      accel__ct_watershed_cpu(job->image, job->mask, job->d, job->ties, job->out, job->progress, job->progress_user);
   if (s == ACCEL_ERR_CANCELLED) accel__why(call->why, "cancelled by the progress callback");
   else if (s) return oom(call, "the flood");
   return s;
@@ -111,8 +111,8 @@ accel_status accel__ct_pipeline_finish(accel__call *call, accel__ct_pipeline_job
     if ((s = peaks(call, peaks_user, map, pores, o->min_distance, markers, &job->marker_count))) goto done;
     if (o->trim) {
       if (report(job, "ct.trim", 0.45)) goto cancelled;
-      if (accel__ct_trim_markers_cpu(edt, d, o->trim, o->saddle_iterations, o->nearby_factor, o->spacing,
-                                     call->threads, markers, &job->marker_count)) {
+      if (accel__ct_trim_markers_cpu(edt, d, o->trim, o->saddle_iterations, o->nearby_factor, o->spacing, call->threads,
+                                     markers, &job->marker_count)) {
         s = oom(call, "the peak trims");
         goto done;
       }

@@ -27,10 +27,10 @@ void accel__ct_rescale_cpu(const void *in, accel_dtype dtype, accel__dims d, con
     const T *s = (const T *)in;                                                                                        \
     _Pragma("omp parallel for num_threads(threads) schedule(static)") for (uint64_t i = 0; i < n; i++) {               \
       const double v = (double)s[i];                                                                                   \
-      out[i] = (uint8_t)(cmp == ACCEL_CT_GREATER         ? v > t                                                      \
-                         : cmp == ACCEL_CT_GREATER_EQUAL ? v >= t                                                     \
-                         : cmp == ACCEL_CT_LESS          ? v < t                                                      \
-                                                         : v <= t);                                                   \
+      out[i] = (uint8_t)(cmp == ACCEL_CT_GREATER         ? v > t                                                       \
+                         : cmp == ACCEL_CT_GREATER_EQUAL ? v >= t                                                      \
+                         : cmp == ACCEL_CT_LESS          ? v < t                                                       \
+                                                         : v <= t);                                                             \
     }                                                                                                                  \
   } while (0)
 

@@ -30,7 +30,7 @@ static bool pass_strided(float *vol, accel__dims d, int axis, double s, bool roo
   int oom = 0;
   const int64_t n = axis == 0 ? d.nz : d.ny;
   const int64_t stride = axis == 0 ? d.ny * d.nx : d.nx; /* elements between line entries */
-  const int64_t outer = axis == 0 ? d.ny : d.nz;          /* the other non-x axis */
+  const int64_t outer = axis == 0 ? d.ny : d.nz;         /* the other non-x axis */
   const int64_t xblocks = (d.nx + BLOCK - 1) / BLOCK;
 #pragma omp parallel num_threads(threads)
   {

@@ -67,7 +67,7 @@ static accel_status flat_candidates(const uint8_t *mask, const uint32_t *comp_of
   }
 #define BOX(z, y, x) (((uint64_t)(z) * (uint64_t)by + (uint64_t)(y)) * (uint64_t)bx + (uint64_t)(x))
 #define VOL(z, y, x)                                                                                                   \
-  ((((uint64_t)((z) + k->lo[0]) * (uint64_t)d.ny) + (uint64_t)((y) + k->lo[1])) * (uint64_t)d.nx +                    \
+  ((((uint64_t)((z) + k->lo[0]) * (uint64_t)d.ny) + (uint64_t)((y) + k->lo[1])) * (uint64_t)d.nx +                     \
    (uint64_t)((x) + k->lo[2]))
   for (int64_t z = 0; z < bz; z++)
     for (int64_t y = 0; y < by; y++)
@@ -121,7 +121,7 @@ accel_status accel__ct_peak_candidates_cpu(const float *edt, const uint8_t *mask
   accel_status st = accel__ct_components_list(mask, d, list, np, 26, threads, root);
   if (st) return st;
   const int r = md < 1 ? 0 : md, w = 2 * r + 1;
-  int (*offs)[3] = malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
+  int(*offs)[3] = malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
   if (!offs) return ACCEL_ERR_OUT_OF_MEMORY;
   const int noffs = accel__ct_window_offsets(r, offs);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 4096)
@@ -132,8 +132,8 @@ accel_status accel__ct_peak_candidates_cpu(const float *edt, const uint8_t *mask
 }
 
 accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, accel__dims d, int md,
-                                      const uint32_t *list, uint64_t np, uint32_t *comp_of, uint8_t *cand,
-                                      int32_t *out, uint32_t *count) {
+                                      const uint32_t *list, uint64_t np, uint32_t *comp_of, uint8_t *cand, int32_t *out,
+                                      uint32_t *count) {
   const uint64_t n = accel__dims_count(d);
   accel_status st = ACCEL_OK;
   comp *comps = NULL;
@@ -172,10 +172,9 @@ accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, acc
       if (c3[a] > c->hi[a]) c->hi[a] = c3[a];
     }
   }
-  if (md > 0) /* a 1-voxel window (min_distance 0) has no flat-image rule */
+  if (md > 0)                            /* a 1-voxel window (min_distance 0) has no flat-image rule */
     for (uint32_t c = 0; c < ncomp; c++) /* flat components */
-      if (comps[c].maxima == comps[c].voxels && (st = flat_candidates(mask, comp_of, c, &comps[c], d, cand)))
-        goto done;
+      if (comps[c].maxima == comps[c].voxels && (st = flat_candidates(mask, comp_of, c, &comps[c], d, cand))) goto done;
 
   /* candidates above the minimum, per component in C order */
   uint64_t total = 0;

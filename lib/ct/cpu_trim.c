@@ -273,8 +273,8 @@ done:
 /* ------------------------------------------------------------ nearby peaks */
 
 typedef struct peak {
-  coord c;     /* truncated centroid */
-  double L;    /* map value there plus the jitter */
+  coord c;  /* truncated centroid */
+  double L; /* map value there plus the jitter */
 } peak;
 
 /* For every peak the nearest other (by squared distance in spacing units,
@@ -302,7 +302,7 @@ static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, co
     free(cell_items);
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
-#define CELL_OF(p) \
+#define CELL_OF(p)                                                                                                     \
   (((uint64_t)((p).z / side) * (uint64_t)gy + (uint64_t)((p).y / side)) * (uint64_t)gx + (uint64_t)((p).x / side))
   for (uint32_t i = 0; i < n; i++) cell_start[CELL_OF(pk[i].c) + 1]++;
   for (uint64_t c = 0; c < cells; c++) cell_start[c + 1] += cell_start[c];
@@ -401,8 +401,8 @@ static accel_status trim_nearby(const float *map, accel__dims d, const uint64_t 
     /* the mean truncated: integer division is exact where numpy's float
      * mean then astype(int) could differ only for sums beyond 2^53 */
     pk[g].c = (coord){(int64_t)(s[0] / s[3]), (int64_t)(s[1] / s[3]), (int64_t)(s[2] / s[3])};
-    const uint64_t at = ((uint64_t)pk[g].c.z * (uint64_t)d.ny + (uint64_t)pk[g].c.y) * (uint64_t)d.nx +
-                        (uint64_t)pk[g].c.x;
+    const uint64_t at =
+        ((uint64_t)pk[g].c.z * (uint64_t)d.ny + (uint64_t)pk[g].c.y) * (uint64_t)d.nx + (uint64_t)pk[g].c.x;
     pk[g].L = (double)map[at] + (double)g * 1e-6;
   }
   if ((st = nearest_others(pk, ng, d, sp, threads, nn, dist))) goto done;

@@ -51,7 +51,7 @@ typedef struct cell {
     INDEX_T index;                                                                                                     \
   } NAME##_item;                                                                                                       \
                                                                                                                        \
-  /* keys and indices in two arrays: the comparisons read only the keys */                                          \
+  /* keys and indices in two arrays: the comparisons read only the keys */                                             \
   typedef struct NAME##_heap {                                                                                         \
     KEY_T *k;                                                                                                          \
     INDEX_T *x;                                                                                                        \
@@ -75,7 +75,7 @@ typedef struct cell {
       h->cap = cap;                                                                                                    \
     }                                                                                                                  \
     size_t c = h->n++;                                                                                                 \
-    while (c > 0) { /* the parent moves down while the item is strictly smaller */                                   \
+    while (c > 0) { /* the parent moves down while the item is strictly smaller */                                     \
       const size_t p = (c + 1) / 2 - 1;                                                                                \
       if (!(it.key < h->k[p])) break;                                                                                  \
       h->k[c] = h->k[p];                                                                                               \
@@ -99,11 +99,11 @@ typedef struct cell {
     if ((lk & NAME##_age_mask) != 0) {                                                                                 \
       /* a key no other item has: the hole goes down the smaller children to                                       \
        * the bottom and the last item comes back up (one comparison a level;                                       \
-       * the same final places as the sift-down below, ties being impossible) */                                  \
+       * the same final places as the sift-down below, ties being impossible) */   \
       for (;;) {                                                                                                       \
         const size_t l = 2 * i + 1;                                                                                    \
         if (l + 1 >= n) {                                                                                              \
-          if (l + 1 == n) { /* a lone left child */                                                                  \
+          if (l + 1 == n) { /* a lone left child */                                                                    \
             k[i] = k[l];                                                                                               \
             x[i] = x[l];                                                                                               \
             i = l;                                                                                                     \
@@ -125,7 +125,7 @@ typedef struct cell {
       }                                                                                                                \
     } else {                                                                                                           \
       /* an age-0 marker may tie: scikit-image's sift-down exactly; the                                             \
-       * smaller child (the left one on ties) moves up while strictly smaller */                                    \
+       * smaller child (the left one on ties) moves up while strictly smaller */  \
       for (;;) {                                                                                                       \
         const size_t l = 2 * i + 1;                                                                                    \
         if (l >= n) break;                                                                                             \
@@ -141,8 +141,8 @@ typedef struct cell {
     return top;                                                                                                        \
   }                                                                                                                    \
                                                                                                                        \
-  static accel_status NAME(cell *c, const int64_t nb[6], const uint64_t *seeds,                                        \
-                           uint64_t nseeds, bool stable, uint64_t total, accel_progress_fn progress, void *user) {    \
+  static accel_status NAME(cell *c, const int64_t nb[6], const uint64_t *seeds, uint64_t nseeds, bool stable,          \
+                           uint64_t total, accel_progress_fn progress, void *user) {                                   \
     NAME##_heap h = {NULL, NULL, 0, 0};                                                                                \
     for (uint64_t k = 0; k < nseeds; k++) {                                                                            \
       const uint64_t i = seeds[k];                                                                                     \
@@ -152,19 +152,19 @@ typedef struct cell {
     uint64_t age = stable ? nseeds : 1, popped = 0;                                                                    \
     while (h.n) {                                                                                                      \
       const NAME##_item e = NAME##_pop(&h);                                                                            \
-      if (h.n) { /* the next voxel's neighbours, fetched while this one is done */                                   \
+      if (h.n) { /* the next voxel's neighbours, fetched while this one is done */                                     \
         const uint64_t nx = h.x[0];                                                                                    \
         for (int k = 0; k < 6; k++) __builtin_prefetch(&c[(uint64_t)((int64_t)nx + nb[k])]);                           \
       }                                                                                                                \
       const int32_t l = c[e.index].lab;                                                                                \
       for (int k = 0; k < 6; k++) {                                                                                    \
         const uint64_t j = (uint64_t)((int64_t)e.index + nb[k]);                                                       \
-        if (c[j].lab != 0) continue; /* outside the mask, or labelled */                                             \
+        if (c[j].lab != 0) continue; /* outside the mask, or labelled */                                               \
         c[j].lab = l;                                                                                                  \
         const NAME##_item it = {((KEY_T)c[j].vk << AGE_SHIFT) | (KEY_T)(++age), (INDEX_T)j};                           \
         if (!NAME##_push(&h, it)) goto oom;                                                                            \
       }                                                                                                                \
-      if (progress && (++popped & 0xfffff) == 0 && progress(user, "ct.watershed", (double)popped / (double)total)) {  \
+      if (progress && (++popped & 0xfffff) == 0 && progress(user, "ct.watershed", (double)popped / (double)total)) {   \
         NAME##_free(&h);                                                                                               \
         return ACCEL_ERR_CANCELLED;                                                                                    \
       }                                                                                                                \
@@ -270,8 +270,8 @@ static accel_status watershed_sparse(const float *image, const uint8_t *mask, ac
     }
     seeds[nseeds++] = (uint32_t)i;
   }
-  accel_status st = flood_direct(image, mask, d, labels, seeds, nseeds, ties == ACCEL_CT_TIES_STABLE, inmask,
-                                 progress, user);
+  accel_status st =
+      flood_direct(image, mask, d, labels, seeds, nseeds, ties == ACCEL_CT_TIES_STABLE, inmask, progress, user);
   free(seeds);
   return st;
 }

@@ -68,13 +68,13 @@ int accel__ct_window_offsets(int r, int (*offs)[3]);
 accel_status accel__ct_peak_candidates_cpu(const float *edt, const uint8_t *mask, accel__dims d, int md, int threads,
                                            const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand);
 accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, accel__dims d, int md,
-                                      const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand,
-                                      int32_t *out, uint32_t *count);
+                                      const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand, int32_t *out,
+                                      uint32_t *count);
 
 /* Peak search (peak_local_max semantics, see accel/ct.h); markers numbered
  * in C order into out (I32). */
-accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance,
-                                   int threads, int32_t *out, uint32_t *count);
+accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance, int threads,
+                                   int32_t *out, uint32_t *count);
 
 /* SNOW's trims (see accel_ct_trim_markers) of the peak voxels of markers
  * (nonzero), renumbered in place; *count receives the survivors' count. */

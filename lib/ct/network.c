@@ -102,7 +102,7 @@ static accel_status map_labels(const int32_t *labels, uint64_t n, int32_t maxl, 
     for (uint64_t i = 0; i < n; i++)
       if (labels[i] > 0) lm->direct[labels[i]] = 1;
     for (int32_t l = 1; l <= maxl; l++)
-      if (lm->direct[l]) lm->direct[l] = (uint32_t)++*nreg;
+      if (lm->direct[l]) lm->direct[l] = (uint32_t)++ * nreg;
     return ACCEL_OK;
   }
   lm->sorted = malloc((labelled ? labelled : 1) * sizeof(uint32_t));
@@ -118,8 +118,8 @@ static accel_status map_labels(const int32_t *labels, uint64_t n, int32_t maxl, 
 
 /* Voxel i at (z, y, x) into its region's sums and, with each next
  * neighbour of another region, into their throat's. False: out of memory. */
-static bool add_voxel(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, racc *mine,
-                      tmap *tm, int64_t z, int64_t y, int64_t x) {
+static bool add_voxel(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, racc *mine, tmap *tm,
+                      int64_t z, int64_t y, int64_t x) {
   const uint64_t i = ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x;
   const int32_t a = labels[i];
   if (a <= 0) return true;
@@ -152,8 +152,8 @@ static bool add_voxel(const int32_t *labels, const float *edt, accel__dims d, co
 
 /* Each thread's region sums ra[t * nreg ..] and throat map maps[t], over
  * whole z planes. False: out of memory. */
-static bool accumulate(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, size_t nreg,
-                       int nt, racc *ra, tmap *maps) {
+static bool accumulate(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, size_t nreg, int nt,
+                       racc *ra, tmap *maps) {
   int oom_flag = 0;
 #pragma omp parallel num_threads(nt)
   {

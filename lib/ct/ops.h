@@ -11,7 +11,7 @@ extern "C" {
 /* The stages as the backends see them: contiguous host volumes of shape d. */
 typedef struct accel__ct_rescale_job {
   accel__dims d;
-  const void *in;                  /* I16 or U16 */
+  const void *in; /* I16 or U16 */
   accel_dtype in_dtype;
   const double *slope, *intercept; /* one per slice; NULL: 1 and 0 */
   float *out;
@@ -29,25 +29,25 @@ typedef struct accel__ct_threshold_job {
 typedef struct accel__ct_fill_job {
   accel__dims d;
   const uint8_t *mask;
-  int connectivity;             /* 6 or 26 */
-  uint8_t *out;                 /* may be the mask */
+  int connectivity; /* 6 or 26 */
+  uint8_t *out;     /* may be the mask */
 } accel__ct_fill_job;
 
 typedef struct accel__ct_edt_job {
   accel__dims d;
   const uint8_t *mask;
-  double spacing[3];            /* (z, y, x) */
+  double spacing[3]; /* (z, y, x) */
   float *out;
 } accel__ct_edt_job;
 
 typedef struct accel__ct_markers_job {
   accel__dims d;
-  const float *image;           /* the distance map */
+  const float *image; /* the distance map */
   const uint8_t *mask;
   int min_distance;
-  double sigma;                 /* smoothing before the search */
+  double sigma; /* smoothing before the search */
   int32_t *out;
-  uint32_t count;               /* out: how many markers */
+  uint32_t count; /* out: how many markers */
 } accel__ct_markers_job;
 
 /* scikit-image's tie order is a sequential binary heap's, the CPU's: a GPU
@@ -55,9 +55,9 @@ typedef struct accel__ct_markers_job {
 typedef struct accel__ct_watershed_job {
   accel__dims d;
   const float *image;
-  const uint8_t *mask;          /* NULL: everywhere */
+  const uint8_t *mask; /* NULL: everywhere */
   accel_ct_ties ties;
-  int32_t *out;                 /* holds the markers on entry */
+  int32_t *out; /* holds the markers on entry */
   accel_progress_fn progress;
   void *progress_user;
 } accel__ct_watershed_job;
@@ -75,8 +75,8 @@ typedef struct accel__ct_pipeline_job {
   float *edt;
   int32_t *markers, *labels;
   bool want_network;
-  accel_ct_network *network;    /* out */
-  uint32_t marker_count;        /* out */
+  accel_ct_network *network; /* out */
+  uint32_t marker_count;     /* out */
   /* the stage currently running, for progress and fallback messages */
   const char *current;
 } accel__ct_pipeline_job;

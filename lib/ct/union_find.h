@@ -114,8 +114,6 @@ ACCEL__UF void accel__uf_unite(uint32_t *label, uint32_t a, uint32_t b) {
 }
 
 /* After every union: the element's root as its label. */
-ACCEL__UF void accel__uf_flatten(uint32_t *label, uint32_t x) {
-  accel__uf_store(&label[x], accel__uf_find(label, x));
-}
+ACCEL__UF void accel__uf_flatten(uint32_t *label, uint32_t x) { accel__uf_store(&label[x], accel__uf_find(label, x)); }
 
 #endif /* ACCEL_CT_UNION_FIND_H */

@@ -28,7 +28,9 @@ accel_status accel_hash_kind_from_string(const char *name, accel_hash_kind *kind
 
 accel_status accel_hash_options_init(accel_hash_options *o, size_t struct_size) {
   static const accel_hash_options DEFAULTS = {
-      .nkinds = 4, .kinds = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_PHASH, ACCEL_HASH_WHASH}, .hash_size = 8,
+      .nkinds = 4,
+      .kinds = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_PHASH, ACCEL_HASH_WHASH},
+      .hash_size = 8,
       .color_binbits = 3};
   return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, HASH_OPTIONS_V1_SIZE);
 }
@@ -59,8 +61,8 @@ accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t co
 }
 
 /* Validate options (NULL = defaults) into a spec. */
-static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_hash_options *in,
-                            accel_hash_options *o, accel__hash_spec *spec) {
+static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_hash_options *in, accel_hash_options *o,
+                            accel__hash_spec *spec) {
   accel_hash_options_init(o, sizeof *o);
   if (in) {
     accel_status s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, HASH_OPTIONS_V1_SIZE);
@@ -87,8 +89,7 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
     if (o->kinds[k] == ACCEL_HASH_COLORHASH) spec->need_color = true;
     else spec->need_gray = true;
   }
-  if (o->fast != 0 && o->fast != 1)
-    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "fast must be 0 or 1");
+  if (o->fast != 0 && o->fast != 1) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "fast must be 0 or 1");
   return ACCEL_OK;
 }
 
@@ -157,8 +158,7 @@ accel_status accel_hash_files(accel_ctx *ctx, const char *const *paths, size_t n
                               uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   if (n && !paths) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "paths is NULL");
-  for (size_t i = 0; i < n; i++)
-    REQUIRE(ctx, paths[i], ACCEL_ERR_INVALID_ARG, "paths[%zu] is NULL", i);
+  for (size_t i = 0; i < n; i++) REQUIRE(ctx, paths[i], ACCEL_ERR_INVALID_ARG, "paths[%zu] is NULL", i);
   accel__hash_job job = {.source = ACCEL__SRC_FILES, .n = n, .paths = paths};
   return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
 }
@@ -196,8 +196,7 @@ accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t
 /* ------------------------------------------------------------ hex, distance */
 
 accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, size_t out_size) {
-  if (!hash || !out || nbits == 0)
-    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument or zero bits");
+  if (!hash || !out || nbits == 0) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument or zero bits");
   const uint32_t digits = (nbits + 3) / 4;
   if (out_size < (size_t)digits + 1)
     return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "%u bits need %u characters and a NUL", nbits, digits);
@@ -217,11 +216,9 @@ accel_status accel_hash_to_hex(const uint8_t *hash, uint32_t nbits, char *out, s
 }
 
 accel_status accel_hash_from_hex(const char *hex, uint32_t nbits, uint8_t *out, size_t out_size) {
-  if (!hex || !out || nbits == 0)
-    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument or zero bits");
+  if (!hex || !out || nbits == 0) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "NULL argument or zero bits");
   const uint32_t digits = (nbits + 3) / 4, bytes = (nbits + 7) / 8;
-  if (strlen(hex) != digits)
-    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "\"%s\" is not %u hex digits", hex, digits);
+  if (strlen(hex) != digits) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "\"%s\" is not %u hex digits", hex, digits);
   if (out_size < bytes) return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "out_size < %u", bytes);
   memset(out, 0, bytes);
   for (uint32_t d = 0; d < digits; d++) {

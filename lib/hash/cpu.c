@@ -16,28 +16,28 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
   {
     accel__axis_cache cache = {0}; /* per thread: weights reused across same-sized images */
 #pragma omp for schedule(dynamic, 1)
-  for (long long i = 0; i < n; i++) {
-    if (__atomic_load_n(&cancelled, __ATOMIC_RELAXED)) continue;
-    char why[ACCEL_REASON_MAX] = "";
-    accel__hash_image img;
-    accel_status s = accel__hash_load(job, (size_t)i, false, &img, why);
-    if (!s)
-      s = accel__hash_compute(&job->spec, img.gray, img.w, img.h, img.w, &img.color, &cache,
-                              accel__hash_slots(job, (size_t)i), why);
-    accel__hash_image_free(&img);
-    accel__hash_record(job, (size_t)i, s, why);
-    size_t d = __atomic_add_fetch(&done, 1, __ATOMIC_RELAXED);
+    for (long long i = 0; i < n; i++) {
+      if (__atomic_load_n(&cancelled, __ATOMIC_RELAXED)) continue;
+      char why[ACCEL_REASON_MAX] = "";
+      accel__hash_image img;
+      accel_status s = accel__hash_load(job, (size_t)i, false, &img, why);
+      if (!s)
+        s = accel__hash_compute(&job->spec, img.gray, img.w, img.h, img.w, &img.color, &cache,
+                                accel__hash_slots(job, (size_t)i), why);
+      accel__hash_image_free(&img);
+      accel__hash_record(job, (size_t)i, s, why);
+      size_t d = __atomic_add_fetch(&done, 1, __ATOMIC_RELAXED);
 #ifdef _OPENMP
-    const bool caller = omp_get_thread_num() == 0;
+      const bool caller = omp_get_thread_num() == 0;
 #else
-    const bool caller = true;
+      const bool caller = true;
 #endif
-    if (caller && job->progress) {
-      reported = d;
-      if (job->progress(job->progress_user, "hash.batch", (double)d / (double)n))
-        __atomic_store_n(&cancelled, 1, __ATOMIC_RELAXED);
+      if (caller && job->progress) {
+        reported = d;
+        if (job->progress(job->progress_user, "hash.batch", (double)d / (double)n))
+          __atomic_store_n(&cancelled, 1, __ATOMIC_RELAXED);
+      }
     }
-  }
     accel__axis_cache_free(&cache);
   }
   if (cancelled) {

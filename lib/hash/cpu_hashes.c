@@ -91,10 +91,22 @@ accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, uint8_t *ou
 
 void accel__hash_target(accel_hash_kind kind, int n, int64_t w, int64_t h, int64_t *tw, int64_t *th) {
   switch (kind) {
-  case ACCEL_HASH_AHASH: *tw = n; *th = n; break;
-  case ACCEL_HASH_DHASH: *tw = n + 1; *th = n; break;
-  case ACCEL_HASH_DHASH_VERTICAL: *tw = n; *th = n + 1; break;
-  case ACCEL_HASH_PHASH: *tw = 4 * n; *th = 4 * n; break;
+  case ACCEL_HASH_AHASH:
+    *tw = n;
+    *th = n;
+    break;
+  case ACCEL_HASH_DHASH:
+    *tw = n + 1;
+    *th = n;
+    break;
+  case ACCEL_HASH_DHASH_VERTICAL:
+    *tw = n;
+    *th = n + 1;
+    break;
+  case ACCEL_HASH_PHASH:
+    *tw = 4 * n;
+    *th = 4 * n;
+    break;
   case ACCEL_HASH_WHASH: {
     /* image_scale = max(2 ** int(log2(min(size))), hash_size) */
     int64_t m = w < h ? w : h, s = 1;
@@ -104,7 +116,10 @@ void accel__hash_target(accel_hash_kind kind, int n, int64_t w, int64_t h, int64
     *th = s;
     break;
   }
-  default: *tw = 0; *th = 0; break;
+  default:
+    *tw = 0;
+    *th = 0;
+    break;
   }
 }
 

@@ -112,8 +112,7 @@ static accel_status load_array(load_ctx *c, const accel_array *a, char *why) {
   accel__image_header hdr;
   memset(&hdr, 0, sizeof hdr);
   int ch = a->ndim == 2 ? 1 : (int)a->shape[2];
-  static const accel__mode modes[5] = {ACCEL__MODE_L, ACCEL__MODE_L, ACCEL__MODE_LA, ACCEL__MODE_RGB,
-                                       ACCEL__MODE_RGBA};
+  static const accel__mode modes[5] = {ACCEL__MODE_L, ACCEL__MODE_L, ACCEL__MODE_LA, ACCEL__MODE_RGB, ACCEL__MODE_RGBA};
   hdr.mode = modes[ch];
   hdr.width = a->shape[1];
   hdr.height = a->shape[0];

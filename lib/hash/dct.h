@@ -37,7 +37,7 @@ typedef struct accel__dct_plan {
   int fact[ACCEL__DCT_MAX_FACTORS];   /* radices in the order the backward FFT applies them */
   int tw_off[ACCEL__DCT_MAX_FACTORS]; /* each factor's twiddles in tw[] */
   double tw[ACCEL__DCT_MAX_TW];
-  double dct_tw[ACCEL__DCT_MAX];      /* post-processing twiddles */
+  double dct_tw[ACCEL__DCT_MAX]; /* post-processing twiddles */
 } accel__dct_plan;
 
 /* False unless n is a power of two in 2..ACCEL__DCT_MAX. */

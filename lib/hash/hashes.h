@@ -21,8 +21,8 @@ typedef struct accel__hash_spec {
   int hash_size;
   int binbits;
   size_t slot_bytes;
-  bool need_gray;   /* any kind but colorhash */
-  bool need_color;  /* colorhash */
+  bool need_gray;  /* any kind but colorhash */
+  bool need_color; /* colorhash */
 } accel__hash_spec;
 
 /* colorhash's pixel classes, counted while decoding:
@@ -54,7 +54,6 @@ struct accel__axis_cache;
 accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
                                  int64_t stride, const accel__color_counts *color, struct accel__axis_cache *cache,
                                  uint8_t *slots, char *why);
-
 
 #ifdef __cplusplus
 }

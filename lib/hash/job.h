@@ -20,9 +20,9 @@ typedef struct accel__hash_job {
   const accel_array *arrays;
   accel__hash_spec spec;
   accel__decode_options decode;
-  uint8_t *hashes;            /* [n][nkinds][slot_bytes] */
-  accel_status *statuses;     /* [n] */
-  char **messages;            /* [n]: NULL or a malloc'd message for a failed input */
+  uint8_t *hashes;        /* [n][nkinds][slot_bytes] */
+  accel_status *statuses; /* [n] */
+  char **messages;        /* [n]: NULL or a malloc'd message for a failed input */
   accel_progress_fn progress;
   void *progress_user;
 } accel__hash_job;
@@ -35,7 +35,7 @@ typedef struct accel__hash_image {
   int64_t w, h;
   uint8_t *gray;
   uint8_t *rgb;
-  bool have_color;            /* color holds the counts */
+  bool have_color; /* color holds the counts */
   accel__color_counts color;
 } accel__hash_image;
 

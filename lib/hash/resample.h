@@ -30,9 +30,9 @@ enum { ACCEL__RESAMPLE_BITS = 22 };
 typedef struct accel__axis {
   int64_t in_size, out_size;
   int ksize;
-  int32_t *first;   /* [out_size] */
-  int32_t *count;   /* [out_size] */
-  int32_t *weight;  /* [out_size * ksize] */
+  int32_t *first;  /* [out_size] */
+  int32_t *count;  /* [out_size] */
+  int32_t *weight; /* [out_size * ksize] */
   /* For SIMD dot products: each weight split exactly as hi * 2048 + lo
    * (both int16), padded with zeros to kpad (a multiple of 16). */
   int kpad;

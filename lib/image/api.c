@@ -37,8 +37,7 @@ accel_status accel_image_to_gray(accel_ctx *ctx, const accel_array *src, accel_a
   if (job.dst.shape[0] != job.src.shape[0] || job.dst.shape[1] != job.src.shape[1])
     return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "dst is %lldx%lld but src is %lldx%lld", (long long)job.dst.shape[0],
                 (long long)job.dst.shape[1], (long long)job.src.shape[0], (long long)job.src.shape[1]);
-  if (accel__arrays_overlap(&job.src, &job.dst))
-    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "src and dst overlap");
+  if (accel__arrays_overlap(&job.src, &job.dst)) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "src and dst overlap");
   if (accel__array_count(&job.dst) == 0) return ACCEL_OK;
   return accel__dispatch(ctx, "image.gray", run_gray, &job);
 }

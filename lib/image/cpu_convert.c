@@ -80,9 +80,7 @@ void accel__row_to_gray(const accel__image_header *h, const void *row, int64_t w
       out[x] = accel__luma(c[0], c[1], c[2]);
     }
     break;
-  case ACCEL__MODE_RGB:
-    accel__rgb_row_to_gray(p, w, out);
-    break;
+  case ACCEL__MODE_RGB: accel__rgb_row_to_gray(p, w, out); break;
   case ACCEL__MODE_RGBA:
     for (int64_t x = 0; x < w; x++) out[x] = accel__luma(p[4 * x], p[4 * x + 1], p[4 * x + 2]);
     break;
@@ -113,8 +111,16 @@ void accel__row_to_rgb(const accel__image_header *h, const void *row, int64_t w,
       o[2] = c[2];
       break;
     }
-    case ACCEL__MODE_RGB: o[0] = p[3 * x]; o[1] = p[3 * x + 1]; o[2] = p[3 * x + 2]; break;
-    case ACCEL__MODE_RGBA: o[0] = p[4 * x]; o[1] = p[4 * x + 1]; o[2] = p[4 * x + 2]; break;
+    case ACCEL__MODE_RGB:
+      o[0] = p[3 * x];
+      o[1] = p[3 * x + 1];
+      o[2] = p[3 * x + 2];
+      break;
+    case ACCEL__MODE_RGBA:
+      o[0] = p[4 * x];
+      o[1] = p[4 * x + 1];
+      o[2] = p[4 * x + 2];
+      break;
     case ACCEL__MODE_CMYK:
       o[0] = accel__cmyk_channel(p[4 * x], p[4 * x + 3]);
       o[1] = accel__cmyk_channel(p[4 * x + 1], p[4 * x + 3]);

@@ -217,8 +217,7 @@ accel_status accel_index_self_join(accel_index *ix, const accel_search_options *
 
 accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queries, const accel_search_options *options,
                                accel_pairs **out) {
-  if (!ix || !out || (nq && !queries))
-    return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (!ix || !out || (nq && !queries)) return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
   *out = NULL;
   if (nq > UINT32_MAX) return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "at most %u queries a call", UINT32_MAX);
   return search_pairs(ix, __func__, false, nq, queries, options, out);
@@ -226,8 +225,7 @@ accel_status accel_index_range(accel_index *ix, size_t nq, const uint64_t *queri
 
 accel_status accel_index_knn(accel_index *ix, size_t nq, const uint64_t *queries, uint32_t k, uint32_t field,
                              uint64_t *ids, uint32_t *distances) {
-  if (!ix || (nq && (!queries || !ids)))
-    return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  if (!ix || (nq && (!queries || !ids))) return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
   if (k < 1 || k > KNN_MAX) return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "k %u outside 1..%d", k, KNN_MAX);
   if (field >= ix->nfields)
     return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "field %u, the index has %u", field, ix->nfields);

@@ -32,14 +32,16 @@ static void scan_generic(const accel__codes *a, size_t i, const accel__codes *b,
 #include <immintrin.h>
 
 __attribute__((target("popcnt"))) static void scan_popcnt(const accel__codes *a, size_t i, const accel__codes *b,
-                                                          size_t j0, size_t j1, const accel__search *s,
-                                                          uint32_t emit_a, accel__pair_buf *pb) {
+                                                          size_t j0, size_t j1, const accel__search *s, uint32_t emit_a,
+                                                          accel__pair_buf *pb) {
   SCAN_SCALAR(j0)
 }
 
-__attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void
-scan_avx512(const accel__codes *a, size_t i, const accel__codes *b, size_t j0, size_t j1, const accel__search *s,
-            uint32_t emit_a, accel__pair_buf *pb) {
+__attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void scan_avx512(const accel__codes *a, size_t i,
+                                                                                  const accel__codes *b, size_t j0,
+                                                                                  size_t j1, const accel__search *s,
+                                                                                  uint32_t emit_a,
+                                                                                  accel__pair_buf *pb) {
   size_t j = j0;
   for (; j + 8 <= j1; j += 8) {
     __mmask8 mask = s->rule == ACCEL_INDEX_ALL ? 0xff : 0;
@@ -96,9 +98,10 @@ __attribute__((target("popcnt"))) static void tile1_popcnt(const uint64_t *rows,
   TILE1_SCALAR_BODY
 }
 
-__attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void
-tile1_avx512(const uint64_t *rows, size_t i0, size_t i1, const uint64_t *cols, size_t j0, size_t j1, uint32_t r,
-             bool join, accel__pair_buf *pb) {
+__attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void tile1_avx512(const uint64_t *rows, size_t i0,
+                                                                                   size_t i1, const uint64_t *cols,
+                                                                                   size_t j0, size_t j1, uint32_t r,
+                                                                                   bool join, accel__pair_buf *pb) {
   const __m512i th = _mm512_set1_epi64(r);
   for (size_t i = i0; i < i1; i += 4) {
     const size_t ni = i1 - i < 4 ? i1 - i : 4;

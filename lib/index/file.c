@@ -95,7 +95,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
 /* The index in a file's bytes `data`, whose header h, size and checksum
  * are checked. */
 static accel_status index_from_data(accel_ctx *ctx, const char *func, const char *path, const header *h,
-                                   const uint8_t *data, accel_index **out) {
+                                    const uint8_t *data, accel_index **out) {
   const uint64_t words = h->bits / 64;
   accel_index_options o;
   accel_index_options_init(&o, sizeof o);
@@ -172,8 +172,10 @@ static accel_status read_index(accel_ctx *ctx, const char *func, const char *pat
   const uint64_t fixed = h.count * (8 + 8 + 8 * h.nfields * words + 8);
   const uint64_t expect = (uint64_t)HEADER + fixed + h.label_bytes + h.meta_bytes + 4;
   if (h.label_bytes > (uint64_t)fsize || expect != (uint64_t)fsize) {
-    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is truncated or corrupt (%lld bytes, the header announces "
-                       "%llu)", path, (long long)fsize, (unsigned long long)expect);
+    s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT,
+                       "%s is truncated or corrupt (%lld bytes, the header announces "
+                       "%llu)",
+                       path, (long long)fsize, (unsigned long long)expect);
     goto done;
   }
   data = malloc((size_t)fsize);

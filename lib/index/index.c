@@ -128,8 +128,8 @@ accel__codes accel__index_codes(const accel_index *ix) {
   return c;
 }
 
-accel_status accel__codes_from_rows(const uint64_t *rows, size_t nq, uint32_t nfields, uint32_t words,
-                                    accel__codes *v, uint64_t **storage) {
+accel_status accel__codes_from_rows(const uint64_t *rows, size_t nq, uint32_t nfields, uint32_t words, accel__codes *v,
+                                    uint64_t **storage) {
   memset(v, 0, sizeof *v);
   v->words = words;
   v->nfields = nfields;
@@ -199,8 +199,7 @@ accel_status accel_index_add(accel_index *ix, size_t n, const uint64_t *ids, con
   REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
   if (n == 0) return ACCEL_OK;
   REQUIRE(ix->ctx, ids && codes, ACCEL_ERR_INVALID_ARG, "ids or codes is NULL");
-  if (ix->n + n > UINT32_MAX)
-    return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "an index holds at most %u entries", UINT32_MAX);
+  if (ix->n + n > UINT32_MAX) return FAIL(ix->ctx, ACCEL_ERR_LIMIT, "an index holds at most %u entries", UINT32_MAX);
   for (size_t i = 0; i < n; i++)
     if (ids[i] == UINT64_MAX)
       return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG,
@@ -276,8 +275,7 @@ accel_status accel_index_remove(accel_index *ix, size_t n, const uint64_t *ids, 
 accel_status accel_index_get(const accel_index *ix, size_t position, uint64_t *id, uint64_t *codes, const char **label,
                              uint64_t *stamp) {
   REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
-  if (position >= ix->n)
-    return FAIL(ix->ctx, ACCEL_ERR_NOT_FOUND, "position %zu, only %zu entries", position, ix->n);
+  if (position >= ix->n) return FAIL(ix->ctx, ACCEL_ERR_NOT_FOUND, "position %zu, only %zu entries", position, ix->n);
   if (id) *id = ix->ids[position];
   if (stamp) *stamp = ix->stamps[position];
   if (label) *label = ix->labels[position];
@@ -296,8 +294,7 @@ accel_status accel_index_find(const accel_index *ix, uint64_t id, size_t *positi
 
 accel_status accel_index_set_meta(accel_index *ix, const char *meta) {
   REQUIRE(NULL, ix, ACCEL_ERR_INVALID_ARG, "index is NULL");
-  if (meta && strlen(meta) > META_MAX)
-    return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "at most %d bytes", META_MAX);
+  if (meta && strlen(meta) > META_MAX) return FAIL(ix->ctx, ACCEL_ERR_INVALID_ARG, "at most %d bytes", META_MAX);
   char *copy = meta ? strdup(meta) : NULL;
   if (meta && !copy) return FAIL(ix->ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
   free(ix->meta);

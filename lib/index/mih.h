@@ -24,8 +24,8 @@ typedef struct accel__mih_table {
   uint32_t field, m, bits;
   size_t n;
   uint32_t start[ACCEL__MIH_MAX_M], len[ACCEL__MIH_MAX_M];
-  uint32_t *order;       /* [m][n]: positions sorted by substring s */
-  uint64_t *sorted_keys; /* [m][n]: substring s of entry order[s][k] */
+  uint32_t *order;               /* [m][n]: positions sorted by substring s */
+  uint64_t *sorted_keys;         /* [m][n]: substring s of entry order[s][k] */
   struct accel__mih_table *next; /* the index keeps one table per (field, m) in a list */
 } accel__mih_table;
 

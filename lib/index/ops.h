@@ -10,20 +10,20 @@ extern "C" {
 
 /* One search as the backends see it. */
 typedef struct accel__index_job {
-  const char *stage;            /* "index.join", "index.range", "index.knn" */
-  accel_index *index;           /* for the multi-index tables cache (may be NULL) */
-  accel__codes codes;           /* the entries */
-  accel__codes queries;         /* range and k-nearest queries */
-  const uint64_t *entry_ids;    /* ids of the entries (k-nearest ties) */
-  uint32_t bits;                /* bits per field */
+  const char *stage;         /* "index.join", "index.range", "index.knn" */
+  accel_index *index;        /* for the multi-index tables cache (may be NULL) */
+  accel__codes codes;        /* the entries */
+  accel__codes queries;      /* range and k-nearest queries */
+  const uint64_t *entry_ids; /* ids of the entries (k-nearest ties) */
+  uint32_t bits;             /* bits per field */
   accel__search search;
-  accel__pair_sink *sink;       /* join and range results (positions) */
-  uint32_t k, field;            /* k-nearest */
-  uint64_t *out_ids;            /* [nq * k] */
-  uint32_t *out_distances;      /* [nq * k], may be NULL */
+  accel__pair_sink *sink;  /* join and range results (positions) */
+  uint32_t k, field;       /* k-nearest */
+  uint64_t *out_ids;       /* [nq * k] */
+  uint32_t *out_distances; /* [nq * k], may be NULL */
   accel_progress_fn progress;
   void *progress_user;
-  accel_index_algorithm used;   /* set by the op: what ran */
+  accel_index_algorithm used; /* set by the op: what ran */
 } accel__index_job;
 
 /* A GPU op hands pairs to the sink only once it has succeeded, so that a

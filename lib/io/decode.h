@@ -17,14 +17,14 @@ extern "C" {
 
 /* Pillow's modes as its JPEG and PNG plugins produce them. */
 typedef enum accel__mode {
-  ACCEL__MODE_1 = 0,   /* 1 byte per pixel, 0 or 255 (Pillow stores bilevel pixels so) */
-  ACCEL__MODE_L = 1,   /* gray */
-  ACCEL__MODE_LA = 2,  /* gray, alpha */
-  ACCEL__MODE_P = 3,   /* palette index; the palette is in the header */
+  ACCEL__MODE_1 = 0,  /* 1 byte per pixel, 0 or 255 (Pillow stores bilevel pixels so) */
+  ACCEL__MODE_L = 1,  /* gray */
+  ACCEL__MODE_LA = 2, /* gray, alpha */
+  ACCEL__MODE_P = 3,  /* palette index; the palette is in the header */
   ACCEL__MODE_RGB = 4,
   ACCEL__MODE_RGBA = 5,
   ACCEL__MODE_CMYK = 6,
-  ACCEL__MODE_I = 7    /* 32-bit signed gray (16-bit PNG gray) */
+  ACCEL__MODE_I = 7 /* 32-bit signed gray (16-bit PNG gray) */
 } accel__mode;
 
 /* Bytes per pixel of a mode's rows. */
@@ -35,10 +35,10 @@ const char *accel__mode_name(accel__mode mode);
 typedef struct accel__image_header {
   accel__mode mode;
   int64_t width, height;
-  int palette_len;              /* entries in palette (P) */
-  uint8_t palette[256][3];      /* RGB, unused entries zero */
-  int format;                   /* 'J' JPEG, 'P' PNG */
-  int jpeg_scale_denom;         /* 1, or 2/4/8 when a DCT-scaled decode was asked */
+  int palette_len;         /* entries in palette (P) */
+  uint8_t palette[256][3]; /* RGB, unused entries zero */
+  int format;              /* 'J' JPEG, 'P' PNG */
+  int jpeg_scale_denom;    /* 1, or 2/4/8 when a DCT-scaled decode was asked */
 } accel__image_header;
 
 typedef struct accel__decode_sink {
@@ -51,7 +51,7 @@ typedef struct accel__decode_sink {
 } accel__decode_sink;
 
 typedef struct accel__decode_options {
-  uint64_t max_pixels;          /* width * height above this: ACCEL_ERR_LIMIT */
+  uint64_t max_pixels; /* width * height above this: ACCEL_ERR_LIMIT */
   /* JPEG only: ask libjpeg for a DCT-scaled decode no smaller than these
    * (Pillow's draft() rule); 0 = full size. */
   int64_t draft_width, draft_height;

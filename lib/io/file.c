@@ -63,9 +63,7 @@ static ssize_t cookie_write(void *user, const char *buf, size_t n) {
 
 /* "<name>.accel-tmp-", the prefix of this target's named temporaries (the
  * name cut to 200 bytes, so that the temporary's name stays legal). */
-static void tmp_prefix(const char *name, char *out, size_t n) {
-  snprintf(out, n, "%.200s.accel-tmp-", name);
-}
+static void tmp_prefix(const char *name, char *out, size_t n) { snprintf(out, n, "%.200s.accel-tmp-", name); }
 
 /* Remove this target's named temporaries left by processes that no longer
  * run (a save killed before its rename). */
@@ -137,8 +135,8 @@ accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const ch
   }
   if (!err && !(af->f = fopencookie(af, "w", io))) err = errno ? errno : ENOMEM;
   if (err) {
-    accel_status s = accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot create a file next to %s: %s", path,
-                                    strerror(err));
+    accel_status s =
+        accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot create a file next to %s: %s", path, strerror(err));
     accel__atomic_abort(af);
     return s;
   }

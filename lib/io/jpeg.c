@@ -33,7 +33,7 @@ static void on_error(j_common_ptr cinfo) {
 }
 
 static void on_message(j_common_ptr cinfo, int level) {
-  if (level >= 0) return; /* trace messages */
+  if (level >= 0) return;                      /* trace messages */
   if (cinfo->err->msg_code == JWRN_JPEG_EOF) { /* the data ran out: truncated */
     jpeg_err *e = (jpeg_err *)cinfo->err;
     cinfo->err->format_message(cinfo, e->message);

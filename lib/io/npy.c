@@ -15,7 +15,7 @@ static const char MAGIC[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
 typedef struct npy_header {
   accel_dtype dtype;
-  bool swap;      /* big-endian data */
+  bool swap; /* big-endian data */
   bool fortran;
   int ndim;
   int64_t shape[ACCEL_ARRAY_MAX_DIMS];
@@ -96,7 +96,7 @@ static bool parse_descr(const char *d, npy_header *h) {
   static const struct {
     const char *code;
     accel_dtype dtype;
-  } T[] = {{"u1", ACCEL_DTYPE_U8}, {"b1", ACCEL_DTYPE_U8}, {"i1", ACCEL_DTYPE_I8},  {"u2", ACCEL_DTYPE_U16},
+  } T[] = {{"u1", ACCEL_DTYPE_U8},  {"b1", ACCEL_DTYPE_U8},  {"i1", ACCEL_DTYPE_I8},  {"u2", ACCEL_DTYPE_U16},
            {"i2", ACCEL_DTYPE_I16}, {"u4", ACCEL_DTYPE_U32}, {"i4", ACCEL_DTYPE_I32}, {"u8", ACCEL_DTYPE_U64},
            {"i8", ACCEL_DTYPE_I64}, {"f4", ACCEL_DTYPE_F32}, {"f8", ACCEL_DTYPE_F64}};
   for (size_t i = 0; i < sizeof T / sizeof T[0]; i++)
@@ -249,8 +249,7 @@ accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array 
   char dict[512];
   int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr_of(a->dtype));
   for (int i = 0; i < a->ndim; i++)
-    n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)a->shape[i],
-                  i + 1 < a->ndim ? " " : "");
+    n += snprintf(dict + n, sizeof dict - (size_t)n, "%lld,%s", (long long)a->shape[i], i + 1 < a->ndim ? " " : "");
   if (a->ndim > 1) n--; /* numpy writes (3, 4) but (5,) */
   n += snprintf(dict + n, sizeof dict - (size_t)n, "), }");
   /* pad with spaces so that the data starts on a 64-byte boundary; end with \n */

@@ -70,7 +70,7 @@ typedef struct png_state {
   accel_status status;
   int passes;
   bool began;
-  int64_t rows_done;   /* rows handed to the sink */
+  int64_t rows_done; /* rows handed to the sink */
   size_t in_stride;
   size_t raw_row_bytes; /* a row in the compressed stream: filter byte + packed pixels */
   bool gray16_to_i, ga16_to_rgba;
@@ -141,12 +141,8 @@ static void read_image(png_state *st, png_structp png, png_infop info, const acc
     hdr->mode = depth == 16 ? ACCEL__MODE_RGBA : ACCEL__MODE_LA;
     st->ga16_to_rgba = depth == 16;
     break;
-  case PNG_COLOR_TYPE_RGB:
-    hdr->mode = ACCEL__MODE_RGB;
-    break;
-  case PNG_COLOR_TYPE_RGB_ALPHA:
-    hdr->mode = ACCEL__MODE_RGBA;
-    break;
+  case PNG_COLOR_TYPE_RGB: hdr->mode = ACCEL__MODE_RGB; break;
+  case PNG_COLOR_TYPE_RGB_ALPHA: hdr->mode = ACCEL__MODE_RGBA; break;
   case PNG_COLOR_TYPE_PALETTE: {
     hdr->mode = ACCEL__MODE_P;
     png_colorp pal = NULL;
@@ -162,8 +158,7 @@ static void read_image(png_state *st, png_structp png, png_infop info, const acc
     if (depth < 8) png_set_packing(png);
     break;
   }
-  default:
-    fail(st, png, ACCEL_ERR_DECODE, why, "PNG: invalid color type");
+  default: fail(st, png, ACCEL_ERR_DECODE, why, "PNG: invalid color type");
   }
   if (depth == 16) {
     if (st->gray16_to_i) png_set_swap(png); /* big-endian samples to host order */

@@ -39,8 +39,7 @@ static accel_status read_pnm(accel_ctx *ctx, const char *func, const char *path,
     s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is not a binary PGM (P5) or PPM (P6) file", path);
     goto done;
   }
-  if (!read_int(f, &w) || !read_int(f, &h) || !read_int(f, &maxval) || w < 1 || h < 1 || maxval < 1 ||
-      maxval > 65535) {
+  if (!read_int(f, &w) || !read_int(f, &h) || !read_int(f, &maxval) || w < 1 || h < 1 || maxval < 1 || maxval > 65535) {
     s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s has a malformed PNM header", path);
     goto done;
   }
@@ -92,8 +91,7 @@ accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array 
   bool rgb = a->ndim == 3 && a->shape[2] == 3;
   if ((!gray && !rgb) || (a->dtype != ACCEL_DTYPE_U8 && a->dtype != ACCEL_DTYPE_U16))
     return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "expects U8 or U16 of shape (H, W), (H, W, 1) or (H, W, 3)");
-  if (a->shape[0] < 1 || a->shape[1] < 1)
-    return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "PNM images cannot be empty");
+  if (a->shape[0] < 1 || a->shape[1] < 1) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "PNM images cannot be empty");
   bool wide = a->dtype == ACCEL_DTYPE_U16;
   accel__atomic_file af;
   if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;

@@ -87,9 +87,9 @@ struct accel_geo {
 static const struct {
   uint32_t tag;
   TIFFDataType type;
-} carried[] = {{TAG_MODEL_PIXEL_SCALE, TIFF_DOUBLE},  {TAG_MODEL_TIEPOINT, TIFF_DOUBLE},
+} carried[] = {{TAG_MODEL_PIXEL_SCALE, TIFF_DOUBLE},    {TAG_MODEL_TIEPOINT, TIFF_DOUBLE},
                {TAG_MODEL_TRANSFORMATION, TIFF_DOUBLE}, {TAG_GEO_KEY_DIRECTORY, TIFF_SHORT},
-               {TAG_GEO_DOUBLE_PARAMS, TIFF_DOUBLE},  {TAG_GEO_ASCII_PARAMS, TIFF_ASCII}};
+               {TAG_GEO_DOUBLE_PARAMS, TIFF_DOUBLE},    {TAG_GEO_ASCII_PARAMS, TIFF_ASCII}};
 
 void accel_geo_destroy(accel_geo *g) {
   if (!g) return;
@@ -210,8 +210,8 @@ static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, u
     TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
     if (!tw || !th) return "tiles without a width or length";
     if ((uint64_t)tw * th > max_tile_pixels(w, h)) {
-      snprintf(why, why_size, "tiles of %u x %u pixels for a %u x %u raster", (unsigned)tw, (unsigned)th,
-               (unsigned)w, (unsigned)h);
+      snprintf(why, why_size, "tiles of %u x %u pixels for a %u x %u raster", (unsigned)tw, (unsigned)th, (unsigned)w,
+               (unsigned)h);
       return why;
     }
   } else {
@@ -269,16 +269,16 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &bits);
   TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &format);
   TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
-  const bool ok_format = (format == SAMPLEFORMAT_IEEEFP && (bits == 32 || bits == 64)) ||
-                         ((format == SAMPLEFORMAT_INT || format == SAMPLEFORMAT_UINT) &&
-                          (bits == 8 || bits == 16 || bits == 32));
-  if (spp != 1)
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s has %u bands; one is needed", path, (unsigned)spp);
+  const bool ok_format =
+      (format == SAMPLEFORMAT_IEEEFP && (bits == 32 || bits == 64)) ||
+      ((format == SAMPLEFORMAT_INT || format == SAMPLEFORMAT_UINT) && (bits == 8 || bits == 16 || bits == 32));
+  if (spp != 1) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s has %u bands; one is needed", path, (unsigned)spp);
   else if (!ok_format)
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: %u-bit samples of format %u are not supported (float32, float64 and "
-             "8/16/32-bit integers are)", path, (unsigned)bits, (unsigned)format);
-  else if (!w || !h)
-    s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is empty", path);
+    s = FAIL(ctx, ACCEL_ERR_FORMAT,
+             "%s: %u-bit samples of format %u are not supported (float32, float64 and "
+             "8/16/32-bit integers are)",
+             path, (unsigned)bits, (unsigned)format);
+  else if (!w || !h) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s is empty", path);
   else if ((uint64_t)w * h > accel__ctx_max_pixels(ctx))
     s = FAIL(ctx, ACCEL_ERR_LIMIT, "%s is %u x %u, over the pixel limit of %llu (accel_ctx_options.max_pixels)", path,
              (unsigned)w, (unsigned)h, (unsigned long long)accel__ctx_max_pixels(ctx));
@@ -448,7 +448,8 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
 #else /* !ACCEL_HAVE_TIFF */
 
 static accel_status no_tiff(accel_ctx *ctx, const char *func) {
-  return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "this libaccel was built without libtiff (GeoTIFF); "
+  return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                        "this libaccel was built without libtiff (GeoTIFF); "
                         "use .npy files or rebuild with libtiff-dev installed");
 }
 

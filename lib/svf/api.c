@@ -10,13 +10,11 @@
 /* The first released size of accel_svf_options. */
 #define SVF_OPTIONS_V1 sizeof(accel_svf_options)
 
-static const char *const grid_names[ACCEL_SVF_GRIDS] = {
-    "svf",     "svfE",     "svfS",     "svfW",     "svfN",     "svfveg",  "svfEveg", "svfSveg",
-    "svfWveg", "svfNveg",  "svfaveg", "svfEaveg", "svfSaveg", "svfWaveg", "svfNaveg"};
+static const char *const grid_names[ACCEL_SVF_GRIDS] = {"svf",     "svfE",     "svfS",     "svfW",     "svfN",
+                                                        "svfveg",  "svfEveg",  "svfSveg",  "svfWveg",  "svfNveg",
+                                                        "svfaveg", "svfEaveg", "svfSaveg", "svfWaveg", "svfNaveg"};
 
-const char *accel_svf_grid_name(int32_t grid) {
-  return grid >= 0 && grid < ACCEL_SVF_GRIDS ? grid_names[grid] : NULL;
-}
+const char *accel_svf_grid_name(int32_t grid) { return grid >= 0 && grid < ACCEL_SVF_GRIDS ? grid_names[grid] : NULL; }
 
 accel_status accel_svf_options_init(accel_svf_options *o, size_t struct_size) {
   static const accel_svf_options DEFAULTS = {.patches = 153, .trunk_ratio = 0.25};
@@ -79,9 +77,9 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
 /* ------------------------------------------------------------ inputs */
 
 typedef struct prepared {
-  double *buf;            /* dsm, canopy, trunk: rows x pitch each */
+  double *buf; /* dsm, canopy, trunk: rows x pitch each */
   accel__svf_window grid;
-  double amax;            /* UMEP's amaxvalue */
+  double amax; /* UMEP's amaxvalue */
   double hmax, amin;
 } prepared;
 
@@ -104,8 +102,9 @@ static accel_status read_grid(accel_ctx *ctx, const char *func, const char *what
     }
   if (accel__views_close(&v, 1, s)) return s;
   *nodata += bad;
-  if (bad) accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", func,
-                      (unsigned long long)bad, what);
+  if (bad)
+    accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", func,
+               (unsigned long long)bad, what);
   return ACCEL_OK;
 }
 
@@ -216,10 +215,9 @@ static accel_status run_stage(accel_ctx *ctx, const char *func, const accel_arra
   return s;
 }
 
-accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
-                               const accel_array *tdsm, double azimuth, double altitude,
-                               const accel_svf_options *options, const accel_array *sh, const accel_array *vegsh,
-                               const accel_array *vbshvegsh) {
+accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm, const accel_array *tdsm,
+                               double azimuth, double altitude, const accel_svf_options *options, const accel_array *sh,
+                               const accel_array *vegsh, const accel_array *vbshvegsh) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   accel_svf_options o;
   accel_status s = check_options(ctx, __func__, options, &o);
@@ -285,8 +283,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   for (int m = 0; m < ACCEL_SVF_MATRICES && matrices; m++) {
     const accel_array *a = matrices[m];
     if (!a) continue;
-    if (m > 0 && !cdsm)
-      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s needs a CDSM (vegetation)", mat_names[m]);
+    if (m > 0 && !cdsm) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s needs a CDSM (vegetation)", mat_names[m]);
     if ((s = accel__array_check(ctx, __func__, mat_names[m], a))) return s;
     if (a->ndim != 3 || a->dtype != ACCEL_DTYPE_U8 || a->shape[0] != rows || a->shape[1] != cols ||
         a->shape[2] != mat_bytes)
@@ -299,8 +296,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   REQUIRE(ctx, wanted, ACCEL_ERR_INVALID_ARG, "no output asked for");
 
   accel__view v[ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES];
-  for (int g = 0; g < ACCEL_SVF_GRIDS; g++)
-    v[g] = (accel__view)ACCEL__OUT(grid_names[g], grids ? grids[g] : NULL);
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) v[g] = (accel__view)ACCEL__OUT(grid_names[g], grids ? grids[g] : NULL);
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++)
     v[ACCEL_SVF_GRIDS + m] = (accel__view)ACCEL__OUT(mat_names[m], matrices ? matrices[m] : NULL);
   accel__svf_job job = {.stage = "svf.sky", .mat_bytes = mat_bytes};

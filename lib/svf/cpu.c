@@ -38,9 +38,9 @@ INLINE v8d masked(double w, v8l m) { return (v8d)(((v8l)((v8d){0} + w)) & m); }
  * `valid` take no part). Returns the SH, V2 and VB lane masks (all ones /
  * zero). Written as loops over the eight lanes, which GCC turns into vector
  * instructions (one 512-bit or two 256-bit operations each). */
-INLINE void march8(const accel__svf_window *w, int64_t cols, int64_t r, int64_t c, v8l valid,
-                   const int32_t *dx, const int32_t *dy, const double *dz, uint32_t n, double hmax, bool veg,
-                   v8l *osh, v8l *ov2, v8l *ovb) {
+INLINE void march8(const accel__svf_window *w, int64_t cols, int64_t r, int64_t c, v8l valid, const int32_t *dx,
+                   const int32_t *dy, const double *dz, uint32_t n, double hmax, bool veg, v8l *osh, v8l *ov2,
+                   v8l *ovb) {
   const int64_t at = (r - w->r0) * w->pitch + (c - w->c0) + ACCEL__SVF_PAD;
   double a[LANES], lim[LANES];
   long sh[LANES], v2[LANES], vb[LANES], live[LANES];
@@ -112,11 +112,10 @@ INLINE void shadows_unit(const unit_ctx *u, int64_t r0, int64_t r1, int64_t c, b
   const v8l valid = valid_lanes(c, u->t->c1);
   for (int64_t r = r0; r < r1; r++) {
     v8l sh, v2, vb;
-    march8(u->w, job->cols, r, c, valid, p->dx, p->dy, p->dz, p->patch[0].steps, job->hmax, veg, &sh, &v2,
-           &vb);
+    march8(u->w, job->cols, r, c, valid, p->dx, p->dy, p->dz, p->patch[0].steps, job->hmax, veg, &sh, &v2, &vb);
     for (int l = 0; l < LANES && c + l < u->t->c1; l++) {
-      const unsigned h = (sh[l] ? ACCEL__SVF_HIT_SH : 0) | (v2[l] ? ACCEL__SVF_HIT_V2 : 0) |
-                         (vb[l] ? ACCEL__SVF_HIT_VB : 0);
+      const unsigned h =
+          (sh[l] ? ACCEL__SVF_HIT_SH : 0) | (v2[l] ? ACCEL__SVF_HIT_V2 : 0) | (vb[l] ? ACCEL__SVF_HIT_VB : 0);
       const int64_t o = r * job->cols + c + l;
       if (job->out[0]) job->out[0][o] = accel__svf_vis_sh(h);
       if (job->out[1]) job->out[1][o] = accel__svf_vis_veg(h);
@@ -156,8 +155,8 @@ INLINE void sky_unit(const unit_ctx *u, int64_t r0, int64_t r1, int64_t c, bool 
     const double *wf = p->wfull + pa->first_ring, *wh = p->whalf + pa->first_ring;
     for (int64_t r = r0; r < r1; r++) {
       v8l sh, v2, vb;
-      march8(u->w, job->cols, r, c, valid, p->dx + pa->first_step, p->dy + pa->first_step,
-             p->dz + pa->first_step, pa->steps, job->hmax, veg, &sh, &v2, &vb);
+      march8(u->w, job->cols, r, c, valid, p->dx + pa->first_step, p->dy + pa->first_step, p->dz + pa->first_step,
+             pa->steps, job->hmax, veg, &sh, &v2, &vb);
       v8d *a = acc[r - r0];
       const v8l vis_sh = ~sh;
       add_rings(a, ACCEL_SVF, pa->sides, ACCEL_SVF_E, wf, wh, pa->rings, vis_sh);

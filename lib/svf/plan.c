@@ -8,7 +8,7 @@
 /* ------------------------------------------------------------ patch tables */
 
 typedef struct sky_table {
-  int32_t option;     /* 145, 153, 306, 612 */
+  int32_t option; /* 145, 153, 306, 612 */
   int bands;
   const double *annulino; /* bands + 1 ring bounds */
   const double *altitude;
@@ -287,6 +287,6 @@ void accel__svf_window_copy(const accel__svf_job *job, const accel__svf_tile *t,
              sizeof(double) * (size_t)wc);
       memset(row + ACCEL__SVF_PAD + wc, 0, sizeof(double) * ACCEL__SVF_PAD);
     }
-  *w = (accel__svf_window){dsm, job->veg ? canopy : NULL, job->veg ? trunk : NULL, pitch,
-                           t->wr0, t->wr1, t->wc0, t->wc1};
+  *w = (accel__svf_window){dsm,   job->veg ? canopy : NULL, job->veg ? trunk : NULL, pitch, t->wr0, t->wr1, t->wc0,
+                           t->wc1};
 }

@@ -31,8 +31,8 @@ extern "C" {
 #endif
 
 enum {
-  ACCEL__SVF_PAD = 8,         /* zero columns on each side of every window row */
-  ACCEL__SVF_MAX_RINGS = 16   /* rings (1-degree annuli) per band, at most */
+  ACCEL__SVF_PAD = 8,       /* zero columns on each side of every window row */
+  ACCEL__SVF_MAX_RINGS = 16 /* rings (1-degree annuli) per band, at most */
 };
 
 /* UMEP's legacy zenith constant, added to the S and W half skies. */
@@ -45,16 +45,16 @@ typedef struct accel__svf_patch {
   double azimuth, altitude; /* degrees */
   uint32_t first_step, steps;
   uint32_t first_ring, rings;
-  uint32_t sides;           /* ACCEL__SVF_SIDE_* */
+  uint32_t sides; /* ACCEL__SVF_SIDE_* */
 } accel__svf_patch;
 
 typedef struct accel__svf_plan {
   int32_t npatch;
   accel__svf_patch *patch;
-  uint32_t nsteps, nrings;  /* totals */
-  int32_t *dx, *dy;         /* row and column offset of each step */
-  double *dz;               /* height drop of each step */
-  double *wfull, *whalf;    /* ring weights with n and ceil(n / 2) patches per band */
+  uint32_t nsteps, nrings; /* totals */
+  int32_t *dx, *dy;        /* row and column offset of each step */
+  double *dz;              /* height drop of each step */
+  double *wfull, *whalf;   /* ring weights with n and ceil(n / 2) patches per band */
   int64_t halo_rows, halo_cols;
 } accel__svf_plan;
 
@@ -74,18 +74,18 @@ typedef struct accel__svf_tile {
 
 typedef struct accel__svf_job {
   const char *stage;
-  bool shadows;             /* one sun position (sh, vegsh, vbshvegsh) or the sky */
+  bool shadows; /* one sun position (sh, vegsh, vbshvegsh) or the sky */
   bool veg;
   int64_t rows, cols;
-  double hmax;              /* highest DSM, canopy or trunk top: rays stop below it */
-  accel__svf_window grid;   /* the whole prepared grid (a window of itself) */
+  double hmax;            /* highest DSM, canopy or trunk top: rays stop below it */
+  accel__svf_window grid; /* the whole prepared grid (a window of itself) */
   const accel__svf_plan *plan;
   /* shadows: out[0..2] = sh, vegsh, vbshvegsh; sky: out[g] = grid g. rows x
    * cols, contiguous; NULL when not wanted. */
   float *out[ACCEL_SVF_GRIDS];
   uint8_t *mat[ACCEL_SVF_MATRICES]; /* rows x cols x mat_bytes; NULL when not wanted */
   int64_t mat_bytes;
-  int64_t tile;             /* tile side asked for; 0: backend's choice */
+  int64_t tile; /* tile side asked for; 0: backend's choice */
   accel_progress_fn progress;
   void *progress_user;
 } accel__svf_job;
@@ -106,9 +106,9 @@ ACCEL__SVF_HD bool accel__svf_bush(double canopy, double trunk) { return trunk *
  * or the ray leaves the grid (UMEP's zero fill changes nothing on a DSM
  * >= 0). Returns ACCEL__SVF_HIT_* bits: SH; V2 = some step (or the bush)
  * shades; VB = that happened before the building shadow began. */
-ACCEL__SVF_HD unsigned accel__svf_march(const accel__svf_window *w, int64_t rows, int64_t cols, int64_t r,
-                                        int64_t c, const int32_t *dx, const int32_t *dy, const double *dz,
-                                        uint32_t n, double hmax) {
+ACCEL__SVF_HD unsigned accel__svf_march(const accel__svf_window *w, int64_t rows, int64_t cols, int64_t r, int64_t c,
+                                        const int32_t *dx, const int32_t *dy, const double *dz, uint32_t n,
+                                        double hmax) {
   const int64_t at = (r - w->r0) * w->pitch + (c - w->c0) + ACCEL__SVF_PAD;
   const double a = w->dsm[at];
   const double lim = hmax - a;

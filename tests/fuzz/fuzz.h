@@ -48,8 +48,7 @@ bool fuzz_status_in(accel_status s, const accel_status *allowed);
 
 /* Check that a call failed cleanly: its status is one of `allowed` (ended by
  * ACCEL_OK) and it left no output behind. */
-void fuzz_check_failure(const char *file, int line, accel_status status, const accel_status *allowed,
-                        const void *out);
+void fuzz_check_failure(const char *file, int line, accel_status status, const accel_status *allowed, const void *out);
 #define FUZZ_CHECK_FAILURE(status, allowed, out) fuzz_check_failure(__FILE__, __LINE__, (status), (allowed), (out))
 
 /* A loader and a saver of one file format, as io.h declares them. */

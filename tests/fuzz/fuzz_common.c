@@ -130,8 +130,7 @@ bool fuzz_status_in(accel_status s, const accel_status *allowed) {
   return false;
 }
 
-void fuzz_check_failure(const char *file, int line, accel_status status, const accel_status *allowed,
-                        const void *out) {
+void fuzz_check_failure(const char *file, int line, accel_status status, const accel_status *allowed, const void *out) {
   if (!fuzz_status_in(status, allowed)) {
     char what[128];
     snprintf(what, sizeof what, "status %s is not one the function documents for bad input",

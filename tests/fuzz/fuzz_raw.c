@@ -17,7 +17,7 @@
 #include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static const accel_status errors[] = {ACCEL_ERR_INVALID_ARG, ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_LIMIT,
+  static const accel_status errors[] = {ACCEL_ERR_INVALID_ARG,   ACCEL_ERR_IO, ACCEL_ERR_FORMAT, ACCEL_ERR_LIMIT,
                                         ACCEL_ERR_OUT_OF_MEMORY, ACCEL_OK};
   if (size < 4) return 0;
   const accel_dtype dtype = (accel_dtype)(data[0] % 12);

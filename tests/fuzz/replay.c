@@ -204,8 +204,7 @@ int main(int argc, char **argv) {
       printf("no inputs\n");
       return 0;
     }
-    fprintf(stderr, "usage: %s [--ext .a,.b] [--may-be-empty] [--no-fork] FILE|DIR...   (no inputs found)\n",
-            argv[0]);
+    fprintf(stderr, "usage: %s [--ext .a,.b] [--may-be-empty] [--no-fork] FILE|DIR...   (no inputs found)\n", argv[0]);
     return 2;
   }
   size_t failed = 0;
@@ -236,12 +235,9 @@ int main(int argc, char **argv) {
       continue;
     }
     failed++;
-    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM)
-      printf("FAILED  %s (no result after %d s)\n", p, INPUT_SECONDS);
-    else if (WIFSIGNALED(st))
-      printf("FAILED  %s (signal %d: %s)\n", p, WTERMSIG(st), strsignal(WTERMSIG(st)));
-    else
-      printf("FAILED  %s (exit status %d)\n", p, WEXITSTATUS(st));
+    if (WIFSIGNALED(st) && WTERMSIG(st) == SIGALRM) printf("FAILED  %s (no result after %d s)\n", p, INPUT_SECONDS);
+    else if (WIFSIGNALED(st)) printf("FAILED  %s (signal %d: %s)\n", p, WTERMSIG(st), strsignal(WTERMSIG(st)));
+    else printf("FAILED  %s (exit status %d)\n", p, WEXITSTATUS(st));
   }
   printf("%zu of %zu inputs failed\n", failed, inputs.n);
   for (size_t i = 0; i < inputs.n; i++) free(inputs.items[i]);

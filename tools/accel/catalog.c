@@ -160,11 +160,11 @@ typedef struct build {
   accel_index *ix;
   uint32_t bits;
   size_t slot;
-  uint64_t next_id;  /* for new entries */
-  char **todo;       /* the files to hash, */
-  uint64_t *stamps;  /* with their stamps */
+  uint64_t next_id; /* for new entries */
+  char **todo;      /* the files to hash, */
+  uint64_t *stamps; /* with their stamps */
   size_t ntodo;
-  bool changed;      /* the index differs from its file */
+  bool changed; /* the index differs from its file */
 } build;
 
 /* Each path once, in byte order (the caller's strings); NULL when out of memory. */
@@ -276,9 +276,12 @@ static int add_chunk(accel_ctx *ctx, build *b, const accel_hash_options *ho, siz
 /* The files to do, hashed in chunks into new entries. */
 static int hash_todo(const cli_globals *g, accel_ctx *ctx, build *b, catalog_stats *stats) {
   const uint32_t nkinds = b->o->hash.nkinds, wpe = nkinds * b->bits / 64;
-  chunk c = {malloc((size_t)CHUNK * nkinds * b->slot), malloc(CHUNK * sizeof(accel_status)),
-             malloc((size_t)CHUNK * wpe * sizeof(uint64_t)), malloc(CHUNK * sizeof(uint64_t)),
-             malloc(CHUNK * sizeof(uint64_t)), malloc(CHUNK * sizeof(char *))};
+  chunk c = {malloc((size_t)CHUNK * nkinds * b->slot),
+             malloc(CHUNK * sizeof(accel_status)),
+             malloc((size_t)CHUNK * wpe * sizeof(uint64_t)),
+             malloc(CHUNK * sizeof(uint64_t)),
+             malloc(CHUNK * sizeof(uint64_t)),
+             malloc(CHUNK * sizeof(char *))};
   int rc = c.hashes && c.st && c.codes && c.ids && c.stamps && c.labels ? CLI_OK : CLI_USAGE;
   if (rc) cli_error("out of memory");
   cli_progress bar;

@@ -10,9 +10,9 @@
 #include <stdint.h>
 
 typedef struct catalog_options {
-  const char *cmd;          /* the command, for messages */
-  accel_hash_options hash;  /* kinds, size, binbits, fast */
-  const char *index_path;   /* an index file to reuse and update; NULL: none */
+  const char *cmd;         /* the command, for messages */
+  accel_hash_options hash; /* kinds, size, binbits, fast */
+  const char *index_path;  /* an index file to reuse and update; NULL: none */
 } catalog_options;
 
 typedef struct catalog_stats {

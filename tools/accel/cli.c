@@ -480,14 +480,13 @@ bool cli_check_outputs(const char *cmd, const cli_file *inputs, size_t ninputs, 
   for (size_t i = 1; i < n && ok; i++) {
     const file_key *a = &keys[i - 1], *b = &keys[i];
     if (!b->output || cmp_key(a, b) == 0) continue;
-    const bool same = a->dev == b->dev && a->ino == b->ino && !a->name == !b->name &&
-                      (!a->name || strcmp(a->name, b->name) == 0);
+    const bool same =
+        a->dev == b->dev && a->ino == b->ino && !a->name == !b->name && (!a->name || strcmp(a->name, b->name) == 0);
     if (!same) continue;
     if (a->output && same_source(a->file, b->file)) continue; /* one input given twice: one output */
     if (!a->output)
       cli_error("%s: %s would write %s, which is the input %s", cmd, b->file->what, b->file->path, a->file->path);
-    else
-      cli_error("%s: %s and %s would both write %s", cmd, a->file->what, b->file->what, b->file->path);
+    else cli_error("%s: %s and %s would both write %s", cmd, a->file->what, b->file->what, b->file->path);
     ok = false;
   }
   free(keys);
@@ -498,7 +497,7 @@ bool cli_output_format(const char *cmd, const char *flag, const char *path, unsi
   static const struct {
     const char *ext;
     cli_format format;
-  } names[] = {{"npy", CLI_FORMAT_NPY}, {"raw", CLI_FORMAT_RAW},   {"pgm", CLI_FORMAT_PGM}, {"pnm", CLI_FORMAT_PGM},
+  } names[] = {{"npy", CLI_FORMAT_NPY}, {"raw", CLI_FORMAT_RAW},  {"pgm", CLI_FORMAT_PGM},  {"pnm", CLI_FORMAT_PGM},
                {"tif", CLI_FORMAT_TIF}, {"tiff", CLI_FORMAT_TIF}, {"json", CLI_FORMAT_JSON}};
   const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
   const char *ext = dot && (!slash || dot > slash) ? dot + 1 : "";

@@ -18,10 +18,10 @@ enum {
 /* The global options, given before the command or among its options. */
 typedef struct cli_globals {
   accel_backend_kind backend;
-  bool strict;            /* fallback policy DENY */
+  bool strict; /* fallback policy DENY */
   accel_log_level log_level;
-  int threads;            /* 0: all */
-  bool progress;          /* draw progress bars (stderr is a terminal and not --no-progress) */
+  int threads;   /* 0: all */
+  bool progress; /* draw progress bars (stderr is a terminal and not --no-progress) */
 } cli_globals;
 
 /* ------------------------------------------------------------ options
@@ -53,7 +53,7 @@ typedef struct cli_option cli_option;
 typedef bool (*cli_parse_fn)(const char *cmd, const cli_option *option, const char *v, void *field);
 
 struct cli_option {
-  const char *name;   /* "--size"; NULL only in a text line */
+  const char *name; /* "--size"; NULL only in a text line */
   cli_opt_kind kind;
   size_t offset, size; /* the field in the argument struct: CLI_AT(type, member) */
   size_t seen;         /* 1 + the offset of a bool set when the option is given (CLI_SEEN); 0: none */

@@ -37,35 +37,73 @@ typedef struct dupes_args {
 static const cli_choice ALGORITHMS[] = {
     {"auto", ACCEL_INDEX_AUTO}, {"brute", ACCEL_INDEX_BRUTE_FORCE}, {"mih", ACCEL_INDEX_MULTI_INDEX}, {NULL, 0}};
 
-static const cli_option OPTIONS[] = {
-    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(dupes_args, co.hash), .parse = cli_parse_kinds, .arg = "LIST",
-     .help = "hash kinds compared (default dhash,ahash): ahash, dhash,\n"
-             "dhash_vertical, phash, whash, colorhash"},
-    {.name = "--threshold", .kind = CLI_OPT_CUSTOM, CLI_AT(dupes_args, th), .parse = cli_parse_thresholds, .arg = "T",
-     .help = "largest Hamming distance that still matches, inclusive (default 5);\n"
-             "one value for every kind, or one per kind: --threshold 5,8"},
-    {.name = "--rule", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, so.rule), .choices = cli_rules, .arg = "R",
-     .help = "all (default): a pair matches when every kind is within its\n"
-             "threshold; any: when at least one is"},
-    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(dupes_args, co.hash.hash_size), .lo = ACCEL_HASH_SIZE_MIN, .hi = 16,
-     .arg = "N", .help = "hash_size (default 8, 64-bit hashes; up to 16)"},
-    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(dupes_args, co.hash.color_binbits), .lo = 1, .hi = 8,
-     .arg = "B", .help = "colorhash's binbits (default 3)"},
-    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, co.hash.fast),
-     .help = "reduced-scale JPEG decoding (not bit-exact; see accel hash --help)"},
-    {.name = "--index", .kind = CLI_OPT_STRING, CLI_AT(dupes_args, co.index_path), .arg = "FILE",
-     .help = "keep the hashes in FILE: entries of files with the same size and\n"
-             "modification time are reused, the others hashed; FILE is then\n"
-             "rewritten to hold exactly these files"},
-    {.name = "--pairs", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, pairs),
-     .help = "print the matching pairs instead of the groups"},
-    {.name = "--algorithm", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, so.algorithm), .choices = ALGORITHMS,
-     .arg = "A", .help = "auto (default), brute (brute force) or mih (multi-index hashing)"},
-    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(dupes_args, json), .choices = cli_tsv_json, .arg = "F",
-     .help = "tsv (default) or json"},
-    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(dupes_args, follow),
-     .help = "also enter symbolic links to directories (each file counts once)"},
-    {0}};
+static const cli_option OPTIONS[] = {{.name = "--kinds",
+                                      .kind = CLI_OPT_CUSTOM,
+                                      CLI_AT(dupes_args, co.hash),
+                                      .parse = cli_parse_kinds,
+                                      .arg = "LIST",
+                                      .help = "hash kinds compared (default dhash,ahash): ahash, dhash,\n"
+                                              "dhash_vertical, phash, whash, colorhash"},
+                                     {.name = "--threshold",
+                                      .kind = CLI_OPT_CUSTOM,
+                                      CLI_AT(dupes_args, th),
+                                      .parse = cli_parse_thresholds,
+                                      .arg = "T",
+                                      .help = "largest Hamming distance that still matches, inclusive (default 5);\n"
+                                              "one value for every kind, or one per kind: --threshold 5,8"},
+                                     {.name = "--rule",
+                                      .kind = CLI_OPT_CHOICE,
+                                      CLI_AT(dupes_args, so.rule),
+                                      .choices = cli_rules,
+                                      .arg = "R",
+                                      .help = "all (default): a pair matches when every kind is within its\n"
+                                              "threshold; any: when at least one is"},
+                                     {.name = "--size",
+                                      .kind = CLI_OPT_INT,
+                                      CLI_AT(dupes_args, co.hash.hash_size),
+                                      .lo = ACCEL_HASH_SIZE_MIN,
+                                      .hi = 16,
+                                      .arg = "N",
+                                      .help = "hash_size (default 8, 64-bit hashes; up to 16)"},
+                                     {.name = "--binbits",
+                                      .kind = CLI_OPT_INT,
+                                      CLI_AT(dupes_args, co.hash.color_binbits),
+                                      .lo = 1,
+                                      .hi = 8,
+                                      .arg = "B",
+                                      .help = "colorhash's binbits (default 3)"},
+                                     {.name = "--fast",
+                                      .kind = CLI_OPT_FLAG,
+                                      CLI_AT(dupes_args, co.hash.fast),
+                                      .help = "reduced-scale JPEG decoding (not bit-exact; see accel hash --help)"},
+                                     {.name = "--index",
+                                      .kind = CLI_OPT_STRING,
+                                      CLI_AT(dupes_args, co.index_path),
+                                      .arg = "FILE",
+                                      .help = "keep the hashes in FILE: entries of files with the same size and\n"
+                                              "modification time are reused, the others hashed; FILE is then\n"
+                                              "rewritten to hold exactly these files"},
+                                     {.name = "--pairs",
+                                      .kind = CLI_OPT_FLAG,
+                                      CLI_AT(dupes_args, pairs),
+                                      .help = "print the matching pairs instead of the groups"},
+                                     {.name = "--algorithm",
+                                      .kind = CLI_OPT_CHOICE,
+                                      CLI_AT(dupes_args, so.algorithm),
+                                      .choices = ALGORITHMS,
+                                      .arg = "A",
+                                      .help = "auto (default), brute (brute force) or mih (multi-index hashing)"},
+                                     {.name = "--format",
+                                      .kind = CLI_OPT_CHOICE,
+                                      CLI_AT(dupes_args, json),
+                                      .choices = cli_tsv_json,
+                                      .arg = "F",
+                                      .help = "tsv (default) or json"},
+                                     {.name = "--follow-links",
+                                      .kind = CLI_OPT_FLAG,
+                                      CLI_AT(dupes_args, follow),
+                                      .help = "also enter symbolic links to directories (each file counts once)"},
+                                     {0}};
 
 typedef struct group_view {
   const char **paths;
@@ -260,6 +298,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return rc;
 }
 
-const cli_command cli_dupes_command = {
-    .name = "dupes", .summary = "groups of near-duplicate images (exact Hamming search)", .usage = USAGE,
-    .options = OPTIONS, .help_column = 18, .usage_tail = USAGE_TAIL, .run = run};
+const cli_command cli_dupes_command = {.name = "dupes",
+                                       .summary = "groups of near-duplicate images (exact Hamming search)",
+                                       .usage = USAGE,
+                                       .options = OPTIONS,
+                                       .help_column = 18,
+                                       .usage_tail = USAGE_TAIL,
+                                       .run = run};

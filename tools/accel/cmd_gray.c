@@ -27,16 +27,24 @@ typedef struct gray_args {
   const char *out_file, *out_dir, *format_name;
 } gray_args;
 
-static const cli_option OPTIONS[] = {
-    {.name = "-o", .kind = CLI_OPT_STRING, CLI_AT(gray_args, out_file), .arg = "FILE",
-     .help = "output file for a single input, in the format its extension names:\n"
-             ".pgm or .pnm, .npy, .tif or .tiff (any other is refused)"},
-    {.name = "--out", .kind = CLI_OPT_STRING, CLI_AT(gray_args, out_dir), .arg = "DIR",
-     .help = "output directory (default ., created if missing); each INPUT becomes\n"
-             "DIR/<name>.gray.<format>"},
-    {.name = "--format", .kind = CLI_OPT_STRING, CLI_AT(gray_args, format_name), .arg = "F",
-     .help = "pgm (default), npy or tif"},
-    {0}};
+static const cli_option OPTIONS[] = {{.name = "-o",
+                                      .kind = CLI_OPT_STRING,
+                                      CLI_AT(gray_args, out_file),
+                                      .arg = "FILE",
+                                      .help = "output file for a single input, in the format its extension names:\n"
+                                              ".pgm or .pnm, .npy, .tif or .tiff (any other is refused)"},
+                                     {.name = "--out",
+                                      .kind = CLI_OPT_STRING,
+                                      CLI_AT(gray_args, out_dir),
+                                      .arg = "DIR",
+                                      .help = "output directory (default ., created if missing); each INPUT becomes\n"
+                                              "DIR/<name>.gray.<format>"},
+                                     {.name = "--format",
+                                      .kind = CLI_OPT_STRING,
+                                      CLI_AT(gray_args, format_name),
+                                      .arg = "F",
+                                      .help = "pgm (default), npy or tif"},
+                                     {0}};
 
 static const cli_choice FORMATS[] = {
     {"pgm", CLI_FORMAT_PGM}, {"npy", CLI_FORMAT_NPY}, {"tif", CLI_FORMAT_TIF}, {NULL, 0}};
@@ -199,6 +207,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return rc;
 }
 
-const cli_command cli_gray_command = {
-    .name = "gray", .summary = "convert images to 8-bit gray (Pillow's convert('L'))", .usage = USAGE,
-    .options = OPTIONS, .help_column = 15, .usage_tail = USAGE_TAIL, .run = run};
+const cli_command cli_gray_command = {.name = "gray",
+                                      .summary = "convert images to 8-bit gray (Pillow's convert('L'))",
+                                      .usage = USAGE,
+                                      .options = OPTIONS,
+                                      .help_column = 15,
+                                      .usage_tail = USAGE_TAIL,
+                                      .run = run};

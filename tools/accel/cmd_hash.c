@@ -26,22 +26,48 @@ typedef struct hash_args {
 } hash_args;
 
 static const cli_option OPTIONS[] = {
-    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(hash_args, hash), .parse = cli_parse_kinds, .arg = "LIST",
+    {.name = "--kinds",
+     .kind = CLI_OPT_CUSTOM,
+     CLI_AT(hash_args, hash),
+     .parse = cli_parse_kinds,
+     .arg = "LIST",
      .help = "any of ahash, dhash, dhash_vertical, phash, whash, colorhash\n"
              "(default ahash,dhash,phash,whash); columns come in this order"},
-    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(hash_args, hash.hash_size), .lo = ACCEL_HASH_SIZE_MIN,
-     .hi = ACCEL_HASH_SIZE_MAX, .arg = "N",
+    {.name = "--size",
+     .kind = CLI_OPT_INT,
+     CLI_AT(hash_args, hash.hash_size),
+     .lo = ACCEL_HASH_SIZE_MIN,
+     .hi = ACCEL_HASH_SIZE_MAX,
+     .arg = "N",
      .help = "hash_size (default 8; 16 gives 256-bit hashes; whash needs a power of 2)"},
-    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(hash_args, hash.color_binbits), .lo = 1, .hi = 8, .arg = "B",
+    {.name = "--binbits",
+     .kind = CLI_OPT_INT,
+     CLI_AT(hash_args, hash.color_binbits),
+     .lo = 1,
+     .hi = 8,
+     .arg = "B",
      .help = "colorhash's binbits (default 3)"},
-    {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(hash_args, hash.fast),
+    {.name = "--fast",
+     .kind = CLI_OPT_FLAG,
+     CLI_AT(hash_args, hash.fast),
      .help = "decode large JPEGs at a reduced DCT scale (Pillow's draft()): much\n"
              "faster, not bit-exact (see docs/hash.md for the measured agreement)"},
-    {.name = "--jobs", .kind = CLI_OPT_INT, CLI_AT(hash_args, jobs), .lo = 0, .hi = ACCEL_CPU_THREADS_MAX, .arg = "N",
+    {.name = "--jobs",
+     .kind = CLI_OPT_INT,
+     CLI_AT(hash_args, jobs),
+     .lo = 0,
+     .hi = ACCEL_CPU_THREADS_MAX,
+     .arg = "N",
      .help = "worker threads (default: the global --threads, else all cores)"},
-    {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(hash_args, follow),
+    {.name = "--follow-links",
+     .kind = CLI_OPT_FLAG,
+     CLI_AT(hash_args, follow),
      .help = "also enter symbolic links to directories (each file is hashed once)"},
-    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(hash_args, json), .choices = cli_tsv_json, .arg = "F",
+    {.name = "--format",
+     .kind = CLI_OPT_CHOICE,
+     CLI_AT(hash_args, json),
+     .choices = cli_tsv_json,
+     .arg = "F",
      .help = "tsv (default): a header 'path' + one column per kind, then one line\n"
              "per file with imagehash's hex; json: an array of objects"},
     {0}};
@@ -91,8 +117,7 @@ static void print_file(printer *p, const char *path, accel_status st, const uint
 }
 
 /* Hash the files in chunks and print them, each chunk as soon as it is done. */
-static int hash_files(const cli_globals *g, accel_ctx *ctx, const cli_paths *paths, accel_hash_options *o,
-                      printer *p) {
+static int hash_files(const cli_globals *g, accel_ctx *ctx, const cli_paths *paths, accel_hash_options *o, printer *p) {
   enum { CHUNK = 512 };
   print_start(p);
   uint8_t *hashes = malloc((size_t)CHUNK * o->nkinds * p->slot);
@@ -156,6 +181,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   return rc;
 }
 
-const cli_command cli_hash_command = {
-    .name = "hash", .summary = "perceptual hashes of images, identical to imagehash", .usage = USAGE,
-    .options = OPTIONS, .help_column = 16, .usage_tail = USAGE_TAIL, .run = run};
+const cli_command cli_hash_command = {.name = "hash",
+                                      .summary = "perceptual hashes of images, identical to imagehash",
+                                      .usage = USAGE,
+                                      .options = OPTIONS,
+                                      .help_column = 16,
+                                      .usage_tail = USAGE_TAIL,
+                                      .run = run};

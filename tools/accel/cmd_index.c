@@ -41,13 +41,11 @@ static bool file_options(accel_ctx *ctx, const char *file, accel_index **ix, acc
   accel_index_get_meta(*ix, &meta);
   uint32_t bits = 0, nfields = 0;
   accel_index_info(*ix, &bits, &nfields, NULL);
-  if (!catalog_parse_meta(meta, o))
-    cli_error("index: %s is not an index of image hashes (meta '%s')", file, meta);
+  if (!catalog_parse_meta(meta, o)) cli_error("index: %s is not an index of image hashes (meta '%s')", file, meta);
   else if (!catalog_fits(*ix, o))
     cli_error("index: %s is corrupt: its metadata ('%s') does not describe its %u fields of %u bits", file, meta,
               nfields, bits);
-  else
-    return true;
+  else return true;
   accel_index_destroy(*ix);
   *ix = NULL;
   return false;
@@ -72,12 +70,23 @@ typedef struct build_args {
 } build_args;
 
 static const cli_option BUILD_OPTIONS[] = {
-    {.name = "--kinds", .kind = CLI_OPT_CUSTOM, CLI_AT(build_args, co.hash), CLI_SEEN(build_args, given),
+    {.name = "--kinds",
+     .kind = CLI_OPT_CUSTOM,
+     CLI_AT(build_args, co.hash),
+     CLI_SEEN(build_args, given),
      .parse = cli_parse_kinds},
-    {.name = "--size", .kind = CLI_OPT_INT, CLI_AT(build_args, co.hash.hash_size), CLI_SEEN(build_args, given),
-     .lo = ACCEL_HASH_SIZE_MIN, .hi = 16},
-    {.name = "--binbits", .kind = CLI_OPT_INT, CLI_AT(build_args, co.hash.color_binbits), CLI_SEEN(build_args, given),
-     .lo = 1, .hi = 8},
+    {.name = "--size",
+     .kind = CLI_OPT_INT,
+     CLI_AT(build_args, co.hash.hash_size),
+     CLI_SEEN(build_args, given),
+     .lo = ACCEL_HASH_SIZE_MIN,
+     .hi = 16},
+    {.name = "--binbits",
+     .kind = CLI_OPT_INT,
+     CLI_AT(build_args, co.hash.color_binbits),
+     CLI_SEEN(build_args, given),
+     .lo = 1,
+     .hi = 8},
     {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(build_args, co.hash.fast), CLI_SEEN(build_args, given)},
     {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(build_args, follow)},
     {0}};
@@ -256,8 +265,8 @@ static int cmp_row(const void *a, const void *b) {
 }
 
 /* One match: the query, the entry and the distance of each kind. */
-static void print_match(const query *q, const char *query, const char *path, const uint32_t *d, uint32_t nf,
-                        bool json, bool first) {
+static void print_match(const query *q, const char *query, const char *path, const uint32_t *d, uint32_t nf, bool json,
+                        bool first) {
   if (!json) {
     printf("%s\t%s", query, path);
     for (uint32_t f = 0; f < nf; f++) printf("\t%u", d[f]);

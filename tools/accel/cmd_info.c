@@ -29,10 +29,8 @@ static int run(const cli_globals *g, int argc, char **argv) {
     accel_backend_info b;
     accel_backend_info_init(&b, sizeof b);
     if (accel_backend_query(kinds[k], &b)) continue;
-    if (b.available)
-      printf("  %-5s available%s\n", b.name, kinds[k] == ACCEL_BACKEND_CUDA ? "" : " (OpenMP CPU path)");
-    else
-      printf("  %-5s %s, unavailable: %s\n", b.name, b.compiled ? "compiled in" : "not compiled in", b.reason);
+    if (b.available) printf("  %-5s available%s\n", b.name, kinds[k] == ACCEL_BACKEND_CUDA ? "" : " (OpenMP CPU path)");
+    else printf("  %-5s %s, unavailable: %s\n", b.name, b.compiled ? "compiled in" : "not compiled in", b.reason);
   }
   int32_t n = 0;
   accel_device_count(&n);

@@ -65,51 +65,94 @@ static bool parse_patches(const char *cmd, const cli_option *o, const char *v, v
 
 /* The inputs and outputs, common to shadow and svf (a macro: both tables list them). */
 #define GRID_OPTIONS                                                                                                   \
-  {.kind = CLI_OPT_TEXT, .help = "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):"},              \
-      {.name = "--dsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, dsm), .arg = "F",                                     \
-       .help = "ground and buildings (required); below 0 it is raised by\n"                                           \
-               "|min| as UMEP does; NaN / GeoTIFF no-data counts as 0"},                                               \
-      {.name = "--cdsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, cdsm), .arg = "F",                                   \
+  {.kind = CLI_OPT_TEXT, .help = "inputs (.npy, or GeoTIFF .tif/.tiff; one band, metres, same shape):"},               \
+      {.name = "--dsm",                                                                                                \
+       .kind = CLI_OPT_STRING,                                                                                         \
+       CLI_AT(svf_args, dsm),                                                                                          \
+       .arg = "F",                                                                                                     \
+       .help =                                                                                                         \
+           "ground and buildings (required); below 0 it is raised by\n"                                                \
+           "|min| as UMEP does; NaN / GeoTIFF no-data counts as 0"},                                                   \
+      {.name = "--cdsm",                                                                                               \
+       .kind = CLI_OPT_STRING,                                                                                         \
+       CLI_AT(svf_args, cdsm),                                                                                         \
+       .arg = "F",                                                                                                     \
        .help = "vegetation canopy height above ground (default: none)"},                                               \
-      {.name = "--tdsm", .kind = CLI_OPT_STRING, CLI_AT(svf_args, tdsm), .arg = "F",                                   \
+      {.name = "--tdsm",                                                                                               \
+       .kind = CLI_OPT_STRING,                                                                                         \
+       CLI_AT(svf_args, tdsm),                                                                                         \
+       .arg = "F",                                                                                                     \
        .help = "trunk-zone height above ground (default: --trunk-ratio x CDSM)"},                                      \
-      {.name = "--pixel-size", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.pixel_size), .arg = "M",                       \
+      {.name = "--pixel-size",                                                                                         \
+       .kind = CLI_OPT_REAL,                                                                                           \
+       CLI_AT(svf_args, o.pixel_size),                                                                                 \
+       .arg = "M",                                                                                                     \
        .help = "metres per pixel (required; UMEP's scale is 1/M)"},                                                    \
-      {.name = "--trunk-ratio", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.trunk_ratio), .arg = "R",                     \
+      {.name = "--trunk-ratio",                                                                                        \
+       .kind = CLI_OPT_REAL,                                                                                           \
+       CLI_AT(svf_args, o.trunk_ratio),                                                                                \
+       .arg = "R",                                                                                                     \
        .help = "TDSM = R x CDSM when no --tdsm is given (default 0.25)"},                                              \
-      {.name = "--max-height", .kind = CLI_OPT_REAL, CLI_AT(svf_args, o.max_height), .arg = "H",                       \
+      {.name = "--max-height",                                                                                         \
+       .kind = CLI_OPT_REAL,                                                                                           \
+       CLI_AT(svf_args, o.max_height),                                                                                 \
+       .arg = "H",                                                                                                     \
        .help = "UMEP's amaxvalue, where rays stop (default: max(DSM, CDSM))"},                                         \
-      {.name = "--tile", .kind = CLI_OPT_INT, CLI_AT(svf_args, o.tile), .lo = 1, .hi = 1000000000, .arg = "N",         \
-       .help = "tile side in pixels (default: the whole grid on the CPU,\n"                                            \
-               "the device memory budget on a GPU); results never depend on it"},                                      \
+      {.name = "--tile",                                                                                               \
+       .kind = CLI_OPT_INT,                                                                                            \
+       CLI_AT(svf_args, o.tile),                                                                                       \
+       .lo = 1,                                                                                                        \
+       .hi = 1000000000,                                                                                               \
+       .arg = "N",                                                                                                     \
+       .help =                                                                                                         \
+           "tile side in pixels (default: the whole grid on the CPU,\n"                                                \
+           "the device memory budget on a GPU); results never depend on it"},                                          \
       {.kind = CLI_OPT_TEXT, .help = "outputs:"},                                                                      \
-      {.name = "--out", .kind = CLI_OPT_STRING, CLI_AT(svf_args, out), .arg = "DIR",                                   \
+      {.name = "--out",                                                                                                \
+       .kind = CLI_OPT_STRING,                                                                                         \
+       CLI_AT(svf_args, out),                                                                                          \
+       .arg = "DIR",                                                                                                   \
        .help = "directory for the grids (created if missing)"},                                                        \
-      {.name = "--format", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, format), .parse = parse_format, .arg = "npy|tif", \
-       .help = "file type of the grids (default: the DSM's); GeoTIFF outputs\n"                                        \
-               "carry the DSM's georeferencing"}
+  {                                                                                                                    \
+    .name = "--format", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, format), .parse = parse_format, .arg = "npy|tif",     \
+    .help =                                                                                                            \
+        "file type of the grids (default: the DSM's); GeoTIFF outputs\n"                                               \
+        "carry the DSM's georeferencing"                                                                               \
+  }
 
-static const cli_option SHADOW_OPTIONS[] = {
-    {.kind = CLI_OPT_TEXT, .help = "sun:"},
-    {.name = "--azimuth", .kind = CLI_OPT_REAL, CLI_AT(svf_args, azimuth), CLI_SEEN(svf_args, have_az), .arg = "A",
-     .help = "degrees clockwise from north, 0..360"},
-    {.name = "--altitude", .kind = CLI_OPT_REAL, CLI_AT(svf_args, altitude), CLI_SEEN(svf_args, have_alt), .arg = "H",
-     .help = "degrees above the horizon, (0, 90]"},
-    GRID_OPTIONS,
-    {0}};
+static const cli_option SHADOW_OPTIONS[] = {{.kind = CLI_OPT_TEXT, .help = "sun:"},
+                                            {.name = "--azimuth",
+                                             .kind = CLI_OPT_REAL,
+                                             CLI_AT(svf_args, azimuth),
+                                             CLI_SEEN(svf_args, have_az),
+                                             .arg = "A",
+                                             .help = "degrees clockwise from north, 0..360"},
+                                            {.name = "--altitude",
+                                             .kind = CLI_OPT_REAL,
+                                             CLI_AT(svf_args, altitude),
+                                             CLI_SEEN(svf_args, have_alt),
+                                             .arg = "H",
+                                             .help = "degrees above the horizon, (0, 90]"},
+                                            GRID_OPTIONS,
+                                            {0}};
 
-static const cli_option SVF_OPTIONS[] = {
-    {.kind = CLI_OPT_TEXT, .help = "sky:"},
-    {.name = "--patches", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, o.patches), .parse = parse_patches, .arg = "P",
-     .help = "145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
-             "and 612 make 305 and 609 patches, as in UMEP)"},
-    {.name = "--shadow-matrices", .kind = CLI_OPT_FLAG, CLI_AT(svf_args, matrices),
-     .help = "also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
-             "CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
-             "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
-             "bitorder=\"little\")[..., :P])"},
-    GRID_OPTIONS,
-    {0}};
+static const cli_option SVF_OPTIONS[] = {{.kind = CLI_OPT_TEXT, .help = "sky:"},
+                                         {.name = "--patches",
+                                          .kind = CLI_OPT_CUSTOM,
+                                          CLI_AT(svf_args, o.patches),
+                                          .parse = parse_patches,
+                                          .arg = "P",
+                                          .help = "145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
+                                                  "and 612 make 305 and 609 patches, as in UMEP)"},
+                                         {.name = "--shadow-matrices",
+                                          .kind = CLI_OPT_FLAG,
+                                          CLI_AT(svf_args, matrices),
+                                          .help = "also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
+                                                  "CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
+                                                  "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
+                                                  "bitorder=\"little\")[..., :P])"},
+                                         GRID_OPTIONS,
+                                         {0}};
 
 static bool has_tiff_ext(const char *path) {
   const char *dot = strrchr(path, '.');
@@ -180,8 +223,12 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
     cli_error("%s: unexpected argument '%s'", a->cmd, argv[first]);
     return CLI_USAGE;
   }
-  const char *need = !a->dsm ? "--dsm" : !(a->o.pixel_size > 0) ? "--pixel-size" : !a->out ? "--out"
-                     : shadow && !a->have_az ? "--azimuth" : shadow && !a->have_alt ? "--altitude" : NULL;
+  const char *need = !a->dsm                  ? "--dsm"
+                     : !(a->o.pixel_size > 0) ? "--pixel-size"
+                     : !a->out                ? "--out"
+                     : shadow && !a->have_az  ? "--azimuth"
+                     : shadow && !a->have_alt ? "--altitude"
+                                              : NULL;
   if (need) {
     cli_error("%s: %s is required%s (see accel %s --help)", a->cmd, need,
               strcmp(need, "--pixel-size") == 0 && a->o.pixel_size != 0 ? " and must be > 0" : "", a->cmd);
@@ -192,11 +239,11 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
     return CLI_USAGE;
   }
   /* every option is checked here, so that what the library refuses later is the inputs' content */
-  const char *bad = shadow && !(a->azimuth >= 0 && a->azimuth <= 360)    ? "--azimuth must be in 0..360 degrees"
-                    : shadow && !(a->altitude > 0 && a->altitude <= 90)  ? "--altitude must be in (0, 90] degrees"
-                    : !(a->o.trunk_ratio >= 0)                            ? "--trunk-ratio must be >= 0"
-                    : !(a->o.max_height >= 0)                             ? "--max-height must be >= 0"
-                                                                          : NULL;
+  const char *bad = shadow && !(a->azimuth >= 0 && a->azimuth <= 360)   ? "--azimuth must be in 0..360 degrees"
+                    : shadow && !(a->altitude > 0 && a->altitude <= 90) ? "--altitude must be in (0, 90] degrees"
+                    : !(a->o.trunk_ratio >= 0)                          ? "--trunk-ratio must be >= 0"
+                    : !(a->o.max_height >= 0)                           ? "--max-height must be >= 0"
+                                                                        : NULL;
   if (bad) {
     cli_error("%s: %s", a->cmd, bad);
     return CLI_USAGE;
@@ -260,8 +307,7 @@ static int load_inputs(svf_run *r) {
       (a->tdsm && !load_grid(r->ctx, a->cmd, a->tdsm, &r->bt, NULL)))
     return CLI_SOME_FAILED;
   double gx, gy;
-  if (r->geo && accel_geo_pixel_size(r->geo, &gx, &gy) == ACCEL_OK && gx > 0 &&
-      fabs(gx - a->o.pixel_size) > 1e-6 * gx)
+  if (r->geo && accel_geo_pixel_size(r->geo, &gx, &gy) == ACCEL_OK && gx > 0 && fabs(gx - a->o.pixel_size) > 1e-6 * gx)
     cli_error("%s: warning: --pixel-size %g, but %s says %g x %g", a->cmd, a->o.pixel_size, a->dsm, gx, gy);
   if (!cli_make_dirs(a->out)) return CLI_USAGE; /* set-up */
   accel_buffer_view(r->bd, &r->dsm);
@@ -384,9 +430,17 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
 static int run_shadow(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, true); }
 static int run_svf(const cli_globals *g, int argc, char **argv) { return run_common(g, argc, argv, false); }
 
-const cli_command cli_shadow_command = {
-    .name = "shadow", .summary = "shadows of a surface model for one sun position (UMEP)", .usage = SHADOW_USAGE,
-    .options = SHADOW_OPTIONS, .help_column = 23, .usage_tail = USAGE_TAIL, .run = run_shadow};
-const cli_command cli_svf_command = {
-    .name = "svf", .summary = "sky view factors of a surface model (UMEP's 153 patches)", .usage = SVF_USAGE,
-    .options = SVF_OPTIONS, .help_column = 23, .usage_tail = USAGE_TAIL, .run = run_svf};
+const cli_command cli_shadow_command = {.name = "shadow",
+                                        .summary = "shadows of a surface model for one sun position (UMEP)",
+                                        .usage = SHADOW_USAGE,
+                                        .options = SHADOW_OPTIONS,
+                                        .help_column = 23,
+                                        .usage_tail = USAGE_TAIL,
+                                        .run = run_shadow};
+const cli_command cli_svf_command = {.name = "svf",
+                                     .summary = "sky view factors of a surface model (UMEP's 153 patches)",
+                                     .usage = SVF_USAGE,
+                                     .options = SVF_OPTIONS,
+                                     .help_column = 23,
+                                     .usage_tail = USAGE_TAIL,
+                                     .run = run_svf};
