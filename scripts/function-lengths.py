@@ -15,40 +15,16 @@ import re
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from csource import strip  # noqa: E402
+
 C_EXT = (".c", ".h", ".cu", ".cpp", ".cuh")
 SKIP = ("tests/fuzz/corpus/", "tests/data/", "build")
 
 
-def strip_c(text):
-    """The text with comments, string and character literals blanked (newlines kept)."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + re.sub(r"[^\n]", " ", text[i + 1:j]) + c)
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
-
-
 def c_functions(path):
     """(name, first line, last line) of every function body in a C/C++/CUDA file."""
-    text = strip_c(open(path, encoding="utf-8", errors="replace").read())
+    text = strip(open(path, encoding="utf-8", errors="replace").read())
     found, stack, header_start = [], [], 0
     line = 1
     for i, c in enumerate(text):

@@ -23,6 +23,10 @@ import os
 import re
 import sys
 
+# the shared reader of C sources (comments and literals blanked)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+from csource import strip  # noqa: E402
+
 CHECK = "accel__cuda_check"
 EXECUTOR_CALLS = {"upload", "download", "zero", "sync", "host_alloc", "copy2d", "launch"}
 BUFFER_CALLS = {"alloc", "release", "host_alloc", "host_free"}  # dbuf and hbuf make these
@@ -30,33 +34,6 @@ BACKEND = "backend.cu"  # the backend itself: device state, pool and scope
 FORBIDDEN = {"cudaGetLastError", "cudaPeekAtLastError"}
 DESCRIBE = {"cudaGetErrorName", "cudaGetErrorString"}  # they describe an error and return none
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-
-
-def strip(text):
-    """Comments and string/char literals blanked out, newlines kept."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append("".join(ch if ch == "\n" else " " for ch in text[i:j]))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c:
-                j += 2 if text[j] == "\\" else 1
-            out.append(c + " " * (min(j, n) - i - 1) + (c if j < n else ""))
-            i = j + 1
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
 
 
 def findings(path):

@@ -27,24 +27,26 @@ typedef struct gray_args {
   const char *out_file, *out_dir, *format_name;
 } gray_args;
 
-static const cli_option OPTIONS[] = {{.name = "-o",
-                                      .kind = CLI_OPT_STRING,
-                                      CLI_AT(gray_args, out_file),
-                                      .arg = "FILE",
-                                      .help = "output file for a single input, in the format its extension names:\n"
-                                              ".pgm or .pnm, .npy, .tif or .tiff (any other is refused)"},
-                                     {.name = "--out",
-                                      .kind = CLI_OPT_STRING,
-                                      CLI_AT(gray_args, out_dir),
-                                      .arg = "DIR",
-                                      .help = "output directory (default ., created if missing); each INPUT becomes\n"
-                                              "DIR/<name>.gray.<format>"},
-                                     {.name = "--format",
-                                      .kind = CLI_OPT_STRING,
-                                      CLI_AT(gray_args, format_name),
-                                      .arg = "F",
-                                      .help = "pgm (default), npy or tif"},
-                                     {0}};
+static const cli_option OPTIONS[] = {
+    {.name = "-o",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(gray_args, out_file),
+     .arg = "FILE",
+     .help = "output file for a single input, in the format its extension names:\n"
+             ".pgm or .pnm, .npy, .tif or .tiff (any other is refused)"},
+    {.name = "--out",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(gray_args, out_dir),
+     .arg = "DIR",
+     .help = "output directory (default ., created if missing); each INPUT becomes\n"
+             "DIR/<name>.gray.<format>"},
+    {.name = "--format",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(gray_args, format_name),
+     .arg = "F",
+     .help = "pgm (default), npy or tif"},
+    {0},
+};
 
 static const cli_choice FORMATS[] = {
     {"pgm", CLI_FORMAT_PGM}, {"npy", CLI_FORMAT_NPY}, {"tif", CLI_FORMAT_TIF}, {NULL, 0}};

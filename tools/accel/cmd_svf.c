@@ -120,39 +120,43 @@ static bool parse_patches(const char *cmd, const cli_option *o, const char *v, v
         "carry the DSM's georeferencing"                                                                               \
   }
 
-static const cli_option SHADOW_OPTIONS[] = {{.kind = CLI_OPT_TEXT, .help = "sun:"},
-                                            {.name = "--azimuth",
-                                             .kind = CLI_OPT_REAL,
-                                             CLI_AT(svf_args, azimuth),
-                                             CLI_SEEN(svf_args, have_az),
-                                             .arg = "A",
-                                             .help = "degrees clockwise from north, 0..360"},
-                                            {.name = "--altitude",
-                                             .kind = CLI_OPT_REAL,
-                                             CLI_AT(svf_args, altitude),
-                                             CLI_SEEN(svf_args, have_alt),
-                                             .arg = "H",
-                                             .help = "degrees above the horizon, (0, 90]"},
-                                            GRID_OPTIONS,
-                                            {0}};
+static const cli_option SHADOW_OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "sun:"},
+    {.name = "--azimuth",
+     .kind = CLI_OPT_REAL,
+     CLI_AT(svf_args, azimuth),
+     CLI_SEEN(svf_args, have_az),
+     .arg = "A",
+     .help = "degrees clockwise from north, 0..360"},
+    {.name = "--altitude",
+     .kind = CLI_OPT_REAL,
+     CLI_AT(svf_args, altitude),
+     CLI_SEEN(svf_args, have_alt),
+     .arg = "H",
+     .help = "degrees above the horizon, (0, 90]"},
+    GRID_OPTIONS,
+    {0},
+};
 
-static const cli_option SVF_OPTIONS[] = {{.kind = CLI_OPT_TEXT, .help = "sky:"},
-                                         {.name = "--patches",
-                                          .kind = CLI_OPT_CUSTOM,
-                                          CLI_AT(svf_args, o.patches),
-                                          .parse = parse_patches,
-                                          .arg = "P",
-                                          .help = "145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
-                                                  "and 612 make 305 and 609 patches, as in UMEP)"},
-                                         {.name = "--shadow-matrices",
-                                          .kind = CLI_OPT_FLAG,
-                                          CLI_AT(svf_args, matrices),
-                                          .help = "also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
-                                                  "CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
-                                                  "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
-                                                  "bitorder=\"little\")[..., :P])"},
-                                         GRID_OPTIONS,
-                                         {0}};
+static const cli_option SVF_OPTIONS[] = {
+    {.kind = CLI_OPT_TEXT, .help = "sky:"},
+    {.name = "--patches",
+     .kind = CLI_OPT_CUSTOM,
+     CLI_AT(svf_args, o.patches),
+     .parse = parse_patches,
+     .arg = "P",
+     .help = "145, 153 (default), 306 or 612 (UMEP's patch options; 306\n"
+             "and 612 make 305 and 609 patches, as in UMEP)"},
+    {.name = "--shadow-matrices",
+     .kind = CLI_OPT_FLAG,
+     CLI_AT(svf_args, matrices),
+     .help = "also DIR/shmat.npy (and vegshmat.npy, vbshvegshmat.npy with a\n"
+             "CDSM): uint8 (rows, cols, ceil(P/8)), patch p visible when bit\n"
+             "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
+             "bitorder=\"little\")[..., :P])"},
+    GRID_OPTIONS,
+    {0},
+};
 
 static bool has_tiff_ext(const char *path) {
   const char *dot = strrchr(path, '.');
