@@ -320,6 +320,7 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .index = */ &accel__cuda_index_ops,
     /* .ct = */ &accel__cuda_ct_ops,
     /* .svf = */ &accel__cuda_svf_ops,
+    /* .reg = */ &accel__cuda_reg_ops,
 };
 
 /* ------------------------------------------------------------ the host emulation, for tests */

@@ -17,6 +17,7 @@
 #include "image.h"
 #include "index.h"
 #include "io.h"
+#include "reg.h"
 #include "svf.h"
 
 #endif /* ACCEL_ACCEL_H */

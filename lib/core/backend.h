@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of accel__backend or of an ops table changes. */
-enum { ACCEL__BACKEND_VERSION = 3 };
+enum { ACCEL__BACKEND_VERSION = 4 };
 
 /* One run of one stage on one backend. */
 typedef struct accel__call {
@@ -51,7 +51,7 @@ typedef struct accel__backend_config {
  * A new domain adds X(name) at the end: that gives every backend table the
  * member `name`, declares the domain's ops tables and puts its CPU table in
  * the CPU backend (lib/core/cpu_backend.c). */
-#define ACCEL__DOMAINS(X) X(image) X(hash) X(index) X(ct) X(svf)
+#define ACCEL__DOMAINS(X) X(image) X(hash) X(index) X(ct) X(svf) X(reg)
 #define ACCEL__OPS_MEMBER(d) const struct accel__##d##_ops *d;
 #define ACCEL__OPS_TABLES(d) extern const struct accel__##d##_ops accel__cpu_##d##_ops, accel__cuda_##d##_ops;
 

@@ -10,7 +10,7 @@
 
 /* The commands, in the order of the help: each is `cli_<name>_command`,
  * defined in cmd_<file>.c. A new command adds its name here. */
-#define CLI_COMMANDS(X) X(info) X(hash) X(dupes) X(index) X(ct) X(shadow) X(svf) X(gray)
+#define CLI_COMMANDS(X) X(info) X(hash) X(dupes) X(index) X(ct) X(shadow) X(svf) X(register) X(warp) X(gray)
 
 #define CLI_DECLARE(name) extern const cli_command cli_##name##_command;
 CLI_COMMANDS(CLI_DECLARE)

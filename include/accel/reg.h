@@ -1,0 +1,305 @@
+/*
+ * accel/reg.h - B-spline free-form registration of 2-D images, and warping
+ * with the result, as elastix's BSplineTransform does it.
+ *
+ * Coordinates: x = column, y = row, pixel centres at integers, spacing 1,
+ * origin 0 (elastix's convention for images without geometry, such as TIFF).
+ * A transform T maps a point of the FIXED image into the MOVING image:
+ * T(p) = p + u(p). Registration finds T such that moving(T(p)) ~ fixed(p);
+ * warping resamples the moving image (or any image in its frame, such as the
+ * full-resolution RGB layers of a design) onto the fixed image's grid.
+ *
+ * A transform is an optional linear initial part (translation, rigid or
+ * affine) followed by a cubic B-spline displacement, composed as elastix's
+ * "Compose": T(p) = B(L(p)), where B(q) = q + sum_k c_k beta3((q - o) / s - k).
+ * The control grid is laid out as elastix lays out a BSplineTransform over a
+ * fixed image of Size (w, h): for a spacing s, GridSize = ceil((w - 1) / s) + 3
+ * nodes in x (likewise y), GridOrigin = -((GridSize - 1) s - (w - 1)) / 2,
+ * GridIndex 0, GridDirection identity; the parameters are all x displacements
+ * (node by node, x fastest), then all y displacements. Outside the grid's
+ * valid region (where a node of the support would be missing) B adds nothing.
+ *
+ * Images: 2-D arrays (rows, cols) of U8, U16 or F32, any strides; the warp
+ * also takes (rows, cols, C) with C = 1, 3 or 4. Masks are U8, nonzero =
+ * inside. Nothing needs a dense full-resolution displacement field: the
+ * field is evaluated from the control grid where it is needed, tile by tile.
+ *
+ * Stage names: "reg.pyramid" (smoothing and downsampling), "reg.level" (the
+ * optimisation of one resolution level), "reg.warp". On a CUDA backend all
+ * three run on the GPU: the images of a level are uploaded once, the warp is
+ * streamed tile by tile within the device memory budget.
+ *
+ * Errors (core.h has the general rules): ACCEL_ERR_INVALID_ARG for a NULL
+ * ctx (reported through accel_last_error(NULL)), a NULL required pointer, an
+ * image that is not a 2-D U8/U16/F32 array, an empty image, a mask of
+ * another shape or dtype, options out of range (each named in the message),
+ * non-finite values in an F32 image; ACCEL_ERR_LIMIT for an image over the
+ * context's max_pixels or more than 2^31 - 1 pixels a side;
+ * ACCEL_ERR_VERSION, ACCEL_ERR_OUT_OF_MEMORY, ACCEL_ERR_CANCELLED (progress
+ * callback), and under ACCEL_FALLBACK_DENY the GPU's failure. Outputs are
+ * unspecified after a failure, and *out transforms are NULL.
+ *
+ * Threads: every function may be called from several threads at once, also
+ * with one context (GPU work is serialized per context). A transform is
+ * read-only in every function but accel_reg_transform_set_parameters and
+ * accel_reg_transform_destroy: any number of threads may use it otherwise.
+ * Results do not depend on the number of threads.
+ */
+#ifndef ACCEL_REG_H
+#define ACCEL_REG_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- transform */
+
+typedef struct accel_reg_transform accel_reg_transform;
+
+/* The kind of the linear initial part (elastix's transform names). */
+typedef enum accel_reg_linear_kind {
+  ACCEL_REG_LINEAR_NONE = 0,        /* identity: no initial transform */
+  ACCEL_REG_LINEAR_TRANSLATION = 1, /* "TranslationTransform": tx ty */
+  ACCEL_REG_LINEAR_RIGID = 2,       /* "EulerTransform": angle (radians) tx ty, about the centre */
+  ACCEL_REG_LINEAR_AFFINE = 3       /* "AffineTransform": a11 a12 a21 a22 tx ty, about the centre */
+} accel_reg_linear_kind;
+
+/* The control grid of a B-spline transform, in elastix's terms. */
+typedef struct accel_reg_grid {
+  int64_t image_size[2]; /* the fixed image's Size (w, h) */
+  int64_t size[2];       /* GridSize (nodes in x, in y) */
+  double spacing[2];     /* GridSpacing, pixels */
+  double origin[2];      /* GridOrigin, pixels */
+} accel_reg_grid;
+
+/* The elastix grid for a fixed image of width x height and a control point
+ * spacing (pixels, > 0): see the layout above. ACCEL_ERR_INVALID_ARG for a
+ * NULL grid, sizes < 1 or a spacing that is not positive and finite (no
+ * last-error message; no context needed). */
+ACCEL_API accel_status accel_reg_grid_for(int64_t width, int64_t height, double spacing, accel_reg_grid *grid);
+
+/* A B-spline transform with the given grid and all parameters 0 (identity),
+ * and no initial part. Errors: ACCEL_ERR_INVALID_ARG (NULL grid or out, a
+ * grid with fewer than 4 nodes a side or a non-positive spacing),
+ * ACCEL_ERR_LIMIT (more than 2^26 parameters), ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_reg_transform_create(accel_ctx *ctx, const accel_reg_grid *grid,
+                                                  accel_reg_transform **out);
+
+/* Set the linear initial part: kind, its parameters as elastix orders them
+ * (see accel_reg_linear_kind; 0, 2, 3 or 6 values) and the centre of
+ * rotation (x, y; ignored for a translation; NULL = (0, 0)). Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL transform, an unknown kind, NULL or non-finite
+ * parameters, a singular affine matrix). */
+ACCEL_API accel_status accel_reg_transform_set_initial(accel_ctx *ctx, accel_reg_transform *t,
+                                                       accel_reg_linear_kind kind, const double *params,
+                                                       const double *centre);
+
+/* The linear initial part: *kind, and (when not NULL) its parameters (room
+ * for 6) and centre (room for 2). ACCEL_ERR_INVALID_ARG for NULL t or kind. */
+ACCEL_API accel_status accel_reg_transform_initial(const accel_reg_transform *t, accel_reg_linear_kind *kind,
+                                                   double *params, double *centre);
+
+/* The grid of a transform. ACCEL_ERR_INVALID_ARG for NULL arguments. */
+ACCEL_API accel_status accel_reg_transform_grid(const accel_reg_transform *t, accel_reg_grid *grid);
+
+/* The number of B-spline parameters, 2 * size[0] * size[1] (0 for NULL). */
+ACCEL_API int64_t accel_reg_transform_count(const accel_reg_transform *t);
+
+/* Copy the `count` B-spline parameters (all x, then all y) out of or into a
+ * transform. ACCEL_ERR_INVALID_ARG for NULL pointers, a count other than
+ * accel_reg_transform_count, or (set) a non-finite value. */
+ACCEL_API accel_status accel_reg_transform_parameters(const accel_reg_transform *t, double *params, int64_t count);
+ACCEL_API accel_status accel_reg_transform_set_parameters(accel_reg_transform *t, const double *params, int64_t count);
+
+/* Apply T to n points: xy[2i], xy[2i + 1] (fixed image, x then y) become
+ * T's value there (moving image). In place; n >= 0. Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL t, NULL xy with n > 0, a negative n). */
+ACCEL_API accel_status accel_reg_transform_points(accel_ctx *ctx, const accel_reg_transform *t, double *xy, int64_t n);
+
+/* The displacement u(p) = T(p) - p over a region of the fixed image's pixel
+ * grid: `field` is F32 (2, h, w), any strides; field[0][r][c] is u_x and
+ * field[1][r][c] u_y at the pixel (x0 + c, y0 + r). The region may extend
+ * beyond the image. Errors: ACCEL_ERR_INVALID_ARG (NULL arguments, a field
+ * of another dtype or shape). */
+ACCEL_API accel_status accel_reg_transform_field(accel_ctx *ctx, const accel_reg_transform *t, int64_t x0, int64_t y0,
+                                                 const accel_array *field);
+
+/* An independent copy. Errors: ACCEL_ERR_INVALID_ARG, ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_reg_transform_clone(accel_ctx *ctx, const accel_reg_transform *t,
+                                                 accel_reg_transform **out);
+
+/* Write an elastix TransformParameters file that transformix reads: a
+ * BSplineTransform with its image and grid metadata and the final resampler
+ * (FinalBSplineInterpolator, order 3). With an initial part, that part is
+ * written first to "<path without .txt>.initial.txt" (an elastix
+ * TranslationTransform, EulerTransform or AffineTransform file) and named by
+ * its absolute path in InitialTransformParametersFileName. Errors: the saves'
+ * of io.h (written whole under a temporary name, then renamed). */
+ACCEL_API accel_status accel_reg_transform_save(accel_ctx *ctx, const accel_reg_transform *t, const char *path);
+
+/* Read an elastix TransformParameters file: a BSplineTransform (order 3, 2-D,
+ * GridIndex 0, identity directions, spacing 1 and origin 0) whose chain of
+ * initial transforms (InitialTransformParametersFileName, "Compose") holds at
+ * most TranslationTransform, EulerTransform and AffineTransform files, which
+ * are folded into one affine initial part; or one of those alone (then the
+ * B-spline part has no parameters and leaves points unchanged). A relative
+ * initial file name is tried as given, then beside `path`. Errors:
+ * ACCEL_ERR_INVALID_ARG (NULL arguments), ACCEL_ERR_IO, ACCEL_ERR_FORMAT (not
+ * a parameter file, a missing or malformed key, a wrong number of
+ * parameters; the message names the key and the file),
+ * ACCEL_ERR_UNSUPPORTED (another transform, "Add" combination, other
+ * directions, spacing or origin, a chain over 16 files),
+ * ACCEL_ERR_OUT_OF_MEMORY. */
+ACCEL_API accel_status accel_reg_transform_load(accel_ctx *ctx, const char *path, accel_reg_transform **out);
+
+/* Release a transform; accepts NULL. */
+ACCEL_API void accel_reg_transform_destroy(accel_reg_transform *t);
+
+/* ---------------------------------------------------------------- register */
+
+typedef enum accel_reg_metric {
+  ACCEL_REG_METRIC_MSE = 0, /* mean squared difference (elastix's AdvancedMeanSquares) */
+  ACCEL_REG_METRIC_NCC = 1  /* 1 - normalised cross-correlation (elastix's AdvancedNormalizedCorrelation, shifted) */
+} accel_reg_metric;
+
+typedef enum accel_reg_optimizer {
+  /* Damped Gauss-Newton (Levenberg-Marquardt) on the sampled metric; the
+   * default (docs/reg.md has its rules). */
+  ACCEL_REG_OPTIMIZER_GAUSS_NEWTON = 0,
+  /* elastix's AdaptiveStochasticGradientDescent with its automatic
+   * parameter estimation (Klein et al. 2009). */
+  ACCEL_REG_OPTIMIZER_ASGD = 1
+} accel_reg_optimizer;
+
+/* Why a level stopped. */
+typedef enum accel_reg_stop {
+  ACCEL_REG_STOP_ITERATIONS = 0, /* the iteration limit */
+  ACCEL_REG_STOP_CONVERGED = 1,  /* the convergence test (tolerance) */
+  ACCEL_REG_STOP_STALLED = 2     /* no step improved the metric (Gauss-Newton's damping at its limit) */
+} accel_reg_stop;
+
+/* Called after every iteration of every level (level 0 is the coarsest):
+ * the metric's value on the iteration's samples. Return 0 to go on, nonzero
+ * to cancel (the call returns ACCEL_ERR_CANCELLED). Called on the calling
+ * thread. */
+typedef int (*accel_reg_progress_fn)(void *user, int32_t level, int32_t iteration, double metric);
+
+typedef struct accel_reg_options {
+  uint32_t struct_size; /* set by accel_reg_options_init */
+  int32_t levels;       /* resolution levels, 1..8; default 4 */
+  double grid_spacing;  /* final control point spacing, pixels; default 64. Level l (0 = coarsest)
+                           uses grid_spacing * 2^(levels - 1 - l), elastix's grid schedule */
+  /* Pyramid: level l is the image smoothed with a Gaussian of sigma
+   * 0.5 * f, f = 2^(levels - 1 - l) (elastix's default schedule); with
+   * `downsample` (default 1) it is also sampled every f pixels, otherwise it
+   * keeps the full size as elastix's smoothing pyramid does. */
+  int32_t downsample;
+  int32_t iterations;      /* per level, >= 1; default 500 */
+  int64_t samples;         /* fixed-image samples per iteration; default 5000; 0 = every pixel */
+  int32_t renew_samples;   /* 1 (default): new random samples every iteration */
+  uint64_t seed;           /* the samples' seed; same seed, same result, whatever the thread count */
+  accel_reg_metric metric; /* default ACCEL_REG_METRIC_MSE */
+  accel_reg_optimizer optimizer;
+  double bending_weight; /* weight of the bending energy penalty; default 0 */
+  /* Early stopping (docs/reg.md): the metric on a fixed validation sample
+   * set of `validation_samples` pixels, smoothed over `window` iterations,
+   * stops a level when its relative decrease over the last `window`
+   * iterations falls below `tolerance`. tolerance 0 = off (every iteration
+   * runs). */
+  double tolerance;
+  int32_t window;
+  int64_t validation_samples;
+  /* Coarse pre-alignment before the first level: 0 none (default), 1
+   * translation, 2 translation and rotation, by FFT phase correlation at
+   * the coarsest level; it becomes the transform's initial part. */
+  int32_t prealign;
+  accel_reg_progress_fn progress;
+  void *progress_user;
+} accel_reg_options;
+
+/* Fill `options` with the defaults (the "default" preset). */
+ACCEL_API accel_status accel_reg_options_init(accel_reg_options *options, size_t struct_size);
+
+/* Set every field but struct_size, progress and progress_user from a named
+ * preset: "default" (what accel_reg_options_init gives) or "elastix"
+ * (../tools/elastix_bspline_params.txt: 4 levels, grid 64, 500 iterations,
+ * 5000 samples renewed every iteration, MSE, ASGD, no early stopping, a
+ * smoothing pyramid without downsampling). ACCEL_ERR_INVALID_ARG for NULL
+ * arguments or struct_size unset, ACCEL_ERR_NOT_FOUND for another name. */
+ACCEL_API accel_status accel_reg_options_preset(accel_reg_options *options, const char *name);
+
+/* What one level did. */
+typedef struct accel_reg_level_report {
+  int32_t iterations;    /* iterations run */
+  int32_t stop;          /* an accel_reg_stop */
+  int64_t samples;       /* samples per iteration */
+  int64_t width, height; /* the level's image size */
+  double grid_spacing;
+  double metric_first, metric_last; /* on the validation samples (or the iteration's when none) */
+  double seconds;
+} accel_reg_level_report;
+
+typedef struct accel_reg_report {
+  uint32_t struct_size; /* set by accel_reg_report_init */
+  int32_t levels;
+  accel_reg_level_report level[8];
+  double seconds;
+} accel_reg_report;
+
+ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t struct_size);
+
+/* Register `moving` to `fixed` (2-D U8, U16 or F32, any sizes and strides;
+ * they need not have the same size): *out receives a new transform over the
+ * fixed image's grid (free with accel_reg_transform_destroy). `fixed_mask`
+ * (NULL: everywhere) limits the samples to its nonzero pixels. `initial`
+ * (NULL: identity) gives the initial part (its linear part is kept; a
+ * B-spline part with the final grid starts the optimisation). `report` may
+ * be NULL. Errors: the general ones above, and ACCEL_ERR_INVALID_ARG for a
+ * mask with fewer nonzero pixels than 16 per control point of the coarsest
+ * grid, an initial transform over another image size. */
+ACCEL_API accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const accel_array *moving,
+                                          const accel_array *fixed_mask, const accel_reg_transform *initial,
+                                          const accel_reg_options *options, accel_reg_transform **out,
+                                          accel_reg_report *report);
+
+/* ---------------------------------------------------------------- warp */
+
+typedef enum accel_reg_interp {
+  ACCEL_REG_INTERP_LINEAR = 1,
+  ACCEL_REG_INTERP_CUBIC = 3 /* cubic B-spline, as elastix's FinalBSplineInterpolator (order 3) */
+} accel_reg_interp;
+
+typedef struct accel_reg_warp_options {
+  uint32_t struct_size;    /* set by accel_reg_warp_options_init */
+  accel_reg_interp interp; /* default ACCEL_REG_INTERP_CUBIC */
+  double fill;             /* value outside the moving image; default 0 */
+  /* The output's first pixel in the fixed image's grid (a region of the
+   * fixed image; default 0, 0). */
+  int64_t x0, y0;
+  int64_t tile; /* tile side in pixels; 0 (default): chosen; results never depend on it */
+  accel_progress_fn progress;
+  void *progress_user;
+} accel_reg_warp_options;
+
+ACCEL_API accel_status accel_reg_warp_options_init(accel_reg_warp_options *options, size_t struct_size);
+
+/* Warp `count` images with one transform: out[i](r, c) = in[i](T(x0 + c,
+ * y0 + r)), interpolated; `fill` where T falls outside in[i] (as elastix:
+ * more than half a pixel outside its edge pixels). in[i]: (H, W) or (H, W, C),
+ * C in 1, 3, 4, U8, U16 or F32; out[i]: any (h, w) with in[i]'s channels,
+ * U8, U16 or F32 (integers rounded to nearest and clamped to their range).
+ * Cubic interpolation is exact B-spline interpolation (the input's
+ * coefficients by recursive prefiltering with mirror boundaries, as ITK
+ * does). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for count < 1,
+ * NULL in/out entries, channel mismatches, an output overlapping an input. */
+ACCEL_API accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const accel_array *const *in,
+                                      const accel_array *const *out, int32_t count,
+                                      const accel_reg_warp_options *options);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACCEL_REG_H */

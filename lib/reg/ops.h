@@ -1,0 +1,71 @@
+/* lib/reg/ops.h - the registration domain's part of the backend vtable. */
+#ifndef ACCEL_REG_OPS_H
+#define ACCEL_REG_OPS_H
+
+#include "core/backend.h"
+#include "reg/bspline.h"
+#include "accel/reg.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One pyramid level of one image: smooth `in` with a Gaussian of `sigma`
+ * pixels (0: no smoothing), then keep every `factor`-th pixel starting at
+ * `offset` (level pixel (i, j) is input pixel (offset + factor i, offset +
+ * factor j)), as F32 into `out` (height x width, contiguous). `in` is a
+ * validated 2-D U8, U16 or F32 array, any strides. */
+typedef struct accel__reg_pyramid_job {
+  const accel_array *in;
+  double sigma;
+  int32_t factor;
+  int32_t offset;
+  float *out;
+  int64_t width, height;
+} accel__reg_pyramid_job;
+
+/* The optimisation of one level. Level images are F32, contiguous; a level
+ * pixel q stands for the full-resolution point factor * q + offset, the
+ * frame the transform lives in. `params` (the grid of `xf`, in and out)
+ * starts from the previous level's result. */
+typedef struct accel__reg_level_job {
+  const float *fixed;
+  int64_t fixed_width, fixed_height;
+  const float *moving;
+  int64_t moving_width, moving_height;
+  const uint8_t *mask; /* fixed level mask or NULL */
+  int32_t factor;
+  int32_t offset;
+  int32_t level;
+  accel__reg_xform xf; /* its params point at `params` */
+  double *params;
+  const accel_reg_options *options;
+  accel_reg_level_report *report;
+} accel__reg_level_job;
+
+/* Warp one image: out(r, c) = in(T(x0 + c, y0 + r)). `in` and `out` are
+ * validated 2-D or 3-D (channels last) arrays of U8, U16 or F32 with the
+ * same channels; `coef` (cubic only) holds in's B-spline coefficients, F32
+ * (H, W, C) contiguous. */
+typedef struct accel__reg_warp_job {
+  accel__reg_xform xf;
+  const accel_array *in;
+  const accel_array *out;
+  const float *coef;
+  accel_reg_interp interp;
+  double fill;
+  int64_t x0, y0;
+  int64_t tile;
+} accel__reg_warp_job;
+
+typedef struct accel__reg_ops {
+  accel_status (*pyramid)(accel__call *call, accel__reg_pyramid_job *job);
+  accel_status (*level)(accel__call *call, accel__reg_level_job *job);
+  accel_status (*warp)(accel__call *call, accel__reg_warp_job *job);
+} accel__reg_ops;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
