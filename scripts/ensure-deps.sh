@@ -14,6 +14,7 @@ if [ "$what" = test ]; then
   # clang (with its sanitizer runtimes and OpenMP) builds the ASan+UBSan configuration
   pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip clang libclang-rt-dev libomp-dev"
   pkgs="$pkgs clang-format" # the style check (scripts/format-check.sh)
+  pkgs="$pkgs elastix"      # elastix/transformix: the reference of the registration tests
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
 fi
 # libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm
@@ -48,10 +49,10 @@ if [ -n "$missing" ]; then
 fi
 
 if [ "$what" = test ]; then
-  if ! "$python" -c 'import numpy, cffi' >/dev/null 2>&1; then
+  if ! "$python" -c 'import numpy, cffi, tifffile' >/dev/null 2>&1; then
     echo "ensure-deps: installing Python test packages for $python"
     "$python" -m pip install -q -r "$here/python/requirements-test.txt" 2>&1 | grep -v -i 'warning' || true
-    "$python" -c 'import numpy, cffi' >/dev/null 2>&1 ||
-      echo "ensure-deps: numpy/cffi unavailable for $python: the Python binding tests will be skipped" >&2
+    "$python" -c 'import numpy, cffi, tifffile' >/dev/null 2>&1 ||
+      echo "ensure-deps: numpy/cffi/tifffile unavailable for $python: the Python tests that need them will be skipped" >&2
   fi
 fi
