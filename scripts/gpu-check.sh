@@ -203,12 +203,16 @@ if [ $full = 1 ]; then
   bench ct "$shared/ct" "$python" bench/ct_bench.py --build "$BUILD" --backend cuda
   bench index "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda
   bench svf "" "$python" bench/svf_bench.py --build "$BUILD" --backend cuda --out "$OUT/bench"
+  bench reg "$shared/reg" "$python" bench/reg_bench.py --build "$BUILD" --backend cuda --sizes 1024,4096,8192 --big \
+    --out "$OUT/bench"
 else
   bench hash "$shared/hash/images" "$python" bench/hash_bench.py --build "$BUILD" --backend cuda --quick \
     --out "$OUT/bench"
   bench ct "$shared/ct" "$python" bench/ct_bench.py --build "$BUILD" --backend cuda --quick
   bench index "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda --quick
   bench svf "" "$python" bench/svf_bench.py --build "$BUILD" --backend cuda --size 500 --skip-umep --out "$OUT/bench"
+  bench reg "$shared/reg" "$python" bench/reg_bench.py --build "$BUILD" --backend cuda --quick --skip-elastix \
+    --out "$OUT/bench"
 fi
 
 # the accel tool on the bundled samples: CPU, then CUDA (strict: a GPU failure is an error)
