@@ -5,7 +5,7 @@
     python3 bench/reg_bench.py [--build build] [--backend cpu|cuda] [--sizes 1024,4096,8192]
                                [--threads 1,all] [--repeat 1] [--skip-elastix] [--skip-accel]
                                [--big] [--big-size 17320] [--big-threads 2] [--big-elastix]
-                               [--data DIR] [--out bench/results] [--quick]
+                               [--data DIR] [--out bench/results] [--wait-quiet 60] [--keep] [--quick]
 
 Pairs: printed woven fabric with a known B-spline + affine deformation, made
 by ../shared/tools/make_reg_data.py (its docstring has the commands; run here
@@ -25,7 +25,9 @@ minutes and 2.3 GB, 300 MP about 15 minutes, 8 GB of disk and up to about
 
 Per pair and thread count (1 and all cores; --threads), each tool's
 registration is timed (wall, best of --repeat) with its peak memory (max RSS
-of the child, from getrusage in a wrapper process that runs only it):
+of the child, from getrusage in a wrapper process that runs only it; before
+each timed run the script waits up to --wait-quiet seconds for the CPUs to
+idle, and records how busy they were):
 
   * elastix -f fixed.tif -m moving.tif -p ../shared/tools/elastix_bspline_params.txt
     -out DIR -threads N  (4 levels, grid 64, 500 iterations of ASGD, 5000
@@ -63,6 +65,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 from benchenv import cpu_name, ensure_venv
 
@@ -120,8 +123,33 @@ def pair(n, data):
     return folder, "make_reg_data.py DIR %s --no-ref" % gen_args
 
 
-def measure(cmd, logfile, env=None):
-    """Run cmd through the wrapper: rc, wall s, peak RSS MiB, cpu s, the load average before it."""
+def cpu_busy(dt=2.0):
+    """The fraction of the CPUs' time spent busy over the next dt seconds (/proc/stat; nan without it)."""
+    def snap():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v), v[3] + v[4]
+    try:
+        t0, i0 = snap()
+        time.sleep(dt)
+        t1, i1 = snap()
+    except OSError:
+        return float("nan")
+    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+
+
+def wait_quiet(limit):
+    """Wait up to `limit` seconds for the CPUs to idle (< 15 % busy over 2 s): the last figure."""
+    t, busy = time.monotonic(), cpu_busy()
+    while busy > 0.15 and time.monotonic() - t < limit:
+        busy = cpu_busy()
+    return busy
+
+
+def measure(cmd, logfile, env=None, quiet=0.0):
+    """Run cmd through the wrapper: rc, wall s, peak RSS MiB, cpu s, the CPUs' load before it (waiting up
+    to `quiet` seconds for them to idle)."""
+    busy = wait_quiet(quiet) if quiet > 0 else float("nan")
     load = os.getloadavg()[0]
     with open(logfile, "w") as f:
         r = subprocess.run([sys.executable, "-c", WRAPPER] + cmd, stdout=f, stderr=subprocess.PIPE, text=True,
@@ -131,14 +159,15 @@ def measure(cmd, logfile, env=None):
     rss, wall, user, system = (int(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4))) if m \
         else (0, float("nan"), float("nan"), float("nan"))
     return {"rc": r.returncode, "wall": wall, "rss_mib": rss / 1024.0, "cpu": user + system, "load_before": load,
+            "busy_before": busy,
             "tail": r.stderr.replace(m.group(0) if m else "", "").strip()[-400:]}
 
 
-def best_of(repeat, make_cmd, logfile, env=None):
+def best_of(repeat, make_cmd, logfile, env=None, quiet=0.0):
     """Run make_cmd(k)'s command `repeat` times; the fastest run, peak memory = the largest of all."""
     runs = []
     for k in range(repeat):
-        m = measure(make_cmd(k), logfile + ".%d" % k, env)
+        m = measure(make_cmd(k), logfile + ".%d" % k, env, quiet)
         runs.append(m)
         if m["rc"] != 0:
             return m
@@ -250,7 +279,7 @@ def interior_mse(folder, warped):
     return total / ((h - 2 * BORDER) * (w - 2 * BORDER))
 
 
-def run_elastix(folder, threads, work, repeat, sparse=False):
+def run_elastix(folder, threads, work, repeat, quiet, sparse=False):
     """elastix's registration (timed), transformix's gray warp (timed), and the accuracy of both."""
     def cmd(k):
         out = os.path.join(work, "elastix-t%d-%d" % (threads, k))
@@ -258,7 +287,7 @@ def run_elastix(folder, threads, work, repeat, sparse=False):
         os.makedirs(out)
         return ["elastix", "-f", os.path.join(folder, "fixed.tif"), "-m", os.path.join(folder, "moving.tif"), "-p",
                 PARAMS, "-out", out, "-threads", str(threads)]
-    m = best_of(repeat, cmd, os.path.join(work, "elastix-t%d.log" % threads))
+    m = best_of(repeat, cmd, os.path.join(work, "elastix-t%d.log" % threads), quiet=quiet)
     out = os.path.join(work, "elastix-t%d-0" % threads)
     tp = os.path.join(out, "TransformParameters.0.txt")
     if m["rc"] != 0 or not os.path.exists(tp):
@@ -267,7 +296,7 @@ def run_elastix(folder, threads, work, repeat, sparse=False):
     wdir = os.path.join(work, "transformix-t%d" % threads)
     os.makedirs(wdir, exist_ok=True)
     res["warp"] = measure(["transformix", "-in", os.path.join(folder, "moving.tif"), "-tp", tp, "-out", wdir,
-                           "-threads", str(threads)], wdir + ".log")
+                           "-threads", str(threads)], wdir + ".log", quiet=quiet)
     shutil.rmtree(wdir, ignore_errors=True)
     res["field"] = (field_error_sparse if sparse else field_error_dense)(folder, tp, work, threads)
     for k in range(repeat):
@@ -283,13 +312,14 @@ def run_accel(args, folder, threads, work, repeat):
     def cmd(k):
         return base + ["register", "--fixed", os.path.join(folder, "fixed.tif"), "--moving",
                        os.path.join(folder, "moving.tif"), "--out-transform", tp, "--out-warped", warped]
-    m = best_of(repeat, cmd, os.path.join(work, "accel-t%d.log" % threads), accel_env())
+    m = best_of(repeat, cmd, os.path.join(work, "accel-t%d.log" % threads), accel_env(), args.wait_quiet)
     if m["rc"] != 0:
         return {"run": m, "error": "accel register failed: " + m["tail"]}
     res = {"run": m, "mse": interior_mse(folder, warped)}
     rgb = os.path.join(work, "rgb-t%d.tif" % threads)
     res["warp"] = measure(base + ["warp", "--transform", tp, "--interp", "cubic", os.path.join(folder, "moving_rgb.tif"),
-                                  rgb], os.path.join(work, "accel-warp-t%d.log" % threads), accel_env())
+                                  rgb], os.path.join(work, "accel-warp-t%d.log" % threads), accel_env(),
+                       args.wait_quiet)
     res["field"] = field_error_dense(folder, tp, work, threads)
     for p in (warped, rgb):
         if os.path.exists(p):
@@ -306,7 +336,7 @@ def run_big(args, data, work):
         "register", "--fixed", os.path.join(folder, "fixed.tif"), "--moving", os.path.join(folder, "moving.tif"),
         "--out-transform", tp, "--warp", os.path.join(folder, "moving_rgb.tif"), rgb]
     res = {"size": args.big_size, "pair": folder, "generator": gen, "threads": t, "command": " ".join(cmd[1:])}
-    m = measure(cmd, os.path.join(work, "accel-big.log"), accel_env())
+    m = measure(cmd, os.path.join(work, "accel-big.log"), accel_env(), args.wait_quiet)
     res["accel"] = {"run": m}
     if m["rc"] != 0:
         res["accel"]["error"] = "accel register failed: " + m["tail"]
@@ -316,7 +346,7 @@ def run_big(args, data, work):
     if os.path.exists(rgb):
         os.remove(rgb)
     if args.big_elastix and not args.skip_elastix:
-        res["elastix"] = run_elastix(folder, t, work, 1, sparse=True)
+        res["elastix"] = run_elastix(folder, t, work, 1, args.wait_quiet, sparse=True)
     log("bench: 300 MP: %s" % json.dumps(res["accel"].get("run")))
     return res
 
@@ -360,16 +390,18 @@ def ratio(a, b, key):
 def table_rows(rows):
     md = ["| pair | threads | elastix s | accel s | speed-up | elastix peak MiB | accel peak MiB | memory ratio | "
           "field error elastix: mean / p95 / max px | accel | MSE after: elastix | accel | "
-          "warp: transformix gray s | accel RGB s |",
-          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+          "warp: transformix gray s | accel RGB s | CPUs busy before |",
+          "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         e, a = r.get("elastix"), r.get("accel")
         peak = lambda x: "%.0f" % x["run"]["rss_mib"] if x and "error" not in x else "-"  # noqa: E731
         mse = lambda x: "%.3f" % x["mse"] if x and x.get("mse") is not None else "-"  # noqa: E731
         warp = lambda x: "%.2f" % x["warp"]["wall"] if x and "warp" in x and x["warp"]["rc"] == 0 else "-"  # noqa
-        md.append("| %d^2 | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        busy = " / ".join("%.0f%%" % (100 * x["run"]["busy_before"]) if x and x["run"]["busy_before"] ==
+                          x["run"]["busy_before"] else "-" for x in (e, a))
+        md.append("| %d^2 | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["size"], r["threads"], cell_time(e), cell_time(a), ratio(e, a, "wall"), peak(e), peak(a),
-            ratio(e, a, "rss_mib"), cell_field(e), cell_field(a), mse(e), mse(a), warp(e), warp(a)))
+            ratio(e, a, "rss_mib"), cell_field(e), cell_field(a), mse(e), mse(a), warp(e), warp(a), busy))
     return md
 
 
@@ -378,6 +410,8 @@ def markdown(args, info, rows, pairs, big, notes):
     md += ["- %s: %s" % (k, v) for k, v in info.items()]
     md += ["- times: wall seconds of the registration (best of %d), transform and warped image written; peak = the "
            "process's max RSS; speed-up and memory ratio = elastix / accel" % args.repeat,
+           "- CPUs busy before: how busy the CPUs were with other work in the 2 s before each registration "
+           "(elastix / accel); each run waits up to %g s for them to fall below 15 %%" % args.wait_quiet,
            "- accuracy over the interior (border %d px): |u - u_truth| from transformix -def all of each tool's "
            "transform file; MSE after = the tool's warped moving image against the fixed image" % BORDER, ""]
     md += ["| pair | generator (../shared/tools/) | truth max |u| px | interior MSE before |",
@@ -446,6 +480,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="1024^2 only, all cores only")
     ap.add_argument("--keep", action="store_true", help="keep the runs' files (DATA/runs)")
+    ap.add_argument("--wait-quiet", type=float, default=60.0,
+                    help="before each timed run, wait up to this many seconds for the CPUs to idle (0: never)")
     args = ap.parse_args()
     ensure_venv(args.build, "bench-reg-venv", "requirements-reg.txt")
     return run_all(args)
@@ -477,7 +513,7 @@ def run_all(args):
             row = {"size": n, "threads": t, "pair": folder}
             if elastix_ok:
                 log("bench: elastix %d^2, %d thread(s)" % (n, t))
-                row["elastix"] = run_elastix(folder, t, work, args.repeat)
+                row["elastix"] = run_elastix(folder, t, work, args.repeat, args.wait_quiet)
             gpu_skip = args.backend == "cuda" and t != threads[-1]  # the GPU: one row, with every core
             if accel_why is None and not gpu_skip:
                 log("bench: accel %d^2, %d thread(s)" % (n, t))
@@ -507,7 +543,7 @@ def run_all(args):
             "machine": "%s, %d cores, load average %.2f at the start" % (cpu_name(), cores, os.getloadavg()[0]),
             "backend": args.backend, "libaccel": tool_version([args.cli, "--version"]),
             "elastix": "%s (Debian), parameters ../shared/tools/elastix_bspline_params.txt" % tool_version(
-                ["elastix", "--version"]),
+                ["elastix", "--version"]).replace("elastix version: ", ""),
             "command": "bench/reg_bench.py %s" % " ".join(sys.argv[1:])}
     md = markdown(args, info, rows, pairs, big, notes)
     date = datetime.date.today().isoformat()
