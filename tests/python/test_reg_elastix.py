@@ -73,6 +73,16 @@ def slack(printed):
     return 0.5 * 10.0 ** -decimals
 
 
+def read_tiff(path):
+    """A TIFF as (H, W) or (H, W, C), whether its channels are interleaved or planar."""
+    with tifffile.TiffFile(path) as t:
+        a = t.asarray()
+        page = t.pages[0]
+        if page.samplesperpixel > 1 and page.planarconfig == tifffile.PLANARCONFIG.SEPARATE:
+            a = np.moveaxis(a, 0, -1)
+    return a
+
+
 def read_mhd(path):
     hdr = {}
     with open(path) as f:
@@ -108,7 +118,7 @@ def read_deformation_field(folder):
         path = os.path.join(folder, name)
         if name.startswith("deformationField."):
             if name.endswith((".tif", ".tiff")):
-                field = tifffile.imread(path)
+                field = read_tiff(path)
             elif name.endswith(".mhd"):
                 field = read_mhd(path)
             elif name.endswith((".nii", ".nii.gz")):
@@ -153,16 +163,16 @@ class RegElastix(unittest.TestCase):
             with self.subTest(case=case):
                 d = self.folder(case)
                 tp = os.path.join(d, "TransformParameters.0.txt")
-                ref = tifffile.imread(os.path.join(d, "result.tif")).astype(np.float64)
+                ref = read_tiff(os.path.join(d, "result.tif")).astype(np.float64)
                 span = float(ref.max() - ref.min())
                 # the reference is what transformix makes of the file here
                 out = self.transformix(tp, os.path.join(self.tmp, "tfx-" + case), os.path.join(d, "moving.tif"))
-                again = tifffile.imread(os.path.join(out, "result.tif")).astype(np.float64)
+                again = read_tiff(os.path.join(out, "result.tif")).astype(np.float64)
                 self.assertLessEqual(np.abs(again - ref).max() / span, 1e-5, "result.tif is not transformix's output")
                 warped = os.path.join(self.tmp, "warp-%s.tif" % case)
                 run([CLI, "warp", "--transform", tp, "--interp", "cubic", os.path.join(d, "moving.tif"), warped],
                     "accel warp")
-                ours = tifffile.imread(warped)
+                ours = read_tiff(warped)
                 self.assertEqual((ours.dtype, ours.shape), (np.dtype(np.float32), ref.shape))
                 rel = np.abs(ours.astype(np.float64) - ref).max() / span
                 print("%s: accel warp vs elastix result.tif: max |diff| %.3g of the range" % (case, rel))
@@ -172,18 +182,18 @@ class RegElastix(unittest.TestCase):
         self.need("transformix")
         d = self.folder(CASES[0])
         tp = os.path.join(d, "TransformParameters.0.txt")
-        rgb = tifffile.imread(os.path.join(d, "moving_rgb.tif"))
+        rgb = read_tiff(os.path.join(d, "moving_rgb.tif"))
         self.assertEqual((rgb.dtype, rgb.ndim, rgb.shape[2]), (np.dtype(np.uint8), 3, 3))
         ref = np.empty(rgb.shape, np.float64)
         for k in range(3):
             channel = os.path.join(self.tmp, "rgb-%d.tif" % k)
             tifffile.imwrite(channel, rgb[..., k].astype(np.float32))
             out = self.transformix(tp, os.path.join(self.tmp, "tfx-rgb-%d" % k), channel)
-            ref[..., k] = tifffile.imread(os.path.join(out, "result.tif"))
+            ref[..., k] = read_tiff(os.path.join(out, "result.tif"))
         warped = os.path.join(self.tmp, "warp-rgb.tif")
         run([CLI, "warp", "--transform", tp, "--interp", "cubic", os.path.join(d, "moving_rgb.tif"), warped],
             "accel warp")
-        ours = tifffile.imread(warped)
+        ours = read_tiff(warped)
         self.assertEqual((ours.dtype, ours.shape), (np.dtype(np.uint8), rgb.shape))
         diff = np.abs(ours.astype(np.float64) - np.clip(np.rint(ref), 0, 255))
         print("%s RGB: accel warp (uint8) vs transformix per channel, rounded: max |diff| %g, %.4f%% differ" % (
@@ -215,7 +225,7 @@ class RegElastix(unittest.TestCase):
     def test_registered_transform_read_by_transformix(self):
         self.need("transformix")
         out = self.registration()
-        shape = tifffile.imread(os.path.join(self.folder(CASES[0]), "fixed.tif")).shape
+        shape = read_tiff(os.path.join(self.folder(CASES[0]), "fixed.tif")).shape
         ours = self.field(out["D"], shape)
         theirs = read_deformation_field(self.transformix(out["T"], os.path.join(self.tmp, "def")))
         self.assertEqual(theirs.shape, shape + (2,))
@@ -228,13 +238,13 @@ class RegElastix(unittest.TestCase):
         d = self.folder(CASES[0])
         ref = meta(d)
         out = self.registration()
-        fixed = tifffile.imread(os.path.join(d, "fixed.tif")).astype(np.float64)
+        fixed = read_tiff(os.path.join(d, "fixed.tif")).astype(np.float64)
         u = self.field(out["D"], fixed.shape)
         (r0, r1), (c0, c1) = ref["rows"], ref["cols"]
         inner = (slice(r0, r1), slice(c0, c1))
         truth = [np.load(os.path.join(d, "truth_d%s.npy" % a)).astype(np.float64) for a in "xy"]
         err = np.hypot(u[0] - truth[0], u[1] - truth[1])[inner]
-        warped = tifffile.imread(out["W"]).astype(np.float64)
+        warped = read_tiff(out["W"]).astype(np.float64)
         self.assertEqual(warped.shape, fixed.shape)
         mse = float(np.mean((warped[inner] - fixed[inner]) ** 2))
         mean, p95 = float(err.mean()), float(np.percentile(err, 95))
