@@ -18,6 +18,10 @@ struct accel_reg_transform {
   double *params;    /* 2 * grid.size[0] * grid.size[1] */
 };
 
+/* A new transform with all parameters 0 and no initial part (checks the
+ * grid; fails as accel_reg_transform_create). */
+accel_status accel__reg_transform_new(accel_ctx *ctx, const accel_reg_grid *grid, accel_reg_transform **out);
+
 /* The per-point view of a transform (params points into t). */
 void accel__reg_xform_of(const accel_reg_transform *t, accel__reg_xform *x);
 
