@@ -900,13 +900,6 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   return no_tiff(ctx, __func__);
 }
 
-/* libtiff writes through the save's descriptor, so every write's error is
- * kept; it needs seeks, and reads back nothing it did not write. */
-static TIFF *client_open(const char *path, const char *mode, accel__atomic_file *af) {
-  return TIFFClientOpen(path, mode, (thandle_t)af, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size, tiff_map,
-                        tiff_unmap);
-}
-
 accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *a, const accel_geo *geo) {
   (void)path;
   (void)a;
