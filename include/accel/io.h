@@ -167,12 +167,13 @@ typedef struct accel_tiff_save_options {
 ACCEL_API accel_status accel_tiff_save_options_init(accel_tiff_save_options *options, size_t struct_size);
 
 /* Save an image (any strides) as a TIFF that accel_tiff_load_image and
- * other readers (libtiff, tifffile, GDAL, ImageJ) read back exactly: (H, W)
- * or (H, W, 1) gray, (H, W, 2) gray and alpha, (H, W, 3) RGB, (H, W, 4) RGB
- * and unassociated alpha (ExtraSamples 2); U8, I8, U16, I16, U32, I32, F32
- * or F64; samples interleaved, native byte order. `options` may be NULL
- * (the defaults). The pixels are packed one strip or one row of tiles at a
- * time: no copy of the whole image is made. Errors: the saves' above,
+ * other readers (checked: libtiff 4.5, tifffile 2026.3) read back exactly:
+ * (H, W) or (H, W, 1) gray, (H, W, 2) gray and alpha, (H, W, 3) RGB,
+ * (H, W, 4) RGB and unassociated alpha (ExtraSamples 2); U8, I8, U16, I16,
+ * U32, I32, F32 or F64; samples interleaved, native byte order. `options`
+ * may be NULL (the defaults). The pixels are packed one strip or one tile
+ * at a time: no copy of the whole image is made. Errors: the saves' above
+ * (ACCEL_ERR_IO with libtiff's reason when libtiff refuses),
  * ACCEL_ERR_INVALID_ARG also for another dtype or shape, an empty image,
  * sides over 2^32 - 1, options out of range (each named in the message),
  * ACCEL_ERR_VERSION (options' struct_size), ACCEL_ERR_UNSUPPORTED (libtiff
