@@ -1058,10 +1058,12 @@ START_TEST(image_load_sniffs_the_format) {
   ck_assert_int_eq(accel_image_load(NULL, fixture("i16_3x4.npy"), &b), ACCEL_ERR_FORMAT);
   ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "neither TIFF, PNG nor JPEG"));
   ck_assert_ptr_null(b);
-  snprintf(path, sizeof path, "%s/hash/truncated_jpeg.jpg", test_data_dir());
-  const accel_status st = accel_image_load(NULL, path, &b);
-  ck_assert_msg(st == ACCEL_ERR_DECODE || st == ACCEL_OK, "%s", accel_status_string(st));
-  accel_buffer_destroy(b);
+  static const char *const corrupt[] = {"truncated_jpeg.jpg", "broken.png", "truncated_image.png"}; /* Pillow fails */
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/hash/%s", test_data_dir(), corrupt[i]);
+    ck_assert_int_eq(accel_image_load(NULL, path, &b), ACCEL_ERR_DECODE);
+    ck_assert_ptr_null(b);
+  }
   accel_ctx *ctx = ctx_with_pixel_limit(100);
   snprintf(path, sizeof path, "%s/hash/hopper.png", test_data_dir());
   ck_assert_int_eq(accel_image_load(ctx, path, &b), ACCEL_ERR_LIMIT);
