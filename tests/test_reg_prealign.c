@@ -304,4 +304,159 @@ static Suite *prealign_suite(void) {
   return suite_of("reg_prealign", tc);
 }
 
-ACCEL_TEST_MAIN(prealign_suite)
+/* ------------------------------------------------------------ ../shared/data/reg */
+
+#if ACCEL_HAVE_TIFF
+/* A level of a full-resolution image, as the registration's pyramid makes
+ * it: smoothed with a Gaussian of sigma 0.5 factor (mirrored edges), then
+ * every factor-th pixel from 0. */
+static float *level_of(const float *img, int64_t w, int64_t h, int32_t factor, int64_t *lw, int64_t *lh) {
+  *lw = (w + factor - 1) / factor;
+  *lh = (h + factor - 1) / factor;
+  float *tmp = malloc(sizeof(float) * (size_t)(w * h)), *out = malloc(sizeof(float) * (size_t)(*lw * *lh));
+  ck_assert(tmp && out);
+  const double sg = 0.5 * factor;
+  const int rad = factor > 1 ? (int)ceil(4 * sg) : 0;
+  double k[64], ks = 0;
+  for (int i = -rad; i <= rad; i++) ks += k[i + rad] = exp(-0.5 * i * i / (sg * sg));
+#define MIRROR(i, n) ((i) < 0 ? -(i) : (i) >= (n) ? 2 * (n)-2 - (i) : (i))
+  for (int64_t r = 0; r < h; r++) /* rows, along x */
+    for (int64_t c = 0; c < w; c++) {
+      double acc = 0;
+      for (int i = -rad; i <= rad; i++) acc += k[i + rad] * img[r * w + MIRROR(c + i, w)];
+      tmp[r * w + c] = (float)(acc / ks);
+    }
+  for (int64_t r = 0; r < *lh; r++) /* columns, along y, at the kept pixels only */
+    for (int64_t c = 0; c < *lw; c++) {
+      double acc = 0;
+      for (int i = -rad; i <= rad; i++) acc += k[i + rad] * tmp[MIRROR(r * factor + i, h) * w + c * factor];
+      out[r * *lw + c] = (float)(acc / ks);
+    }
+#undef MIRROR
+  free(tmp);
+  return out;
+}
+
+static float *load_gray(const char *dir, const char *name, int64_t *w, int64_t *h, accel_buffer **keep) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  ck_assert_msg(accel_tiff_load_image(NULL, path, keep) == ACCEL_OK, "%s: %s", path, accel_last_error(NULL));
+  accel_array a;
+  ck_assert_int_eq(accel_buffer_view(*keep, &a), ACCEL_OK);
+  ck_assert(a.dtype == ACCEL_DTYPE_F32 && a.ndim == 2);
+  *h = a.shape[0];
+  *w = a.shape[1];
+  return a.data;
+}
+
+/* Cubic convolution (Keys 1981, a = -0.5) of img at (x, y); `fill` beyond the edge pixels. */
+static double keys_at(const float *img, int64_t w, int64_t h, double x, double y, double fill) {
+  if (x < 0 || y < 0 || x > (double)(w - 1) || y > (double)(h - 1)) return fill;
+  const int64_t x0 = (int64_t)floor(x), y0 = (int64_t)floor(y);
+  double s = 0;
+  for (int64_t j = y0 - 1; j <= y0 + 2; j++)
+    for (int64_t i = x0 - 1; i <= x0 + 2; i++) {
+      double wt = 1;
+      const double d[2] = {fabs(x - (double)i), fabs(y - (double)j)};
+      for (int a = 0; a < 2; a++)
+        wt *= d[a] < 1   ? 1.5 * d[a] * d[a] * d[a] - 2.5 * d[a] * d[a] + 1
+              : d[a] < 2 ? -0.5 * d[a] * d[a] * d[a] + 2.5 * d[a] * d[a] - 4 * d[a] + 2
+                         : 0;
+      const int64_t ii = i < 0 ? 0 : i >= w ? w - 1 : i, jj = j < 0 ? 0 : j >= h ? h - 1 : j;
+      s += wt * img[jj * w + ii];
+    }
+  return s;
+}
+
+static const char *const PAIRS[] = {"tex_512_s1", "tex_1024_s2"};
+
+/* The fabric of the shared pairs (a woven twill of 7-pixel threads over a
+ * photo) turned by 5 degrees and shifted, resampled here by cubic
+ * convolution: found again at full resolution and at a level of factor 4. */
+START_TEST(fabric_rigid_is_found) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, SHARED_DATA_DIR "/reg/%s", PAIRS[_i / 2]);
+  int64_t w, h;
+  accel_buffer *buf;
+  const float *fixed = load_gray(dir, "fixed.tif", &w, &h, &buf);
+  const double angle = 5.0 * PI / 180, t[2] = {13.3, -8.6}, c[2] = {(double)(w - 1) / 2, (double)(h - 1) / 2};
+  float *moving = malloc(sizeof(float) * (size_t)(w * h));
+  ck_assert_ptr_nonnull(moving);
+  double mean = 0;
+  for (int64_t i = 0; i < w * h; i++) mean += fixed[i];
+  mean /= (double)(w * h);
+  for (int64_t r = 0; r < h; r++) /* moving(Q) = fixed(R^T (Q - c - t) + c) */
+    for (int64_t col = 0; col < w; col++) {
+      const double dx = (double)col - c[0] - t[0], dy = (double)r - c[1] - t[1];
+      moving[r * w + col] = (float)keys_at(fixed, w, h, cos(angle) * dx + sin(angle) * dy + c[0],
+                                           -sin(angle) * dx + cos(angle) * dy + c[1], mean);
+    }
+  const int32_t factor = _i % 2 ? 4 : 1;
+  int64_t lw, lh;
+  float *lf = level_of(fixed, w, h, factor, &lw, &lh), *lm = level_of(moving, w, h, factor, &lw, &lh);
+  accel_ctx *ctx = cpu_ctx();
+  double got[3];
+  ck_assert_int_eq(accel__reg_prealign(ctx, "test", lf, lw, lh, lm, lw, lh, factor, 0, 2, c, got), ACCEL_OK);
+  const pair p = {lw, lh, lw, lh, factor, 0, angle, {t[0], t[1]}, {c[0], c[1]}, NULL, NULL};
+  expect_near(&p, got, 0.1, 0.05, dir);
+  accel_ctx_destroy(ctx);
+  free(lf);
+  free(lm);
+  free(moving);
+  accel_buffer_destroy(buf);
+}
+END_TEST
+
+/* The shared pairs themselves (a B-spline deformation and a small affine
+ * part, not a rigid motion): the rigid start found at the coarsest level of
+ * a 4-level pyramid (factor 8) brings the moving image closer, its mean
+ * distance to the truth T(p) below the identity's. */
+START_TEST(pairs_start_closer) {
+  char dir[1024];
+  snprintf(dir, sizeof dir, SHARED_DATA_DIR "/reg/%s", PAIRS[_i]);
+  int64_t w, h, mw, mh, lw, lh, mlw, mlh;
+  accel_buffer *fb, *mb;
+  const float *fixed = load_gray(dir, "fixed.tif", &w, &h, &fb), *moving = load_gray(dir, "moving.tif", &mw, &mh, &mb);
+  float *lf = level_of(fixed, w, h, 8, &lw, &lh), *lm = level_of(moving, mw, mh, 8, &mlw, &mlh);
+  const double c[2] = {(double)(w - 1) / 2, (double)(h - 1) / 2};
+  accel_ctx *ctx = cpu_ctx();
+  double got[3];
+  ck_assert_int_eq(accel__reg_prealign(ctx, "test", lf, lw, lh, lm, mlw, mlh, 8, 0, 2, c, got), ACCEL_OK);
+  accel_buffer *bx = must_load(dir, "truth_dx"), *by = must_load(dir, "truth_dy");
+  const accel_array ux = view_of(bx), uy = view_of(by);
+  const float *dx = ux.data, *dy = uy.data;
+  double before = 0, after = 0;
+  for (int64_t r = 0; r < h; r++)
+    for (int64_t col = 0; col < w; col++) {
+      const double x = (double)col - c[0], y = (double)r - c[1];
+      const double tx = cos(got[0]) * x - sin(got[0]) * y + c[0] + got[1] - (double)col;
+      const double ty = sin(got[0]) * x + cos(got[0]) * y + c[1] + got[2] - (double)r;
+      before += hypot(dx[r * w + col], dy[r * w + col]);
+      after += hypot(dx[r * w + col] - tx, dy[r * w + col] - ty);
+    }
+  ck_assert_msg(after < 0.9 * before, "%s: mean distance to the truth %.3f px from the start found, %.3f from identity",
+                dir, after / (double)(w * h), before / (double)(w * h));
+  accel_buffer_destroy(bx);
+  accel_buffer_destroy(by);
+  accel_ctx_destroy(ctx);
+  free(lf);
+  free(lm);
+  accel_buffer_destroy(fb);
+  accel_buffer_destroy(mb);
+}
+END_TEST
+#endif
+
+static Suite *prealign_shared_suite(void) {
+  TCase *tc = new_case("reg_prealign_shared", 300, NULL, NULL);
+#if ACCEL_HAVE_TIFF
+  tcase_add_loop_test(tc, fabric_rigid_is_found, 0, 4);
+  tcase_add_loop_test(tc, pairs_start_closer, 0, 2);
+#endif
+  return suite_of("reg_prealign_shared", tc);
+}
+
+static const shared_run PREALIGN_SHARED = {"--shared", SHARED_DATA_DIR "/reg/tex_512_s1/fixed.tif",
+                                           SHARED_DATA_DIR "/reg", prealign_shared_suite};
+
+ACCEL_TEST_MAIN_SHARED(prealign_suite, PREALIGN_SHARED)
