@@ -117,7 +117,8 @@ struct fft2d {
     if (!s) s = cufft_check(f.set_auto_allocation(inv, 0), why, "cufftSetAutoAllocation");
     if (!s) s = cufft_check(f.make_plan_2d(fwd, rows, cols, CUFFT_R2C, &wf), why, "cufftMakePlan2d (R2C)");
     if (!s) s = cufft_check(f.make_plan_2d(inv, rows, cols, CUFFT_C2R, &wi), why, "cufftMakePlan2d (C2R)");
-    if (!s) s = work.get(x, wf > wi ? wf : wi, why);
+    const size_t ws = wf > wi ? wf : wi; /* one work area serves both (never 0 bytes: see the pool's accounting) */
+    if (!s) s = work.get(x, ws ? ws : 1, why);
     if (!s) s = cufft_check(f.set_work_area(fwd, work.p), why, "cufftSetWorkArea");
     if (!s) s = cufft_check(f.set_work_area(inv, work.p), why, "cufftSetWorkArea");
     if (!s) s = cufft_check(f.set_stream(fwd, stream), why, "cufftSetStream");
