@@ -163,8 +163,8 @@ START_TEST(rotation_is_found) {
 }
 END_TEST
 
-/* A moving image of another size, and a fixed image over the FFT cap (its
- * pixels averaged in blocks of 2). */
+/* A moving image of another size, and fixed images over the FFT cap (its
+ * pixels averaged in blocks of 2, then sampled in blocks of 5). */
 START_TEST(sizes_differ_and_large_images) {
   pair p = {300, 220, 256, 270, 1, 0, 4.0 * PI / 180, {-7.3, 3.9}, {149.5, 109.5}, NULL, NULL};
   make_pair(&p, 7);
@@ -177,8 +177,14 @@ START_TEST(sizes_differ_and_large_images) {
   make_pair(&q, 8);
   ck_assert_int_eq(run_pair(ctx, &q, 2, got), ACCEL_OK);
   expect_near(&q, got, 0.2, 0.05, "over the cap");
-  accel_ctx_destroy(ctx);
   free_pair(&q);
+  /* blocks of 5 x 5 pixels, sampled at 4 x 4 points */
+  pair b = {2200, 600, 2200, 600, 1, 0, -2.0 * PI / 180, {-15.2, 6.6}, {1099.5, 299.5}, NULL, NULL};
+  make_pair(&b, 9);
+  ck_assert_int_eq(run_pair(ctx, &b, 2, got), ACCEL_OK);
+  expect_near(&b, got, 0.2, 0.05, "sparse blocks");
+  accel_ctx_destroy(ctx);
+  free_pair(&b);
 }
 END_TEST
 

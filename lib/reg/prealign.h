@@ -152,6 +152,7 @@ ACCEL__REG_HD void accel__reg_pa_keys(double f, double *w) {
 ACCEL__REG_HD double accel__reg_pa_sample(const float *img, int64_t w, int64_t h, double x, double y, double fill) {
   if (!(x >= 0.0 && y >= 0.0 && x <= (double)(w - 1) && y <= (double)(h - 1))) return fill;
   const int64_t x0 = (int64_t)x, y0 = (int64_t)y;
+  if ((double)x0 == x && (double)y0 == y) return (double)img[y0 * w + x0]; /* a pixel itself */
   double wx[4], wy[4];
   accel__reg_pa_keys(x - (double)x0, wx);
   accel__reg_pa_keys(y - (double)y0, wy);
@@ -176,21 +177,25 @@ ACCEL__REG_HD double accel__reg_pa_hann(int64_t i, int64_t n) {
 }
 
 /* Analysis pixel (r, c) of the padded rows x cols input of an image FFT:
- * the mean of its block of level points (c * block + j, r * block + i) of
- * the fixed grid, read through map from img (w x h; `mean` outside it),
- * minus `mean`, times the Hann window of the gh x gw grid; 0 in the padding. */
+ * the mean over its block of level pixels (block x block from (c block,
+ * r block) of the fixed grid) of the image read through map from img (w x
+ * h; `mean` outside it), minus `mean`, times the Hann window of the gh x gw
+ * grid; 0 in the padding. Blocks over 4 pixels a side are sampled at 4 x 4
+ * evenly spread points (a level that large is a smoothed full-size image). */
 ACCEL__REG_HD float accel__reg_pa_pixel(const accel__reg_pa_plan *p, const float *img, int64_t w, int64_t h,
                                         const accel__reg_pa_map *m, double mean, int64_t r, int64_t c) {
   if (r >= p->gh || c >= p->gw) return 0.0f;
-  const int64_t k = p->block;
+  const int64_t k = p->block, ns = k < 4 ? k : 4;
+  const double step = (double)k / (double)ns;
   double sum = 0.0;
-  for (int64_t i = 0; i < k; i++)
-    for (int64_t j = 0; j < k; j++) {
-      const double x = (double)(c * k + j), y = (double)(r * k + i);
+  for (int64_t i = 0; i < ns; i++)
+    for (int64_t j = 0; j < ns; j++) {
+      const double x = (double)(c * k) + ((double)j + 0.5) * step - 0.5;
+      const double y = (double)(r * k) + ((double)i + 0.5) * step - 0.5;
       sum += accel__reg_pa_sample(img, w, h, m->a[0] * x + m->a[1] * y + m->a[2], m->a[3] * x + m->a[4] * y + m->a[5],
                                   mean);
     }
-  return (float)((sum / (double)(k * k) - mean) * accel__reg_pa_hann(r, p->gh) * accel__reg_pa_hann(c, p->gw));
+  return (float)((sum / (double)(ns * ns) - mean) * accel__reg_pa_hann(r, p->gh) * accel__reg_pa_hann(c, p->gw));
 }
 
 /* The signed frequency of bin i of n, cycles per sample. */
