@@ -29,6 +29,13 @@ ACCEL__REG_HD bool accel__reg_inside(double x, double y, int64_t w, int64_t h) {
   return x >= -0.5 && x < (double)w - 0.5 && y >= -0.5 && y < (double)h - 0.5;
 }
 
+/* floor(x) as an integer, exactly, without a call to floor() (which is a
+ * library call on baseline x86-64); x within the int64 range. */
+ACCEL__REG_HD int64_t accel__reg_floor(double x) {
+  const int64_t i = (int64_t)x;
+  return (double)i > x ? i - 1 : i;
+}
+
 /* Mirror an index into 0..n-1 about the edge pixels (period 2n - 2): the
  * boundary condition of the B-spline coefficients. */
 ACCEL__REG_HD int64_t accel__reg_mirror(int64_t i, int64_t n) {
@@ -53,9 +60,8 @@ ACCEL__REG_HD void accel__reg_cubic_weights(float t, float w[4]) {
  * along it): the 4 coefficient indices (mirrored) times `stride` (elements
  * between neighbours along the axis), and their weights. */
 ACCEL__REG_HD void accel__reg_cubic_axis(double x, int64_t n, int64_t stride, int64_t off[4], float w[4]) {
-  const double f = floor(x);
-  const int64_t i = (int64_t)f - 1;
-  accel__reg_cubic_weights((float)(x - f), w);
+  const int64_t f = accel__reg_floor(x), i = f - 1;
+  accel__reg_cubic_weights((float)(x - (double)f), w);
   if (i >= 0 && i + 3 < n) {
     for (int k = 0; k < 4; k++) off[k] = (i + k) * stride;
   } else {
@@ -63,17 +69,17 @@ ACCEL__REG_HD void accel__reg_cubic_axis(double x, int64_t n, int64_t stride, in
   }
 }
 
-/* The cubic value from the 4 x 4 coefficients at coef[oy[j] + ox[i]]:
- * rows combined in x first, then in y. */
+/* The cubic value from the 4 x 4 coefficients at coef[oy[j] + ox[i]]: each
+ * column of 4 combined in y first (j = 0..3 in order), then the columns as
+ * (wx0 col0 + wx2 col2) + (wx1 col1 + wx3 col3) - the order in which the
+ * CPU's vector code sums them, so that both give the same bits. */
 ACCEL__REG_HD float accel__reg_cubic_sum(const float *coef, const int64_t oy[4], const int64_t ox[4], const float wy[4],
                                          const float wx[4]) {
-  float v = 0.0f;
-  for (int j = 0; j < 4; j++) {
-    const float *row = coef + oy[j];
-    const float r = wx[0] * row[ox[0]] + wx[1] * row[ox[1]] + wx[2] * row[ox[2]] + wx[3] * row[ox[3]];
-    v += wy[j] * r;
-  }
-  return v;
+  float col[4];
+  for (int i = 0; i < 4; i++)
+    col[i] = wy[0] * coef[oy[0] + ox[i]] + wy[1] * coef[oy[1] + ox[i]] + wy[2] * coef[oy[2] + ox[i]] +
+             wy[3] * coef[oy[3] + ox[i]];
+  return (wx[0] * col[0] + wx[2] * col[2]) + (wx[1] * col[1] + wx[3] * col[3]);
 }
 
 /* One axis of the linear interpolation at x (inside an image of n pixels):
@@ -82,11 +88,10 @@ ACCEL__REG_HD float accel__reg_cubic_sum(const float *coef, const int64_t oy[4],
  * edge pixel with fraction 0, as ITK does. */
 ACCEL__REG_HD void accel__reg_linear_axis(double x, int64_t n, int64_t stride, int64_t off[2], float *t) {
   const double c = x < 0.0 ? 0.0 : (x > (double)(n - 1) ? (double)(n - 1) : x);
-  const double f = floor(c);
-  const int64_t i = (int64_t)f;
+  const int64_t i = (int64_t)c; /* c >= 0: truncation is floor */
   off[0] = i * stride;
   off[1] = (i + 1 < n ? i + 1 : i) * stride;
-  *t = (float)(c - f);
+  *t = (float)(c - (double)i);
 }
 
 /* The bilinear value of v00 (x0, y0), v10 (x1, y0), v01 (x0, y1), v11
@@ -99,9 +104,9 @@ ACCEL__REG_HD float accel__reg_linear_mix(float v00, float v10, float v01, float
 
 /* An interpolated value stored into an integer type of maximum `hi`:
  * clamped to 0..hi and rounded to nearest (halves up). */
-ACCEL__REG_HD float accel__reg_to_int(float v, float hi) {
+ACCEL__REG_HD uint32_t accel__reg_to_int(float v, float hi) {
   v = v < 0.0f ? 0.0f : (v > hi ? hi : v);
-  return floorf(v + 0.5f);
+  return (uint32_t)(v + 0.5f); /* v + 0.5 >= 0: truncation is floor */
 }
 
 #endif /* ACCEL_REG_INTERP_H */
