@@ -15,7 +15,7 @@
  * shorter ones (with the exact start) in double.
  *
  * The coefficients of one layer take 4 bytes per pixel and channel: a
- * multi-channel layer whose coefficients would pass COEF_ALL_BYTES is
+ * multi-channel layer whose coefficients would pass accel__reg_coef_all_bytes is
  * prefiltered and warped one channel at a time (the same result).
  */
 #include "reg/ops.h"
@@ -30,8 +30,9 @@
 
 #define WARP_OPTIONS_V1 sizeof(accel_reg_warp_options)
 
-/* Above this, channels are prefiltered and warped one at a time. */
-#define COEF_ALL_BYTES ((int64_t)1 << 30)
+/* Above this, channels are prefiltered and warped one at a time (tests
+ * lower it to compare both ways). */
+int64_t accel__reg_coef_all_bytes = (int64_t)1 << 30;
 /* The causal start's terms: ceil(log(1e-10) / log(2 - sqrt(3))). */
 #define HORIZON 18
 /* Columns per strip of the column pass. */
@@ -323,7 +324,7 @@ static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp
     job->progress_base = base, job->progress_span = span;
     return accel__dispatch(ctx, "reg.warp", run_warp, job);
   }
-  const int64_t group = h * w * nc * 4 <= COEF_ALL_BYTES ? nc : 1, passes = nc / group;
+  const int64_t group = h * w * nc * 4 <= accel__reg_coef_all_bytes ? nc : 1, passes = nc / group;
   size_t bytes;
   float *coef = NULL;
   if (accel__mul_overflow((size_t)(h * w * group), sizeof(float), &bytes) || !(coef = malloc(bytes)))
