@@ -19,9 +19,9 @@ elastix is run by this script, not by the generator):
 
 Other sizes get seed 9, amplitude 24 and spacing 256. Generated pairs are
 cached under --data (default $ACCEL_BENCH_DATA, else <build>/bench-reg-data;
-never in git): 4096^2 takes about a minute and 0.6 GB of disk, 8192^2 a few
-minutes and 2.3 GB, 300 MP about 15 minutes, 8 GB of disk and up to about
-15 GB of memory, once.
+never in git). Measured on 2 shared cores: 4096^2 takes 40 s, 0.8 GiB of
+memory and 0.3 GB of disk; 8192^2 4 minutes, 2.5 GiB and 1.2 GB; 300 MP
+about 30 minutes, 9.6 GiB and 5.7 GB; once.
 
 Per pair and thread count (1 and all cores; --threads), each tool's
 registration is timed (wall, best of --repeat) with its peak memory (max RSS
