@@ -490,6 +490,7 @@ def main():
 def run_all(args):
     """Every pair and thread count, both tools; then the 300 MP case; then the report."""
     cores = os.cpu_count() or 1
+    started, start_load = datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), os.getloadavg()[0]
     data = os.path.abspath(args.data or os.path.join(ROOT, args.build, "bench-reg-data"))
     args.cli = os.path.join(ROOT, args.build, "tools", "accel", "accel")
     sizes = [1024] if args.quick else [int(x) for x in args.sizes.split(",") if x.strip()]
@@ -539,9 +540,10 @@ def run_all(args):
         for tool in ("elastix", "accel"):
             if r.get(tool, {}).get("error"):
                 notes.append("%s %d^2 %d thread(s): %s" % (tool, r["size"], r["threads"], r[tool]["error"][-300:]))
-    info = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
-            "machine": "%s, %d cores, load average %.2f at the start" % (cpu_name(), cores, os.getloadavg()[0]),
-            "backend": args.backend, "libaccel": tool_version([args.cli, "--version"]),
+    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    info = {"date": started, "machine": "%s, %d cores, load average %.2f at the start" % (cpu_name(), cores, start_load),
+            "backend": args.backend,
+            "libaccel": "%s, commit %s" % (tool_version([args.cli, "--version"]), commit.stdout.strip() or "?"),
             "elastix": "%s (Debian), parameters ../shared/tools/elastix_bspline_params.txt" % tool_version(
                 ["elastix", "--version"]).replace("elastix version: ", ""),
             "command": "bench/reg_bench.py %s" % " ".join(sys.argv[1:])}
