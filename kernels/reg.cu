@@ -1,10 +1,485 @@
-// The registration domain on CUDA. Stages without a CUDA op here (NULL) run
-// on the CPU.
+/*
+ * kernels/reg.cu - the registration domain's pyramid and warp on the GPU.
+ *
+ * Every kernel is a per-pixel function that the host emulation also runs, in
+ * loops, for tests without a GPU; the transform is evaluated with
+ * lib/reg/bspline.h, the CPU's own per-point code, in double (nvcc
+ * -fmad=false, the host without contraction), so the GPU maps every pixel to
+ * the same point as the CPU.
+ *
+ * - pyramid: a separable Gaussian, the horizontal pass evaluated only at the
+ *   kept columns of the rows a band needs, the vertical pass at the kept
+ *   rows. The whole image when it fits the device memory budget, else bands
+ *   of output rows with the input rows they reach (the kernel's radius on
+ *   each side, mirrored at the edges).
+ * - warp: the output in tiles, each computed on the device and downloaded
+ *   into the caller's array (pitched copies when its rows allow, else through
+ *   a host staging buffer). The source (the input, or for cubic
+ *   interpolation its B-spline coefficients) is uploaded once when it fits
+ *   beside a tile; otherwise each tile first finds which source rows its
+ *   pixels reach (a pass over the tile's rows with the same transform) and
+ *   only that band is uploaded, with its halo.
+ *
+ * Stage failures (over the budget, CUDA errors) return their status with the
+ * reason; the dispatcher falls back to the CPU.
+ */
 #include "cuda_util.h"
+
 #include "reg/ops.h"
 
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+/* ---------------------------------------------------------------- arrays */
+
+/* How a caller's 2-D or 3-D (channels last) array lies in memory. */
+struct layout {
+  int64_t rows, cols, ch;
+  size_t es;        /* bytes per element */
+  size_t row_bytes; /* cols * ch * es: one packed row */
+  bool pitched;     /* elements adjacent within a row, rows at least a row apart: pitched copies */
+};
+
+layout layout_of(const accel_array *a) {
+  layout l;
+  l.rows = a->shape[0];
+  l.cols = a->shape[1];
+  l.ch = a->ndim == 3 ? a->shape[2] : 1;
+  l.es = accel_dtype_size(a->dtype);
+  l.row_bytes = (size_t)(l.cols * l.ch) * l.es;
+  const bool px = a->ndim == 2 || a->strides[2] == (int64_t)l.es;
+  l.pitched = px && a->strides[1] == (int64_t)(l.ch * (int64_t)l.es) && a->strides[0] >= (int64_t)l.row_bytes;
+  return l;
+}
+
+/* The elements of rows [r0, r1) and columns [c0, c1) of a caller's array,
+ * between it and a packed buffer (out: array to buffer). */
+void move_block(const accel_array *a, const layout &l, int64_t r0, int64_t r1, int64_t c0, int64_t c1, uint8_t *buf,
+                bool out) {
+  const int64_t s2 = a->ndim == 3 ? a->strides[2] : 0;
+  for (int64_t r = r0; r < r1; r++)
+    for (int64_t c = c0; c < c1; c++)
+      for (int64_t k = 0; k < l.ch; k++) {
+        uint8_t *p = (uint8_t *)a->data + r * a->strides[0] + c * a->strides[1] + k * s2;
+        uint8_t *q = buf + (size_t)(((r - r0) * (c1 - c0) + (c - c0)) * l.ch + k) * l.es;
+        if (out) memcpy(q, p, l.es);
+        else memcpy(p, q, l.es);
+      }
+}
+
+/* Rows [r0, r1) of a caller's array into packed device rows at d. Staging
+ * holds the packed rows when the array's rows are not pitched; the copy may
+ * still read it until the stream is synchronized. */
+accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, uint8_t *d, hbuf &staging,
+                         char *why) {
+  const layout l = layout_of(a);
+  const size_t n = (size_t)(r1 - r0);
+  if (l.pitched)
+    return accel__cuda_check(x->copy2d(d, l.row_bytes, (const uint8_t *)a->data + r0 * a->strides[0],
+                                       (size_t)a->strides[0], l.row_bytes, n, cudaMemcpyHostToDevice),
+                             why, "upload rows");
+  accel_status s = accel__cuda_check(x->sync(), why, "wait for the staging buffer"); /* an upload may read it */
+  if (!s) s = staging.reserve(x, l.row_bytes * n, why, "staging memory");
+  if (s) return s;
+  move_block(a, l, r0, r1, 0, l.cols, staging.p, true);
+  return upload(x, d, staging.p, l.row_bytes * n, why, "upload rows");
+}
+
+/* A packed device block (rows [r0, r1), columns [c0, c1)) into a caller's
+ * array, waited for. */
+accel_status download_block(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                            const uint8_t *d, hbuf &staging, char *why) {
+  const layout l = layout_of(a);
+  const size_t w = (size_t)((c1 - c0) * l.ch) * l.es, n = (size_t)(r1 - r0);
+  accel_status s;
+  if (l.pitched) {
+    s = accel__cuda_check(x->copy2d((uint8_t *)a->data + r0 * a->strides[0] + c0 * a->strides[1], (size_t)a->strides[0],
+                                    d, w, w, n, cudaMemcpyDeviceToHost),
+                          why, "download a tile");
+    if (!s) s = accel__cuda_check(x->sync(), why, "download a tile");
+    return s;
+  }
+  s = staging.reserve(x, w * n, why, "staging memory");
+  if (!s) s = download(x, staging.p, d, w * n, why, "download a tile");
+  if (!s) move_block(a, l, r0, r1, c0, c1, staging.p, false);
+  return s;
+}
+
+/* The rows [*lo, *hi] of an image of n rows that rows [a, b] reach when
+ * indices outside mirror back in (with or without repeating the edge) or
+ * clamp to the edge; a <= b. */
+void rows_reached(int64_t a, int64_t b, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t l = a < 0 ? 0 : a > n - 1 ? n - 1 : a, h = b < 0 ? 0 : b > n - 1 ? n - 1 : b;
+  if (a < 0 && -a > h) h = -a < n - 1 ? -a : n - 1;
+  if (b > n - 1 && 2 * n - 2 - b < l) l = 2 * n - 2 - b > 0 ? 2 * n - 2 - b : 0;
+  *lo = l;
+  *hi = h;
+}
+
+__host__ __device__ inline double load(const void *p, accel_dtype dt, int64_t i) {
+  switch (dt) {
+  case ACCEL_DTYPE_U8: return ((const uint8_t *)p)[i];
+  case ACCEL_DTYPE_U16: return ((const uint16_t *)p)[i];
+  default: return ((const float *)p)[i];
+  }
+}
+
+/* ---------------------------------------------------------------- pyramid */
+
+/* Index i of n mirrored back into [0, n) with the edge repeated (ITK's
+ * ZeroFluxNeumann would clamp; see the weights below). */
+__host__ __device__ inline int64_t edge(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+/* The horizontal pass at the kept columns of the band's rows. */
+struct smooth_rows_f {
+  const void *in; /* band rows, packed */
+  accel_dtype dt;
+  int64_t cols; /* the input's */
+  const double *w;
+  int32_t radius;
+  int64_t offset, factor, width;
+  float *h; /* band rows x width */
+  __host__ __device__ void operator()(int64_t r, int64_t j) const {
+    const int64_t x = offset + factor * j;
+    double acc = 0.0;
+    for (int32_t k = -radius; k <= radius; k++) acc += w[k + radius] * load(in, dt, r * cols + edge(x + k, cols));
+    h[r * width + j] = (float)acc;
+  }
+};
+
+/* The vertical pass at the kept rows of the band. */
+struct smooth_cols_f {
+  const float *h;
+  int64_t band0, rows; /* the band's first input row; the input's rows */
+  const double *w;
+  int32_t radius;
+  int64_t offset, factor, i0, width;
+  float *out;
+  __host__ __device__ void operator()(int64_t i, int64_t j) const {
+    const int64_t y = offset + factor * (i0 + i);
+    double acc = 0.0;
+    for (int32_t k = -radius; k <= radius; k++) acc += w[k + radius] * h[(edge(y + k, rows) - band0) * width + j];
+    out[i * width + j] = (float)acc;
+  }
+};
+
+/* The Gaussian's taps, normalised to sum 1; radius ceil(4 sigma), none for
+ * sigma 0. */
+int32_t gaussian(double sigma, double *w, int32_t room) {
+  if (!(sigma > 0)) {
+    w[0] = 1.0;
+    return 0;
+  }
+  int32_t r = (int32_t)ceil(4.0 * sigma);
+  if (r > room) r = room;
+  double sum = 0.0;
+  for (int32_t k = -r; k <= r; k++) sum += w[k + r] = exp(-0.5 * (double)k * (double)k / (sigma * sigma));
+  for (int32_t k = -r; k <= r; k++) w[k + r] /= sum;
+  return r;
+}
+
+enum { MAX_RADIUS = 512 };
+
+struct pyramid_plan {
+  const accel__reg_pyramid_job *job;
+  layout in;
+  int32_t radius;
+  int64_t band; /* output rows per band */
+};
+
+/* Device bytes of a band of n output rows (its input rows at most). */
+uint64_t band_bytes(const pyramid_plan &p, int64_t n) {
+  int64_t rows = p.job->factor * (n - 1) + 2 * (int64_t)p.radius + 1;
+  if (rows > p.in.rows) rows = p.in.rows;
+  return (uint64_t)rows * (p.in.row_bytes + 4u * (uint64_t)p.job->width) + 4u * (uint64_t)(n * p.job->width);
+}
+
+accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const double *dw, int64_t i0, int64_t i1,
+                          hbuf &staging, char *why) {
+  const accel__reg_pyramid_job *job = p.job;
+  int64_t lo, hi;
+  rows_reached(job->offset + job->factor * i0 - p.radius, job->offset + job->factor * (i1 - 1) + p.radius, p.in.rows,
+               &lo, &hi);
+  const int64_t nr = hi - lo + 1, n = i1 - i0;
+  dbuf din, dh, dout;
+  accel_status s = din.get(x, p.in.row_bytes * (size_t)nr, why);
+  if (!s) s = dh.get(x, sizeof(float) * (size_t)(nr * job->width), why);
+  if (!s) s = dout.get(x, sizeof(float) * (size_t)(n * job->width), why);
+  if (!s) s = upload_rows(x, job->in, lo, hi + 1, din.p, staging, why);
+  if (!s)
+    s = each2d(x, nr, job->width,
+               smooth_rows_f{din.p, job->in->dtype, p.in.cols, dw, p.radius, job->offset, job->factor, job->width,
+                             dh.as<float>()},
+               why, "the pyramid's horizontal pass");
+  if (!s)
+    s = each2d(x, n, job->width,
+               smooth_cols_f{dh.as<float>(), lo, p.in.rows, dw, p.radius, job->offset, job->factor, i0, job->width,
+                             dout.as<float>()},
+               why, "the pyramid's vertical pass");
+  if (!s)
+    s = download(x, job->out + i0 * job->width, dout.p, sizeof(float) * (size_t)(n * job->width), why,
+                 "download a band");
+  return s;
+}
+
+accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_job *job) {
+  char *why = call->why;
+  if (job->width <= 0 || job->height <= 0) return ACCEL_OK;
+  double w[2 * MAX_RADIUS + 1];
+  pyramid_plan p = {job, layout_of(job->in), 0, job->height};
+  p.radius = gaussian(job->sigma, w, MAX_RADIUS);
+  dbuf dw;
+  accel_status s = dw.put(x, w, (size_t)(2 * p.radius + 1), why, "upload the taps");
+  while (!s && p.band > 1 && band_bytes(p, p.band) > x->room()) p.band = (p.band + 1) / 2;
+  if (!s && band_bytes(p, p.band) > x->room()) {
+    accel__why(why, "a band of one row needs %.3f MiB, over the %.3f MiB left of the budget",
+               band_bytes(p, 1) / 1048576.0, x->room() / 1048576.0);
+    s = ACCEL_ERR_DEVICE_MEMORY;
+  }
+  hbuf staging;
+  for (int64_t i0 = 0; i0 < job->height && !s; i0 += p.band)
+    s = pyramid_band(x, p, dw.as<double>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, why);
+  if (s) x->drain();
+  return s;
+}
+
+accel_status pyramid_on_device(accel__call *call, accel__reg_pyramid_job *job) {
+  return with_device(call, [&](accel__executor *x) { return pyramid(x, call, job); });
+}
+
+/* ---------------------------------------------------------------- warp */
+
+/* The source rows [row0, row0 + rows) of an image of w x h pixels of ch
+ * channels, packed, on the device. */
+struct src_band {
+  const void *p;
+  accel_dtype dt;
+  int64_t w, h, ch, row0;
+  __host__ __device__ double at(int64_t r, int64_t c, int64_t k) const {
+    return load(p, dt, ((r - row0) * w + c) * ch + k);
+  }
+};
+
+/* Index i of n mirrored as ITK's B-spline interpolator does (period 2n - 2). */
+__host__ __device__ inline int64_t mirror(int64_t i, int64_t n) {
+  if (n == 1) return 0;
+  const int64_t p = 2 * n - 2;
+  i = i < 0 ? -i : i;
+  i %= p;
+  return i >= n ? p - i : i;
+}
+
+/* True where T(p) is interpolated: at most half a pixel outside the edge
+ * pixels' centres. */
+__host__ __device__ inline bool inside(double x, double y, int64_t w, int64_t h) {
+  return x >= -0.5 && x < (double)w - 0.5 && y >= -0.5 && y < (double)h - 0.5;
+}
+
+__host__ __device__ inline double linear_at(const src_band &s, double x, double y, int64_t k) {
+  const double fx = floor(x), fy = floor(y), tx = x - fx, ty = y - fy;
+  const int64_t c0 = edge((int64_t)fx, s.w), c1 = edge((int64_t)fx + 1, s.w);
+  const int64_t r0 = edge((int64_t)fy, s.h), r1 = edge((int64_t)fy + 1, s.h);
+  const double a = s.at(r0, c0, k) + tx * (s.at(r0, c1, k) - s.at(r0, c0, k));
+  const double b = s.at(r1, c0, k) + tx * (s.at(r1, c1, k) - s.at(r1, c0, k));
+  return a + ty * (b - a);
+}
+
+__host__ __device__ inline double cubic_at(const src_band &s, double x, double y, int64_t k) {
+  const double fx = floor(x), fy = floor(y);
+  double wx[4], wy[4];
+  accel__reg_weights(x - fx, wx);
+  accel__reg_weights(y - fy, wy);
+  double v = 0.0;
+  for (int j = 0; j < 4; j++) {
+    const int64_t r = mirror((int64_t)fy - 1 + j, s.h);
+    double row = 0.0;
+    for (int i = 0; i < 4; i++) row += wx[i] * s.at(r, mirror((int64_t)fx - 1 + i, s.w), k);
+    v += wy[j] * row;
+  }
+  return v;
+}
+
+__host__ __device__ inline void store(void *p, accel_dtype dt, int64_t i, double v) {
+  switch (dt) {
+  case ACCEL_DTYPE_U8: ((uint8_t *)p)[i] = (uint8_t)(v <= 0.0 ? 0.0 : v >= 255.0 ? 255.0 : floor(v + 0.5)); break;
+  case ACCEL_DTYPE_U16:
+    ((uint16_t *)p)[i] = (uint16_t)(v <= 0.0 ? 0.0 : v >= 65535.0 ? 65535.0 : floor(v + 0.5));
+    break;
+  default: ((float *)p)[i] = (float)v; break;
+  }
+}
+
+/* One output pixel of a tile whose first pixel is (px0, py0) of the fixed
+ * grid. */
+struct warp_px_f {
+  accel__reg_xform xf; /* params on the device */
+  src_band src;
+  bool cubic;
+  double fill;
+  int64_t px0, py0, tc;
+  void *out; /* tile rows x tc x ch, packed */
+  accel_dtype odt;
+  __host__ __device__ void operator()(int64_t r, int64_t c) const {
+    double tx, ty;
+    accel__reg_apply(&xf, (double)(px0 + c), (double)(py0 + r), &tx, &ty);
+    const bool in = inside(tx, ty, src.w, src.h);
+    for (int64_t k = 0; k < src.ch; k++) {
+      const double v = !in ? fill : cubic ? cubic_at(src, tx, ty, k) : linear_at(src, tx, ty, k);
+      store(out, odt, (r * tc + c) * src.ch + k, v);
+    }
+  }
+};
+
+/* The source rows that row r of a tile reaches: [lo[r], hi[r]] before
+ * mirroring (lo > hi when none). */
+struct reach_f {
+  accel__reg_xform xf;
+  int64_t px0, py0, tc, w, h;
+  int64_t *lo, *hi;
+  __host__ __device__ void operator()(uint64_t r) const {
+    int64_t l = INT64_MAX, u = INT64_MIN;
+    for (int64_t c = 0; c < tc; c++) {
+      double tx, ty;
+      accel__reg_apply(&xf, (double)(px0 + c), (double)(py0 + (int64_t)r), &tx, &ty);
+      if (!inside(tx, ty, w, h)) continue;
+      const int64_t f = (int64_t)floor(ty);
+      l = f - 1 < l ? f - 1 : l;
+      u = f + 2 > u ? f + 2 : u;
+    }
+    lo[r] = l;
+    hi[r] = u;
+  }
+};
+
+struct warp_plan {
+  const accel__reg_warp_job *job;
+  layout out;
+  int64_t sw, sh, ch; /* the source */
+  accel_dtype sdt;
+  size_t s_row; /* bytes of a source row */
+  int64_t tile;
+  bool whole; /* the source uploaded once */
+};
+
+uint64_t tile_bytes(const warp_plan &p, int64_t t) {
+  const uint64_t r = (uint64_t)(t < p.out.rows ? t : p.out.rows), c = (uint64_t)(t < p.out.cols ? t : p.out.cols);
+  return r * c * (uint64_t)p.ch * p.out.es + 16u * r;
+}
+
+/* Whole source or bands, and the tile side: the whole output (or the tile
+ * asked for), halved until it fits beside the whole source; else bands with
+ * the tile asked for (256 by default). */
+void plan_tiles(accel__executor *x, warp_plan &p) {
+  const int64_t side = p.out.rows > p.out.cols ? p.out.rows : p.out.cols;
+  const uint64_t src = p.s_row * (uint64_t)p.sh, room = x->room();
+  p.tile = p.job->tile > 0 && p.job->tile < side ? p.job->tile : side;
+  while (p.tile > 64 && src + tile_bytes(p, p.tile) > room) p.tile = (p.tile + 1) / 2;
+  p.whole = src + tile_bytes(p, p.tile) <= room;
+  if (!p.whole) p.tile = p.job->tile > 0 ? p.job->tile : 256;
+}
+
+/* Upload the source rows [lo, hi] into band. */
+accel_status upload_source(accel__executor *x, const warp_plan &p, int64_t lo, int64_t hi, dbuf &band, hbuf &staging,
+                           char *why) {
+  const size_t bytes = p.s_row * (size_t)(hi - lo + 1);
+  accel_status s = band.get(x, bytes, why);
+  if (s) return s;
+  if (p.job->coef) return upload(x, band.p, (const uint8_t *)p.job->coef + p.s_row * (size_t)lo, bytes, why);
+  return upload_rows(x, p.job->in, lo, hi + 1, band.p, staging, why);
+}
+
+/* The source band a tile reaches (rows [*lo, *hi]; *hi < *lo when none). */
+accel_status tile_reach(accel__executor *x, const warp_plan &p, const accel__reg_xform &dxf, int64_t r0, int64_t c0,
+                        int64_t tr, int64_t tc, int64_t *lo, int64_t *hi, char *why) {
+  dbuf d;
+  int64_t *h = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)tr);
+  if (!h) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel_status s = d.get(x, sizeof(int64_t) * 2 * (size_t)tr, why);
+  const reach_f f = {dxf, p.job->x0 + c0, p.job->y0 + r0, tc, p.sw, p.sh, d.as<int64_t>(), d.as<int64_t>() + tr};
+  if (!s) s = each(x, (uint64_t)tr, f, why, "the rows a tile reaches");
+  if (!s) s = download(x, h, d.p, sizeof(int64_t) * 2 * (size_t)tr, why, "download the rows a tile reaches");
+  int64_t l = INT64_MAX, u = INT64_MIN;
+  for (int64_t r = 0; r < tr && !s; r++) {
+    l = h[r] < l ? h[r] : l;
+    u = h[tr + r] > u ? h[tr + r] : u;
+  }
+  free(h);
+  if (!s && l <= u) rows_reached(l, u, p.sh, lo, hi);
+  else if (!s) *hi = (*lo = 0) - 1;
+  return s;
+}
+
+accel_status warp_tile(accel__executor *x, const warp_plan &p, const accel__reg_xform &dxf, dbuf &src, int64_t r0,
+                       int64_t c0, hbuf &in_stage, hbuf &out_stage, char *why) {
+  const accel__reg_warp_job *job = p.job;
+  const int64_t tr = p.tile < p.out.rows - r0 ? p.tile : p.out.rows - r0;
+  const int64_t tc = p.tile < p.out.cols - c0 ? p.tile : p.out.cols - c0;
+  int64_t lo = 0, hi = p.sh - 1;
+  accel_status s = ACCEL_OK;
+  if (!p.whole) {
+    s = tile_reach(x, p, dxf, r0, c0, tr, tc, &lo, &hi, why);
+    if (!s && hi < lo) hi = lo; /* nothing reached: any one row */
+    src.reset();                /* the previous tile's band */
+    if (!s && p.s_row * (uint64_t)(hi - lo + 1) + tile_bytes(p, p.tile) > x->room()) {
+      accel__why(why, "a tile reaches %lld rows of the source, %.3f MiB, over the %.3f MiB left of the budget",
+                 (long long)(hi - lo + 1), p.s_row * (double)(hi - lo + 1) / 1048576.0, x->room() / 1048576.0);
+      s = ACCEL_ERR_DEVICE_MEMORY;
+    }
+    if (!s) s = upload_source(x, p, lo, hi, src, in_stage, why);
+  }
+  dbuf dout;
+  if (!s) s = dout.get(x, (size_t)(tr * tc * p.ch) * p.out.es, why);
+  const src_band band = {src.p, p.sdt, p.sw, p.sh, p.ch, lo};
+  const warp_px_f f = {dxf,       band,         job->interp == ACCEL_REG_INTERP_CUBIC,
+                       job->fill, job->x0 + c0, job->y0 + r0,
+                       tc,        dout.p,       job->out->dtype};
+  if (!s) s = each2d(x, tr, tc, f, why, "the warp kernel");
+  if (!s) s = download_block(x, job->out, r0, r0 + tr, c0, c0 + tc, dout.p, out_stage, why);
+  return s;
+}
+
+accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *job) {
+  char *why = call->why;
+  warp_plan p = {};
+  p.job = job;
+  p.out = layout_of(job->out);
+  const layout in = layout_of(job->in);
+  p.sw = in.cols;
+  p.sh = in.rows;
+  p.ch = in.ch;
+  p.sdt = job->coef ? ACCEL_DTYPE_F32 : job->in->dtype;
+  p.s_row = (size_t)(p.sw * p.ch) * (job->coef ? sizeof(float) : in.es);
+  if (job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef) return accel__decline(call, "no cubic coefficients");
+  const size_t np = job->xf.params ? (size_t)(2 * job->xf.nx * job->xf.ny) : 0;
+  dbuf dparams, src;
+  hbuf in_stage, out_stage;
+  accel_status s = dparams.put(x, job->xf.params, np, why, "upload the transform");
+  accel__reg_xform dxf = job->xf;
+  dxf.params = np ? dparams.as<double>() : nullptr;
+  if (!s) plan_tiles(x, p);
+  if (!s && p.whole) s = upload_source(x, p, 0, p.sh - 1, src, in_stage, why);
+  for (int64_t r0 = 0; r0 < p.out.rows && !s; r0 += p.tile)
+    for (int64_t c0 = 0; c0 < p.out.cols && !s; c0 += p.tile)
+      s = warp_tile(x, p, dxf, src, r0, c0, in_stage, out_stage, why);
+  if (s) x->drain();
+  return s;
+}
+
+accel_status warp_on_device(accel__call *call, accel__reg_warp_job *job) {
+  return with_device(call, [&](accel__executor *x) { return warp(x, call, job); });
+}
+
+} // namespace
+
 extern "C" const accel__reg_ops accel__cuda_reg_ops = {
-    /* .pyramid = */ nullptr,
+    /* .pyramid = */ pyramid_on_device,
     /* .level = */ nullptr,
-    /* .warp = */ nullptr,
+    /* .warp = */ warp_on_device,
 };
