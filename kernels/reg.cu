@@ -25,6 +25,7 @@
  */
 #include "cuda_util.h"
 
+#include "reg/interp.h"
 #include "reg/ops.h"
 
 #include <math.h>
@@ -120,69 +121,68 @@ void rows_reached(int64_t a, int64_t b, int64_t n, int64_t *lo, int64_t *hi) {
   *hi = h;
 }
 
-__host__ __device__ inline double load(const void *p, accel_dtype dt, int64_t i) {
+/* ---------------------------------------------------------------- pyramid */
+
+__host__ __device__ inline int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+__host__ __device__ inline float load_f(const void *p, accel_dtype dt, int64_t i) {
   switch (dt) {
-  case ACCEL_DTYPE_U8: return ((const uint8_t *)p)[i];
-  case ACCEL_DTYPE_U16: return ((const uint16_t *)p)[i];
+  case ACCEL_DTYPE_U8: return (float)((const uint8_t *)p)[i];
+  case ACCEL_DTYPE_U16: return (float)((const uint16_t *)p)[i];
   default: return ((const float *)p)[i];
   }
 }
 
-/* ---------------------------------------------------------------- pyramid */
-
-/* Index i of n mirrored back into [0, n) with the edge repeated (ITK's
- * ZeroFluxNeumann would clamp; see the weights below). */
-__host__ __device__ inline int64_t edge(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
-
-/* The horizontal pass at the kept columns of the band's rows. */
-struct smooth_rows_f {
-  const void *in; /* band rows, packed */
+/* The vertical pass: the kept rows of the band at every input column, in
+ * float, the taps in order (the CPU op's sums). */
+struct smooth_cols_f {
+  const void *in; /* the band's input rows, packed */
   accel_dtype dt;
-  int64_t cols; /* the input's */
-  const double *w;
+  int64_t band0, rows, cols; /* the band's first input row; the input's size */
+  const float *k;
+  int32_t radius;
+  int64_t offset, factor, i0;
+  float *tmp; /* band's output rows x cols */
+  __host__ __device__ void operator()(int64_t i, int64_t c) const {
+    const int64_t y = offset + factor * (i0 + i);
+    float acc = 0.0f;
+    for (int32_t t = -radius; t <= radius; t++)
+      acc += k[t + radius] * load_f(in, dt, (clamp_index(y + t, rows) - band0) * cols + c);
+    tmp[i * cols + c] = acc;
+  }
+};
+
+/* The horizontal pass at the kept columns. */
+struct smooth_rows_f {
+  const float *tmp;
+  int64_t cols;
+  const float *k;
   int32_t radius;
   int64_t offset, factor, width;
-  float *h; /* band rows x width */
-  __host__ __device__ void operator()(int64_t r, int64_t j) const {
-    const int64_t x = offset + factor * j;
-    double acc = 0.0;
-    for (int32_t k = -radius; k <= radius; k++) acc += w[k + radius] * load(in, dt, r * cols + edge(x + k, cols));
-    h[r * width + j] = (float)acc;
-  }
-};
-
-/* The vertical pass at the kept rows of the band. */
-struct smooth_cols_f {
-  const float *h;
-  int64_t band0, rows; /* the band's first input row; the input's rows */
-  const double *w;
-  int32_t radius;
-  int64_t offset, factor, i0, width;
   float *out;
   __host__ __device__ void operator()(int64_t i, int64_t j) const {
-    const int64_t y = offset + factor * (i0 + i);
-    double acc = 0.0;
-    for (int32_t k = -radius; k <= radius; k++) acc += w[k + radius] * h[(edge(y + k, rows) - band0) * width + j];
-    out[i * width + j] = (float)acc;
+    const int64_t x = offset + factor * j;
+    const float *row = tmp + i * cols;
+    float v = 0.0f;
+    for (int32_t t = -radius; t <= radius; t++) v += k[t + radius] * row[clamp_index(x + t, cols)];
+    out[i * width + j] = v;
   }
 };
 
-/* The Gaussian's taps, normalised to sum 1; radius ceil(4 sigma), none for
- * sigma 0. */
-int32_t gaussian(double sigma, double *w, int32_t room) {
-  if (!(sigma > 0)) {
-    w[0] = 1.0;
-    return 0;
-  }
-  int32_t r = (int32_t)ceil(4.0 * sigma);
-  if (r > room) r = room;
-  double sum = 0.0;
-  for (int32_t k = -r; k <= r; k++) sum += w[k + r] = exp(-0.5 * (double)k * (double)k / (sigma * sigma));
-  for (int32_t k = -r; k <= r; k++) w[k + r] /= sum;
-  return r;
+/* The CPU op's taps (lib/reg/cpu_pyramid.c): the Gaussian sampled at the
+ * integers within ceil(3 sigma), divided by its sum, as float; one tap of 1
+ * for sigma 0. Returns the radius, or -1 when over `room`. */
+int32_t gaussian(double sigma, float *k, int32_t room) {
+  const int radius = sigma > 0 ? (int)ceil(3.0 * sigma) : 0;
+  if (radius > room) return -1;
+  double sum = 0;
+  for (int t = -radius; t <= radius; t++) sum += radius ? exp(-0.5 * t * t / (sigma * sigma)) : 1.0;
+  for (int t = -radius; t <= radius; t++)
+    k[t + radius] = (float)((radius ? exp(-0.5 * t * t / (sigma * sigma)) : 1.0) / sum);
+  return radius;
 }
 
-enum { MAX_RADIUS = 512 };
+enum { MAX_RADIUS = 1024 };
 
 struct pyramid_plan {
   const accel__reg_pyramid_job *job;
@@ -195,31 +195,31 @@ struct pyramid_plan {
 uint64_t band_bytes(const pyramid_plan &p, int64_t n) {
   int64_t rows = p.job->factor * (n - 1) + 2 * (int64_t)p.radius + 1;
   if (rows > p.in.rows) rows = p.in.rows;
-  return (uint64_t)rows * (p.in.row_bytes + 4u * (uint64_t)p.job->width) + 4u * (uint64_t)(n * p.job->width);
+  return (uint64_t)rows * p.in.row_bytes + 4u * (uint64_t)n * (uint64_t)(p.in.cols + p.job->width);
 }
 
-accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const double *dw, int64_t i0, int64_t i1,
+accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float *dk, int64_t i0, int64_t i1,
                           hbuf &staging, char *why) {
   const accel__reg_pyramid_job *job = p.job;
   int64_t lo, hi;
   rows_reached(job->offset + job->factor * i0 - p.radius, job->offset + job->factor * (i1 - 1) + p.radius, p.in.rows,
                &lo, &hi);
-  const int64_t nr = hi - lo + 1, n = i1 - i0;
-  dbuf din, dh, dout;
-  accel_status s = din.get(x, p.in.row_bytes * (size_t)nr, why);
-  if (!s) s = dh.get(x, sizeof(float) * (size_t)(nr * job->width), why);
+  const int64_t n = i1 - i0;
+  dbuf din, dtmp, dout;
+  accel_status s = din.get(x, p.in.row_bytes * (size_t)(hi - lo + 1), why);
+  if (!s) s = dtmp.get(x, sizeof(float) * (size_t)(n * p.in.cols), why);
   if (!s) s = dout.get(x, sizeof(float) * (size_t)(n * job->width), why);
   if (!s) s = upload_rows(x, job->in, lo, hi + 1, din.p, staging, why);
   if (!s)
-    s = each2d(x, nr, job->width,
-               smooth_rows_f{din.p, job->in->dtype, p.in.cols, dw, p.radius, job->offset, job->factor, job->width,
-                             dh.as<float>()},
-               why, "the pyramid's horizontal pass");
+    s = each2d(x, n, p.in.cols,
+               smooth_cols_f{din.p, job->in->dtype, lo, p.in.rows, p.in.cols, dk, p.radius, job->offset, job->factor,
+                             i0, dtmp.as<float>()},
+               why, "the pyramid's vertical pass");
   if (!s)
     s = each2d(x, n, job->width,
-               smooth_cols_f{dh.as<float>(), lo, p.in.rows, dw, p.radius, job->offset, job->factor, i0, job->width,
+               smooth_rows_f{dtmp.as<float>(), p.in.cols, dk, p.radius, job->offset, job->factor, job->width,
                              dout.as<float>()},
-               why, "the pyramid's vertical pass");
+               why, "the pyramid's horizontal pass");
   if (!s)
     s = download(x, job->out + i0 * job->width, dout.p, sizeof(float) * (size_t)(n * job->width), why,
                  "download a band");
@@ -229,11 +229,12 @@ accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const doubl
 accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_job *job) {
   char *why = call->why;
   if (job->width <= 0 || job->height <= 0) return ACCEL_OK;
-  double w[2 * MAX_RADIUS + 1];
+  float k[2 * MAX_RADIUS + 1];
   pyramid_plan p = {job, layout_of(job->in), 0, job->height};
-  p.radius = gaussian(job->sigma, w, MAX_RADIUS);
-  dbuf dw;
-  accel_status s = dw.put(x, w, (size_t)(2 * p.radius + 1), why, "upload the taps");
+  if ((p.radius = gaussian(job->sigma, k, MAX_RADIUS)) < 0)
+    return accel__decline(call, "a smoothing kernel over %d taps", 2 * MAX_RADIUS + 1);
+  dbuf dk;
+  accel_status s = dk.put(x, k, (size_t)(2 * p.radius + 1), why, "upload the taps");
   while (!s && p.band > 1 && band_bytes(p, p.band) > x->room()) p.band = (p.band + 1) / 2;
   if (!s && band_bytes(p, p.band) > x->room()) {
     accel__why(why, "a band of one row needs %.3f MiB, over the %.3f MiB left of the budget",
@@ -242,7 +243,7 @@ accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_j
   }
   hbuf staging;
   for (int64_t i0 = 0; i0 < job->height && !s; i0 += p.band)
-    s = pyramid_band(x, p, dw.as<double>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, why);
+    s = pyramid_band(x, p, dk.as<float>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, why);
   if (s) x->drain();
   return s;
 }
@@ -253,83 +254,59 @@ accel_status pyramid_on_device(accel__call *call, accel__reg_pyramid_job *job) {
 
 /* ---------------------------------------------------------------- warp */
 
-/* The source rows [row0, row0 + rows) of an image of w x h pixels of ch
- * channels, packed, on the device. */
+/* The source rows [row0, ...) of an image of w x h pixels of ch channels,
+ * packed, on the device. */
 struct src_band {
   const void *p;
   accel_dtype dt;
   int64_t w, h, ch, row0;
-  __host__ __device__ double at(int64_t r, int64_t c, int64_t k) const {
-    return load(p, dt, ((r - row0) * w + c) * ch + k);
-  }
 };
 
-/* Index i of n mirrored as ITK's B-spline interpolator does (period 2n - 2). */
-__host__ __device__ inline int64_t mirror(int64_t i, int64_t n) {
-  if (n == 1) return 0;
-  const int64_t p = 2 * n - 2;
-  i = i < 0 ? -i : i;
-  i %= p;
-  return i >= n ? p - i : i;
-}
-
-/* True where T(p) is interpolated: at most half a pixel outside the edge
- * pixels' centres. */
-__host__ __device__ inline bool inside(double x, double y, int64_t w, int64_t h) {
-  return x >= -0.5 && x < (double)w - 0.5 && y >= -0.5 && y < (double)h - 0.5;
-}
-
-__host__ __device__ inline double linear_at(const src_band &s, double x, double y, int64_t k) {
-  const double fx = floor(x), fy = floor(y), tx = x - fx, ty = y - fy;
-  const int64_t c0 = edge((int64_t)fx, s.w), c1 = edge((int64_t)fx + 1, s.w);
-  const int64_t r0 = edge((int64_t)fy, s.h), r1 = edge((int64_t)fy + 1, s.h);
-  const double a = s.at(r0, c0, k) + tx * (s.at(r0, c1, k) - s.at(r0, c0, k));
-  const double b = s.at(r1, c0, k) + tx * (s.at(r1, c1, k) - s.at(r1, c0, k));
-  return a + ty * (b - a);
-}
-
-__host__ __device__ inline double cubic_at(const src_band &s, double x, double y, int64_t k) {
-  const double fx = floor(x), fy = floor(y);
-  double wx[4], wy[4];
-  accel__reg_weights(x - fx, wx);
-  accel__reg_weights(y - fy, wy);
-  double v = 0.0;
-  for (int j = 0; j < 4; j++) {
-    const int64_t r = mirror((int64_t)fy - 1 + j, s.h);
-    double row = 0.0;
-    for (int i = 0; i < 4; i++) row += wx[i] * s.at(r, mirror((int64_t)fx - 1 + i, s.w), k);
-    v += wy[j] * row;
-  }
-  return v;
-}
-
-__host__ __device__ inline void store(void *p, accel_dtype dt, int64_t i, double v) {
+__host__ __device__ inline void store_f(void *p, accel_dtype dt, int64_t i, float v) {
   switch (dt) {
-  case ACCEL_DTYPE_U8: ((uint8_t *)p)[i] = (uint8_t)(v <= 0.0 ? 0.0 : v >= 255.0 ? 255.0 : floor(v + 0.5)); break;
-  case ACCEL_DTYPE_U16:
-    ((uint16_t *)p)[i] = (uint16_t)(v <= 0.0 ? 0.0 : v >= 65535.0 ? 65535.0 : floor(v + 0.5));
-    break;
-  default: ((float *)p)[i] = (float)v; break;
+  case ACCEL_DTYPE_U8: ((uint8_t *)p)[i] = (uint8_t)accel__reg_to_int(v, 255.0f); break;
+  case ACCEL_DTYPE_U16: ((uint16_t *)p)[i] = (uint16_t)accel__reg_to_int(v, 65535.0f); break;
+  default: ((float *)p)[i] = v; break;
   }
 }
 
 /* One output pixel of a tile whose first pixel is (px0, py0) of the fixed
- * grid. */
+ * grid: T with bspline.h, the interpolation with interp.h (the CPU op's
+ * arithmetic; offsets from the band's first row). */
 struct warp_px_f {
   accel__reg_xform xf; /* params on the device */
   src_band src;
   bool cubic;
-  double fill;
+  float fill;
   int64_t px0, py0, tc;
   void *out; /* tile rows x tc x ch, packed */
   accel_dtype odt;
   __host__ __device__ void operator()(int64_t r, int64_t c) const {
     double tx, ty;
     accel__reg_apply(&xf, (double)(px0 + c), (double)(py0 + r), &tx, &ty);
-    const bool in = inside(tx, ty, src.w, src.h);
-    for (int64_t k = 0; k < src.ch; k++) {
-      const double v = !in ? fill : cubic ? cubic_at(src, tx, ty, k) : linear_at(src, tx, ty, k);
-      store(out, odt, (r * tc + c) * src.ch + k, v);
+    const int64_t o = (r * tc + c) * src.ch, row = src.w * src.ch, shift = src.row0 * row;
+    if (!accel__reg_inside(tx, ty, src.w, src.h)) {
+      for (int64_t k = 0; k < src.ch; k++) store_f(out, odt, o + k, fill);
+    } else if (cubic) {
+      int64_t ox[4], oy[4];
+      float wx[4], wy[4];
+      accel__reg_cubic_axis(tx, src.w, src.ch, ox, wx);
+      accel__reg_cubic_axis(ty, src.h, row, oy, wy);
+      for (int j = 0; j < 4; j++) oy[j] -= shift;
+      for (int64_t k = 0; k < src.ch; k++)
+        store_f(out, odt, o + k, accel__reg_cubic_sum((const float *)src.p + k, oy, ox, wy, wx));
+    } else {
+      int64_t ox[2], oy[2];
+      float fx, fy;
+      accel__reg_linear_axis(tx, src.w, src.ch, ox, &fx);
+      accel__reg_linear_axis(ty, src.h, row, oy, &fy);
+      oy[0] -= shift;
+      oy[1] -= shift;
+      for (int64_t k = 0; k < src.ch; k++) {
+        const float v00 = load_f(src.p, src.dt, oy[0] + ox[0] + k), v10 = load_f(src.p, src.dt, oy[0] + ox[1] + k);
+        const float v01 = load_f(src.p, src.dt, oy[1] + ox[0] + k), v11 = load_f(src.p, src.dt, oy[1] + ox[1] + k);
+        store_f(out, odt, o + k, accel__reg_linear_mix(v00, v10, v01, v11, fx, fy));
+      }
     }
   }
 };
@@ -345,7 +322,7 @@ struct reach_f {
     for (int64_t c = 0; c < tc; c++) {
       double tx, ty;
       accel__reg_apply(&xf, (double)(px0 + c), (double)(py0 + (int64_t)r), &tx, &ty);
-      if (!inside(tx, ty, w, h)) continue;
+      if (!accel__reg_inside(tx, ty, w, h)) continue;
       const int64_t f = (int64_t)floor(ty);
       l = f - 1 < l ? f - 1 : l;
       u = f + 2 > u ? f + 2 : u;
@@ -370,16 +347,18 @@ uint64_t tile_bytes(const warp_plan &p, int64_t t) {
   return r * c * (uint64_t)p.ch * p.out.es + 16u * r;
 }
 
-/* Whole source or bands, and the tile side: the whole output (or the tile
- * asked for), halved until it fits beside the whole source; else bands with
- * the tile asked for (256 by default). */
+/* Whole source or bands, and the tile side: a multiple of the tile asked
+ * for, about 1024 (fewer, larger launches and copies than the CPU's tiles),
+ * halved until it fits beside the whole source; else bands, with the tile
+ * asked for. */
 void plan_tiles(accel__executor *x, warp_plan &p) {
-  const int64_t side = p.out.rows > p.out.cols ? p.out.rows : p.out.cols;
+  const int64_t side = p.out.rows > p.out.cols ? p.out.rows : p.out.cols, asked = p.job->tile > 0 ? p.job->tile : 128;
   const uint64_t src = p.s_row * (uint64_t)p.sh, room = x->room();
-  p.tile = p.job->tile > 0 && p.job->tile < side ? p.job->tile : side;
-  while (p.tile > 64 && src + tile_bytes(p, p.tile) > room) p.tile = (p.tile + 1) / 2;
+  p.tile = asked < 1024 ? asked * (1024 / asked) : asked;
+  p.tile = p.tile < side ? p.tile : side;
+  while (p.tile > 16 && src + tile_bytes(p, p.tile) > room) p.tile = (p.tile + 1) / 2;
   p.whole = src + tile_bytes(p, p.tile) <= room;
-  if (!p.whole) p.tile = p.job->tile > 0 ? p.job->tile : 256;
+  if (!p.whole) p.tile = asked;
 }
 
 /* Upload the source rows [lo, hi] into band. */
@@ -437,9 +416,9 @@ accel_status warp_tile(accel__executor *x, const warp_plan &p, const accel__reg_
   dbuf dout;
   if (!s) s = dout.get(x, (size_t)(tr * tc * p.ch) * p.out.es, why);
   const src_band band = {src.p, p.sdt, p.sw, p.sh, p.ch, lo};
-  const warp_px_f f = {dxf,       band,         job->interp == ACCEL_REG_INTERP_CUBIC,
-                       job->fill, job->x0 + c0, job->y0 + r0,
-                       tc,        dout.p,       job->out->dtype};
+  const warp_px_f f = {
+      dxf,    band,           job->interp == ACCEL_REG_INTERP_CUBIC, (float)job->fill, job->x0 + c0, job->y0 + r0, tc,
+      dout.p, job->out->dtype};
   if (!s) s = each2d(x, tr, tc, f, why, "the warp kernel");
   if (!s) s = download_block(x, job->out, r0, r0 + tr, c0, c0 + tc, dout.p, out_stage, why);
   return s;
@@ -465,9 +444,20 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   dxf.params = np ? dparams.as<double>() : nullptr;
   if (!s) plan_tiles(x, p);
   if (!s && p.whole) s = upload_source(x, p, 0, p.sh - 1, src, in_stage, why);
-  for (int64_t r0 = 0; r0 < p.out.rows && !s; r0 += p.tile)
-    for (int64_t c0 = 0; c0 < p.out.cols && !s; c0 += p.tile)
-      s = warp_tile(x, p, dxf, src, r0, c0, in_stage, out_stage, why);
+  const int64_t across = p.tile ? (p.out.cols + p.tile - 1) / p.tile : 0;
+  const int64_t tiles = p.tile ? across * ((p.out.rows + p.tile - 1) / p.tile) : 0;
+  for (int64_t i = 0, reported = 0; i < tiles && !s; i++) {
+    s = warp_tile(x, p, dxf, src, i / across * p.tile, i % across * p.tile, in_stage, out_stage, why);
+    /* at most about 100 calls a job, as the CPU op makes */
+    if (!s && job->progress && ((i + 1) * 100 / tiles > reported || i + 1 == tiles)) {
+      reported = (i + 1) * 100 / tiles;
+      if (job->progress(job->progress_user, "reg.warp",
+                        job->progress_base + job->progress_span * (double)(i + 1) / (double)tiles)) {
+        accel__why(why, "cancelled by the progress callback");
+        s = ACCEL_ERR_CANCELLED;
+      }
+    }
+  }
   if (s) x->drain();
   return s;
 }
