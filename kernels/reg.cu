@@ -27,6 +27,7 @@
 
 #include "reg/interp.h"
 #include "reg/ops.h"
+#include "reg/prealign.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -472,4 +473,5 @@ extern "C" const accel__reg_ops accel__cuda_reg_ops = {
     /* .pyramid = */ pyramid_on_device,
     /* .level = */ nullptr,
     /* .warp = */ warp_on_device,
+    /* .prealign = */ accel__reg_cuda_prealign,
 };
