@@ -30,9 +30,9 @@
  *
  * evaluates the metric at `params` (2 n parameters, n = nx ny, the level
  * grid's layout: all x then all y) over the samples of `set`
- * (ACCEL__REG_SET_TRAIN: those of `iteration`, or of iteration 0 without
- * renewal; ACCEL__REG_SET_VALID: the fixed validation set), drawn as
- * sampler.h says. It writes the metric's value (MSE: mean squared
+ * (ACCEL__REG_SET_TRAIN and ACCEL__REG_SET_NORMAL: those of `iteration`,
+ * or of iteration 0 without renewal; ACCEL__REG_SET_VALID: the fixed
+ * validation set), drawn as sampler.h says, at accel__reg_density. It writes the metric's value (MSE: mean squared
  * difference; NCC: 1 - normalised correlation) and the number of samples
  * that counted; when `grad` is not NULL, the metric's gradient with respect
  * to the parameters (2 n); when `normal` is not NULL, the Gauss-Newton
@@ -56,27 +56,32 @@ extern "C" {
 /* 7 x 7 neighbours, 3 values each. */
 enum { ACCEL__REG_NB = 49, ACCEL__REG_NB3 = 147 };
 
+/* Gauss-Newton's least numbers of training samples (metric and gradient)
+ * and of the matrix's samples per grid node. */
+#define ACCEL__REG_GN_PER_NODE 256
+#define ACCEL__REG_GN_NORMAL_PER_NODE 48
+
 /* A level's geometry, as the optimizer and every evaluator see it. */
 typedef struct accel__reg_geom {
-  accel__reg_xform xf; /* the level grid and linear part; params = NULL (eval gets them) */
+  accel__reg_xform xf;    /* the level grid and linear part; params = NULL (eval gets them) */
   double inv[4], invb[2]; /* L^-1: p = inv q + invb */
   bool identity;          /* L is the identity: samples lie on fixed pixels */
   int32_t factor, offset, level;
-  int64_t fw, fh, mw, mh;  /* level image sizes */
-  accel__reg_axis ax, ay;  /* the cells' lattice ranges (host memory) */
-  int64_t lx0, ly0;        /* lattice index 0 is q = factor * (lx0 + i) + offset */
-  int64_t candidates;      /* lattice points in all cells */
-  int64_t train, valid;    /* samples asked for: training (per iteration), validation */
-  double train_density, valid_density;
+  int64_t fw, fh, mw, mh;       /* level image sizes */
+  accel__reg_axis ax, ay;       /* the cells' lattice ranges (host memory); lattice index i is q = factor i + offset */
+  int64_t candidates;           /* lattice points in all cells */
+  int64_t train, valid, normal; /* samples per set (training and normal: per iteration) */
+  double train_density, valid_density, normal_density;
   uint64_t seed;
   int renew;
   accel_reg_metric metric;
+  double cap; /* Gauss-Newton's longest step of a node, full-resolution pixels */
 } accel__reg_geom;
 
 typedef struct accel__reg_evaluator {
   void *state;
-  accel_status (*eval)(accel__call *call, void *state, const double *params, int set, int32_t iteration,
-                       double *value, int64_t *count, double *grad, double *normal);
+  accel_status (*eval)(accel__call *call, void *state, const double *params, int set, int32_t iteration, double *value,
+                       int64_t *count, double *grad, double *normal);
 } accel__reg_evaluator;
 
 /* Fill `g` for a level job: the linear part's inverse, the cells and their
@@ -88,7 +93,14 @@ void accel__reg_geom_free(accel__reg_geom *g);
 
 /* The stream word of a set and iteration for accel__reg_hash. */
 static inline uint64_t accel__reg_stream(const accel__reg_geom *g, int set, int32_t iteration) {
-  return ((uint64_t)set << 32) | (uint32_t)(set == ACCEL__REG_SET_TRAIN && g->renew ? iteration : 0);
+  return ((uint64_t)set << 32) | (uint32_t)(set != ACCEL__REG_SET_VALID && g->renew ? iteration : 0);
+}
+
+/* The density of a set's samples among the candidates. */
+static inline double accel__reg_density(const accel__reg_geom *g, int set) {
+  return set == ACCEL__REG_SET_VALID    ? g->valid_density
+         : set == ACCEL__REG_SET_NORMAL ? g->normal_density
+                                        : g->train_density;
 }
 
 /* Run the optimizer of job->options on one level with an evaluator:

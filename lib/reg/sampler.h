@@ -25,9 +25,11 @@
 
 #include <stdint.h>
 
-/* Sample sets: the iteration's training samples, and the fixed validation
- * set (drawn once per level). */
-enum { ACCEL__REG_SET_TRAIN = 0, ACCEL__REG_SET_VALID = 1 };
+/* Sample sets: the iteration's training samples (the metric and its
+ * gradient), the fixed validation set (drawn once per level), and the
+ * iteration's samples of the Gauss-Newton matrix (fewer: the matrix only
+ * sets the step's shape, the gradient its end point). */
+enum { ACCEL__REG_SET_TRAIN = 0, ACCEL__REG_SET_VALID = 1, ACCEL__REG_SET_NORMAL = 2 };
 
 /* One axis of the cell layout: cell k (0-based among the cells of the valid
  * region, grid coordinate k + 1) holds the lattice indices [first[k],
