@@ -29,6 +29,13 @@ ACCEL__REG_HD bool accel__reg_inside(double x, double y, int64_t w, int64_t h) {
   return x >= -0.5 && x < (double)w - 0.5 && y >= -0.5 && y < (double)h - 0.5;
 }
 
+/* floor(x) as an integer, exactly, without a call to floor() (which is a
+ * library call on baseline x86-64); x within the int64 range. */
+ACCEL__REG_HD int64_t accel__reg_floor(double x) {
+  const int64_t i = (int64_t)x;
+  return (double)i > x ? i - 1 : i;
+}
+
 /* Mirror an index into 0..n-1 about the edge pixels (period 2n - 2): the
  * boundary condition of the B-spline coefficients. */
 ACCEL__REG_HD int64_t accel__reg_mirror(int64_t i, int64_t n) {
@@ -53,9 +60,8 @@ ACCEL__REG_HD void accel__reg_cubic_weights(float t, float w[4]) {
  * along it): the 4 coefficient indices (mirrored) times `stride` (elements
  * between neighbours along the axis), and their weights. */
 ACCEL__REG_HD void accel__reg_cubic_axis(double x, int64_t n, int64_t stride, int64_t off[4], float w[4]) {
-  const double f = floor(x);
-  const int64_t i = (int64_t)f - 1;
-  accel__reg_cubic_weights((float)(x - f), w);
+  const int64_t f = accel__reg_floor(x), i = f - 1;
+  accel__reg_cubic_weights((float)(x - (double)f), w);
   if (i >= 0 && i + 3 < n) {
     for (int k = 0; k < 4; k++) off[k] = (i + k) * stride;
   } else {
@@ -63,17 +69,17 @@ ACCEL__REG_HD void accel__reg_cubic_axis(double x, int64_t n, int64_t stride, in
   }
 }
 
-/* The cubic value from the 4 x 4 coefficients at coef[oy[j] + ox[i]]:
- * rows combined in x first, then in y. */
+/* The cubic value from the 4 x 4 coefficients at coef[oy[j] + ox[i]]: each
+ * column of 4 combined in y first (j = 0..3 in order), then the columns as
+ * (wx0 col0 + wx2 col2) + (wx1 col1 + wx3 col3) - the order in which the
+ * CPU's vector code sums them, so that both give the same bits. */
 ACCEL__REG_HD float accel__reg_cubic_sum(const float *coef, const int64_t oy[4], const int64_t ox[4], const float wy[4],
                                          const float wx[4]) {
-  float v = 0.0f;
-  for (int j = 0; j < 4; j++) {
-    const float *row = coef + oy[j];
-    const float r = wx[0] * row[ox[0]] + wx[1] * row[ox[1]] + wx[2] * row[ox[2]] + wx[3] * row[ox[3]];
-    v += wy[j] * r;
-  }
-  return v;
+  float col[4];
+  for (int i = 0; i < 4; i++)
+    col[i] = wy[0] * coef[oy[0] + ox[i]] + wy[1] * coef[oy[1] + ox[i]] + wy[2] * coef[oy[2] + ox[i]] +
+             wy[3] * coef[oy[3] + ox[i]];
+  return (wx[0] * col[0] + wx[2] * col[2]) + (wx[1] * col[1] + wx[3] * col[3]);
 }
 
 /* One axis of the linear interpolation at x (inside an image of n pixels):
@@ -82,11 +88,10 @@ ACCEL__REG_HD float accel__reg_cubic_sum(const float *coef, const int64_t oy[4],
  * edge pixel with fraction 0, as ITK does. */
 ACCEL__REG_HD void accel__reg_linear_axis(double x, int64_t n, int64_t stride, int64_t off[2], float *t) {
   const double c = x < 0.0 ? 0.0 : (x > (double)(n - 1) ? (double)(n - 1) : x);
-  const double f = floor(c);
-  const int64_t i = (int64_t)f;
+  const int64_t i = (int64_t)c; /* c >= 0: truncation is floor */
   off[0] = i * stride;
   off[1] = (i + 1 < n ? i + 1 : i) * stride;
-  *t = (float)(c - f);
+  *t = (float)(c - (double)i);
 }
 
 /* The bilinear value of v00 (x0, y0), v10 (x1, y0), v01 (x0, y1), v11
@@ -99,9 +104,45 @@ ACCEL__REG_HD float accel__reg_linear_mix(float v00, float v10, float v01, float
 
 /* An interpolated value stored into an integer type of maximum `hi`:
  * clamped to 0..hi and rounded to nearest (halves up). */
-ACCEL__REG_HD float accel__reg_to_int(float v, float hi) {
+ACCEL__REG_HD uint32_t accel__reg_to_int(float v, float hi) {
   v = v < 0.0f ? 0.0f : (v > hi ? hi : v);
-  return floorf(v + 0.5f);
+  return (uint32_t)(v + 0.5f); /* v + 0.5 >= 0: truncation is floor */
+}
+
+/* The level images of registration (cpu_level.c, the GPU's level): a cubic
+ * B-spline of coefficients (the samples prefiltered as Unser, Aldroubi and
+ * Eden 1991 describe, mirror boundaries: accel__reg_prefilter in
+ * cpu_pyramid.c), its value and gradient, in double. */
+
+/* Value and gradient (per level pixel) at (x, y) of the spline with
+ * coefficients c (w x h, row-major). */
+ACCEL__REG_HD double accel__reg_cubic(const float *c, int64_t w, int64_t h, double x, double y, double *gx,
+                                      double *gy) {
+  const double fx = floor(x), fy = floor(y);
+  double wx[4], wy[4], dx[4], dy[4];
+  accel__reg_weights(x - fx, wx);
+  accel__reg_weights(y - fy, wy);
+  accel__reg_weights_d(x - fx, dx);
+  accel__reg_weights_d(y - fy, dy);
+  const int64_t x0 = (int64_t)fx - 1, y0 = (int64_t)fy - 1;
+  int64_t xi[4];
+  const bool inner = x0 >= 0 && x0 + 3 < w;
+  for (int i = 0; i < 4; i++) xi[i] = inner ? x0 + i : accel__reg_mirror(x0 + i, w);
+  double v = 0, vx = 0, vy = 0;
+  for (int j = 0; j < 4; j++) {
+    const float *row = c + accel__reg_mirror(y0 + j, h) * w;
+    double r = 0, rd = 0;
+    for (int i = 0; i < 4; i++) {
+      r += wx[i] * row[xi[i]];
+      rd += dx[i] * row[xi[i]];
+    }
+    v += wy[j] * r;
+    vx += wy[j] * rd;
+    vy += dy[j] * r;
+  }
+  *gx = vx;
+  *gy = vy;
+  return v;
 }
 
 #endif /* ACCEL_REG_INTERP_H */
