@@ -5,6 +5,7 @@
  * columns of those. Each output row is one thread's work, so the result
  * does not depend on the thread count. */
 #include "reg/cpu.h"
+#include "reg/prefilter.h"
 
 #include "core/internal.h"
 
@@ -79,58 +80,14 @@ accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *j
   return ACCEL_OK;
 }
 
-/* Cubic B-spline prefiltering in place (Unser, Aldroubi and Eden 1991;
- * mirror boundaries): the pole z = sqrt(3) - 2, gain 6, a causal pass
- * started from the mirrored sum, an anticausal pass started from its
- * closed form. Rows one by one; columns as whole rows at a time. */
-#define POLE (-0.26794919243112270)
-
-static int horizon(int64_t n) {
-  const int k = (int)ceil(log(1e-9) / log(-POLE));
-  return k < n ? k : (int)n;
-}
-
-static void prefilter_row(float *s, int64_t n) {
-  if (n < 2) return;
-  const double z = POLE;
-  double zk = 1, sum = 0;
-  for (int k = 0; k < horizon(n); k++, zk *= z) sum += zk * 6.0 * s[k];
-  double prev = sum;
-  s[0] = (float)sum;
-  for (int64_t k = 1; k < n; k++) s[k] = (float)(prev = 6.0 * s[k] + z * prev);
-  double next = z / (z * z - 1) * ((double)s[n - 1] + z * (double)s[n - 2]);
-  s[n - 1] = (float)next;
-  for (int64_t k = n - 2; k >= 0; k--) s[k] = (float)(next = z * (next - s[k]));
-}
-
-static void prefilter_cols(float *img, int64_t w, int64_t h, int64_t c0, int64_t c1) {
-  if (h < 2) return;
-  const double z = POLE;
-  const int64_t m = c1 - c0;
-  double sum[64];
-  for (int64_t c = 0; c < m; c++) sum[c] = 0;
-  double zk = 1;
-  for (int k = 0; k < horizon(h); k++, zk *= z)
-    for (int64_t c = 0; c < m; c++) sum[c] += zk * 6.0 * img[k * w + c0 + c];
-  for (int64_t c = 0; c < m; c++) img[c0 + c] = (float)sum[c];
-  for (int64_t r = 1; r < h; r++)
-    for (int64_t c = 0; c < m; c++)
-      img[r * w + c0 + c] = (float)(6.0 * img[r * w + c0 + c] + z * img[(r - 1) * w + c0 + c]);
-  for (int64_t c = 0; c < m; c++) {
-    const double last = img[(h - 1) * w + c0 + c], before = img[(h - 2) * w + c0 + c];
-    img[(h - 1) * w + c0 + c] = (float)(z / (z * z - 1) * (last + z * before));
-  }
-  for (int64_t r = h - 2; r >= 0; r--)
-    for (int64_t c = 0; c < m; c++)
-      img[r * w + c0 + c] = (float)(z * (img[(r + 1) * w + c0 + c] - img[r * w + c0 + c]));
-}
-
+/* Cubic B-spline prefiltering in place (lib/reg/prefilter.h, shared with
+ * the GPU): rows one by one; columns as whole rows at a time. */
 void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < h; r++) prefilter_row(img + r * w, w);
+    for (int64_t r = 0; r < h; r++) accel__reg_prefilter_row(img + r * w, w);
 #pragma omp for schedule(static)
-    for (int64_t c0 = 0; c0 < w; c0 += 64) prefilter_cols(img, w, h, c0, c0 + 64 < w ? c0 + 64 : w);
+    for (int64_t c0 = 0; c0 < w; c0 += 64) accel__reg_prefilter_cols(img, w, h, c0, c0 + 64 < w ? c0 + 64 : w);
   }
 }
