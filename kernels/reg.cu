@@ -7,11 +7,20 @@
  * -fmad=false, the host without contraction), so the GPU maps every pixel to
  * the same point as the CPU.
  *
- * - pyramid: a separable Gaussian, the horizontal pass evaluated only at the
- *   kept columns of the rows a band needs, the vertical pass at the kept
- *   rows. The whole image when it fits the device memory budget, else bands
- *   of output rows with the input rows they reach (the kernel's radius on
- *   each side, mirrored at the edges).
+ * - pyramid: the CPU op's separable Gaussian (float taps and sums), the
+ *   vertical pass at the kept rows, the horizontal pass at the kept columns
+ *   of those. The whole image when it fits the device memory budget, else
+ *   bands of output rows with the input rows they reach (the kernel's radius
+ *   on each side, clamped at the edges). The moving level's cubic B-spline
+ *   coefficients (lib/reg/prefilter.h) with a thread per row, then per
+ *   column.
+ * - level: the images of the level uploaded once, the backend-neutral
+ *   optimizer of lib/reg/level.c run on the host with a device evaluator:
+ *   one thread per control-grid cell forms the cell's sums in sample order
+ *   (lib/reg/level_cell.h, the CPU's code), then each gradient entry and
+ *   Gauss-Newton block gathers its cells' terms in the order the CPU adds
+ *   them, and the scalar sums are added on the host in cell order: the
+ *   CPU's result to the bit.
  * - warp: the output in tiles, each computed on the device and downloaded
  *   into the caller's array (pitched copies when its rows allow, else through
  *   a host staging buffer). The source (the input, or for cubic
@@ -26,8 +35,10 @@
 #include "cuda_util.h"
 
 #include "reg/interp.h"
+#include "reg/level_cell.h"
 #include "reg/ops.h"
 #include "reg/prealign.h"
+#include "reg/prefilter.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -227,6 +238,34 @@ accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float
   return s;
 }
 
+/* The level's cubic B-spline coefficients (lib/reg/prefilter.h): a thread
+ * per row, then a thread per column. */
+struct prefilter_rows_f {
+  float *img;
+  int64_t w;
+  __host__ __device__ void operator()(uint64_t r) const { accel__reg_prefilter_row(img + (int64_t)r * w, w); }
+};
+
+struct prefilter_cols_f {
+  float *img;
+  int64_t w, h;
+  __host__ __device__ void operator()(uint64_t c) const {
+    accel__reg_prefilter_cols(img, w, h, (int64_t)c, (int64_t)c + 1);
+  }
+};
+
+accel_status coefficients(accel__executor *x, const accel__reg_pyramid_job *job, char *why) {
+  const size_t n = (size_t)(job->width * job->height);
+  dbuf d;
+  accel_status s = d.put(x, job->out, n, why, "upload the level");
+  if (!s) s = each(x, (uint64_t)job->height, prefilter_rows_f{d.as<float>(), job->width}, why, "prefilter the rows");
+  if (!s)
+    s = each(x, (uint64_t)job->width, prefilter_cols_f{d.as<float>(), job->width, job->height}, why,
+             "prefilter the columns");
+  if (!s) s = download(x, job->out, d.p, sizeof(float) * n, why, "download the coefficients");
+  return s;
+}
+
 accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_job *job) {
   char *why = call->why;
   if (job->width <= 0 || job->height <= 0) return ACCEL_OK;
@@ -245,6 +284,8 @@ accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_j
   hbuf staging;
   for (int64_t i0 = 0; i0 < job->height && !s; i0 += p.band)
     s = pyramid_band(x, p, dk.as<float>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, why);
+  dk.reset();
+  if (!s && job->coefficients) s = coefficients(x, job, why);
   if (s) x->drain();
   return s;
 }
@@ -467,11 +508,211 @@ accel_status warp_on_device(accel__call *call, accel__reg_warp_job *job) {
   return with_device(call, [&](accel__executor *x) { return warp(x, call, job); });
 }
 
+/* ---------------------------------------------------------------- level */
+
+/* One cell's sums (lib/reg/level_cell.h, the CPU's code), into its slot. */
+struct cell_f {
+  accel__reg_geom g; /* axes on the device */
+  accel__reg_cell_in in;
+  const double *params;
+  double density;
+  uint64_t stream;
+  bool grad, normal;
+  accel__reg_cell_acc *acc;
+  double *sums; /* cells x ACCEL__REG_SUMS */
+  __host__ __device__ void operator()(uint64_t c) const {
+    accel__reg_cell_in e = in;
+    e.g = &g;
+    accel__reg_cell_acc *a = acc + c;
+    memset(a, 0, sizeof *a);
+    accel__reg_cell_eval(&e, params, (int64_t)c % g.ax.cells, (int64_t)c / g.ax.cells, density, stream, grad, normal,
+                         a);
+    for (int k = 0; k < ACCEL__REG_SUMS; k++) sums[c * ACCEL__REG_SUMS + k] = a->s[k];
+  }
+};
+
+/* A node's gradient terms gathered colour by colour (the CPU's order of
+ * additions): MSE into out (2n), NCC into out, out + 2n, out + 4n (gf, gm,
+ * g1). */
+struct gather_grad_f {
+  const accel__reg_cell_acc *acc;
+  int64_t nx, n, cx_n, cy_n;
+  bool ncc;
+  double *out;
+  __host__ __device__ void operator()(uint64_t k) const {
+    const int64_t i = (int64_t)k % nx, j = (int64_t)k / nx;
+    double v[6] = {0, 0, 0, 0, 0, 0};
+    for (int colour = 0; colour < 16; colour++) {
+      int64_t cx, cy;
+      int t;
+      if (!accel__reg_cell_of(i, j, colour, cx_n, cy_n, &cx, &cy, &t)) continue;
+      const accel__reg_cell_acc *a = acc + cy * cx_n + cx;
+      v[0] += a->ga[0][t], v[1] += a->ga[1][t];
+      if (ncc) v[2] += a->gb[0][t], v[3] += a->gb[1][t], v[4] += a->gc[0][t], v[5] += a->gc[1][t];
+    }
+    for (int m = 0; m < (ncc ? 3 : 1); m++) {
+      out[2 * n * m + (int64_t)k] = v[2 * m];
+      out[2 * n * m + n + (int64_t)k] = v[2 * m + 1];
+    }
+  }
+};
+
+/* One block of the Gauss-Newton matrix (node a, neighbour d of 7 x 7),
+ * gathered colour by colour. */
+struct gather_normal_f {
+  const accel__reg_cell_acc *acc;
+  int64_t nx, cx_n, cy_n;
+  double *out;
+  __host__ __device__ void operator()(uint64_t e) const {
+    const int64_t a = (int64_t)e / ACCEL__REG_NB, d = (int64_t)e % ACCEL__REG_NB;
+    const int64_t i = a % nx, j = a / nx, ib = i + d % 7 - 3, jb = j + d / 7 - 3;
+    double v[3] = {0, 0, 0};
+    for (int colour = 0; colour < 16; colour++) {
+      int64_t cx, cy;
+      int t;
+      if (!accel__reg_cell_of(i, j, colour, cx_n, cy_n, &cx, &cy, &t)) continue;
+      if (ib < cx || ib > cx + 3 || jb < cy || jb > cy + 3) continue;
+      const int u = (int)((jb - cy) * 4 + (ib - cx));
+      const accel__reg_cell_acc &c = acc[cy * cx_n + cx];
+      v[0] += c.L[0][t][u], v[1] += c.L[1][t][u], v[2] += c.L[2][t][u];
+    }
+    for (int m = 0; m < 3; m++) out[e * 3 + m] = v[m];
+  }
+};
+
+/* The device evaluator's state: the level's images, axes and work arrays,
+ * uploaded or allocated once for the level. */
+struct level_dev {
+  accel__executor *x;
+  const accel__reg_geom *g; /* host */
+  accel__reg_geom dg;       /* axes on the device */
+  accel__reg_cell_in in;    /* device images and base */
+  int64_t n, cells;
+  dbuf fixed, moving, mask, axx, axy, base, params, acc, sums, grad, normal;
+  double *h_sums, *h_grad; /* host: cells x SUMS; NCC's 6n */
+};
+
+accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *why) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
+  const size_t nb = job->base.params ? (size_t)(2 * job->base.nx * job->base.ny) : 0;
+  accel_status s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
+  if (!s) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
+  if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
+  if (!s) s = d.axx.put(x, g->ax.first, (size_t)(g->ax.cells + 1), why, "upload the cells");
+  if (!s) s = d.axy.put(x, g->ay.first, (size_t)(g->ay.cells + 1), why, "upload the cells");
+  if (!s) s = d.base.put(x, job->base.params, nb, why, "upload the base transform");
+  if (!s) s = d.params.get(x, sizeof(double) * (size_t)(2 * d.n), why);
+  if (!s) s = d.acc.get(x, sizeof(accel__reg_cell_acc) * (size_t)d.cells, why);
+  if (!s) s = d.sums.get(x, sizeof(double) * ACCEL__REG_SUMS * (size_t)d.cells, why);
+  if (!s) s = d.grad.get(x, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
+  if (!s) s = d.normal.get(x, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
+  if (s) return s;
+  d.dg = *g;
+  d.dg.ax.first = d.axx.as<int64_t>();
+  d.dg.ay.first = d.axy.as<int64_t>();
+  d.in.g = nullptr; /* each cell points it at its own copy of dg */
+  d.in.fixed = d.fixed.as<float>();
+  d.in.moving = d.moving.as<float>();
+  d.in.mask = job->mask ? d.mask.p : nullptr;
+  d.in.base = job->base;
+  d.in.base.params = nb ? d.base.as<double>() : nullptr;
+  return ACCEL_OK;
+}
+
+/* The evaluator (lib/reg/level.h): the cells' sums on the device, the
+ * gradient and matrix gathered there, the scalar sums added on the host in
+ * cell order, then the CPU's finish. */
+accel_status level_eval(accel__call *call, void *state, const double *params, int set, int32_t iteration, double *value,
+                        int64_t *count, double *grad, double *normal) {
+  level_dev &d = *(level_dev *)state;
+  accel__executor *x = d.x;
+  char *why = call->why;
+  const accel__reg_geom *g = d.g;
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
+  const cell_f cf = {d.dg,
+                     d.in,
+                     d.params.as<double>(),
+                     accel__reg_density(g, set),
+                     accel__reg_stream(g, set, iteration),
+                     grad != nullptr,
+                     normal != nullptr,
+                     d.acc.as<accel__reg_cell_acc>(),
+                     d.sums.as<double>()};
+  accel_status s = upload(x, d.params.p, params, sizeof(double) * (size_t)(2 * d.n), why, "upload the parameters");
+  if (!s) s = each(x, (uint64_t)d.cells, cf, why, "the cells' sums");
+  const int64_t nx = g->xf.nx, cx_n = g->ax.cells, cy_n = g->ay.cells;
+  if (!s && grad)
+    s = each(x, (uint64_t)d.n,
+             gather_grad_f{d.acc.as<accel__reg_cell_acc>(), nx, d.n, cx_n, cy_n, ncc, d.grad.as<double>()}, why,
+             "the gradient");
+  if (!s && normal)
+    s = each(x, (uint64_t)(d.n * ACCEL__REG_NB),
+             gather_normal_f{d.acc.as<accel__reg_cell_acc>(), nx, cx_n, cy_n, d.normal.as<double>()}, why,
+             "the Gauss-Newton matrix");
+  if (!s) s = download(x, d.h_sums, d.sums.p, sizeof(double) * ACCEL__REG_SUMS * (size_t)d.cells, why);
+  if (!s && grad) s = download(x, ncc ? d.h_grad : grad, d.grad.p, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
+  if (!s && normal) s = download(x, normal, d.normal.p, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
+  if (s) return s;
+  double sum[ACCEL__REG_SUMS] = {0};
+  for (int64_t c = 0; c < d.cells; c++)
+    for (int k = 0; k < ACCEL__REG_SUMS; k++) sum[k] += d.h_sums[c * ACCEL__REG_SUMS + k];
+  *count = (int64_t)sum[ACCEL__REG_SUMS - 1];
+  accel__reg_finish(g, sum, d.h_grad, d.h_grad + 2 * d.n, d.h_grad + 4 * d.n, value, grad, normal);
+  return ACCEL_OK;
+}
+
+accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *job) {
+  accel__reg_geom g;
+  accel_status s = accel__reg_geom_init(call, job, &g);
+  if (s) return s;
+  level_dev d;
+  d.x = x;
+  d.g = &g;
+  d.n = g.xf.nx * g.xf.ny;
+  d.cells = g.ax.cells * g.ay.cells;
+  d.h_sums = (double *)malloc(sizeof(double) * ACCEL__REG_SUMS * (size_t)(d.cells ? d.cells : 1));
+  d.h_grad = (double *)malloc(sizeof(double) * 6 * (size_t)d.n);
+  if (!d.h_sums || !d.h_grad) {
+    accel__why(call->why, "out of host memory for %lld cells", (long long)d.cells);
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  /* the optimizer works on a copy of the parameters: after a failure the
+   * CPU starts again from the job's own */
+  accel__reg_level_job mine = *job;
+  mine.params = nullptr;
+  if (!s && !(mine.params = (double *)malloc(sizeof(double) * 2 * (size_t)d.n))) {
+    accel__why(call->why, "out of host memory for the parameters");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  if (!s) {
+    memcpy(mine.params, job->params, sizeof(double) * 2 * (size_t)d.n);
+    mine.xf.params = mine.params;
+    s = level_setup(d, job, call->why);
+  }
+  if (!s) {
+    const accel__reg_evaluator ev = {&d, level_eval};
+    s = accel__reg_optimize(call, &mine, &g, &ev);
+  }
+  if (!s) memcpy(job->params, mine.params, sizeof(double) * 2 * (size_t)d.n);
+  if (s) x->drain();
+  free(mine.params);
+  free(d.h_sums);
+  free(d.h_grad);
+  accel__reg_geom_free(&g);
+  return s;
+}
+
+accel_status level_on_device(accel__call *call, accel__reg_level_job *job) {
+  return with_device(call, [&](accel__executor *x) { return level(x, call, job); });
+}
+
 } // namespace
 
 extern "C" const accel__reg_ops accel__cuda_reg_ops = {
     /* .pyramid = */ pyramid_on_device,
-    /* .level = */ nullptr,
+    /* .level = */ level_on_device,
     /* .warp = */ warp_on_device,
     /* .prealign = */ accel__reg_cuda_prealign,
 };
