@@ -5,6 +5,7 @@
 #include "testutil.h"
 
 #include "accel/reg.h"
+#include "reg/transform.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -618,6 +619,40 @@ START_TEST(layers_types_channels_regions) {
 }
 END_TEST
 
+/* Colour layers warped one channel at a time (as large ones are) give the
+ * bits of all channels at once; U8 in and F32 out is the F32 warp of the
+ * same values. */
+START_TEST(channels_one_at_a_time_equal_all_at_once) {
+  const int64_t w = 45, h = 38, chans = _i ? 4 : 3, n = w * h * chans;
+  accel_reg_transform *t = random_transform(w, h, 16, 5, 71);
+  uint8_t *img = malloc((size_t)n);
+  float *fimg = malloc((size_t)n * sizeof *fimg), *a = malloc((size_t)n * sizeof *a),
+        *b = malloc((size_t)n * sizeof *b);
+  for (int64_t i = 0; i < n; i++) img[i] = (uint8_t)(i * 2654435761u >> 24), fimg[i] = img[i];
+  const int64_t shape[3] = {h, w, chans};
+  accel_array in = array_of(img, ACCEL_DTYPE_U8, 3, shape), fin = array_of(fimg, ACCEL_DTYPE_F32, 3, shape);
+  accel_array oa = array_of(a, ACCEL_DTYPE_F32, 3, shape), ob = array_of(b, ACCEL_DTYPE_F32, 3, shape);
+  accel_ctx *ctx = cpu_ctx();
+  const int64_t keep = accel__reg_coef_all_bytes;
+  ck_assert_int_eq(warp1(ctx, t, &in, &oa, ACCEL_REG_INTERP_CUBIC, 3, -4, 2, 0), ACCEL_OK);
+  accel__reg_coef_all_bytes = 0;
+  ck_assert_int_eq(warp1(ctx, t, &in, &ob, ACCEL_REG_INTERP_CUBIC, 3, -4, 2, 0), ACCEL_OK);
+  accel__reg_coef_all_bytes = keep;
+  ck_assert(memcmp(a, b, (size_t)n * sizeof *a) == 0);
+  ck_assert_int_eq(warp1(ctx, t, &fin, &ob, ACCEL_REG_INTERP_CUBIC, 3, -4, 2, 0), ACCEL_OK);
+  ck_assert(memcmp(a, b, (size_t)n * sizeof *a) == 0);
+  ck_assert_int_eq(warp1(ctx, t, &in, &oa, ACCEL_REG_INTERP_LINEAR, 3, -4, 2, 0), ACCEL_OK);
+  ck_assert_int_eq(warp1(ctx, t, &fin, &ob, ACCEL_REG_INTERP_LINEAR, 3, -4, 2, 0), ACCEL_OK);
+  ck_assert(memcmp(a, b, (size_t)n * sizeof *a) == 0);
+  accel_ctx_destroy(ctx);
+  accel_reg_transform_destroy(t);
+  free(img);
+  free(fimg);
+  free(a);
+  free(b);
+}
+END_TEST
+
 typedef struct progress_log {
   int calls, cancel_at;
   double last;
@@ -798,6 +833,7 @@ static Suite *suite_reg_transform(void) {
   tcase_add_test(tc, identity_and_integer_shifts_are_exact);
   tcase_add_loop_test(tc, tiles_and_threads_do_not_matter, 0, 2);
   tcase_add_loop_test(tc, layers_types_channels_regions, 0, 2);
+  tcase_add_loop_test(tc, channels_one_at_a_time_equal_all_at_once, 0, 2);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, bad_warp_arguments);
   return suite_of("reg_transform", tc);

@@ -116,6 +116,10 @@ static accel_status parse_file(accel_ctx *ctx, const char *path, pfile *f) {
   memset(f, 0, sizeof *f);
   f->path = path;
   accel_status s = accel__load(ctx, LOAD, path, read_text, f);
+  if (s) {
+    pfile_free(f);
+    return s;
+  }
   char *p = f->text, *t = f->text + f->size;
   int line = 1;
   while (!s && p < t) {

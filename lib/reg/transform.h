@@ -32,6 +32,11 @@ accel_status accel__reg_transform_new_linear(accel_ctx *ctx, int64_t width, int6
  * False for an unknown kind. */
 bool accel__reg_fold_linear(accel_reg_linear_kind kind, const double *v, const double *c, double m[4], double b[2]);
 
+/* warp.c: the largest coefficient buffer of a layer's channels together
+ * (bytes); a layer whose coefficients would pass it is warped one channel at
+ * a time. 1 GiB; tests lower it. */
+extern int64_t accel__reg_coef_all_bytes;
+
 /* The per-point view of a transform (params points into t). */
 void accel__reg_xform_of(const accel_reg_transform *t, accel__reg_xform *x);
 

@@ -11,10 +11,11 @@
  * uses: the causal sum truncated after 18 terms (|z|^18 < 1e-10, ITK's
  * tolerance) when the line is longer, the exact mirrored sum otherwise; the
  * anticausal start z / (z^2 - 1) (z c[n-2] + c[n-1]); a line of one sample
- * stays as it is. Rows are filtered in double, columns in float.
+ * stays as it is. Lines of more than 18 samples are filtered in float,
+ * shorter ones (with the exact start) in double.
  *
  * The coefficients of one layer take 4 bytes per pixel and channel: a
- * multi-channel layer whose coefficients would pass COEF_ALL_BYTES is
+ * multi-channel layer whose coefficients would pass accel__reg_coef_all_bytes is
  * prefiltered and warped one channel at a time (the same result).
  */
 #include "reg/ops.h"
@@ -29,8 +30,9 @@
 
 #define WARP_OPTIONS_V1 sizeof(accel_reg_warp_options)
 
-/* Above this, channels are prefiltered and warped one at a time. */
-#define COEF_ALL_BYTES ((int64_t)1 << 30)
+/* Above this, channels are prefiltered and warped one at a time (tests
+ * lower it to compare both ways). */
+int64_t accel__reg_coef_all_bytes = (int64_t)1 << 30;
 /* The causal start's terms: ceil(log(1e-10) / log(2 - sqrt(3))). */
 #define HORIZON 18
 /* Columns per strip of the column pass. */
@@ -73,52 +75,102 @@ static void line_coefficients(double *c, int64_t n) {
   for (int64_t k = n - 2; k >= 0; k--) c[k] = z * (c[k + 1] - c[k]);
 }
 
-static inline double sample(const char *p, accel_dtype d) {
-  return d == ACCEL_DTYPE_U8    ? (double)*(const uint8_t *)p
-         : d == ACCEL_DTYPE_U16 ? (double)*(const uint16_t *)p
-                                : (double)*(const float *)p;
+/* Lines (rows of one channel) filtered together, one per lane of a
+ * vector: the recursions along a line are chains of dependent operations,
+ * LANES independent lines keep the arithmetic units busy. */
+#define LANES 8
+
+/* One line of `in` (row r, channel k) times the gain (none for a line of
+ * one sample, which stays as it is) into t[x * LANES]; false for a
+ * non-finite F32 sample. */
+static bool load_line(const accel_array *in, int64_t r, int64_t k, float *t) {
+  const int64_t w = in->shape[1], s1 = in->strides[1];
+  const float gain = w > 1 ? 6.0f : 1.0f;
+  const char *p = (const char *)in->data + r * in->strides[0] + (in->ndim == 3 ? k * in->strides[2] : 0);
+  bool finite = true;
+  switch (in->dtype) {
+  case ACCEL_DTYPE_U8:
+    for (int64_t x = 0; x < w; x++) t[x * LANES] = gain * (float)*(const uint8_t *)(p + x * s1);
+    break;
+  case ACCEL_DTYPE_U16:
+    for (int64_t x = 0; x < w; x++) t[x * LANES] = gain * (float)*(const uint16_t *)(p + x * s1);
+    break;
+  default:
+    for (int64_t x = 0; x < w; x++) {
+      const float v = *(const float *)(p + x * s1);
+      finite = finite && isfinite(v);
+      t[x * LANES] = gain * v;
+    }
+  }
+  return finite;
+}
+
+/* The recursions of line_coefficients on LANES lines of n > HORIZON samples
+ * at once, in float. */
+static void lanes_coefficients(float *t, int64_t n) {
+  const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
+  float sum[LANES], zn = z;
+  for (int l = 0; l < LANES; l++) sum[l] = t[l];
+  for (int64_t k = 1; k < HORIZON; k++, zn *= z)
+    for (int l = 0; l < LANES; l++) sum[l] += zn * t[k * LANES + l];
+  for (int l = 0; l < LANES; l++) t[l] = sum[l];
+  for (int64_t k = 1; k < n; k++)
+    for (int l = 0; l < LANES; l++) t[k * LANES + l] += z * t[(k - 1) * LANES + l];
+  for (int l = 0; l < LANES; l++) t[(n - 1) * LANES + l] = za * (z * t[(n - 2) * LANES + l] + t[(n - 1) * LANES + l]);
+  for (int64_t k = n - 2; k >= 0; k--)
+    for (int l = 0; l < LANES; l++) t[k * LANES + l] = z * (t[(k + 1) * LANES + l] - t[k * LANES + l]);
+}
+
+/* Lines [l0, l0 + LANES) of the h * nc lines (row-major, channel fastest)
+ * into coef; false for a non-finite sample (*bad: its row). */
+static bool lines_block(const accel_array *in, int64_t ch, int64_t nc, int64_t l0, float *t, float *coef,
+                        int64_t *bad) {
+  const int64_t w = in->shape[1], lines = in->shape[0] * nc;
+  for (int l = 0; l < LANES; l++) {
+    if (l0 + l >= lines) {
+      for (int64_t x = 0; x < w; x++) t[x * LANES + l] = 0.0f;
+    } else if (!load_line(in, (l0 + l) / nc, ch + (l0 + l) % nc, t + l)) {
+      *bad = (l0 + l) / nc;
+      return false;
+    }
+  }
+  if (w > HORIZON) {
+    lanes_coefficients(t, w);
+  } else if (w > 1) {
+    double line[HORIZON];
+    for (int l = 0; l < LANES; l++) {
+      for (int64_t x = 0; x < w; x++) line[x] = t[x * LANES + l];
+      line_coefficients(line, w);
+      for (int64_t x = 0; x < w; x++) t[x * LANES + l] = (float)line[x];
+    }
+  }
+  for (int l = 0; l < LANES && l0 + l < lines; l++) {
+    float *dst = coef + (l0 + l) / nc * w * nc + (l0 + l) % nc;
+    for (int64_t x = 0; x < w; x++) dst[x * nc] = t[x * LANES + l];
+  }
+  return true;
 }
 
 /* Rows: channels [ch, ch + nc) of `in` into coef (h, w, nc), filtered along
  * x. Returns 0, 1 for a non-finite F32 sample (the first such row in
  * *bad_row) or 2 when out of memory. */
 static int prefilter_rows(const accel_array *in, int64_t ch, int64_t nc, float *coef, int threads, int64_t *bad_row) {
-  const int64_t h = in->shape[0], w = in->shape[1];
-  const int64_t s2 = in->ndim == 3 ? in->strides[2] : 0;
+  const int64_t w = in->shape[1], blocks = (in->shape[0] * nc + LANES - 1) / LANES;
   int64_t bad = INT64_MAX;
   int nomem = 0;
 #pragma omp parallel num_threads(threads)
   {
-    double *line = malloc((size_t)w * sizeof *line);
-    if (!line) {
+    float *t = malloc((size_t)w * LANES * sizeof *t);
+    if (!t) {
 #pragma omp atomic write
       nomem = 1;
     }
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < h; r++) {
-      if (!line) continue;
-      const char *row = (const char *)in->data + r * in->strides[0];
-      for (int64_t k = 0; k < nc; k++) {
-        const char *p = row + (ch + k) * s2;
-        bool finite = true;
-        for (int64_t x = 0; x < w; x++) {
-          line[x] = sample(p + x * in->strides[1], in->dtype);
-          finite = finite && isfinite(line[x]);
-        }
-        if (!finite) {
-#pragma omp critical(accel_reg_prefilter_bad)
-          bad = r < bad ? r : bad;
-          break;
-        }
-        if (w > 1) {
-          for (int64_t x = 0; x < w; x++) line[x] *= 6.0;
-          line_coefficients(line, w);
-        }
-        float *dst = coef + r * w * nc + k;
-        for (int64_t x = 0; x < w; x++) dst[x * nc] = (float)line[x];
-      }
+#pragma omp for schedule(static) reduction(min : bad)
+    for (int64_t b = 0; b < blocks; b++) {
+      int64_t row;
+      if (t && !lines_block(in, ch, nc, b * LANES, t, coef, &row)) bad = row < bad ? row : bad;
     }
-    free(line);
+    free(t);
   }
   *bad_row = bad;
   return nomem ? 2 : bad != INT64_MAX ? 1 : 0;
@@ -272,7 +324,7 @@ static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp
     job->progress_base = base, job->progress_span = span;
     return accel__dispatch(ctx, "reg.warp", run_warp, job);
   }
-  const int64_t group = h * w * nc * 4 <= COEF_ALL_BYTES ? nc : 1, passes = nc / group;
+  const int64_t group = h * w * nc * 4 <= accel__reg_coef_all_bytes ? nc : 1, passes = nc / group;
   size_t bytes;
   float *coef = NULL;
   if (accel__mul_overflow((size_t)(h * w * group), sizeof(float), &bytes) || !(coef = malloc(bytes)))
