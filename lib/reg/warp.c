@@ -15,8 +15,10 @@
  * shorter ones (with the exact start) in double.
  *
  * The coefficients of one layer take 4 bytes per pixel and channel: a
- * multi-channel layer whose coefficients would pass accel__reg_coef_all_bytes is
- * prefiltered and warped one channel at a time (the same result).
+ * large layer is warped band by band of output rows, each band with the
+ * coefficients of the moving rows it reaches (cubic_band), all channels
+ * together, or one channel at a time when even a band's would pass
+ * accel__reg_coef_all_bytes (the same result).
  */
 #include "reg/ops.h"
 #include "reg/transform.h"
