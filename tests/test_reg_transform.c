@@ -476,6 +476,38 @@ START_TEST(warp_equals_reference) {
 }
 END_TEST
 
+/* Images of one or a few pixels a side (the prefilter's lines of one
+ * sample and short lines with the exact mirrored start, mirrors that fold
+ * twice) against the reference, both interpolations. */
+START_TEST(small_images_equal_reference) {
+  static const int64_t sizes[][2] = {{1, 1}, {1, 7}, {6, 1}, {2, 3}, {19, 17}, {3, 40}};
+  const int64_t w = sizes[_i][0], h = sizes[_i][1], ow = w + 4, oh = h + 4;
+  accel_reg_grid g = {{w, h}, {4, 4}, {4.0, 3.0}, {-3.0, -2.5}};
+  accel_reg_transform *t;
+  ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &t), ACCEL_OK);
+  double p[32];
+  uint32_t seed = 91 + (uint32_t)_i;
+  for (int k = 0; k < 32; k++) p[k] = 0.7 * (2 * urand(&seed) - 1);
+  ck_assert_int_eq(accel_reg_transform_set_parameters(t, p, 32), ACCEL_OK);
+  float img[40 * 40], got[44 * 44];
+  double src[40 * 40], want[44 * 44];
+  make_image(img, w, h, 1, 9);
+  for (int64_t i = 0; i < w * h; i++) src[i] = img[i];
+  const int64_t si[2] = {h, w}, so[2] = {oh, ow};
+  accel_array in = array_of(img, ACCEL_DTYPE_F32, 2, si), out = array_of(got, ACCEL_DTYPE_F32, 2, so);
+  accel_ctx *ctx = cpu_ctx();
+  for (int interp = 1; interp <= 3; interp += 2) {
+    reference_warp(t, src, w, h, interp == 3, 99, -2, -2, ow, oh, want);
+    ck_assert_int_eq(warp1(ctx, t, &in, &out, interp, 99, -2, -2, 0), ACCEL_OK);
+    for (int64_t i = 0; i < ow * oh; i++)
+      EXPECT(fabs((double)got[i] - want[i]) <= 1e-3, "%lld x %lld interp %d pixel %lld: %g, reference %g", (long long)w,
+             (long long)h, interp, (long long)i, (double)got[i], want[i]);
+  }
+  accel_ctx_destroy(ctx);
+  accel_reg_transform_destroy(t);
+}
+END_TEST
+
 /* The identity reproduces the input: F32 exactly with linear interpolation,
  * to float rounding with cubic, integers exactly with both; an initial
  * translation by whole pixels shifts exactly. */
@@ -870,6 +902,7 @@ static Suite *suite_reg_transform(void) {
   tcase_add_loop_test(tc, bad_files_are_errors, 0, (int)(sizeof BAD_FILES / sizeof BAD_FILES[0]));
   tcase_add_test(tc, bad_arguments_of_files);
   tcase_add_loop_test(tc, warp_equals_reference, 0, 4);
+  tcase_add_loop_test(tc, small_images_equal_reference, 0, 6);
   tcase_add_test(tc, identity_and_integer_shifts_are_exact);
   tcase_add_loop_test(tc, tiles_and_threads_do_not_matter, 0, 2);
   tcase_add_loop_test(tc, layers_types_channels_regions, 0, 2);
