@@ -104,6 +104,59 @@ static float *transformix_field(const char *dir, const char *path, int64_t w, in
   return out;
 }
 
+/* Files elastix 5.0.1 wrote (tests/data/reg, README there): each linear
+ * transform and a B-spline on an affine initial transform (named relative to
+ * the file, as elastix writes a name given relative). Ours loads them as
+ * written and gives transformix's field; without transformix, the loads. */
+START_TEST(elastix_files_give_transformix_fields) {
+  static const char *const names[] = {"elastix_translation.txt", "elastix_euler.txt", "elastix_affine.txt",
+                                      "elastix_bspline_on_affine.txt"};
+  static const accel_reg_linear_kind kinds[] = {ACCEL_REG_LINEAR_TRANSLATION, ACCEL_REG_LINEAR_RIGID,
+                                                ACCEL_REG_LINEAR_AFFINE, ACCEL_REG_LINEAR_AFFINE};
+  char path[600];
+  snprintf(path, sizeof path, "%s/reg/%s", TEST_DATA_DIR, names[_i]);
+  accel_reg_transform *t = NULL;
+  ck_assert_msg(accel_reg_transform_load(NULL, path, &t) == ACCEL_OK, "%s", accel_last_error(NULL));
+  accel_reg_linear_kind kind;
+  double v[6], c[2];
+  accel_reg_transform_initial(t, &kind, v, c);
+  ck_assert_int_eq(kind, kinds[_i]);
+  ck_assert_int_eq(accel_reg_transform_count(t), _i == 3 ? 242 : 0);
+  if (_i == 2) ck_assert(v[0] == 0.9979 && v[5] == -0.334823 && c[0] == 255.5 && c[1] == 255.5);
+  if (access(TRANSFORMIX, X_OK) != 0) {
+    printf("SKIP elastix_files_give_transformix_fields (transformix part): no %s\n", TRANSFORMIX);
+    accel_reg_transform_destroy(t);
+    return;
+  }
+  /* transformix reads relative names from its working directory: both files go to one */
+  char *dir = make_temp_dir(), cmd[2000], raw[600];
+  for (int k = 0; k < 2; k++) {
+    const char *name = k ? names[_i] : names[2];
+    snprintf(path, sizeof path, "%s/reg/%s", TEST_DATA_DIR, name);
+    char *text = read_text(path), *tif = strstr(text, "(ResultImageFormat \"tif\")");
+    if (tif) memcpy(tif, "(ResultImageFormat \"mhd\")", 25);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    write_text(path, text);
+    free(text);
+  }
+  snprintf(cmd, sizeof cmd, "cd '%s' && %s -def all -tp '%s' -out . > /dev/null 2>&1", dir, TRANSFORMIX, names[_i]);
+  ck_assert_msg(system(cmd) == 0, "transformix failed: %s", cmd);
+  snprintf(raw, sizeof raw, "%s/deformationField.raw", dir);
+  const int64_t shape[3] = {512, 512, 2};
+  accel_buffer *b = NULL;
+  ck_assert_msg(accel_raw_load(NULL, raw, ACCEL_DTYPE_F32, 3, shape, 0, &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+  const float *theirs = view_of(b).data, *ours = field_of(t, 512, 512);
+  double worst = 0;
+  for (int64_t i = 0; i < 512 * 512; i++)
+    for (int d = 0; d < 2; d++) worst = fmax(worst, fabs((double)theirs[2 * i + d] - (double)ours[d * 512 * 512 + i]));
+  ck_assert_msg(worst <= 1e-4, "%s: largest difference %g px", names[_i], worst);
+  free((void *)ours);
+  accel_buffer_destroy(b);
+  accel_reg_transform_destroy(t);
+  remove_dir(dir);
+}
+END_TEST
+
 /* Save t, run transformix on the file, compare its field with ours. */
 static double transformix_difference(const accel_reg_transform *t) {
   accel_reg_grid g;
@@ -897,6 +950,7 @@ static const shared_run REG_SHARED = {"--shared", REG_DATA "/tex_512_s1/Transfor
 static Suite *suite_reg_transform(void) {
   TCase *tc = new_case("reg_transform", 300, NULL, NULL);
   tcase_add_test(tc, transformix_reads_our_files);
+  tcase_add_loop_test(tc, elastix_files_give_transformix_fields, 0, 4);
   tcase_add_test(tc, save_and_load_round_trip);
   tcase_add_test(tc, initial_chains_fold);
   tcase_add_loop_test(tc, bad_files_are_errors, 0, (int)(sizeof BAD_FILES / sizeof BAD_FILES[0]));
