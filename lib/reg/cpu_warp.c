@@ -258,11 +258,11 @@ ALWAYS_INLINE void cubic_row(const warp_geo *g, tile_tab *tt, char *o, accel_dty
     const bool inner_x = i >= 0 && i + 3 < w;
     for (int k = 0; k < 4; k++) {
       ox[k] = (inner_x ? i + k : accel__reg_mirror(i + k, w)) * C;
-      oy[k] = (j >= 0 && j + 3 < h ? j + k : accel__reg_mirror(j + k, h)) * w * C;
+      oy[k] = ((j >= 0 && j + 3 < h ? j + k : accel__reg_mirror(j + k, h)) - g->job->coef_y0) * w * C;
     }
     if (C == 1) {
       store_out(dst, odt, inner_x ? cubic_gray(coef, oy, ox[0], wy, wx) : accel__reg_cubic_sum(coef, oy, ox, wy, wx));
-    } else if (C == 4 || max4(oy) + max4(ox) + 4 <= h * w * C) {
+    } else if (C == 4 || max4(oy) + max4(ox) + 4 <= g->job->coef_rows * w * C) {
       const v4f v = cubic_colour(coef, oy, ox, wy, wx);
       for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * g->os2, odt, v[ch]);
     } else { /* the image's last pixel: the 4th lane would read past the coefficients */
