@@ -379,7 +379,8 @@ struct warp_plan {
   layout out;
   int64_t sw, sh, ch; /* the source */
   accel_dtype sdt;
-  size_t s_row; /* bytes of a source row */
+  size_t s_row;     /* bytes of a source row */
+  int64_t y0, rows; /* the source rows the job holds: all of in's, or coef's band */
   int64_t tile;
   bool whole; /* the source uploaded once */
 };
@@ -395,7 +396,7 @@ uint64_t tile_bytes(const warp_plan &p, int64_t t) {
  * asked for. */
 void plan_tiles(accel__executor *x, warp_plan &p) {
   const int64_t side = p.out.rows > p.out.cols ? p.out.rows : p.out.cols, asked = p.job->tile > 0 ? p.job->tile : 128;
-  const uint64_t src = p.s_row * (uint64_t)p.sh, room = x->room();
+  const uint64_t src = p.s_row * (uint64_t)p.rows, room = x->room();
   p.tile = asked < 1024 ? asked * (1024 / asked) : asked;
   p.tile = p.tile < side ? p.tile : side;
   while (p.tile > 16 && src + tile_bytes(p, p.tile) > room) p.tile = (p.tile + 1) / 2;
@@ -409,7 +410,7 @@ accel_status upload_source(accel__executor *x, const warp_plan &p, int64_t lo, i
   const size_t bytes = p.s_row * (size_t)(hi - lo + 1);
   accel_status s = band.get(x, bytes, why);
   if (s) return s;
-  if (p.job->coef) return upload(x, band.p, (const uint8_t *)p.job->coef + p.s_row * (size_t)lo, bytes, why);
+  if (p.job->coef) return upload(x, band.p, (const uint8_t *)p.job->coef + p.s_row * (size_t)(lo - p.y0), bytes, why);
   return upload_rows(x, p.job->in, lo, hi + 1, band.p, staging, why);
 }
 
@@ -432,8 +433,12 @@ accel_status tile_reach(accel__executor *x, const warp_plan &p, const accel__reg
     u = h[tr + r] > u ? h[tr + r] : u;
   }
   free(h);
-  if (!s && l <= u) rows_reached(l, u, p.sh, lo, hi);
-  else if (!s) *hi = (*lo = 0) - 1;
+  if (!s && l <= u) {
+    rows_reached(l, u, p.sh, lo, hi);
+    *lo = *lo > p.y0 ? *lo : p.y0; /* the job holds every row its pixels read */
+    *hi = *hi < p.y0 + p.rows - 1 ? *hi : p.y0 + p.rows - 1;
+  }
+  if (!s && (l > u || *hi < *lo)) *hi = (*lo = p.y0) - 1;
   return s;
 }
 
@@ -442,7 +447,7 @@ accel_status warp_tile(accel__executor *x, const warp_plan &p, const accel__reg_
   const accel__reg_warp_job *job = p.job;
   const int64_t tr = p.tile < p.out.rows - r0 ? p.tile : p.out.rows - r0;
   const int64_t tc = p.tile < p.out.cols - c0 ? p.tile : p.out.cols - c0;
-  int64_t lo = 0, hi = p.sh - 1;
+  int64_t lo = p.y0, hi = p.y0 + p.rows - 1;
   accel_status s = ACCEL_OK;
   if (!p.whole) {
     s = tile_reach(x, p, dxf, r0, c0, tr, tc, &lo, &hi, why);
@@ -477,6 +482,8 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   p.ch = in.ch;
   p.sdt = job->coef ? ACCEL_DTYPE_F32 : job->in->dtype;
   p.s_row = (size_t)(p.sw * p.ch) * (job->coef ? sizeof(float) : in.es);
+  p.y0 = job->coef ? job->coef_y0 : 0;
+  p.rows = job->coef ? job->coef_rows : in.rows;
   if (job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef) return accel__decline(call, "no cubic coefficients");
   const size_t np = job->xf.params ? (size_t)(2 * job->xf.nx * job->xf.ny) : 0;
   dbuf dparams, src;
@@ -485,7 +492,7 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   accel__reg_xform dxf = job->xf;
   dxf.params = np ? dparams.as<double>() : nullptr;
   if (!s) plan_tiles(x, p);
-  if (!s && p.whole) s = upload_source(x, p, 0, p.sh - 1, src, in_stage, why);
+  if (!s && p.whole) s = upload_source(x, p, p.y0, p.y0 + p.rows - 1, src, in_stage, why);
   const int64_t across = p.tile ? (p.out.cols + p.tile - 1) / p.tile : 0;
   const int64_t tiles = p.tile ? across * ((p.out.rows + p.tile - 1) / p.tile) : 0;
   for (int64_t i = 0, reported = 0; i < tiles && !s; i++) {

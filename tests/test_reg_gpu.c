@@ -219,6 +219,8 @@ static void warp_case_init(warp_case *c, accel_dtype in_dt, accel_dtype out_dt, 
   c->job.in = &c->in.a;
   c->job.out = &c->cpu.a;
   c->job.coef = interp == ACCEL_REG_INTERP_CUBIC ? c->coef : NULL;
+  c->job.coef_y0 = 0;
+  c->job.coef_rows = H;
   c->job.interp = interp;
   c->job.fill = 17;
   c->job.tile = 128;
@@ -526,6 +528,49 @@ START_TEST(warp_progress_and_cancel_in_emulation) {
 }
 END_TEST
 
+/* Through accel_reg_warp, with the cubic warp cut into bands of output rows
+ * (each job holding the coefficients of the moving rows it reaches): the
+ * GPU's output is the CPU's, for F32 and U8 outputs, whole and in tiles. */
+START_TEST(warp_coefficient_bands_equal_cpu_in_emulation) {
+  enum { H = 150, W = 64, C = 3 };
+  image in = make_image(ACCEL_DTYPE_F32, H, W, C, LAYOUT_PADDED, 21);
+  accel_reg_transform *t = make_transform(W, H, 3.0, 8);
+  const int64_t keep = accel__reg_band_bytes;
+  accel__reg_band_bytes = 40 * W * C * 4; /* bands of 20 output rows */
+  accel_ctx *cpu = cpu_ctx();
+  for (int budget = 0; budget < 2; budget++) {
+    set_emulated_gpu_budget(budget ? 90000 : 0);
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+    for (int k = 0; k < 2; k++) {
+      const accel_dtype dt = k ? ACCEL_DTYPE_U8 : ACCEL_DTYPE_F32;
+      image a = make_image(dt, H, W, C, LAYOUT_DENSE, 0), b = make_image(dt, H, W, C, LAYOUT_DENSE, 0);
+      const accel_array *ins[1] = {&in.a}, *oa[1] = {&a.a}, *ob[1] = {&b.a};
+      accel_reg_warp_options o;
+      accel_reg_warp_options_init(&o, sizeof o);
+      o.tile = 16;
+      ck_assert_msg(accel_reg_warp(gpu, t, ins, oa, 1, &o) == ACCEL_OK, "%s", accel_last_error(gpu));
+      ck_assert_int_eq(accel_reg_warp(cpu, t, ins, ob, 1, &o), ACCEL_OK);
+      const double d = max_diff(&a, &b);
+      ck_assert_msg(d <= (k ? 0.0 : 1e-4), "coefficient bands (%s, budget %d): differs by %g", accel__dtype_name(dt),
+                    budget, d);
+      free(a.mem);
+      free(b.mem);
+    }
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+    ck_assert_int_ge((int)st.gpu_runs, 2 * (H / 20));
+    ck_assert_int_eq((int)st.fallbacks, 0);
+    accel_ctx_destroy(gpu);
+  }
+  accel__reg_band_bytes = keep;
+  set_emulated_gpu_budget(0);
+  accel_ctx_destroy(cpu);
+  accel_reg_transform_destroy(t);
+  free(in.mem);
+}
+END_TEST
+
 /* A budget too small for one tile: the exact fallback line and the CPU's
  * result; under DENY, the device memory error. */
 START_TEST(warp_too_small_a_budget_falls_back) {
@@ -587,6 +632,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, warp_equals_cpu_in_emulation);
   tcase_add_test(tc, warp_tiles_equal_cpu_in_emulation);
   tcase_add_test(tc, warp_source_bands_equal_cpu_in_emulation);
+  tcase_add_test(tc, warp_coefficient_bands_equal_cpu_in_emulation);
   tcase_add_test(tc, level_equals_cpu_in_emulation);
   tcase_add_test(tc, register_equals_cpu_in_emulation);
   tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
