@@ -34,7 +34,7 @@ static const accel_reg_options DEFAULTS = {
     .seed = 1,
     .metric = ACCEL_REG_METRIC_MSE,
     .optimizer = ACCEL_REG_OPTIMIZER_GAUSS_NEWTON,
-    .tolerance = 3e-3,
+    .tolerance = 1e-3,
     .window = 3,
     .validation_samples = 20000,
 };

@@ -60,8 +60,10 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
   if (grad && ncc)
     memset(e->gm, 0, sizeof(double) * (size_t)(2 * n)), memset(e->g1, 0, sizeof(double) * (size_t)(2 * n));
   if (normal) memset(normal, 0, sizeof(double) * (size_t)(n * ACCEL__REG_NB3));
+  /* Threads pay off with enough samples between the 16 rounds' barriers. */
+  const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 65536.0 : 16384.0);
   int failed = 0;
-#pragma omp parallel num_threads(call->threads) reduction(| : failed)
+#pragma omp parallel num_threads(call->threads) reduction(| : failed) if (parallel)
   {
     accel__reg_cell_acc *a = malloc(sizeof *a);
     if (!a) failed = 1;

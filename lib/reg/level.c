@@ -3,19 +3,25 @@
  * (level.h has the frame, the layouts and the evaluator interface).
  *
  * Gauss-Newton (the default; Levenberg-Marquardt damping). Every iteration
- * the evaluator gives the gradient g and the Gauss-Newton matrix N of the
- * metric on the iteration's training samples; with the bending energy
- * penalty (weight w) the objective is metric + w BE, BE = c^T K c, K the
- * exact integral of the squared second derivatives of the B-spline
- * (u_xx^2 + 2 u_xy^2 + u_yy^2, per unit area of the image), a 7 x 7 stencil
- * on the grid. The step solves (N + lambda (diag N + eps)) d = -g by
- * conjugate gradients preconditioned with the nodes' 2 x 2 diagonal blocks;
- * it is taken when the objective on the fixed validation samples
- * decreases, and lambda then shrinks by 4; otherwise lambda grows by 8 and
- * the step is solved again. After 8 refusals the level stops as
- * ACCEL_REG_STOP_STALLED. Training samples per iteration are at least
- * ACCEL__REG_GN_PER_NODE per grid node (the samples option is raised to
- * that), because the step fits every node at once.
+ * the evaluator gives the gradient g of the metric on the iteration's
+ * training samples (at least ACCEL__REG_GN_PER_NODE per grid node: the
+ * gradient decides where the iteration ends, so its noise is the result's)
+ * and the Gauss-Newton matrix N on fewer samples of its own
+ * (ACCEL__REG_GN_NORMAL_PER_NODE per node: N only shapes the step). With
+ * the bending energy penalty (weight w) the objective is metric + w BE,
+ * BE = c^T K c, K the exact integral of the squared second derivatives of
+ * the B-spline (u_xx^2 + 2 u_xy^2 + u_yy^2, per unit area of the image), a
+ * 7 x 7 stencil on the grid. The step solves (N + lambda (diag N + eps))
+ * d = -g by conjugate gradients preconditioned with the nodes' 2 x 2
+ * diagonal blocks. A node moves at most one level pixel (factor
+ * full-resolution pixels) per step: longer steps leave the range where the
+ * linearised image is a fair model and, on fine periodic texture, jump into
+ * the wrong period. The step is taken when the objective on the fixed
+ * validation samples decreases; otherwise lambda grows and the step is
+ * solved again (Nielsen's damping update: lambda shrinks by max(1/3, 1 -
+ * (2 rho - 1)^3) after a step whose actual decrease is rho times the
+ * model's, grows by 2, 4, 8, ... after refusals). After 10 refusals the
+ * level stops as ACCEL_REG_STOP_STALLED.
  *
  * Early stopping (both optimizers): the validation objective v_t after
  * iteration t (ASGD: every ASGD_EVAL_EVERY iterations, smoothed as the
@@ -33,6 +39,7 @@
 #include <string.h>
 
 #define GN_TRIES 10
+#define ASGD_EXACT_SAMPLES 100000.0
 #define LAMBDA_START 1e-2
 #define LAMBDA_MIN 1e-6
 #define GN_CG_MAX 60
@@ -93,7 +100,7 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   g->identity = m[0] == 1 && m[1] == 0 && m[2] == 0 && m[3] == 1 && g->xf.b[0] == 0 && g->xf.b[1] == 0;
   g->factor = job->factor, g->offset = job->offset, g->level = job->level;
   g->fw = job->fixed_width, g->fh = job->fixed_height, g->mw = job->moving_width, g->mh = job->moving_height;
-  g->cap = fmax((double)(1 << (o->levels - 1 - job->level)), 2.0);
+  g->cap = (double)(1 << (o->levels - 1 - job->level));
   g->seed = o->seed, g->renew = o->renew_samples, g->metric = o->metric;
   int64_t lo[2], hi[2];
   if (g->identity) {
@@ -118,6 +125,8 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   const int64_t normal = ACCEL__REG_GN_NORMAL_PER_NODE * nodes;
   g->normal_density = !gn ? 0.0 : o->samples <= 0 ? 1.0 : (double)normal / cand;
   g->normal = !gn ? 0 : g->normal_density >= 1.0 ? g->candidates : normal;
+  g->exact_density = ASGD_EXACT_SAMPLES / cand;
+  g->jacobian_density = (double)(2 * nodes > 1000 ? 2 * nodes : 1000) / cand;
   g->valid_density = o->validation_samples <= 0 ? 0.0 : (double)o->validation_samples / cand;
   g->valid = o->validation_samples <= 0 ? 0 : g->valid_density >= 1.0 ? g->candidates : o->validation_samples;
   return ACCEL_OK;
@@ -445,6 +454,187 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
   return s;
 }
 
+/* ------------------------------------------------------------ ASGD */
+
+/* elastix's AdaptiveStochasticGradientDescent (Klein, Pluim, Staring and
+ * Viergever 2009, "Adaptive stochastic gradient descent optimisation for
+ * image registration", IJCV 81) with its automatic parameter estimation
+ * ("Original"): x_{k+1} = x_k - a / (A + t_k + 1) g_k, A = 20, the time
+ * t_{k+1} = max(0, t_k + f(-g_k . g_{k-1})), f a sigmoid from fmin to
+ * fmax = 1 with f(0) = 0 and scale omega. From the B-spline Jacobians J_j
+ * at M = max(1000, parameters) points (here: 2 x P, the 16 weights w_j in
+ * each row): C = (1/M) sum J_j^T J_j, TrC, TrCC = ||C||_F^2, maxJJ =
+ * max_j 6 |w_j|^2, maxJCJ = max_j 6 w_j^T S w_j (S the per-axis block of
+ * C); from gradient measurements at the level's start perturbed by
+ * N(0, (delta / sqrt(maxJJ))^2): gg = mean |g_exact|^2 (100000 samples),
+ * ee = mean |g_exact - g_stochastic|^2; sigma1 = sqrt(gg / TrC), sigma3 =
+ * sqrt(ee / TrC), a = A delta / (sigma1 sqrt(maxJCJ)) * sigma1^2 /
+ * (sigma1^2 + sigma3^2), fmin = -0.99 + 0.98 sigma1^2 / (sigma1^2 +
+ * sigma3^2), omega = 0.1 sigma3^2 sqrt(TrCC); delta, the largest voxel
+ * displacement of a step, is the level's pixel size (full-resolution
+ * pixels). */
+#define ASGD_A 20.0
+#define ASGD_EVAL_EVERY 10
+
+typedef struct asgd_params {
+  double a, fmin, fmax, omega;
+} asgd_params;
+
+/* The Jacobian terms (elastix's ComputeJacobianTerms for a B-spline). */
+static bool jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, double *maxJJ, double *maxJCJ) {
+  const int64_t nx = g->xf.nx, n = nx * g->xf.ny, cxn = g->ax.cells, cells = cxn * g->ay.cells;
+  double *S = calloc((size_t)(n * ACCEL__REG_NB), sizeof(double));
+  if (!S) return false;
+  const uint64_t stream = accel__reg_stream(g, ACCEL__REG_SET_JACOBIAN, 0);
+  double M = 0;
+  *maxJJ = *maxJCJ = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t c = 0; c < cells; c++) {
+      const int64_t cx = c % cxn, cy = c / cxn;
+      const int64_t P = (g->ax.first[cx + 1] - g->ax.first[cx]) * (g->ay.first[cy + 1] - g->ay.first[cy]);
+      const int64_t ns = accel__reg_cell_samples(P, g->jacobian_density);
+      for (int64_t k = 0; k < ns; k++) {
+        int64_t ix, iy;
+        accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, g->jacobian_density, g->seed, g->level, stream, &ix, &iy);
+        const double qx = g->factor * (double)ix + g->offset, qy = g->factor * (double)iy + g->offset;
+        double wx[4], wy[4], w[16], ww = 0, wsw = 0;
+        const double tx = (qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1);
+        const double ty = (qy - g->xf.origin[1]) / g->xf.spacing[1] - (double)(cy + 1);
+        accel__reg_weights(tx < 0 ? 0 : tx > 1 ? 1 : tx, wx);
+        accel__reg_weights(ty < 0 ? 0 : ty > 1 ? 1 : ty, wy);
+        for (int t = 0; t < 16; t++) w[t] = wy[t / 4] * wx[t % 4], ww += w[t] * w[t];
+        for (int t = 0; t < 16; t++) {
+          const int64_t a = (cy + t / 4) * nx + cx + t % 4;
+          for (int u = 0; u < 16; u++) {
+            const int nb = (u / 4 - t / 4 + 3) * 7 + (u % 4 - t % 4 + 3);
+            if (pass == 0) S[a * ACCEL__REG_NB + nb] += w[t] * w[u];
+            else wsw += w[t] * w[u] * S[a * ACCEL__REG_NB + nb] / M;
+          }
+        }
+        if (pass == 0) M += 1;
+        *maxJJ = fmax(*maxJJ, 6 * ww);
+        if (pass == 1) *maxJCJ = fmax(*maxJCJ, 6 * wsw);
+      }
+    }
+  *TrC = *TrCC = 0;
+  for (int64_t a = 0; a < n; a++) {
+    *TrC += 2 * S[a * ACCEL__REG_NB + 24] / M;
+    for (int nb = 0; nb < ACCEL__REG_NB; nb++) *TrCC += 2 * pow(S[a * ACCEL__REG_NB + nb] / M, 2);
+  }
+  free(S);
+  return M > 0;
+}
+
+/* A standard normal number from the counter hash (Box-Muller). */
+static double normal_at(const accel__reg_geom *g, uint64_t stream, int64_t k) {
+  const uint64_t h = accel__reg_hash(g->seed, g->level, stream, -1, k);
+  const double u1 = ((double)(h >> 11) + 0.5) / 9007199254740992.0, u2 = (double)(uint32_t)h / 4294967296.0;
+  return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+/* The automatic parameter estimation at x; work: 3 * 2n doubles. */
+static accel_status asgd_estimate(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
+                                  const double *x, double *work, asgd_params *p) {
+  const int64_t P = 2 * g->xf.nx * g->xf.ny;
+  double TrC, TrCC, maxJJ, maxJCJ;
+  if (!jacobian_terms(g, &TrC, &TrCC, &maxJJ, &maxJCJ)) {
+    accel__why(call->why, "out of memory for the Jacobian terms");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const double delta = g->factor, K = 1.5;
+  int measurements = TrCC > 1e-14 && TrC > 1e-14 ? (int)ceil(8.0 * TrCC / TrC / TrC / (K - 1) / (K - 1)) : 2;
+  measurements = measurements < 2 ? 2 : measurements > 1000 ? 1000 : measurements;
+  const double sigma4 = maxJJ > 1e-14 ? delta / sqrt(maxJJ) : 0;
+  double *mu = work, *ge = work + P, *ga = work + 2 * P, gg = 0, ee = 0, value;
+  int64_t count;
+  for (int i = 0; i < measurements; i++) {
+    const uint64_t stream = ((uint64_t)5 << 32) | (uint32_t)i;
+    for (int64_t k = 0; k < P; k++) mu[k] = x[k] + sigma4 * normal_at(g, stream, k);
+    accel_status s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_EXACT, -1 - i, &value, &count, ge, NULL);
+    if (!s) s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_TRAIN, -1 - i, &value, &count, ga, NULL);
+    if (s) return s;
+    for (int64_t k = 0; k < P; k++) gg += ge[k] * ge[k], ee += (ge[k] - ga[k]) * (ge[k] - ga[k]);
+  }
+  gg /= measurements, ee /= measurements;
+  const double sigma1 = gg > 1e-14 && TrC > 1e-14 ? sqrt(gg / TrC) : 0;
+  const double sigma3 = ee > 1e-14 && TrC > 1e-14 ? sqrt(ee / TrC) : 0;
+  const double a_max = sigma1 > 1e-14 && maxJCJ > 1e-14 ? ASGD_A * delta / sigma1 / sqrt(maxJCJ) : 0;
+  const double noise = sigma1 * sigma1 / (sigma1 * sigma1 + sigma3 * sigma3 + 1e-14);
+  p->a = a_max * noise;
+  p->fmax = 1.0;
+  p->fmin = -0.99 + 0.98 * noise;
+  p->omega = fmax(1e-14, 0.1 * sigma3 * sigma3 * sqrt(TrCC));
+  return ACCEL_OK;
+}
+
+/* ITK's sigmoid from fmin to fmax, shifted so that f(0) = 0. */
+static double asgd_sigmoid(const asgd_params *p, double x) {
+  const double beta = p->omega * log(-p->fmax / p->fmin);
+  return (p->fmax - p->fmin) / (1 + exp(-(x - beta) / p->omega)) + p->fmin;
+}
+
+/* Early stopping for ASGD: the validation objective every
+ * ASGD_EVAL_EVERY iterations, smoothed as the mean of the last 3. */
+static accel_status asgd_check(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
+                               const bending *b, const double *x, int32_t it, double *scratch, double *recent,
+                               stopper *st, bool *stop) {
+  *stop = false;
+  const int32_t e = (it + 1) / ASGD_EVAL_EVERY;
+  if (!(st->tolerance > 0) || (it + 1) % ASGD_EVAL_EVERY) return ACCEL_OK;
+  double v;
+  accel_status s = objective(call, ev, g, b, x, it, scratch, &v);
+  if (s) return s;
+  recent[e % 3] = v;
+  if (e < 3) return ACCEL_OK;
+  const double smooth = (recent[0] + recent[1] + recent[2]) / 3;
+  /* the stopper counts evaluations: a window of `window` iterations */
+  *stop = stopper_push(st, smooth);
+  return ACCEL_OK;
+}
+
+static accel_status asgd(accel__call *call, accel__reg_level_job *job, const accel__reg_geom *g,
+                         const accel__reg_evaluator *ev) {
+  const accel_reg_options *o = job->options;
+  const int64_t P = 2 * g->xf.nx * g->xf.ny;
+  double *mem = malloc(sizeof(double) * (size_t)(6 * P + o->iterations + 1));
+  if (!mem) {
+    accel__why(call->why, "out of memory for ASGD's %lld parameters", (long long)P);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  double *grad = mem, *prev = mem + P, *scratch = mem + 2 * P, *work = mem + 3 * P;
+  bending b;
+  bending_init(&b, g, o->bending_weight);
+  const int window = o->window / ASGD_EVAL_EVERY > 1 ? o->window / ASGD_EVAL_EVERY : 1;
+  stopper st = {o->tolerance, window, 0, mem + 6 * P};
+  accel_reg_level_report *r = job->report;
+  double *x = job->params, v, t = 0, recent[3] = {0, 0, 0};
+  asgd_params p;
+  accel_status s = objective(call, ev, g, &b, x, 0, scratch, &v);
+  if (!s) s = asgd_estimate(call, ev, g, x, work, &p);
+  r->metric_first = r->metric_last = v;
+  r->stop = ACCEL_REG_STOP_ITERATIONS;
+  for (int32_t it = 0; !s && it < o->iterations; it++) {
+    double value;
+    int64_t count;
+    if ((s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, grad, NULL))) break;
+    bending_add(&b, g, x, grad, NULL, scratch);
+    if (it > 0) t = fmax(0.0, t + asgd_sigmoid(&p, -dot(prev, grad, P, call->threads)));
+    const double gain = p.a / (ASGD_A + t + 1);
+    for (int64_t k = 0; k < P; k++) x[k] -= gain * grad[k], prev[k] = grad[k];
+    r->iterations = it + 1;
+    if ((s = progress(call, job, it, value))) break;
+    bool stop;
+    if ((s = asgd_check(call, ev, g, &b, x, it, scratch, recent, &st, &stop))) break;
+    if (stop) {
+      r->stop = ACCEL_REG_STOP_CONVERGED;
+      break;
+    }
+  }
+  if (!s) s = objective(call, ev, g, &b, x, o->iterations, scratch, &r->metric_last);
+  free(mem);
+  return s;
+}
+
 /* ------------------------------------------------------------ entry */
 
 accel_status accel__reg_optimize(accel__call *call, accel__reg_level_job *job, const accel__reg_geom *g,
@@ -455,7 +645,6 @@ accel_status accel__reg_optimize(accel__call *call, accel__reg_level_job *job, c
   r->height = g->fh;
   r->grid_spacing = g->xf.spacing[0];
   r->iterations = 0;
-  if (job->options->optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON) return gauss_newton(call, job, g, ev);
-  accel__why(call->why, "the ASGD optimizer is not available yet");
-  return ACCEL_ERR_UNSUPPORTED;
+  return job->options->optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON ? gauss_newton(call, job, g, ev)
+                                                                     : asgd(call, job, g, ev);
 }

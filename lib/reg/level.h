@@ -32,7 +32,10 @@
  * grid's layout: all x then all y) over the samples of `set`
  * (ACCEL__REG_SET_TRAIN and ACCEL__REG_SET_NORMAL: those of `iteration`,
  * or of iteration 0 without renewal; ACCEL__REG_SET_VALID: the fixed
- * validation set), drawn as sampler.h says, at accel__reg_density. It writes the metric's value (MSE: mean squared
+ * validation set; ACCEL__REG_SET_EXACT: ASGD's estimation, those of
+ * `iteration` always), drawn as sampler.h says, at accel__reg_density and
+ * with accel__reg_stream. Iterations of the estimation's gradient
+ * measurements are negative (-1 - i). It writes the metric's value (MSE: mean squared
  * difference; NCC: 1 - normalised correlation) and the number of samples
  * that counted; when `grad` is not NULL, the metric's gradient with respect
  * to the parameters (2 n); when `normal` is not NULL, the Gauss-Newton
@@ -72,6 +75,7 @@ typedef struct accel__reg_geom {
   int64_t candidates;           /* lattice points in all cells */
   int64_t train, valid, normal; /* samples per set (training and normal: per iteration) */
   double train_density, valid_density, normal_density;
+  double exact_density, jacobian_density; /* ASGD's parameter estimation */
   uint64_t seed;
   int renew;
   accel_reg_metric metric;
@@ -93,7 +97,8 @@ void accel__reg_geom_free(accel__reg_geom *g);
 
 /* The stream word of a set and iteration for accel__reg_hash. */
 static inline uint64_t accel__reg_stream(const accel__reg_geom *g, int set, int32_t iteration) {
-  return ((uint64_t)set << 32) | (uint32_t)(set != ACCEL__REG_SET_VALID && g->renew ? iteration : 0);
+  const bool renew = set == ACCEL__REG_SET_EXACT || (set != ACCEL__REG_SET_VALID && g->renew);
+  return ((uint64_t)set << 32) | (uint32_t)(renew ? iteration : 0);
 }
 
 /* The density of a set's samples among the candidates. */

@@ -29,7 +29,13 @@
  * gradient), the fixed validation set (drawn once per level), and the
  * iteration's samples of the Gauss-Newton matrix (fewer: the matrix only
  * sets the step's shape, the gradient its end point). */
-enum { ACCEL__REG_SET_TRAIN = 0, ACCEL__REG_SET_VALID = 1, ACCEL__REG_SET_NORMAL = 2 };
+enum {
+  ACCEL__REG_SET_TRAIN = 0,
+  ACCEL__REG_SET_VALID = 1,
+  ACCEL__REG_SET_NORMAL = 2,
+  ACCEL__REG_SET_EXACT = 3,   /* ASGD's parameter estimation: the "exact" gradient's samples */
+  ACCEL__REG_SET_JACOBIAN = 4 /* ASGD's parameter estimation: the Jacobian terms' points */
+};
 
 /* One axis of the cell layout: cell k (0-based among the cells of the valid
  * region, grid coordinate k + 1) holds the lattice indices [first[k],
