@@ -1,5 +1,6 @@
 /*
- * kernels/reg.cu - the registration domain's pyramid and warp on the GPU.
+ * kernels/reg.cu - the registration domain's pyramid, level optimisation and
+ * warp on the GPU (the pre-alignment's is in reg_prealign.cu).
  *
  * Every kernel is a per-pixel function that the host emulation also runs, in
  * loops, for tests without a GPU; the transform is evaluated with
@@ -20,7 +21,9 @@
  *   (lib/reg/level_cell.h, the CPU's code), then each gradient entry and
  *   Gauss-Newton block gathers its cells' terms in the order the CPU adds
  *   them, and the scalar sums are added on the host in cell order: the
- *   CPU's result to the bit.
+ *   CPU's result to the bit. The optimizer, on the host, reads the metric
+ *   and its derivatives back after every evaluation. Levels whose images do
+ *   not fit the budget fall back to the CPU.
  * - warp: the output in tiles, each computed on the device and downloaded
  *   into the caller's array (pitched copies when its rows allow, else through
  *   a host staging buffer). The source (the input, or for cubic
