@@ -571,6 +571,26 @@ START_TEST(warp_coefficient_bands_equal_cpu_in_emulation) {
 }
 END_TEST
 
+/* A level whose images do not fit the budget: the fallback line and the
+ * CPU's parameters. */
+START_TEST(level_over_the_budget_falls_back) {
+  level_case *c = malloc(sizeof *c);
+  ck_assert_int_eq(level_case_init(c, ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, false, 3), ACCEL_OK);
+  set_emulated_gpu_budget(30000); /* the level's two images take 50 KiB */
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  ck_assert_int_eq(level_on_gpu(gpu, c), ACCEL_OK);
+  ck_assert_int_eq(cap.n, 1);
+  ck_assert_msg(strncmp(cap.line[0], "[GPU] reg.level failed: ", 24) == 0 && strstr(cap.line[0], "budget") &&
+                    strstr(cap.line[0], ". CPU fallback."),
+                "%s", cap.line[0]);
+  accel_ctx_destroy(gpu);
+  level_case_free(c);
+  free(c);
+  set_emulated_gpu_budget(0);
+}
+END_TEST
+
 /* A budget too small for one tile: the exact fallback line and the CPU's
  * result; under DENY, the device memory error. */
 START_TEST(warp_too_small_a_budget_falls_back) {
@@ -635,6 +655,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, warp_coefficient_bands_equal_cpu_in_emulation);
   tcase_add_test(tc, level_equals_cpu_in_emulation);
   tcase_add_test(tc, register_equals_cpu_in_emulation);
+  tcase_add_test(tc, level_over_the_budget_falls_back);
   tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
   tcase_add_test(tc, warp_too_small_a_budget_falls_back);
   tcase_add_test(tc, failures_fall_back_in_emulation);
