@@ -279,11 +279,12 @@ END_TEST
 START_TEST(initial_chains_fold) {
   char *dir = make_temp_dir(), path[600];
   snprintf(path, sizeof path, "%s/b.txt", dir);
-  write_text(path,
-             "// a B-spline over 40 x 30 pixels\n(Transform \"BSplineTransform\") // the transform\n"
-             "(NumberOfParameters 32)\n(TransformParameters 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
-             "  0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0)\n(GridSize 4 4) (GridSpacing 20 15)\n(GridOrigin -20 -15)\n"
-             "(Size 40 30)(InitialTransformParametersFileName \"e.txt\")\n(HowToCombineTransforms \"Compose\")\n");
+  write_text(
+      path,
+      "// a B-spline over 40 x 30 pixels\n(Transform \"BSplineTransform\") // the transform\n"
+      "(NumberOfParameters 32)\n(TransformParameters 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n"
+      "  0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0)\n(GridSize 4 // nodes in x\n 4) (GridSpacing 20 15)\n(GridOrigin -20 -15)\n"
+      "(Size 40 30)(InitialTransformParametersFileName \"e.txt\")\n(HowToCombineTransforms \"Compose\")\n");
   snprintf(path, sizeof path, "%s/e.txt", dir);
   write_text(path,
              "(CenterOfRotationPoint 5 6)(Transform \"EulerTransform\")(NumberOfParameters 3)\n"
