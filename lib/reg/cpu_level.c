@@ -108,7 +108,7 @@ static void cell_eval(const cpu_eval *e, const double *params, int64_t cx, int64
       ux += bx, uy += by;
     }
     const double mx = (qx + ux - off) / f, my = (qy + uy - off) / f;
-    if (!(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
+    if (!g->keep_outside && !(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
     double gx, gy;
     const double mv = accel__reg_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
     gx /= f, gy /= f;
