@@ -86,7 +86,7 @@ static void cell_eval(const cpu_eval *e, const double *params, int64_t cx, int64
   const double *cpx = params, *cpy = params + n;
   for (int64_t k = 0; k < ns; k++) {
     int64_t ix, iy;
-    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, density, g->seed, g->level, stream, &ix, &iy);
+    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, density, g->seed, g->level, stream, &ix, &iy);
     const double qx = f * (double)ix + off, qy = f * (double)iy + off;
     double fv;
     if (!fixed_at(e, ix, iy, qx, qy, &fv)) continue;

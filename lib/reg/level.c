@@ -500,7 +500,7 @@ static bool jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, 
       const int64_t ns = accel__reg_cell_samples(P, g->jacobian_density);
       for (int64_t k = 0; k < ns; k++) {
         int64_t ix, iy;
-        accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, g->jacobian_density, g->seed, g->level, stream, &ix, &iy);
+        accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, g->jacobian_density, g->seed, g->level, stream, &ix, &iy);
         const double qx = g->factor * (double)ix + g->offset, qy = g->factor * (double)iy + g->offset;
         double wx[4], wy[4], w[16], ww = 0, wsw = 0;
         const double tx = (qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1);
