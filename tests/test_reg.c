@@ -455,7 +455,7 @@ START_TEST(ncc_and_bending) {
   double bend[2];
   for (int k = 0; k < 2; k++) {
     o = quick_options();
-    o.bending_weight = k ? 1e4 : 0;
+    o.bending_weight = k ? 1e9 : 0;
     t = must_register(ctx, &p, &o, NULL);
     double *c;
     int64_t n;

@@ -39,6 +39,10 @@
 #include <string.h>
 
 #define GN_TRIES 10
+/* The damping's floor, relative to the mean diagonal of N: nodes with
+ * little data (at the image's edges) move only as far as they are
+ * supported. */
+#define GN_EPS 0.1
 #define ASGD_EXACT_SAMPLES 100000.0
 #define LAMBDA_START 1e-2
 #define LAMBDA_MIN 1e-6
@@ -101,6 +105,7 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   g->factor = job->factor, g->offset = job->offset, g->level = job->level;
   g->fw = job->fixed_width, g->fh = job->fixed_height, g->mw = job->moving_width, g->mh = job->moving_height;
   g->cap = (double)(1 << (o->levels - 1 - job->level));
+  g->keep_outside = o->optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON;
   g->seed = o->seed, g->renew = o->renew_samples, g->metric = o->metric;
   int64_t lo[2], hi[2];
   if (g->identity) {
@@ -370,7 +375,7 @@ static accel_status gn_step(accel__call *call, const accel__reg_evaluator *ev, c
     const double *e = m->normal + (a * ACCEL__REG_NB + 24) * 3;
     mean += e[0] + e[2];
   }
-  const double eps = 1e-6 * mean / (double)(2 * n) + 1e-300;
+  const double eps = GN_EPS * mean / (double)(2 * n) + 1e-300;
   *stalled = true;
   for (int t = 0; t < GN_TRIES; t++) {
     for (int64_t a = 0; a < n; a++) {
@@ -495,7 +500,7 @@ static bool jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, 
       const int64_t ns = accel__reg_cell_samples(P, g->jacobian_density);
       for (int64_t k = 0; k < ns; k++) {
         int64_t ix, iy;
-        accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, g->jacobian_density, g->seed, g->level, stream, &ix, &iy);
+        accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, g->jacobian_density, g->seed, g->level, stream, &ix, &iy);
         const double qx = g->factor * (double)ix + g->offset, qy = g->factor * (double)iy + g->offset;
         double wx[4], wy[4], w[16], ww = 0, wsw = 0;
         const double tx = (qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1);

@@ -61,7 +61,7 @@ enum { ACCEL__REG_NB = 49, ACCEL__REG_NB3 = 147 };
 
 /* Gauss-Newton's least numbers of training samples (metric and gradient)
  * and of the matrix's samples per grid node. */
-#define ACCEL__REG_GN_PER_NODE 256
+#define ACCEL__REG_GN_PER_NODE 192
 #define ACCEL__REG_GN_NORMAL_PER_NODE 48
 
 /* A level's geometry, as the optimizer and every evaluator see it. */
@@ -80,6 +80,11 @@ typedef struct accel__reg_geom {
   int renew;
   accel_reg_metric metric;
   double cap; /* Gauss-Newton's longest step of a node, full-resolution pixels */
+  /* Samples whose T(p) falls outside the moving image: skipped (false, as
+   * elastix does; ASGD) or read from its mirrored extension (Gauss-Newton:
+   * otherwise a step can lower the metric by pushing badly matched samples
+   * out of the image, and border nodes run off). */
+  bool keep_outside;
 } accel__reg_geom;
 
 typedef struct accel__reg_evaluator {

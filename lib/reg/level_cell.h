@@ -124,7 +124,7 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
   const double *cpx = params, *cpy = params + n;
   for (int64_t k = 0; k < ns; k++) {
     int64_t ix, iy;
-    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, density, g->seed, g->level, stream, &ix, &iy);
+    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, density, g->seed, g->level, stream, &ix, &iy);
     const double qx = f * (double)ix + off, qy = f * (double)iy + off;
     double fv;
     if (!accel__reg_fixed_at(e, ix, iy, qx, qy, &fv)) continue;
@@ -146,7 +146,7 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
       ux += bx, uy += by;
     }
     const double mx = (qx + ux - off) / f, my = (qy + uy - off) / f;
-    if (!(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
+    if (!g->keep_outside && !(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
     double gx, gy;
     const double mv = accel__reg_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
     gx /= f, gy /= f;

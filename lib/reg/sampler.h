@@ -9,9 +9,10 @@
  * candidate positions of a cell are the level's pixel lattice in q-space
  * (q = factor * i + offset, i integer) inside the cell and inside the box of
  * the fixed image; a cell with P candidates gets round(density * P) samples
- * (density = samples / all candidates), drawn uniformly among its
- * candidates by a counter-based hash of (seed, level, set, cell, k): no
- * state, no order, the same on every thread count and on a GPU. With
+ * (density = samples / all candidates), drawn among its candidates by a
+ * counter-based hash of (seed, level, set, cell, k) (rows stratified,
+ * columns uniform: accel__reg_sample_at): no state, the same on every
+ * thread count and on a GPU. With
  * density >= 1 (or samples = 0) every candidate is taken once, in order.
  *
  * A sample counts when p = L^-1(q) lies in the fixed image (and its mask)
@@ -75,11 +76,14 @@ ACCEL__REG_HD int64_t accel__reg_cell_samples(int64_t candidates, double density
   return n < 1 ? 1 : n;
 }
 
-/* The k-th sample of cell (cx, cy) (0-based valid cells): its lattice
- * indices (ix, iy). */
+/* The k-th of the ns samples of cell (cx, cy) (0-based valid cells): its
+ * lattice indices (ix, iy). Rows are stratified (sample k lies in the k-th
+ * of ns equal bands of the cell's rows, at a random row of it), columns
+ * uniform: the samples come in row order, so a cell reads its images
+ * front to back. */
 ACCEL__REG_HD void accel__reg_sample_at(const accel__reg_axis *ax, const accel__reg_axis *ay, int64_t cx, int64_t cy,
-                                        int64_t k, double density, uint64_t seed, int32_t level, uint64_t stream,
-                                        int64_t *ix, int64_t *iy) {
+                                        int64_t k, int64_t ns, double density, uint64_t seed, int32_t level,
+                                        uint64_t stream, int64_t *ix, int64_t *iy) {
   const int64_t x0 = ax->first[cx], nx = ax->first[cx + 1] - x0;
   const int64_t y0 = ay->first[cy], ny = ay->first[cy + 1] - y0;
   if (density >= 1.0) {
@@ -89,7 +93,9 @@ ACCEL__REG_HD void accel__reg_sample_at(const accel__reg_axis *ax, const accel__
   }
   const uint64_t h = accel__reg_hash(seed, level, stream, cy * ax->cells + cx, k);
   *ix = x0 + accel__reg_pick((uint32_t)h, nx);
-  *iy = y0 + accel__reg_pick((uint32_t)(h >> 32), ny);
+  const int64_t r =
+      (int64_t)(((double)k + (double)(uint32_t)(h >> 32) * (1.0 / 4294967296.0)) * (double)ny / (double)ns);
+  *iy = y0 + (r < ny ? r : ny - 1);
 }
 
 #endif /* ACCEL_REG_SAMPLER_H */
