@@ -598,6 +598,58 @@ START_TEST(elastix_preset_reproduces_elastix) {
 }
 END_TEST
 
+/* Images of a few pixels register (the levels shrink to single pixels);
+ * every pixel as samples; and a registration started from an earlier
+ * result (its linear part and B-spline parameters) stays as accurate. */
+START_TEST(tiny_images_every_pixel_and_an_initial_transform) {
+  accel_ctx *ctx = cpu_ctx();
+  float tiny[7 * 5];
+  for (int k = 0; k < 35; k++) tiny[k] = (float)((k * 37) % 11);
+  const accel_array a = array_of(tiny, ACCEL_DTYPE_F32, 2, (const int64_t[]){7, 5});
+  accel_reg_options o = quick_options();
+  o.levels = 4;
+  accel_reg_transform *t = NULL;
+  ck_assert_msg(accel_reg_register(ctx, &a, &a, NULL, NULL, &o, &t, NULL) == ACCEL_OK, "%s", accel_last_error(ctx));
+  accel_reg_transform_destroy(t);
+  pair p;
+  committed_pair(ctx, &p);
+  o = quick_options();
+  o.samples = 0;
+  t = must_register(ctx, &p, &o, NULL);
+  double mean0, p950, mean1, p951;
+  field_error(t, &p, 64, &mean0, &p950);
+  const double shift[2] = {0, 0};
+  ck_assert_int_eq(accel_reg_transform_set_initial(ctx, t, ACCEL_REG_LINEAR_TRANSLATION, shift, NULL), ACCEL_OK);
+  accel_reg_transform *t2 = NULL;
+  ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &p.moving, NULL, t, &o, &t2, NULL), ACCEL_OK);
+  accel_reg_linear_kind kind;
+  double lin[6];
+  ck_assert_int_eq(accel_reg_transform_initial(t2, &kind, lin, NULL), ACCEL_OK);
+  ck_assert_int_eq(kind, ACCEL_REG_LINEAR_TRANSLATION);
+  ck_assert(lin[0] == 0 && lin[1] == 0);
+  field_error(t2, &p, 64, &mean1, &p951);
+  ck_assert_msg(mean1 < 1.5 * mean0 + 0.01, "from an initial transform: %g, before %g", mean1, mean0);
+  /* a rigid initial part off the truth: the samples then lie off the
+   * pixel lattice, and the B-spline takes up the rest */
+  accel_reg_grid g;
+  accel_reg_transform_grid(t, &g);
+  accel_reg_transform *init, *t3 = NULL;
+  ck_assert_int_eq(accel_reg_transform_create(ctx, &g, &init), ACCEL_OK);
+  const double rigid[3] = {0.004, 0.7, -0.4}, centre[2] = {128, 128};
+  ck_assert_int_eq(accel_reg_transform_set_initial(ctx, init, ACCEL_REG_LINEAR_RIGID, rigid, centre), ACCEL_OK);
+  accel_reg_options_init(&o, sizeof o);
+  ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &p.moving, NULL, init, &o, &t3, NULL), ACCEL_OK);
+  field_error(t3, &p, 64, &mean1, &p951);
+  ck_assert_msg(mean1 < 0.06 && p951 < 0.12, "from a rigid initial part: %g %g", mean1, p951);
+  accel_reg_transform_destroy(init);
+  accel_reg_transform_destroy(t3);
+  accel_reg_transform_destroy(t);
+  accel_reg_transform_destroy(t2);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 static const char *const shared_pairs[] = {"tex_512_s1", "tex_1024_s2"};
 
 START_TEST(shared_pairs_beat_elastix) {
@@ -631,6 +683,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, ncc_and_bending);
   tcase_add_test(tc, committed_pair_beats_elastix);
   tcase_add_test(tc, elastix_preset_reproduces_elastix);
+  tcase_add_test(tc, tiny_images_every_pixel_and_an_initial_transform);
   return suite_of("reg", tc);
 }
 
