@@ -614,8 +614,9 @@ accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *wh
   if (!s) s = d.axy.put(x, g->ay.first, (size_t)(g->ay.cells + 1), why, "upload the cells");
   if (!s) s = d.base.put(x, job->base.params, nb, why, "upload the base transform");
   if (!s) s = d.params.get(x, sizeof(double) * (size_t)(2 * d.n), why);
-  if (!s) s = d.acc.get(x, sizeof(accel__reg_cell_acc) * (size_t)d.cells, why);
-  if (!s) s = d.sums.get(x, sizeof(double) * ACCEL__REG_SUMS * (size_t)d.cells, why);
+  const size_t cells = (size_t)(d.cells ? d.cells : 1); /* never a zero-byte allocation */
+  if (!s) s = d.acc.get(x, sizeof(accel__reg_cell_acc) * cells, why);
+  if (!s) s = d.sums.get(x, sizeof(double) * ACCEL__REG_SUMS * cells, why);
   if (!s) s = d.grad.get(x, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
   if (!s) s = d.normal.get(x, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
   if (s) return s;

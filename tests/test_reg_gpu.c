@@ -573,6 +573,62 @@ START_TEST(warp_coefficient_bands_equal_cpu_in_emulation) {
 }
 END_TEST
 
+/* Edge cases of whole registrations: images of a few pixels (levels of
+ * single pixels, grids of few cells), every pixel as samples, and a start
+ * from an earlier transform (its B-spline part added at the coarse levels);
+ * the GPU's transform is the CPU's to the bit. */
+static void expect_same_registration(accel_ctx *gpu, accel_ctx *cpu, const accel_array *f, const accel_array *m,
+                                     const accel_reg_transform *init, const accel_reg_options *o, const char *what) {
+  accel_reg_transform *tg = NULL, *tc = NULL;
+  ck_assert_msg(accel_reg_register(gpu, f, m, NULL, init, o, &tg, NULL) == ACCEL_OK, "%s: %s", what,
+                accel_last_error(gpu));
+  ck_assert_int_eq(accel_reg_register(cpu, f, m, NULL, init, o, &tc, NULL), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(tc);
+  double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+  ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+  ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "%s: the GPU's transform differs", what);
+  free(pg);
+  free(pc);
+  accel_reg_transform_destroy(tg);
+  accel_reg_transform_destroy(tc);
+}
+
+START_TEST(register_edge_cases_equal_cpu_in_emulation) {
+  accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  float tiny[7 * 5];
+  for (int k = 0; k < 35; k++) tiny[k] = (float)((k * 37) % 11);
+  const accel_array a = array_of(tiny, ACCEL_DTYPE_F32, 2, (const int64_t[]){7, 5});
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 4;
+  o.iterations = 8;
+  o.samples = 500;
+  expect_same_registration(gpu, cpu, &a, &a, NULL, &o, "a 7 x 5 image");
+  enum { H = 64, W = 72 };
+  float *fixed = malloc(sizeof(float) * H * W), *moving = malloc(sizeof(float) * H * W);
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) {
+      fixed[r * W + c] = (float)(100 * pattern(r, c, 0, 3));
+      moving[r * W + c] = (float)(100 * pattern(r + 1, c - 1, 0, 3));
+    }
+  const accel_array f = array_of(fixed, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  const accel_array m = array_of(moving, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  o.levels = 2;
+  o.grid_spacing = 16;
+  o.samples = 0; /* every pixel */
+  expect_same_registration(gpu, cpu, &f, &m, NULL, &o, "every pixel");
+  accel_reg_transform *init = make_transform(W, H, 1.0, 5);
+  o.samples = 1000;
+  expect_same_registration(gpu, cpu, &f, &m, init, &o, "from an initial transform");
+  accel_reg_transform_destroy(init);
+  free(fixed);
+  free(moving);
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
 /* A level whose images do not fit the budget: the fallback line and the
  * CPU's parameters. */
 START_TEST(level_over_the_budget_falls_back) {
@@ -657,6 +713,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, warp_coefficient_bands_equal_cpu_in_emulation);
   tcase_add_test(tc, level_equals_cpu_in_emulation);
   tcase_add_test(tc, register_equals_cpu_in_emulation);
+  tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
   tcase_add_test(tc, level_over_the_budget_falls_back);
   tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
   tcase_add_test(tc, warp_too_small_a_budget_falls_back);
