@@ -20,7 +20,7 @@
  * validation samples decreases; otherwise lambda grows and the step is
  * solved again (Nielsen's damping update: lambda shrinks by max(1/3, 1 -
  * (2 rho - 1)^3) after a step whose actual decrease is rho times the
- * model's, grows by 2, 4, 8, ... after refusals). After 10 refusals the
+ * model's, grows by 2, 4, 8, ... after refusals). After 6 refusals the
  * level stops as ACCEL_REG_STOP_STALLED.
  *
  * Early stopping (both optimizers): the validation objective v_t after
@@ -38,7 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define GN_TRIES 10
+#define GN_TRIES 6
 /* The damping's floor, relative to the mean diagonal of N: nodes with
  * little data (at the image's edges) move only as far as they are
  * supported. */
