@@ -335,7 +335,8 @@ def run_big(args, data, work):
     cmd = [args.cli] + accel_global(args, t) + [
         "register", "--fixed", os.path.join(folder, "fixed.tif"), "--moving", os.path.join(folder, "moving.tif"),
         "--out-transform", tp, "--warp", os.path.join(folder, "moving_rgb.tif"), rgb]
-    res = {"size": args.big_size, "pair": folder, "generator": gen, "threads": t, "command": " ".join(cmd[1:])}
+    shown = " ".join(cmd[1:]).replace(folder + os.sep, "PAIR/").replace(work + os.sep, "")
+    res = {"size": args.big_size, "pair": folder, "generator": gen, "threads": t, "command": shown}
     m = measure(cmd, os.path.join(work, "accel-big.log"), accel_env(), args.wait_quiet)
     res["accel"] = {"run": m}
     if m["rc"] != 0:
@@ -422,7 +423,7 @@ def markdown(args, info, rows, pairs, big, notes):
     if big:
         a = big["accel"]
         md += ["", "## %d^2 (%.0f MP): register and warp the RGB layer end to end" % (big["size"], big["size"] ** 2 / 1e6),
-               "", "- command: `accel %s`" % big["command"], "- pair: `%s`" % big["generator"]]
+               "", "- command: `accel %s`" % big["command"], "- PAIR: `%s`" % big["generator"]]
         if "error" in a:
             md.append("- accel: %s" % a["error"])
         else:
@@ -541,9 +542,12 @@ def run_all(args):
             if r.get(tool, {}).get("error"):
                 notes.append("%s %d^2 %d thread(s): %s" % (tool, r["size"], r["threads"], r[tool]["error"][-300:]))
     commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+                           text=True).stdout.strip()
     info = {"date": started, "machine": "%s, %d cores, load average %.2f at the start" % (cpu_name(), cores, start_load),
             "backend": args.backend,
-            "libaccel": "%s, commit %s" % (tool_version([args.cli, "--version"]), commit.stdout.strip() or "?"),
+            "libaccel": "%s, commit %s%s" % (tool_version([args.cli, "--version"]), commit.stdout.strip() or "?",
+                                             " (with local changes)" if dirty else ""),
             "elastix": "%s (Debian), parameters ../shared/tools/elastix_bspline_params.txt" % tool_version(
                 ["elastix", "--version"]).replace("elastix version: ", ""),
             "command": "bench/reg_bench.py %s" % " ".join(sys.argv[1:])}
