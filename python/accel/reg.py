@@ -87,12 +87,12 @@ def _choice(name, table, value):
 
 def registration_image(a, what="image"):
     """An image as the registration takes it: uint8, uint16 or float32 (H, W)
-    as it is (no copy); RGB or RGBA (H, W, 3|4) as float32 gray
-    (2125 R + 7154 G + 721 B) / 10000, the gray elastix (ITK) reads from an
-    RGB file (alpha ignored); other real dtypes as float32."""
+    as it is (no copy; gray and alpha: the gray); RGB or RGBA (H, W, 3|4) as
+    float32 gray (2125 R + 7154 G + 721 B) / 10000, the gray elastix (ITK)
+    reads from an RGB file (alpha ignored); other real dtypes as float32."""
     import numpy as np
     a = np.asarray(a)
-    if a.ndim == 3 and a.shape[2] == 1:
+    if a.ndim == 3 and a.shape[2] in (1, 2):
         a = a[:, :, 0]
     if a.ndim == 3 and a.shape[2] in (3, 4):
         c = a[..., :3].astype(np.float64)

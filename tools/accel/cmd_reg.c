@@ -395,17 +395,19 @@ static double element(const accel_array *a, const char *p) {
   }
 }
 
-/* An image as the registration takes it: U8, U16 or F32 (H, W) as it is;
- * RGB or RGBA as F32 gray, (2125 R + 7154 G + 721 B) / 10000 in double as
+/* An image as the registration takes it: U8, U16 or F32 (H, W) as it is
+ * (gray and alpha: the gray); RGB or RGBA as F32 gray, (2125 R + 7154 G + 721 B) / 10000 in double as
  * ITK's ConvertPixelBuffer makes it when elastix reads an RGB file into a
  * float image (alpha ignored: ITK would multiply by it); other real dtypes
  * as F32. *conv is the new buffer (NULL when v was usable as it is). */
 static bool registration_view(const char *cmd, const char *path, accel_array *v, accel_buffer **conv) {
   *conv = NULL;
   squeeze(v);
+  if (v->ndim == 3 && v->shape[2] == 2) v->ndim = 2; /* gray and alpha: the gray */
   const bool rgb = v->ndim == 3 && (v->shape[2] == 3 || v->shape[2] == 4);
   if (v->ndim != 2 && !rgb) {
-    cli_error("%s: %s: a gray (H, W) or RGB(A) (H, W, 3|4) image is needed, not %d-D", cmd, path, (int)v->ndim);
+    cli_error("%s: %s: a gray (H, W) or RGB(A) (H, W, 3|4) image is needed, not shape %s", cmd, path,
+              v->ndim == 3 ? "(H, W, C)" : "of another rank");
     return false;
   }
   if (!rgb && (v->dtype == ACCEL_DTYPE_U8 || v->dtype == ACCEL_DTYPE_U16 || v->dtype == ACCEL_DTYPE_F32)) return true;
