@@ -242,9 +242,12 @@ class Warp(unittest.TestCase):
         self.assertLessEqual(np.abs(outs[1].astype(np.float64) - ref).max(), 1.0)
         part = t.warp(self.img, region=(10, 5, 20, 30))
         np.testing.assert_array_equal(part, outs[2][5:35, 10:30])
-        # the moving image may have any size: a larger input, the same grid
+        # the moving image may have any size: a larger input, the same grid (the cubic prefilter sees the
+        # padding, whose influence decays as 0.268^distance: compared 12 pixels away from it)
         big = np.pad(self.img, ((0, 20), (0, 30)))
-        np.testing.assert_array_equal(t.warp(big)[:, :60], outs[2][:, :60])
+        np.testing.assert_allclose(t.warp(big)[:36, :50], outs[2][:36, :50], rtol=0, atol=1e-2)
+        self.assertEqual(t.warp(big, interp="linear")[:47, :62].tolist(),
+                         t.warp(self.img, interp="linear")[:47, :62].tolist())
 
     def test_bad_inputs(self):
         t = self.shift(1, 1)
