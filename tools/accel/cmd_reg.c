@@ -33,7 +33,8 @@ static const char WARP_USAGE[] =
     "Warp images with an elastix TransformParameters file (accel register's, or\n"
     "elastix's BSplineTransform with translation, Euler or affine initial\n"
     "transforms) onto the fixed image's grid, as transformix does: OUT(p) = IN(T(p)).\n"
-    "Each OUT has IN's dtype and channels (integers rounded and clamped).\n"
+    "Each OUT has IN's dtype (uint8, uint16 or float32; integers rounded and\n"
+    "clamped; other dtypes become float32) and channels (gray and alpha: the gray).\n"
     "\n"
     "images: .tif/.tiff (uint8, uint16 or float32; gray, RGB or RGBA), .png, .jpg,\n"
     ".jpeg, .pgm/.ppm/.pnm, .npy ((H, W) or (H, W, C), C = 1, 3 or 4).\n"
@@ -379,7 +380,7 @@ static void squeeze(accel_array *v) {
   if (v->ndim == 3 && v->shape[2] == 1) v->ndim = 2;
 }
 
-/* Element i of a's row r, as a double (a real dtype). */
+/* The element at p of an array of a's dtype, as a double. */
 static double element(const accel_array *a, const char *p) {
   switch (a->dtype) {
   case ACCEL_DTYPE_U8: return *(const uint8_t *)p;
@@ -577,6 +578,34 @@ static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transfo
 
 /* ------------------------------------------------------------ warping */
 
+/* An image as the warp takes it: (H, W, 1) as (H, W), gray and alpha as the
+ * gray; dtypes other than U8, U16 and F32 (a .npy of float64, a TIFF of
+ * int16) as F32, in a new buffer that replaces *buf. */
+static bool warp_view(const char *cmd, const char *path, accel_array *v, accel_buffer **buf) {
+  squeeze(v);
+  if (v->ndim == 3 && v->shape[2] == 2) v->ndim = 2;
+  if (v->dtype == ACCEL_DTYPE_U8 || v->dtype == ACCEL_DTYPE_U16 || v->dtype == ACCEL_DTYPE_F32 ||
+      (v->ndim != 2 && v->ndim != 3))
+    return true; /* the warp refuses the other shapes, saying why */
+  accel_buffer *f = NULL;
+  accel_array g;
+  if (accel_buffer_create(ACCEL_DTYPE_F32, v->ndim, v->shape, &f)) {
+    cli_error("%s: %s: no memory to convert it to float32", cmd, path);
+    return false;
+  }
+  accel_buffer_view(f, &g);
+  float *dst = g.data;
+  const int64_t channels = v->ndim == 3 ? v->shape[2] : 1, cs = v->ndim == 3 ? v->strides[2] : 0;
+  for (int64_t r = 0; r < v->shape[0]; r++)
+    for (int64_t c = 0; c < v->shape[1]; c++)
+      for (int64_t k = 0; k < channels; k++)
+        *dst++ = (float)element(v, (const char *)v->data + r * v->strides[0] + c * v->strides[1] + k * cs);
+  accel_buffer_destroy(*buf);
+  *buf = f;
+  *v = g;
+  return true;
+}
+
 /* Warp the image `in` (NULL: read from in_path) into out_path over the
  * region r of the fixed grid. The input buffer is released. */
 static bool warp_one(accel_ctx *ctx, const char *cmd, const accel_reg_transform *t, const accel_reg_warp_options *o,
@@ -588,7 +617,10 @@ static bool warp_one(accel_ctx *ctx, const char *cmd, const accel_reg_transform 
   }
   accel_array src, dst;
   accel_buffer_view(in, &src);
-  squeeze(&src);
+  if (!warp_view(cmd, in_path, &src, &in)) {
+    accel_buffer_destroy(in);
+    return false;
+  }
   accel_buffer *out = NULL;
   const int64_t shape[3] = {r[3], r[2], src.ndim == 3 ? src.shape[2] : 1};
   s = accel_buffer_create(src.dtype, src.ndim == 3 ? 3 : 2, shape, &out);
