@@ -7,6 +7,7 @@ transformix's field (../shared/data/reg), and registrations of synthetic
 pairs with a known deformation."""
 import math
 import os
+import shutil
 import tempfile
 import unittest
 
@@ -87,7 +88,9 @@ def shifted_pair(h, w, ctx, spacing, seed):
     return fixed, moving, truth
 
 
-class Transform(unittest.TestCase):
+class OnCpu(unittest.TestCase):
+    """A test class with one CPU context, self.ctx."""
+
     @classmethod
     def setUpClass(cls):
         cls.ctx = accel.Context(backend="cpu")
@@ -96,6 +99,8 @@ class Transform(unittest.TestCase):
     def tearDownClass(cls):
         cls.ctx.close()
 
+
+class Transform(OnCpu):
     def random_transform(self, shape=(90, 130), spacing=24.0, seed=0):
         rng = np.random.default_rng(seed)
         t = accel.Transform(shape, spacing, ctx=self.ctx)
@@ -168,16 +173,11 @@ class Transform(unittest.TestCase):
             t.set_initial("affine", [1, 2, 2, 4, 0, 0])
 
 
-class Warp(unittest.TestCase):
+class Warp(OnCpu):
     @classmethod
     def setUpClass(cls):
-        cls.ctx = accel.Context(backend="cpu")
-        rng = np.random.default_rng(7)
-        cls.img = rng.uniform(0, 255, (48, 64)).astype(np.float32)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.ctx.close()
+        super().setUpClass()
+        cls.img = np.random.default_rng(7).uniform(0, 255, (48, 64)).astype(np.float32)
 
     def shift(self, tx, ty, shape=(48, 64)):
         t = accel.Transform(shape, 16.0, ctx=self.ctx)
@@ -260,15 +260,16 @@ class Warp(unittest.TestCase):
         self.assertEqual(t.warp([]), [])
 
 
-class Files(unittest.TestCase):
+class Files(OnCpu):
     @classmethod
     def setUpClass(cls):
-        cls.ctx = accel.Context(backend="cpu")
+        super().setUpClass()
         cls.tmp = tempfile.mkdtemp(prefix="accel-reg-")
 
     @classmethod
     def tearDownClass(cls):
-        cls.ctx.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+        super().tearDownClass()
 
     def test_save_load_round_trip(self):
         rng = np.random.default_rng(5)
@@ -301,15 +302,7 @@ class Files(unittest.TestCase):
         np.testing.assert_allclose(u[1], dy, rtol=0, atol=1e-3)
 
 
-class Register(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.ctx = accel.Context(backend="cpu")
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.ctx.close()
-
+class Register(OnCpu):
     def check_recovered(self, t, truth, border, mean_max, p95_max):
         u = t.field()
         err = np.hypot(*(u - truth))[border:-border, border:-border]
