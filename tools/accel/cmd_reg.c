@@ -310,8 +310,8 @@ static const cli_option WARP_CMD_OPTIONS[] = {
      CLI_AT(warp_cmd_args, w.region),
      CLI_SEEN(warp_cmd_args, w.have_region),
      .count = 4,
-     .lo = 0,
-     .hi = INT64_MAX,
+     .lo = -((int64_t)1 << 40),
+     .hi = (int64_t)1 << 40,
      .arg = "X0,Y0,W,H",
      .help = "only this region of the fixed image's grid\n(default: all of it)"},
     {.name = "--out-field",
@@ -559,7 +559,9 @@ static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transfo
   if (!ok) cli_error("%s: %s: %s", cmd, path, strerror(errno ? errno : EIO));
   ok = ok && write_field_bands(ctx, t, fd, hsize, r, &bar);
   cli_progress_end(&bar);
-  if (ok && (fchmod(fd, 0666 & ~umask(umask(0))) != 0 || fsync(fd) != 0)) {
+  const mode_t mask = umask(0); /* a new file's permissions, as open() would give them */
+  umask(mask);
+  if (ok && (fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0)) {
     cli_error("%s: %s: %s", cmd, path, strerror(errno));
     ok = false;
   }
