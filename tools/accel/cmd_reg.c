@@ -397,10 +397,11 @@ static double element(const accel_array *a, const char *p) {
 }
 
 /* An image as the registration takes it: U8, U16 or F32 (H, W) as it is
- * (gray and alpha: the gray); RGB or RGBA as F32 gray, (2125 R + 7154 G + 721 B) / 10000 in double as
- * ITK's ConvertPixelBuffer makes it when elastix reads an RGB file into a
- * float image (alpha ignored: ITK would multiply by it); other real dtypes
- * as F32. *conv is the new buffer (NULL when v was usable as it is). */
+ * (gray and alpha: the gray); RGB or RGBA as F32 gray, (2125 R + 7154 G +
+ * 721 B) / 10000 in double as ITK's ConvertPixelBuffer makes it when elastix
+ * reads an RGB file into a float image (alpha ignored: ITK would multiply by
+ * it); other real dtypes as F32. *conv is the new buffer (NULL when v was
+ * usable as it is). */
 static bool registration_view(const char *cmd, const char *path, accel_array *v, accel_buffer **conv) {
   *conv = NULL;
   squeeze(v);
@@ -496,13 +497,13 @@ static void to_little_endian(float *v, size_t n) {
 /* The field's planes, band by band of rows, into the open file fd: a
  * (2, rows, w) band is evaluated from the control grid and its two planes
  * written where they belong, so no (2, H, W) array is ever held. */
-static bool write_field_bands(accel_ctx *ctx, const accel_reg_transform *t, int fd, size_t header, const int64_t r[4],
-                              cli_progress *bar) {
+static bool write_field_bands(accel_ctx *ctx, const char *path, const accel_reg_transform *t, int fd, size_t header,
+                              const int64_t r[4], cli_progress *bar) {
   const int64_t w = r[2], h = r[3], band = w >= (1 << 22) ? 1 : ((int64_t)1 << 22) / w; /* 32 MiB a band */
   const int64_t rows = band < h ? band : h, shape[3] = {2, rows, w};
   accel_buffer *buf = NULL;
   if (accel_buffer_create(ACCEL_DTYPE_F32, 3, shape, &buf)) {
-    cli_error("no memory for a band of the field");
+    cli_error("%s: no memory for a band of the field", path);
     return false;
   }
   accel_array all, v;
@@ -513,7 +514,7 @@ static bool write_field_bands(accel_ctx *ctx, const accel_reg_transform *t, int 
     v = all;
     v.shape[1] = n;
     if (accel_reg_transform_field(ctx, t, r[0], r[1] + y, &v)) {
-      cli_error("%s", accel_last_error(ctx));
+      cli_error("%s: %s", path, accel_last_error(ctx));
       ok = false;
       break;
     }
@@ -521,8 +522,9 @@ static bool write_field_bands(accel_ctx *ctx, const accel_reg_transform *t, int 
     for (int k = 0; k < 2 && ok; k++) {
       to_little_endian(plane[k], (size_t)(n * w));
       const off_t at = (off_t)header + (off_t)(((int64_t)k * h + y) * w * 4);
+      errno = 0;
       if (!write_at(fd, plane[k], (size_t)(n * w) * 4, at)) {
-        cli_error("cannot write the field: %s", strerror(errno ? errno : EIO));
+        cli_error("%s: cannot write: %s", path, strerror(errno ? errno : EIO));
         ok = false;
       }
     }
@@ -557,7 +559,7 @@ static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transfo
   errno = 0;
   bool ok = write_at(fd, header, hsize, 0);
   if (!ok) cli_error("%s: %s: %s", cmd, path, strerror(errno ? errno : EIO));
-  ok = ok && write_field_bands(ctx, t, fd, hsize, r, &bar);
+  ok = ok && write_field_bands(ctx, path, t, fd, hsize, r, &bar);
   cli_progress_end(&bar);
   const mode_t mask = umask(0); /* a new file's permissions, as open() would give them */
   umask(mask);
