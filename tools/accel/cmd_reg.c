@@ -548,7 +548,7 @@ static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transfo
   snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
   const int fd = mkstemp(tmp);
   if (fd < 0) {
-    cli_error("%s: %s: cannot create %s: %s", cmd, path, tmp, strerror(errno));
+    cli_error("%s: %s: cannot create a file beside it: %s", cmd, path, strerror(errno));
     free(tmp);
     return false;
   }
