@@ -12,7 +12,7 @@ import subprocess
 import unittest
 import zlib
 
-from common import CliTest, npy_bytes, run
+from common import SRC, CliTest, npy_bytes, run
 
 H, W = 128, 128
 
@@ -127,8 +127,48 @@ class CliReg(CliTest):
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertTrue(r.stderr.startswith("accel: "), (args, r.stderr))
 
+    def translation_file(self, tx, ty):
+        """An elastix TranslationTransform file over the fixed image, written here."""
+        path = self.p("translation.txt")
+        with open(path, "w") as f:
+            f.write('(Transform "TranslationTransform")\n(NumberOfParameters 2)\n(TransformParameters %r %r)\n'
+                    '(InitialTransformParametersFileName "NoInitialTransform")\n(HowToCombineTransforms "Compose")\n'
+                    '(FixedImageDimension 2)\n(MovingImageDimension 2)\n(Size %d %d)\n(Index 0 0)\n(Spacing 1 1)\n'
+                    '(Origin 0 0)\n(Direction 1 0 0 1)\n(UseDirectionCosines "true")\n' % (tx, ty, W, H))
+        return path
+
+    def test_warp_with_an_elastix_translation(self):
+        """T(x, y) = (x + 2, y - 3): OUT[r][c] = IN[r - 3][c + 2], the fill outside."""
+        self.make_pair()
+        t = self.translation_file(2.0, -3.0)
+        for interp in ("linear", "cubic"):
+            r = run("warp", "--transform", t, "--interp", interp, "--fill", "7", self.p("moving_u8.npy"),
+                    self.p("o_%s.npy" % interp), self.p("moving_rgb.npy"), self.p("rgb_%s.npy" % interp))
+            self.assertEqual(r.returncode, 0, r.stderr)
+            _, _, src = npy_bytes(self.p("moving_u8.npy"))
+            shape, descr, out = npy_bytes(self.p("o_%s.npy" % interp))
+            self.assertEqual((shape, descr), ((H, W), "|u1"))
+            for y in range(H):
+                for x in range(W):
+                    inside = 0 <= y - 3 and x + 2 < W
+                    self.assertEqual(out[y * W + x], src[(y - 3) * W + x + 2] if inside else 7, (interp, x, y))
+            shape, _, rgb = npy_bytes(self.p("rgb_%s.npy" % interp))
+            self.assertEqual(shape, (H, W, 3))
+            self.assertEqual(rgb[0::3], out)
+
     def test_unreadable_inputs_exit_one(self):
         self.make_pair()
+        # hostile files (tests/data/bad) are refused quickly, as inputs of either command
+        for name in ("bomb_30000.tif", "bomb_tiled_30000.tif", "tile_bomb.tif", "trunc_strip.tif", "huge.npy",
+                     "ovf_zero.npy", "wide_max_rgba16.png", "base_65000.jpg", "empty_idat.png"):
+            bad = os.path.join(SRC, "tests", "data", "bad", name)
+            for args in (("register", "--fixed", bad, "--moving", self.p("moving.npy")),
+                         ("register", "--fixed", self.p("fixed.tif"), "--moving", bad),
+                         ("register", "--fixed", self.p("fixed.tif"), "--moving", self.p("moving.npy"), "--mask", bad),
+                         ("warp", "--transform", self.translation_file(1, 1), bad, self.p("o.npy"))):
+                r = run(*args)
+                self.assertEqual(r.returncode, 1, (args, r.stderr))
+                self.assertTrue(r.stderr.startswith("accel: "), (args, r.stderr))
         r = run("register", "--fixed", self.p("missing.tif"), "--moving", self.p("moving.npy"))
         self.assertEqual(r.returncode, 1, r.stderr)
         r = run("warp", "--transform", self.p("missing.txt"), self.p("moving.npy"), self.p("o.npy"))
