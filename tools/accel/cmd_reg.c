@@ -699,7 +699,7 @@ static void apply_options(const reg_args *a, accel_reg_options *o) {
 /* "<T without .txt>.initial.txt": where accel_reg_transform_save puts an initial part. */
 static char *initial_name(const char *path) {
   size_t n = strlen(path);
-  if (n >= 4 && strcmp(path + n - 4, ".txt") == 0) n -= 4;
+  if (n > 4 && strcmp(path + n - 4, ".txt") == 0) n -= 4;
   char *p = malloc(n + 13);
   if (p) snprintf(p, n + 13, "%.*s.initial.txt", (int)n, path);
   return p;
