@@ -1,5 +1,11 @@
 /* suite_io: NPY against files numpy wrote (and byte-identical output), PNM,
- * error paths, atomic saves. */
+ * TIFF (GeoTIFF rasters; images against files other writers made), error
+ * paths, atomic saves.
+ *
+ *   test_io            the suite
+ *   test_io --shared   the registration images of ../shared/data/reg (exit
+ *                      77, skipped, when ../shared is absent)
+ */
 #include "testutil.h"
 
 #include "accel_config.h"
@@ -9,6 +15,7 @@
 #endif
 
 #include "io/file.h"
+#include "io/tiff.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 static char tmpdir[256];
 
@@ -272,8 +280,8 @@ END_TEST
 
 /* ------------------------------------------------------------ atomic saves */
 
-enum { SAVE_NPY, SAVE_RAW, SAVE_PNM, SAVE_TIFF, SAVE_INDEX, SAVE_NETWORK, SAVE_KINDS };
-static const char *const SAVE_NAMES[SAVE_KINDS] = {"a.npy", "a.raw", "a.pgm", "a.tif", "a.idx", "a.json"};
+enum { SAVE_NPY, SAVE_RAW, SAVE_PNM, SAVE_TIFF, SAVE_TIFF_IMAGE, SAVE_INDEX, SAVE_NETWORK, SAVE_KINDS };
+static const char *const SAVE_NAMES[SAVE_KINDS] = {"a.npy", "a.raw", "a.pgm", "a.tif", "b.tif", "a.idx", "a.json"};
 
 /* What the library writes, one kind at a time, from fixed content. */
 typedef struct save_inputs {
@@ -315,12 +323,18 @@ static accel_status save_kind(save_inputs *in, int kind, const char *path) {
   case SAVE_RAW: return accel_raw_save(in->ctx, path, &a);
   case SAVE_PNM: return accel_pnm_save(in->ctx, path, &a);
   case SAVE_TIFF: return accel_tiff_save(in->ctx, path, &a, NULL);
+  case SAVE_TIFF_IMAGE: {
+    accel_tiff_save_options o;
+    accel_tiff_save_options_init(&o, sizeof o);
+    o.compression = ACCEL_TIFF_COMPRESSION_DEFLATE, o.tile_size = 32;
+    return accel_tiff_save_image(in->ctx, path, &a, &o);
+  }
   case SAVE_INDEX: return accel_index_save(in->index, path); /* the index's context */
   default: return accel_ct_network_save_json(in->ctx, in->network, path);
   }
 }
 
-static bool skip_kind(int kind) { return kind == SAVE_TIFF && !ACCEL_HAVE_TIFF; }
+static bool skip_kind(int kind) { return (kind == SAVE_TIFF || kind == SAVE_TIFF_IMAGE) && !ACCEL_HAVE_TIFF; }
 
 static long dir_entries(const char *dir) {
   long n = 0;
@@ -634,6 +648,575 @@ START_TEST(hostile_tiffs_are_refused_before_allocating) {
   accel_ctx_destroy(ctx);
 }
 END_TEST
+
+/* ------------------------------------------------------------ TIFF images */
+
+static const char *tiff_fixture(const char *name) {
+  static char path[2][1024];
+  static int k;
+  k ^= 1;
+  snprintf(path[k], sizeof path[k], "%s/tiff/%s", test_data_dir(), name);
+  return path[k];
+}
+
+/* The element (y, x, c) of an (H, W) or (H, W, C) array. */
+static const uint8_t *pixel_at(const accel_array *a, int64_t y, int64_t x, int64_t c) {
+  return (const uint8_t *)a->data + y * a->strides[0] + x * a->strides[1] + (a->ndim == 3 ? c * a->strides[2] : 0);
+}
+
+/* Same shape (a 2-D array equals its (H, W, 1) form), dtype and bits. */
+static void expect_same_image(const accel_array *got, const accel_array *want, const char *what) {
+  const int64_t c = want->ndim == 3 ? want->shape[2] : 1;
+  ck_assert_msg(got->dtype == want->dtype, "%s: dtype %d, not %d", what, (int)got->dtype, (int)want->dtype);
+  ck_assert_msg(got->ndim == (c == 1 ? 2 : 3), "%s: %d-D", what, (int)got->ndim);
+  ck_assert_msg(got->shape[0] == want->shape[0] && got->shape[1] == want->shape[1] && (c == 1 || got->shape[2] == c),
+                "%s: shape", what);
+  const size_t es = accel_dtype_size(want->dtype);
+  for (int64_t y = 0; y < want->shape[0]; y++)
+    for (int64_t x = 0; x < want->shape[1]; x++)
+      for (int64_t k = 0; k < c; k++)
+        EXPECT(memcmp(pixel_at(got, y, x, k), pixel_at(want, y, x, k), es) == 0, "%s: differs at (%lld, %lld, %lld)",
+               what, (long long)y, (long long)x, (long long)k);
+}
+
+/* tests/data/tiff: files written byte by byte by make_tiff.py (strips,
+ * separate planes in tiles, big-endian) and converted by libtiff's tiffcp
+ * (tiles, deflate/LZW/PackBits with predictors, separate planes in strips,
+ * BigTIFF) load as numpy saved their pixels. */
+START_TEST(tiff_images_from_other_writers) {
+  static const char *const cases[] = {"u8_1",  "u8_2",  "u8_3",  "u8_4",  "u16_1", "u16_3",
+                                      "u16_4", "f32_1", "f32_3", "i16_1", "f64_1"};
+  static const char *const variants[] = {"", "_st", "_tz", "_sl", "_bb"};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "%s.npy", cases[i]);
+    accel_buffer *want_b = NULL;
+    ck_assert_int_eq(accel_npy_load(NULL, tiff_fixture(name), &want_b), ACCEL_OK);
+    const accel_array want = view_of(want_b);
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+      snprintf(name, sizeof name, "%s%s.tif", cases[i], variants[v]);
+      accel_buffer *b = NULL;
+      const accel_status s = accel_tiff_load_image(NULL, tiff_fixture(name), &b);
+      ck_assert_msg(s == ACCEL_OK, "%s: %s", name, accel_last_error(NULL));
+      const accel_array got = view_of(b);
+      expect_same_image(&got, &want, name);
+      accel_buffer_destroy(b);
+    }
+    accel_buffer_destroy(want_b);
+  }
+}
+END_TEST
+
+/* An image of every dtype the saver takes, with strides: every other
+ * column of a wider buffer, rows from the bottom up. */
+typedef struct strided_image {
+  uint8_t *mem;
+  accel_array a;
+} strided_image;
+
+static strided_image make_strided(accel_dtype dtype, int64_t h, int64_t w, int64_t c, uint32_t seed) {
+  strided_image s;
+  const size_t es = accel_dtype_size(dtype), row = (size_t)(2 * w * c) * es;
+  s.mem = malloc(row * (size_t)h);
+  ck_assert_ptr_nonnull(s.mem);
+  fill_random(s.mem, row * (size_t)h, seed);
+  if (dtype == ACCEL_DTYPE_F32 || dtype == ACCEL_DTYPE_F64) /* finite values and a few NaN, inf, -0 */
+    for (size_t i = 0; i < row * (size_t)h / es; i++) {
+      const double v = (double)((int)(i * 2654435761u % 20001) - 10000) / 7.0;
+      if (es == 4) ((float *)s.mem)[i] = i % 97 == 5 ? NAN : i % 89 == 3 ? -INFINITY : i % 83 == 1 ? -0.0f : (float)v;
+      else ((double *)s.mem)[i] = i % 97 == 5 ? NAN : v;
+    }
+  s.a.dtype = dtype;
+  s.a.ndim = c == 1 && (seed & 1) ? 2 : 3;
+  s.a.shape[0] = h, s.a.shape[1] = w, s.a.shape[2] = c;
+  s.a.strides[0] = -(int64_t)row;
+  s.a.strides[1] = (int64_t)(2 * c * es);
+  s.a.strides[2] = (int64_t)es;
+  s.a.data = s.mem + row * (size_t)(h - 1);
+  return s;
+}
+
+/* Read a file the test's own way, through libtiff (one scanline or tile at a
+ * time, contiguous samples), to check what the saver wrote. */
+static void expect_file_holds(const char *path, const accel_array *want) {
+  TIFF *tif = TIFFOpen(path, "r");
+  ck_assert_ptr_nonnull(tif);
+  uint32_t w = 0, h = 0, tw = 0, th = 0;
+  uint16_t spp = 0, bits = 0;
+  TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &w);
+  TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &h);
+  TIFFGetField(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+  TIFFGetField(tif, TIFFTAG_BITSPERSAMPLE, &bits);
+  const size_t es = accel_dtype_size(want->dtype);
+  ck_assert_int_eq(w, want->shape[1]);
+  ck_assert_int_eq(h, want->shape[0]);
+  ck_assert_int_eq(spp, want->ndim == 3 ? want->shape[2] : 1);
+  ck_assert_int_eq(bits, es * 8);
+  const bool tiled = TIFFIsTiled(tif);
+  if (tiled) TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw), TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+  else tw = w, th = 1;
+  uint8_t *buf = malloc(tiled ? (size_t)TIFFTileSize(tif) : (size_t)TIFFScanlineSize(tif));
+  ck_assert_ptr_nonnull(buf);
+  for (uint32_t y = 0; y < h; y += th)
+    for (uint32_t x = 0; x < w; x += tw) {
+      if (tiled) ck_assert_int_ge(TIFFReadTile(tif, buf, x, y, 0, 0), 0);
+      else ck_assert_int_ge(TIFFReadScanline(tif, buf, y, 0), 0);
+      for (uint32_t r = 0; r < th && y + r < h; r++)
+        for (uint32_t c = 0; c < tw && x + c < w; c++)
+          for (uint16_t k = 0; k < spp; k++)
+            EXPECT(memcmp(buf + (((size_t)r * tw + c) * spp + k) * es, pixel_at(want, y + r, x + c, k), es) == 0,
+                   "%s: differs at (%u, %u, %u)", path, (unsigned)(y + r), (unsigned)(x + c), (unsigned)k);
+    }
+  free(buf);
+  TIFFClose(tif);
+}
+
+/* The tags a saved file has: compression, predictor, tiles, BigTIFF, colour. */
+static void expect_tags(const char *path, const accel_tiff_save_options *o, accel_dtype dtype, int64_t c) {
+  TIFF *tif = TIFFOpen(path, "r");
+  ck_assert_ptr_nonnull(tif);
+  uint16_t compression = 0, predictor = 1, photometric = 0, n_extra = 0, *extra = NULL, format = 0;
+  TIFFGetField(tif, TIFFTAG_COMPRESSION, &compression);
+  if (compression != COMPRESSION_NONE) TIFFGetFieldDefaulted(tif, TIFFTAG_PREDICTOR, &predictor);
+  TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &photometric);
+  TIFFGetField(tif, TIFFTAG_SAMPLEFORMAT, &format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_EXTRASAMPLES, &n_extra, &extra);
+  const bool deflate = o->compression == ACCEL_TIFF_COMPRESSION_DEFLATE, fp = dtype == ACCEL_DTYPE_F32;
+  ck_assert_int_eq(compression, deflate ? COMPRESSION_ADOBE_DEFLATE : COMPRESSION_NONE);
+  ck_assert_int_eq(predictor, deflate && o->predictor ? (fp ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL) : 1);
+  ck_assert_int_eq(TIFFIsTiled(tif), o->tile_size != 0);
+  ck_assert_int_eq(TIFFIsBigTIFF(tif), o->bigtiff == 1);
+  ck_assert_int_eq(photometric, c >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK);
+  ck_assert_int_eq(format, fp ? SAMPLEFORMAT_IEEEFP : SAMPLEFORMAT_UINT);
+  ck_assert_int_eq(n_extra, c == 2 || c == 4);
+  if (n_extra) ck_assert_int_eq(extra[0], EXTRASAMPLE_UNASSALPHA);
+  if (!o->tile_size) { /* strips of about 1 MiB */
+    uint32_t rps = 0;
+    TIFFGetField(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+    const uint64_t row = (uint64_t)TIFFScanlineSize64(tif);
+    ck_assert(rps >= 1 && (rps * row <= (1u << 20) || rps == 1));
+  }
+  TIFFClose(tif);
+}
+
+/* U8, U16, F32 x 1..4 channels x strips, tiles, deflate with and without
+ * the predictor, BigTIFF: saved from strided views, the files hold the
+ * pixels (read back by libtiff directly) and load back bit for bit. */
+START_TEST(tiff_images_round_trip) {
+  static const accel_dtype dtypes[] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+  enum { N_VARIANTS = 5 };
+  accel_tiff_save_options opts[N_VARIANTS];
+  for (int v = 0; v < N_VARIANTS; v++) ck_assert_int_eq(accel_tiff_save_options_init(&opts[v], sizeof opts[v]), 0);
+  ck_assert_int_eq(opts[0].compression, ACCEL_TIFF_COMPRESSION_NONE);
+  ck_assert_int_eq(opts[0].tile_size, 0);
+  opts[1].compression = ACCEL_TIFF_COMPRESSION_DEFLATE;
+  opts[2].tile_size = 16, opts[2].compression = ACCEL_TIFF_COMPRESSION_DEFLATE, opts[2].deflate_level = 9;
+  opts[3].compression = ACCEL_TIFF_COMPRESSION_DEFLATE, opts[3].predictor = 0, opts[3].bigtiff = 1;
+  opts[4].tile_size = 32, opts[4].bigtiff = 1;
+  const char *path = tmp("img.tif");
+  uint32_t seed = 1;
+  for (size_t d = 0; d < 3; d++)
+    for (int64_t c = 1; c <= 4; c++)
+      for (int v = 0; v < N_VARIANTS; v++, seed++) {
+        strided_image im = make_strided(dtypes[d], 37 + v, 29 + 2 * v, c, seed);
+        const accel_status s = accel_tiff_save_image(NULL, path, &im.a, &opts[v]);
+        ck_assert_msg(s == ACCEL_OK, "%s: %s", accel_status_string(s), accel_last_error(NULL));
+        expect_tags(path, &opts[v], dtypes[d], c);
+        expect_file_holds(path, &im.a);
+        accel_buffer *b = NULL;
+        ck_assert_msg(accel_tiff_load_image(NULL, path, &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+        const accel_array got = view_of(b);
+        char what[64];
+        snprintf(what, sizeof what, "dtype %d, %lld channels, variant %d", (int)dtypes[d], (long long)c, v);
+        expect_same_image(&got, &im.a, what);
+        accel_buffer_destroy(b);
+        free(im.mem);
+      }
+  /* the other dtypes, as stored */
+  static const accel_dtype more[] = {ACCEL_DTYPE_I8, ACCEL_DTYPE_I16, ACCEL_DTYPE_U32, ACCEL_DTYPE_I32,
+                                     ACCEL_DTYPE_F64};
+  for (size_t d = 0; d < sizeof more / sizeof more[0]; d++) {
+    strided_image im = make_strided(more[d], 20, 33, 3, seed++);
+    ck_assert_int_eq(accel_tiff_save_image(NULL, path, &im.a, &opts[2]), ACCEL_OK);
+    accel_buffer *b = NULL;
+    ck_assert_int_eq(accel_tiff_load_image(NULL, path, &b), ACCEL_OK);
+    const accel_array got = view_of(b);
+    expect_same_image(&got, &im.a, accel__dtype_name(more[d]));
+    accel_buffer_destroy(b);
+    free(im.mem);
+  }
+  ck_assert_int_eq(count_files(), 1); /* no temporary left */
+}
+END_TEST
+
+/* Classic TIFF while the file's size bound fits 32-bit offsets, BigTIFF
+ * above (the bound lowered here: 4 GiB files are too slow for a test). */
+START_TEST(tiff_images_switch_to_bigtiff) {
+  uint8_t px[100 * 100];
+  fill_random(px, sizeof px, 3);
+  const accel_array a = array_of(px, ACCEL_DTYPE_U8, 2, (int64_t[]){100, 100});
+  const uint64_t saved = accel__tiff_classic_max;
+  accel__tiff_classic_max = 100000;
+  const accel_status s1 = accel_tiff_save_image(NULL, tmp("small.tif"), &a, NULL);
+  accel__tiff_classic_max = 10000;
+  const accel_status s2 = accel_tiff_save_image(NULL, tmp("big.tif"), &a, NULL);
+  accel__tiff_classic_max = saved;
+  ck_assert_int_eq(s1, ACCEL_OK);
+  ck_assert_int_eq(s2, ACCEL_OK);
+  unsigned char head[4];
+  ck_assert_uint_eq(file_bytes(tmp("small.tif"), head, 4), 4);
+  ck_assert_int_eq(head[2] | head[3] << 8, 42);
+  ck_assert_uint_eq(file_bytes(tmp("big.tif"), head, 4), 4);
+  ck_assert_int_eq(head[2] | head[3] << 8, 43);
+  expect_file_holds(tmp("big.tif"), &a);
+}
+END_TEST
+
+/* Refused: what the loader does not read (palette, bilevel, YCbCr JPEG),
+ * hostile headers, truncated files at every length, arrays and options the
+ * saver does not take. */
+START_TEST(tiff_images_refuse_cleanly) {
+  static const struct {
+    const char *name, *why;
+  } unsupported[] = {{"palette.tif", "palette"}, {"bilevel.tif", "1-bit"}, {"ycbcr_jpeg.tif", "YCbCr"}};
+  accel_buffer *b = NULL;
+  for (size_t i = 0; i < 3; i++) {
+    const accel_status s = accel_tiff_load_image(NULL, tiff_fixture(unsupported[i].name), &b);
+    ck_assert_msg(s == ACCEL_ERR_UNSUPPORTED, "%s: %s", unsupported[i].name, accel_status_string(s));
+    ck_assert_msg(
+        strstr(accel_last_error(NULL), unsupported[i].why) && strstr(accel_last_error(NULL), "accel_tiff_load_image"),
+        "%s", accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+  }
+  ck_assert_int_eq(accel_tiff_load_image(NULL, "/nonexistent.tif", &b), ACCEL_ERR_IO);
+  ck_assert_int_eq(accel_tiff_load_image(NULL, fixture("i16_3x4.npy"), &b), ACCEL_ERR_FORMAT);
+  ck_assert_int_eq(accel_tiff_load_image(NULL, NULL, &b), ACCEL_ERR_INVALID_ARG);
+  accel_ctx *ctx = ctx_with_pixel_limit(23 * 19 - 1);
+  ck_assert_int_eq(accel_tiff_load_image(ctx, tiff_fixture("u8_3.tif"), &b), ACCEL_ERR_LIMIT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "pixel limit"));
+  accel_ctx_destroy(ctx);
+  /* hostile headers, under a 1 GiB address-space limit */
+  limit_address_space(1ull << 30);
+  static const char *const hostile[] = {"bomb_30000.tif", "bomb_tiled_30000.tif", "tile_bomb.tif", "trunc_strip.tif",
+                                        "trunc_tile.tif"};
+  for (size_t i = 0; i < sizeof hostile / sizeof hostile[0]; i++) {
+    const accel_status s = accel_tiff_load_image(NULL, bad_file(hostile[i]), &b);
+    ck_assert_msg(s == ACCEL_ERR_FORMAT, "%s: %s (%s)", hostile[i], accel_status_string(s), accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+  }
+  /* every truncation of a file with its directory first (strips cut) and
+   * of one with it last (tiffcp's: the directory cut) */
+  static const char *const cut[] = {"u16_3.tif", "u8_4_tz.tif", "f32_3_sl.tif"};
+  static unsigned char whole[16384];
+  for (size_t i = 0; i < 3; i++) {
+    const size_t n = file_bytes(tiff_fixture(cut[i]), whole, sizeof whole);
+    ck_assert_uint_lt(n, sizeof whole);
+    for (size_t len = 0; len < n; len += len < 64 ? 1 : 37) {
+      FILE *f = fopen(tmp("cut.tif"), "wb");
+      ck_assert_ptr_nonnull(f);
+      ck_assert_uint_eq(fwrite(whole, 1, len, f), len);
+      fclose(f);
+      const accel_status s = accel_tiff_load_image(NULL, tmp("cut.tif"), &b);
+      EXPECT(s == ACCEL_ERR_FORMAT, "%s cut to %zu bytes: %s (%s)", cut[i], len, accel_status_string(s),
+             accel_last_error(NULL));
+    }
+  }
+}
+END_TEST
+
+START_TEST(tiff_save_refuses_bad_arguments) {
+  uint8_t px[2 * 3 * 5] = {0};
+  accel_tiff_save_options o;
+  ck_assert_int_eq(accel_tiff_save_options_init(&o, 4), ACCEL_ERR_VERSION);
+  ck_assert_int_eq(accel_tiff_save_options_init(NULL, sizeof o), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_save_options_init(&o, sizeof o), ACCEL_OK);
+  ck_assert_int_eq(o.deflate_level, 6);
+  ck_assert_int_eq(o.predictor, 1);
+  const char *path = tmp("x.tif");
+  accel_array a = array_of(px, ACCEL_DTYPE_U8, 3, (int64_t[]){2, 3, 5}); /* 5 channels */
+  ck_assert_int_eq(accel_tiff_save_image(NULL, path, &a, NULL), ACCEL_ERR_INVALID_ARG);
+  a = array_of(px, ACCEL_DTYPE_U8, 1, (int64_t[]){30});
+  ck_assert_int_eq(accel_tiff_save_image(NULL, path, &a, NULL), ACCEL_ERR_INVALID_ARG);
+  a = array_of(px, ACCEL_DTYPE_U64, 2, (int64_t[]){1, 3});
+  ck_assert_int_eq(accel_tiff_save_image(NULL, path, &a, NULL), ACCEL_ERR_INVALID_ARG);
+  a = array_of(px, ACCEL_DTYPE_U8, 2, (int64_t[]){0, 3});
+  ck_assert_int_eq(accel_tiff_save_image(NULL, path, &a, NULL), ACCEL_ERR_INVALID_ARG);
+  a = array_of(px, ACCEL_DTYPE_U8, 3, (int64_t[]){2, 3, 4});
+  ck_assert_int_eq(accel_tiff_save_image(NULL, NULL, &a, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_save_image(NULL, path, NULL, NULL), ACCEL_ERR_INVALID_ARG);
+  static const struct {
+    int field, value;
+    const char *name;
+  } bad[] = {{0, 3, "compression"}, {1, 0, "deflate_level"}, {1, 10, "deflate_level"}, {2, 2, "predictor"},
+             {3, 8, "tile_size"},   {3, 4112, "tile_size"},  {3, -16, "tile_size"},    {4, 2, "bigtiff"}};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    accel_tiff_save_options_init(&o, sizeof o);
+    switch (bad[i].field) {
+    case 0: o.compression = (accel_tiff_compression)bad[i].value; break;
+    case 1: o.deflate_level = bad[i].value; break;
+    case 2: o.predictor = bad[i].value; break;
+    case 3: o.tile_size = bad[i].value; break;
+    default: o.bigtiff = bad[i].value; break;
+    }
+    ck_assert_int_eq(accel_tiff_save_image(NULL, path, &a, &o), ACCEL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(accel_last_error(NULL), bad[i].name), "%s", accel_last_error(NULL));
+  }
+  accel_tiff_save_options_init(&o, sizeof o);
+  o.struct_size = 4;
+  ck_assert_int_eq(accel_tiff_save_image(NULL, path, &a, &o), ACCEL_ERR_VERSION);
+  ck_assert_int_eq(count_files(), 0);
+}
+END_TEST
+
+static void put_be32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* A PNG chunk: length, type, data, CRC of type and data (PNG 1.2, 3.2). */
+static void put_chunk(FILE *f, const char *type, const uint8_t *data, uint32_t n) {
+  uint8_t be[4];
+  put_be32(be, n);
+  fwrite(be, 1, 4, f);
+  fwrite(type, 1, 4, f);
+  if (n) fwrite(data, 1, n, f);
+  uLong crc = crc32(crc32(0, (const Bytef *)type, 4), data, n);
+  put_be32(be, (uint32_t)crc);
+  fwrite(be, 1, 4, f);
+}
+
+/* A 16-bit gray PNG, every row with filter 0. */
+static void write_png_gray16(const char *path, const uint16_t *px, uint32_t h, uint32_t w) {
+  const size_t row = 1 + 2 * (size_t)w, n = row * h;
+  uint8_t *raw = calloc(n, 1), ihdr[13] = {0};
+  uLongf zn = compressBound((uLong)n);
+  uint8_t *z = malloc(zn);
+  ck_assert(raw && z);
+  for (uint32_t y = 0; y < h; y++)
+    for (uint32_t x = 0; x < w; x++) {
+      raw[y * row + 1 + 2 * x] = (uint8_t)(px[y * w + x] >> 8);
+      raw[y * row + 2 + 2 * x] = (uint8_t)px[y * w + x];
+    }
+  ck_assert_int_eq(compress(z, &zn, raw, (uLong)n), Z_OK);
+  put_be32(ihdr, w);
+  put_be32(ihdr + 4, h);
+  ihdr[8] = 16; /* bit depth; colour type 0 (gray), deflate, filter 0, no interlace */
+  FILE *f = fopen(path, "wb");
+  ck_assert_ptr_nonnull(f);
+  fwrite("\x89PNG\r\n\x1a\n", 1, 8, f);
+  put_chunk(f, "IHDR", ihdr, 13);
+  put_chunk(f, "IDAT", z, (uint32_t)zn);
+  put_chunk(f, "IEND", NULL, 0);
+  ck_assert_int_eq(fclose(f), 0);
+  free(raw);
+  free(z);
+}
+
+/* accel_image_load by signature: TIFF as stored; PNG and JPEG as Pillow
+ * 9.4 converts them (tests/data/decode: its convert('RGB' or 'L') outputs),
+ * gray modes to (H, W), colour modes to (H, W, 3); 16-bit gray PNG as U16. */
+START_TEST(image_load_sniffs_the_format) {
+  static const struct {
+    const char *file, *ref;
+  } cases[] = {{"hopper.jpg", "hopper.RGB"},     {"hopper_gray.jpg", "hopper_gray.L"},
+               {"pil123p.png", "pil123p.RGB"},   {"pil_sample_cmyk.jpg", "pil_sample_cmyk.RGB"},
+               {"gen_gray2.png", "gen_gray2.L"}, {"gen_adam7_rgba16.png", "gen_adam7_rgba16.RGB"}};
+  char path[1024];
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    snprintf(path, sizeof path, "%s/hash/%s", test_data_dir(), cases[i].file);
+    accel_buffer *b = NULL;
+    ck_assert_msg(accel_image_load(NULL, path, &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+    snprintf(path, sizeof path, "%s/decode", test_data_dir());
+    accel_buffer *ref = must_load(path, cases[i].ref);
+    const accel_array got = view_of(b), want = view_of(ref);
+    expect_same_image(&got, &want, cases[i].file);
+    accel_buffer_destroy(b);
+    accel_buffer_destroy(ref);
+  }
+  /* 16-bit gray (Pillow's mode I): U16 as stored, in a PNG written here */
+  enum { PW = 7, PH = 5 };
+  uint16_t want16[PH * PW];
+  for (int i = 0; i < PH * PW; i++) want16[i] = (uint16_t)(i * 1871 + 3);
+  write_png_gray16(tmp("g16.png"), want16, PH, PW);
+  accel_buffer *b = NULL;
+  ck_assert_msg(accel_image_load(NULL, tmp("g16.png"), &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+  const accel_array got = view_of(b), want = array_of(want16, ACCEL_DTYPE_U16, 2, (int64_t[]){PH, PW});
+  expect_same_image(&got, &want, "g16.png");
+  accel_buffer_destroy(b);
+  /* TIFF, classic and BigTIFF, either byte order */
+  static const char *const tiffs[] = {"u16_3.tif", "u16_3_bb.tif", "f32_1_sl.tif"};
+  for (int i = 0; i < 3; i++) {
+    accel_buffer *t = NULL, *s = NULL;
+    ck_assert_msg(accel_image_load(NULL, tiff_fixture(tiffs[i]), &t) == ACCEL_OK, "%s", accel_last_error(NULL));
+    ck_assert_int_eq(accel_tiff_load_image(NULL, tiff_fixture(tiffs[i]), &s), ACCEL_OK);
+    const accel_array tv = view_of(t), sv = view_of(s);
+    expect_same_image(&tv, &sv, tiffs[i]);
+    accel_buffer_destroy(t);
+    accel_buffer_destroy(s);
+  }
+  /* neither; corrupt; over the pixel limit; missing */
+  b = NULL;
+  ck_assert_int_eq(accel_image_load(NULL, fixture("i16_3x4.npy"), &b), ACCEL_ERR_FORMAT);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "neither TIFF, PNG nor JPEG"));
+  ck_assert_ptr_null(b);
+  static const char *const corrupt[] = {"truncated_jpeg.jpg", "broken.png", "truncated_image.png"}; /* Pillow fails */
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/hash/%s", test_data_dir(), corrupt[i]);
+    ck_assert_int_eq(accel_image_load(NULL, path, &b), ACCEL_ERR_DECODE);
+    ck_assert_ptr_null(b);
+  }
+  accel_ctx *ctx = ctx_with_pixel_limit(100);
+  snprintf(path, sizeof path, "%s/hash/hopper.png", test_data_dir());
+  ck_assert_int_eq(accel_image_load(ctx, path, &b), ACCEL_ERR_LIMIT);
+  ck_assert_int_eq(accel_image_load(ctx, tiff_fixture("u8_1.tif"), &b), ACCEL_ERR_LIMIT);
+  accel_ctx_destroy(ctx);
+  ck_assert_int_eq(accel_image_load(NULL, "/nonexistent.png", &b), ACCEL_ERR_IO);
+  ck_assert_int_eq(accel_image_load(NULL, path, NULL), ACCEL_ERR_INVALID_ARG);
+}
+END_TEST
+
+#if defined(__SANITIZE_ADDRESS__)
+#define IO_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define IO_UNDER_ASAN 1
+#endif
+#endif
+
+/* A line "key: <n> kB" of /proc/self/status, in bytes; -1 without it. */
+static int64_t proc_status_bytes(const char *key) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  int64_t v = -1;
+  const size_t n = strlen(key);
+  while (fgets(line, sizeof line, f))
+    if (strncmp(line, key, n) == 0 && line[n] == ':') v = strtoll(line + n + 1, NULL, 10) * 1024;
+  fclose(f);
+  return v;
+}
+
+/* How much the peak resident memory rises over a load (the peak is reset
+ * first through /proc/self/clear_refs); -1 where that cannot be measured. */
+static int64_t load_peak_growth(const char *path, accel_buffer **b) {
+  FILE *f = fopen("/proc/self/clear_refs", "w");
+  if (!f) return -1;
+  const bool reset = fputs("5", f) >= 0;
+  if (fclose(f) != 0 || !reset) return -1;
+  const int64_t before = proc_status_bytes("VmRSS");
+  const accel_status s = accel_tiff_load_image(NULL, path, b);
+  ck_assert_msg(s == ACCEL_OK, "%s", accel_last_error(NULL));
+  const int64_t peak = proc_status_bytes("VmHWM");
+  return before < 0 || peak < 0 ? -1 : peak - before;
+}
+
+/* An RGB image in one strip of separate planes, written by libtiff itself. */
+static void write_planes(const char *path, const uint8_t *px, uint32_t h, uint32_t w, uint16_t compression) {
+  TIFF *tif = TIFFOpen(path, "w");
+  ck_assert_ptr_nonnull(tif);
+  TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
+  TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
+  TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 3);
+  TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+  TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_RGB);
+  TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_SEPARATE);
+  TIFFSetField(tif, TIFFTAG_COMPRESSION, compression);
+  TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, h);
+  uint8_t *line = malloc(w);
+  ck_assert_ptr_nonnull(line);
+  for (uint16_t k = 0; k < 3; k++)
+    for (uint32_t y = 0; y < h; y++) {
+      for (uint32_t x = 0; x < w; x++) line[x] = px[((size_t)y * w + x) * 3 + k];
+      ck_assert_int_ge(TIFFWriteScanline(tif, line, y, k), 0);
+    }
+  free(line);
+  TIFFClose(tif);
+}
+
+/* A 12-megapixel RGB image (36 MB) loads with a peak of about its size,
+ * whatever the layout: deflate strips of 1 MiB and tiles (decoded straight
+ * into the buffer), one strip of separate planes (12 MB a plane: read a
+ * band of rows at a time; deflated, libtiff holds the compressed strip). */
+START_TEST(tiff_load_peaks_near_the_image_size) {
+#ifdef IO_UNDER_ASAN
+  return; /* the shadow memory hides what the loader itself holds */
+#endif
+  enum { H = 3000, W = 4000 };
+  const size_t size = (size_t)H * W * 3;
+  uint8_t *px = malloc(size);
+  ck_assert_ptr_nonnull(px);
+  for (size_t i = 0; i < size; i++) px[i] = (uint8_t)((i / 3 % W) + (i / 3 / W) * 3 + (i % 3) * 50 + (i * 7919 >> 13));
+  const accel_array a = array_of(px, ACCEL_DTYPE_U8, 3, (int64_t[]){H, W, 3});
+  accel_tiff_save_options o;
+  accel_tiff_save_options_init(&o, sizeof o);
+  o.compression = ACCEL_TIFF_COMPRESSION_DEFLATE, o.deflate_level = 1;
+  ck_assert_int_eq(accel_tiff_save_image(NULL, tmp("strips.tif"), &a, &o), ACCEL_OK);
+  o.tile_size = 512;
+  ck_assert_int_eq(accel_tiff_save_image(NULL, tmp("tiles.tif"), &a, &o), ACCEL_OK);
+  write_planes(tmp("planes.tif"), px, H, W, COMPRESSION_NONE);
+  write_planes(tmp("zplanes.tif"), px, H, W, COMPRESSION_ADOBE_DEFLATE);
+  static const char *const names[] = {"strips.tif", "tiles.tif", "planes.tif", "zplanes.tif"};
+  for (int i = 0; i < 4; i++) {
+    accel_buffer *b = NULL;
+    const int64_t growth = load_peak_growth(tmp(names[i]), &b);
+    const accel_array got = view_of(b);
+    ck_assert_mem_eq(got.data, px, size);
+    accel_buffer_destroy(b);
+    if (growth < 0) continue; /* no /proc/self/clear_refs here */
+    if (getenv("ACCEL_TEST_VERBOSE"))
+      printf("%s: peak +%.1f MB for a %.1f MB image\n", names[i], (double)growth / 1e6, (double)size / 1e6);
+    ck_assert_msg(growth >= (int64_t)size * 9 / 10 && growth <= (int64_t)size * 12 / 10,
+                  "%s: the peak rose by %lld bytes for a %zu-byte image", names[i], (long long)growth, size);
+  }
+  free(px);
+}
+END_TEST
+
+/* ../shared/data/reg: the registration pairs (tifffile's uncompressed
+ * strips, elastix's result written by ITK) load as libtiff's own RGBA
+ * reader and the GeoTIFF loader read them. */
+START_TEST(shared_reg_images_load) {
+  static const char *const folders[] = {"tex_512_s1", "tex_1024_s2"};
+  char path[1024];
+  snprintf(path, sizeof path, "%s/reg/%s/moving_rgb.tif", SHARED_DATA_DIR, folders[_i]);
+  accel_buffer *b = NULL;
+  ck_assert_msg(accel_tiff_load_image(NULL, path, &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+  const accel_array rgb = view_of(b);
+  ck_assert_int_eq(rgb.dtype, ACCEL_DTYPE_U8);
+  ck_assert_int_eq(rgb.ndim, 3);
+  ck_assert_int_eq(rgb.shape[2], 3);
+  const uint32_t h = (uint32_t)rgb.shape[0], w = (uint32_t)rgb.shape[1];
+  TIFF *tif = TIFFOpen(path, "r");
+  ck_assert_ptr_nonnull(tif);
+  uint32_t *abgr = malloc(sizeof *abgr * w * h);
+  ck_assert_ptr_nonnull(abgr);
+  ck_assert_int_eq(TIFFReadRGBAImageOriented(tif, w, h, abgr, ORIENTATION_TOPLEFT, 1), 1);
+  TIFFClose(tif);
+  const uint8_t *p = rgb.data;
+  for (size_t i = 0; i < (size_t)w * h; i++)
+    EXPECT(p[3 * i] == TIFFGetR(abgr[i]) && p[3 * i + 1] == TIFFGetG(abgr[i]) && p[3 * i + 2] == TIFFGetB(abgr[i]),
+           "%s: pixel %zu differs", path, i);
+  free(abgr);
+  accel_buffer_destroy(b);
+  static const char *const gray[] = {"fixed.tif", "moving.tif", "result.tif"};
+  for (int g = 0; g < 3; g++) {
+    snprintf(path, sizeof path, "%s/reg/%s/%s", SHARED_DATA_DIR, folders[_i], gray[g]);
+    accel_buffer *f = NULL, *ref = NULL;
+    ck_assert_msg(accel_tiff_load_image(NULL, path, &f) == ACCEL_OK, "%s", accel_last_error(NULL));
+    ck_assert_int_eq(accel_tiff_load(NULL, path, &ref, NULL), ACCEL_OK);
+    const accel_array a = view_of(f), r = view_of(ref);
+    ck_assert_int_eq(a.dtype, ACCEL_DTYPE_F32);
+    ck_assert_int_eq(a.ndim, 2);
+    ck_assert(a.shape[0] == r.shape[0] && a.shape[1] == r.shape[1]);
+    ck_assert_mem_eq(a.data, r.data, (size_t)(a.shape[0] * a.shape[1]) * 4);
+    accel_buffer_destroy(f);
+    accel_buffer_destroy(ref);
+  }
+}
+END_TEST
+
+static Suite *suite_io_shared(void) {
+  return single_test_suite("io_shared", "reg_tiff", 120, shared_reg_images_load, 2);
+}
 #endif
 
 Suite *suite_io(void) {
@@ -648,6 +1231,13 @@ Suite *suite_io(void) {
 #if ACCEL_HAVE_TIFF
   tcase_add_test(tc, geotiff_round_trip);
   tcase_add_test(tc, hostile_tiffs_are_refused_before_allocating);
+  tcase_add_test(tc, tiff_images_from_other_writers);
+  tcase_add_test(tc, tiff_images_round_trip);
+  tcase_add_test(tc, tiff_images_switch_to_bigtiff);
+  tcase_add_test(tc, tiff_images_refuse_cleanly);
+  tcase_add_test(tc, tiff_save_refuses_bad_arguments);
+  tcase_add_test(tc, tiff_load_peaks_near_the_image_size);
+  tcase_add_test(tc, image_load_sniffs_the_format);
 #endif
   tcase_add_test(tc, pnm_obeys_the_pixel_limit);
   tcase_add_test(tc, full_disks_never_replace_a_good_file);
@@ -656,4 +1246,13 @@ Suite *suite_io(void) {
   return suite_of("io", tc);
 }
 
-ACCEL_TEST_MAIN(suite_io)
+#if ACCEL_HAVE_TIFF
+static const shared_run IO_SHARED = {"--shared", SHARED_DATA_DIR "/reg/tex_512_s1/moving_rgb.tif",
+                                     SHARED_DATA_DIR "/reg", suite_io_shared};
+#else
+static Suite *suite_io_no_shared(void) { return suite_create("io_shared"); }
+static const shared_run IO_SHARED = {"--shared", SHARED_DATA_DIR "/reg/tex_512_s1/moving_rgb.tif",
+                                     SHARED_DATA_DIR "/reg", suite_io_no_shared};
+#endif
+
+ACCEL_TEST_MAIN_SHARED(suite_io, IO_SHARED)

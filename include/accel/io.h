@@ -18,6 +18,10 @@
  *      must lie inside the file and hold enough bytes for their pixels (at
  *      the most their compression can expand), and tiles may not exceed the
  *      image (rounded up to 16) or 4096 x 4096 pixels.
+ *      Images (accel_tiff_load_image, accel_tiff_save_image): gray, gray and
+ *      alpha, RGB, RGBA with samples as stored (8/16/32-bit integers, 32/64-
+ *      bit floats), TIFF or BigTIFF, strips or tiles, uncompressed or deflate
+ *      when saved; the same checks before allocating.
  * PNM: binary PGM (P5, gray) and PPM (P6, RGB), maxval 1..65535; maxval
  *      255 or less loads as U8 (values as stored), more as U16. Loads give
  *      (H, W) for PGM and (H, W, 3) for PPM.
@@ -105,6 +109,91 @@ ACCEL_API accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_b
  * 2^32 - 1, ACCEL_ERR_UNSUPPORTED (built without libtiff). */
 ACCEL_API accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *array,
                                        const accel_geo *geo);
+
+/* ------------------------------------------------------------ TIFF images
+ *
+ * Images of any size in TIFF and BigTIFF, pixels as stored: for registration
+ * inputs and outputs (gray, RGB, RGBA scans; float32 fields). */
+
+/* Load the first image of a TIFF or BigTIFF file, pixels as stored, into a
+ * new buffer: (H, W) for one sample per pixel, (H, W, C) for C = 2 (gray
+ * and alpha), 3 (RGB) or 4 (RGBA; alpha associated or not, as stored).
+ * Samples of 8, 16 or 32 bits, unsigned or signed, and 32- or 64-bit floats
+ * load as U8, U16, U32, I8, I16, I32, F32, F64 (registration takes U8, U16
+ * and F32). Strips or tiles, samples interleaved or in separate planes,
+ * either byte order, any compression libtiff decodes (none, LZW, deflate,
+ * PackBits, ZSTD, LZMA where libtiff has them, with any predictor).
+ * Photometric interpretation min-is-black (1 to 4 samples) or RGB (3 or 4);
+ * the orientation tag is ignored (rows as stored). The checks of
+ * accel_tiff_load come first (pixel limit, strips and tiles inside the
+ * file and large enough, tile sizes). Memory: the file is read, not
+ * mapped, and the pixels are decoded straight into the buffer strip by
+ * strip or tile by tile; the peak is the image plus one strip or tile
+ * (plus its compressed bytes; strips of separate planes over 4 MiB are read
+ * a band of rows at a time). Multi-image files: the first image only.
+ * Errors: the loads' above, ACCEL_ERR_FORMAT (not a TIFF, an empty
+ * image, a damaged or truncated file, strips or tiles larger than the file
+ * can hold), ACCEL_ERR_LIMIT (more pixels than the context's max_pixels,
+ * checked before any allocation), ACCEL_ERR_UNSUPPORTED (palette, bilevel,
+ * YCbCr (JPEG-compressed photographs), CMYK, min-is-white and other
+ * photometric interpretations; more than 4 samples a pixel; sample sizes
+ * other than the above, e.g. 1, 4, 12 bits, 64-bit integers, 16-bit
+ * floats, complex; a codec libtiff lacks; built without libtiff). */
+ACCEL_API accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffer **out);
+
+typedef enum accel_tiff_compression {
+  ACCEL_TIFF_COMPRESSION_NONE = 0,   /* uncompressed */
+  ACCEL_TIFF_COMPRESSION_DEFLATE = 1 /* zlib deflate (TIFF compression 8, "Adobe deflate") */
+} accel_tiff_compression;
+
+typedef struct accel_tiff_save_options {
+  uint32_t struct_size;               /* set by accel_tiff_save_options_init */
+  accel_tiff_compression compression; /* default ACCEL_TIFF_COMPRESSION_NONE */
+  int32_t deflate_level;              /* 1 (fastest) .. 9 (smallest); default 6 */
+  /* With deflate: 1 (default) differences between neighbouring samples
+   * before compression (TIFF predictor 2 for integers, 3, the floating-point
+   * predictor, for floats), 0 none. Ignored without compression. */
+  int32_t predictor;
+  /* 0 (default): strips of about 1 MiB (at least one row); otherwise square
+   * tiles of this side, a multiple of 16 from 16 to 4096. */
+  int32_t tile_size;
+  /* 0 (default): BigTIFF only when the file could exceed 4 GiB (classic
+   * TIFF cannot address more); 1: always BigTIFF. */
+  int32_t bigtiff;
+} accel_tiff_save_options;
+
+/* Fill `options` with the defaults. ACCEL_ERR_INVALID_ARG for NULL,
+ * ACCEL_ERR_VERSION for a struct_size below the first release's. */
+ACCEL_API accel_status accel_tiff_save_options_init(accel_tiff_save_options *options, size_t struct_size);
+
+/* Save an image (any strides) as a TIFF that accel_tiff_load_image and
+ * other readers (checked: libtiff 4.5, tifffile 2026.3) read back exactly:
+ * (H, W) or (H, W, 1) gray, (H, W, 2) gray and alpha, (H, W, 3) RGB,
+ * (H, W, 4) RGB and unassociated alpha (ExtraSamples 2); U8, I8, U16, I16,
+ * U32, I32, F32 or F64; samples interleaved, native byte order. `options`
+ * may be NULL (the defaults). The pixels are packed one strip or one tile
+ * at a time: no copy of the whole image is made. Errors: the saves' above
+ * (ACCEL_ERR_IO with libtiff's reason when libtiff refuses),
+ * ACCEL_ERR_INVALID_ARG also for another dtype or shape, an empty image,
+ * sides over 2^32 - 1, options out of range (each named in the message),
+ * ACCEL_ERR_VERSION (options' struct_size), ACCEL_ERR_UNSUPPORTED (libtiff
+ * without deflate; built without libtiff). */
+ACCEL_API accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, const accel_array *image,
+                                             const accel_tiff_save_options *options);
+
+/* Load an image file by its signature, not its name: TIFF and BigTIFF as
+ * accel_tiff_load_image does (samples as stored); PNG and JPEG decoded as
+ * Pillow 9.4 opens them (accel_image_decode_file's decoders), then gray
+ * modes (1, L, LA) as U8 (H, W) with Pillow's convert('L'), 16-bit gray
+ * PNG (Pillow's mode I) as U16 (H, W) with the values as stored, and the
+ * other modes (RGB, RGBA, P, CMYK) as U8 (H, W, 3) with Pillow's
+ * convert('RGB'): alpha is dropped. A PNG or JPEG file is read into memory
+ * whole, then decoded row by row into the buffer. The pixel limit is the
+ * context's max_pixels. Errors: the loads' above, those of
+ * accel_tiff_load_image for TIFF files, ACCEL_ERR_FORMAT (none of the
+ * three, or a variant Pillow does not open), ACCEL_ERR_DECODE (a corrupt or
+ * truncated PNG or JPEG), ACCEL_ERR_LIMIT. */
+ACCEL_API accel_status accel_image_load(accel_ctx *ctx, const char *path, accel_buffer **out);
 
 /* The pixel size (x, y) from the ModelPixelScale tag. ACCEL_ERR_NOT_FOUND
  * without one, for a NULL geo, and always without libtiff; then nothing is

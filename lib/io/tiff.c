@@ -1,8 +1,13 @@
-/* GeoTIFF rasters through libtiff: one band in, F32 out; the georeferencing
- * tags carried from an input to the outputs made from it. */
+/* TIFF through libtiff: GeoTIFF rasters (one band in, F32 out; the
+ * georeferencing tags carried from an input to the outputs made from it),
+ * and images of any size with their pixels as stored, in and out. */
 #include "io/file.h"
 
 #include "accel/io.h"
+#include "io/tiff.h"
+
+/* The size of accel_tiff_save_options as first released. */
+enum { TIFF_SAVE_V1_SIZE = sizeof(accel_tiff_save_options) };
 
 #if ACCEL_HAVE_TIFF
 #include <errno.h>
@@ -196,8 +201,10 @@ static uint64_t max_tile_pixels(uint32_t w, uint32_t h) {
 
 /* Before the raster is allocated: the strips or tiles must lie inside the
  * file, and the bytes they hold must be able to decode to the pixels they
- * declare (a few hundred bytes cannot hold a 3.6 GB strip). Returns NULL or
- * what is wrong. */
+ * declare (a few hundred bytes cannot hold a 3.6 GB strip). `bps` is the
+ * bytes of one pixel in a strip or tile (all its samples, or one with
+ * separate planes, whose strips or tiles follow plane after plane).
+ * Returns NULL or what is wrong. */
 static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, uint64_t file_size, char *why,
                                 size_t why_size) {
   uint16_t compression = COMPRESSION_NONE;
@@ -219,6 +226,10 @@ static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, u
     if (!rps || rps > h) rps = h;
   }
   const uint32_t n = tiled ? TIFFNumberOfTiles(tif) : TIFFNumberOfStrips(tif);
+  uint16_t planar = PLANARCONFIG_CONTIG, spp = 1;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &planar);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &spp);
+  const uint32_t per_plane = planar == PLANARCONFIG_SEPARATE && spp > 1 ? n / spp : n;
   const uint64_t *offsets = NULL, *counts = NULL;
   if (!n || !TIFFGetField(tif, tiled ? TIFFTAG_TILEOFFSETS : TIFFTAG_STRIPOFFSETS, &offsets) ||
       !TIFFGetField(tif, tiled ? TIFFTAG_TILEBYTECOUNTS : TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
@@ -235,7 +246,7 @@ static const char *check_layout(TIFF *tif, uint32_t w, uint32_t h, size_t bps, u
     if (tiled) {
       pixels = (uint64_t)tw * th; /* edge tiles are stored whole */
     } else {
-      const uint64_t first = (uint64_t)i * rps;
+      const uint64_t first = (uint64_t)(per_plane ? i % per_plane : i) * rps;
       pixels = first >= h ? 0 : (uint64_t)w * (h - first < rps ? h - first : rps);
     }
     if (counts[i] * ratio < pixels * bps) {
@@ -350,6 +361,257 @@ accel_status accel_tiff_load(accel_ctx *ctx, const char *path, accel_buffer **ou
   return ACCEL_OK;
 }
 
+/* ------------------------------------------------------------ images, pixels as stored */
+
+/* What accel_tiff_load_image reads: the first directory's layout. */
+typedef struct image_layout {
+  uint32_t w, h;
+  uint16_t spp, bits, format, planar, photometric;
+  accel_dtype dtype;
+  size_t es; /* bytes a sample */
+} image_layout;
+
+/* The dtype of a sample type; ACCEL_DTYPE_INVALID for one not loaded. */
+static accel_dtype sample_dtype(uint16_t format, uint16_t bits) {
+  if (format == SAMPLEFORMAT_IEEEFP) return bits == 32 ? ACCEL_DTYPE_F32 : bits == 64 ? ACCEL_DTYPE_F64 : 0;
+  if (format == SAMPLEFORMAT_INT)
+    return bits == 8 ? ACCEL_DTYPE_I8 : bits == 16 ? ACCEL_DTYPE_I16 : bits == 32 ? ACCEL_DTYPE_I32 : 0;
+  if (format == SAMPLEFORMAT_UINT || format == SAMPLEFORMAT_VOID)
+    return bits == 8 ? ACCEL_DTYPE_U8 : bits == 16 ? ACCEL_DTYPE_U16 : bits == 32 ? ACCEL_DTYPE_U32 : 0;
+  return ACCEL_DTYPE_INVALID;
+}
+
+static const char *photometric_name(uint16_t p) {
+  switch (p) {
+  case PHOTOMETRIC_MINISWHITE: return "min-is-white";
+  case PHOTOMETRIC_PALETTE: return "palette (colour-mapped)";
+  case PHOTOMETRIC_MASK: return "transparency mask";
+  case PHOTOMETRIC_SEPARATED: return "separated (CMYK)";
+  case PHOTOMETRIC_YCBCR: return "YCbCr (as in JPEG-compressed TIFFs)";
+  case PHOTOMETRIC_CIELAB:
+  case PHOTOMETRIC_ICCLAB:
+  case PHOTOMETRIC_ITULAB: return "CIE L*a*b*";
+  default: return "an unknown";
+  }
+}
+
+/* Read and check the tags of the first directory (nothing is allocated). */
+static accel_status image_header(accel_ctx *ctx, const char *func, const char *path, TIFF *tif, image_layout *L) {
+  memset(L, 0, sizeof *L);
+  L->spp = 1, L->format = SAMPLEFORMAT_UINT, L->planar = PLANARCONFIG_CONTIG, L->photometric = PHOTOMETRIC_MINISBLACK;
+  TIFFGetField(tif, TIFFTAG_IMAGEWIDTH, &L->w);
+  TIFFGetField(tif, TIFFTAG_IMAGELENGTH, &L->h);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLESPERPIXEL, &L->spp);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_BITSPERSAMPLE, &L->bits);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_SAMPLEFORMAT, &L->format);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_PLANARCONFIG, &L->planar);
+  TIFFGetField(tif, TIFFTAG_PHOTOMETRIC, &L->photometric);
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  L->dtype = sample_dtype(L->format, L->bits);
+  L->es = L->bits / 8u;
+  const uint64_t limit = accel__ctx_max_pixels(ctx);
+  if (!L->w || !L->h) return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is empty (%u x %u)", path, L->w, L->h);
+  if (L->photometric != PHOTOMETRIC_MINISBLACK && L->photometric != PHOTOMETRIC_RGB)
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                          "%s: %s images (photometric interpretation %u) are not supported; gray and RGB are", path,
+                          photometric_name(L->photometric), (unsigned)L->photometric);
+  if (L->spp < 1 || L->spp > 4 || (L->photometric == PHOTOMETRIC_RGB && L->spp < 3))
+    return accel__fail_in(ctx, func, L->spp > 4 ? ACCEL_ERR_UNSUPPORTED : ACCEL_ERR_FORMAT,
+                          "%s: %u samples a pixel with photometric interpretation %s; 1 to 4 gray, 3 or 4 RGB are read",
+                          path, (unsigned)L->spp, L->photometric == PHOTOMETRIC_RGB ? "RGB" : "min-is-black");
+  if (!L->dtype)
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                          "%s: %u-bit samples of format %u are not supported (8/16/32-bit integers, 32/64-bit floats "
+                          "are)",
+                          path, (unsigned)L->bits, (unsigned)L->format);
+  if (L->planar != PLANARCONFIG_CONTIG && L->planar != PLANARCONFIG_SEPARATE)
+    return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: unknown planar configuration %u", path, L->planar);
+  if ((uint64_t)L->w * L->h > limit)
+    return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT,
+                          "%s is %u x %u, over the pixel limit of %llu (accel_ctx_options.max_pixels)", path, L->w,
+                          L->h, (unsigned long long)limit);
+  if (!TIFFIsCODECConfigured(compression))
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "%s: compression %u is not available in this libtiff", path,
+                          (unsigned)compression);
+  return ACCEL_OK;
+}
+
+/* Strips of separate planes decoded whole up to this size; larger ones a
+ * band of rows at a time. */
+#define WHOLE_STRIP_MAX ((tmsize_t)4 << 20)
+
+/* Copy n samples of es bytes from packed `src` to every `step`-th sample of dst. */
+static void scatter(uint8_t *dst, const uint8_t *src, size_t n, size_t es, size_t step) {
+  switch (es) {
+  case 1:
+    for (size_t i = 0; i < n; i++) dst[i * step] = src[i];
+    break;
+  case 2:
+    for (size_t i = 0; i < n; i++) memcpy(dst + i * step * 2, src + i * 2, 2);
+    break;
+  case 4:
+    for (size_t i = 0; i < n; i++) memcpy(dst + i * step * 4, src + i * 4, 4);
+    break;
+  default:
+    for (size_t i = 0; i < n; i++) memcpy(dst + i * step * 8, src + i * 8, 8);
+    break;
+  }
+}
+
+static accel_status strip_failed(accel_ctx *ctx, const char *func, const char *path, uint32_t y, const char *what) {
+  return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: cannot read %s at row %u: %s", path, what, (unsigned)y,
+                        tiff_message[0] ? tiff_message : "the file ends early");
+}
+
+/* Bytes [at, at + n) of an uncompressed strip, read past libtiff (which
+ * would hold the whole strip), in the host's byte order. */
+static bool read_raw(TIFF *tif, uint32_t strip, uint64_t at, size_t n, size_t es, uint8_t *buf) {
+  const int fd = TIFFFileno(tif);
+  uint64_t off = TIFFGetStrileOffset(tif, strip) + at;
+  for (size_t done = 0; done < n;) {
+    const ssize_t k = pread(fd, buf + done, n - done, (off_t)(off + done));
+    if (k <= 0) {
+      if (k < 0 && errno == EINTR) continue;
+      return false;
+    }
+    done += (size_t)k;
+  }
+  if (TIFFIsByteSwapped(tif) && es > 1) {
+    if (es == 2) TIFFSwabArrayOfShort((uint16_t *)(void *)buf, (tmsize_t)(n / 2));
+    else if (es == 4) TIFFSwabArrayOfLong((uint32_t *)(void *)buf, (tmsize_t)(n / 4));
+    else TIFFSwabArrayOfLong8((uint64_t *)(void *)buf, (tmsize_t)(n / 8));
+  }
+  return true;
+}
+
+/* Samples in separate planes, strips of rows: each plane's strip decoded into
+ * one strip's scratch and scattered into dst; a strip over WHOLE_STRIP_MAX
+ * a band of rows at a time (read directly when uncompressed; otherwise
+ * libtiff holds the strip's compressed bytes, not the decoded strip). */
+static accel_status read_separate_strips(accel_ctx *ctx, const char *func, const char *path, TIFF *tif,
+                                         const image_layout *L, uint32_t rps, uint8_t *dst) {
+  const size_t row = (size_t)L->w * L->spp * L->es, srow = (size_t)L->w * L->es;
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const bool whole = (tmsize_t)(srow * rps) <= WHOLE_STRIP_MAX, raw = !whole && compression == COMPRESSION_NONE;
+  const uint32_t band = whole ? rps : raw && srow < ((size_t)1 << 20) ? (uint32_t)(((size_t)1 << 20) / srow) : 1;
+  uint8_t *scratch = _TIFFmalloc((tmsize_t)(srow * (band < rps ? band : rps)));
+  if (!scratch) return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+  const uint32_t per_plane = (L->h + rps - 1) / rps;
+  accel_status s = ACCEL_OK;
+  for (uint32_t p = 0; p < L->spp && !s; p++)
+    for (uint32_t y = 0; y < L->h && !s;) {
+      const uint32_t strip = p * per_plane + y / rps, in_strip = y % rps, left = rps - in_strip;
+      uint32_t rows = band < left ? band : left;
+      if (rows > L->h - y) rows = L->h - y;
+      const tmsize_t want = (tmsize_t)(rows * srow);
+      bool ok;
+      if (whole) ok = TIFFReadEncodedStrip(tif, strip, scratch, want) == want;
+      else if (raw) ok = read_raw(tif, strip, (uint64_t)in_strip * srow, (size_t)want, L->es, scratch);
+      else ok = TIFFReadScanline(tif, scratch, y, (uint16_t)p) >= 0;
+      if (!ok) s = strip_failed(ctx, func, path, y, "a strip");
+      else scatter(dst + (size_t)y * row + p * L->es, scratch, (size_t)rows * L->w, L->es, L->spp);
+      y += rows;
+    }
+  _TIFFfree(scratch);
+  return s;
+}
+
+/* Strips of rows: with samples interleaved, each strip is decoded straight
+ * into its rows of dst (libtiff reads an uncompressed strip straight there,
+ * and holds a compressed one's bytes while it decodes it). */
+static accel_status read_strips(accel_ctx *ctx, const char *func, const char *path, TIFF *tif, const image_layout *L,
+                                uint8_t *dst) {
+  uint32_t rps = 0;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+  if (!rps || rps > L->h) rps = L->h;
+  if (L->planar == PLANARCONFIG_SEPARATE && L->spp > 1) return read_separate_strips(ctx, func, path, tif, L, rps, dst);
+  const size_t row = (size_t)L->w * L->spp * L->es;
+  for (uint32_t y = 0; y < L->h; y += rps) {
+    const uint32_t rows = L->h - y < rps ? L->h - y : rps;
+    const tmsize_t want = (tmsize_t)(rows * row);
+    if (TIFFReadEncodedStrip(tif, y / rps, dst + (size_t)y * row, want) != want)
+      return strip_failed(ctx, func, path, y, "the strip");
+  }
+  return ACCEL_OK;
+}
+
+/* Tiles: one tile's scratch, its rows copied (or its samples scattered)
+ * into dst. */
+static accel_status read_tiles(accel_ctx *ctx, const char *func, const char *path, TIFF *tif, const image_layout *L,
+                               uint8_t *dst) {
+  const bool sep = L->planar == PLANARCONFIG_SEPARATE && L->spp > 1;
+  const size_t pix = L->spp * L->es, row = (size_t)L->w * pix, tpix = sep ? L->es : pix;
+  uint32_t tw = 0, th = 0;
+  TIFFGetField(tif, TIFFTAG_TILEWIDTH, &tw);
+  TIFFGetField(tif, TIFFTAG_TILELENGTH, &th);
+  const tmsize_t size = (tmsize_t)((size_t)tw * th * tpix);
+  uint8_t *tile = tw && th ? _TIFFmalloc(size) : NULL;
+  if (!tile) return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory reading %s", path);
+  accel_status s = ACCEL_OK;
+  for (uint32_t p = 0; p < (sep ? L->spp : 1u) && !s; p++)
+    for (uint32_t y = 0; y < L->h && !s; y += th)
+      for (uint32_t x = 0; x < L->w && !s; x += tw) {
+        if (TIFFReadEncodedTile(tif, TIFFComputeTile(tif, x, y, 0, (uint16_t)p), tile, size) != size) {
+          s = accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s: cannot read the tile at row %u, column %u: %s", path,
+                             (unsigned)y, (unsigned)x, tiff_message[0] ? tiff_message : "short tile");
+          break;
+        }
+        const uint32_t rows = L->h - y < th ? L->h - y : th, cols = L->w - x < tw ? L->w - x : tw;
+        for (uint32_t r = 0; r < rows; r++) {
+          uint8_t *to = dst + (size_t)(y + r) * row + (size_t)x * pix;
+          const uint8_t *from = tile + (size_t)r * tw * tpix;
+          if (sep) scatter(to + p * L->es, from, cols, L->es, L->spp);
+          else memcpy(to, from, (size_t)cols * pix);
+        }
+      }
+  _TIFFfree(tile);
+  return s;
+}
+
+accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  REQUIRE(ctx, path && out, ACCEL_ERR_INVALID_ARG, "path and out are required");
+  *out = NULL;
+  pthread_once(&tiff_once, tiff_setup);
+  tiff_message[0] = '\0';
+  FILE *probe;
+  int64_t file_size;
+  accel_status s = accel__open_read(ctx, __func__, path, &probe, &file_size);
+  if (s) return s;
+  fclose(probe);
+  /* "m": no memory mapping, whose pages would count against the process
+   * beside the decoded image */
+  TIFF *tif = TIFFOpen(path, "rm");
+  REQUIRE(ctx, tif, ACCEL_ERR_FORMAT, "%s is not a readable TIFF (%s)", path, tiff_message);
+  image_layout L;
+  s = image_header(ctx, __func__, path, tif, &L);
+  char why[200];
+  const size_t chunk_bps = L.planar == PLANARCONFIG_SEPARATE ? L.es : L.es * L.spp;
+  const char *bad = s ? NULL : check_layout(tif, L.w, L.h, chunk_bps, (uint64_t)file_size, why, sizeof why);
+  if (bad) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: %s", path, bad);
+  accel_buffer *b = NULL;
+  if (!s) {
+    const int64_t shape[3] = {L.h, L.w, L.spp};
+    if ((s = accel_buffer_create(L.dtype, L.spp == 1 ? 2 : 3, shape, &b)))
+      FAIL(ctx, s, "no memory for %s (%u x %u x %u %s)", path, L.h, L.w, L.spp, accel__dtype_name(L.dtype));
+  }
+  if (!s) {
+    accel_array v;
+    accel_buffer_view(b, &v);
+    tiff_message[0] = '\0';
+    s = TIFFIsTiled(tif) ? read_tiles(ctx, __func__, path, tif, &L, v.data)
+                         : read_strips(ctx, __func__, path, tif, &L, v.data);
+  }
+  TIFFClose(tif);
+  if (s) {
+    accel_buffer_destroy(b);
+    return s;
+  }
+  *out = b;
+  return ACCEL_OK;
+}
+
 /* ------------------------------------------------------------ save */
 
 /* libtiff's I/O on an atomic save's temporary file (the handle is the
@@ -392,6 +654,13 @@ static void tiff_unmap(thandle_t h, void *base, toff_t size) {
   (void)size;
 }
 
+/* libtiff writes through the save's descriptor, so every write's error is
+ * kept; it needs seeks, and reads back nothing it did not write. */
+static TIFF *client_open(const char *path, const char *mode, accel__atomic_file *af) {
+  return TIFFClientOpen(path, mode, (thandle_t)af, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size, tiff_map,
+                        tiff_unmap);
+}
+
 accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array *a, const accel_geo *geo) {
   accel_status s = accel__array_check(ctx, __func__, "array", a);
   if (s) return s;
@@ -406,10 +675,7 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   tiff_message[0] = '\0';
   accel__atomic_file af;
   if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
-  /* libtiff writes through the save's descriptor, so every write's error is
-   * kept; it needs seeks, and reads back nothing it did not write */
-  TIFF *tif = TIFFClientOpen(path, "w", (thandle_t)&af, tiff_read, tiff_write, tiff_seek, tiff_close, tiff_size,
-                             tiff_map, tiff_unmap);
+  TIFF *tif = client_open(path, "w", &af);
   if (!tif) {
     accel__atomic_abort(&af);
     return FAIL(ctx, ACCEL_ERR_IO, "cannot write %s (%s)", path, tiff_message);
@@ -445,6 +711,180 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   return accel__atomic_commit(ctx, __func__, &af);
 }
 
+/* ------------------------------------------------------------ images: save */
+
+uint64_t accel__tiff_classic_max = UINT32_MAX;
+
+/* What accel_tiff_save_image writes. */
+typedef struct save_plan {
+  uint32_t w, h, tile, rps; /* tile 0: strips of rps rows */
+  uint16_t spp, format;
+  size_t es, pix; /* bytes a sample, a pixel */
+  bool big;
+} save_plan;
+
+static uint16_t dtype_format(accel_dtype d) {
+  switch (d) {
+  case ACCEL_DTYPE_U8:
+  case ACCEL_DTYPE_U16:
+  case ACCEL_DTYPE_U32: return SAMPLEFORMAT_UINT;
+  case ACCEL_DTYPE_I8:
+  case ACCEL_DTYPE_I16:
+  case ACCEL_DTYPE_I32: return SAMPLEFORMAT_INT;
+  case ACCEL_DTYPE_F32:
+  case ACCEL_DTYPE_F64: return SAMPLEFORMAT_IEEEFP;
+  default: return 0;
+  }
+}
+
+/* The array and the options, checked; the layout of the file. */
+static accel_status plan_save(accel_ctx *ctx, const char *func, const accel_array *a, const accel_tiff_save_options *o,
+                              save_plan *p) {
+  accel_status s = accel__array_check(ctx, func, "image", a);
+  if (s) return s;
+  memset(p, 0, sizeof *p);
+  p->format = dtype_format(a->dtype);
+  if (!p->format || a->ndim < 2 || a->ndim > 3 || (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "an (H, W) or (H, W, 1..4) image of U8, I8, U16, I16, U32, I32, F32 or F64 is needed, not "
+                          "a %d-D %s array%s",
+                          (int)a->ndim, accel__dtype_name(a->dtype), a->ndim == 3 ? " of that many channels" : "");
+  if (a->shape[0] < 1 || a->shape[1] < 1 || a->shape[0] > UINT32_MAX || a->shape[1] > UINT32_MAX)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "cannot write a %lld x %lld image", (long long)a->shape[0],
+                          (long long)a->shape[1]);
+  if (o->compression != ACCEL_TIFF_COMPRESSION_NONE && o->compression != ACCEL_TIFF_COMPRESSION_DEFLATE)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "unknown compression %d", (int)o->compression);
+  if (o->deflate_level < 1 || o->deflate_level > 9)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "deflate_level %d is not in 1..9", (int)o->deflate_level);
+  if (o->predictor != 0 && o->predictor != 1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "predictor %d is neither 0 nor 1", (int)o->predictor);
+  if (o->tile_size && (o->tile_size < 16 || o->tile_size > 4096 || o->tile_size % 16))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "tile_size %d is not 0 or a multiple of 16 in 16..4096",
+                          (int)o->tile_size);
+  if (o->bigtiff != 0 && o->bigtiff != 1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "bigtiff %d is neither 0 nor 1", (int)o->bigtiff);
+  p->h = (uint32_t)a->shape[0], p->w = (uint32_t)a->shape[1];
+  p->spp = (uint16_t)(a->ndim == 3 ? a->shape[2] : 1);
+  p->es = accel_dtype_size(a->dtype), p->pix = p->es * p->spp;
+  p->tile = (uint32_t)o->tile_size;
+  const uint64_t row = (uint64_t)p->w * p->pix;
+  p->rps = row >= (1u << 20) ? 1 : (uint32_t)((1u << 20) / row);
+  if (p->rps > p->h) p->rps = p->h;
+  /* A bound on the file's size: the pixels (whole tiles), deflate's worst
+   * expansion (5 bytes a 16 KiB stored block, a few bytes a stream), two
+   * 8-byte entries a strip or tile, the directory. */
+  const uint64_t t = p->tile, rows = t ? (p->h + t - 1) / t * t : p->h, cols = t ? (p->w + t - 1) / t * t : p->w;
+  const uint64_t chunks = t ? rows / t * (cols / t) : (p->h + p->rps - 1) / p->rps;
+  const uint64_t data = rows * cols * p->pix;
+  const uint64_t bound = data + data / 1024 + chunks * (16 + 16) + (1u << 16);
+  p->big = o->bigtiff == 1 || bound > accel__tiff_classic_max;
+  return ACCEL_OK;
+}
+
+/* Pack pixels [x, x + n) of row y into dst (interleaved samples). */
+static void pack_pixels(const accel_array *a, const save_plan *p, uint32_t y, uint32_t x, uint32_t n, uint8_t *dst) {
+  const uint8_t *src = (const uint8_t *)a->data + (int64_t)y * a->strides[0] + (int64_t)x * a->strides[1];
+  const int64_t s1 = a->strides[1], s2 = a->ndim == 3 ? a->strides[2] : (int64_t)p->es;
+  if (s1 == (int64_t)p->pix && (p->spp == 1 || s2 == (int64_t)p->es)) {
+    memcpy(dst, src, (size_t)n * p->pix);
+    return;
+  }
+  for (uint32_t c = 0; c < n; c++)
+    for (uint16_t k = 0; k < p->spp; k++, dst += p->es) memcpy(dst, src + c * s1 + k * s2, p->es);
+}
+
+/* Strip after strip, each packed into one strip's buffer. */
+static bool write_strips(TIFF *tif, const accel_array *a, const save_plan *p) {
+  const size_t row = (size_t)p->w * p->pix;
+  uint8_t *buf = malloc(row * p->rps);
+  bool ok = buf != NULL;
+  for (uint32_t y = 0; y < p->h && ok; y += p->rps) {
+    const uint32_t rows = p->h - y < p->rps ? p->h - y : p->rps;
+    for (uint32_t r = 0; r < rows; r++) pack_pixels(a, p, y + r, 0, p->w, buf + r * row);
+    ok = TIFFWriteEncodedStrip(tif, y / p->rps, buf, (tmsize_t)(rows * row)) >= 0;
+  }
+  free(buf);
+  return ok;
+}
+
+/* Tile after tile, each packed into one tile's buffer (edges zero-padded). */
+static bool write_tiles(TIFF *tif, const accel_array *a, const save_plan *p) {
+  const uint32_t t = p->tile;
+  const size_t trow = (size_t)t * p->pix, size = trow * t;
+  uint8_t *buf = malloc(size);
+  bool ok = buf != NULL;
+  for (uint32_t y = 0; y < p->h && ok; y += t)
+    for (uint32_t x = 0; x < p->w && ok; x += t) {
+      const uint32_t rows = p->h - y < t ? p->h - y : t, cols = p->w - x < t ? p->w - x : t;
+      if (rows < t || cols < t) memset(buf, 0, size);
+      for (uint32_t r = 0; r < rows; r++) pack_pixels(a, p, y + r, x, cols, buf + r * trow);
+      ok = TIFFWriteEncodedTile(tif, TIFFComputeTile(tif, x, y, 0, 0), buf, (tmsize_t)size) >= 0;
+    }
+  free(buf);
+  return ok;
+}
+
+static void set_image_tags(TIFF *tif, const save_plan *p, const accel_tiff_save_options *o) {
+  TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, p->w);
+  TIFFSetField(tif, TIFFTAG_IMAGELENGTH, p->h);
+  TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, p->spp);
+  TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, (uint16_t)(p->es * 8));
+  TIFFSetField(tif, TIFFTAG_SAMPLEFORMAT, p->format);
+  TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, (uint16_t)(p->spp >= 3 ? PHOTOMETRIC_RGB : PHOTOMETRIC_MINISBLACK));
+  TIFFSetField(tif, TIFFTAG_PLANARCONFIG, (uint16_t)PLANARCONFIG_CONTIG);
+  if (p->spp == 2 || p->spp == 4) {
+    const uint16_t alpha[1] = {EXTRASAMPLE_UNASSALPHA};
+    TIFFSetField(tif, TIFFTAG_EXTRASAMPLES, (uint16_t)1, alpha);
+  }
+  if (o->compression == ACCEL_TIFF_COMPRESSION_DEFLATE) {
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, (uint16_t)COMPRESSION_ADOBE_DEFLATE);
+    TIFFSetField(tif, TIFFTAG_ZIPQUALITY, (int)o->deflate_level);
+    if (o->predictor)
+      TIFFSetField(tif, TIFFTAG_PREDICTOR,
+                   (uint16_t)(p->format == SAMPLEFORMAT_IEEEFP ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL));
+  } else {
+    TIFFSetField(tif, TIFFTAG_COMPRESSION, (uint16_t)COMPRESSION_NONE);
+  }
+  if (p->tile) {
+    TIFFSetField(tif, TIFFTAG_TILEWIDTH, p->tile);
+    TIFFSetField(tif, TIFFTAG_TILELENGTH, p->tile);
+  } else {
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, p->rps);
+  }
+}
+
+accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, const accel_array *image,
+                                   const accel_tiff_save_options *options) {
+  accel_tiff_save_options o;
+  accel_tiff_save_options_init(&o, sizeof o);
+  accel_status s =
+      options ? accel__versioned_in(ctx, __func__, "options", options, &o, sizeof o, TIFF_SAVE_V1_SIZE) : ACCEL_OK;
+  save_plan p;
+  if (s || (s = plan_save(ctx, __func__, image, &o, &p))) return s;
+  REQUIRE(ctx, path, ACCEL_ERR_INVALID_ARG, "path is NULL");
+  REQUIRE(ctx, o.compression == ACCEL_TIFF_COMPRESSION_NONE || TIFFIsCODECConfigured(COMPRESSION_ADOBE_DEFLATE),
+          ACCEL_ERR_UNSUPPORTED, "this libtiff has no deflate");
+  pthread_once(&tiff_once, tiff_setup);
+  tiff_message[0] = '\0';
+  accel__atomic_file af;
+  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
+  TIFF *tif = client_open(path, p.big ? "w8" : "w", &af);
+  if (!tif) {
+    accel__atomic_abort(&af);
+    return FAIL(ctx, ACCEL_ERR_IO, "cannot write %s (%s)", path, tiff_message);
+  }
+  set_image_tags(tif, &p, &o);
+  bool ok = p.tile ? write_tiles(tif, image, &p) : write_strips(tif, image, &p);
+  ok = TIFFFlush(tif) == 1 && ok;
+  TIFFClose(tif);
+  if (!ok && !af.err && tiff_message[0]) { /* libtiff refused without a system error */
+    accel__atomic_abort(&af);
+    return FAIL(ctx, ACCEL_ERR_IO, "cannot write %s: %s", path, tiff_message);
+  }
+  if (!ok || af.err) return accel__atomic_fail(ctx, __func__, &af);
+  return accel__atomic_commit(ctx, __func__, &af);
+}
+
 #else /* !ACCEL_HAVE_TIFF */
 
 static accel_status no_tiff(accel_ctx *ctx, const char *func) {
@@ -475,4 +915,23 @@ accel_status accel_geo_pixel_size(const accel_geo *g, double *x, double *y) {
 }
 
 void accel_geo_destroy(accel_geo *g) { (void)g; }
+
+accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffer **out) {
+  (void)path;
+  if (out) *out = NULL;
+  return no_tiff(ctx, __func__);
+}
+
+accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, const accel_array *image,
+                                   const accel_tiff_save_options *options) {
+  (void)path;
+  (void)image;
+  (void)options;
+  return no_tiff(ctx, __func__);
+}
 #endif
+
+accel_status accel_tiff_save_options_init(accel_tiff_save_options *options, size_t struct_size) {
+  static const accel_tiff_save_options DEFAULTS = {.deflate_level = 6, .predictor = 1};
+  return accel__versioned_init(__func__, options, struct_size, &DEFAULTS, sizeof DEFAULTS, TIFF_SAVE_V1_SIZE);
+}
