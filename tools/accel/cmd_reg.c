@@ -64,6 +64,7 @@ typedef struct warp_args {
   int64_t region[4]; /* x0, y0, w, h */
   bool have_region;
   int64_t tile;
+  int compression; /* TIFF outputs: an accel_tiff_compression */
 } warp_args;
 
 /* The options given, applied over the preset whatever their order. */
@@ -89,6 +90,8 @@ static const cli_choice OPTIMIZERS[] = {
     {"gauss-newton", ACCEL_REG_OPTIMIZER_GAUSS_NEWTON}, {"asgd", ACCEL_REG_OPTIMIZER_ASGD}, {NULL, 0}};
 static const cli_choice PREALIGN[] = {{"none", 0}, {"translation", 1}, {"rigid", 2}, {NULL, 0}};
 static const cli_choice PYRAMIDS[] = {{"downsample", 1}, {"smooth", 0}, {NULL, 0}};
+static const cli_choice COMPRESSIONS[] = {
+    {"none", ACCEL_TIFF_COMPRESSION_NONE}, {"deflate", ACCEL_TIFF_COMPRESSION_DEFLATE}, {NULL, 0}};
 static const cli_choice INTERPS[] = {{"linear", ACCEL_REG_INTERP_LINEAR}, {"cubic", ACCEL_REG_INTERP_CUBIC}, {NULL, 0}};
 
 static bool parse_warp(const char *cmd, const cli_option *o, const char *v, void *field) {
@@ -116,6 +119,14 @@ static bool parse_warp(const char *cmd, const cli_option *o, const char *v, void
        CLI_AT(type, w.fill),                                                                                           \
        .arg = "V",                                                                                                     \
        .help = "value where T falls outside the input (default 0)"},                                                   \
+      {.name = "--tiff-compression",                                                                                   \
+       .kind = CLI_OPT_CHOICE,                                                                                         \
+       CLI_AT(type, w.compression),                                                                                    \
+       .choices = COMPRESSIONS,                                                                                        \
+       .arg = "C",                                                                                                     \
+       .help =                                                                                                         \
+           "TIFF outputs: none (default) or deflate (lossless, with\n"                                                 \
+           "TIFF's predictor)"},                                                                                       \
   {                                                                                                                    \
     .name = "--tile", .kind = CLI_OPT_INT, CLI_AT(type, w.tile), .lo = 1, .hi = 1000000000, .arg = "N",                \
     .help = "warp tile side in pixels (default: chosen); results\nnever depend on it"                                  \
@@ -357,19 +368,22 @@ static bool input_kind(const char *cmd, const char *what, const char *path) {
   return false;
 }
 
-/* An image file as stored: (H, W) or (H, W, C). */
+/* An image file as stored: (H, W) or (H, W, C); TIFF, PNG and JPEG are
+ * told apart by their signature (a gray PNG is (H, W)). */
 static accel_status load_image(accel_ctx *ctx, const char *path, accel_buffer **out) {
   switch (kind_of(path)) {
-  case IMG_TIF: return accel_tiff_load(ctx, path, out, NULL);
   case IMG_NPY: return accel_npy_load(ctx, path, out);
   case IMG_PNM: return accel_pnm_load(ctx, path, out);
-  default: return accel_image_decode_file(ctx, path, NULL, out, NULL);
+  default: return accel_image_load(ctx, path, out);
   }
 }
 
-static accel_status save_image(accel_ctx *ctx, const char *path, const accel_array *a) {
+static accel_status save_image(accel_ctx *ctx, const char *path, const accel_array *a, int compression) {
+  accel_tiff_save_options o;
+  accel_tiff_save_options_init(&o, sizeof o);
+  o.compression = (accel_tiff_compression)compression;
   switch (kind_of(path)) {
-  case IMG_TIF: return accel_tiff_save(ctx, path, a, NULL);
+  case IMG_TIF: return accel_tiff_save_image(ctx, path, a, &o);
   case IMG_NPY: return accel_npy_save(ctx, path, a);
   default: return accel_pnm_save(ctx, path, a);
   }
@@ -610,10 +624,42 @@ static bool warp_view(const char *cmd, const char *path, accel_array *v, accel_b
   return true;
 }
 
+/* What the warps of a run share. */
+typedef struct warp_job {
+  const char *cmd;
+  accel_ctx *ctx;
+  const accel_reg_transform *t;
+  accel_reg_warp_options o; /* its x0, y0: the region's */
+  int64_t region[4];        /* x0, y0, w, h of the fixed grid */
+  int compression;
+  cli_progress bar;
+  bool progress;
+} warp_job;
+
+static void warp_job_init(warp_job *j, const char *cmd, accel_ctx *ctx, const accel_reg_transform *t,
+                          const warp_args *w, const int64_t region[4], bool progress) {
+  j->cmd = cmd;
+  j->ctx = ctx;
+  j->t = t;
+  accel_reg_warp_options_init(&j->o, sizeof j->o);
+  j->o.interp = w->interp;
+  j->o.fill = w->fill;
+  j->o.tile = w->tile;
+  j->o.x0 = region[0];
+  j->o.y0 = region[1];
+  j->o.progress = cli_progress_callback;
+  j->o.progress_user = &j->bar;
+  memcpy(j->region, region, sizeof j->region);
+  j->compression = w->compression;
+  j->progress = progress;
+}
+
 /* Warp the image `in` (NULL: read from in_path) into out_path over the
- * region r of the fixed grid. The input buffer is released. */
-static bool warp_one(accel_ctx *ctx, const char *cmd, const accel_reg_transform *t, const accel_reg_warp_options *o,
-                     const char *in_path, accel_buffer *in, const char *out_path, const int64_t r[4]) {
+ * job's region. The input buffer is released. */
+static bool warp_image(warp_job *j, const char *in_path, accel_buffer *in, const char *out_path) {
+  const char *cmd = j->cmd;
+  accel_ctx *ctx = j->ctx;
+  const int64_t *r = j->region;
   accel_status s = in ? ACCEL_OK : load_image(ctx, in_path, &in);
   if (s) {
     cli_error("%s: %s: %s: %s", cmd, in_path, accel_status_string(s), accel_last_error(ctx));
@@ -635,25 +681,21 @@ static bool warp_one(accel_ctx *ctx, const char *cmd, const accel_reg_transform 
   }
   accel_buffer_view(out, &dst);
   const accel_array *ins[1] = {&src}, *outs[1] = {&dst};
-  accel_reg_warp_options wo = *o;
-  wo.x0 = r[0];
-  wo.y0 = r[1];
-  s = accel_reg_warp(ctx, t, ins, outs, 1, &wo);
+  s = accel_reg_warp(ctx, j->t, ins, outs, 1, &j->o);
   accel_buffer_destroy(in);
   if (s) cli_error("%s: %s: %s: %s", cmd, in_path, accel_status_string(s), accel_last_error(ctx));
-  else if ((s = save_image(ctx, out_path, &dst)))
+  else if ((s = save_image(ctx, out_path, &dst, j->compression)))
     cli_error("%s: %s: %s: %s", cmd, out_path, accel_status_string(s), accel_last_error(ctx));
   accel_buffer_destroy(out);
   return !s;
 }
 
-static void warp_options(const warp_args *w, cli_progress *bar, accel_reg_warp_options *o) {
-  accel_reg_warp_options_init(o, sizeof *o);
-  o->interp = w->interp;
-  o->fill = w->fill;
-  o->tile = w->tile;
-  o->progress = cli_progress_callback;
-  o->progress_user = bar;
+/* warp_image with a progress bar. */
+static bool warp_one(warp_job *j, const char *in_path, accel_buffer *in, const char *out_path) {
+  cli_progress_begin(&j->bar, j->cmd, j->progress);
+  const bool done = warp_image(j, in_path, in, out_path);
+  cli_progress_end(&j->bar);
+  return done;
 }
 
 /* ------------------------------------------------------------ register */
@@ -876,15 +918,12 @@ static int write_outputs(const cli_globals *g, reg_run *r) {
     ok = done && ok;
     r->written += done;
   }
-  cli_progress bar;
-  accel_reg_warp_options wo;
-  warp_options(&a->w, &bar, &wo);
+  warp_job j;
+  warp_job_init(&j, REG, r->ctx, r->t, &a->w, region, g->progress);
   for (int k = -1; k < a->warps.n; k++) {
     const char *in = k < 0 ? a->moving : a->warps.in[k], *out = k < 0 ? a->out_warped : r->outs[k];
     if (!out) continue;
-    cli_progress_begin(&bar, REG, g->progress);
-    const bool done = warp_one(r->ctx, REG, r->t, &wo, in, k < 0 ? r->moving : NULL, out, region);
-    cli_progress_end(&bar);
+    const bool done = warp_one(&j, in, k < 0 ? r->moving : NULL, out);
     if (k < 0) r->moving = NULL; /* released by warp_one */
     ok = done && ok;
     r->written += done;
@@ -974,13 +1013,10 @@ static int warp_files(const cli_globals *g, const warp_cmd_args *a, accel_ctx *c
     written += done;
     failed += !done;
   }
-  cli_progress bar;
-  accel_reg_warp_options wo;
-  warp_options(&a->w, &bar, &wo);
+  warp_job j;
+  warp_job_init(&j, WARP, ctx, t, &a->w, region, g->progress);
   for (int k = 0; k < n; k += 2) {
-    cli_progress_begin(&bar, WARP, g->progress);
-    const bool done = warp_one(ctx, WARP, t, &wo, pairs[k], NULL, pairs[k + 1], region);
-    cli_progress_end(&bar);
+    const bool done = warp_one(&j, pairs[k], NULL, pairs[k + 1]);
     written += done;
     failed += !done;
   }

@@ -96,8 +96,10 @@ class CliReg(CliTest):
         for cmd, flags in (("register", ("--fixed", "--moving", "--grid", "--levels", "--iterations", "--samples",
                                          "--metric", "--tolerance", "--seed", "--preset", "--out-transform",
                                          "--out-field", "--out-warped", "--warp", "--optimizer", "--bending",
-                                         "--mask", "--window", "--prealign", "--interp", "--fill")),
-                           ("warp", ("--transform", "--interp", "--fill", "--region", "--out-field"))):
+                                         "--mask", "--window", "--prealign", "--interp", "--fill",
+                                         "--tiff-compression")),
+                           ("warp", ("--transform", "--interp", "--fill", "--region", "--out-field",
+                                     "--tiff-compression"))):
             r = run(cmd, "--help")
             self.assertEqual(r.returncode, 0)
             self.assertTrue(r.stdout.startswith("usage: accel"))
@@ -113,6 +115,7 @@ class CliReg(CliTest):
                      fm + ["--preset", "ants"], fm + ["--tolerance", "-1"], fm + ["--bending", "-0.5"],
                      fm + ["--seed", "1.5"], fm + ["--prealign", "affine"], fm + ["--interp", "nearest"],
                      fm + ["--fill", "nan"], fm + ["--window", "0"], fm + ["--bogus"], fm + ["extra"],
+                     fm + ["--tiff-compression", "lzw"],
                      fm + ["--warp", self.p("moving.npy")], fm + ["--out-field", self.p("d.tif")],
                      fm + ["--out-warped", self.p("w.png")], fm + ["--out-warped", self.p("moving.npy")],
                      fm + ["--out-field", self.p("d.npy"), "--warp", self.p("moving.npy"), self.p("d.npy")],
@@ -245,6 +248,15 @@ class CliReg(CliTest):
         self.assertLess(max(abs(a - b) for a, b in zip(d, d2)), 1e-4)
         rgb2 = npy_bytes(self.p("rgb_w2.npy"))[2]
         self.assertLessEqual(max(abs(a - b) for a, b in zip(rgb, rgb2)), 1)
+        # deflate TIFF outputs hold the same pixels (read back through a zero translation, linear)
+        r = run("warp", "--transform", self.p("T.txt"), "--tiff-compression", "deflate", self.p("moving_rgb.npy"),
+                self.p("rgb_z.tif"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertLess(os.path.getsize(self.p("rgb_z.tif")), 3 * H * W)
+        r = run("warp", "--transform", self.translation_file(0, 0), "--interp", "linear", self.p("rgb_z.tif"),
+                self.p("rgb_z.npy"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(npy_bytes(self.p("rgb_z.npy")), npy_bytes(self.p("rgb_w2.npy")))
         # a region of the fixed grid
         r = run("warp", "--transform", self.p("T.txt"), "--region", "10,20,30,40", self.p("moving.npy"),
                 self.p("R.npy"), "--out-field", self.p("DR.npy"))
