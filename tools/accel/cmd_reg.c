@@ -28,7 +28,7 @@ static const char REGISTER_USAGE[] =
     "\n";
 
 static const char WARP_USAGE[] =
-    "usage: accel [global options] warp --transform T.txt [options] IN OUT [IN OUT]...\n"
+    "usage: accel [global options] warp --transform T [options] IN OUT [IN OUT]...\n"
     "\n"
     "Warp images with an elastix TransformParameters file (accel register's, or\n"
     "elastix's BSplineTransform with translation, Euler or affine initial\n"
