@@ -9,7 +9,7 @@ what=${1:-demo}
 python=${2:-python3}
 here=$(cd "$(dirname "$0")/.." && pwd)
 
-pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev libpng-dev zlib1g-dev libtiff-dev"
+pkgs="gcc g++ libc6-dev make pkg-config meson ninja-build libjpeg62-turbo-dev libpng-dev zlib1g-dev libtiff-dev libkissfft-dev"
 if [ "$what" = test ]; then
   # clang (with its sanitizer runtimes and OpenMP) builds the ASan+UBSan configuration
   pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip clang libclang-rt-dev libomp-dev"

@@ -58,10 +58,26 @@ typedef struct accel__reg_warp_job {
   int64_t tile;
 } accel__reg_warp_job;
 
+/* The coarse pre-alignment (lib/reg/prealign.h): the rigid transform, or
+ * translation (mode 1; angle 0), that best maps `fixed` onto `moving` by
+ * FFT phase correlation, in LEVEL pixels: T(q) = R(angle) (q - centre) +
+ * centre + (tx, ty), moving(T(q)) ~ fixed(q). Level images are F32,
+ * contiguous, already checked (finite, not constant). */
+typedef struct accel__reg_prealign_job {
+  const float *fixed;
+  int64_t fixed_width, fixed_height;
+  const float *moving;
+  int64_t moving_width, moving_height;
+  int32_t mode;     /* 1 translation, 2 translation and rotation */
+  double centre[2]; /* the centre of rotation, level pixels */
+  double result[3]; /* out: angle (radians), tx, ty (level pixels) */
+} accel__reg_prealign_job;
+
 typedef struct accel__reg_ops {
   accel_status (*pyramid)(accel__call *call, accel__reg_pyramid_job *job);
   accel_status (*level)(accel__call *call, accel__reg_level_job *job);
   accel_status (*warp)(accel__call *call, accel__reg_warp_job *job);
+  accel_status (*prealign)(accel__call *call, accel__reg_prealign_job *job);
 } accel__reg_ops;
 
 #ifdef __cplusplus
