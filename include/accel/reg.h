@@ -132,25 +132,36 @@ ACCEL_API accel_status accel_reg_transform_clone(accel_ctx *ctx, const accel_reg
 
 /* Write an elastix TransformParameters file that transformix reads: a
  * BSplineTransform with its image and grid metadata and the final resampler
- * (FinalBSplineInterpolator, order 3). With an initial part, that part is
- * written first to "<path without .txt>.initial.txt" (an elastix
- * TranslationTransform, EulerTransform or AffineTransform file) and named by
- * its absolute path in InitialTransformParametersFileName. Errors: the saves'
- * of io.h (written whole under a temporary name, then renamed). */
+ * (FinalBSplineInterpolator, order 3; DefaultPixelValue 0, ResultImageFormat
+ * "tif", ResultImagePixelType "float"), keys in elastix 5's order, numbers
+ * with the digits that read back as the same double. With an initial part,
+ * that part is written first to "<path without .txt>.initial.txt" (an
+ * elastix TranslationTransform, EulerTransform or AffineTransform file) and
+ * named by its absolute path in InitialTransformParametersFileName. A
+ * transform without a B-spline part (loaded from a linear file) is written
+ * as that linear file alone. Errors: the saves' of io.h (each file written
+ * whole under a temporary name, then renamed), ACCEL_ERR_INVALID_ARG also
+ * for an absolute path holding a double quote or a line break. */
 ACCEL_API accel_status accel_reg_transform_save(accel_ctx *ctx, const accel_reg_transform *t, const char *path);
 
-/* Read an elastix TransformParameters file: a BSplineTransform (order 3, 2-D,
- * GridIndex 0, identity directions, spacing 1 and origin 0) whose chain of
- * initial transforms (InitialTransformParametersFileName, "Compose") holds at
- * most TranslationTransform, EulerTransform and AffineTransform files, which
- * are folded into one affine initial part; or one of those alone (then the
- * B-spline part has no parameters and leaves points unchanged). A relative
+/* Read an elastix TransformParameters file: a BSplineTransform (or
+ * RecursiveBSplineTransform; order 3, 2-D, GridIndex 0, identity
+ * directions, spacing 1, origin 0 and index 0) whose chain of initial
+ * transforms (InitialTransformParametersFileName, "Compose") holds at most
+ * TranslationTransform, EulerTransform and AffineTransform files: one keeps
+ * its kind, parameters and centre, several are folded into one
+ * AffineTransform (centre 0, 0); or one of those alone (then the B-spline
+ * part has no parameters and leaves points unchanged: its grid has 0 x 0
+ * nodes over the file's Size, accel_reg_transform_count is 0). The format:
+ * "(Key value ...)" entries in any order, strings in double quotes, "//"
+ * comments; a key given twice is an error, as in elastix. A relative
  * initial file name is tried as given, then beside `path`. Errors:
  * ACCEL_ERR_INVALID_ARG (NULL arguments), ACCEL_ERR_IO, ACCEL_ERR_FORMAT (not
  * a parameter file, a missing or malformed key, a wrong number of
  * parameters; the message names the key and the file),
- * ACCEL_ERR_UNSUPPORTED (another transform, "Add" combination, other
- * directions, spacing or origin, a chain over 16 files),
+ * ACCEL_ERR_UNSUPPORTED (another transform, "Add" combination with an
+ * initial transform, other directions, spacing, origin, dimension or spline
+ * order, binary parameters, a chain over 16 files),
  * ACCEL_ERR_OUT_OF_MEMORY. */
 ACCEL_API accel_status accel_reg_transform_load(accel_ctx *ctx, const char *path, accel_reg_transform **out);
 
@@ -278,7 +289,9 @@ typedef struct accel_reg_warp_options {
   /* The output's first pixel in the fixed image's grid (a region of the
    * fixed image; default 0, 0). */
   int64_t x0, y0;
-  int64_t tile; /* tile side in pixels; 0 (default): chosen; results never depend on it */
+  int64_t tile; /* tile side in pixels, 0..65536; 0 (default): chosen; results never depend on it */
+  /* Called on the calling thread as the output's tiles are done (stage
+   * "reg.warp", fraction of all layers); nonzero cancels (ACCEL_ERR_CANCELLED). */
   accel_progress_fn progress;
   void *progress_user;
 } accel_reg_warp_options;
@@ -292,8 +305,15 @@ ACCEL_API accel_status accel_reg_warp_options_init(accel_reg_warp_options *optio
  * U8, U16 or F32 (integers rounded to nearest and clamped to their range).
  * Cubic interpolation is exact B-spline interpolation (the input's
  * coefficients by recursive prefiltering with mirror boundaries, as ITK
- * does). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for count < 1,
- * NULL in/out entries, channel mismatches, an output overlapping an input. */
+ * does); linear is ITK's bilinear interpolation, the edge pixels repeated
+ * within the half pixel beyond them. The transform is evaluated tile by tile
+ * from its control grid; memory beyond the outputs: for cubic, the
+ * coefficients of one layer (4 bytes per pixel and channel; of one channel
+ * at a time when a layer's would pass 1 GiB). options may be NULL (the
+ * defaults). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for
+ * count < 1, NULL in/out entries, channel mismatches, an output overlapping
+ * an input or another output, options out of range (x0 and y0 within
+ * +-2^40). */
 ACCEL_API accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const accel_array *const *in,
                                       const accel_array *const *out, int32_t count,
                                       const accel_reg_warp_options *options);

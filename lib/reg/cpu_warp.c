@@ -1,12 +1,447 @@
-/* The CPU op reg.warp. */
+/* The CPU op reg.warp: the output tile by tile, in parallel; in each tile
+ * the transform is evaluated from the control grid row by row (separably
+ * when the initial part keeps the axes: the B-spline's y weights combine the
+ * grid rows once per output row, its x weights are tabulated once per
+ * column), then every pixel is interpolated with interp.h. */
 #include "reg/cpu.h"
+#include "reg/interp.h"
 
 #include "core/internal.h"
 
-#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define ALWAYS_INLINE static inline __attribute__((always_inline))
+
+/* Two doubles, four floats: the same operations on each lane as the scalar
+ * code would do (GCC's and Clang's vector extension). */
+typedef double v2d __attribute__((vector_size(16)));
+
+/* What every tile reads. */
+typedef struct warp_geo {
+  const accel__reg_warp_job *job;
+  int64_t in_w, in_h, chans;
+  const char *in;
+  int64_t is0, is1, is2; /* bytes */
+  char *out;
+  int64_t os0, os1, os2; /* bytes; os2 = 0 for a 2-D output */
+  int64_t out_w, out_h, tile, tiles_x;
+  accel_dtype idt, odt;
+  bool separable;
+  float fill;
+} warp_geo;
+
+/* One tile's tables (per thread, sized for the tile's width). */
+typedef struct tile_tab {
+  int64_t w;
+  double *qx;     /* the linear part's x per column (separable) */
+  int64_t *i0;    /* the first grid node of each column's support less lo (0 outside the valid region) */
+  int64_t lo, hi; /* the smallest and largest first node of the tile's columns (hi < 0: none) */
+  double *wx;     /* 4 weights per column */
+  double *rx;     /* the grid rows combined with one row's y weights, x then y */
+  int64_t r_cap;  /* nodes rx has room for, per component */
+  double *X, *Y;  /* one row's positions in the moving image */
+  /* cubic: per pixel of the row, the support's first index in x and y
+   * (floor - 1), inside or not, the 4 + 4 weights (plane k at wt + k w)
+   * and the fractions (planes 8, 9) */
+  int32_t *ix, *iy;
+  uint8_t *ok;
+  float *wt;
+} tile_tab;
+
+ALWAYS_INLINE float load_in(const char *p, accel_dtype d) {
+  switch (d) {
+  case ACCEL_DTYPE_U8: return (float)*(const uint8_t *)p;
+  case ACCEL_DTYPE_U16: return (float)*(const uint16_t *)p;
+  default: return *(const float *)p;
+  }
+}
+
+ALWAYS_INLINE void store_out(char *p, accel_dtype d, float v) {
+  switch (d) {
+  case ACCEL_DTYPE_U8: *(uint8_t *)p = (uint8_t)accel__reg_to_int(v, 255.0f); break;
+  case ACCEL_DTYPE_U16: *(uint16_t *)p = (uint16_t)accel__reg_to_int(v, 65535.0f); break;
+  default: *(float *)p = v; break;
+  }
+}
+
+/* ------------------------------------------------------------ positions */
+
+/* The column tables of a tile whose first output column is the fixed image's
+ * x = px0 (separable case): columns outside the grid's valid region get
+ * weights 0 at the first node, which add exactly nothing. */
+static void column_tables(const warp_geo *g, tile_tab *tt, int64_t px0) {
+  const accel__reg_xform *x = &g->job->xf;
+  tt->lo = INT64_MAX;
+  tt->hi = -1;
+  for (int64_t c = 0; c < tt->w; c++) {
+    const double px = (double)(px0 + c);
+    tt->qx[c] = x->m[0] * px + x->b[0];
+    int64_t first;
+    if (x->params && accel__reg_support(tt->qx[c], x->origin[0], x->spacing[0], x->nx, &first, tt->wx + 4 * c)) {
+      tt->i0[c] = first;
+      tt->lo = first < tt->lo ? first : tt->lo;
+      tt->hi = first > tt->hi ? first : tt->hi;
+    } else {
+      tt->i0[c] = -1;
+      for (int k = 0; k < 4; k++) tt->wx[4 * c + k] = 0.0;
+    }
+  }
+  for (int64_t c = 0; c < tt->w; c++) tt->i0[c] = tt->i0[c] >= 0 ? tt->i0[c] - tt->lo : 0;
+}
+
+/* The positions of one output row at the fixed image's y = py, when the
+ * initial part keeps the axes: the B-spline's rows combined once, then 4
+ * nodes a column. */
+static void row_separable(const warp_geo *g, tile_tab *tt, double py) {
+  const accel__reg_xform *x = &g->job->xf;
+  const double qy = x->m[3] * py + x->b[1];
+  const int64_t n = tt->w;
+  int64_t j0;
+  double wy[4];
+  double *restrict X = tt->X, *restrict Y = tt->Y;
+  const double *restrict qx = tt->qx;
+  if (tt->hi < 0 || !accel__reg_support(qy, x->origin[1], x->spacing[1], x->ny, &j0, wy)) { /* no B-spline here */
+    for (int64_t c = 0; c < n; c++) X[c] = qx[c], Y[c] = qy;
+    return;
+  }
+  const int64_t nodes = tt->hi - tt->lo + 4, plane = x->nx * x->ny;
+  double *restrict rx = tt->rx, *restrict ry = tt->rx + tt->r_cap;
+  for (int64_t k = 0; k < nodes; k++) {
+    const double *cx = x->params + j0 * x->nx + tt->lo + k;
+    double sx = 0.0, sy = 0.0;
+    for (int j = 0; j < 4; j++) {
+      sx += wy[j] * cx[j * x->nx];
+      sy += wy[j] * cx[j * x->nx + plane];
+    }
+    rx[k] = sx;
+    ry[k] = sy;
+  }
+  const double *restrict wx = tt->wx;
+  const int64_t *restrict first = tt->i0;
+  for (int64_t c = 0; c < n; c++) {
+    const double *w = wx + 4 * c;
+    const int64_t k = first[c];
+    X[c] = qx[c] + (w[0] * rx[k] + w[1] * rx[k + 1] + w[2] * rx[k + 2] + w[3] * rx[k + 3]);
+    Y[c] = qy + (w[0] * ry[k] + w[1] * ry[k + 1] + w[2] * ry[k + 2] + w[3] * ry[k + 3]);
+  }
+}
+
+/* The positions of one output row, any initial part: point by point, as
+ * accel__reg_apply (bspline.h) but with the grid spacing's reciprocal and
+ * the floor of interp.h (no division, no library call a point). */
+static void row_general(const warp_geo *g, tile_tab *tt, int64_t px0, double py) {
+  const accel__reg_xform *x = &g->job->xf;
+  const double isx = 1.0 / x->spacing[0], isy = 1.0 / x->spacing[1];
+  const double ex = (double)(x->nx - 2), ey = (double)(x->ny - 2);
+  const int64_t plane = x->nx * x->ny;
+  for (int64_t c = 0; c < tt->w; c++) {
+    double qx, qy, ux = 0.0, uy = 0.0;
+    accel__reg_linear(x, (double)(px0 + c), py, &qx, &qy);
+    const double cx = (qx - x->origin[0]) * isx, cy = (qy - x->origin[1]) * isy;
+    if (x->params && cx >= 1.0 && cx < ex && cy >= 1.0 && cy < ey) {
+      const int64_t fx = accel__reg_floor(cx), fy = accel__reg_floor(cy);
+      double wx[4], wy[4];
+      accel__reg_weights(cx - (double)fx, wx);
+      accel__reg_weights(cy - (double)fy, wy);
+      const double *p = x->params + (fy - 1) * x->nx + fx - 1;
+      v2d u = {0.0, 0.0}; /* x and y side by side */
+      for (int j = 0; j < 4; j++, p += x->nx) {
+        const v2d r = (v2d){wx[0], wx[0]} * (v2d){p[0], p[plane]} + (v2d){wx[1], wx[1]} * (v2d){p[1], p[plane + 1]} +
+                      (v2d){wx[2], wx[2]} * (v2d){p[2], p[plane + 2]} + (v2d){wx[3], wx[3]} * (v2d){p[3], p[plane + 3]};
+        u += (v2d){wy[j], wy[j]} * r;
+      }
+      ux = u[0];
+      uy = u[1];
+    }
+    tt->X[c] = qx + ux;
+    tt->Y[c] = qy + uy;
+  }
+}
+
+/* ------------------------------------------------------------ interpolation */
+
+/* Four floats, for the sums of interp.h done four lanes at a time (lanes
+ * are the 4 columns of a gray pixel's support, or the channels of a colour
+ * pixel); the same operations in the same order as accel__reg_cubic_sum. */
+typedef float v4f __attribute__((vector_size(16)));
+
+ALWAYS_INLINE v4f load4(const float *p) {
+  v4f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+/* Column sums of one support: lanes = the 4 x taps (contiguous coefficients). */
+ALWAYS_INLINE float cubic_gray(const float *coef, const int64_t oy[4], int64_t ox0, const float wy[4],
+                               const float wx[4]) {
+  const v4f col = (v4f){wy[0], wy[0], wy[0], wy[0]} * load4(coef + oy[0] + ox0) +
+                  (v4f){wy[1], wy[1], wy[1], wy[1]} * load4(coef + oy[1] + ox0) +
+                  (v4f){wy[2], wy[2], wy[2], wy[2]} * load4(coef + oy[2] + ox0) +
+                  (v4f){wy[3], wy[3], wy[3], wy[3]} * load4(coef + oy[3] + ox0);
+  const v4f p = col * (v4f){wx[0], wx[1], wx[2], wx[3]};
+  return (p[0] + p[2]) + (p[1] + p[3]);
+}
+
+/* Lanes = channels (the 4th lane of a 3-channel pixel reads the next
+ * coefficient: the buffer has room for it). */
+ALWAYS_INLINE v4f cubic_colour(const float *coef, const int64_t oy[4], const int64_t ox[4], const float wy[4],
+                               const float wx[4]) {
+  v4f col[4];
+  for (int i = 0; i < 4; i++)
+    col[i] = (v4f){wy[0], wy[0], wy[0], wy[0]} * load4(coef + oy[0] + ox[i]) +
+             (v4f){wy[1], wy[1], wy[1], wy[1]} * load4(coef + oy[1] + ox[i]) +
+             (v4f){wy[2], wy[2], wy[2], wy[2]} * load4(coef + oy[2] + ox[i]) +
+             (v4f){wy[3], wy[3], wy[3], wy[3]} * load4(coef + oy[3] + ox[i]);
+  return ((v4f){wx[0], wx[0], wx[0], wx[0]} * col[0] + (v4f){wx[2], wx[2], wx[2], wx[2]} * col[2]) +
+         ((v4f){wx[1], wx[1], wx[1], wx[1]} * col[1] + (v4f){wx[3], wx[3], wx[3], wx[3]} * col[3]);
+}
+
+ALWAYS_INLINE int64_t max4(const int64_t v[4]) {
+  const int64_t a = v[0] > v[1] ? v[0] : v[1], b = v[2] > v[3] ? v[2] : v[3];
+  return a > b ? a : b;
+}
+
+/* The setup of one row's pixels: inside or not, the support's first index
+ * and the weights in each axis - accel__reg_inside and accel__reg_cubic_axis
+ * (before mirroring), in loops the compiler can vectorise: positions are
+ * clamped to [-1, n] first (enough for any inside one; the others are
+ * filled) so that their floor fits 32 bits. */
+static void cubic_setup(const warp_geo *g, tile_tab *tt) {
+  const int64_t n = tt->w;
+  const double *restrict X = tt->X, *restrict Y = tt->Y;
+  int32_t *restrict ix = tt->ix, *restrict iy = tt->iy;
+  uint8_t *restrict ok = tt->ok;
+  float *restrict wt = tt->wt, *restrict tx = tt->wt + 8 * n, *restrict ty = tt->wt + 9 * n;
+  const double wl = (double)g->in_w, hl = (double)g->in_h;
+  for (int64_t c = 0; c < n; c++) {
+    const double x = X[c], y = Y[c];
+    ok[c] = (uint8_t)((x >= -0.5) & (x < wl - 0.5) & (y >= -0.5) & (y < hl - 0.5));
+    const double cx = x < -1.0 ? -1.0 : (x > wl ? wl : x), cy = y < -1.0 ? -1.0 : (y > hl ? hl : y);
+    int32_t i = (int32_t)cx, j = (int32_t)cy;
+    i -= (double)i > cx;
+    j -= (double)j > cy;
+    ix[c] = i - 1;
+    iy[c] = j - 1;
+    tx[c] = (float)(cx - (double)i);
+    ty[c] = (float)(cy - (double)j);
+  }
+  for (int64_t c = 0; c < n; c++) {
+    float w[4];
+    accel__reg_cubic_weights(tx[c], w);
+    wt[c] = w[0], wt[n + c] = w[1], wt[2 * n + c] = w[2], wt[3 * n + c] = w[3];
+  }
+  for (int64_t c = 0; c < n; c++) {
+    float w[4];
+    accel__reg_cubic_weights(ty[c], w);
+    wt[4 * n + c] = w[0], wt[5 * n + c] = w[1], wt[6 * n + c] = w[2], wt[7 * n + c] = w[3];
+  }
+}
+
+ALWAYS_INLINE void cubic_row(const warp_geo *g, tile_tab *tt, char *o, accel_dtype odt) {
+  const int64_t C = g->chans, w = g->in_w, h = g->in_h, n = tt->w;
+  const float *coef = g->job->coef;
+  cubic_setup(g, tt);
+  for (int64_t c = 0; c < n; c++) {
+    char *dst = o + c * g->os1;
+    if (!tt->ok[c]) {
+      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * g->os2, odt, g->fill);
+      continue;
+    }
+    const int64_t i = tt->ix[c], j = tt->iy[c];
+    int64_t ox[4], oy[4];
+    const float wx[4] = {tt->wt[c], tt->wt[n + c], tt->wt[2 * n + c], tt->wt[3 * n + c]};
+    const float wy[4] = {tt->wt[4 * n + c], tt->wt[5 * n + c], tt->wt[6 * n + c], tt->wt[7 * n + c]};
+    const bool inner_x = i >= 0 && i + 3 < w;
+    for (int k = 0; k < 4; k++) {
+      ox[k] = (inner_x ? i + k : accel__reg_mirror(i + k, w)) * C;
+      oy[k] = (j >= 0 && j + 3 < h ? j + k : accel__reg_mirror(j + k, h)) * w * C;
+    }
+    if (C == 1) {
+      store_out(dst, odt, inner_x ? cubic_gray(coef, oy, ox[0], wy, wx) : accel__reg_cubic_sum(coef, oy, ox, wy, wx));
+    } else if (C == 4 || max4(oy) + max4(ox) + 4 <= h * w * C) {
+      const v4f v = cubic_colour(coef, oy, ox, wy, wx);
+      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * g->os2, odt, v[ch]);
+    } else { /* the image's last pixel: the 4th lane would read past the coefficients */
+      for (int64_t ch = 0; ch < C; ch++)
+        store_out(dst + ch * g->os2, odt, accel__reg_cubic_sum(coef + ch, oy, ox, wy, wx));
+    }
+  }
+}
+
+ALWAYS_INLINE void linear_row(const warp_geo *g, const tile_tab *tt, char *o, accel_dtype idt, accel_dtype odt) {
+  const int64_t C = g->chans, w = g->in_w, h = g->in_h;
+  for (int64_t c = 0; c < tt->w; c++) {
+    char *dst = o + c * g->os1;
+    if (!accel__reg_inside(tt->X[c], tt->Y[c], w, h)) {
+      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * g->os2, odt, g->fill);
+      continue;
+    }
+    int64_t ox[2], oy[2];
+    float tx, ty;
+    accel__reg_linear_axis(tt->X[c], w, g->is1, ox, &tx);
+    accel__reg_linear_axis(tt->Y[c], h, g->is0, oy, &ty);
+    for (int64_t ch = 0; ch < C; ch++) {
+      const char *p = g->in + ch * g->is2;
+      const float v = accel__reg_linear_mix(load_in(p + oy[0] + ox[0], idt), load_in(p + oy[0] + ox[1], idt),
+                                            load_in(p + oy[1] + ox[0], idt), load_in(p + oy[1] + ox[1], idt), tx, ty);
+      store_out(dst + ch * g->os2, odt, v);
+    }
+  }
+}
+
+/* Each combination of types gets its own copy of the pixel loop. */
+#define LINEAR_FOR_OUT(idt)                                                                                            \
+  switch (g->odt) {                                                                                                    \
+  case ACCEL_DTYPE_U8: linear_row(g, tt, o, idt, ACCEL_DTYPE_U8); break;                                               \
+  case ACCEL_DTYPE_U16: linear_row(g, tt, o, idt, ACCEL_DTYPE_U16); break;                                             \
+  default: linear_row(g, tt, o, idt, ACCEL_DTYPE_F32); break;                                                          \
+  }
+
+static void interp_row(const warp_geo *g, tile_tab *tt, char *o) {
+  if (g->job->interp == ACCEL_REG_INTERP_CUBIC) {
+    switch (g->odt) {
+    case ACCEL_DTYPE_U8: cubic_row(g, tt, o, ACCEL_DTYPE_U8); break;
+    case ACCEL_DTYPE_U16: cubic_row(g, tt, o, ACCEL_DTYPE_U16); break;
+    default: cubic_row(g, tt, o, ACCEL_DTYPE_F32); break;
+    }
+    return;
+  }
+  switch (g->idt) {
+  case ACCEL_DTYPE_U8: LINEAR_FOR_OUT(ACCEL_DTYPE_U8) break;
+  case ACCEL_DTYPE_U16: LINEAR_FOR_OUT(ACCEL_DTYPE_U16) break;
+  default: LINEAR_FOR_OUT(ACCEL_DTYPE_F32) break;
+  }
+}
+
+/* ------------------------------------------------------------ tiles */
+
+static void tab_free(tile_tab *tt) {
+  free(tt->qx);
+  free(tt->i0);
+  free(tt->wx);
+  free(tt->rx);
+  free(tt->X);
+  free(tt->Y);
+  free(tt->ix);
+  free(tt->iy);
+  free(tt->ok);
+  free(tt->wt);
+}
+
+/* Tables for tiles of width w; false when out of memory. */
+static bool tab_alloc(const warp_geo *g, tile_tab *tt, int64_t w) {
+  memset(tt, 0, sizeof *tt);
+  const accel__reg_xform *x = &g->job->xf;
+  tt->w = w;
+  /* the nodes one row of a tile can reach: its extent in the grid, plus the support */
+  const double reach = fabs(x->m[0]) * (double)w / x->spacing[0] + 6.0;
+  tt->r_cap = reach < (double)x->nx + 4 ? (int64_t)reach : x->nx + 4;
+  tt->qx = malloc((size_t)w * sizeof *tt->qx);
+  tt->i0 = malloc((size_t)w * sizeof *tt->i0);
+  tt->wx = malloc((size_t)w * 4 * sizeof *tt->wx);
+  tt->rx = malloc((size_t)tt->r_cap * 2 * sizeof *tt->rx);
+  tt->X = malloc((size_t)w * sizeof *tt->X);
+  tt->Y = malloc((size_t)w * sizeof *tt->Y);
+  tt->ix = malloc((size_t)w * sizeof *tt->ix);
+  tt->iy = malloc((size_t)w * sizeof *tt->iy);
+  tt->ok = malloc((size_t)w);
+  tt->wt = malloc((size_t)w * 10 * sizeof *tt->wt);
+  if (tt->qx && tt->i0 && tt->wx && tt->rx && tt->X && tt->Y && tt->ix && tt->iy && tt->ok && tt->wt) return true;
+  tab_free(tt);
+  return false;
+}
+
+static bool run_tile(const warp_geo *g, int64_t index) {
+  const int64_t r0 = index / g->tiles_x * g->tile, c0 = index % g->tiles_x * g->tile;
+  const int64_t w = g->out_w - c0 < g->tile ? g->out_w - c0 : g->tile;
+  const int64_t h = g->out_h - r0 < g->tile ? g->out_h - r0 : g->tile;
+  const int64_t px0 = g->job->x0 + c0;
+  tile_tab tt;
+  if (!tab_alloc(g, &tt, w)) return false;
+  if (g->separable) column_tables(g, &tt, px0);
+  for (int64_t r = 0; r < h; r++) {
+    const double py = (double)(g->job->y0 + r0 + r);
+    if (g->separable) row_separable(g, &tt, py);
+    else row_general(g, &tt, px0, py);
+    interp_row(g, &tt, g->out + (r0 + r) * g->os0 + c0 * g->os1);
+  }
+  tab_free(&tt);
+  return true;
+}
+
+static void geo_of(const accel__reg_warp_job *job, warp_geo *g) {
+  const accel_array *in = job->in, *out = job->out;
+  memset(g, 0, sizeof *g);
+  g->job = job;
+  g->in_h = in->shape[0];
+  g->in_w = in->shape[1];
+  g->chans = in->ndim == 3 ? in->shape[2] : 1;
+  g->in = in->data;
+  g->is0 = in->strides[0];
+  g->is1 = in->strides[1];
+  g->is2 = in->ndim == 3 ? in->strides[2] : 0;
+  g->out = out->data;
+  g->out_h = out->shape[0];
+  g->out_w = out->shape[1];
+  g->os0 = out->strides[0];
+  g->os1 = out->strides[1];
+  g->os2 = out->ndim == 3 ? out->strides[2] : 0;
+  g->idt = in->dtype;
+  g->odt = out->dtype;
+  g->tile = job->tile > 0 ? job->tile : 128;
+  g->tiles_x = (g->out_w + g->tile - 1) / g->tile;
+  g->separable = job->xf.m[1] == 0.0 && job->xf.m[2] == 0.0;
+  g->fill = (float)job->fill;
+}
 
 accel_status accel__reg_cpu_warp(accel__call *call, accel__reg_warp_job *job) {
-  (void)job;
-  snprintf(call->why, sizeof call->why, "reg.warp is not implemented yet");
-  return ACCEL_ERR_UNSUPPORTED;
+  warp_geo g;
+  geo_of(job, &g);
+  const int64_t tiles = g.tiles_x * ((g.out_h + g.tile - 1) / g.tile);
+  int64_t done = 0, reported = 0;
+  int stop = 0; /* 1: cancelled, 2: out of memory */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(call->threads)
+  for (int64_t i = 0; i < tiles; i++) {
+    int halt;
+#pragma omp atomic read
+    halt = stop;
+    if (halt) continue;
+    if (!run_tile(&g, i)) {
+#pragma omp atomic write
+      stop = 2;
+      continue;
+    }
+    int64_t now;
+#pragma omp atomic capture
+    now = ++done;
+#ifdef _OPENMP
+    const bool caller = omp_get_thread_num() == 0;
+#else
+    const bool caller = true;
+#endif
+    /* at most about 100 calls a job, from the calling thread */
+    if (caller && job->progress && now * 100 / tiles > reported && now < tiles) {
+      reported = now * 100 / tiles;
+      if (job->progress(job->progress_user, "reg.warp",
+                        job->progress_base + job->progress_span * (double)now / (double)tiles)) {
+#pragma omp atomic write
+        stop = 1;
+      }
+    }
+  }
+  if (!stop && job->progress && job->progress(job->progress_user, "reg.warp", job->progress_base + job->progress_span))
+    stop = 1;
+  if (stop == 1) {
+    accel__why(call->why, "cancelled by the progress callback");
+    return ACCEL_ERR_CANCELLED;
+  }
+  if (stop == 2) {
+    accel__why(call->why, "out of memory for the tile tables");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  return ACCEL_OK;
 }

@@ -55,7 +55,13 @@ typedef struct accel__reg_warp_job {
   accel_reg_interp interp;
   double fill;
   int64_t x0, y0;
-  int64_t tile;
+  int64_t tile; /* tile side, > 0 */
+  /* Progress (NULL: none): called from the calling thread with base + span
+   * times the fraction of the job done; nonzero cancels the job
+   * (ACCEL_ERR_CANCELLED). */
+  accel_progress_fn progress;
+  void *progress_user;
+  double progress_base, progress_span;
 } accel__reg_warp_job;
 
 /* The coarse pre-alignment (lib/reg/prealign.h): the rigid transform, or

@@ -24,6 +24,26 @@ accel_status accel_reg_grid_for(int64_t width, int64_t height, double spacing, a
 /* 2^26 parameters: a 23000-node-square grid (spacing 8 over 180,000 pixels). */
 #define MAX_PARAMS ((int64_t)1 << 26)
 
+/* A transform of grid g (unchecked) with all parameters 0 and no initial
+ * part; a grid of 0 nodes has no parameters (a linear transform). */
+static accel_status transform_alloc(accel_ctx *ctx, const char *func, const accel_reg_grid *g,
+                                    accel_reg_transform **out) {
+  const size_t n = (size_t)(2 * g->size[0] * g->size[1]);
+  accel_reg_transform *t = calloc(1, sizeof *t);
+  double *p = n ? calloc(n, sizeof *p) : NULL;
+  if (!t || (n && !p)) {
+    free(t);
+    free(p);
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "no memory for a %lld x %lld grid", (long long)g->size[0],
+                          (long long)g->size[1]);
+  }
+  t->grid = *g;
+  t->params = p;
+  t->m[0] = t->m[3] = 1.0;
+  *out = t;
+  return ACCEL_OK;
+}
+
 accel_status accel__reg_transform_new(accel_ctx *ctx, const accel_reg_grid *g, accel_reg_transform **out) {
   REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
@@ -39,19 +59,13 @@ accel_status accel__reg_transform_new(accel_ctx *ctx, const accel_reg_grid *g, a
   REQUIRE(ctx, g->size[0] <= MAX_PARAMS / 2 / g->size[1], ACCEL_ERR_LIMIT,
           "grid of %lld x %lld nodes: over %lld parameters", (long long)g->size[0], (long long)g->size[1],
           (long long)MAX_PARAMS);
-  accel_reg_transform *t = calloc(1, sizeof *t);
-  double *p = calloc((size_t)(2 * g->size[0] * g->size[1]), sizeof *p);
-  if (!t || !p) {
-    free(t);
-    free(p);
-    return FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "no memory for a %lld x %lld grid", (long long)g->size[0],
-                (long long)g->size[1]);
-  }
-  t->grid = *g;
-  t->params = p;
-  t->m[0] = t->m[3] = 1.0;
-  *out = t;
-  return ACCEL_OK;
+  return transform_alloc(ctx, __func__, g, out);
+}
+
+accel_status accel__reg_transform_new_linear(accel_ctx *ctx, int64_t width, int64_t height, accel_reg_transform **out) {
+  const accel_reg_grid g = {{width, height}, {0, 0}, {1.0, 1.0}, {0.0, 0.0}};
+  *out = NULL;
+  return transform_alloc(ctx, __func__, &g, out);
 }
 
 accel_status accel_reg_transform_create(accel_ctx *ctx, const accel_reg_grid *grid, accel_reg_transform **out) {
@@ -60,7 +74,7 @@ accel_status accel_reg_transform_create(accel_ctx *ctx, const accel_reg_grid *gr
 
 /* Fold an elastix linear transform into q = M p + b. Translation: q = p + t.
  * Euler (2-D): q = R(angle) (p - c) + c + t. Affine: q = A (p - c) + c + t. */
-static bool fold_linear(accel_reg_linear_kind kind, const double *v, const double *c, double m[4], double b[2]) {
+bool accel__reg_fold_linear(accel_reg_linear_kind kind, const double *v, const double *c, double m[4], double b[2]) {
   double a[4] = {1, 0, 0, 1}, t[2] = {0, 0};
   switch (kind) {
   case ACCEL_REG_LINEAR_NONE: break;
@@ -102,7 +116,7 @@ accel_status accel_reg_transform_set_initial(accel_ctx *ctx, accel_reg_transform
   const double zero[2] = {0, 0}, *c = centre ? centre : zero;
   REQUIRE(ctx, isfinite(c[0]) && isfinite(c[1]), ACCEL_ERR_INVALID_ARG, "centre is not finite");
   double m[4], b[2];
-  fold_linear(kind, params, c, m, b);
+  accel__reg_fold_linear(kind, params, c, m, b);
   const double det = m[0] * m[3] - m[1] * m[2];
   REQUIRE(ctx, fabs(det) > 1e-12, ACCEL_ERR_INVALID_ARG, "the initial transform is singular (determinant %g)", det);
   t->kind = kind;
@@ -134,16 +148,16 @@ int64_t accel_reg_transform_count(const accel_reg_transform *t) {
 }
 
 accel_status accel_reg_transform_parameters(const accel_reg_transform *t, double *params, int64_t count) {
-  if (!t || !params || count != accel_reg_transform_count(t)) return ACCEL_ERR_INVALID_ARG;
-  memcpy(params, t->params, (size_t)count * sizeof *params);
+  if (!t || (!params && count) || count != accel_reg_transform_count(t)) return ACCEL_ERR_INVALID_ARG;
+  if (count) memcpy(params, t->params, (size_t)count * sizeof *params);
   return ACCEL_OK;
 }
 
 accel_status accel_reg_transform_set_parameters(accel_reg_transform *t, const double *params, int64_t count) {
-  if (!t || !params || count != accel_reg_transform_count(t)) return ACCEL_ERR_INVALID_ARG;
+  if (!t || (!params && count) || count != accel_reg_transform_count(t)) return ACCEL_ERR_INVALID_ARG;
   for (int64_t k = 0; k < count; k++)
     if (!isfinite(params[k])) return ACCEL_ERR_INVALID_ARG;
-  memcpy(t->params, params, (size_t)count * sizeof *params);
+  if (count) memcpy(t->params, params, (size_t)count * sizeof *params);
   return ACCEL_OK;
 }
 
@@ -185,13 +199,13 @@ accel_status accel_reg_transform_clone(accel_ctx *ctx, const accel_reg_transform
   REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
   REQUIRE(ctx, t, ACCEL_ERR_INVALID_ARG, "transform is NULL");
-  accel_reg_transform *c;
-  accel_status s = accel__reg_transform_new(ctx, &t->grid, &c);
+  accel_reg_transform *c = NULL;
+  accel_status s = transform_alloc(ctx, __func__, &t->grid, &c);
   if (s) return s;
   double *p = c->params;
   *c = *t;
   c->params = p;
-  memcpy(p, t->params, (size_t)accel_reg_transform_count(t) * sizeof *p);
+  if (p) memcpy(p, t->params, (size_t)accel_reg_transform_count(t) * sizeof *p);
   *out = c;
   return ACCEL_OK;
 }
@@ -212,5 +226,5 @@ void accel__reg_xform_of(const accel_reg_transform *t, accel__reg_xform *x) {
     x->origin[d] = t->grid.origin[d];
     x->spacing[d] = t->grid.spacing[d];
   }
-  x->params = t->params;
+  x->params = accel_reg_transform_count(t) > 0 ? t->params : NULL;
 }

@@ -1,18 +1,385 @@
-/* Warping images with a transform: checks, the cubic prefilter, dispatch. */
+/* Warping images with a transform: checks, the cubic prefilter, dispatch.
+ *
+ * Cubic interpolation needs the image's B-spline coefficients (Unser,
+ * Aldroubi and Eden, "B-spline signal processing", IEEE Trans. Signal
+ * Processing 41(2), 1993; Unser, "Splines: a perfect fit for signal and
+ * image processing", IEEE Signal Processing Magazine 16(6), 1999, Box 2):
+ * along each axis the samples times the gain 6 go through the causal and
+ * anticausal first-order recursions of the pole z = sqrt(3) - 2, started
+ * for mirror-symmetric boundaries. The start values are those of ITK's
+ * BSplineDecompositionImageFilter, which elastix's FinalBSplineInterpolator
+ * uses: the causal sum truncated after 18 terms (|z|^18 < 1e-10, ITK's
+ * tolerance) when the line is longer, the exact mirrored sum otherwise; the
+ * anticausal start z / (z^2 - 1) (z c[n-2] + c[n-1]); a line of one sample
+ * stays as it is. Lines of more than 18 samples are filtered in float,
+ * shorter ones (with the exact start) in double.
+ *
+ * The coefficients of one layer take 4 bytes per pixel and channel: a
+ * multi-channel layer whose coefficients would pass accel__reg_coef_all_bytes is
+ * prefiltered and warped one channel at a time (the same result).
+ */
 #include "reg/ops.h"
 #include "reg/transform.h"
 
 #include "core/internal.h"
 
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #define WARP_OPTIONS_V1 sizeof(accel_reg_warp_options)
+
+/* Above this, channels are prefiltered and warped one at a time (tests
+ * lower it to compare both ways). */
+int64_t accel__reg_coef_all_bytes = (int64_t)1 << 30;
+/* The causal start's terms: ceil(log(1e-10) / log(2 - sqrt(3))). */
+#define HORIZON 18
+/* Columns per strip of the column pass. */
+#define STRIP 64
 
 accel_status accel_reg_warp_options_init(accel_reg_warp_options *o, size_t struct_size) {
   static const accel_reg_warp_options DEFAULTS = {.interp = ACCEL_REG_INTERP_CUBIC};
   return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, WARP_OPTIONS_V1);
 }
 
+/* ------------------------------------------------------------ prefilter */
+
+static const double POLE = -0.26794919243112270; /* sqrt(3) - 2 */
+
+/* The coefficients of one line of n >= 2 samples (times the gain already). */
+static void line_coefficients(double *c, int64_t n) {
+  const double z = POLE;
+  if (n > HORIZON) {
+    double sum = c[0], zn = z;
+    for (int64_t k = 1; k < HORIZON; k++) {
+      sum += zn * c[k];
+      zn *= z;
+    }
+    c[0] = sum;
+  } else {
+    /* the mirrored sum in closed form: sum_k (z^k + z^(2n-2-k)) c[k] / (1 - z^(2n-2)) */
+    const double iz = 1.0 / z;
+    double zn = z, z2n = pow(z, (double)(n - 1));
+    double sum = c[0] + z2n * c[n - 1];
+    z2n *= z2n * iz;
+    for (int64_t k = 1; k <= n - 2; k++) {
+      sum += (zn + z2n) * c[k];
+      zn *= z;
+      z2n *= iz;
+    }
+    c[0] = sum / (1.0 - zn * zn);
+  }
+  for (int64_t k = 1; k < n; k++) c[k] += z * c[k - 1];
+  c[n - 1] = (z / (z * z - 1.0)) * (z * c[n - 2] + c[n - 1]);
+  for (int64_t k = n - 2; k >= 0; k--) c[k] = z * (c[k + 1] - c[k]);
+}
+
+/* Lines (rows of one channel) filtered together, one per lane of a
+ * vector: the recursions along a line are chains of dependent operations,
+ * LANES independent lines keep the arithmetic units busy. */
+#define LANES 8
+
+/* One line of `in` (row r, channel k) times the gain (none for a line of
+ * one sample, which stays as it is) into t[x * LANES]; false for a
+ * non-finite F32 sample. */
+static bool load_line(const accel_array *in, int64_t r, int64_t k, float *t) {
+  const int64_t w = in->shape[1], s1 = in->strides[1];
+  const float gain = w > 1 ? 6.0f : 1.0f;
+  const char *p = (const char *)in->data + r * in->strides[0] + (in->ndim == 3 ? k * in->strides[2] : 0);
+  bool finite = true;
+  switch (in->dtype) {
+  case ACCEL_DTYPE_U8:
+    for (int64_t x = 0; x < w; x++) t[x * LANES] = gain * (float)*(const uint8_t *)(p + x * s1);
+    break;
+  case ACCEL_DTYPE_U16:
+    for (int64_t x = 0; x < w; x++) t[x * LANES] = gain * (float)*(const uint16_t *)(p + x * s1);
+    break;
+  default:
+    for (int64_t x = 0; x < w; x++) {
+      const float v = *(const float *)(p + x * s1);
+      finite = finite && isfinite(v);
+      t[x * LANES] = gain * v;
+    }
+  }
+  return finite;
+}
+
+/* The recursions of line_coefficients on LANES lines of n > HORIZON samples
+ * at once, in float. */
+static void lanes_coefficients(float *t, int64_t n) {
+  const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
+  float sum[LANES], zn = z;
+  for (int l = 0; l < LANES; l++) sum[l] = t[l];
+  for (int64_t k = 1; k < HORIZON; k++, zn *= z)
+    for (int l = 0; l < LANES; l++) sum[l] += zn * t[k * LANES + l];
+  for (int l = 0; l < LANES; l++) t[l] = sum[l];
+  for (int64_t k = 1; k < n; k++)
+    for (int l = 0; l < LANES; l++) t[k * LANES + l] += z * t[(k - 1) * LANES + l];
+  for (int l = 0; l < LANES; l++) t[(n - 1) * LANES + l] = za * (z * t[(n - 2) * LANES + l] + t[(n - 1) * LANES + l]);
+  for (int64_t k = n - 2; k >= 0; k--)
+    for (int l = 0; l < LANES; l++) t[k * LANES + l] = z * (t[(k + 1) * LANES + l] - t[k * LANES + l]);
+}
+
+/* Lines [l0, l0 + LANES) of the h * nc lines (row-major, channel fastest)
+ * into coef; false for a non-finite sample (*bad: its row). */
+static bool lines_block(const accel_array *in, int64_t ch, int64_t nc, int64_t l0, float *t, float *coef,
+                        int64_t *bad) {
+  const int64_t w = in->shape[1], lines = in->shape[0] * nc;
+  for (int l = 0; l < LANES; l++) {
+    if (l0 + l >= lines) {
+      for (int64_t x = 0; x < w; x++) t[x * LANES + l] = 0.0f;
+    } else if (!load_line(in, (l0 + l) / nc, ch + (l0 + l) % nc, t + l)) {
+      *bad = (l0 + l) / nc;
+      return false;
+    }
+  }
+  if (w > HORIZON) {
+    lanes_coefficients(t, w);
+  } else if (w > 1) {
+    double line[HORIZON];
+    for (int l = 0; l < LANES; l++) {
+      for (int64_t x = 0; x < w; x++) line[x] = t[x * LANES + l];
+      line_coefficients(line, w);
+      for (int64_t x = 0; x < w; x++) t[x * LANES + l] = (float)line[x];
+    }
+  }
+  for (int l = 0; l < LANES && l0 + l < lines; l++) {
+    float *dst = coef + (l0 + l) / nc * w * nc + (l0 + l) % nc;
+    for (int64_t x = 0; x < w; x++) dst[x * nc] = t[x * LANES + l];
+  }
+  return true;
+}
+
+/* Rows: channels [ch, ch + nc) of `in` into coef (h, w, nc), filtered along
+ * x. Returns 0, 1 for a non-finite F32 sample (the first such row in
+ * *bad_row) or 2 when out of memory. */
+static int prefilter_rows(const accel_array *in, int64_t ch, int64_t nc, float *coef, int threads, int64_t *bad_row) {
+  const int64_t w = in->shape[1], blocks = (in->shape[0] * nc + LANES - 1) / LANES;
+  int64_t bad = INT64_MAX;
+  int nomem = 0;
+#pragma omp parallel num_threads(threads)
+  {
+    float *t = malloc((size_t)w * LANES * sizeof *t);
+    if (!t) {
+#pragma omp atomic write
+      nomem = 1;
+    }
+#pragma omp for schedule(static) reduction(min : bad)
+    for (int64_t b = 0; b < blocks; b++) {
+      int64_t row;
+      if (t && !lines_block(in, ch, nc, b * LANES, t, coef, &row)) bad = row < bad ? row : bad;
+    }
+    free(t);
+  }
+  *bad_row = bad;
+  return nomem ? 2 : bad != INT64_MAX ? 1 : 0;
+}
+
+/* Columns: the same recursions down every column of coef (h rows of n
+ * floats), strip by strip, in float (double for columns of at most
+ * HORIZON rows, which take the exact mirrored start). */
+static void prefilter_columns(float *coef, int64_t h, int64_t n, int threads) {
+  if (h < 2) return;
+  const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
+  const int64_t strips = (n + STRIP - 1) / STRIP;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t s = 0; s < strips; s++) {
+    const int64_t x0 = s * STRIP, m = n - x0 < STRIP ? n - x0 : STRIP;
+    float *c = coef + x0;
+    if (h <= HORIZON) {
+      double col[HORIZON];
+      for (int64_t x = 0; x < m; x++) {
+        for (int64_t r = 0; r < h; r++) col[r] = 6.0 * (double)c[r * n + x];
+        line_coefficients(col, h);
+        for (int64_t r = 0; r < h; r++) c[r * n + x] = (float)col[r];
+      }
+      continue;
+    }
+    float sum[STRIP];
+    for (int64_t x = 0; x < m; x++) sum[x] = 6.0f * c[x];
+    float zn = z;
+    for (int64_t k = 1; k < HORIZON; k++, zn *= z)
+      for (int64_t x = 0; x < m; x++) sum[x] += zn * (6.0f * c[k * n + x]);
+    for (int64_t x = 0; x < m; x++) c[x] = sum[x];
+    for (int64_t r = 1; r < h; r++)
+      for (int64_t x = 0; x < m; x++) c[r * n + x] = 6.0f * c[r * n + x] + z * c[(r - 1) * n + x];
+    for (int64_t x = 0; x < m; x++) c[(h - 1) * n + x] = za * (z * c[(h - 2) * n + x] + c[(h - 1) * n + x]);
+    for (int64_t r = h - 2; r >= 0; r--)
+      for (int64_t x = 0; x < m; x++) c[r * n + x] = z * (c[(r + 1) * n + x] - c[r * n + x]);
+  }
+}
+
+/* ------------------------------------------------------------ checks */
+
+/* One image of the call: a 2-D or (h, w, C) U8/U16/F32 array, C in 1, 3, 4. */
+static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, int32_t i, const accel_array *a,
+                                int64_t *chans) {
+  char name[32];
+  snprintf(name, sizeof name, "%s[%d]", what, (int)i);
+  if (!a) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", name);
+  accel_status s = accel__array_check(ctx, func, name, a);
+  if (s) return s;
+  if (a->ndim != 2 && a->ndim != 3)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be (rows, cols) or (rows, cols, C), not %d-D",
+                          name, (int)a->ndim);
+  if (a->dtype != ACCEL_DTYPE_U8 && a->dtype != ACCEL_DTYPE_U16 && a->dtype != ACCEL_DTYPE_F32)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be U8, U16 or F32, not %s", name,
+                          accel__dtype_name(a->dtype));
+  *chans = a->ndim == 3 ? a->shape[2] : 1;
+  if (*chans != 1 && *chans != 3 && *chans != 4)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has %lld channels; 1, 3 or 4", name, (long long)*chans);
+  if (a->shape[0] < 1 || a->shape[1] < 1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is empty (%lld x %lld)", name, (long long)a->shape[0],
+                          (long long)a->shape[1]);
+  if (a->shape[0] > INT32_MAX || a->shape[1] > INT32_MAX)
+    return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s is %lld x %lld: at most 2^31 - 1 pixels a side", name,
+                          (long long)a->shape[0], (long long)a->shape[1]);
+  if ((uint64_t)a->shape[0] * (uint64_t)a->shape[1] > accel__ctx_max_pixels(ctx))
+    return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %lld x %lld pixels, over the context's max_pixels %llu",
+                          name, (long long)a->shape[0], (long long)a->shape[1],
+                          (unsigned long long)accel__ctx_max_pixels(ctx));
+  return ACCEL_OK;
+}
+
+static accel_status check_options(accel_ctx *ctx, const char *func, const accel_reg_warp_options *in,
+                                  accel_reg_warp_options *o) {
+  accel_reg_warp_options_init(o, sizeof *o);
+  accel_status s;
+  if (in && (s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, WARP_OPTIONS_V1))) return s;
+  if (o->interp != ACCEL_REG_INTERP_LINEAR && o->interp != ACCEL_REG_INTERP_CUBIC)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "interp %d: ACCEL_REG_INTERP_LINEAR (1) or _CUBIC (3)",
+                          (int)o->interp);
+  if (!isfinite(o->fill)) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "fill is not finite");
+  if (o->tile < 0 || o->tile > 65536)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "tile %lld: 0 (chosen) or 1..65536", (long long)o->tile);
+  const int64_t lim = (int64_t)1 << 40;
+  if (o->x0 < -lim || o->x0 > lim || o->y0 < -lim || o->y0 > lim)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "region offset (%lld, %lld) beyond +-2^40",
+                          (long long)o->x0, (long long)o->y0);
+  return ACCEL_OK;
+}
+
+/* The first row of an F32 image holding a non-finite value, or -1. */
+static int64_t first_nonfinite_row(const accel_array *a, int threads) {
+  if (a->dtype != ACCEL_DTYPE_F32) return -1;
+  const int64_t h = a->shape[0], w = a->shape[1], nc = a->ndim == 3 ? a->shape[2] : 1;
+  const int64_t s2 = a->ndim == 3 ? a->strides[2] : 0;
+  int64_t bad = INT64_MAX;
+#pragma omp parallel for schedule(static) reduction(min : bad) num_threads(threads)
+  for (int64_t r = 0; r < h; r++) {
+    const char *row = (const char *)a->data + r * a->strides[0];
+    bool ok = true;
+    for (int64_t x = 0; x < w; x++)
+      for (int64_t k = 0; k < nc; k++) ok = ok && isfinite(*(const float *)(row + x * a->strides[1] + k * s2));
+    if (!ok) bad = r < bad ? r : bad;
+  }
+  return bad == INT64_MAX ? -1 : bad;
+}
+
+/* The arguments of one call. */
+static accel_status check_call(accel_ctx *ctx, const char *func, const accel_array *const *in,
+                               const accel_array *const *out, int32_t count) {
+  for (int32_t i = 0; i < count; i++) {
+    int64_t ci, co;
+    accel_status s = check_image(ctx, func, "in", i, in[i], &ci);
+    if (!s) s = check_image(ctx, func, "out", i, out[i], &co);
+    if (s) return s;
+    if (ci != co)
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] has %lld channels, in[%d] %lld", (int)i,
+                            (long long)co, (int)i, (long long)ci);
+  }
+  for (int32_t i = 0; i < count; i++)
+    for (int32_t j = 0; j < count; j++) {
+      if (accel__arrays_overlap(out[i], in[j]))
+        return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] overlaps in[%d]", (int)i, (int)j);
+      if (j < i && accel__arrays_overlap(out[i], out[j]))
+        return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] overlaps out[%d]", (int)i, (int)j);
+    }
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ dispatch */
+
+ACCEL__STAGE_FN(run_warp, reg, warp, job)
+
+/* Channel k of an (h, w, C) array as an (h, w) array (the array itself
+ * when 2-D). */
+static accel_array channel_of(const accel_array *a, int64_t k) {
+  accel_array v = *a;
+  if (a->ndim == 3) {
+    v.ndim = 2;
+    v.data = (char *)a->data + k * a->strides[2];
+  }
+  return v;
+}
+
+/* Warp one layer: linear at once; cubic with the coefficients of all its
+ * channels, or of one channel at a time when they would be large. */
+static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp_job *job, int32_t i,
+                               const accel_array *in, const accel_array *out, double base, double span) {
+  const int64_t h = in->shape[0], w = in->shape[1], nc = in->ndim == 3 ? in->shape[2] : 1;
+  if (job->interp == ACCEL_REG_INTERP_LINEAR) {
+    job->in = in, job->out = out, job->coef = NULL;
+    job->progress_base = base, job->progress_span = span;
+    return accel__dispatch(ctx, "reg.warp", run_warp, job);
+  }
+  const int64_t group = h * w * nc * 4 <= accel__reg_coef_all_bytes ? nc : 1, passes = nc / group;
+  size_t bytes;
+  float *coef = NULL;
+  if (accel__mul_overflow((size_t)(h * w * group), sizeof(float), &bytes) || !(coef = malloc(bytes)))
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY,
+                          "no memory for the %lld x %lld x %lld B-spline coefficients", (long long)h, (long long)w,
+                          (long long)group);
+  accel_status s = ACCEL_OK;
+  for (int64_t p = 0; p < passes && !s; p++) {
+    const int threads = accel__ctx_threads(ctx);
+    int64_t bad;
+    const int rc = prefilter_rows(in, p * group, group, coef, threads, &bad);
+    if (rc == 2) s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "no memory for the prefilter's lines");
+    else if (rc == 1)
+      s = accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i,
+                         (long long)bad);
+    if (s) break;
+    prefilter_columns(coef, h, w * group, threads);
+    const accel_array vi = channel_of(in, p), vo = channel_of(out, p);
+    job->in = group == nc ? in : &vi;
+    job->out = group == nc ? out : &vo;
+    job->coef = coef;
+    job->progress_base = base + span * (double)p / (double)passes;
+    job->progress_span = span / (double)passes;
+    s = accel__dispatch(ctx, "reg.warp", run_warp, job);
+  }
+  free(coef);
+  return s;
+}
+
 accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const accel_array *const *in,
                             const accel_array *const *out, int32_t count, const accel_reg_warp_options *options) {
-  (void)t, (void)in, (void)out, (void)count, (void)options;
-  return FAIL(ctx, ACCEL_ERR_UNSUPPORTED, "not implemented yet");
+  REQUIRE(ctx, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  REQUIRE(ctx, t, ACCEL_ERR_INVALID_ARG, "transform is NULL");
+  REQUIRE(ctx, in && out, ACCEL_ERR_INVALID_ARG, "%s is NULL", in ? "out" : "in");
+  REQUIRE(ctx, count >= 1, ACCEL_ERR_INVALID_ARG, "count %d < 1", (int)count);
+  accel_reg_warp_options o;
+  accel_status s = check_options(ctx, __func__, options, &o);
+  if (!s) s = check_call(ctx, __func__, in, out, count);
+  if (s) return s;
+  if (o.interp == ACCEL_REG_INTERP_LINEAR)
+    for (int32_t i = 0; i < count; i++) {
+      const int64_t bad = first_nonfinite_row(in[i], accel__ctx_threads(ctx));
+      REQUIRE(ctx, bad < 0, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i, (long long)bad);
+    }
+  accel__reg_warp_job job;
+  memset(&job, 0, sizeof job);
+  accel__reg_xform_of(t, &job.xf);
+  job.interp = o.interp;
+  job.fill = o.fill;
+  job.x0 = o.x0;
+  job.y0 = o.y0;
+  job.tile = o.tile > 0 ? o.tile : 128;
+  job.progress = o.progress;
+  job.progress_user = o.progress_user;
+  for (int32_t i = 0; i < count && !s; i++)
+    s = warp_layer(ctx, __func__, &job, i, in[i], out[i], (double)i / count, 1.0 / count);
+  return s;
 }
