@@ -128,7 +128,7 @@ static bool parse_warp(const char *cmd, const cli_option *o, const char *v, void
            "TIFF outputs: none (default), or deflate (lossless,\n"                                                     \
            "with TIFF's predictor)"},                                                                                  \
   {                                                                                                                    \
-    .name = "--tile", .kind = CLI_OPT_INT, CLI_AT(type, w.tile), .lo = 1, .hi = 1000000000, .arg = "N",                \
+    .name = "--tile", .kind = CLI_OPT_INT, CLI_AT(type, w.tile), .lo = 1, .hi = 65536, .arg = "N",                     \
     .help = "warp tile side in pixels (default: chosen); results\nnever depend on it"                                  \
   }
 
