@@ -115,7 +115,7 @@ class CliReg(CliTest):
                      fm + ["--preset", "ants"], fm + ["--tolerance", "-1"], fm + ["--bending", "-0.5"],
                      fm + ["--seed", "1.5"], fm + ["--prealign", "affine"], fm + ["--interp", "nearest"],
                      fm + ["--fill", "nan"], fm + ["--window", "0"], fm + ["--bogus"], fm + ["extra"],
-                     fm + ["--tiff-compression", "lzw"],
+                     fm + ["--tiff-compression", "lzw"], fm + ["--tile", "70000"],
                      fm + ["--warp", self.p("moving.npy")], fm + ["--out-field", self.p("d.tif")],
                      fm + ["--out-warped", self.p("w.png")], fm + ["--out-warped", self.p("moving.npy")],
                      fm + ["--out-field", self.p("d.npy"), "--warp", self.p("moving.npy"), self.p("d.npy")],
