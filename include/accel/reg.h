@@ -307,10 +307,11 @@ ACCEL_API accel_status accel_reg_warp_options_init(accel_reg_warp_options *optio
  * coefficients by recursive prefiltering with mirror boundaries, as ITK
  * does); linear is ITK's bilinear interpolation, the edge pixels repeated
  * within the half pixel beyond them. The transform is evaluated tile by tile
- * from its control grid; memory beyond the outputs: for cubic, the
- * coefficients of one layer (4 bytes per pixel and channel; of one channel
- * at a time when a layer's would pass 1 GiB). options may be NULL (the
- * defaults). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for
+ * from its control grid. Memory beyond the outputs, for cubic only: the
+ * coefficients (4 bytes per pixel and channel) of a layer up to 256 MiB,
+ * else of the moving rows that a band of output rows reaches (about 256 MiB
+ * a band, with 32 rows more on either side; more where the transform
+ * reaches far). options may be NULL (the defaults). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for
  * count < 1, NULL in/out entries, channel mismatches, an output overlapping
  * an input or another output, options out of range (x0 and y0 within
  * +-2^40). */

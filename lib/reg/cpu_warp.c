@@ -241,36 +241,51 @@ static void cubic_setup(const warp_geo *g, tile_tab *tt) {
   }
 }
 
-ALWAYS_INLINE void cubic_row(const warp_geo *g, tile_tab *tt, char *o, accel_dtype odt) {
-  const int64_t C = g->chans, w = g->in_w, h = g->in_h, n = tt->w;
-  const float *coef = g->job->coef;
+/* One row of a cubic warp; C (channels) and odt are constants in each copy.
+ * Everything the loop reads is in locals: the stores through char * could
+ * otherwise alias it. */
+ALWAYS_INLINE void cubic_row(const warp_geo *g, tile_tab *tt, char *o, accel_dtype odt, int64_t C) {
+  const int64_t w = g->in_w, h = g->in_h, n = tt->w, os1 = g->os1, os2 = g->os2;
+  const int64_t row = w * C, y0 = g->job->coef_y0, limit = g->job->coef_rows * row;
+  const float fill = g->fill, *coef = g->job->coef;
   cubic_setup(g, tt);
+  const uint8_t *restrict ok = tt->ok;
+  const int32_t *restrict ix = tt->ix, *restrict iy = tt->iy;
+  const float *restrict wt = tt->wt;
   for (int64_t c = 0; c < n; c++) {
-    char *dst = o + c * g->os1;
-    if (!tt->ok[c]) {
-      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * g->os2, odt, g->fill);
+    char *dst = o + c * os1;
+    if (!ok[c]) {
+      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * os2, odt, fill);
       continue;
     }
-    const int64_t i = tt->ix[c], j = tt->iy[c];
+    const int64_t i = ix[c], j = iy[c];
     int64_t ox[4], oy[4];
-    const float wx[4] = {tt->wt[c], tt->wt[n + c], tt->wt[2 * n + c], tt->wt[3 * n + c]};
-    const float wy[4] = {tt->wt[4 * n + c], tt->wt[5 * n + c], tt->wt[6 * n + c], tt->wt[7 * n + c]};
-    const bool inner_x = i >= 0 && i + 3 < w;
+    const float wx[4] = {wt[c], wt[n + c], wt[2 * n + c], wt[3 * n + c]};
+    const float wy[4] = {wt[4 * n + c], wt[5 * n + c], wt[6 * n + c], wt[7 * n + c]};
+    const bool inner_x = i >= 0 && i + 3 < w, inner_y = j >= 0 && j + 3 < h;
     for (int k = 0; k < 4; k++) {
       ox[k] = (inner_x ? i + k : accel__reg_mirror(i + k, w)) * C;
-      oy[k] = (j >= 0 && j + 3 < h ? j + k : accel__reg_mirror(j + k, h)) * w * C;
+      oy[k] = ((inner_y ? j + k : accel__reg_mirror(j + k, h)) - y0) * row;
     }
     if (C == 1) {
       store_out(dst, odt, inner_x ? cubic_gray(coef, oy, ox[0], wy, wx) : accel__reg_cubic_sum(coef, oy, ox, wy, wx));
-    } else if (C == 4 || max4(oy) + max4(ox) + 4 <= h * w * C) {
+    } else if (C == 4 || max4(oy) + max4(ox) + 4 <= limit) {
       const v4f v = cubic_colour(coef, oy, ox, wy, wx);
-      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * g->os2, odt, v[ch]);
+      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * os2, odt, v[ch]);
     } else { /* the image's last pixel: the 4th lane would read past the coefficients */
       for (int64_t ch = 0; ch < C; ch++)
-        store_out(dst + ch * g->os2, odt, accel__reg_cubic_sum(coef + ch, oy, ox, wy, wx));
+        store_out(dst + ch * os2, odt, accel__reg_cubic_sum(coef + ch, oy, ox, wy, wx));
     }
   }
 }
+
+/* The cubic row for each output type and channel count. */
+#define CUBIC_FOR_CHANNELS(odt)                                                                                        \
+  switch (g->chans) {                                                                                                  \
+  case 1: cubic_row(g, tt, o, odt, 1); break;                                                                          \
+  case 3: cubic_row(g, tt, o, odt, 3); break;                                                                          \
+  default: cubic_row(g, tt, o, odt, 4); break;                                                                         \
+  }
 
 ALWAYS_INLINE void linear_row(const warp_geo *g, const tile_tab *tt, char *o, accel_dtype idt, accel_dtype odt) {
   const int64_t C = g->chans, w = g->in_w, h = g->in_h;
@@ -304,9 +319,9 @@ ALWAYS_INLINE void linear_row(const warp_geo *g, const tile_tab *tt, char *o, ac
 static void interp_row(const warp_geo *g, tile_tab *tt, char *o) {
   if (g->job->interp == ACCEL_REG_INTERP_CUBIC) {
     switch (g->odt) {
-    case ACCEL_DTYPE_U8: cubic_row(g, tt, o, ACCEL_DTYPE_U8); break;
-    case ACCEL_DTYPE_U16: cubic_row(g, tt, o, ACCEL_DTYPE_U16); break;
-    default: cubic_row(g, tt, o, ACCEL_DTYPE_F32); break;
+    case ACCEL_DTYPE_U8: CUBIC_FOR_CHANNELS(ACCEL_DTYPE_U8) break;
+    case ACCEL_DTYPE_U16: CUBIC_FOR_CHANNELS(ACCEL_DTYPE_U16) break;
+    default: CUBIC_FOR_CHANNELS(ACCEL_DTYPE_F32) break;
     }
     return;
   }

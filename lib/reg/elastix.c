@@ -93,6 +93,9 @@ static accel_status parse_entry(accel_ctx *ctx, pfile *f, char **pos, int *line)
   bool quoted = false;
   for (; p < t && (quoted || *p != ')'); p++) {
     if (*p == '"') quoted = !quoted;
+    if (!quoted && p[0] == '/' && p + 1 < t && p[1] == '/') /* a comment inside the entry: blanked */
+      while (p < t && *p != '\n') *p++ = ' ';
+    if (p >= t) break;
     if (*p == '\n') {
       if (quoted) break;
       (*line)++;

@@ -45,13 +45,17 @@ typedef struct accel__reg_level_job {
 
 /* Warp one image: out(r, c) = in(T(x0 + c, y0 + r)). `in` and `out` are
  * validated 2-D or 3-D (channels last) arrays of U8, U16 or F32 with the
- * same channels; `coef` (cubic only) holds in's B-spline coefficients, F32
- * (H, W, C) contiguous. */
+ * same channels; `coef` (cubic only) holds rows coef_y0 .. coef_y0 +
+ * coef_rows - 1 of in's B-spline coefficients, F32 (coef_rows, W, C)
+ * contiguous: every row the job's output can read (warp.c cuts large
+ * images into bands of output rows, each with the coefficients of the
+ * moving rows it reaches). */
 typedef struct accel__reg_warp_job {
   accel__reg_xform xf;
   const accel_array *in;
   const accel_array *out;
   const float *coef;
+  int64_t coef_y0, coef_rows;
   accel_reg_interp interp;
   double fill;
   int64_t x0, y0;

@@ -167,7 +167,8 @@ accel_status accel_reg_transform_points(accel_ctx *ctx, const accel_reg_transfor
   REQUIRE(ctx, xy || n == 0, ACCEL_ERR_INVALID_ARG, "xy is NULL");
   accel__reg_xform x;
   accel__reg_xform_of(t, &x);
-#pragma omp parallel for schedule(static) if (n > 4096)
+  const int threads = ctx ? accel__ctx_threads(ctx) : accel__default_threads();
+#pragma omp parallel for schedule(static) if (n > 4096) num_threads(threads)
   for (int64_t i = 0; i < n; i++) accel__reg_apply(&x, xy[2 * i], xy[2 * i + 1], &xy[2 * i], &xy[2 * i + 1]);
   return ACCEL_OK;
 }
@@ -183,7 +184,8 @@ accel_status accel_reg_transform_field(accel_ctx *ctx, const accel_reg_transform
   accel__reg_xform x;
   accel__reg_xform_of(t, &x);
   char *base = (char *)field->data;
-#pragma omp parallel for schedule(static)
+  const int threads = ctx ? accel__ctx_threads(ctx) : accel__default_threads();
+#pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t r = 0; r < h; r++)
     for (int64_t c = 0; c < w; c++) {
       const double px = (double)(x0 + c), py = (double)(y0 + r);

@@ -36,6 +36,10 @@ bool accel__reg_fold_linear(accel_reg_linear_kind kind, const double *v, const d
  * (bytes); a layer whose coefficients would pass it is warped one channel at
  * a time. 1 GiB; tests lower it. */
 extern int64_t accel__reg_coef_all_bytes;
+/* warp.c: a cubic warp whose layer's coefficients pass this (bytes) goes
+ * band by band of output rows, each band with the coefficients of the
+ * moving rows it reaches (about this many bytes). 256 MiB; tests lower it. */
+extern int64_t accel__reg_band_bytes;
 
 /* The per-point view of a transform (params points into t). */
 void accel__reg_xform_of(const accel_reg_transform *t, accel__reg_xform *x);

@@ -15,8 +15,10 @@
  * shorter ones (with the exact start) in double.
  *
  * The coefficients of one layer take 4 bytes per pixel and channel: a
- * multi-channel layer whose coefficients would pass accel__reg_coef_all_bytes is
- * prefiltered and warped one channel at a time (the same result).
+ * large layer is warped band by band of output rows, each band with the
+ * coefficients of the moving rows it reaches (cubic_band), all channels
+ * together, or one channel at a time when even a band's would pass
+ * accel__reg_coef_all_bytes (the same result).
  */
 #include "reg/ops.h"
 #include "reg/transform.h"
@@ -121,16 +123,16 @@ static void lanes_coefficients(float *t, int64_t n) {
     for (int l = 0; l < LANES; l++) t[k * LANES + l] = z * (t[(k + 1) * LANES + l] - t[k * LANES + l]);
 }
 
-/* Lines [l0, l0 + LANES) of the h * nc lines (row-major, channel fastest)
- * into coef; false for a non-finite sample (*bad: its row). */
-static bool lines_block(const accel_array *in, int64_t ch, int64_t nc, int64_t l0, float *t, float *coef,
-                        int64_t *bad) {
-  const int64_t w = in->shape[1], lines = in->shape[0] * nc;
+/* Lines [l0, l0 + LANES) of the rows [r0, r0 + rows) of `in` (row-major,
+ * channel fastest) into coef; false for a non-finite sample (*bad: its row). */
+static bool lines_block(const accel_array *in, int64_t r0, int64_t rows, int64_t ch, int64_t nc, int64_t l0, float *t,
+                        float *coef, int64_t *bad) {
+  const int64_t w = in->shape[1], lines = rows * nc;
   for (int l = 0; l < LANES; l++) {
     if (l0 + l >= lines) {
       for (int64_t x = 0; x < w; x++) t[x * LANES + l] = 0.0f;
-    } else if (!load_line(in, (l0 + l) / nc, ch + (l0 + l) % nc, t + l)) {
-      *bad = (l0 + l) / nc;
+    } else if (!load_line(in, r0 + (l0 + l) / nc, ch + (l0 + l) % nc, t + l)) {
+      *bad = r0 + (l0 + l) / nc;
       return false;
     }
   }
@@ -151,11 +153,12 @@ static bool lines_block(const accel_array *in, int64_t ch, int64_t nc, int64_t l
   return true;
 }
 
-/* Rows: channels [ch, ch + nc) of `in` into coef (h, w, nc), filtered along
- * x. Returns 0, 1 for a non-finite F32 sample (the first such row in
- * *bad_row) or 2 when out of memory. */
-static int prefilter_rows(const accel_array *in, int64_t ch, int64_t nc, float *coef, int threads, int64_t *bad_row) {
-  const int64_t w = in->shape[1], blocks = (in->shape[0] * nc + LANES - 1) / LANES;
+/* Rows: rows [r0, r0 + rows) and channels [ch, ch + nc) of `in` into coef
+ * (rows, w, nc), filtered along x. Returns 0, 1 for a non-finite F32 sample
+ * (the first such row in *bad_row) or 2 when out of memory. */
+static int prefilter_rows(const accel_array *in, int64_t r0, int64_t rows, int64_t ch, int64_t nc, float *coef,
+                          int threads, int64_t *bad_row) {
+  const int64_t w = in->shape[1], blocks = (rows * nc + LANES - 1) / LANES;
   int64_t bad = INT64_MAX;
   int nomem = 0;
 #pragma omp parallel num_threads(threads)
@@ -168,7 +171,7 @@ static int prefilter_rows(const accel_array *in, int64_t ch, int64_t nc, float *
 #pragma omp for schedule(static) reduction(min : bad)
     for (int64_t b = 0; b < blocks; b++) {
       int64_t row;
-      if (t && !lines_block(in, ch, nc, b * LANES, t, coef, &row)) bad = row < bad ? row : bad;
+      if (t && !lines_block(in, r0, rows, ch, nc, b * LANES, t, coef, &row)) bad = row < bad ? row : bad;
     }
     free(t);
   }
@@ -177,9 +180,13 @@ static int prefilter_rows(const accel_array *in, int64_t ch, int64_t nc, float *
 }
 
 /* Columns: the same recursions down every column of coef (h rows of n
- * floats), strip by strip, in float (double for columns of at most
- * HORIZON rows, which take the exact mirrored start). */
-static void prefilter_columns(float *coef, int64_t h, int64_t n, int threads) {
+ * floats), strip by strip, in float (double for whole columns of at most
+ * HORIZON rows, which take the exact mirrored start). `top`: the rows start
+ * at the image's first row (ITK's causal start), else somewhere inside it:
+ * the causal recursion then starts from the first row's sample alone, whose
+ * error has decayed below float precision MARGIN rows further down (the
+ * anticausal start at the band's end likewise). */
+static void prefilter_columns(float *coef, int64_t h, int64_t n, bool top, int threads) {
   if (h < 2) return;
   const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
   const int64_t strips = (n + STRIP - 1) / STRIP;
@@ -199,7 +206,7 @@ static void prefilter_columns(float *coef, int64_t h, int64_t n, int threads) {
     float sum[STRIP];
     for (int64_t x = 0; x < m; x++) sum[x] = 6.0f * c[x];
     float zn = z;
-    for (int64_t k = 1; k < HORIZON; k++, zn *= z)
+    for (int64_t k = 1; k < HORIZON && top; k++, zn *= z)
       for (int64_t x = 0; x < m; x++) sum[x] += zn * (6.0f * c[k * n + x]);
     for (int64_t x = 0; x < m; x++) c[x] = sum[x];
     for (int64_t r = 1; r < h; r++)
@@ -314,41 +321,116 @@ static accel_array channel_of(const accel_array *a, int64_t k) {
   return v;
 }
 
-/* Warp one layer: linear at once; cubic with the coefficients of all its
- * channels, or of one channel at a time when they would be large. */
-static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp_job *job, int32_t i,
-                               const accel_array *in, const accel_array *out, double base, double span) {
-  const int64_t h = in->shape[0], w = in->shape[1], nc = in->ndim == 3 ? in->shape[2] : 1;
-  if (job->interp == ACCEL_REG_INTERP_LINEAR) {
-    job->in = in, job->out = out, job->coef = NULL;
-    job->progress_base = base, job->progress_span = span;
-    return accel__dispatch(ctx, "reg.warp", run_warp, job);
+/* The moving rows [*a, *b) that the output rows [r0, r1) can read with
+ * cubic interpolation: the linear part's extremes over the band's corners,
+ * widened by the largest B-spline parameter in y (the weights are positive
+ * and sum to at most 1), the support and the mirror at the edges. */
+static void rows_reached(const accel__reg_warp_job *job, int64_t out_w, int64_t r0, int64_t r1, double umax, int64_t h,
+                         int64_t *a, int64_t *b) {
+  const accel__reg_xform *x = &job->xf;
+  double lo = INFINITY, hi = -INFINITY;
+  for (int k = 0; k < 4; k++) {
+    const double px = (double)(job->x0 + (k & 1 ? out_w - 1 : 0)), py = (double)(job->y0 + (k & 2 ? r1 - 1 : r0));
+    const double y = x->m[2] * px + x->m[3] * py + x->b[1];
+    lo = y < lo ? y : lo;
+    hi = y > hi ? y : hi;
   }
-  const int64_t group = h * w * nc * 4 <= accel__reg_coef_all_bytes ? nc : 1, passes = nc / group;
-  size_t bytes;
-  float *coef = NULL;
-  if (accel__mul_overflow((size_t)(h * w * group), sizeof(float), &bytes) || !(coef = malloc(bytes)))
-    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY,
-                          "no memory for the %lld x %lld x %lld B-spline coefficients", (long long)h, (long long)w,
-                          (long long)group);
+  lo = floor(lo - umax) - 3;
+  hi = ceil(hi + umax) + 4;
+  *a = lo < 3 ? 0 : (lo > (double)h ? h : (int64_t)lo);
+  *b = hi > (double)(h - 3) ? h : (hi < 1 ? 1 : (int64_t)hi);
+  if (*b <= *a) *a = *b - 1; /* nothing inside: any row will do */
+}
+
+/* Rows beyond those reached whose coefficients a band also computes: the
+ * recursions' start error has decayed by |z|^32 < 1e-18 where it matters. */
+#define MARGIN 32
+
+/* Output rows per band: the coefficients of a band's rows take about
+ * accel__reg_band_bytes; one band when the whole image's do (tests lower it). */
+int64_t accel__reg_band_bytes = (int64_t)1 << 28;
+
+/* One band of output rows [r0, r1) of a cubic warp: the coefficients of the
+ * moving rows it reaches, all channels together or one at a time. */
+static accel_status cubic_band(accel_ctx *ctx, const char *func, accel__reg_warp_job *job, int32_t i,
+                               const accel_array *in, const accel_array *out, int64_t r0, int64_t r1, double umax,
+                               float *coef, int64_t group, double base, double span) {
+  const int64_t h = in->shape[0], w = in->shape[1], nc = in->ndim == 3 ? in->shape[2] : 1, passes = nc / group;
+  const int64_t y0 = job->y0;
+  int64_t a, b;
+  rows_reached(job, out->shape[1], r0, r1, umax, h, &a, &b);
+  a = a > MARGIN ? a - MARGIN : 0;
+  b = b < h - MARGIN ? b + MARGIN : h;
+  accel_array band = *out;
+  band.data = (char *)out->data + r0 * out->strides[0];
+  band.shape[0] = r1 - r0;
+  job->y0 = y0 + r0;
+  job->coef = coef;
+  job->coef_y0 = a;
+  job->coef_rows = b - a;
   accel_status s = ACCEL_OK;
   for (int64_t p = 0; p < passes && !s; p++) {
     const int threads = accel__ctx_threads(ctx);
     int64_t bad;
-    const int rc = prefilter_rows(in, p * group, group, coef, threads, &bad);
+    const int rc = prefilter_rows(in, a, b - a, p * group, group, coef, threads, &bad);
     if (rc == 2) s = accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "no memory for the prefilter's lines");
     else if (rc == 1)
       s = accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i,
                          (long long)bad);
     if (s) break;
-    prefilter_columns(coef, h, w * group, threads);
-    const accel_array vi = channel_of(in, p), vo = channel_of(out, p);
+    prefilter_columns(coef, b - a, w * group, a == 0, threads);
+    const accel_array vi = channel_of(in, p), vo = channel_of(&band, p);
     job->in = group == nc ? in : &vi;
-    job->out = group == nc ? out : &vo;
-    job->coef = coef;
+    job->out = group == nc ? &band : &vo;
     job->progress_base = base + span * (double)p / (double)passes;
     job->progress_span = span / (double)passes;
     s = accel__dispatch(ctx, "reg.warp", run_warp, job);
+  }
+  job->y0 = y0;
+  return s;
+}
+
+/* Warp one layer: linear at once; cubic band by band (one band when the
+ * coefficients of the whole layer are small). */
+static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp_job *job, int32_t i,
+                               const accel_array *in, const accel_array *out, double base, double span) {
+  const int64_t h = in->shape[0], w = in->shape[1], nc = in->ndim == 3 ? in->shape[2] : 1, oh = out->shape[0];
+  job->coef = NULL;
+  job->coef_y0 = 0;
+  job->coef_rows = h;
+  if (job->interp == ACCEL_REG_INTERP_LINEAR) {
+    job->in = in, job->out = out;
+    job->progress_base = base, job->progress_span = span;
+    return accel__dispatch(ctx, "reg.warp", run_warp, job);
+  }
+  /* bands: whole when the layer's coefficients fit accel__reg_band_bytes */
+  const int64_t row_bytes = w * nc * 4;
+  int64_t rows = h * row_bytes <= accel__reg_band_bytes ? oh : accel__reg_band_bytes / row_bytes / 2;
+  rows = rows < 16 ? 16 : rows;
+  double umax = 0;
+  const int64_t nodes = job->xf.nx * job->xf.ny;
+  for (int64_t k = 0; job->xf.params && k < nodes; k++) umax = fmax(umax, fabs(job->xf.params[nodes + k]));
+  /* the buffer for the largest band, all channels or one */
+  int64_t most = 0;
+  for (int64_t r0 = 0; r0 < oh; r0 += rows) {
+    int64_t a, b;
+    rows_reached(job, out->shape[1], r0, r0 + rows < oh ? r0 + rows : oh, umax, h, &a, &b);
+    a = a > MARGIN ? a - MARGIN : 0;
+    b = b < h - MARGIN ? b + MARGIN : h;
+    most = b - a > most ? b - a : most;
+  }
+  const int64_t group = most * row_bytes <= accel__reg_coef_all_bytes ? nc : 1;
+  size_t bytes;
+  float *coef = NULL;
+  if (accel__mul_overflow((size_t)(most * w * group), sizeof(float), &bytes) || !(coef = malloc(bytes)))
+    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY,
+                          "no memory for the %lld x %lld x %lld B-spline coefficients", (long long)most, (long long)w,
+                          (long long)group);
+  accel_status s = ACCEL_OK;
+  for (int64_t r0 = 0; r0 < oh && !s; r0 += rows) {
+    const int64_t r1 = r0 + rows < oh ? r0 + rows : oh;
+    s = cubic_band(ctx, func, job, i, in, out, r0, r1, umax, coef, group, base + span * (double)r0 / (double)oh,
+                   span * (double)(r1 - r0) / (double)oh);
   }
   free(coef);
   return s;
@@ -364,11 +446,10 @@ accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const 
   accel_status s = check_options(ctx, __func__, options, &o);
   if (!s) s = check_call(ctx, __func__, in, out, count);
   if (s) return s;
-  if (o.interp == ACCEL_REG_INTERP_LINEAR)
-    for (int32_t i = 0; i < count; i++) {
-      const int64_t bad = first_nonfinite_row(in[i], accel__ctx_threads(ctx));
-      REQUIRE(ctx, bad < 0, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i, (long long)bad);
-    }
+  for (int32_t i = 0; i < count; i++) {
+    const int64_t bad = first_nonfinite_row(in[i], accel__ctx_threads(ctx));
+    REQUIRE(ctx, bad < 0, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i, (long long)bad);
+  }
   accel__reg_warp_job job;
   memset(&job, 0, sizeof job);
   accel__reg_xform_of(t, &job.xf);
