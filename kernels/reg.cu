@@ -1,12 +1,729 @@
-// The registration domain on CUDA. Stages without a CUDA op here (NULL) run
-// on the CPU.
+/*
+ * kernels/reg.cu - the registration domain's pyramid, level optimisation and
+ * warp on the GPU (the pre-alignment's is in reg_prealign.cu).
+ *
+ * Every kernel is a per-pixel function that the host emulation also runs, in
+ * loops, for tests without a GPU; the transform is evaluated with
+ * lib/reg/bspline.h, the CPU's own per-point code, in double (nvcc
+ * -fmad=false, the host without contraction), so the GPU maps every pixel to
+ * the same point as the CPU.
+ *
+ * - pyramid: the CPU op's separable Gaussian (float taps and sums), the
+ *   vertical pass at the kept rows, the horizontal pass at the kept columns
+ *   of those. The whole image when it fits the device memory budget, else
+ *   bands of output rows with the input rows they reach (the kernel's radius
+ *   on each side, clamped at the edges). The moving level's cubic B-spline
+ *   coefficients (lib/reg/prefilter.h) with a thread per row, then per
+ *   column.
+ * - level: the images of the level uploaded once, the backend-neutral
+ *   optimizer of lib/reg/level.c run on the host with a device evaluator:
+ *   one thread per control-grid cell forms the cell's sums in sample order
+ *   (lib/reg/level_cell.h, the CPU's code), then each gradient entry and
+ *   Gauss-Newton block gathers its cells' terms in the order the CPU adds
+ *   them, and the scalar sums are added on the host in cell order: the
+ *   CPU's result to the bit. The optimizer, on the host, reads the metric
+ *   and its derivatives back after every evaluation. Levels whose images do
+ *   not fit the budget fall back to the CPU.
+ * - warp: the output in tiles, each computed on the device and downloaded
+ *   into the caller's array (pitched copies when its rows allow, else through
+ *   a host staging buffer). The source (the input, or for cubic
+ *   interpolation its B-spline coefficients) is uploaded once when it fits
+ *   beside a tile; otherwise each tile first finds which source rows its
+ *   pixels reach (a pass over the tile's rows with the same transform) and
+ *   only that band is uploaded, with its halo.
+ *
+ * Stage failures (over the budget, CUDA errors) return their status with the
+ * reason; the dispatcher falls back to the CPU.
+ */
 #include "cuda_util.h"
+
+#include "reg/interp.h"
+#include "reg/level_cell.h"
 #include "reg/ops.h"
 #include "reg/prealign.h"
+#include "reg/prefilter.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+namespace {
+
+/* ---------------------------------------------------------------- arrays */
+
+/* How a caller's 2-D or 3-D (channels last) array lies in memory. */
+struct layout {
+  int64_t rows, cols, ch;
+  size_t es;        /* bytes per element */
+  size_t row_bytes; /* cols * ch * es: one packed row */
+  bool pitched;     /* elements adjacent within a row, rows at least a row apart: pitched copies */
+};
+
+layout layout_of(const accel_array *a) {
+  layout l;
+  l.rows = a->shape[0];
+  l.cols = a->shape[1];
+  l.ch = a->ndim == 3 ? a->shape[2] : 1;
+  l.es = accel_dtype_size(a->dtype);
+  l.row_bytes = (size_t)(l.cols * l.ch) * l.es;
+  const bool px = a->ndim == 2 || a->strides[2] == (int64_t)l.es;
+  l.pitched = px && a->strides[1] == (int64_t)(l.ch * (int64_t)l.es) && a->strides[0] >= (int64_t)l.row_bytes;
+  return l;
+}
+
+/* The elements of rows [r0, r1) and columns [c0, c1) of a caller's array,
+ * between it and a packed buffer (out: array to buffer). */
+void move_block(const accel_array *a, const layout &l, int64_t r0, int64_t r1, int64_t c0, int64_t c1, uint8_t *buf,
+                bool out) {
+  const int64_t s2 = a->ndim == 3 ? a->strides[2] : 0;
+  for (int64_t r = r0; r < r1; r++)
+    for (int64_t c = c0; c < c1; c++)
+      for (int64_t k = 0; k < l.ch; k++) {
+        uint8_t *p = (uint8_t *)a->data + r * a->strides[0] + c * a->strides[1] + k * s2;
+        uint8_t *q = buf + (size_t)(((r - r0) * (c1 - c0) + (c - c0)) * l.ch + k) * l.es;
+        if (out) memcpy(q, p, l.es);
+        else memcpy(p, q, l.es);
+      }
+}
+
+/* Rows [r0, r1) of a caller's array into packed device rows at d. Staging
+ * holds the packed rows when the array's rows are not pitched; the copy may
+ * still read it until the stream is synchronized. */
+accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, uint8_t *d, hbuf &staging,
+                         char *why) {
+  const layout l = layout_of(a);
+  const size_t n = (size_t)(r1 - r0);
+  if (l.pitched)
+    return accel__cuda_check(x->copy2d(d, l.row_bytes, (const uint8_t *)a->data + r0 * a->strides[0],
+                                       (size_t)a->strides[0], l.row_bytes, n, cudaMemcpyHostToDevice),
+                             why, "upload rows");
+  accel_status s = accel__cuda_check(x->sync(), why, "wait for the staging buffer"); /* an upload may read it */
+  if (!s) s = staging.reserve(x, l.row_bytes * n, why, "staging memory");
+  if (s) return s;
+  move_block(a, l, r0, r1, 0, l.cols, staging.p, true);
+  return upload(x, d, staging.p, l.row_bytes * n, why, "upload rows");
+}
+
+/* A packed device block (rows [r0, r1), columns [c0, c1)) into a caller's
+ * array, waited for. */
+accel_status download_block(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                            const uint8_t *d, hbuf &staging, char *why) {
+  const layout l = layout_of(a);
+  const size_t w = (size_t)((c1 - c0) * l.ch) * l.es, n = (size_t)(r1 - r0);
+  accel_status s;
+  if (l.pitched) {
+    s = accel__cuda_check(x->copy2d((uint8_t *)a->data + r0 * a->strides[0] + c0 * a->strides[1], (size_t)a->strides[0],
+                                    d, w, w, n, cudaMemcpyDeviceToHost),
+                          why, "download a tile");
+    if (!s) s = accel__cuda_check(x->sync(), why, "download a tile");
+    return s;
+  }
+  s = staging.reserve(x, w * n, why, "staging memory");
+  if (!s) s = download(x, staging.p, d, w * n, why, "download a tile");
+  if (!s) move_block(a, l, r0, r1, c0, c1, staging.p, false);
+  return s;
+}
+
+/* The rows [*lo, *hi] of an image of n rows that rows [a, b] reach when
+ * indices outside mirror back in (with or without repeating the edge) or
+ * clamp to the edge; a <= b. */
+void rows_reached(int64_t a, int64_t b, int64_t n, int64_t *lo, int64_t *hi) {
+  int64_t l = a < 0 ? 0 : a > n - 1 ? n - 1 : a, h = b < 0 ? 0 : b > n - 1 ? n - 1 : b;
+  if (a < 0 && -a > h) h = -a < n - 1 ? -a : n - 1;
+  if (b > n - 1 && 2 * n - 2 - b < l) l = 2 * n - 2 - b > 0 ? 2 * n - 2 - b : 0;
+  *lo = l;
+  *hi = h;
+}
+
+/* ---------------------------------------------------------------- pyramid */
+
+__host__ __device__ inline int64_t clamp_index(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }
+
+__host__ __device__ inline float load_f(const void *p, accel_dtype dt, int64_t i) {
+  switch (dt) {
+  case ACCEL_DTYPE_U8: return (float)((const uint8_t *)p)[i];
+  case ACCEL_DTYPE_U16: return (float)((const uint16_t *)p)[i];
+  default: return ((const float *)p)[i];
+  }
+}
+
+/* The vertical pass: the kept rows of the band at every input column, in
+ * float, the taps in order (the CPU op's sums). */
+struct smooth_cols_f {
+  const void *in; /* the band's input rows, packed */
+  accel_dtype dt;
+  int64_t band0, rows, cols; /* the band's first input row; the input's size */
+  const float *k;
+  int32_t radius;
+  int64_t offset, factor, i0;
+  float *tmp; /* band's output rows x cols */
+  __host__ __device__ void operator()(int64_t i, int64_t c) const {
+    const int64_t y = offset + factor * (i0 + i);
+    float acc = 0.0f;
+    for (int32_t t = -radius; t <= radius; t++)
+      acc += k[t + radius] * load_f(in, dt, (clamp_index(y + t, rows) - band0) * cols + c);
+    tmp[i * cols + c] = acc;
+  }
+};
+
+/* The horizontal pass at the kept columns. */
+struct smooth_rows_f {
+  const float *tmp;
+  int64_t cols;
+  const float *k;
+  int32_t radius;
+  int64_t offset, factor, width;
+  float *out;
+  __host__ __device__ void operator()(int64_t i, int64_t j) const {
+    const int64_t x = offset + factor * j;
+    const float *row = tmp + i * cols;
+    float v = 0.0f;
+    for (int32_t t = -radius; t <= radius; t++) v += k[t + radius] * row[clamp_index(x + t, cols)];
+    out[i * width + j] = v;
+  }
+};
+
+/* The CPU op's taps (lib/reg/cpu_pyramid.c): the Gaussian sampled at the
+ * integers within ceil(3 sigma), divided by its sum, as float; one tap of 1
+ * for sigma 0. Returns the radius, or -1 when over `room`. */
+int32_t gaussian(double sigma, float *k, int32_t room) {
+  const int radius = sigma > 0 ? (int)ceil(3.0 * sigma) : 0;
+  if (radius > room) return -1;
+  double sum = 0;
+  for (int t = -radius; t <= radius; t++) sum += radius ? exp(-0.5 * t * t / (sigma * sigma)) : 1.0;
+  for (int t = -radius; t <= radius; t++)
+    k[t + radius] = (float)((radius ? exp(-0.5 * t * t / (sigma * sigma)) : 1.0) / sum);
+  return radius;
+}
+
+enum { MAX_RADIUS = 1024 };
+
+struct pyramid_plan {
+  const accel__reg_pyramid_job *job;
+  layout in;
+  int32_t radius;
+  int64_t band; /* output rows per band */
+};
+
+/* Device bytes of a band of n output rows (its input rows at most). */
+uint64_t band_bytes(const pyramid_plan &p, int64_t n) {
+  int64_t rows = p.job->factor * (n - 1) + 2 * (int64_t)p.radius + 1;
+  if (rows > p.in.rows) rows = p.in.rows;
+  return (uint64_t)rows * p.in.row_bytes + 4u * (uint64_t)n * (uint64_t)(p.in.cols + p.job->width);
+}
+
+accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float *dk, int64_t i0, int64_t i1,
+                          hbuf &staging, char *why) {
+  const accel__reg_pyramid_job *job = p.job;
+  int64_t lo, hi;
+  rows_reached(job->offset + job->factor * i0 - p.radius, job->offset + job->factor * (i1 - 1) + p.radius, p.in.rows,
+               &lo, &hi);
+  const int64_t n = i1 - i0;
+  dbuf din, dtmp, dout;
+  accel_status s = din.get(x, p.in.row_bytes * (size_t)(hi - lo + 1), why);
+  if (!s) s = dtmp.get(x, sizeof(float) * (size_t)(n * p.in.cols), why);
+  if (!s) s = dout.get(x, sizeof(float) * (size_t)(n * job->width), why);
+  if (!s) s = upload_rows(x, job->in, lo, hi + 1, din.p, staging, why);
+  if (!s)
+    s = each2d(x, n, p.in.cols,
+               smooth_cols_f{din.p, job->in->dtype, lo, p.in.rows, p.in.cols, dk, p.radius, job->offset, job->factor,
+                             i0, dtmp.as<float>()},
+               why, "the pyramid's vertical pass");
+  if (!s)
+    s = each2d(x, n, job->width,
+               smooth_rows_f{dtmp.as<float>(), p.in.cols, dk, p.radius, job->offset, job->factor, job->width,
+                             dout.as<float>()},
+               why, "the pyramid's horizontal pass");
+  if (!s)
+    s = download(x, job->out + i0 * job->width, dout.p, sizeof(float) * (size_t)(n * job->width), why,
+                 "download a band");
+  return s;
+}
+
+/* The level's cubic B-spline coefficients (lib/reg/prefilter.h): a thread
+ * per row, then a thread per column. */
+struct prefilter_rows_f {
+  float *img;
+  int64_t w;
+  __host__ __device__ void operator()(uint64_t r) const { accel__reg_prefilter_row(img + (int64_t)r * w, w); }
+};
+
+struct prefilter_cols_f {
+  float *img;
+  int64_t w, h;
+  __host__ __device__ void operator()(uint64_t c) const {
+    accel__reg_prefilter_cols(img, w, h, (int64_t)c, (int64_t)c + 1);
+  }
+};
+
+accel_status coefficients(accel__executor *x, const accel__reg_pyramid_job *job, char *why) {
+  const size_t n = (size_t)(job->width * job->height);
+  dbuf d;
+  accel_status s = d.put(x, job->out, n, why, "upload the level");
+  if (!s) s = each(x, (uint64_t)job->height, prefilter_rows_f{d.as<float>(), job->width}, why, "prefilter the rows");
+  if (!s)
+    s = each(x, (uint64_t)job->width, prefilter_cols_f{d.as<float>(), job->width, job->height}, why,
+             "prefilter the columns");
+  if (!s) s = download(x, job->out, d.p, sizeof(float) * n, why, "download the coefficients");
+  return s;
+}
+
+accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_job *job) {
+  char *why = call->why;
+  if (job->width <= 0 || job->height <= 0) return ACCEL_OK;
+  float k[2 * MAX_RADIUS + 1];
+  pyramid_plan p = {job, layout_of(job->in), 0, job->height};
+  if ((p.radius = gaussian(job->sigma, k, MAX_RADIUS)) < 0)
+    return accel__decline(call, "a smoothing kernel over %d taps", 2 * MAX_RADIUS + 1);
+  dbuf dk;
+  accel_status s = dk.put(x, k, (size_t)(2 * p.radius + 1), why, "upload the taps");
+  while (!s && p.band > 1 && band_bytes(p, p.band) > x->room()) p.band = (p.band + 1) / 2;
+  if (!s && band_bytes(p, p.band) > x->room()) {
+    accel__why(why, "a band of one row needs %.3f MiB, over the %.3f MiB left of the budget",
+               band_bytes(p, 1) / 1048576.0, x->room() / 1048576.0);
+    s = ACCEL_ERR_DEVICE_MEMORY;
+  }
+  hbuf staging;
+  for (int64_t i0 = 0; i0 < job->height && !s; i0 += p.band)
+    s = pyramid_band(x, p, dk.as<float>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, why);
+  dk.reset();
+  if (!s && job->coefficients) s = coefficients(x, job, why);
+  if (s) x->drain();
+  return s;
+}
+
+accel_status pyramid_on_device(accel__call *call, accel__reg_pyramid_job *job) {
+  return with_device(call, [&](accel__executor *x) { return pyramid(x, call, job); });
+}
+
+/* ---------------------------------------------------------------- warp */
+
+/* The source rows [row0, ...) of an image of w x h pixels of ch channels,
+ * packed, on the device. */
+struct src_band {
+  const void *p;
+  accel_dtype dt;
+  int64_t w, h, ch, row0;
+};
+
+__host__ __device__ inline void store_f(void *p, accel_dtype dt, int64_t i, float v) {
+  switch (dt) {
+  case ACCEL_DTYPE_U8: ((uint8_t *)p)[i] = (uint8_t)accel__reg_to_int(v, 255.0f); break;
+  case ACCEL_DTYPE_U16: ((uint16_t *)p)[i] = (uint16_t)accel__reg_to_int(v, 65535.0f); break;
+  default: ((float *)p)[i] = v; break;
+  }
+}
+
+/* One output pixel of a tile whose first pixel is (px0, py0) of the fixed
+ * grid: T with bspline.h, the interpolation with interp.h (the CPU op's
+ * arithmetic; offsets from the band's first row). */
+struct warp_px_f {
+  accel__reg_xform xf; /* params on the device */
+  src_band src;
+  bool cubic;
+  float fill;
+  int64_t px0, py0, tc;
+  void *out; /* tile rows x tc x ch, packed */
+  accel_dtype odt;
+  __host__ __device__ void operator()(int64_t r, int64_t c) const {
+    double tx, ty;
+    accel__reg_apply(&xf, (double)(px0 + c), (double)(py0 + r), &tx, &ty);
+    const int64_t o = (r * tc + c) * src.ch, row = src.w * src.ch, shift = src.row0 * row;
+    if (!accel__reg_inside(tx, ty, src.w, src.h)) {
+      for (int64_t k = 0; k < src.ch; k++) store_f(out, odt, o + k, fill);
+    } else if (cubic) {
+      int64_t ox[4], oy[4];
+      float wx[4], wy[4];
+      accel__reg_cubic_axis(tx, src.w, src.ch, ox, wx);
+      accel__reg_cubic_axis(ty, src.h, row, oy, wy);
+      for (int j = 0; j < 4; j++) oy[j] -= shift;
+      for (int64_t k = 0; k < src.ch; k++)
+        store_f(out, odt, o + k, accel__reg_cubic_sum((const float *)src.p + k, oy, ox, wy, wx));
+    } else {
+      int64_t ox[2], oy[2];
+      float fx, fy;
+      accel__reg_linear_axis(tx, src.w, src.ch, ox, &fx);
+      accel__reg_linear_axis(ty, src.h, row, oy, &fy);
+      oy[0] -= shift;
+      oy[1] -= shift;
+      for (int64_t k = 0; k < src.ch; k++) {
+        const float v00 = load_f(src.p, src.dt, oy[0] + ox[0] + k), v10 = load_f(src.p, src.dt, oy[0] + ox[1] + k);
+        const float v01 = load_f(src.p, src.dt, oy[1] + ox[0] + k), v11 = load_f(src.p, src.dt, oy[1] + ox[1] + k);
+        store_f(out, odt, o + k, accel__reg_linear_mix(v00, v10, v01, v11, fx, fy));
+      }
+    }
+  }
+};
+
+/* The source rows that row r of a tile reaches: [lo[r], hi[r]] before
+ * mirroring (lo > hi when none). */
+struct reach_f {
+  accel__reg_xform xf;
+  int64_t px0, py0, tc, w, h;
+  int64_t *lo, *hi;
+  __host__ __device__ void operator()(uint64_t r) const {
+    int64_t l = INT64_MAX, u = INT64_MIN;
+    for (int64_t c = 0; c < tc; c++) {
+      double tx, ty;
+      accel__reg_apply(&xf, (double)(px0 + c), (double)(py0 + (int64_t)r), &tx, &ty);
+      if (!accel__reg_inside(tx, ty, w, h)) continue;
+      const int64_t f = (int64_t)floor(ty);
+      l = f - 1 < l ? f - 1 : l;
+      u = f + 2 > u ? f + 2 : u;
+    }
+    lo[r] = l;
+    hi[r] = u;
+  }
+};
+
+struct warp_plan {
+  const accel__reg_warp_job *job;
+  layout out;
+  int64_t sw, sh, ch; /* the source */
+  accel_dtype sdt;
+  size_t s_row;     /* bytes of a source row */
+  int64_t y0, rows; /* the source rows the job holds: all of in's, or coef's band */
+  int64_t tile;
+  bool whole; /* the source uploaded once */
+};
+
+uint64_t tile_bytes(const warp_plan &p, int64_t t) {
+  const uint64_t r = (uint64_t)(t < p.out.rows ? t : p.out.rows), c = (uint64_t)(t < p.out.cols ? t : p.out.cols);
+  return r * c * (uint64_t)p.ch * p.out.es + 16u * r;
+}
+
+/* Whole source or bands, and the tile side: a multiple of the tile asked
+ * for, about 1024 (fewer, larger launches and copies than the CPU's tiles),
+ * halved until it fits beside the whole source; else bands, with the tile
+ * asked for. */
+void plan_tiles(accel__executor *x, warp_plan &p) {
+  const int64_t side = p.out.rows > p.out.cols ? p.out.rows : p.out.cols, asked = p.job->tile > 0 ? p.job->tile : 128;
+  const uint64_t src = p.s_row * (uint64_t)p.rows, room = x->room();
+  p.tile = asked < 1024 ? asked * (1024 / asked) : asked;
+  p.tile = p.tile < side ? p.tile : side;
+  while (p.tile > 16 && src + tile_bytes(p, p.tile) > room) p.tile = (p.tile + 1) / 2;
+  p.whole = src + tile_bytes(p, p.tile) <= room;
+  if (!p.whole) p.tile = asked;
+}
+
+/* Upload the source rows [lo, hi] into band. */
+accel_status upload_source(accel__executor *x, const warp_plan &p, int64_t lo, int64_t hi, dbuf &band, hbuf &staging,
+                           char *why) {
+  const size_t bytes = p.s_row * (size_t)(hi - lo + 1);
+  accel_status s = band.get(x, bytes, why);
+  if (s) return s;
+  if (p.job->coef) return upload(x, band.p, (const uint8_t *)p.job->coef + p.s_row * (size_t)(lo - p.y0), bytes, why);
+  return upload_rows(x, p.job->in, lo, hi + 1, band.p, staging, why);
+}
+
+/* The source band a tile reaches (rows [*lo, *hi]; *hi < *lo when none). */
+accel_status tile_reach(accel__executor *x, const warp_plan &p, const accel__reg_xform &dxf, int64_t r0, int64_t c0,
+                        int64_t tr, int64_t tc, int64_t *lo, int64_t *hi, char *why) {
+  dbuf d;
+  int64_t *h = (int64_t *)malloc(sizeof(int64_t) * 2 * (size_t)tr);
+  if (!h) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel_status s = d.get(x, sizeof(int64_t) * 2 * (size_t)tr, why);
+  const reach_f f = {dxf, p.job->x0 + c0, p.job->y0 + r0, tc, p.sw, p.sh, d.as<int64_t>(), d.as<int64_t>() + tr};
+  if (!s) s = each(x, (uint64_t)tr, f, why, "the rows a tile reaches");
+  if (!s) s = download(x, h, d.p, sizeof(int64_t) * 2 * (size_t)tr, why, "download the rows a tile reaches");
+  int64_t l = INT64_MAX, u = INT64_MIN;
+  for (int64_t r = 0; r < tr && !s; r++) {
+    l = h[r] < l ? h[r] : l;
+    u = h[tr + r] > u ? h[tr + r] : u;
+  }
+  free(h);
+  if (!s && l <= u) {
+    rows_reached(l, u, p.sh, lo, hi);
+    *lo = *lo > p.y0 ? *lo : p.y0; /* the job holds every row its pixels read */
+    *hi = *hi < p.y0 + p.rows - 1 ? *hi : p.y0 + p.rows - 1;
+  }
+  if (!s && (l > u || *hi < *lo)) *hi = (*lo = p.y0) - 1;
+  return s;
+}
+
+accel_status warp_tile(accel__executor *x, const warp_plan &p, const accel__reg_xform &dxf, dbuf &src, int64_t r0,
+                       int64_t c0, hbuf &in_stage, hbuf &out_stage, char *why) {
+  const accel__reg_warp_job *job = p.job;
+  const int64_t tr = p.tile < p.out.rows - r0 ? p.tile : p.out.rows - r0;
+  const int64_t tc = p.tile < p.out.cols - c0 ? p.tile : p.out.cols - c0;
+  int64_t lo = p.y0, hi = p.y0 + p.rows - 1;
+  accel_status s = ACCEL_OK;
+  if (!p.whole) {
+    s = tile_reach(x, p, dxf, r0, c0, tr, tc, &lo, &hi, why);
+    if (!s && hi < lo) hi = lo; /* nothing reached: any one row */
+    src.reset();                /* the previous tile's band */
+    if (!s && p.s_row * (uint64_t)(hi - lo + 1) + tile_bytes(p, p.tile) > x->room()) {
+      accel__why(why, "a tile reaches %lld rows of the source, %.3f MiB, over the %.3f MiB left of the budget",
+                 (long long)(hi - lo + 1), p.s_row * (double)(hi - lo + 1) / 1048576.0, x->room() / 1048576.0);
+      s = ACCEL_ERR_DEVICE_MEMORY;
+    }
+    if (!s) s = upload_source(x, p, lo, hi, src, in_stage, why);
+  }
+  dbuf dout;
+  if (!s) s = dout.get(x, (size_t)(tr * tc * p.ch) * p.out.es, why);
+  const src_band band = {src.p, p.sdt, p.sw, p.sh, p.ch, lo};
+  const warp_px_f f = {
+      dxf,    band,           job->interp == ACCEL_REG_INTERP_CUBIC, (float)job->fill, job->x0 + c0, job->y0 + r0, tc,
+      dout.p, job->out->dtype};
+  if (!s) s = each2d(x, tr, tc, f, why, "the warp kernel");
+  if (!s) s = download_block(x, job->out, r0, r0 + tr, c0, c0 + tc, dout.p, out_stage, why);
+  return s;
+}
+
+accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *job) {
+  char *why = call->why;
+  warp_plan p = {};
+  p.job = job;
+  p.out = layout_of(job->out);
+  const layout in = layout_of(job->in);
+  p.sw = in.cols;
+  p.sh = in.rows;
+  p.ch = in.ch;
+  p.sdt = job->coef ? ACCEL_DTYPE_F32 : job->in->dtype;
+  p.s_row = (size_t)(p.sw * p.ch) * (job->coef ? sizeof(float) : in.es);
+  p.y0 = job->coef ? job->coef_y0 : 0;
+  p.rows = job->coef ? job->coef_rows : in.rows;
+  if (job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef) return accel__decline(call, "no cubic coefficients");
+  const size_t np = job->xf.params ? (size_t)(2 * job->xf.nx * job->xf.ny) : 0;
+  dbuf dparams, src;
+  hbuf in_stage, out_stage;
+  accel_status s = dparams.put(x, job->xf.params, np, why, "upload the transform");
+  accel__reg_xform dxf = job->xf;
+  dxf.params = np ? dparams.as<double>() : nullptr;
+  if (!s) plan_tiles(x, p);
+  if (!s && p.whole) s = upload_source(x, p, p.y0, p.y0 + p.rows - 1, src, in_stage, why);
+  const int64_t across = p.tile ? (p.out.cols + p.tile - 1) / p.tile : 0;
+  const int64_t tiles = p.tile ? across * ((p.out.rows + p.tile - 1) / p.tile) : 0;
+  for (int64_t i = 0, reported = 0; i < tiles && !s; i++) {
+    s = warp_tile(x, p, dxf, src, i / across * p.tile, i % across * p.tile, in_stage, out_stage, why);
+    /* at most about 100 calls a job, as the CPU op makes */
+    if (!s && job->progress && ((i + 1) * 100 / tiles > reported || i + 1 == tiles)) {
+      reported = (i + 1) * 100 / tiles;
+      if (job->progress(job->progress_user, "reg.warp",
+                        job->progress_base + job->progress_span * (double)(i + 1) / (double)tiles)) {
+        accel__why(why, "cancelled by the progress callback");
+        s = ACCEL_ERR_CANCELLED;
+      }
+    }
+  }
+  if (s) x->drain();
+  return s;
+}
+
+accel_status warp_on_device(accel__call *call, accel__reg_warp_job *job) {
+  return with_device(call, [&](accel__executor *x) { return warp(x, call, job); });
+}
+
+/* ---------------------------------------------------------------- level */
+
+/* One cell's sums (lib/reg/level_cell.h, the CPU's code), into its slot. */
+struct cell_f {
+  accel__reg_geom g; /* axes on the device */
+  accel__reg_cell_in in;
+  const double *params;
+  double density;
+  uint64_t stream;
+  bool grad, normal;
+  accel__reg_cell_acc *acc;
+  double *sums; /* cells x ACCEL__REG_SUMS */
+  __host__ __device__ void operator()(uint64_t c) const {
+    accel__reg_cell_in e = in;
+    e.g = &g;
+    accel__reg_cell_acc *a = acc + c;
+    memset(a, 0, sizeof *a);
+    accel__reg_cell_eval(&e, params, (int64_t)c % g.ax.cells, (int64_t)c / g.ax.cells, density, stream, grad, normal,
+                         a);
+    for (int k = 0; k < ACCEL__REG_SUMS; k++) sums[c * ACCEL__REG_SUMS + k] = a->s[k];
+  }
+};
+
+/* A node's gradient terms gathered colour by colour (the CPU's order of
+ * additions): MSE into out (2n), NCC into out, out + 2n, out + 4n (gf, gm,
+ * g1). */
+struct gather_grad_f {
+  const accel__reg_cell_acc *acc;
+  int64_t nx, n, cx_n, cy_n;
+  bool ncc;
+  double *out;
+  __host__ __device__ void operator()(uint64_t k) const {
+    const int64_t i = (int64_t)k % nx, j = (int64_t)k / nx;
+    double v[6] = {0, 0, 0, 0, 0, 0};
+    for (int colour = 0; colour < 16; colour++) {
+      int64_t cx, cy;
+      int t;
+      if (!accel__reg_cell_of(i, j, colour, cx_n, cy_n, &cx, &cy, &t)) continue;
+      const accel__reg_cell_acc *a = acc + cy * cx_n + cx;
+      v[0] += a->ga[0][t], v[1] += a->ga[1][t];
+      if (ncc) v[2] += a->gb[0][t], v[3] += a->gb[1][t], v[4] += a->gc[0][t], v[5] += a->gc[1][t];
+    }
+    for (int m = 0; m < (ncc ? 3 : 1); m++) {
+      out[2 * n * m + (int64_t)k] = v[2 * m];
+      out[2 * n * m + n + (int64_t)k] = v[2 * m + 1];
+    }
+  }
+};
+
+/* One block of the Gauss-Newton matrix (node a, neighbour d of 7 x 7),
+ * gathered colour by colour. */
+struct gather_normal_f {
+  const accel__reg_cell_acc *acc;
+  int64_t nx, cx_n, cy_n;
+  double *out;
+  __host__ __device__ void operator()(uint64_t e) const {
+    const int64_t a = (int64_t)e / ACCEL__REG_NB, d = (int64_t)e % ACCEL__REG_NB;
+    const int64_t i = a % nx, j = a / nx, ib = i + d % 7 - 3, jb = j + d / 7 - 3;
+    double v[3] = {0, 0, 0};
+    for (int colour = 0; colour < 16; colour++) {
+      int64_t cx, cy;
+      int t;
+      if (!accel__reg_cell_of(i, j, colour, cx_n, cy_n, &cx, &cy, &t)) continue;
+      if (ib < cx || ib > cx + 3 || jb < cy || jb > cy + 3) continue;
+      const int u = (int)((jb - cy) * 4 + (ib - cx));
+      const accel__reg_cell_acc &c = acc[cy * cx_n + cx];
+      v[0] += c.L[0][t][u], v[1] += c.L[1][t][u], v[2] += c.L[2][t][u];
+    }
+    for (int m = 0; m < 3; m++) out[e * 3 + m] = v[m];
+  }
+};
+
+/* The device evaluator's state: the level's images, axes and work arrays,
+ * uploaded or allocated once for the level. */
+struct level_dev {
+  accel__executor *x;
+  const accel__reg_geom *g; /* host */
+  accel__reg_geom dg;       /* axes on the device */
+  accel__reg_cell_in in;    /* device images and base */
+  int64_t n, cells;
+  dbuf fixed, moving, mask, axx, axy, base, params, acc, sums, grad, normal;
+  double *h_sums, *h_grad; /* host: cells x SUMS; NCC's 6n */
+};
+
+accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *why) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
+  const size_t nb = job->base.params ? (size_t)(2 * job->base.nx * job->base.ny) : 0;
+  accel_status s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
+  if (!s) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
+  if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
+  if (!s) s = d.axx.put(x, g->ax.first, (size_t)(g->ax.cells + 1), why, "upload the cells");
+  if (!s) s = d.axy.put(x, g->ay.first, (size_t)(g->ay.cells + 1), why, "upload the cells");
+  if (!s) s = d.base.put(x, job->base.params, nb, why, "upload the base transform");
+  if (!s) s = d.params.get(x, sizeof(double) * (size_t)(2 * d.n), why);
+  const size_t cells = (size_t)(d.cells ? d.cells : 1); /* never a zero-byte allocation */
+  if (!s) s = d.acc.get(x, sizeof(accel__reg_cell_acc) * cells, why);
+  if (!s) s = d.sums.get(x, sizeof(double) * ACCEL__REG_SUMS * cells, why);
+  if (!s) s = d.grad.get(x, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
+  if (!s) s = d.normal.get(x, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
+  if (s) return s;
+  d.dg = *g;
+  d.dg.ax.first = d.axx.as<int64_t>();
+  d.dg.ay.first = d.axy.as<int64_t>();
+  d.in.g = nullptr; /* each cell points it at its own copy of dg */
+  d.in.fixed = d.fixed.as<float>();
+  d.in.moving = d.moving.as<float>();
+  d.in.mask = job->mask ? d.mask.p : nullptr;
+  d.in.base = job->base;
+  d.in.base.params = nb ? d.base.as<double>() : nullptr;
+  return ACCEL_OK;
+}
+
+/* The evaluator (lib/reg/level.h): the cells' sums on the device, the
+ * gradient and matrix gathered there, the scalar sums added on the host in
+ * cell order, then the CPU's finish. */
+accel_status level_eval(accel__call *call, void *state, const double *params, int set, int32_t iteration, double *value,
+                        int64_t *count, double *grad, double *normal) {
+  level_dev &d = *(level_dev *)state;
+  accel__executor *x = d.x;
+  char *why = call->why;
+  const accel__reg_geom *g = d.g;
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
+  const cell_f cf = {d.dg,
+                     d.in,
+                     d.params.as<double>(),
+                     accel__reg_density(g, set),
+                     accel__reg_stream(g, set, iteration),
+                     grad != nullptr,
+                     normal != nullptr,
+                     d.acc.as<accel__reg_cell_acc>(),
+                     d.sums.as<double>()};
+  accel_status s = upload(x, d.params.p, params, sizeof(double) * (size_t)(2 * d.n), why, "upload the parameters");
+  if (!s) s = each(x, (uint64_t)d.cells, cf, why, "the cells' sums");
+  const int64_t nx = g->xf.nx, cx_n = g->ax.cells, cy_n = g->ay.cells;
+  if (!s && grad)
+    s = each(x, (uint64_t)d.n,
+             gather_grad_f{d.acc.as<accel__reg_cell_acc>(), nx, d.n, cx_n, cy_n, ncc, d.grad.as<double>()}, why,
+             "the gradient");
+  if (!s && normal)
+    s = each(x, (uint64_t)(d.n * ACCEL__REG_NB),
+             gather_normal_f{d.acc.as<accel__reg_cell_acc>(), nx, cx_n, cy_n, d.normal.as<double>()}, why,
+             "the Gauss-Newton matrix");
+  if (!s) s = download(x, d.h_sums, d.sums.p, sizeof(double) * ACCEL__REG_SUMS * (size_t)d.cells, why);
+  if (!s && grad) s = download(x, ncc ? d.h_grad : grad, d.grad.p, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
+  if (!s && normal) s = download(x, normal, d.normal.p, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
+  if (s) return s;
+  double sum[ACCEL__REG_SUMS] = {0};
+  for (int64_t c = 0; c < d.cells; c++)
+    for (int k = 0; k < ACCEL__REG_SUMS; k++) sum[k] += d.h_sums[c * ACCEL__REG_SUMS + k];
+  *count = (int64_t)sum[ACCEL__REG_SUMS - 1];
+  accel__reg_finish(g, sum, d.h_grad, d.h_grad + 2 * d.n, d.h_grad + 4 * d.n, value, grad, normal);
+  return ACCEL_OK;
+}
+
+accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *job) {
+  accel__reg_geom g;
+  accel_status s = accel__reg_geom_init(call, job, &g);
+  if (s) return s;
+  level_dev d;
+  d.x = x;
+  d.g = &g;
+  d.n = g.xf.nx * g.xf.ny;
+  d.cells = g.ax.cells * g.ay.cells;
+  d.h_sums = (double *)malloc(sizeof(double) * ACCEL__REG_SUMS * (size_t)(d.cells ? d.cells : 1));
+  d.h_grad = (double *)malloc(sizeof(double) * 6 * (size_t)d.n);
+  if (!d.h_sums || !d.h_grad) {
+    accel__why(call->why, "out of host memory for %lld cells", (long long)d.cells);
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  /* the optimizer works on a copy of the parameters: after a failure the
+   * CPU starts again from the job's own */
+  accel__reg_level_job mine = *job;
+  mine.params = nullptr;
+  if (!s && !(mine.params = (double *)malloc(sizeof(double) * 2 * (size_t)d.n))) {
+    accel__why(call->why, "out of host memory for the parameters");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  if (!s) {
+    memcpy(mine.params, job->params, sizeof(double) * 2 * (size_t)d.n);
+    mine.xf.params = mine.params;
+    s = level_setup(d, job, call->why);
+  }
+  if (!s) {
+    const accel__reg_evaluator ev = {&d, level_eval};
+    s = accel__reg_optimize(call, &mine, &g, &ev);
+  }
+  if (!s) memcpy(job->params, mine.params, sizeof(double) * 2 * (size_t)d.n);
+  if (s) x->drain();
+  free(mine.params);
+  free(d.h_sums);
+  free(d.h_grad);
+  accel__reg_geom_free(&g);
+  return s;
+}
+
+accel_status level_on_device(accel__call *call, accel__reg_level_job *job) {
+  return with_device(call, [&](accel__executor *x) { return level(x, call, job); });
+}
+
+} // namespace
 
 extern "C" const accel__reg_ops accel__cuda_reg_ops = {
-    /* .pyramid = */ nullptr,
-    /* .level = */ nullptr,
-    /* .warp = */ nullptr,
+    /* .pyramid = */ pyramid_on_device,
+    /* .level = */ level_on_device,
+    /* .warp = */ warp_on_device,
     /* .prealign = */ accel__reg_cuda_prealign,
 };

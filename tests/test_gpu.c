@@ -1,15 +1,20 @@
 /* suite_gpu: CUDA results equal CPU results (gray, hashes, index searches,
- * CT stages whole and in slabs, shadows and sky view factors); the CUDA
- * error path on the device (every call's failure falls back, stale errors
- * stay out of later stages, memory goes back after each call). Runs only
- * where a CUDA device exists; elsewhere the program exits 77 (meson's
- * "skipped") with the reason. Tests run in this process, not in forked
- * children: CUDA cannot be used in a child forked after the parent has
- * initialized it (which the device probe does). */
+ * CT stages whole and in slabs, shadows and sky view factors, registration
+ * and warps); the CUDA error path on the device (every call's failure falls
+ * back, stale errors stay out of later stages, memory goes back after each
+ * call). Runs only where a CUDA device exists; elsewhere the program exits
+ * 77 (meson's "skipped") with the reason. Tests run in this process, not in
+ * forked children: CUDA cannot be used in a child forked after the parent
+ * has initialized it (which the device probe does). */
 #include "emulated_gpu.h"
 #include "testutil.h"
 
+#include "core/internal.h"
+#include "reg/ops.h"
+#include "reg/transform.h"
+
 #include <dirent.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -426,6 +431,23 @@ START_TEST(ct_equals_cpu) {
 }
 END_TEST
 
+/* A transform over a fixed image of w x h: a small affine part and a
+ * B-spline of spacing 16 with smooth displacements up to amp pixels. */
+static accel_reg_transform *reg_transform(int64_t w, int64_t h, double amp) {
+  accel_reg_grid g;
+  ck_assert_int_eq(accel_reg_grid_for(w, h, 16, &g), ACCEL_OK);
+  accel_reg_transform *t = NULL;
+  ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &t), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(t);
+  double *p = malloc((size_t)n * sizeof *p);
+  for (int64_t i = 0; i < n; i++) p[i] = amp * sin(0.7 * (double)i + (i < n / 2 ? 0.0 : 1.3));
+  ck_assert_int_eq(accel_reg_transform_set_parameters(t, p, n), ACCEL_OK);
+  free(p);
+  const double aff[6] = {1.02, 0.03, -0.025, 0.99, 1.5, -2.25}, centre[2] = {(double)w / 2, (double)h / 2};
+  ck_assert_int_eq(accel_reg_transform_set_initial(NULL, t, ACCEL_REG_LINEAR_AFFINE, aff, centre), ACCEL_OK);
+  return t;
+}
+
 #if EXPECT_CUDA
 /* libaccel's CUDA runtime is linked statically into this program: these are
  * its functions, with their C declarations (cudaError_t is an int enum). */
@@ -450,10 +472,41 @@ typedef struct gpu_case {
   uint8_t *vol, *filled;
   int32_t *labels;
   float dsm[40 * 50], sky[40 * 50];
+  accel_reg_transform *xf;
+  uint8_t warped[47 * 59 * 3];
+  float lfixed[40 * 48], lmoving[40 * 48];
+  accel_reg_options lo;
+  double lparams[128];
 } gpu_case;
-enum { CASE_GRAY, CASE_KNN, CASE_JOIN, CASE_FILL, CASE_PIPELINE, CASE_SKY, CASES };
-static const char *const CASE_STAGE[CASES] = {"image.gray",    "index.knn",   "index.join",
-                                              "ct.fill_holes", "ct.pipeline", "svf.sky"};
+enum { CASE_GRAY, CASE_KNN, CASE_JOIN, CASE_FILL, CASE_PIPELINE, CASE_SKY, CASE_WARP, CASE_LEVEL, CASES };
+static const char *const CASE_STAGE[CASES] = {"image.gray",  "index.knn", "index.join", "ct.fill_holes",
+                                              "ct.pipeline", "svf.sky",   "reg.warp",   "reg.level"};
+ACCEL__STAGE_FN(run_reg_level, reg, level, job)
+
+/* Two iterations of one level (Gauss-Newton, NCC) on the 40 x 48 images of
+ * c, a grid of spacing 16 (c->xf's is over 59 x 47: the level's is its own). */
+static accel_status run_level_case(accel_ctx *ctx, gpu_case *c, double *params) {
+  accel_reg_grid g;
+  accel_reg_transform *t = NULL;
+  ck_assert_int_eq(accel_reg_grid_for(48, 40, 16, &g), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &t), ACCEL_OK);
+  ck_assert_int_le(accel_reg_transform_count(t), 128);
+  accel_reg_level_report rep;
+  accel__reg_level_job job;
+  memset(&job, 0, sizeof job);
+  job.fixed = c->lfixed, job.moving = c->lmoving;
+  job.fixed_width = job.moving_width = 48, job.fixed_height = job.moving_height = 40;
+  job.factor = 1;
+  accel__reg_xform_of(t, &job.xf);
+  memset(params, 0, sizeof c->lparams);
+  job.params = params;
+  job.xf.params = params;
+  job.options = &c->lo;
+  job.report = &rep;
+  const accel_status s = accel__dispatch(ctx, "reg.level", run_reg_level, &job);
+  accel_reg_transform_destroy(t);
+  return s;
+}
 static const int64_t VOL[3] = {24, 29, 31};
 
 static accel_status run_case(accel_ctx *ctx, gpu_case *c, bool keep) {
@@ -538,6 +591,25 @@ static accel_status run_case(accel_ctx *ctx, gpu_case *c, bool keep) {
     free(l32);
     break;
   }
+  case CASE_WARP: { /* the RGB frame warped, cubic */
+    uint8_t out[sizeof c->warped];
+    accel_array a, b;
+    accel_array_init(&a, c->rgb, ACCEL_DTYPE_U8, 3, (int64_t[]){61, 83, 3});
+    accel_array_init(&b, keep ? c->warped : out, ACCEL_DTYPE_U8, 3, (int64_t[]){47, 59, 3});
+    accel_reg_warp_options wo;
+    accel_reg_warp_options_init(&wo, sizeof wo);
+    wo.tile = 32;
+    const accel_array *in[1] = {&a}, *o[1] = {&b};
+    s = accel_reg_warp(ctx, c->xf, in, o, 1, &wo);
+    if (!s && !keep) ck_assert(memcmp(out, c->warped, sizeof out) == 0);
+    break;
+  }
+  case CASE_LEVEL: {
+    double p[128];
+    s = run_level_case(ctx, c, keep ? c->lparams : p);
+    if (!s && !keep) ck_assert(memcmp(p, c->lparams, sizeof p) == 0);
+    break;
+  }
   default: {
     float out[40 * 50];
     accel_array dsm, o;
@@ -568,6 +640,16 @@ static gpu_case *make_cases(void) {
   c->filled = malloc(n);
   c->labels = malloc(n * 4);
   for (int i = 0; i < 40 * 50; i++) c->dsm[i] = (float)((i * 7919) % 23 > 18 ? 12 + i % 5 : 1);
+  c->xf = reg_transform(59, 47, 3.0);
+  for (int i = 0; i < 40 * 48; i++) {
+    c->lfixed[i] = (float)(50 + 40 * sin(0.3 * (i % 48)) * cos(0.23 * (i / 48)));
+    c->lmoving[i] = (float)(52 + 40 * sin(0.3 * (i % 48) + 0.4) * cos(0.23 * (i / 48) - 0.2));
+  }
+  accel_reg_options_init(&c->lo, sizeof c->lo);
+  c->lo.metric = ACCEL_REG_METRIC_NCC;
+  c->lo.iterations = 2;
+  c->lo.samples = 600;
+  c->lo.validation_samples = 300;
   for (c->op = 0; c->op < CASES; c->op++) ck_assert_int_eq(run_case(cpu, c, true), ACCEL_OK);
   return c;
 }
@@ -578,6 +660,7 @@ static void free_cases(gpu_case *c) {
   free(c->vol);
   free(c->filled);
   free(c->labels);
+  accel_reg_transform_destroy(c->xf);
   free(c);
 }
 
@@ -693,6 +776,92 @@ START_TEST(svf_equals_cpu) {
 }
 END_TEST
 
+/* ctx ran `stage` on the GPU (at least once) and never fell back. */
+static void expect_on_gpu(accel_ctx *ctx, const char *stage) {
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(ctx, stage, &st), ACCEL_OK);
+  ck_assert_msg(st.gpu_runs > 0 && st.fallbacks == 0, "%s: %llu GPU runs, %llu fallbacks", stage,
+                (unsigned long long)st.gpu_runs, (unsigned long long)st.fallbacks);
+}
+
+/* The mean distance between a transform's field and the truth's over an
+ * image of w x h. */
+static double field_error(const accel_reg_transform *t, const accel_reg_transform *truth, int64_t w, int64_t h) {
+  float *a = malloc(sizeof(float) * 2 * (size_t)(w * h)), *b = malloc(sizeof(float) * 2 * (size_t)(w * h));
+  accel_array fa, fb;
+  accel_array_init(&fa, a, ACCEL_DTYPE_F32, 3, (int64_t[]){2, h, w});
+  accel_array_init(&fb, b, ACCEL_DTYPE_F32, 3, (int64_t[]){2, h, w});
+  ck_assert_int_eq(accel_reg_transform_field(NULL, t, 0, 0, &fa), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_field(NULL, truth, 0, 0, &fb), ACCEL_OK);
+  double sum = 0;
+  for (int64_t i = 0; i < w * h; i++) sum += hypot(a[i] - b[i], a[w * h + i] - b[w * h + i]);
+  free(a);
+  free(b);
+  return sum / (double)(w * h);
+}
+
+/* Registration and warping on the GPU equal the CPU's: a pair whose fixed
+ * image is the moving one warped by a known transform, registered in two
+ * levels on each; the parameters equal to rounding, so the registration
+ * error against the truth is the same, and warps with one transform (linear
+ * and cubic, F32 out) within 1e-4. */
+START_TEST(reg_equals_cpu) {
+  enum { H = 200, W = 232 };
+  float *moving = malloc(sizeof(float) * H * W), *fixed = malloc(sizeof(float) * H * W);
+  float *wa = malloc(sizeof(float) * H * W), *wb = malloc(sizeof(float) * H * W);
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++)
+      moving[r * W + c] = (float)(100 + 60 * sin(0.11 * c) * cos(0.07 * r) + 40 * sin(0.031 * (c + 2 * r)) +
+                                  25 * ((r / 9 + c / 11) % 2));
+  accel_reg_transform *truth = reg_transform(W, H, 2.5), *tg = NULL, *tc = NULL;
+  accel_array am, af, aa, ab;
+  accel_array_init(&am, moving, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  accel_array_init(&af, fixed, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  accel_array_init(&aa, wa, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  accel_array_init(&ab, wb, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  const accel_array *in[1] = {&am}, *out_f[1] = {&af}, *out_a[1] = {&aa}, *out_b[1] = {&ab};
+  accel_reg_warp_options wo;
+  accel_reg_warp_options_init(&wo, sizeof wo);
+  ck_assert_int_eq(accel_reg_warp(cpu, truth, in, out_f, 1, &wo), ACCEL_OK);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 2;
+  o.grid_spacing = 32;
+  o.iterations = 30;
+  o.samples = 3000;
+  o.tolerance = 0;
+  ck_assert_msg(accel_reg_register(gpu, &af, &am, NULL, NULL, &o, &tg, NULL) == ACCEL_OK, "%s", accel_last_error(gpu));
+  ck_assert_int_eq(accel_reg_register(cpu, &af, &am, NULL, NULL, &o, &tc, NULL), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(tc);
+  double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n), dp = 0;
+  ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+  for (int64_t i = 0; i < n; i++) dp = fmax(dp, fabs(pg[i] - pc[i]));
+  const double eg = field_error(tg, truth, W, H), ec = field_error(tc, truth, W, H);
+  printf("reg: parameters differ by at most %.3g px; field error GPU %.6f px, CPU %.6f px\n", dp, eg, ec);
+  ck_assert_msg(dp < 1e-6 && fabs(eg - ec) < 1e-6, "GPU and CPU registrations differ: %g px, errors %g and %g", dp, eg,
+                ec);
+  for (int interp = 1; interp <= 3; interp += 2) {
+    wo.interp = (accel_reg_interp)interp;
+    ck_assert_msg(accel_reg_warp(gpu, tc, in, out_a, 1, &wo) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_reg_warp(cpu, tc, in, out_b, 1, &wo), ACCEL_OK);
+    for (int i = 0; i < H * W; i++) ck_assert_msg(fabsf(wa[i] - wb[i]) <= 1e-4f, "warp differs at %d", i);
+  }
+  expect_on_gpu(gpu, "reg.pyramid");
+  expect_on_gpu(gpu, "reg.warp");
+  free(pg);
+  free(pc);
+  accel_reg_transform_destroy(tg);
+  accel_reg_transform_destroy(tc);
+  accel_reg_transform_destroy(truth);
+  free(moving);
+  free(fixed);
+  free(wa);
+  free(wb);
+}
+END_TEST
+
 Suite *suite_gpu(void) {
   Suite *s = suite_create("gpu");
   TCase *tc = tcase_create("cuda");
@@ -708,6 +877,7 @@ Suite *suite_gpu(void) {
   tcase_add_test(tc, index_range_and_knn_equal_cpu);
   tcase_add_test(tc, ct_equals_cpu);
   tcase_add_test(tc, svf_equals_cpu);
+  tcase_add_test(tc, reg_equals_cpu);
 #if EXPECT_CUDA
   tcase_add_test(tc, every_failed_call_falls_back_on_the_device);
   tcase_add_test(tc, a_stale_error_never_fails_the_next_stage);

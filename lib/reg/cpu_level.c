@@ -1,12 +1,121 @@
-/* The CPU op reg.level. */
+/*
+ * The CPU op reg.level: the CPU evaluator of the metric (level.h has the
+ * interface) under the backend-neutral optimizer of level.c.
+ *
+ * Work is split by the control grid's cells (lib/reg/level_cell.h has a
+ * cell's arithmetic, shared with the GPU): a cell's samples share their
+ * 4 x 4 support nodes, so a cell's sums (the metric's, its 16 x 2 gradient
+ * terms and 16 x 16 x 3 Gauss-Newton terms) are formed by one thread in
+ * sample order, then added into the grid's arrays. The additions go in 16
+ * rounds by (cell x mod 4, cell y mod 4): the cells of one round share no
+ * node, and every array entry receives its terms in the same order on any
+ * number of threads. Scalar sums are kept per cell and added in cell order.
+ */
 #include "reg/cpu.h"
+#include "reg/level_cell.h"
 
 #include "core/internal.h"
 
-#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct cpu_eval {
+  accel__reg_cell_in in; /* the geometry, the images and the base */
+  double *cell_sums;     /* cells * ACCEL__REG_SUMS */
+  double *gf, *gm, *g1;  /* NCC's gradient sums, 2n each */
+} cpu_eval;
+
+/* Add a cell's gradient and Gauss-Newton terms into the grid's arrays. */
+static void cell_scatter(const cpu_eval *e, int64_t cx, int64_t cy, const accel__reg_cell_acc *a, double *grad,
+                         double *normal) {
+  const int64_t nx = e->in.g->xf.nx, n = nx * e->in.g->xf.ny;
+  for (int t = 0; t < 16; t++) {
+    const int64_t node = (cy + t / 4) * nx + cx + t % 4;
+    if (grad && e->in.g->metric == ACCEL_REG_METRIC_NCC) {
+      e->gf[node] += a->ga[0][t], e->gf[n + node] += a->ga[1][t];
+      e->gm[node] += a->gb[0][t], e->gm[n + node] += a->gb[1][t];
+      e->g1[node] += a->gc[0][t], e->g1[n + node] += a->gc[1][t];
+    } else if (grad) {
+      grad[node] += a->ga[0][t], grad[n + node] += a->ga[1][t];
+    }
+    if (!normal) continue;
+    double *row = normal + node * ACCEL__REG_NB3;
+    for (int u = 0; u < 16; u++) {
+      double *v = row + ((u / 4 - t / 4 + 3) * 7 + (u % 4 - t % 4 + 3)) * 3;
+      v[0] += a->L[0][t][u], v[1] += a->L[1][t][u], v[2] += a->L[2][t][u];
+    }
+  }
+}
+
+static accel_status cpu_eval_fn(accel__call *call, void *state, const double *params, int set, int32_t iteration,
+                                double *value, int64_t *count, double *grad, double *normal) {
+  const cpu_eval *e = state;
+  const accel__reg_geom *g = e->in.g;
+  const int64_t n = g->xf.nx * g->xf.ny, cx_n = g->ax.cells, cells = cx_n * g->ay.cells;
+  const double density = accel__reg_density(g, set);
+  const uint64_t stream = accel__reg_stream(g, set, iteration);
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC, deriv = grad || normal;
+  if (grad) memset(ncc ? e->gf : grad, 0, sizeof(double) * (size_t)(2 * n));
+  if (grad && ncc)
+    memset(e->gm, 0, sizeof(double) * (size_t)(2 * n)), memset(e->g1, 0, sizeof(double) * (size_t)(2 * n));
+  if (normal) memset(normal, 0, sizeof(double) * (size_t)(n * ACCEL__REG_NB3));
+  /* Threads pay off with enough samples between the 16 rounds' barriers. */
+  const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 65536.0 : 16384.0);
+  int failed = 0;
+#pragma omp parallel num_threads(call->threads) reduction(| : failed) if (parallel)
+  {
+    accel__reg_cell_acc *a = malloc(sizeof *a);
+    if (!a) failed = 1;
+    for (int color = 0; color < (deriv ? 16 : 1); color++) {
+#pragma omp for schedule(dynamic, 1)
+      for (int64_t c = 0; c < cells; c++) {
+        const int64_t cx = c % cx_n, cy = c / cx_n;
+        if (!a || (deriv && (cx % 4) + 4 * (cy % 4) != color)) continue;
+        if (deriv) memset(a, 0, sizeof *a);
+        else memset(a->s, 0, sizeof a->s);
+        accel__reg_cell_eval(&e->in, params, cx, cy, density, stream, grad != NULL, normal != NULL, a);
+        memcpy(e->cell_sums + c * ACCEL__REG_SUMS, a->s, sizeof a->s);
+        if (deriv) cell_scatter(e, cx, cy, a, grad, normal);
+      }
+    }
+    free(a);
+  }
+  if (failed) {
+    accel__why(call->why, "out of memory for the cell sums");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  double s[ACCEL__REG_SUMS] = {0};
+  for (int64_t c = 0; c < cells; c++)
+    for (int k = 0; k < ACCEL__REG_SUMS; k++) s[k] += e->cell_sums[c * ACCEL__REG_SUMS + k];
+  *count = (int64_t)s[ACCEL__REG_SUMS - 1];
+  accel__reg_finish(g, s, e->gf, e->gm, e->g1, value, grad, normal);
+  return ACCEL_OK;
+}
 
 accel_status accel__reg_cpu_level(accel__call *call, accel__reg_level_job *job) {
-  (void)job;
-  snprintf(call->why, sizeof call->why, "reg.level is not implemented yet");
-  return ACCEL_ERR_UNSUPPORTED;
+  accel__reg_geom g;
+  accel_status s = accel__reg_geom_init(call, job, &g);
+  if (s) return s;
+  const int64_t n = g.xf.nx * g.xf.ny, cells = g.ax.cells * g.ay.cells;
+  cpu_eval e = {{&g, job->fixed, job->moving, job->mask, job->base},
+                malloc(sizeof(double) * (size_t)(cells * ACCEL__REG_SUMS)),
+                NULL,
+                NULL,
+                NULL};
+  const bool ncc = g.metric == ACCEL_REG_METRIC_NCC;
+  if (ncc)
+    e.gf = malloc(sizeof(double) * (size_t)(6 * n)), e.gm = e.gf ? e.gf + 2 * n : NULL,
+    e.g1 = e.gf ? e.gf + 4 * n : NULL;
+  if (!e.cell_sums || (ncc && !e.gf)) {
+    accel__why(call->why, "out of memory for %lld cells", (long long)cells);
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  } else {
+    const accel__reg_evaluator ev = {&e, cpu_eval_fn};
+    s = accel__reg_optimize(call, job, &g, &ev);
+  }
+  free(e.cell_sums);
+  free(e.gf);
+  accel__reg_geom_free(&g);
+  return s;
 }

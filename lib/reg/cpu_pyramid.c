@@ -1,12 +1,93 @@
-/* The CPU op reg.pyramid. */
+/* The CPU op reg.pyramid: a sampled Gaussian (radius ceil(3 sigma),
+ * normalised, edges replicated as ITK's zero-flux boundary), separable,
+ * evaluated only at the rows and columns that are kept: the vertical pass
+ * makes the kept rows at every input column, the horizontal pass the kept
+ * columns of those. Each output row is one thread's work, so the result
+ * does not depend on the thread count. */
 #include "reg/cpu.h"
+#include "reg/prefilter.h"
 
 #include "core/internal.h"
 
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+
+void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads);
+
+static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* tmp[c] += k * in[row][c] for every input column. */
+static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
+  const char *base = (const char *)in->data + row * in->strides[0];
+  const int64_t w = in->shape[1], s = in->strides[1];
+  switch (in->dtype) {
+  case ACCEL_DTYPE_U8:
+    for (int64_t c = 0; c < w; c++) tmp[c] += k * (float)*(const uint8_t *)(base + c * s);
+    break;
+  case ACCEL_DTYPE_U16:
+    for (int64_t c = 0; c < w; c++) tmp[c] += k * (float)*(const uint16_t *)(base + c * s);
+    break;
+  default:
+    for (int64_t c = 0; c < w; c++) tmp[c] += k * *(const float *)(base + c * s);
+    break;
+  }
+}
 
 accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *job) {
-  (void)job;
-  snprintf(call->why, sizeof call->why, "reg.pyramid is not implemented yet");
-  return ACCEL_ERR_UNSUPPORTED;
+  const accel_array *in = job->in;
+  const int64_t H = in->shape[0], W = in->shape[1], f = job->factor, off = job->offset;
+  const int radius = job->sigma > 0 ? (int)ceil(3.0 * job->sigma) : 0;
+  float *kern = malloc(sizeof(float) * (size_t)(2 * radius + 1));
+  if (!kern) {
+    accel__why(call->why, "out of memory for the smoothing kernel");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  double sum = 0;
+  for (int k = -radius; k <= radius; k++) sum += radius ? exp(-0.5 * k * k / (job->sigma * job->sigma)) : 1.0;
+  for (int k = -radius; k <= radius; k++)
+    kern[k + radius] = (float)((radius ? exp(-0.5 * k * k / (job->sigma * job->sigma)) : 1.0) / sum);
+  int failed = 0;
+#pragma omp parallel num_threads(call->threads) reduction(| : failed)
+  {
+    float *tmp = malloc(sizeof(float) * (size_t)W);
+    if (!tmp) failed = 1;
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t i = 0; i < job->height; i++) {
+      if (!tmp) continue;
+      for (int64_t c = 0; c < W; c++) tmp[c] = 0.0f;
+      const int64_t r = off + f * i;
+      for (int k = -radius; k <= radius; k++) add_row(in, clamp64(r + k, 0, H - 1), kern[k + radius], tmp);
+      float *o = job->out + i * job->width;
+      for (int64_t j = 0; j < job->width; j++) {
+        const int64_t c = off + f * j;
+        float v = 0.0f;
+        if (c - radius >= 0 && c + radius < W)
+          for (int k = -radius; k <= radius; k++) v += kern[k + radius] * tmp[c + k];
+        else
+          for (int k = -radius; k <= radius; k++) v += kern[k + radius] * tmp[clamp64(c + k, 0, W - 1)];
+        o[j] = v;
+      }
+    }
+    free(tmp);
+  }
+  free(kern);
+  if (failed) {
+    accel__why(call->why, "out of memory for a row of %lld pixels", (long long)W);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  if (job->coefficients) accel__reg_prefilter(job->out, job->width, job->height, call->threads);
+  return ACCEL_OK;
+}
+
+/* Cubic B-spline prefiltering in place (lib/reg/prefilter.h, shared with
+ * the GPU): rows one by one; columns as whole rows at a time. */
+void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
+#pragma omp parallel num_threads(threads)
+  {
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < h; r++) accel__reg_prefilter_row(img + r * w, w);
+#pragma omp for schedule(static)
+    for (int64_t c0 = 0; c0 < w; c0 += 64) accel__reg_prefilter_cols(img, w, h, c0, c0 + 64 < w ? c0 + 64 : w);
+  }
 }

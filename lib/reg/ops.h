@@ -22,12 +22,20 @@ typedef struct accel__reg_pyramid_job {
   int32_t offset;
   float *out;
   int64_t width, height;
+  /* 1: then turn `out` into its cubic B-spline coefficients (reg/interp.h),
+   * in place: the moving image of a level is interpolated from them. */
+  int32_t coefficients;
 } accel__reg_pyramid_job;
 
-/* The optimisation of one level. Level images are F32, contiguous; a level
- * pixel q stands for the full-resolution point factor * q + offset, the
- * frame the transform lives in. `params` (the grid of `xf`, in and out)
- * starts from the previous level's result. */
+/* The optimisation of one level (lib/reg/level.h has the frame, the
+ * optimizers and the evaluator a backend supplies). Level images are F32,
+ * contiguous, the moving one as cubic B-spline coefficients; a level pixel q stands for the full-resolution point factor *
+ * q + offset, the frame the transform lives in. `xf` is the level's grid
+ * (nested in the final grid) with the transform's linear part; `params`
+ * (that grid's 2 nx ny parameters, in and out) starts from the previous
+ * level's result. `base` (params NULL: none) is a B-spline on the final
+ * grid added to the level's displacement at coarse levels (an initial
+ * transform's B-spline part): T(p) = q + base(q) + level(q), q = L(p). */
 typedef struct accel__reg_level_job {
   const float *fixed;
   int64_t fixed_width, fixed_height;
@@ -39,6 +47,7 @@ typedef struct accel__reg_level_job {
   int32_t level;
   accel__reg_xform xf; /* its params point at `params` */
   double *params;
+  accel__reg_xform base; /* base.params NULL: no base displacement */
   const accel_reg_options *options;
   accel_reg_level_report *report;
 } accel__reg_level_job;

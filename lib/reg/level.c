@@ -1,0 +1,655 @@
+/*
+ * One level's optimisation, whatever backend evaluates the metric
+ * (level.h has the frame, the layouts and the evaluator interface).
+ *
+ * Gauss-Newton (the default; Levenberg-Marquardt damping). Every iteration
+ * the evaluator gives the gradient g of the metric on the iteration's
+ * training samples (at least ACCEL__REG_GN_PER_NODE per grid node: the
+ * gradient decides where the iteration ends, so its noise is the result's)
+ * and the Gauss-Newton matrix N on fewer samples of its own
+ * (ACCEL__REG_GN_NORMAL_PER_NODE per node: N only shapes the step). With
+ * the bending energy penalty (weight w) the objective is metric + w BE,
+ * BE = c^T K c, K the exact integral of the squared second derivatives of
+ * the B-spline (u_xx^2 + 2 u_xy^2 + u_yy^2, per unit area of the image), a
+ * 7 x 7 stencil on the grid. The step solves (N + lambda (diag N + eps))
+ * d = -g by conjugate gradients preconditioned with the nodes' 2 x 2
+ * diagonal blocks. A node moves at most one level pixel (factor
+ * full-resolution pixels) per step: longer steps leave the range where the
+ * linearised image is a fair model and, on fine periodic texture, jump into
+ * the wrong period. The step is taken when the objective on the fixed
+ * validation samples decreases; otherwise lambda grows and the step is
+ * solved again (Nielsen's damping update: lambda shrinks by max(1/3, 1 -
+ * (2 rho - 1)^3) after a step whose actual decrease is rho times the
+ * model's, grows by 2, 4, 8, ... after refusals). After 6 refusals the
+ * level stops as ACCEL_REG_STOP_STALLED.
+ *
+ * Early stopping (both optimizers): the validation objective v_t after
+ * iteration t (ASGD: every ASGD_EVAL_EVERY iterations, smoothed as the
+ * mean of the last 3 evaluations) stops the level as
+ * ACCEL_REG_STOP_CONVERGED when (v_{t - window} - v_t) < tolerance |v_{t -
+ * window}|, i.e. its relative decrease over the last `window` iterations
+ * is below the tolerance.
+ */
+#include "reg/level.h"
+
+#include "core/internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GN_TRIES 6
+/* The damping's floor, relative to the mean diagonal of N: nodes with
+ * little data (at the image's edges) move only as far as they are
+ * supported. */
+#define GN_EPS 0.1
+#define ASGD_EXACT_SAMPLES 100000.0
+#define LAMBDA_START 1e-2
+#define LAMBDA_MIN 1e-6
+#define GN_CG_MAX 60
+#define GN_CG_TOL 1e-2
+
+/* ------------------------------------------------------------ geometry */
+
+/* One axis: the valid cells of a grid of n nodes at origin/spacing, over
+ * lattice indices [lo, hi] (q = factor i + offset). */
+static bool axis_init(accel__reg_axis *a, int64_t n, double origin, double spacing, int32_t factor, int32_t offset,
+                      int64_t lo, int64_t hi) {
+  a->cells = n - 3;
+  a->first = malloc(sizeof(int64_t) * (size_t)(a->cells + 1));
+  if (!a->first) return false;
+  for (int64_t k = 0; k <= a->cells; k++) {
+    const double q = origin + (double)(k + 1) * spacing;
+    int64_t i = (int64_t)ceil((q - offset) / factor);
+    a->first[k] = i < lo ? lo : i > hi + 1 ? hi + 1 : i;
+  }
+  return true;
+}
+
+void accel__reg_geom_free(accel__reg_geom *g) {
+  free(g->ax.first);
+  free(g->ay.first);
+  g->ax.first = g->ay.first = NULL;
+}
+
+/* The box of the fixed level image after the linear part, as lattice index
+ * ranges. */
+static void lattice_box(const accel__reg_geom *g, int64_t lo[2], int64_t hi[2]) {
+  const double f = g->factor, o = g->offset;
+  double qlo[2] = {INFINITY, INFINITY}, qhi[2] = {-INFINITY, -INFINITY};
+  for (int c = 0; c < 4; c++) {
+    const double px = o + f * (double)((c & 1) ? g->fw - 1 : 0), py = o + f * (double)((c & 2) ? g->fh - 1 : 0);
+    double q[2];
+    accel__reg_linear(&g->xf, px, py, &q[0], &q[1]);
+    for (int d = 0; d < 2; d++) {
+      qlo[d] = fmin(qlo[d], q[d]);
+      qhi[d] = fmax(qhi[d], q[d]);
+    }
+  }
+  for (int d = 0; d < 2; d++) {
+    lo[d] = (int64_t)ceil((qlo[d] - o) / f - 1e-9);
+    hi[d] = (int64_t)floor((qhi[d] - o) / f + 1e-9);
+  }
+}
+
+accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job *job, accel__reg_geom *g) {
+  const accel_reg_options *o = job->options;
+  memset(g, 0, sizeof *g);
+  g->xf = job->xf;
+  g->xf.params = NULL;
+  const double *m = g->xf.m, det = m[0] * m[3] - m[1] * m[2];
+  g->inv[0] = m[3] / det, g->inv[1] = -m[1] / det, g->inv[2] = -m[2] / det, g->inv[3] = m[0] / det;
+  g->invb[0] = -(g->inv[0] * g->xf.b[0] + g->inv[1] * g->xf.b[1]);
+  g->invb[1] = -(g->inv[2] * g->xf.b[0] + g->inv[3] * g->xf.b[1]);
+  g->identity = m[0] == 1 && m[1] == 0 && m[2] == 0 && m[3] == 1 && g->xf.b[0] == 0 && g->xf.b[1] == 0;
+  g->factor = job->factor, g->offset = job->offset, g->level = job->level;
+  g->fw = job->fixed_width, g->fh = job->fixed_height, g->mw = job->moving_width, g->mh = job->moving_height;
+  g->cap = (double)(1 << (o->levels - 1 - job->level));
+  g->keep_outside = o->optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON;
+  g->seed = o->seed, g->renew = o->renew_samples, g->metric = o->metric;
+  int64_t lo[2], hi[2];
+  if (g->identity) {
+    lo[0] = lo[1] = 0, hi[0] = g->fw - 1, hi[1] = g->fh - 1;
+  } else {
+    lattice_box(g, lo, hi);
+  }
+  if (!axis_init(&g->ax, g->xf.nx, g->xf.origin[0], g->xf.spacing[0], g->factor, g->offset, lo[0], hi[0]) ||
+      !axis_init(&g->ay, g->xf.ny, g->xf.origin[1], g->xf.spacing[1], g->factor, g->offset, lo[1], hi[1])) {
+    accel__reg_geom_free(g);
+    accel__why(call->why, "out of memory for the sample cells");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  g->candidates = (g->ax.first[g->ax.cells] - g->ax.first[0]) * (g->ay.first[g->ay.cells] - g->ay.first[0]);
+  const int64_t nodes = g->xf.nx * g->xf.ny;
+  const bool gn = o->optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON;
+  const double cand = g->candidates > 0 ? (double)g->candidates : 1.0;
+  int64_t train = o->samples;
+  if (gn && train > 0 && train < ACCEL__REG_GN_PER_NODE * nodes) train = ACCEL__REG_GN_PER_NODE * nodes;
+  g->train_density = train <= 0 ? 1.0 : (double)train / cand;
+  g->train = g->train_density >= 1.0 ? g->candidates : train;
+  const int64_t normal = ACCEL__REG_GN_NORMAL_PER_NODE * nodes;
+  g->normal_density = !gn ? 0.0 : o->samples <= 0 ? 1.0 : (double)normal / cand;
+  g->normal = !gn ? 0 : g->normal_density >= 1.0 ? g->candidates : normal;
+  g->exact_density = ASGD_EXACT_SAMPLES / cand;
+  g->jacobian_density = (double)(2 * nodes > 1000 ? 2 * nodes : 1000) / cand;
+  g->valid_density = o->validation_samples <= 0 ? 0.0 : (double)o->validation_samples / cand;
+  g->valid = o->validation_samples <= 0 ? 0 : g->valid_density >= 1.0 ? g->candidates : o->validation_samples;
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ bending energy */
+
+/* The cubic B-spline and its first two derivatives. */
+static double bspline_d(double t, int order) {
+  const double a = fabs(t), s = t < 0 ? -1.0 : 1.0;
+  if (a >= 2) return 0;
+  if (a < 1)
+    return order == 0 ? 2.0 / 3.0 - a * a + a * a * a / 2 : order == 1 ? s * (-2 * a + 1.5 * a * a) : -2 + 3 * a;
+  const double b = 2 - a;
+  return order == 0 ? b * b * b / 6 : order == 1 ? -s * b * b / 2 : b;
+}
+
+/* K(di, dj) for |di|, |dj| <= 3: the 2-D bending stencil from the 1-D
+ * integrals A_m(d) = int beta^(m)(t) beta^(m)(t - d) dt (4-point
+ * Gauss-Legendre per unit interval, exact for these piecewise
+ * polynomials). */
+static void bending_stencil(double k[ACCEL__REG_NB]) {
+  static const double gx[4] = {-0.8611363115940526, -0.3399810435848563, 0.3399810435848563, 0.8611363115940526};
+  static const double gw[4] = {0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538};
+  double A[3][4];
+  for (int m = 0; m < 3; m++)
+    for (int d = 0; d < 4; d++) {
+      double s = 0;
+      for (int u = -2; u < 2; u++)
+        for (int q = 0; q < 4; q++) {
+          const double t = u + 0.5 + 0.5 * gx[q];
+          s += 0.5 * gw[q] * bspline_d(t, m) * bspline_d(t - d, m);
+        }
+      A[m][d] = s;
+    }
+  for (int dj = -3; dj <= 3; dj++)
+    for (int di = -3; di <= 3; di++) {
+      const int i = abs(di), j = abs(dj);
+      k[(dj + 3) * 7 + di + 3] = A[2][i] * A[0][j] + 2 * A[1][i] * A[1][j] + A[0][i] * A[2][j];
+    }
+}
+
+typedef struct bending {
+  double weight; /* the option times 1 / (spacing^2 area): BE = weight c^T K c */
+  double k[ACCEL__REG_NB];
+} bending;
+
+static void bending_init(bending *b, const accel__reg_geom *g, double option) {
+  const double area = (double)g->fw * g->factor * (double)g->fh * g->factor;
+  b->weight = option / (g->xf.spacing[0] * g->xf.spacing[1] * area);
+  bending_stencil(b->k);
+}
+
+/* y = K x for both components (y may not alias x); returns x^T K x. */
+static double bending_apply(const bending *b, const accel__reg_geom *g, const double *x, double *y) {
+  const int64_t nx = g->xf.nx, ny = g->xf.ny, n = nx * ny;
+  double e = 0;
+  for (int64_t j = 0; j < ny; j++)
+    for (int64_t i = 0; i < nx; i++) {
+      double sx = 0, sy = 0;
+      for (int dj = -3; dj <= 3; dj++) {
+        if (j + dj < 0 || j + dj >= ny) continue;
+        for (int di = -3; di <= 3; di++) {
+          if (i + di < 0 || i + di >= nx) continue;
+          const double kk = b->k[(dj + 3) * 7 + di + 3];
+          const int64_t c = (j + dj) * nx + i + di;
+          sx += kk * x[c];
+          sy += kk * x[n + c];
+        }
+      }
+      y[j * nx + i] = sx;
+      y[n + j * nx + i] = sy;
+      e += x[j * nx + i] * sx + x[n + j * nx + i] * sy;
+    }
+  return e;
+}
+
+/* The penalty at x: its value, and (when grad/normal are given) its
+ * gradient and Hessian added to those of the metric. */
+static double bending_add(const bending *b, const accel__reg_geom *g, const double *x, double *grad, double *normal,
+                          double *scratch) {
+  if (!(b->weight > 0)) return 0;
+  const int64_t n = g->xf.nx * g->xf.ny;
+  const double e = bending_apply(b, g, x, scratch);
+  if (grad)
+    for (int64_t a = 0; a < 2 * n; a++) grad[a] += 2 * b->weight * scratch[a];
+  if (normal)
+    for (int64_t a = 0; a < n; a++)
+      for (int nb = 0; nb < ACCEL__REG_NB; nb++) {
+        normal[(a * ACCEL__REG_NB + nb) * 3] += 2 * b->weight * b->k[nb];
+        normal[(a * ACCEL__REG_NB + nb) * 3 + 2] += 2 * b->weight * b->k[nb];
+      }
+  return b->weight * e;
+}
+
+/* ------------------------------------------------------------ linear algebra */
+
+#define DOT_CHUNK 2048
+
+/* a . b over n values, in fixed chunks summed in order. */
+static double dot(const double *a, const double *b, int64_t n, int threads) {
+  const int64_t chunks = (n + DOT_CHUNK - 1) / DOT_CHUNK;
+  double part[256], total = 0;
+  for (int64_t c0 = 0; c0 < chunks; c0 += 256) {
+    const int64_t c1 = c0 + 256 < chunks ? c0 + 256 : chunks;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > 65536)
+    for (int64_t c = c0; c < c1; c++) {
+      double s = 0;
+      const int64_t e = (c + 1) * DOT_CHUNK < n ? (c + 1) * DOT_CHUNK : n;
+      for (int64_t k = c * DOT_CHUNK; k < e; k++) s += a[k] * b[k];
+      part[c - c0] = s;
+    }
+    for (int64_t c = c0; c < c1; c++) total += part[c - c0];
+  }
+  return total;
+}
+
+/* y = (N + diag(damp)) x in the node-block layout. */
+static void normal_apply(const double *N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
+                         int threads) {
+  const int64_t n = nx * ny;
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > 1024)
+  for (int64_t a = 0; a < n; a++) {
+    const int64_t i = a % nx, j = a / nx;
+    double sx = damp[a] * x[a], sy = damp[n + a] * x[n + a];
+    const double *e = N + a * ACCEL__REG_NB3;
+    for (int dj = -3; dj <= 3; dj++) {
+      if (j + dj < 0 || j + dj >= ny) continue;
+      for (int di = -3; di <= 3; di++) {
+        if (i + di < 0 || i + di >= nx) continue;
+        const int64_t b = a + dj * nx + di;
+        const double *v = e + ((dj + 3) * 7 + di + 3) * 3;
+        sx += v[0] * x[b] + v[1] * x[n + b];
+        sy += v[1] * x[b] + v[2] * x[n + b];
+      }
+    }
+    y[a] = sx;
+    y[n + a] = sy;
+  }
+}
+
+/* Solve (N + diag(damp)) d = -g by preconditioned conjugate gradients,
+ * from d = 0, the preconditioner the inverse 2 x 2 diagonal blocks.
+ * work: 4 * 2n doubles. */
+static void pcg(const double *N, const double *damp, int64_t nx, int64_t ny, const double *g, double *d, double *work,
+                int threads) {
+  const int64_t n = nx * ny, P = 2 * n;
+  double *r = work, *z = work + P, *p = work + 2 * P, *q = work + 3 * P;
+  for (int64_t k = 0; k < P; k++) d[k] = 0, r[k] = -g[k];
+  const double r0 = sqrt(dot(r, r, P, threads));
+  if (!(r0 > 0)) return;
+  double rz = 0;
+  for (int it = 0; it < GN_CG_MAX; it++) {
+    for (int64_t a = 0; a < n; a++) {
+      const double *e = N + (a * ACCEL__REG_NB + 24) * 3;
+      const double xx = e[0] + damp[a], xy = e[1], yy = e[2] + damp[n + a], det = xx * yy - xy * xy;
+      z[a] = det > 0 ? (yy * r[a] - xy * r[n + a]) / det : 0;
+      z[n + a] = det > 0 ? (xx * r[n + a] - xy * r[a]) / det : 0;
+    }
+    const double rz1 = dot(r, z, P, threads);
+    if (it == 0)
+      for (int64_t k = 0; k < P; k++) p[k] = z[k];
+    else
+      for (int64_t k = 0; k < P; k++) p[k] = z[k] + (rz1 / rz) * p[k];
+    rz = rz1;
+    normal_apply(N, damp, nx, ny, p, q, threads);
+    const double pq = dot(p, q, P, threads);
+    if (!(pq > 0)) break;
+    const double alpha = rz / pq;
+    for (int64_t k = 0; k < P; k++) d[k] += alpha * p[k], r[k] -= alpha * q[k];
+    if (sqrt(dot(r, r, P, threads)) < GN_CG_TOL * r0) break;
+  }
+}
+
+/* ------------------------------------------------------------ early stopping, progress */
+
+typedef struct stopper {
+  double tolerance;
+  int window;
+  int n;
+  double *hist; /* n values so far */
+} stopper;
+
+/* Record v; true when the level has converged. */
+static bool stopper_push(stopper *s, double v) {
+  s->hist[s->n++] = v;
+  if (!(s->tolerance > 0) || s->n <= s->window) return false;
+  const double old = s->hist[s->n - 1 - s->window];
+  return old - v < s->tolerance * fabs(old);
+}
+
+static accel_status progress(accel__call *call, const accel__reg_level_job *job, int32_t it, double value) {
+  const accel_reg_options *o = job->options;
+  if (o->progress && o->progress(o->progress_user, job->level, it, value)) {
+    accel__why(call->why, "cancelled by the progress callback at level %d, iteration %d", (int)job->level, (int)it);
+    return ACCEL_ERR_CANCELLED;
+  }
+  return ACCEL_OK;
+}
+
+/* The objective (metric + bending) on the validation set, or on the
+ * training set of `it` when there is none. */
+static accel_status objective(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
+                              const bending *b, const double *x, int32_t it, double *scratch, double *v) {
+  int64_t count;
+  accel_status s = ev->eval(call, ev->state, x, g->valid > 0 ? ACCEL__REG_SET_VALID : ACCEL__REG_SET_TRAIN, it, v,
+                            &count, NULL, NULL);
+  if (s) return s;
+  *v += bending_add(b, g, x, NULL, NULL, scratch);
+  return ACCEL_OK;
+}
+
+/* ------------------------------------------------------------ Gauss-Newton */
+
+typedef struct gn_mem {
+  double *grad, *normal, *damp, *step, *trial, *work, *scratch, *hist;
+} gn_mem;
+
+static void gn_free(gn_mem *m) {
+  free(m->grad), free(m->normal), free(m->damp), free(m->step), free(m->trial), free(m->work), free(m->scratch);
+  free(m->hist);
+}
+
+static bool gn_alloc(gn_mem *m, int64_t n, int32_t iterations) {
+  const size_t P = (size_t)(2 * n);
+  memset(m, 0, sizeof *m);
+  m->grad = malloc(P * sizeof(double)), m->normal = malloc((size_t)n * ACCEL__REG_NB3 * sizeof(double));
+  m->damp = malloc(P * sizeof(double)), m->step = malloc(P * sizeof(double)), m->trial = malloc(P * sizeof(double));
+  m->work = malloc(4 * P * sizeof(double)), m->scratch = malloc(P * sizeof(double));
+  m->hist = malloc(((size_t)iterations + 1) * sizeof(double));
+  return m->grad && m->normal && m->damp && m->step && m->trial && m->work && m->scratch && m->hist;
+}
+
+/* One accepted step from x (objective *v), or false (stalled). lambda in/out. */
+static accel_status gn_step(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
+                            const bending *b, gn_mem *m, double *x, int32_t it, double *lambda, double *nu, double *v,
+                            bool *stalled) {
+  const int64_t nx = g->xf.nx, ny = g->xf.ny, n = nx * ny;
+  double mean = 0;
+  for (int64_t a = 0; a < n; a++) {
+    const double *e = m->normal + (a * ACCEL__REG_NB + 24) * 3;
+    mean += e[0] + e[2];
+  }
+  const double eps = GN_EPS * mean / (double)(2 * n) + 1e-300;
+  *stalled = true;
+  for (int t = 0; t < GN_TRIES; t++) {
+    for (int64_t a = 0; a < n; a++) {
+      const double *e = m->normal + (a * ACCEL__REG_NB + 24) * 3;
+      m->damp[a] = *lambda * (e[0] + eps);
+      m->damp[n + a] = *lambda * (e[2] + eps);
+    }
+    pcg(m->normal, m->damp, nx, ny, m->grad, m->step, m->work, call->threads);
+    for (int64_t a = 0; a < n; a++) {
+      const double len = hypot(m->step[a], m->step[n + a]);
+      if (len > g->cap) m->step[a] *= g->cap / len, m->step[n + a] *= g->cap / len;
+    }
+    for (int64_t k = 0; k < 2 * n; k++) m->trial[k] = x[k] + m->step[k];
+    /* The model's predicted decrease -(g.d + d.N d / 2). */
+    normal_apply(m->normal, m->damp, nx, ny, m->step, m->work, call->threads);
+    double gd = 0, dnd = 0;
+    for (int64_t k = 0; k < 2 * n; k++)
+      gd += m->grad[k] * m->step[k], dnd += m->step[k] * m->work[k] - m->damp[k] * m->step[k] * m->step[k];
+    const double pred = -(gd + dnd / 2);
+    double vt;
+    accel_status s = objective(call, ev, g, b, m->trial, it, m->scratch, &vt);
+    if (s) return s;
+    if (vt < *v) {
+      memcpy(x, m->trial, (size_t)(2 * n) * sizeof *x);
+      const double rho = pred > 0 ? (*v - vt) / pred : 0, c = 2 * rho - 1;
+      *v = vt;
+      *lambda = fmax(*lambda * fmax(1.0 / 3, 1 - c * c * c), LAMBDA_MIN);
+      *nu = 2;
+      *stalled = false;
+      return ACCEL_OK;
+    }
+    *lambda *= *nu;
+    *nu *= 2;
+  }
+  return ACCEL_OK;
+}
+
+static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, const accel__reg_geom *g,
+                                 const accel__reg_evaluator *ev) {
+  const accel_reg_options *o = job->options;
+  const int64_t n = g->xf.nx * g->xf.ny;
+  gn_mem m;
+  if (!gn_alloc(&m, n, o->iterations)) {
+    gn_free(&m);
+    accel__why(call->why, "out of memory for the Gauss-Newton system of %lld nodes", (long long)n);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  bending b;
+  bending_init(&b, g, o->bending_weight);
+  stopper st = {o->tolerance, o->window, 0, m.hist};
+  accel_reg_level_report *r = job->report;
+  double *x = job->params, v, lambda = LAMBDA_START, nu = 2;
+  accel_status s = objective(call, ev, g, &b, x, 0, m.scratch, &v);
+  r->metric_first = r->metric_last = v;
+  r->stop = ACCEL_REG_STOP_ITERATIONS;
+  stopper_push(&st, v);
+  for (int32_t it = 0; !s && it < o->iterations; it++) {
+    double value;
+    int64_t count;
+    double unused;
+    s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, m.grad, NULL);
+    if (!s) s = ev->eval(call, ev->state, x, ACCEL__REG_SET_NORMAL, it, &unused, &count, NULL, m.normal);
+    if (s) break;
+    const double be = bending_add(&b, g, x, m.grad, m.normal, m.scratch);
+    if (g->valid == 0) v = value + be;
+    bool stalled;
+    if ((s = gn_step(call, ev, g, &b, &m, x, it, &lambda, &nu, &v, &stalled))) break;
+    r->iterations = it + 1;
+    r->metric_last = v;
+    if ((s = progress(call, job, it, value))) break;
+    if (stalled) {
+      r->stop = ACCEL_REG_STOP_STALLED;
+      break;
+    }
+    if (stopper_push(&st, v)) {
+      r->stop = ACCEL_REG_STOP_CONVERGED;
+      break;
+    }
+  }
+  gn_free(&m);
+  return s;
+}
+
+/* ------------------------------------------------------------ ASGD */
+
+/* elastix's AdaptiveStochasticGradientDescent (Klein, Pluim, Staring and
+ * Viergever 2009, "Adaptive stochastic gradient descent optimisation for
+ * image registration", IJCV 81) with its automatic parameter estimation
+ * ("Original"): x_{k+1} = x_k - a / (A + t_k + 1) g_k, A = 20, the time
+ * t_{k+1} = max(0, t_k + f(-g_k . g_{k-1})), f a sigmoid from fmin to
+ * fmax = 1 with f(0) = 0 and scale omega. From the B-spline Jacobians J_j
+ * at M = max(1000, parameters) points (here: 2 x P, the 16 weights w_j in
+ * each row): C = (1/M) sum J_j^T J_j, TrC, TrCC = ||C||_F^2, maxJJ =
+ * max_j 6 |w_j|^2, maxJCJ = max_j 6 w_j^T S w_j (S the per-axis block of
+ * C); from gradient measurements at the level's start perturbed by
+ * N(0, (delta / sqrt(maxJJ))^2): gg = mean |g_exact|^2 (100000 samples),
+ * ee = mean |g_exact - g_stochastic|^2; sigma1 = sqrt(gg / TrC), sigma3 =
+ * sqrt(ee / TrC), a = A delta / (sigma1 sqrt(maxJCJ)) * sigma1^2 /
+ * (sigma1^2 + sigma3^2), fmin = -0.99 + 0.98 sigma1^2 / (sigma1^2 +
+ * sigma3^2), omega = 0.1 sigma3^2 sqrt(TrCC); delta, the largest voxel
+ * displacement of a step, is the level's pixel size (full-resolution
+ * pixels). */
+#define ASGD_A 20.0
+#define ASGD_EVAL_EVERY 10
+
+typedef struct asgd_params {
+  double a, fmin, fmax, omega;
+} asgd_params;
+
+/* The Jacobian terms (elastix's ComputeJacobianTerms for a B-spline). */
+static bool jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, double *maxJJ, double *maxJCJ) {
+  const int64_t nx = g->xf.nx, n = nx * g->xf.ny, cxn = g->ax.cells, cells = cxn * g->ay.cells;
+  double *S = calloc((size_t)(n * ACCEL__REG_NB), sizeof(double));
+  if (!S) return false;
+  const uint64_t stream = accel__reg_stream(g, ACCEL__REG_SET_JACOBIAN, 0);
+  double M = 0;
+  *maxJJ = *maxJCJ = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t c = 0; c < cells; c++) {
+      const int64_t cx = c % cxn, cy = c / cxn;
+      const int64_t P = (g->ax.first[cx + 1] - g->ax.first[cx]) * (g->ay.first[cy + 1] - g->ay.first[cy]);
+      const int64_t ns = accel__reg_cell_samples(P, g->jacobian_density);
+      for (int64_t k = 0; k < ns; k++) {
+        int64_t ix, iy;
+        accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, g->jacobian_density, g->seed, g->level, stream, &ix, &iy);
+        const double qx = g->factor * (double)ix + g->offset, qy = g->factor * (double)iy + g->offset;
+        double wx[4], wy[4], w[16], ww = 0, wsw = 0;
+        const double tx = (qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1);
+        const double ty = (qy - g->xf.origin[1]) / g->xf.spacing[1] - (double)(cy + 1);
+        accel__reg_weights(tx < 0 ? 0 : tx > 1 ? 1 : tx, wx);
+        accel__reg_weights(ty < 0 ? 0 : ty > 1 ? 1 : ty, wy);
+        for (int t = 0; t < 16; t++) w[t] = wy[t / 4] * wx[t % 4], ww += w[t] * w[t];
+        for (int t = 0; t < 16; t++) {
+          const int64_t a = (cy + t / 4) * nx + cx + t % 4;
+          for (int u = 0; u < 16; u++) {
+            const int nb = (u / 4 - t / 4 + 3) * 7 + (u % 4 - t % 4 + 3);
+            if (pass == 0) S[a * ACCEL__REG_NB + nb] += w[t] * w[u];
+            else wsw += w[t] * w[u] * S[a * ACCEL__REG_NB + nb] / M;
+          }
+        }
+        if (pass == 0) M += 1;
+        *maxJJ = fmax(*maxJJ, 6 * ww);
+        if (pass == 1) *maxJCJ = fmax(*maxJCJ, 6 * wsw);
+      }
+    }
+  *TrC = *TrCC = 0;
+  for (int64_t a = 0; a < n; a++) {
+    *TrC += 2 * S[a * ACCEL__REG_NB + 24] / M;
+    for (int nb = 0; nb < ACCEL__REG_NB; nb++) *TrCC += 2 * pow(S[a * ACCEL__REG_NB + nb] / M, 2);
+  }
+  free(S);
+  return M > 0;
+}
+
+/* A standard normal number from the counter hash (Box-Muller). */
+static double normal_at(const accel__reg_geom *g, uint64_t stream, int64_t k) {
+  const uint64_t h = accel__reg_hash(g->seed, g->level, stream, -1, k);
+  const double u1 = ((double)(h >> 11) + 0.5) / 9007199254740992.0, u2 = (double)(uint32_t)h / 4294967296.0;
+  return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
+}
+
+/* The automatic parameter estimation at x; work: 3 * 2n doubles. */
+static accel_status asgd_estimate(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
+                                  const double *x, double *work, asgd_params *p) {
+  const int64_t P = 2 * g->xf.nx * g->xf.ny;
+  double TrC, TrCC, maxJJ, maxJCJ;
+  if (!jacobian_terms(g, &TrC, &TrCC, &maxJJ, &maxJCJ)) {
+    accel__why(call->why, "out of memory for the Jacobian terms");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const double delta = g->factor, K = 1.5;
+  int measurements = TrCC > 1e-14 && TrC > 1e-14 ? (int)ceil(8.0 * TrCC / TrC / TrC / (K - 1) / (K - 1)) : 2;
+  measurements = measurements < 2 ? 2 : measurements > 1000 ? 1000 : measurements;
+  const double sigma4 = maxJJ > 1e-14 ? delta / sqrt(maxJJ) : 0;
+  double *mu = work, *ge = work + P, *ga = work + 2 * P, gg = 0, ee = 0, value;
+  int64_t count;
+  for (int i = 0; i < measurements; i++) {
+    const uint64_t stream = ((uint64_t)5 << 32) | (uint32_t)i;
+    for (int64_t k = 0; k < P; k++) mu[k] = x[k] + sigma4 * normal_at(g, stream, k);
+    accel_status s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_EXACT, -1 - i, &value, &count, ge, NULL);
+    if (!s) s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_TRAIN, -1 - i, &value, &count, ga, NULL);
+    if (s) return s;
+    for (int64_t k = 0; k < P; k++) gg += ge[k] * ge[k], ee += (ge[k] - ga[k]) * (ge[k] - ga[k]);
+  }
+  gg /= measurements, ee /= measurements;
+  const double sigma1 = gg > 1e-14 && TrC > 1e-14 ? sqrt(gg / TrC) : 0;
+  const double sigma3 = ee > 1e-14 && TrC > 1e-14 ? sqrt(ee / TrC) : 0;
+  const double a_max = sigma1 > 1e-14 && maxJCJ > 1e-14 ? ASGD_A * delta / sigma1 / sqrt(maxJCJ) : 0;
+  const double noise = sigma1 * sigma1 / (sigma1 * sigma1 + sigma3 * sigma3 + 1e-14);
+  p->a = a_max * noise;
+  p->fmax = 1.0;
+  p->fmin = -0.99 + 0.98 * noise;
+  p->omega = fmax(1e-14, 0.1 * sigma3 * sigma3 * sqrt(TrCC));
+  return ACCEL_OK;
+}
+
+/* ITK's sigmoid from fmin to fmax, shifted so that f(0) = 0. */
+static double asgd_sigmoid(const asgd_params *p, double x) {
+  const double beta = p->omega * log(-p->fmax / p->fmin);
+  return (p->fmax - p->fmin) / (1 + exp(-(x - beta) / p->omega)) + p->fmin;
+}
+
+/* Early stopping for ASGD: the validation objective every
+ * ASGD_EVAL_EVERY iterations, smoothed as the mean of the last 3. */
+static accel_status asgd_check(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
+                               const bending *b, const double *x, int32_t it, double *scratch, double *recent,
+                               stopper *st, bool *stop) {
+  *stop = false;
+  const int32_t e = (it + 1) / ASGD_EVAL_EVERY;
+  if (!(st->tolerance > 0) || (it + 1) % ASGD_EVAL_EVERY) return ACCEL_OK;
+  double v;
+  accel_status s = objective(call, ev, g, b, x, it, scratch, &v);
+  if (s) return s;
+  recent[e % 3] = v;
+  if (e < 3) return ACCEL_OK;
+  const double smooth = (recent[0] + recent[1] + recent[2]) / 3;
+  /* the stopper counts evaluations: a window of `window` iterations */
+  *stop = stopper_push(st, smooth);
+  return ACCEL_OK;
+}
+
+static accel_status asgd(accel__call *call, accel__reg_level_job *job, const accel__reg_geom *g,
+                         const accel__reg_evaluator *ev) {
+  const accel_reg_options *o = job->options;
+  const int64_t P = 2 * g->xf.nx * g->xf.ny;
+  double *mem = malloc(sizeof(double) * (size_t)(6 * P + o->iterations + 1));
+  if (!mem) {
+    accel__why(call->why, "out of memory for ASGD's %lld parameters", (long long)P);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  double *grad = mem, *prev = mem + P, *scratch = mem + 2 * P, *work = mem + 3 * P;
+  bending b;
+  bending_init(&b, g, o->bending_weight);
+  const int window = o->window / ASGD_EVAL_EVERY > 1 ? o->window / ASGD_EVAL_EVERY : 1;
+  stopper st = {o->tolerance, window, 0, mem + 6 * P};
+  accel_reg_level_report *r = job->report;
+  double *x = job->params, v, t = 0, recent[3] = {0, 0, 0};
+  asgd_params p;
+  accel_status s = objective(call, ev, g, &b, x, 0, scratch, &v);
+  if (!s) s = asgd_estimate(call, ev, g, x, work, &p);
+  r->metric_first = r->metric_last = v;
+  r->stop = ACCEL_REG_STOP_ITERATIONS;
+  for (int32_t it = 0; !s && it < o->iterations; it++) {
+    double value;
+    int64_t count;
+    if ((s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, grad, NULL))) break;
+    bending_add(&b, g, x, grad, NULL, scratch);
+    if (it > 0) t = fmax(0.0, t + asgd_sigmoid(&p, -dot(prev, grad, P, call->threads)));
+    const double gain = p.a / (ASGD_A + t + 1);
+    for (int64_t k = 0; k < P; k++) x[k] -= gain * grad[k], prev[k] = grad[k];
+    r->iterations = it + 1;
+    if ((s = progress(call, job, it, value))) break;
+    bool stop;
+    if ((s = asgd_check(call, ev, g, &b, x, it, scratch, recent, &st, &stop))) break;
+    if (stop) {
+      r->stop = ACCEL_REG_STOP_CONVERGED;
+      break;
+    }
+  }
+  if (!s) s = objective(call, ev, g, &b, x, o->iterations, scratch, &r->metric_last);
+  free(mem);
+  return s;
+}
+
+/* ------------------------------------------------------------ entry */
+
+accel_status accel__reg_optimize(accel__call *call, accel__reg_level_job *job, const accel__reg_geom *g,
+                                 const accel__reg_evaluator *ev) {
+  accel_reg_level_report *r = job->report;
+  r->samples = g->train;
+  r->width = g->fw;
+  r->height = g->fh;
+  r->grid_spacing = g->xf.spacing[0];
+  r->iterations = 0;
+  return job->options->optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON ? gauss_newton(call, job, g, ev)
+                                                                     : asgd(call, job, g, ev);
+}

@@ -1,0 +1,202 @@
+/*
+ * lib/reg/level_cell.h - a level's metric over one cell of the control grid
+ * (internal; C and CUDA, so that the CPU's evaluator and the GPU's form the
+ * same sums from the same samples in the same order).
+ *
+ * A cell's samples share their 4 x 4 support nodes: its sums (the metric's,
+ * 16 x 2 gradient terms, 16 x 16 x 3 Gauss-Newton terms) are formed in
+ * sample order by accel__reg_cell_eval. The grid's arrays then take each
+ * cell's terms in the order of the cells' colours (cell x mod 4, cell y mod
+ * 4; colour = x mod 4 + 4 (y mod 4)): cells of one colour share no node, so
+ * every entry receives at most one term per colour, and its sum is the same
+ * whether the cells are scattered colour by colour (the CPU) or an entry
+ * gathers its terms colour by colour (the GPU). The scalar sums are added
+ * in cell order.
+ */
+#ifndef ACCEL_REG_LEVEL_CELL_H
+#define ACCEL_REG_LEVEL_CELL_H
+
+#include "reg/interp.h"
+#include "reg/level.h"
+
+#include <math.h>
+#include <string.h>
+
+enum { ACCEL__REG_SUMS = 7 }; /* MSE: sum r^2, -, ..., count; NCC: f, m, ff, mm, fm, -, count */
+
+/* One cell's sums. */
+typedef struct accel__reg_cell_acc {
+  double s[ACCEL__REG_SUMS];
+  double ga[2][16], gb[2][16], gc[2][16]; /* MSE: ga = sum r dm; NCC: f dm, m dm, dm */
+  float L[3][16][16]; /* xx, xy, yy: single precision within a cell (a few hundred terms), double beyond */
+} accel__reg_cell_acc;
+
+/* What the cells read (host or device memory, as the backend needs). */
+typedef struct accel__reg_cell_in {
+  const accel__reg_geom *g; /* its axes' lattice ranges in the same memory */
+  const float *fixed, *moving;
+  const uint8_t *mask;
+  accel__reg_xform base; /* base.params NULL: none */
+} accel__reg_cell_in;
+
+/* Bilinear value (and, when gx is not NULL, gradient per level pixel) of
+ * img (w x h) at (x, y), which lies in [0, w - 1] x [0, h - 1]. */
+ACCEL__REG_HD float accel__reg_bilinear(const float *img, int64_t w, int64_t h, double x, double y, double *gx,
+                                        double *gy) {
+  int64_t x0 = (int64_t)x, y0 = (int64_t)y;
+  if (x0 > w - 2) x0 = w > 1 ? w - 2 : 0;
+  if (y0 > h - 2) y0 = h > 1 ? h - 2 : 0;
+  const int64_t x1 = w > 1 ? x0 + 1 : x0, y1 = h > 1 ? y0 + 1 : y0;
+  const double fx = x - (double)x0, fy = y - (double)y0;
+  const double v00 = img[y0 * w + x0], v10 = img[y0 * w + x1], v01 = img[y1 * w + x0], v11 = img[y1 * w + x1];
+  const double top = v00 + fx * (v10 - v00), bot = v01 + fx * (v11 - v01);
+  if (gx) {
+    *gx = (1 - fy) * (v10 - v00) + fy * (v11 - v01);
+    *gy = bot - top;
+  }
+  return (float)(top + fy * (bot - top));
+}
+
+/* The fixed value at lattice (ix, iy), or false when the sample does not
+ * count (outside the fixed image or its mask). */
+ACCEL__REG_HD bool accel__reg_fixed_at(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double qx, double qy,
+                                       double *f) {
+  const accel__reg_geom *g = e->g;
+  if (g->identity) {
+    const int64_t k = iy * g->fw + ix;
+    if (e->mask && !e->mask[k]) return false;
+    *f = e->fixed[k];
+    return true;
+  }
+  const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
+  const double lx = (px - g->offset) / g->factor, ly = (py - g->offset) / g->factor;
+  if (!(lx >= 0 && lx <= (double)(g->fw - 1) && ly >= 0 && ly <= (double)(g->fh - 1))) return false;
+  if (e->mask && !e->mask[(int64_t)floor(ly + 0.5) * g->fw + (int64_t)floor(lx + 0.5)]) return false;
+  *f = accel__reg_bilinear(e->fixed, g->fw, g->fh, lx, ly, NULL, NULL);
+  return true;
+}
+
+ACCEL__REG_HD double accel__reg_frac01(double t) { return t < 0 ? 0 : t >= 1 ? 0.9999999999999999 : t; }
+
+/* Add one sample's terms to a cell's sums. */
+ACCEL__REG_HD void accel__reg_cell_add(accel__reg_cell_acc *a, bool ncc, double fv, double mv, double gx, double gy,
+                                       const double w[16], bool grad, bool normal) {
+  a->s[ACCEL__REG_SUMS - 1] += 1;
+  if (ncc) {
+    a->s[0] += fv, a->s[1] += mv, a->s[2] += fv * fv, a->s[3] += mv * mv, a->s[4] += fv * mv;
+  } else {
+    a->s[0] += (mv - fv) * (mv - fv);
+  }
+  if (grad) {
+    const double ca = ncc ? fv : mv - fv;
+    for (int t = 0; t < 16; t++) {
+      a->ga[0][t] += ca * gx * w[t], a->ga[1][t] += ca * gy * w[t];
+      if (ncc) {
+        a->gb[0][t] += mv * gx * w[t], a->gb[1][t] += mv * gy * w[t];
+        a->gc[0][t] += gx * w[t], a->gc[1][t] += gy * w[t];
+      }
+    }
+  }
+  if (normal) {
+    float wf[16];
+    for (int t = 0; t < 16; t++) wf[t] = (float)w[t];
+    const float G0 = (float)(gx * gx), G1 = (float)(gx * gy), G2 = (float)(gy * gy);
+    for (int t = 0; t < 16; t++) {
+      const float a0 = wf[t] * G0, a1 = wf[t] * G1, a2 = wf[t] * G2;
+      for (int u = 0; u < 16; u++) a->L[0][t][u] += a0 * wf[u];
+      for (int u = 0; u < 16; u++) a->L[1][t][u] += a1 * wf[u];
+      for (int u = 0; u < 16; u++) a->L[2][t][u] += a2 * wf[u];
+    }
+  }
+}
+
+/* Accumulate the samples of cell (cx, cy) of a set (density, stream) at
+ * `params` into a (which starts at 0). */
+ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
+                                        double density, uint64_t stream, bool grad, bool normal,
+                                        accel__reg_cell_acc *a) {
+  const accel__reg_geom *g = e->g;
+  const int64_t nx = g->xf.nx, n = nx * g->xf.ny;
+  const int64_t P = (g->ax.first[cx + 1] - g->ax.first[cx]) * (g->ay.first[cy + 1] - g->ay.first[cy]);
+  const int64_t ns = accel__reg_cell_samples(P, density);
+  const double f = g->factor, off = g->offset;
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
+  const double *cpx = params, *cpy = params + n;
+  for (int64_t k = 0; k < ns; k++) {
+    int64_t ix, iy;
+    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, density, g->seed, g->level, stream, &ix, &iy);
+    const double qx = f * (double)ix + off, qy = f * (double)iy + off;
+    double fv;
+    if (!accel__reg_fixed_at(e, ix, iy, qx, qy, &fv)) continue;
+    double wx[4], wy[4], w[16];
+    accel__reg_weights(accel__reg_frac01((qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1)), wx);
+    accel__reg_weights(accel__reg_frac01((qy - g->xf.origin[1]) / g->xf.spacing[1] - (double)(cy + 1)), wy);
+    double ux = 0, uy = 0;
+    for (int j = 0; j < 4; j++) {
+      const int64_t row = (cy + j) * nx + cx;
+      for (int i = 0; i < 4; i++) {
+        w[j * 4 + i] = wy[j] * wx[i];
+        ux += w[j * 4 + i] * cpx[row + i];
+        uy += w[j * 4 + i] * cpy[row + i];
+      }
+    }
+    if (e->base.params) {
+      double bx, by;
+      accel__reg_bspline_at(&e->base, qx, qy, &bx, &by);
+      ux += bx, uy += by;
+    }
+    const double mx = (qx + ux - off) / f, my = (qy + uy - off) / f;
+    if (!g->keep_outside && !(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
+    double gx, gy;
+    const double mv = accel__reg_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
+    gx /= f, gy /= f;
+    accel__reg_cell_add(a, ncc, fv, mv, gx, gy, w, grad, normal);
+  }
+}
+
+/* The colour of cell (cx, cy): the round in which its terms are added. */
+ACCEL__REG_HD int accel__reg_cell_colour(int64_t cx, int64_t cy) { return (int)(cx % 4 + 4 * (cy % 4)); }
+
+/* The cell of colour `colour` whose support holds node (i, j), and the
+ * node's place t in it; false when that cell is not one of the cx_n x cy_n
+ * cells. */
+ACCEL__REG_HD bool accel__reg_cell_of(int64_t i, int64_t j, int colour, int64_t cx_n, int64_t cy_n, int64_t *cx,
+                                      int64_t *cy, int *t) {
+  *cx = i - (((i - colour % 4) % 4 + 4) % 4);
+  *cy = j - (((j - colour / 4) % 4 + 4) % 4);
+  *t = (int)((j - *cy) * 4 + (i - *cx));
+  return *cx >= 0 && *cx < cx_n && *cy >= 0 && *cy < cy_n;
+}
+
+/* The metric and its derivatives from the summed terms: s (the sums of all
+ * cells), grad (MSE: the summed ga terms, 2n) or gf, gm, g1 (NCC), normal
+ * (n * ACCEL__REG_NB3, or NULL), scaled in place. */
+static inline void accel__reg_finish(const accel__reg_geom *g, const double *s, const double *gf, const double *gm,
+                                     const double *g1, double *value, double *grad, double *normal) {
+  const int64_t n = g->xf.nx * g->xf.ny;
+  const double N = s[ACCEL__REG_SUMS - 1];
+  if (!(N > 0)) {
+    *value = 1e300;
+    if (grad) memset(grad, 0, sizeof(double) * (size_t)(2 * n));
+    return;
+  }
+  double scale = 2.0 / N;
+  if (g->metric == ACCEL_REG_METRIC_NCC) {
+    const double mf = s[0] / N, mm = s[1] / N, sff = s[2] - N * mf * mf, smm = s[3] - N * mm * mm,
+                 sfm = s[4] - N * mf * mm;
+    const double den = sqrt(sff * smm);
+    *value = den > 0 ? 1.0 - sfm / den : 1.0;
+    if (grad)
+      for (int64_t k = 0; k < 2 * n; k++)
+        grad[k] = den > 0 ? -((gf[k] - mf * g1[k]) - (sfm / smm) * (gm[k] - mm * g1[k])) / den : 0.0;
+    scale = smm > 0 ? 1.0 / smm : 0.0;
+  } else {
+    *value = s[0] / N;
+    if (grad)
+      for (int64_t k = 0; k < 2 * n; k++) grad[k] *= scale;
+  }
+  if (normal)
+    for (int64_t k = 0; k < n * ACCEL__REG_NB3; k++) normal[k] *= scale;
+}
+
+#endif /* ACCEL_REG_LEVEL_CELL_H */

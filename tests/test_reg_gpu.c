@@ -1,0 +1,725 @@
+/* suite_reg_gpu: the registration domain's CUDA ops, run in host emulation
+ * (tests/emulated_gpu.h), against the CPU ops on the same jobs: the pyramid
+ * (every dtype and layout, factors and offsets, whole and in bands), the
+ * warp (linear and cubic, U8/U16/F32 in and out, 1, 3 and 4 channels, whole,
+ * in tiles and with the source in bands from a small budget), a budget too
+ * small for any tile (the fallback line, or the error under DENY), one
+ * level's optimisation (both metrics and optimizers, with a mask: the CPU's
+ * parameters to the bit), whole registrations (the CPU's transform to the
+ * bit), and a failure at every CUDA call of each op
+ * (emulated_fault_sweep). */
+#include "emulated_gpu.h"
+#include "testutil.h"
+
+#include "core/internal.h"
+#include "reg/ops.h"
+#include "reg/transform.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if EXPECT_CUDA
+ACCEL__STAGE_FN(run_pyramid, reg, pyramid, job)
+ACCEL__STAGE_FN(run_warp, reg, warp, job)
+ACCEL__STAGE_FN(run_level, reg, level, job)
+
+/* ---------------------------------------------------------------- images */
+
+/* An image in one of three layouts: C order, rows padded (pitched copies),
+ * every other pixel (packed on the host). */
+enum { LAYOUT_DENSE, LAYOUT_PADDED, LAYOUT_GAPPED, LAYOUTS };
+typedef struct image {
+  uint8_t *mem;
+  accel_array a;
+} image;
+
+static double pattern(int64_t r, int64_t c, int64_t k, uint32_t seed) {
+  const double x = (double)c, y = (double)r;
+  const double noise = (double)((((uint32_t)(r * 7919 + c * 104729 + k * 31) ^ seed) * 2654435761u) >> 24) / 255.0;
+  return 0.5 + 0.3 * sin(0.21 * x + 0.05 * (double)k) * cos(0.13 * y) + 0.15 * (noise - 0.5);
+}
+
+static image make_image(accel_dtype dt, int64_t h, int64_t w, int64_t ch, int layout, uint32_t seed) {
+  const int64_t es = (int64_t)accel_dtype_size(dt), step = layout == LAYOUT_GAPPED ? 2 : 1;
+  const int64_t row = (w * step * ch + (layout == LAYOUT_PADDED ? 5 : 0)) * es;
+  image im;
+  im.mem = calloc((size_t)(row * h), 1);
+  const int64_t shape[3] = {h, w, ch};
+  ck_assert_int_eq(accel_array_init(&im.a, im.mem, dt, ch > 1 ? 3 : 2, shape), ACCEL_OK);
+  im.a.strides[0] = row;
+  im.a.strides[1] = step * ch * es;
+  if (ch > 1) im.a.strides[2] = es;
+  for (int64_t r = 0; r < h; r++)
+    for (int64_t c = 0; c < w; c++)
+      for (int64_t k = 0; k < ch; k++) {
+        const double v = pattern(r, c, k, seed);
+        uint8_t *p = im.mem + r * row + c * im.a.strides[1] + k * es;
+        if (dt == ACCEL_DTYPE_U8) *p = (uint8_t)(v * 255.0);
+        else if (dt == ACCEL_DTYPE_U16) *(uint16_t *)(void *)p = (uint16_t)(v * 65535.0);
+        else *(float *)(void *)p = (float)(v * 300.0 - 50.0);
+      }
+  return im;
+}
+
+static double image_at(const image *im, int64_t r, int64_t c, int64_t k) {
+  const uint8_t *p =
+      im->mem + r * im->a.strides[0] + c * im->a.strides[1] + (im->a.ndim == 3 ? k * im->a.strides[2] : 0);
+  switch (im->a.dtype) {
+  case ACCEL_DTYPE_U8: return *p;
+  case ACCEL_DTYPE_U16: return *(const uint16_t *)(const void *)p;
+  default: return *(const float *)(const void *)p;
+  }
+}
+
+/* The largest difference between two images of one shape. */
+static double max_diff(const image *a, const image *b) {
+  const int64_t ch = a->a.ndim == 3 ? a->a.shape[2] : 1;
+  double d = 0;
+  for (int64_t r = 0; r < a->a.shape[0]; r++)
+    for (int64_t c = 0; c < a->a.shape[1]; c++)
+      for (int64_t k = 0; k < ch; k++) {
+        const double e = fabs(image_at(a, r, c, k) - image_at(b, r, c, k));
+        d = e > d ? e : d;
+      }
+  return d;
+}
+
+static void clear_image(image *im) { memset(im->mem, 0x5A, (size_t)(im->a.strides[0] * im->a.shape[0])); }
+
+/* ---------------------------------------------------------------- pyramid */
+
+typedef struct pyr_case {
+  image in;
+  accel__reg_pyramid_job job;
+  float *cpu; /* the CPU's level */
+} pyr_case;
+
+static void pyr_case_init(pyr_case *c, accel_dtype dt, int layout, int64_t h, int64_t w, int32_t factor, int32_t offset,
+                          double sigma, int32_t coefficients) {
+  c->in = make_image(dt, h, w, 1, layout, (uint32_t)(factor * 131 + offset));
+  memset(&c->job, 0, sizeof c->job);
+  c->job.in = &c->in.a;
+  c->job.sigma = sigma;
+  c->job.factor = factor;
+  c->job.offset = offset;
+  c->job.width = (w - 1 - offset) / factor + 1;
+  c->job.height = (h - 1 - offset) / factor + 1;
+  c->job.coefficients = coefficients;
+  const size_t n = (size_t)(c->job.width * c->job.height);
+  c->cpu = malloc(n * sizeof(float));
+  c->job.out = c->cpu;
+  set_emulated_gpu_budget(0);
+  accel_ctx *cpu = cpu_ctx();
+  ck_assert_msg(accel__dispatch(cpu, "reg.pyramid", run_pyramid, &c->job) == ACCEL_OK, "cpu pyramid: %s",
+                accel_last_error(cpu));
+  accel_ctx_destroy(cpu);
+}
+
+static void pyr_case_free(pyr_case *c) {
+  free(c->in.mem);
+  free(c->cpu);
+}
+
+/* The GPU's level of c, checked against the CPU's when it succeeds. */
+static accel_status pyr_on_gpu(accel_ctx *ctx, void *user) {
+  pyr_case *c = user;
+  accel__reg_pyramid_job job = c->job;
+  const size_t n = (size_t)(job.width * job.height);
+  job.out = malloc(n * sizeof(float));
+  memset(job.out, 0x5A, n * sizeof(float));
+  const accel_status s = accel__dispatch(ctx, "reg.pyramid", run_pyramid, &job);
+  if (!s)
+    for (size_t i = 0; i < n; i++)
+      EXPECT(job.out[i] == c->cpu[i],
+             "pyramid (%s, factor %d, offset %d, sigma %g, coefficients %d): pixel %zu is %.9g, CPU %.9g",
+             accel__dtype_name(c->in.a.dtype), job.factor, job.offset, job.sigma, job.coefficients, i, job.out[i],
+             c->cpu[i]);
+  free(job.out);
+  return s;
+}
+
+static const struct {
+  int32_t factor, offset;
+  double sigma;
+} PYR[] = {{1, 0, 0.0}, {2, 0, 1.0}, {4, 1, 2.0}, {8, 3, 4.0}, {1, 0, 0.5}};
+
+/* Every dtype and layout, whole (1 GiB) and in bands (a budget of a few
+ * rows). */
+static void pyramid_equals_cpu(uint64_t budget) {
+  set_emulated_gpu_budget(budget);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  const accel_dtype dts[3] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+  int runs = 0;
+  for (int d = 0; d < 3; d++)
+    for (int layout = 0; layout < LAYOUTS; layout++)
+      for (size_t k = 0; k < sizeof PYR / sizeof PYR[0]; k++) {
+        pyr_case c;
+        pyr_case_init(&c, dts[d], layout, 71, 93, PYR[k].factor, PYR[k].offset, PYR[k].sigma, (int32_t)(k + d) % 2);
+        ck_assert_msg(pyr_on_gpu(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
+        pyr_case_free(&c);
+        runs++;
+      }
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.pyramid", &st), ACCEL_OK);
+  ck_assert_int_eq((int)st.gpu_runs, runs);
+  ck_assert_int_eq((int)st.fallbacks, 0);
+  accel_ctx_destroy(gpu);
+  set_emulated_gpu_budget(0);
+}
+
+START_TEST(pyramid_equals_cpu_in_emulation) { pyramid_equals_cpu(0); }
+END_TEST
+
+START_TEST(pyramid_bands_equal_cpu_in_emulation) { pyramid_equals_cpu(30000); }
+END_TEST
+
+/* ---------------------------------------------------------------- warp */
+
+/* A transform over a fixed image of fw x fh: a small affine part (one that
+ * keeps the axes for odd seeds: the CPU's separable path) and a B-spline of
+ * spacing 16 with displacements up to `amp` pixels. */
+static accel_reg_transform *make_transform(int64_t fw, int64_t fh, double amp, uint32_t seed) {
+  accel_reg_grid g;
+  ck_assert_int_eq(accel_reg_grid_for(fw, fh, 16, &g), ACCEL_OK);
+  accel_reg_transform *t = NULL;
+  ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &t), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(t);
+  double *p = malloc((size_t)n * sizeof *p);
+  for (int64_t i = 0; i < n; i++) p[i] = amp * (2.0 * pattern(i, i * 3, 0, seed) - 1.0);
+  ck_assert_int_eq(accel_reg_transform_set_parameters(t, p, n), ACCEL_OK);
+  free(p);
+  const double shear = seed % 2 ? 0.0 : 0.03;
+  const double aff[6] = {1.02, shear, -shear, 0.99, 1.5, -2.25}, centre[2] = {(double)fw / 2, (double)fh / 2};
+  ck_assert_int_eq(accel_reg_transform_set_initial(NULL, t, ACCEL_REG_LINEAR_AFFINE, aff, centre), ACCEL_OK);
+  return t;
+}
+
+typedef struct warp_case {
+  image in, cpu;
+  float *coef; /* any F32 image of in's shape stands for its coefficients */
+  int out_layout;
+  accel_reg_transform *t;
+  accel__reg_warp_job job;
+} warp_case;
+
+static void warp_case_init(warp_case *c, accel_dtype in_dt, accel_dtype out_dt, int64_t ch, accel_reg_interp interp,
+                           int out_layout) {
+  enum { H = 57, W = 69, OH = 50, OW = 61 };
+  c->in = make_image(in_dt, H, W, ch, LAYOUT_PADDED, (uint32_t)(ch * 7 + in_dt));
+  c->out_layout = out_layout;
+  c->cpu = make_image(out_dt, OH, OW, ch, out_layout, 0);
+  c->coef = malloc(sizeof(float) * H * W * (size_t)ch);
+  for (int64_t r = 0; r < H; r++)
+    for (int64_t col = 0; col < W; col++)
+      for (int64_t k = 0; k < ch; k++) c->coef[(r * W + col) * ch + k] = (float)(300.0 * pattern(r, col, k, 99) - 40);
+  c->t = make_transform(W, H, 4.0, (uint32_t)(3 + ch + interp));
+  memset(&c->job, 0, sizeof c->job);
+  accel__reg_xform_of(c->t, &c->job.xf);
+  c->job.in = &c->in.a;
+  c->job.out = &c->cpu.a;
+  c->job.coef = interp == ACCEL_REG_INTERP_CUBIC ? c->coef : NULL;
+  c->job.coef_y0 = 0;
+  c->job.coef_rows = H;
+  c->job.interp = interp;
+  c->job.fill = 17;
+  c->job.tile = 128;
+  c->job.x0 = -6; /* the region reaches past the fixed image's top left */
+  c->job.y0 = 9;
+  set_emulated_gpu_budget(0);
+  accel_ctx *cpu = cpu_ctx();
+  ck_assert_msg(accel__dispatch(cpu, "reg.warp", run_warp, &c->job) == ACCEL_OK, "cpu warp: %s", accel_last_error(cpu));
+  accel_ctx_destroy(cpu);
+}
+
+static void warp_case_free(warp_case *c) {
+  free(c->in.mem);
+  free(c->cpu.mem);
+  free(c->coef);
+  accel_reg_transform_destroy(c->t);
+}
+
+/* The GPU's warp of c (with c's tile), checked against the CPU's when it
+ * succeeds: within 1e-4 for F32, equal for integers. */
+static accel_status warp_on_gpu(accel_ctx *ctx, void *user) {
+  warp_case *c = user;
+  const accel_array *o = &c->cpu.a;
+  image out = make_image(o->dtype, o->shape[0], o->shape[1], o->ndim == 3 ? o->shape[2] : 1, c->out_layout, 0);
+  clear_image(&out);
+  accel__reg_warp_job job = c->job;
+  job.out = &out.a;
+  const accel_status s = accel__dispatch(ctx, "reg.warp", run_warp, &job);
+  if (!s) {
+    const double d = max_diff(&out, &c->cpu);
+    EXPECT(d <= (o->dtype == ACCEL_DTYPE_F32 ? 1e-4 : 0.0), "warp (%s to %s, %s, tile %lld): differs by %g",
+           accel__dtype_name(c->in.a.dtype), accel__dtype_name(o->dtype), job.coef ? "cubic" : "linear",
+           (long long)job.tile, d);
+  }
+  free(out.mem);
+  return s;
+}
+
+/* Every interpolation, dtype pair and channel count; whole, in tiles of 16,
+ * and (with a budget below the source's size) with the source in bands. */
+static void warp_equals_cpu(uint64_t budget, int64_t tile) {
+  set_emulated_gpu_budget(budget);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  const accel_dtype dts[3] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+  const int64_t chs[3] = {1, 3, 4};
+  int runs = 0;
+  for (int interp = 0; interp < 2; interp++)
+    for (int i = 0; i < 3; i++)
+      for (int k = 0; k < 3; k++) {
+        warp_case c;
+        const accel_dtype out_dt = dts[(i + k + interp) % 3];
+        warp_case_init(&c, dts[i], out_dt, chs[k], interp ? ACCEL_REG_INTERP_CUBIC : ACCEL_REG_INTERP_LINEAR,
+                       (i + k) % 2 ? LAYOUT_GAPPED : LAYOUT_DENSE);
+        if (tile) c.job.tile = tile;
+        ck_assert_msg(warp_on_gpu(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
+        warp_case_free(&c);
+        runs++;
+      }
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+  ck_assert_int_eq((int)st.gpu_runs, runs);
+  ck_assert_int_eq((int)st.fallbacks, 0);
+  accel_ctx_destroy(gpu);
+  set_emulated_gpu_budget(0);
+}
+
+START_TEST(warp_equals_cpu_in_emulation) { warp_equals_cpu(0, 0); }
+END_TEST
+
+START_TEST(warp_tiles_equal_cpu_in_emulation) { warp_equals_cpu(70000, 16); }
+END_TEST
+
+START_TEST(warp_source_bands_equal_cpu_in_emulation) { warp_equals_cpu(30000, 16); }
+END_TEST
+
+/* ---------------------------------------------------------------- level */
+
+/* One level's optimisation: a fixed image, a moving one that is it shifted
+ * and bent (its values stand for the moving level's spline coefficients),
+ * a grid of spacing 24, and the CPU's parameters and report after it. */
+enum { LH = 72, LW = 88 };
+typedef struct level_case {
+  float fixed[LH * LW], moving[LH * LW];
+  uint8_t mask[LH * LW];
+  accel_reg_transform *t;
+  int64_t n;
+  double *start, *cpu;
+  accel_reg_options o;
+  accel_reg_level_report cpu_report;
+  accel__reg_level_job job;
+} level_case;
+
+static accel_status level_case_init(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
+                                    int32_t iterations) {
+  for (int r = 0; r < LH; r++)
+    for (int k = 0; k < LW; k++) {
+      const double dx = 1.5 * sin(0.05 * r), dy = -1.0 + 0.8 * cos(0.07 * k);
+      c->fixed[r * LW + k] = (float)(100 * pattern(r, k, 0, 5));
+      c->moving[r * LW + k] = (float)(100 * (0.5 + 0.3 * sin(0.21 * (k - dx)) * cos(0.13 * (r - dy))) + 3);
+      c->mask[r * LW + k] = (uint8_t)((r - 36) * (r - 36) + (k - 44) * (k - 44) < 34 * 34);
+    }
+  accel_reg_grid g;
+  ck_assert_int_eq(accel_reg_grid_for(LW, LH, 24, &g), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &c->t), ACCEL_OK);
+  c->n = accel_reg_transform_count(c->t);
+  c->start = calloc((size_t)c->n, sizeof(double));
+  c->cpu = calloc((size_t)c->n, sizeof(double));
+  for (int64_t i = 0; i < c->n; i++) c->start[i] = 0.3 * sin(0.9 * (double)i);
+  accel_reg_options_init(&c->o, sizeof c->o);
+  c->o.metric = metric;
+  c->o.optimizer = opt;
+  c->o.iterations = iterations;
+  c->o.samples = 1500;
+  c->o.validation_samples = 800;
+  c->o.window = 3;
+  c->o.levels = 1;
+  memset(&c->job, 0, sizeof c->job);
+  c->job.fixed = c->fixed;
+  c->job.moving = c->moving;
+  c->job.fixed_width = c->job.moving_width = LW;
+  c->job.fixed_height = c->job.moving_height = LH;
+  c->job.mask = mask ? c->mask : NULL;
+  c->job.factor = 1;
+  accel__reg_xform_of(c->t, &c->job.xf);
+  c->job.options = &c->o;
+  memcpy(c->cpu, c->start, sizeof(double) * (size_t)c->n);
+  c->job.params = c->cpu;
+  c->job.xf.params = c->cpu;
+  c->job.report = &c->cpu_report;
+  accel_ctx *cpu = cpu_ctx();
+  const accel_status s = accel__dispatch(cpu, "reg.level", run_level, &c->job);
+  ck_assert_msg(s == ACCEL_OK || s == ACCEL_ERR_UNSUPPORTED, "cpu level: %s", accel_last_error(cpu));
+  if (s) printf("level_equals_cpu: not compared: %s\n", accel_last_error(cpu));
+  accel_ctx_destroy(cpu);
+  return s;
+}
+
+static void level_case_free(level_case *c) {
+  free(c->start);
+  free(c->cpu);
+  accel_reg_transform_destroy(c->t);
+}
+
+/* The GPU's level of c, checked against the CPU's when it succeeds: the
+ * same parameters to the bit, the same report. */
+static accel_status level_on_gpu(accel_ctx *ctx, void *user) {
+  level_case *c = user;
+  accel__reg_level_job job = c->job;
+  double *p = malloc(sizeof(double) * (size_t)c->n);
+  memcpy(p, c->start, sizeof(double) * (size_t)c->n);
+  accel_reg_level_report rep;
+  memset(&rep, 0, sizeof rep);
+  job.params = p;
+  job.xf.params = p;
+  job.report = &rep;
+  const accel_status s = accel__dispatch(ctx, "reg.level", run_level, &job);
+  if (!s) {
+    double d = 0;
+    for (int64_t i = 0; i < c->n; i++) d = fmax(d, fabs(p[i] - c->cpu[i]));
+    EXPECT(memcmp(p, c->cpu, sizeof(double) * (size_t)c->n) == 0,
+           "level (metric %d, optimizer %d): parameters differ from the CPU's by up to %g", (int)c->o.metric,
+           (int)c->o.optimizer, d);
+    EXPECT(rep.iterations == c->cpu_report.iterations && rep.stop == c->cpu_report.stop &&
+               rep.samples == c->cpu_report.samples && rep.metric_first == c->cpu_report.metric_first &&
+               rep.metric_last == c->cpu_report.metric_last,
+           "level report: %d iterations (CPU %d), metric %.17g (CPU %.17g)", rep.iterations, c->cpu_report.iterations,
+           rep.metric_last, c->cpu_report.metric_last);
+  }
+  free(p);
+  return s;
+}
+
+/* Both metrics, both optimizers, with and without a mask: the GPU's level
+ * is the CPU's to the bit (the same samples, sums in the same order). */
+START_TEST(level_equals_cpu_in_emulation) {
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  int runs = 0;
+  for (int metric = 0; metric < 2; metric++)
+    for (int opt = 0; opt < 2; opt++) { /* an optimizer the CPU does not have yet is skipped, with a line */
+      level_case *c = malloc(sizeof *c);
+      if (!level_case_init(c, (accel_reg_metric)metric, (accel_reg_optimizer)opt, (metric + opt) % 2 == 1, 12)) {
+        ck_assert_msg(level_on_gpu(gpu, c) == ACCEL_OK, "%s", accel_last_error(gpu));
+        runs++;
+      }
+      level_case_free(c);
+      free(c);
+    }
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.level", &st), ACCEL_OK);
+  ck_assert_int_eq((int)st.gpu_runs, runs);
+  ck_assert_int_eq((int)st.fallbacks, 0);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
+/* ---------------------------------------------------------------- register */
+
+/* Whole registrations (pyramid, levels) on the GPU and the CPU: a pair whose
+ * fixed image is the moving one warped by a known transform; MSE, and NCC
+ * with a mask. The same transform to the bit, so the same registration
+ * error, and the same report. */
+START_TEST(register_equals_cpu_in_emulation) {
+  enum { H = 120, W = 136 };
+  float *moving = malloc(sizeof(float) * H * W), *fixed = malloc(sizeof(float) * H * W);
+  uint8_t *mask = malloc(H * W);
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) {
+      moving[r * W + c] = (float)(100 + 60 * sin(0.11 * c) * cos(0.07 * r) + 40 * sin(0.031 * (c + 2 * r)) +
+                                  25 * ((r / 9 + c / 11) % 2));
+      mask[r * W + c] = (uint8_t)(c > 10 && r < H - 8);
+    }
+  accel_reg_transform *truth = make_transform(W, H, 2.0, 3);
+  accel_array am, af, ak;
+  accel_array_init(&am, moving, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  accel_array_init(&af, fixed, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  accel_array_init(&ak, mask, ACCEL_DTYPE_U8, 2, (int64_t[]){H, W});
+  const accel_array *in[1] = {&am}, *out[1] = {&af};
+  accel_reg_warp_options wo;
+  accel_reg_warp_options_init(&wo, sizeof wo);
+  accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  ck_assert_int_eq(accel_reg_warp(cpu, truth, in, out, 1, &wo), ACCEL_OK);
+  for (int ncc = 0; ncc < 2; ncc++) {
+    accel_reg_options o;
+    accel_reg_options_init(&o, sizeof o);
+    o.levels = 2;
+    o.grid_spacing = 32;
+    o.iterations = 15;
+    o.samples = 2000;
+    o.metric = ncc ? ACCEL_REG_METRIC_NCC : ACCEL_REG_METRIC_MSE;
+    accel_reg_report rg, rc;
+    accel_reg_report_init(&rg, sizeof rg);
+    accel_reg_report_init(&rc, sizeof rc);
+    accel_reg_transform *tg = NULL, *tc = NULL;
+    const accel_array *m = ncc ? &ak : NULL;
+    ck_assert_msg(accel_reg_register(gpu, &af, &am, m, NULL, &o, &tg, &rg) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_reg_register(cpu, &af, &am, m, NULL, &o, &tc, &rc), ACCEL_OK);
+    const int64_t n = accel_reg_transform_count(tc);
+    double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+    ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+    ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+    ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "metric %d: the GPU's transform differs", ncc);
+    for (int l = 0; l < 2; l++)
+      ck_assert(rg.level[l].iterations == rc.level[l].iterations && rg.level[l].stop == rc.level[l].stop &&
+                rg.level[l].metric_first == rc.level[l].metric_first &&
+                rg.level[l].metric_last == rc.level[l].metric_last);
+    free(pg);
+    free(pc);
+    accel_reg_transform_destroy(tg);
+    accel_reg_transform_destroy(tc);
+  }
+  const char *stages[2] = {"reg.pyramid", "reg.level"};
+  for (int k = 0; k < 2; k++) {
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, stages[k], &st), ACCEL_OK);
+    ck_assert_int_eq((int)st.gpu_runs, k ? 4 : 8);
+    ck_assert_int_eq((int)st.fallbacks, 0);
+  }
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+  accel_reg_transform_destroy(truth);
+  free(moving);
+  free(fixed);
+  free(mask);
+}
+END_TEST
+
+/* Progress: fractions rising to 1 from the calling thread; a nonzero
+ * answer cancels the GPU's warp, which is no failure (no fallback). */
+typedef struct progress_log {
+  int calls, cancel_at;
+  double last;
+} progress_log;
+
+static int on_progress(void *user, const char *stage, double fraction) {
+  progress_log *l = user;
+  EXPECT(!strcmp(stage, "reg.warp") && fraction > l->last && fraction <= 1.0, "progress %s %g after %g", stage,
+         fraction, l->last);
+  l->last = fraction;
+  return ++l->calls == l->cancel_at;
+}
+
+START_TEST(warp_progress_and_cancel_in_emulation) {
+  warp_case c;
+  warp_case_init(&c, ACCEL_DTYPE_F32, ACCEL_DTYPE_U8, 1, ACCEL_REG_INTERP_LINEAR, LAYOUT_DENSE);
+  set_emulated_gpu_budget(18000); /* the whole source, tiles of 16 */
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  progress_log log = {0, 0, 0.0};
+  c.job.progress = on_progress;
+  c.job.progress_user = &log;
+  c.job.progress_span = 1.0;
+  ck_assert_int_eq(warp_on_gpu(gpu, &c), ACCEL_OK);
+  ck_assert(log.calls >= 4 && log.last == 1.0);
+  log = (progress_log){0, 2, 0.0};
+  ck_assert_int_eq(warp_on_gpu(gpu, &c), ACCEL_ERR_CANCELLED);
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+  ck_assert_int_eq((int)st.fallbacks, 0);
+  accel_ctx_destroy(gpu);
+  warp_case_free(&c);
+  set_emulated_gpu_budget(0);
+}
+END_TEST
+
+/* Through accel_reg_warp, with the cubic warp cut into bands of output rows
+ * (each job holding the coefficients of the moving rows it reaches): the
+ * GPU's output is the CPU's, for F32 and U8 outputs, whole and in tiles. */
+START_TEST(warp_coefficient_bands_equal_cpu_in_emulation) {
+  enum { H = 150, W = 64, C = 3 };
+  image in = make_image(ACCEL_DTYPE_F32, H, W, C, LAYOUT_PADDED, 21);
+  accel_reg_transform *t = make_transform(W, H, 3.0, 8);
+  const int64_t keep = accel__reg_band_bytes;
+  accel__reg_band_bytes = 40 * W * C * 4; /* bands of 20 output rows */
+  accel_ctx *cpu = cpu_ctx();
+  for (int budget = 0; budget < 2; budget++) {
+    set_emulated_gpu_budget(budget ? 90000 : 0);
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+    for (int k = 0; k < 2; k++) {
+      const accel_dtype dt = k ? ACCEL_DTYPE_U8 : ACCEL_DTYPE_F32;
+      image a = make_image(dt, H, W, C, LAYOUT_DENSE, 0), b = make_image(dt, H, W, C, LAYOUT_DENSE, 0);
+      const accel_array *ins[1] = {&in.a}, *oa[1] = {&a.a}, *ob[1] = {&b.a};
+      accel_reg_warp_options o;
+      accel_reg_warp_options_init(&o, sizeof o);
+      o.tile = 16;
+      ck_assert_msg(accel_reg_warp(gpu, t, ins, oa, 1, &o) == ACCEL_OK, "%s", accel_last_error(gpu));
+      ck_assert_int_eq(accel_reg_warp(cpu, t, ins, ob, 1, &o), ACCEL_OK);
+      const double d = max_diff(&a, &b);
+      ck_assert_msg(d <= (k ? 0.0 : 1e-4), "coefficient bands (%s, budget %d): differs by %g", accel__dtype_name(dt),
+                    budget, d);
+      free(a.mem);
+      free(b.mem);
+    }
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+    ck_assert_int_ge((int)st.gpu_runs, 2 * (H / 20));
+    ck_assert_int_eq((int)st.fallbacks, 0);
+    accel_ctx_destroy(gpu);
+  }
+  accel__reg_band_bytes = keep;
+  set_emulated_gpu_budget(0);
+  accel_ctx_destroy(cpu);
+  accel_reg_transform_destroy(t);
+  free(in.mem);
+}
+END_TEST
+
+/* Edge cases of whole registrations: images of a few pixels (levels of
+ * single pixels, grids of few cells), every pixel as samples, and a start
+ * from an earlier transform (its B-spline part added at the coarse levels);
+ * the GPU's transform is the CPU's to the bit. */
+static void expect_same_registration(accel_ctx *gpu, accel_ctx *cpu, const accel_array *f, const accel_array *m,
+                                     const accel_reg_transform *init, const accel_reg_options *o, const char *what) {
+  accel_reg_transform *tg = NULL, *tc = NULL;
+  ck_assert_msg(accel_reg_register(gpu, f, m, NULL, init, o, &tg, NULL) == ACCEL_OK, "%s: %s", what,
+                accel_last_error(gpu));
+  ck_assert_int_eq(accel_reg_register(cpu, f, m, NULL, init, o, &tc, NULL), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(tc);
+  double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+  ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+  ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "%s: the GPU's transform differs", what);
+  free(pg);
+  free(pc);
+  accel_reg_transform_destroy(tg);
+  accel_reg_transform_destroy(tc);
+}
+
+START_TEST(register_edge_cases_equal_cpu_in_emulation) {
+  accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  float tiny[7 * 5];
+  for (int k = 0; k < 35; k++) tiny[k] = (float)((k * 37) % 11);
+  const accel_array a = array_of(tiny, ACCEL_DTYPE_F32, 2, (const int64_t[]){7, 5});
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 4;
+  o.iterations = 8;
+  o.samples = 500;
+  expect_same_registration(gpu, cpu, &a, &a, NULL, &o, "a 7 x 5 image");
+  enum { H = 64, W = 72 };
+  float *fixed = malloc(sizeof(float) * H * W), *moving = malloc(sizeof(float) * H * W);
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) {
+      fixed[r * W + c] = (float)(100 * pattern(r, c, 0, 3));
+      moving[r * W + c] = (float)(100 * pattern(r + 1, c - 1, 0, 3));
+    }
+  const accel_array f = array_of(fixed, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  const accel_array m = array_of(moving, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  o.levels = 2;
+  o.grid_spacing = 16;
+  o.samples = 0; /* every pixel */
+  expect_same_registration(gpu, cpu, &f, &m, NULL, &o, "every pixel");
+  accel_reg_transform *init = make_transform(W, H, 1.0, 5);
+  o.samples = 1000;
+  expect_same_registration(gpu, cpu, &f, &m, init, &o, "from an initial transform");
+  accel_reg_transform_destroy(init);
+  free(fixed);
+  free(moving);
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
+/* A level whose images do not fit the budget: the fallback line and the
+ * CPU's parameters. */
+START_TEST(level_over_the_budget_falls_back) {
+  level_case *c = malloc(sizeof *c);
+  ck_assert_int_eq(level_case_init(c, ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, false, 3), ACCEL_OK);
+  set_emulated_gpu_budget(30000); /* the level's two images take 50 KiB */
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  ck_assert_int_eq(level_on_gpu(gpu, c), ACCEL_OK);
+  ck_assert_int_eq(cap.n, 1);
+  ck_assert_msg(strncmp(cap.line[0], "[GPU] reg.level failed: ", 24) == 0 && strstr(cap.line[0], "budget") &&
+                    strstr(cap.line[0], ". CPU fallback."),
+                "%s", cap.line[0]);
+  accel_ctx_destroy(gpu);
+  level_case_free(c);
+  free(c);
+  set_emulated_gpu_budget(0);
+}
+END_TEST
+
+/* A budget too small for one tile: the exact fallback line and the CPU's
+ * result; under DENY, the device memory error. */
+START_TEST(warp_too_small_a_budget_falls_back) {
+  warp_case c;
+  warp_case_init(&c, ACCEL_DTYPE_F32, ACCEL_DTYPE_F32, 3, ACCEL_REG_INTERP_CUBIC, LAYOUT_DENSE);
+  c.job.tile = 16;
+  set_emulated_gpu_budget(3000);
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  ck_assert_int_eq(warp_on_gpu(gpu, &c), ACCEL_OK);
+  ck_assert_int_eq(cap.n, 1);
+  ck_assert_msg(strncmp(cap.line[0], "[GPU] reg.warp failed: ", 23) == 0 && strstr(cap.line[0], "over the") &&
+                    strstr(cap.line[0], ". CPU fallback."),
+                "%s", cap.line[0]);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, ". CPU fallback."), 1);
+  accel_ctx *strict = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  ck_assert_int_eq(warp_on_gpu(strict, &c), ACCEL_ERR_DEVICE_MEMORY);
+  ck_assert(strstr(accel_last_error(strict), "[GPU] reg.warp failed: "));
+  accel_ctx_destroy(strict);
+  accel_ctx_destroy(gpu);
+  warp_case_free(&c);
+  set_emulated_gpu_budget(0);
+}
+END_TEST
+
+/* Every CUDA call of the pyramid (in bands) and of the warp (in tiles, the
+ * source whole and in bands, through the staging buffers) is checked: a
+ * failure at any of them falls back with the error's name. */
+START_TEST(failures_fall_back_in_emulation) {
+  pyr_case p;
+  set_emulated_gpu_budget(6000);
+  pyr_case_init(&p, ACCEL_DTYPE_U16, LAYOUT_GAPPED, 23, 31, 2, 1, 1.0, 1);
+  ck_assert_int_ge(emulated_fault_sweep("reg.pyramid", pyr_on_gpu, &p), 10);
+  pyr_case_free(&p);
+  for (int bands = 0; bands < 2; bands++) {
+    warp_case c;
+    warp_case_init(&c, ACCEL_DTYPE_U8, ACCEL_DTYPE_U8, 3, bands ? ACCEL_REG_INTERP_LINEAR : ACCEL_REG_INTERP_CUBIC,
+                   LAYOUT_GAPPED);
+    c.job.tile = 32;
+    set_emulated_gpu_budget(bands ? 15000 : 0);
+    ck_assert_int_ge(emulated_fault_sweep("reg.warp", warp_on_gpu, &c), 8);
+    warp_case_free(&c);
+  }
+  set_emulated_gpu_budget(0);
+  level_case *l = malloc(sizeof *l);
+  ck_assert_int_eq(level_case_init(l, ACCEL_REG_METRIC_NCC, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, true, 2), ACCEL_OK);
+  ck_assert_int_ge(emulated_fault_sweep("reg.level", level_on_gpu, l), 10);
+  level_case_free(l);
+  free(l);
+}
+END_TEST
+#endif
+
+static Suite *suite_reg_gpu(void) {
+  TCase *tc = new_case("reg_gpu", 120, NULL, NULL);
+#if EXPECT_CUDA
+  tcase_add_test(tc, pyramid_equals_cpu_in_emulation);
+  tcase_add_test(tc, pyramid_bands_equal_cpu_in_emulation);
+  tcase_add_test(tc, warp_equals_cpu_in_emulation);
+  tcase_add_test(tc, warp_tiles_equal_cpu_in_emulation);
+  tcase_add_test(tc, warp_source_bands_equal_cpu_in_emulation);
+  tcase_add_test(tc, warp_coefficient_bands_equal_cpu_in_emulation);
+  tcase_add_test(tc, level_equals_cpu_in_emulation);
+  tcase_add_test(tc, register_equals_cpu_in_emulation);
+  tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
+  tcase_add_test(tc, level_over_the_budget_falls_back);
+  tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
+  tcase_add_test(tc, warp_too_small_a_budget_falls_back);
+  tcase_add_test(tc, failures_fall_back_in_emulation);
+#endif
+  return suite_of("reg_gpu", tc);
+}
+
+ACCEL_TEST_MAIN(suite_reg_gpu)
