@@ -207,7 +207,7 @@ class CliReg(CliTest):
         self.assertAlmostEqual(want[1], -1.74, delta=0.01)
         self.assertAlmostEqual(mean[0], want[0], delta=0.1)
         self.assertAlmostEqual(mean[1], want[1], delta=0.1)
-        self.assertLess(err, 0.1)
+        self.assertLess(err, 0.2)
         return d
 
     def test_register_then_warp(self):
