@@ -192,7 +192,7 @@ typedef enum accel_reg_stop {
 } accel_reg_stop;
 
 /* Called after every iteration of every level (level 0 is the coarsest):
- * the metric's value on the iteration's samples. Return 0 to go on, nonzero
+ * the metric's value on the iteration's (training) samples. Return 0 to go on, nonzero
  * to cancel (the call returns ACCEL_ERR_CANCELLED). Called on the calling
  * thread. */
 typedef int (*accel_reg_progress_fn)(void *user, int32_t level, int32_t iteration, double metric);
@@ -204,27 +204,38 @@ typedef struct accel_reg_options {
                            uses grid_spacing * 2^(levels - 1 - l), elastix's grid schedule */
   /* Pyramid: level l is the image smoothed with a Gaussian of sigma
    * 0.5 * f, f = 2^(levels - 1 - l) (elastix's default schedule); with
-   * `downsample` (default 1) it is also sampled every f pixels, otherwise it
-   * keeps the full size as elastix's smoothing pyramid does. */
+   * `downsample` (default 1) it is also sampled every f pixels and the
+   * finest level is not smoothed at all (sigma 0.5 blurs fine texture and
+   * costs accuracy); with 0 every level keeps the full size, as elastix's
+   * smoothing pyramid does. */
   int32_t downsample;
-  int32_t iterations;      /* per level, >= 1; default 500 */
-  int64_t samples;         /* fixed-image samples per iteration; default 5000; 0 = every pixel */
-  int32_t renew_samples;   /* 1 (default): new random samples every iteration */
-  uint64_t seed;           /* the samples' seed; same seed, same result, whatever the thread count */
-  accel_reg_metric metric; /* default ACCEL_REG_METRIC_MSE */
-  accel_reg_optimizer optimizer;
-  double bending_weight; /* weight of the bending energy penalty; default 0 */
-  /* Early stopping (docs/reg.md): the metric on a fixed validation sample
-   * set of `validation_samples` pixels, smoothed over `window` iterations,
-   * stops a level when its relative decrease over the last `window`
-   * iterations falls below `tolerance`. tolerance 0 = off (every iteration
-   * runs). */
+  int32_t iterations; /* per level, >= 1; default 500 */
+  /* Fixed-image samples per iteration; default 5000; 0 = every pixel. The
+   * Gauss-Newton optimizer needs more than a stochastic one: it uses at
+   * least a fixed number per control point of the level (docs/reg.md). */
+  int64_t samples;
+  int32_t renew_samples;         /* 1 (default): new random samples every iteration */
+  uint64_t seed;                 /* the samples' seed; same seed, same result, whatever the thread count */
+  accel_reg_metric metric;       /* default ACCEL_REG_METRIC_MSE */
+  accel_reg_optimizer optimizer; /* default ACCEL_REG_OPTIMIZER_GAUSS_NEWTON */
+  double bending_weight;         /* weight of the bending energy penalty; default 0 */
+  /* Early stopping (docs/reg.md): the objective on a fixed validation
+   * sample set of `validation_samples` pixels (default 20000), drawn once
+   * per level, stops a level when its relative decrease over the last
+   * `window` evaluations (default 3) falls below `tolerance` (default
+   * 1e-3). Gauss-Newton evaluates it after every iteration; ASGD every 10
+   * iterations. tolerance 0 = off: every iteration runs (Gauss-Newton may
+   * still stop when no step improves the objective). */
   double tolerance;
   int32_t window;
   int64_t validation_samples;
   /* Coarse pre-alignment before the first level: 0 none (default), 1
    * translation, 2 translation and rotation, by FFT phase correlation at
-   * the coarsest level; it becomes the transform's initial part. */
+   * the coarsest level (stage "reg.prealign"); it becomes the transform's
+   * initial part (a TranslationTransform or an EulerTransform about the
+   * fixed image's centre). ACCEL_ERR_INVALID_ARG with an initial transform
+   * that has a linear part; ACCEL_ERR_UNSUPPORTED when the library was
+   * built without kissfft. */
   int32_t prealign;
   accel_reg_progress_fn progress;
   void *progress_user;
@@ -235,7 +246,7 @@ ACCEL_API accel_status accel_reg_options_init(accel_reg_options *options, size_t
 
 /* Set every field but struct_size, progress and progress_user from a named
  * preset: "default" (what accel_reg_options_init gives) or "elastix"
- * (../tools/elastix_bspline_params.txt: 4 levels, grid 64, 500 iterations,
+ * (the usual elastix B-spline parameter file: 4 levels, grid 64, 500 iterations,
  * 5000 samples renewed every iteration, MSE, ASGD, no early stopping, a
  * smoothing pyramid without downsampling). ACCEL_ERR_INVALID_ARG for NULL
  * arguments or struct_size unset, ACCEL_ERR_NOT_FOUND for another name. */
@@ -248,7 +259,7 @@ typedef struct accel_reg_level_report {
   int64_t samples;       /* samples per iteration */
   int64_t width, height; /* the level's image size */
   double grid_spacing;
-  double metric_first, metric_last; /* on the validation samples (or the iteration's when none) */
+  double metric_first, metric_last; /* the objective (metric plus bending) on the validation samples */
   double seconds;
 } accel_reg_level_report;
 

@@ -13,14 +13,14 @@
  * B-spline coefficients (the pyramid job's `coefficients`). The mask is
  * point-sampled the same way.
  *
- * options->prealign: prealign() below is the hook (the coarsest level's
- * images are ready there; it sets r->t's linear part). Until the FFT
- * pre-alignment is wired in, it answers ACCEL_ERR_UNSUPPORTED. The control grid of
+ * options->prealign: prealign() below runs the FFT pre-alignment on the
+ * coarsest level and sets r->t's linear part. The control grid of
  * level l has spacing grid_spacing * 2^(levels - 1 - l), its nodes on the
  * final grid's nodes (accel_reg_grid_for, elastix's layout), extended to
  * cover the image; the result of a level is carried to the next exactly by
  * B-spline subdivision (1/8 [1 4 6 4 1] per axis). */
 #include "reg/ops.h"
+#include "reg/prealign.h"
 #include "reg/transform.h"
 
 #include "core/internal.h"
@@ -261,12 +261,28 @@ typedef struct reg_run {
   accel_reg_report report;
 } reg_run;
 
-/* The coarse pre-alignment hook (options->prealign): fills the linear part
- * of r->t from the coarsest level's images. */
-static accel_status prealign(reg_run *r, const float *fixed, const float *moving, const frame *fr) {
-  (void)fixed, (void)moving, (void)fr;
-  return accel__fail_in(r->ctx, "accel_reg_register", ACCEL_ERR_UNSUPPORTED, "prealign %d is not available yet",
-                        (int)r->o->prealign);
+/* The coarse pre-alignment (options->prealign, lib/reg/prealign.h): the
+ * coarsest level's fixed image and the moving image at the same level (not
+ * its B-spline coefficients, which the level keeps) give a translation or a
+ * rigid transform about the fixed image's centre, which becomes r->t's
+ * linear part (an EulerTransform or TranslationTransform when saved). */
+static accel_status prealign(reg_run *r, const float *fixed, const frame *fr) {
+  const char *func = "accel_reg_register";
+  float *moving = malloc((size_t)(fr->mw * fr->mh) * sizeof(float));
+  if (!moving) return accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pre-alignment");
+  accel__reg_pyramid_job pm = {r->moving, fr->sigma, fr->factor, fr->offset, moving, fr->mw, fr->mh, 0};
+  accel_status s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pm);
+  const double centre[2] = {(double)(r->fixed->shape[1] - 1) / 2.0, (double)(r->fixed->shape[0] - 1) / 2.0};
+  double pa[3];
+  if (!s)
+    s = accel__reg_prealign(r->ctx, func, fixed, fr->fw, fr->fh, moving, fr->mw, fr->mh, fr->factor, fr->offset,
+                            r->o->prealign, centre, pa);
+  free(moving);
+  if (s) return s;
+  accel__log(r->ctx, ACCEL_LOG_INFO, "reg: pre-alignment angle %.4f deg, shift %.3f %.3f px", pa[0] * 180.0 / M_PI,
+             pa[1], pa[2]);
+  return r->o->prealign == 1 ? accel_reg_transform_set_initial(r->ctx, r->t, ACCEL_REG_LINEAR_TRANSLATION, pa + 1, NULL)
+                             : accel_reg_transform_set_initial(r->ctx, r->t, ACCEL_REG_LINEAR_RIGID, pa, centre);
 }
 
 static accel_status one_level(reg_run *r, int32_t l) {
@@ -283,7 +299,7 @@ static accel_status one_level(reg_run *r, int32_t l) {
   accel__reg_pyramid_job pm = {r->moving, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1};
   if (!s) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pf);
   if (!s) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pm);
-  if (!s && l == 0 && r->o->prealign) s = prealign(r, fimg, mimg, &fr);
+  if (!s && l == 0 && r->o->prealign) s = prealign(r, fimg, &fr);
   const lgrid *g = &r->grids[l];
   const int64_t n = (g->m1[0] - g->m0[0] + 1) * (g->m1[1] - g->m0[1] + 1);
   if (!s && !(r->params[l] = calloc((size_t)(2 * n), sizeof(double))))
@@ -319,6 +335,10 @@ static accel_status check_initial(accel_ctx *ctx, const accel_reg_transform *in,
                                   reg_run *r) {
   const char *func = "accel_reg_register";
   if (!in) return ACCEL_OK;
+  if (r->o->prealign && in->kind != ACCEL_REG_LINEAR_NONE)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "prealign %d and an initial transform with a linear part exclude each other",
+                          (int)r->o->prealign);
   if (in->grid.image_size[0] != final->image_size[0] || in->grid.image_size[1] != final->image_size[1])
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
                           "the initial transform is over a %lld x %lld image, the fixed image is %lld x %lld",
