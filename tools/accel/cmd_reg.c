@@ -189,8 +189,8 @@ static const cli_option REGISTER_OPTIONS[] = {
      .choices = PYRAMIDS,
      .arg = "MODE",
      .help = "downsample (default): levels smoothed and\n"
-             "downsampled; smooth: smoothed at full size (elastix's\n"
-             "pyramid)"},
+             "downsampled, the finest not smoothed; smooth: every\n"
+             "level smoothed at full size (elastix's pyramid)"},
     {.name = "--iterations",
      .kind = CLI_OPT_INT,
      CLI_AT(reg_args, set.iterations),
@@ -237,9 +237,9 @@ static const cli_option REGISTER_OPTIONS[] = {
      .min = 0,
      .range = "a number >= 0",
      .arg = "T",
-     .help = "stop a level when the validation metric's relative\n"
-             "decrease over --window iterations is below T\n"
-             "(0: every iteration runs)"},
+     .help = "stop a level when the validation objective's relative\n"
+             "decrease over --window evaluations is below T\n"
+             "(default 1e-3; 0: every iteration runs)"},
     {.name = "--window",
      .kind = CLI_OPT_INT,
      CLI_AT(reg_args, set.window),
@@ -247,7 +247,7 @@ static const cli_option REGISTER_OPTIONS[] = {
      .lo = 1,
      .hi = 1000000,
      .arg = "N",
-     .help = "iterations the early stopping looks back (default 10)"},
+     .help = "evaluations the early stopping looks back (default 3)"},
     {.name = "--validation-samples",
      .kind = CLI_OPT_INT,
      CLI_AT(reg_args, set.validation_samples),
