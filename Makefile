@@ -39,6 +39,9 @@ demo: build
 	  --azimuth 247.5 --altitude 12 --out build/demo/svf
 	$(ACCEL) svf --dsm samples/svf/city_dsm.npy --cdsm samples/svf/city_cdsm.npy --pixel-size 1 \
 	  --out build/demo/svf
+	$(ACCEL) register --fixed samples/reg/fixed.tif --moving samples/reg/moving_rgb.tif \
+	  --out-transform build/demo/reg.T.txt --out-field build/demo/reg.field.npy \
+	  --out-warped build/demo/reg.moving_on_fixed.tif
 
 test: deps-test
 	@PYTHON=$(PYTHON) JOBS=$(JOBS) CUDA_ARCH=$(CUDA_ARCH) scripts/test-all.sh

@@ -13,8 +13,9 @@ numpy arrays, over the library's stable C ABI (ctypes; no compilation).
 Errors raise AccelError with the library's status name and message.
 
 One module for each part of the library: context (Context, version, backends),
-hash (ctx.hash), index (Index), ct (ctx.ct) and svf (ctx.svf); _native loads
-the library and declares the core's C ABI, _errors and _arrays serve them all.
+hash (ctx.hash), index (Index), ct (ctx.ct), svf (ctx.svf) and reg (ctx.reg,
+Transform); _native loads the library and declares the core's C ABI, _errors
+and _arrays serve them all.
 """
 # Every name the package had before its split stays importable from it: the
 # modules it imported and its private helpers too, under their old names.
@@ -32,6 +33,7 @@ from .ct import COMPARES, CT, PORES, TIES, TRIMS, _network_dict
 from .hash import DEFAULT_KINDS, HASH_KINDS, Hash, HashResult, _nbits, distance, hex_to_bits
 from .index import ALGORITHMS, RULES, Index, _groups_out, _u64, groups_from_pairs
 from .svf import SVF, SVF_GRIDS, SVF_MATRICES, _patch_count
+from .reg import Reg, Transform
 
-__all__ = ["AccelError", "Context", "CT", "SVF", "Hash", "HashResult", "Index", "groups_from_pairs", "version",
-           "build_info", "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]
+__all__ = ["AccelError", "Context", "CT", "SVF", "Reg", "Transform", "Hash", "HashResult", "Index", "groups_from_pairs",
+           "version", "build_info", "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]

@@ -1,6 +1,6 @@
 """The library and its contexts: version, build, backends and devices; Context,
 with image decoding and gray conversion, and the domains' operations as
-ctx.hash, ctx.ct and ctx.svf."""
+ctx.hash, ctx.ct, ctx.svf and ctx.reg."""
 import ctypes
 import functools
 import importlib
@@ -155,6 +155,7 @@ class Context(Handle):
     hash = _domain("hash", "Hash", "Perceptual hashes of image files, encoded images and arrays")
     ct = _domain("ct", "CT", "The CT stages and pipeline on numpy volumes (z, y, x)")
     svf = _domain("svf", "SVF", "Shadows and sky view factors of surface models (UMEP's)")
+    reg = _domain("reg", "Reg", "B-spline registration of 2-D images and warping (elastix's model and files)")
 
     hash_files = _hash_alias(Hash.files)
     hash_bytes = _hash_alias(Hash.bytes)

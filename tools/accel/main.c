@@ -72,7 +72,7 @@ static void usage(FILE *out) {
           "sky view factors, with an identical CPU path.\n"
           "\n"
           "commands:\n");
-  for (int i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-8s %s\n", COMMANDS[i]->name, COMMANDS[i]->summary);
+  for (int i = 0; i < NCOMMANDS; i++) fprintf(out, "  %-9s %s\n", COMMANDS[i]->name, COMMANDS[i]->summary);
   fprintf(out,
           "  help     show help for a command\n"
           "\n"

@@ -1,0 +1,389 @@
+"""B-spline registration of 2-D images and warping with the result, elastix's
+model and files (include/accel/reg.h, docs/reg.md): ctx.reg and Transform.
+
+    with accel.Context() as ctx:
+        t = ctx.reg.register(fixed, moving, grid_spacing=64, metric="mse")
+        warped = t.warp(moving)              # moving(T(p)) on the fixed grid
+        u = t.field()                        # float32 (2, H, W): u_x, u_y
+        t.save("TransformParameters.txt")    # transformix reads it
+
+Coordinates are elastix's: x = column, y = row, pixel centres at integers; T
+maps a point of the fixed image into the moving image, T(p) = p + u(p).
+"""
+import ctypes
+import os
+
+from ._arrays import Array, as_array, ref
+from ._errors import ContextCalls, check
+from ._native import P, Handle, c_status, c_struct, declare, lib, progress_fn
+
+REG_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)
+
+METRICS = {"mse": 0, "ncc": 1}
+OPTIMIZERS = {"gauss-newton": 0, "asgd": 1}
+PREALIGN = {"none": 0, "translation": 1, "rigid": 2}
+INTERPS = {"linear": 1, "cubic": 3}
+STOPS = {0: "iterations", 1: "converged", 2: "stalled"}
+LINEAR_KINDS = {"none": 0, "translation": 1, "rigid": 2, "affine": 3}
+LINEAR_NAMES = {v: k for k, v in LINEAR_KINDS.items()}
+LINEAR_COUNTS = {"none": 0, "translation": 2, "rigid": 3, "affine": 6}
+
+RegGrid = c_struct("accel_reg_grid", """
+    int64_t image_size[2]; int64_t size[2]; double spacing[2]; double origin[2];""")
+RegOptions = c_struct("accel_reg_options", """
+    uint32_t struct_size; int32_t levels; double grid_spacing; int32_t downsample; int32_t iterations;
+    int64_t samples; int32_t renew_samples; uint64_t seed; accel_reg_metric metric; accel_reg_optimizer optimizer;
+    double bending_weight; double tolerance; int32_t window; int64_t validation_samples; int32_t prealign;
+    accel_reg_progress_fn progress; void *progress_user;""", accel_reg_progress_fn=REG_PROGRESS_FN)
+RegLevelReport = c_struct("accel_reg_level_report", """
+    int32_t iterations; int32_t stop; int64_t samples; int64_t width, height; double grid_spacing;
+    double metric_first, metric_last; double seconds;""")
+RegReport = c_struct("accel_reg_report", """
+    uint32_t struct_size; int32_t levels; accel_reg_level_report level[8]; double seconds;""",
+                     accel_reg_level_report=RegLevelReport)
+RegWarpOptions = c_struct("accel_reg_warp_options", """
+    uint32_t struct_size; accel_reg_interp interp; double fill; int64_t x0, y0; int64_t tile;
+    accel_progress_fn progress; void *progress_user;""")
+
+_V, _D, _I64 = ctypes.c_void_p, ctypes.c_double, ctypes.c_int64
+declare({
+    "accel_reg_grid_for": (c_status, [_I64, _I64, _D, P(RegGrid)]),
+    "accel_reg_transform_create": (c_status, [_V, P(RegGrid), P(_V)]),
+    "accel_reg_transform_set_initial": (c_status, [_V, _V, ctypes.c_int, P(_D), P(_D)]),
+    "accel_reg_transform_initial": (c_status, [_V, P(ctypes.c_int), P(_D), P(_D)]),
+    "accel_reg_transform_grid": (c_status, [_V, P(RegGrid)]),
+    "accel_reg_transform_count": (_I64, [_V]),
+    "accel_reg_transform_parameters": (c_status, [_V, P(_D), _I64]),
+    "accel_reg_transform_set_parameters": (c_status, [_V, P(_D), _I64]),
+    "accel_reg_transform_points": (c_status, [_V, _V, P(_D), _I64]),
+    "accel_reg_transform_field": (c_status, [_V, _V, _I64, _I64, P(Array)]),
+    "accel_reg_transform_clone": (c_status, [_V, _V, P(_V)]),
+    "accel_reg_transform_save": (c_status, [_V, _V, ctypes.c_char_p]),
+    "accel_reg_transform_load": (c_status, [_V, ctypes.c_char_p, P(_V)]),
+    "accel_reg_transform_destroy": (None, [_V]),
+    "accel_reg_options_init": (c_status, [P(RegOptions), ctypes.c_size_t]),
+    "accel_reg_options_preset": (c_status, [P(RegOptions), ctypes.c_char_p]),
+    "accel_reg_report_init": (c_status, [P(RegReport), ctypes.c_size_t]),
+    "accel_reg_register": (c_status, [_V, P(Array), P(Array), P(Array), _V, P(RegOptions), P(_V), P(RegReport)]),
+    "accel_reg_warp_options_init": (c_status, [P(RegWarpOptions), ctypes.c_size_t]),
+    "accel_reg_warp": (c_status, [_V, _V, P(P(Array)), P(P(Array)), ctypes.c_int32, P(RegWarpOptions)]),
+})
+
+# The options register() takes by name (accel_reg_options' fields) and how
+# each is converted; names given as strings are looked up in their table.
+_OPTIONS = {"levels": int, "grid_spacing": float, "downsample": int, "iterations": int, "samples": int,
+            "renew_samples": int, "seed": int, "metric": METRICS, "optimizer": OPTIMIZERS,
+            "bending_weight": float, "tolerance": float, "window": int, "validation_samples": int,
+            "prealign": PREALIGN}
+
+
+def _choice(name, table, value):
+    if isinstance(value, str):
+        if value not in table:
+            raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(sorted(table)), value))
+        return table[value]
+    return int(value)
+
+
+def registration_image(a, what="image"):
+    """An image as the registration takes it: uint8, uint16 or float32 (H, W)
+    as it is (no copy; gray and alpha: the gray); RGB or RGBA (H, W, 3|4) as
+    float32 gray (2125 R + 7154 G + 721 B) / 10000, the gray elastix (ITK)
+    reads from an RGB file (alpha ignored); other real dtypes as float32."""
+    import numpy as np
+    a = np.asarray(a)
+    if a.ndim == 3 and a.shape[2] in (1, 2):
+        a = a[:, :, 0]
+    if a.ndim == 3 and a.shape[2] in (3, 4):
+        c = a[..., :3].astype(np.float64)
+        return ((2125.0 * c[..., 0] + 7154.0 * c[..., 1] + 721.0 * c[..., 2]) / 10000.0).astype(np.float32)
+    if a.ndim != 2:
+        raise ValueError("%s must be (H, W) or RGB(A) (H, W, 3|4), not shape %s" % (what, a.shape))
+    if a.dtype.name in ("uint8", "uint16", "float32") and a.dtype.isnative:
+        return a
+    return a.astype(np.float32)
+
+
+def _mask(m, shape):
+    import numpy as np
+    if m is None:
+        return None
+    m = np.asarray(m)
+    if m.ndim == 3 and m.shape[2] == 1:
+        m = m[:, :, 0]
+    if m.shape != shape:
+        raise ValueError("mask must have the fixed image's shape %s, not %s" % (shape, m.shape))
+    return m if m.dtype == np.uint8 else (m != 0).astype(np.uint8)
+
+
+def _report(r):
+    levels = []
+    for i in range(r.levels):
+        v = r.level[i]
+        levels.append({"iterations": v.iterations, "stop": STOPS.get(v.stop, str(v.stop)), "samples": v.samples,
+                       "shape": (v.height, v.width), "grid_spacing": v.grid_spacing,
+                       "metric_first": v.metric_first, "metric_last": v.metric_last, "seconds": v.seconds})
+    return {"levels": levels, "seconds": r.seconds,
+            "metric": levels[-1]["metric_last"] if levels else float("nan")}
+
+
+def _default_context(ctx):
+    if ctx is not None:
+        return ctx
+    from .context import Context
+    return Context()
+
+
+class Transform(Handle):
+    """An accel_reg_transform: an optional linear initial part (elastix's
+    translation, Euler or affine transform) followed by a cubic B-spline
+    displacement over a control grid laid out as elastix lays it out over the
+    fixed image, T(p) = B(L(p)).
+
+    Transform(shape, grid_spacing=64.0, parameters=None, initial=None, ctx=None):
+    shape is the fixed image's (rows, cols); parameters (default 0, the
+    identity) are all x displacements node by node (x fastest), then all y;
+    initial is (kind, params[, centre]) with kind "translation" (tx, ty),
+    "rigid" (angle in radians, tx, ty) or "affine" (a11, a12, a21, a22, tx,
+    ty), centre (x, y) of rotation. ctx: the Context its calls use (default:
+    a new one)."""
+
+    _what = "transform"
+
+    def __init__(self, shape, grid_spacing=64.0, parameters=None, initial=None, ctx=None):
+        self._ctx = _default_context(ctx)
+        self.report = None
+        g = RegGrid()
+        rows, cols = (int(v) for v in shape)
+        if lib.accel_reg_grid_for(cols, rows, float(grid_spacing), ctypes.byref(g)) != 0:
+            raise ValueError("shape %s and grid_spacing %r do not make a grid" % (tuple(shape), grid_spacing))
+        h = ctypes.c_void_p()
+        self._check(lib.accel_reg_transform_create(self._ctx.handle, ctypes.byref(g), ctypes.byref(h)))
+        self._h = h
+        if parameters is not None:
+            self.parameters = parameters
+        if initial is not None:
+            self.set_initial(*initial)
+
+    @classmethod
+    def _wrap(cls, handle, ctx):
+        t = cls.__new__(cls)
+        t._ctx, t._h, t.report = ctx, handle, None
+        return t
+
+    def _destroy(self, h):
+        lib.accel_reg_transform_destroy(h)
+
+    def _check(self, status):
+        check(status, self._ctx.handle)
+
+    @classmethod
+    def load(cls, path, ctx=None):
+        """Read an elastix TransformParameters file (accel's or elastix's own:
+        a BSplineTransform whose initial transforms are translation, Euler or
+        affine files, folded into one affine part; or one of those alone)."""
+        ctx = _default_context(ctx)
+        h = ctypes.c_void_p()
+        check(lib.accel_reg_transform_load(ctx.handle, os.fsencode(path), ctypes.byref(h)), ctx.handle)
+        return cls._wrap(h, ctx)
+
+    def save(self, path):
+        """Write an elastix TransformParameters file that transformix reads (an
+        initial part goes to "<path without .txt>.initial.txt" beside it)."""
+        self._check(lib.accel_reg_transform_save(self._ctx.handle, self.handle, os.fsencode(path)))
+
+    def copy(self):
+        """An independent copy (same context)."""
+        h = ctypes.c_void_p()
+        self._check(lib.accel_reg_transform_clone(self._ctx.handle, self.handle, ctypes.byref(h)))
+        t = self._wrap(h, self._ctx)
+        t.report = self.report
+        return t
+
+    @property
+    def grid(self):
+        """The control grid in elastix's terms: image_size (w, h) of the fixed
+        image, size (nodes in x, in y), spacing and origin (x, y), pixels."""
+        g = RegGrid()
+        self._check(lib.accel_reg_transform_grid(self.handle, ctypes.byref(g)))
+        return {"image_size": tuple(g.image_size), "size": tuple(g.size), "spacing": tuple(g.spacing),
+                "origin": tuple(g.origin)}
+
+    @property
+    def shape(self):
+        """The fixed image's (rows, cols)."""
+        w, h = self.grid["image_size"]
+        return (h, w)
+
+    @property
+    def parameters(self):
+        """The B-spline parameters, float64 (2 * nx * ny,): all x displacements
+        (x fastest), then all y. Assigning sets them."""
+        import numpy as np
+        n = lib.accel_reg_transform_count(self.handle)
+        out = np.empty(n, np.float64)
+        self._check(lib.accel_reg_transform_parameters(self.handle, out.ctypes.data_as(P(ctypes.c_double)), n))
+        return out
+
+    @parameters.setter
+    def parameters(self, values):
+        import numpy as np
+        v = np.ascontiguousarray(values, dtype=np.float64).ravel()
+        n = lib.accel_reg_transform_count(self.handle)
+        if v.size != n:
+            raise ValueError("a transform of this grid has %d parameters, not %d" % (n, v.size))
+        if not np.all(np.isfinite(v)):
+            raise ValueError("parameters must be finite")
+        self._check(lib.accel_reg_transform_set_parameters(self.handle, v.ctypes.data_as(P(ctypes.c_double)), n))
+
+    @property
+    def initial(self):
+        """The linear initial part: (kind, params, centre) or None."""
+        import numpy as np
+        kind = ctypes.c_int()
+        params, centre = (ctypes.c_double * 6)(), (ctypes.c_double * 2)()
+        self._check(lib.accel_reg_transform_initial(self.handle, ctypes.byref(kind), params, centre))
+        name = LINEAR_NAMES.get(kind.value, str(kind.value))
+        if name == "none":
+            return None
+        return name, np.array(params[:LINEAR_COUNTS[name]]), (centre[0], centre[1])
+
+    def set_initial(self, kind, params=(), centre=(0.0, 0.0)):
+        """Set the linear initial part (see the class)."""
+        import numpy as np
+        if kind not in LINEAR_KINDS:
+            raise ValueError("kind must be one of %s, not %r" % (", ".join(LINEAR_KINDS), kind))
+        p = np.zeros(6, np.float64)
+        given = np.asarray(params, dtype=np.float64).ravel()
+        if given.size != LINEAR_COUNTS[kind]:
+            raise ValueError("a %s initial part has %d parameters, not %d" % (kind, LINEAR_COUNTS[kind], given.size))
+        p[:given.size] = given
+        c = (ctypes.c_double * 2)(*(float(v) for v in centre))
+        self._check(lib.accel_reg_transform_set_initial(self._ctx.handle, self.handle, LINEAR_KINDS[kind],
+                                                        p.ctypes.data_as(P(ctypes.c_double)), c))
+
+    def points(self, xy):
+        """T at points of the fixed image: xy (..., 2) as (x, y) = (column,
+        row); returns float64 of the same shape, points in the moving image."""
+        import numpy as np
+        pts = np.array(xy, dtype=np.float64, order="C", copy=True)
+        if pts.shape[-1:] != (2,):
+            raise ValueError("xy must have shape (..., 2), not %s" % (pts.shape,))
+        self._check(lib.accel_reg_transform_points(self._ctx.handle, self.handle,
+                                                   pts.ctypes.data_as(P(ctypes.c_double)), pts.size // 2))
+        return pts
+
+    def _region(self, region):
+        if region is None:
+            h, w = self.shape
+            return 0, 0, w, h
+        x0, y0, w, h = (int(v) for v in region)
+        if w < 0 or h < 0:
+            raise ValueError("region's width and height must be >= 0")
+        return x0, y0, w, h
+
+    def field(self, region=None):
+        """The displacement u(p) = T(p) - p at the pixels of region (x0, y0, w,
+        h) of the fixed grid (default the whole fixed image): float32 (2, h, w),
+        [0] u_x (columns), [1] u_y (rows), as accel register --out-field."""
+        import numpy as np
+        x0, y0, w, h = self._region(region)
+        out = np.empty((2, h, w), np.float32)
+        self._check(lib.accel_reg_transform_field(self._ctx.handle, self.handle, x0, y0, ref(out, True)))
+        return out
+
+    def warp(self, images, interp="cubic", fill=0.0, region=None, tile=0, progress=None):
+        """Resample images of the moving image's frame (any size) onto the
+        fixed grid: out(r, c) = image(T(x0 + c, y0 + r)), `fill` outside
+        (more than half a pixel beyond the edge pixels, as elastix). One array
+        or a list; each (H, W) or (H, W, C), C = 1, 3 or 4, uint8, uint16 or
+        float32; each result has its dtype and channels (integers rounded to
+        nearest and clamped) over region (x0, y0, w, h) (default: the whole
+        fixed image). interp: "cubic" (B-spline of order 3, transformix's
+        final resampler) or "linear"; progress(stage, fraction) as elsewhere."""
+        import numpy as np
+        single = isinstance(images, np.ndarray)
+        ins = [images] if single else list(images)
+        if not ins:
+            return []
+        x0, y0, w, h = self._region(region)
+        outs = [np.empty((h, w) + tuple(a.shape[2:]), a.dtype) for a in ins]
+        o = RegWarpOptions.defaults()
+        o.interp = _choice("interp", INTERPS, interp)
+        o.fill, o.x0, o.y0, o.tile = float(fill), x0, y0, int(tile)
+        keep = progress_fn(progress)
+        if keep is not None:
+            o.progress = keep
+        din = [as_array(a) for a in ins]
+        dout = [as_array(a, True) for a in outs]
+        pin = (P(Array) * len(ins))(*(ctypes.pointer(d) for d in din))
+        pout = (P(Array) * len(ins))(*(ctypes.pointer(d) for d in dout))
+        self._check(lib.accel_reg_warp(self._ctx.handle, self.handle, pin, pout, len(ins), ctypes.byref(o)))
+        del keep
+        return outs[0] if single else outs
+
+
+class Reg(ContextCalls):
+    """B-spline registration and warping (include/accel/reg.h, docs/reg.md):
+    ctx.reg.register(fixed, moving, ...) returns a Transform."""
+
+    Transform = Transform
+
+    @staticmethod
+    def options(preset="default", **options):
+        """The accel_reg_options of a preset ("default" or "elastix") with the
+        named options set over it."""
+        o = RegOptions.defaults()
+        if lib.accel_reg_options_preset(ctypes.byref(o), str(preset).encode()) != 0:
+            raise ValueError("preset must be 'default' or 'elastix', not %r" % (preset,))
+        for name, value in options.items():
+            kind = _OPTIONS.get(name)
+            if kind is None:
+                raise TypeError("unknown option %r (options: %s)" % (name, ", ".join(sorted(_OPTIONS))))
+            setattr(o, name, _choice(name, kind, value) if isinstance(kind, dict) else kind(value))
+        return o
+
+    def register(self, fixed, moving, mask=None, initial=None, progress=None, preset="default", **options):
+        """Register moving to fixed: the Transform T with moving(T(p)) ~
+        fixed(p) over the fixed image's grid; its .report says what each level
+        did. fixed, moving: 2-D uint8, uint16 or float32 arrays (any sizes and
+        strides; RGB(A) and other dtypes are converted as registration_image
+        says); mask (the fixed image's shape, nonzero = inside) limits the
+        samples; initial: a Transform to start from. Options by name over the
+        preset ("default" or "elastix"): levels, grid_spacing, downsample,
+        iterations, samples, renew_samples, seed, metric ("mse" | "ncc"),
+        optimizer ("gauss-newton" | "asgd"), bending_weight, tolerance, window,
+        validation_samples, prealign ("none" | "translation" | "rigid").
+        progress(level, iteration, metric) after every iteration; a true
+        result (or an exception) cancels with AccelError
+        ACCEL_ERR_CANCELLED."""
+        f = registration_image(fixed, "fixed")
+        m = registration_image(moving, "moving")
+        k = _mask(mask, f.shape)
+        o = self.options(preset, **options)
+        keep = None
+        if progress is not None:
+            def on_iteration(user, level, iteration, metric, _p=progress):
+                try:
+                    return 1 if _p(level, iteration, metric) else 0
+                except Exception:  # never let a Python error unwind through C
+                    return 1
+            keep = REG_PROGRESS_FN(on_iteration)
+            o.progress = keep
+        report = RegReport.defaults()
+        h = ctypes.c_void_p()
+        self._call(lib.accel_reg_register, ref(f), ref(m), ref(k), initial.handle if initial is not None else None,
+                   ctypes.byref(o), ctypes.byref(h), ctypes.byref(report))
+        del keep
+        t = Transform._wrap(h, self._ctx)
+        t.report = _report(report)
+        return t
+
+    def load(self, path):
+        """Transform.load(path) with this context."""
+        return Transform.load(path, self._ctx)
+
+    def warp(self, transform, images, **kwargs):
+        """transform.warp(images, ...)."""
+        return transform.warp(images, **kwargs)
+
