@@ -123,19 +123,24 @@ def pair(n, data):
     return folder, "make_reg_data.py DIR %s --no-ref" % gen_args
 
 
-def cpu_busy(dt=2.0):
-    """The fraction of the CPUs' time spent busy over the next dt seconds (/proc/stat; nan without it)."""
-    def snap():
+def cpu_snap():
+    """(all jiffies, idle jiffies) of the machine (/proc/stat), or None."""
+    try:
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:]]
         return sum(v), v[3] + v[4]
-    try:
-        t0, i0 = snap()
-        time.sleep(dt)
-        t1, i1 = snap()
-    except OSError:
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def cpu_busy(dt=2.0):
+    """The fraction of the CPUs' time spent busy over the next dt seconds (nan without /proc/stat)."""
+    a = cpu_snap()
+    time.sleep(dt)
+    b = cpu_snap()
+    if a is None or b is None:
         return float("nan")
-    return 1.0 - (i1 - i0) / max(1, t1 - t0)
+    return 1.0 - (b[1] - a[1]) / max(1, b[0] - a[0])
 
 
 def wait_quiet(limit):
@@ -150,16 +155,24 @@ def measure(cmd, logfile, env=None, quiet=0.0):
     """Run cmd through the wrapper: rc, wall s, peak RSS MiB, cpu s, the CPUs' load before it (waiting up
     to `quiet` seconds for them to idle)."""
     busy = wait_quiet(quiet) if quiet > 0 else float("nan")
-    load = os.getloadavg()[0]
+    load, before = os.getloadavg()[0], cpu_snap()
     with open(logfile, "w") as f:
         r = subprocess.run([sys.executable, "-c", WRAPPER] + cmd, stdout=f, stderr=subprocess.PIPE, text=True,
                            env=env)
         f.write(r.stderr)
+    after = cpu_snap()
     m = re.search(r"BENCH-RUSAGE (\d+) ([\d.]+) ([\d.]+) ([\d.]+)", r.stderr)
     rss, wall, user, system = (int(m.group(1)), float(m.group(2)), float(m.group(3)), float(m.group(4))) if m \
         else (0, float("nan"), float("nan"), float("nan"))
+    # the other work during the run: the machine's busy share less this run's own CPU time
+    other = float("nan")
+    if before and after and after[0] > before[0]:
+        total = after[0] - before[0]
+        used = total - (after[1] - before[1])
+        tick = total / ((os.cpu_count() or 1) * max(wall, 1e-3))  # jiffies per CPU-second, about
+        other = max(0.0, (used - (user + system) * tick) / total)
     return {"rc": r.returncode, "wall": wall, "rss_mib": rss / 1024.0, "cpu": user + system, "load_before": load,
-            "busy_before": busy,
+            "busy_before": busy, "other_during": other,
             "tail": r.stderr.replace(m.group(0) if m else "", "").strip()[-400:]}
 
 
@@ -391,15 +404,15 @@ def ratio(a, b, key):
 def table_rows(rows):
     md = ["| pair | threads | elastix s | accel s | speed-up | elastix peak MiB | accel peak MiB | memory ratio | "
           "field error elastix: mean / p95 / max px | accel | MSE after: elastix | accel | "
-          "warp: transformix gray s | accel RGB s | CPUs busy before |",
+          "warp: transformix gray s | accel RGB s | other load: before, during |",
           "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | --- |"]
     for r in rows:
         e, a = r.get("elastix"), r.get("accel")
         peak = lambda x: "%.0f" % x["run"]["rss_mib"] if x and "error" not in x else "-"  # noqa: E731
         mse = lambda x: "%.3f" % x["mse"] if x and x.get("mse") is not None else "-"  # noqa: E731
         warp = lambda x: "%.2f" % x["warp"]["wall"] if x and "warp" in x and x["warp"]["rc"] == 0 else "-"  # noqa
-        busy = " / ".join("%.0f%%" % (100 * x["run"]["busy_before"]) if x and x["run"]["busy_before"] ==
-                          x["run"]["busy_before"] else "-" for x in (e, a))
+        busy = " / ".join("%.0f%%, %.0f%%" % (100 * x["run"]["busy_before"], 100 * x["run"]["other_during"])
+                          if x and "error" not in x else "-" for x in (e, a))
         md.append("| %d^2 | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["size"], r["threads"], cell_time(e), cell_time(a), ratio(e, a, "wall"), peak(e), peak(a),
             ratio(e, a, "rss_mib"), cell_field(e), cell_field(a), mse(e), mse(a), warp(e), warp(a), busy))
@@ -411,8 +424,9 @@ def markdown(args, info, rows, pairs, big, notes):
     md += ["- %s: %s" % (k, v) for k, v in info.items()]
     md += ["- times: wall seconds of the registration (best of %d), transform and warped image written; peak = the "
            "process's max RSS; speed-up and memory ratio = elastix / accel" % args.repeat,
-           "- CPUs busy before: how busy the CPUs were with other work in the 2 s before each registration "
-           "(elastix / accel); each run waits up to %g s for them to fall below 15 %%" % args.wait_quiet,
+           "- other load (elastix / accel): how busy the CPUs were in the 2 s before the registration (each run "
+           "waits up to %g s for less than 15 %%), and with other work than the run during it (the machine's busy "
+           "share less the run's own CPU time; the fastest run's figures)" % args.wait_quiet,
            "- accuracy over the interior (border %d px): |u - u_truth| from transformix -def all of each tool's "
            "transform file; MSE after = the tool's warped moving image against the fixed image" % BORDER, ""]
     md += ["| pair | generator (../shared/tools/) | truth max |u| px | interior MSE before |",
