@@ -113,18 +113,37 @@ ACCEL__REG_HD void accel__reg_cell_add(accel__reg_cell_acc *a, bool ncc, double 
   }
 }
 
+/* The cubic B-spline weights of t in [0, 1] (accel__reg_weights) and their
+ * derivatives (accel__reg_weights_d), with products for the divisions (a
+ * level evaluates them four times a sample). */
+ACCEL__REG_HD void accel__reg_level_weights(double t, double w[4]) {
+  const double s = 1.0 - t, t2 = t * t, t3 = t2 * t, sixth = 1.0 / 6.0;
+  w[0] = s * s * s * sixth;
+  w[1] = (3.0 * t3 - 6.0 * t2 + 4.0) * sixth;
+  w[2] = (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) * sixth;
+  w[3] = t3 * sixth;
+}
+
+ACCEL__REG_HD void accel__reg_level_weights_d(double t, double d[4]) {
+  const double s = 1.0 - t, t2 = t * t;
+  d[0] = -0.5 * s * s;
+  d[1] = 1.5 * t2 - 2.0 * t;
+  d[2] = -1.5 * t2 + t + 0.5;
+  d[3] = 0.5 * t2;
+}
+
 /* Value and gradient (per level pixel) of the cubic B-spline with
- * coefficients c (w x h) at (x, y), mirrored about the edges: the
- * arithmetic of accel__reg_cubic (interp.h), with the mirroring and the
- * floor only where they are needed. */
+ * coefficients c (w x h) at (x, y), mirrored about the edges (the spline
+ * of accel__reg_cubic in interp.h, mirrored and floored only where
+ * needed). */
 ACCEL__REG_HD double accel__reg_level_cubic(const float *c, int64_t w, int64_t h, double x, double y, double *gx,
                                             double *gy) {
   const int64_t ix = accel__reg_floor(x), iy = accel__reg_floor(y);
   double wx[4], wy[4], dx[4], dy[4];
-  accel__reg_weights(x - (double)ix, wx);
-  accel__reg_weights(y - (double)iy, wy);
-  accel__reg_weights_d(x - (double)ix, dx);
-  accel__reg_weights_d(y - (double)iy, dy);
+  accel__reg_level_weights(x - (double)ix, wx);
+  accel__reg_level_weights(y - (double)iy, wy);
+  accel__reg_level_weights_d(x - (double)ix, dx);
+  accel__reg_level_weights_d(y - (double)iy, dy);
   const int64_t x0 = ix - 1, y0 = iy - 1;
   int64_t xi[4], yi[4];
   const bool inner = x0 >= 0 && x0 + 3 < w, inner_y = y0 >= 0 && y0 + 3 < h;
@@ -168,16 +187,16 @@ ACCEL__REG_HD int64_t accel__reg_clamp(int64_t v, int64_t lo, int64_t hi) { retu
  * (ux, uy). */
 ACCEL__REG_HD void accel__reg_cell_prefetch(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double ux, double uy) {
   const accel__reg_geom *g = e->g;
-  const double f = g->factor, off = g->offset, qx = f * (double)ix + off, qy = f * (double)iy + off;
+  const double f = g->factor, off = g->offset, inv_f = 1.0 / f, qx = f * (double)ix + off, qy = f * (double)iy + off;
   if (g->identity) {
     ACCEL__REG_PREFETCH(e->fixed + iy * g->fw + ix);
   } else {
     const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
-    const int64_t lx = accel__reg_clamp((int64_t)((px - off) / f), 0, g->fw - 1);
-    const int64_t ly = accel__reg_clamp((int64_t)((py - off) / f), 0, g->fh - 1);
+    const int64_t lx = accel__reg_clamp((int64_t)((px - off) * inv_f), 0, g->fw - 1);
+    const int64_t ly = accel__reg_clamp((int64_t)((py - off) * inv_f), 0, g->fh - 1);
     ACCEL__REG_PREFETCH(e->fixed + ly * g->fw + lx);
   }
-  const double mx = (qx + ux - off) / f, my = (qy + uy - off) / f;
+  const double mx = (qx + ux - off) * inv_f, my = (qy + uy - off) * inv_f;
   if (!(mx > -4.0 && mx < (double)g->mw + 4.0 && my > -4.0 && my < (double)g->mh + 4.0)) return;
   const int64_t x0 = accel__reg_clamp((int64_t)mx - 1, 0, g->mw - 1), x3 = accel__reg_clamp(x0 + 3, 0, g->mw - 1);
   const int64_t y0 = (int64_t)my - 1;
@@ -200,7 +219,8 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
   const int64_t nx = g->xf.nx, n = nx * g->xf.ny;
   const int64_t P = (g->ax.first[cx + 1] - g->ax.first[cx]) * (g->ay.first[cy + 1] - g->ay.first[cy]);
   const int64_t ns = accel__reg_cell_samples(P, density);
-  const double f = g->factor, off = g->offset;
+  const double f = g->factor, off = g->offset, inv_f = 1.0 / f; /* factor: a power of 2 */
+  const double isx = 1.0 / g->xf.spacing[0], isy = 1.0 / g->xf.spacing[1];
   const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
   double cpx[16], cpy[16];
   for (int t = 0; t < 16; t++) {
@@ -226,8 +246,8 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
     double fv;
     if (!accel__reg_fixed_at(e, ix, iy, qx, qy, &fv)) continue;
     double wx[4], wy[4], w[16];
-    accel__reg_weights(accel__reg_frac01((qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1)), wx);
-    accel__reg_weights(accel__reg_frac01((qy - g->xf.origin[1]) / g->xf.spacing[1] - (double)(cy + 1)), wy);
+    accel__reg_level_weights(accel__reg_frac01((qx - g->xf.origin[0]) * isx - (double)(cx + 1)), wx);
+    accel__reg_level_weights(accel__reg_frac01((qy - g->xf.origin[1]) * isy - (double)(cy + 1)), wy);
     ux = 0, uy = 0;
     for (int j = 0; j < 4; j++) {
       for (int i = 0; i < 4; i++) {
@@ -241,11 +261,11 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
       accel__reg_bspline_at(&e->base, qx, qy, &bx, &by);
       ux += bx, uy += by;
     }
-    const double mx = (qx + ux - off) / f, my = (qy + uy - off) / f;
+    const double mx = (qx + ux - off) * inv_f, my = (qy + uy - off) * inv_f;
     if (!g->keep_outside && !(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
     double gx, gy;
     const double mv = accel__reg_level_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
-    gx /= f, gy /= f;
+    gx *= inv_f, gy *= inv_f;
     accel__reg_cell_add(a, ncc, fv, mv, gx, gy, w, grad, normal && k % every == 0);
   }
 }
