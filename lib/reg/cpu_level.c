@@ -53,7 +53,8 @@ static void node_gather(const cpu_eval *e, int64_t i, int64_t j, double *grad, d
     if (!row) continue;
     for (int u = 0; u < 16; u++) {
       double *v = row + ((u / 4 - t / 4 + 3) * 7 + (u % 4 - t % 4 + 3)) * 3;
-      v[0] += a->L[0][t][u], v[1] += a->L[1][t][u], v[2] += a->L[2][t][u];
+      v[0] += accel__reg_cell_L(a, 0, t, u), v[1] += accel__reg_cell_L(a, 1, t, u),
+          v[2] += accel__reg_cell_L(a, 2, t, u);
     }
   }
 }

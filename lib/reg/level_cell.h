@@ -30,8 +30,16 @@ enum { ACCEL__REG_SUMS = 7, ACCEL__REG_SUM_NORMAL = 5 };
 typedef struct accel__reg_cell_acc {
   double s[ACCEL__REG_SUMS];
   double ga[2][16], gb[2][16], gc[2][16]; /* MSE: ga = sum r dm; NCC: f dm, m dm, dm */
-  float L[3][16][16]; /* xx, xy, yy: single precision within a cell (a few hundred terms), double beyond */
+  /* xx, xy, yy: single precision within a cell (a few hundred terms), double beyond; the block of nodes t, u is
+   * symmetric and only L[.][t][u], t <= u, is formed (accel__reg_cell_L) */
+  float L[3][16][16];
 } accel__reg_cell_acc;
+
+/* Entry m (xx, xy, yy) of a cell's Gauss-Newton block between its nodes t
+ * and u. */
+ACCEL__REG_HD float accel__reg_cell_L(const accel__reg_cell_acc *a, int m, int t, int u) {
+  return t <= u ? a->L[m][t][u] : a->L[m][u][t];
+}
 
 /* What the cells read (host or device memory, as the backend needs). */
 typedef struct accel__reg_cell_in {
@@ -106,9 +114,9 @@ ACCEL__REG_HD void accel__reg_cell_add(accel__reg_cell_acc *a, bool ncc, double 
     const float G0 = (float)(gx * gx), G1 = (float)(gx * gy), G2 = (float)(gy * gy);
     for (int t = 0; t < 16; t++) {
       const float a0 = wf[t] * G0, a1 = wf[t] * G1, a2 = wf[t] * G2;
-      for (int u = 0; u < 16; u++) a->L[0][t][u] += a0 * wf[u];
-      for (int u = 0; u < 16; u++) a->L[1][t][u] += a1 * wf[u];
-      for (int u = 0; u < 16; u++) a->L[2][t][u] += a2 * wf[u];
+      for (int u = t; u < 16; u++) a->L[0][t][u] += a0 * wf[u];
+      for (int u = t; u < 16; u++) a->L[1][t][u] += a1 * wf[u];
+      for (int u = t; u < 16; u++) a->L[2][t][u] += a2 * wf[u];
     }
   }
 }
