@@ -81,12 +81,13 @@ accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *j
 }
 
 /* Cubic B-spline prefiltering in place (lib/reg/prefilter.h, shared with
- * the GPU): rows one by one; columns as whole rows at a time. */
+ * the GPU): rows 8 side by side (each as the GPU's one by one); columns as
+ * whole rows at a time. */
 void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < h; r++) accel__reg_prefilter_row(img + r * w, w);
+    for (int64_t r = 0; r < h; r += 8) accel__reg_prefilter_rows(img + r * w, w, h - r < 8 ? (int)(h - r) : 8);
 #pragma omp for schedule(static)
     for (int64_t c0 = 0; c0 < w; c0 += 64) accel__reg_prefilter_cols(img, w, h, c0, c0 + 64 < w ? c0 + 64 : w);
   }
