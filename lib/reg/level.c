@@ -255,11 +255,17 @@ static double dot(const double *a, const double *b, int64_t n, int threads) {
   return total;
 }
 
+/* Nodes from which a product with N runs on the threads: conjugate
+ * gradients take one product per iteration, and a parallel region of less
+ * work costs more than it saves (on a busy machine, a descheduled thread's
+ * time slice). */
+#define NORMAL_APPLY_PARALLEL 4096
+
 /* y = (N + diag(damp)) x in the node-block layout. */
 static void normal_apply(const double *N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
                          int threads) {
   const int64_t n = nx * ny;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > 1024)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > NORMAL_APPLY_PARALLEL)
   for (int64_t a = 0; a < n; a++) {
     const int64_t i = a % nx, j = a / nx;
     double sx = damp[a] * x[a], sy = damp[n + a] * x[n + a];
