@@ -78,9 +78,11 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
   if (grad) memset(ncc ? e->gf : grad, 0, sizeof(double) * (size_t)(2 * n));
   if (grad && ncc)
     memset(e->gm, 0, sizeof(double) * (size_t)(2 * n)), memset(e->g1, 0, sizeof(double) * (size_t)(2 * n));
-  /* Threads pay off with enough samples; every cell is one thread's work,
-   * and the only wait is between the cells and the nodes' gathering. */
-  const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 65536.0 : 16384.0);
+  /* Threads pay off with enough samples (some 10 ms of work: on a busy
+   * machine a parallel region can cost a descheduled thread's time slice);
+   * every cell is one thread's work, and the only wait is between the cells
+   * and the nodes' gathering. */
+  const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 131072.0 : 65536.0);
 #pragma omp parallel num_threads(call->threads) if (parallel)
   {
     accel__reg_cell_acc local;
