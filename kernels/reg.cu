@@ -584,7 +584,8 @@ struct gather_normal_f {
       if (ib < cx || ib > cx + 3 || jb < cy || jb > cy + 3) continue;
       const int u = (int)((jb - cy) * 4 + (ib - cx));
       const accel__reg_cell_acc &c = acc[cy * cx_n + cx];
-      v[0] += c.L[0][t][u], v[1] += c.L[1][t][u], v[2] += c.L[2][t][u];
+      v[0] += accel__reg_cell_L(&c, 0, t, u), v[1] += accel__reg_cell_L(&c, 1, t, u);
+      v[2] += accel__reg_cell_L(&c, 2, t, u);
     }
     for (int m = 0; m < 3; m++) out[e * 3 + m] = v[m];
   }

@@ -258,6 +258,7 @@ typedef struct reg_run {
   accel__reg_xform base;  /* the initial B-spline part on the final grid (params NULL: none) */
   lgrid grids[8];
   double *params[8];
+  float *fimg, *mimg; /* the level images, sized for the finest level and reused by every level */
   accel_reg_report report;
 } reg_run;
 
@@ -289,12 +290,11 @@ static accel_status one_level(reg_run *r, int32_t l) {
   const char *func = "accel_reg_register";
   frame fr;
   level_frame(r->o, l, r->fixed->shape[1], r->fixed->shape[0], r->moving->shape[1], r->moving->shape[0], &fr);
-  const size_t fn = (size_t)(fr.fw * fr.fh), mn = (size_t)(fr.mw * fr.mh);
-  float *fimg = malloc(fn * sizeof(float)), *mimg = malloc(mn * sizeof(float));
+  float *fimg = r->fimg, *mimg = r->mimg;
   uint8_t *mask = r->mask ? level_mask(r->mask, &fr) : NULL;
   accel_status s = ACCEL_OK;
-  if (!fimg || !mimg || (r->mask && !mask))
-    s = accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for level %d's images", (int)l);
+  if (r->mask && !mask)
+    s = accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for level %d's mask", (int)l);
   accel__reg_pyramid_job pf = {r->fixed, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0};
   accel__reg_pyramid_job pm = {r->moving, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1};
   if (!s) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pf);
@@ -325,8 +325,6 @@ static accel_status one_level(reg_run *r, int32_t l) {
     s = accel__dispatch(r->ctx, "reg.level", run_level, &job);
     r->report.level[l].seconds = accel__now() - t0;
   }
-  free(fimg);
-  free(mimg);
   free(mask);
   return s;
 }
@@ -399,7 +397,18 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     const double t0 = accel__now();
     accel_reg_report_init(&r.report, sizeof r.report);
     r.report.levels = o.levels;
+    /* The finest level's images are the largest; one allocation serves
+     * every level, so that its memory is faulted in once. */
+    frame fr;
+    level_frame(&o, o.levels - 1, W, H, moving->shape[1], moving->shape[0], &fr);
+    r.fimg = malloc((size_t)(fr.fw * fr.fh) * sizeof(float));
+    r.mimg = malloc((size_t)(fr.mw * fr.mh) * sizeof(float));
+    if (!r.fimg || !r.mimg)
+      s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the level images (%lld pixels)",
+                         (long long)(fr.fw * fr.fh + fr.mw * fr.mh));
     for (int32_t l = 0; l < o.levels && !s; l++) s = one_level(&r, l);
+    free(r.fimg);
+    free(r.mimg);
     r.report.seconds = accel__now() - t0;
   }
   if (!s) memcpy(r.t->params, r.params[o.levels - 1], sizeof(double) * (size_t)accel_reg_transform_count(r.t));

@@ -6,10 +6,13 @@
  * cell's arithmetic, shared with the GPU): a cell's samples share their
  * 4 x 4 support nodes, so a cell's sums (the metric's, its 16 x 2 gradient
  * terms and 16 x 16 x 3 Gauss-Newton terms) are formed by one thread in
- * sample order, then added into the grid's arrays. The additions go in 16
- * rounds by (cell x mod 4, cell y mod 4): the cells of one round share no
- * node, and every array entry receives its terms in the same order on any
- * number of threads. Scalar sums are kept per cell and added in cell order.
+ * sample order and kept per cell; then every node gathers its entries of
+ * the grid's arrays from the cells around it in the order of the cells'
+ * colours (cell x mod 4, cell y mod 4), as the GPU does, so that every
+ * entry receives its terms in the same order on any number of threads.
+ * The cells wait for nothing but the gathering (one barrier: on a busy
+ * machine a barrier costs a descheduled thread's time slice). Scalar sums
+ * are kept per cell and added in cell order.
  */
 #include "reg/cpu.h"
 #include "reg/level_cell.h"
@@ -21,31 +24,47 @@
 #include <string.h>
 
 typedef struct cpu_eval {
-  accel__reg_cell_in in; /* the geometry, the images and the base */
-  double *cell_sums;     /* cells * ACCEL__REG_SUMS */
-  double *gf, *gm, *g1;  /* NCC's gradient sums, 2n each */
+  accel__reg_cell_in in;    /* the geometry, the images and the base */
+  double *cell_sums;        /* cells * ACCEL__REG_SUMS */
+  accel__reg_cell_acc *acc; /* every cell's terms (cells) */
+  double *gf, *gm, *g1;     /* NCC's gradient sums, 2n each */
 } cpu_eval;
 
-/* Add a cell's gradient and Gauss-Newton terms into the grid's arrays. */
-static void cell_scatter(const cpu_eval *e, int64_t cx, int64_t cy, const accel__reg_cell_acc *a, double *grad,
-                         double *normal) {
-  const int64_t nx = e->in.g->xf.nx, n = nx * e->in.g->xf.ny;
-  for (int t = 0; t < 16; t++) {
-    const int64_t node = (cy + t / 4) * nx + cx + t % 4;
-    if (grad && e->in.g->metric == ACCEL_REG_METRIC_NCC) {
+/* Node (i, j)'s gradient and Gauss-Newton terms from the cells, colour by
+ * colour (level_cell.h: the same sums as a scatter in rounds of colours). */
+static void node_gather(const cpu_eval *e, int64_t i, int64_t j, double *grad, double *normal) {
+  const accel__reg_geom *g = e->in.g;
+  const int64_t nx = g->xf.nx, n = nx * g->xf.ny, node = j * nx + i;
+  const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
+  double *row = normal ? normal + node * ACCEL__REG_NB3 : NULL;
+  if (row) memset(row, 0, sizeof(double) * ACCEL__REG_NB3);
+  for (int colour = 0; colour < 16; colour++) {
+    int64_t cx, cy;
+    int t;
+    if (!accel__reg_cell_of(i, j, colour, g->ax.cells, g->ay.cells, &cx, &cy, &t)) continue;
+    const accel__reg_cell_acc *a = e->acc + cy * g->ax.cells + cx;
+    if (grad && ncc) {
       e->gf[node] += a->ga[0][t], e->gf[n + node] += a->ga[1][t];
       e->gm[node] += a->gb[0][t], e->gm[n + node] += a->gb[1][t];
       e->g1[node] += a->gc[0][t], e->g1[n + node] += a->gc[1][t];
     } else if (grad) {
       grad[node] += a->ga[0][t], grad[n + node] += a->ga[1][t];
     }
-    if (!normal) continue;
-    double *row = normal + node * ACCEL__REG_NB3;
+    if (!row) continue;
     for (int u = 0; u < 16; u++) {
       double *v = row + ((u / 4 - t / 4 + 3) * 7 + (u % 4 - t % 4 + 3)) * 3;
-      v[0] += a->L[0][t][u], v[1] += a->L[1][t][u], v[2] += a->L[2][t][u];
+      v[0] += accel__reg_cell_L(a, 0, t, u), v[1] += accel__reg_cell_L(a, 1, t, u),
+          v[2] += accel__reg_cell_L(a, 2, t, u);
     }
   }
+}
+
+/* Zero the parts of a cell's terms that an evaluation adds to. */
+static void acc_clear(accel__reg_cell_acc *a, bool grad, bool ncc, bool normal) {
+  memset(a->s, 0, sizeof a->s);
+  if (grad) memset(a->ga, 0, sizeof a->ga);
+  if (grad && ncc) memset(a->gb, 0, sizeof a->gb), memset(a->gc, 0, sizeof a->gc);
+  if (normal) memset(a->L, 0, sizeof a->L);
 }
 
 static accel_status cpu_eval_fn(accel__call *call, void *state, const double *params, int set, int32_t iteration,
@@ -59,31 +78,25 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
   if (grad) memset(ncc ? e->gf : grad, 0, sizeof(double) * (size_t)(2 * n));
   if (grad && ncc)
     memset(e->gm, 0, sizeof(double) * (size_t)(2 * n)), memset(e->g1, 0, sizeof(double) * (size_t)(2 * n));
-  if (normal) memset(normal, 0, sizeof(double) * (size_t)(n * ACCEL__REG_NB3));
-  /* Threads pay off with enough samples between the 16 rounds' barriers. */
-  const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 65536.0 : 16384.0);
-  int failed = 0;
-#pragma omp parallel num_threads(call->threads) reduction(| : failed) if (parallel)
+  /* Threads pay off with enough samples (some 10 ms of work: on a busy
+   * machine a parallel region can cost a descheduled thread's time slice);
+   * every cell is one thread's work, and the only wait is between the cells
+   * and the nodes' gathering. */
+  const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 131072.0 : 65536.0);
+#pragma omp parallel num_threads(call->threads) if (parallel)
   {
-    accel__reg_cell_acc *a = malloc(sizeof *a);
-    if (!a) failed = 1;
-    for (int color = 0; color < (deriv ? 16 : 1); color++) {
-#pragma omp for schedule(dynamic, 1)
-      for (int64_t c = 0; c < cells; c++) {
-        const int64_t cx = c % cx_n, cy = c / cx_n;
-        if (!a || (deriv && (cx % 4) + 4 * (cy % 4) != color)) continue;
-        if (deriv) memset(a, 0, sizeof *a);
-        else memset(a->s, 0, sizeof a->s);
-        accel__reg_cell_eval(&e->in, params, cx, cy, density, stream, grad != NULL, normal != NULL, a);
-        memcpy(e->cell_sums + c * ACCEL__REG_SUMS, a->s, sizeof a->s);
-        if (deriv) cell_scatter(e, cx, cy, a, grad, normal);
-      }
+    accel__reg_cell_acc local;
+#pragma omp for schedule(dynamic, 4)
+    for (int64_t c = 0; c < cells; c++) {
+      accel__reg_cell_acc *a = deriv ? e->acc + c : &local;
+      acc_clear(a, grad != NULL, ncc, normal != NULL);
+      accel__reg_cell_eval(&e->in, params, c % cx_n, c / cx_n, density, stream, grad != NULL, normal != NULL, a);
+      memcpy(e->cell_sums + c * ACCEL__REG_SUMS, a->s, sizeof a->s);
     }
-    free(a);
-  }
-  if (failed) {
-    accel__why(call->why, "out of memory for the cell sums");
-    return ACCEL_ERR_OUT_OF_MEMORY;
+    if (deriv) {
+#pragma omp for schedule(static)
+      for (int64_t node = 0; node < n; node++) node_gather(e, node % g->xf.nx, node / g->xf.nx, grad, normal);
+    }
   }
   double s[ACCEL__REG_SUMS] = {0};
   for (int64_t c = 0; c < cells; c++)
@@ -100,6 +113,7 @@ accel_status accel__reg_cpu_level(accel__call *call, accel__reg_level_job *job) 
   const int64_t n = g.xf.nx * g.xf.ny, cells = g.ax.cells * g.ay.cells;
   cpu_eval e = {{&g, job->fixed, job->moving, job->mask, job->base},
                 malloc(sizeof(double) * (size_t)(cells * ACCEL__REG_SUMS)),
+                malloc(sizeof(accel__reg_cell_acc) * (size_t)(cells > 0 ? cells : 1)),
                 NULL,
                 NULL,
                 NULL};
@@ -107,7 +121,7 @@ accel_status accel__reg_cpu_level(accel__call *call, accel__reg_level_job *job) 
   if (ncc)
     e.gf = malloc(sizeof(double) * (size_t)(6 * n)), e.gm = e.gf ? e.gf + 2 * n : NULL,
     e.g1 = e.gf ? e.gf + 4 * n : NULL;
-  if (!e.cell_sums || (ncc && !e.gf)) {
+  if (!e.cell_sums || !e.acc || (ncc && !e.gf)) {
     accel__why(call->why, "out of memory for %lld cells", (long long)cells);
     s = ACCEL_ERR_OUT_OF_MEMORY;
   } else {
@@ -115,6 +129,7 @@ accel_status accel__reg_cpu_level(accel__call *call, accel__reg_level_job *job) 
     s = accel__reg_optimize(call, job, &g, &ev);
   }
   free(e.cell_sums);
+  free(e.acc);
   free(e.gf);
   accel__reg_geom_free(&g);
   return s;

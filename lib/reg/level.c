@@ -6,8 +6,11 @@
  * the evaluator gives the gradient g of the metric on the iteration's
  * training samples (at least ACCEL__REG_GN_PER_NODE per grid node: the
  * gradient decides where the iteration ends, so its noise is the result's)
- * and the Gauss-Newton matrix N on fewer samples of its own
- * (ACCEL__REG_GN_NORMAL_PER_NODE per node: N only shapes the step). With
+ * and, in the same pass, the Gauss-Newton matrix N on a stratified subset
+ * of them (every k-th sample of a cell, k the training samples over
+ * ACCEL__REG_GN_NORMAL_PER_NODE per node, rounded: 4 by default; N only
+ * shapes the step, and from the gradient's own samples it matches the
+ * gradient it scales). With
  * the bending energy penalty (weight w) the objective is metric + w BE,
  * BE = c^T K c, K the exact integral of the squared second derivatives of
  * the B-spline (u_xx^2 + 2 u_xy^2 + u_yy^2, per unit area of the image), a
@@ -129,7 +132,10 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   g->train = g->train_density >= 1.0 ? g->candidates : train;
   const int64_t normal = ACCEL__REG_GN_NORMAL_PER_NODE * nodes;
   g->normal_density = !gn ? 0.0 : o->samples <= 0 ? 1.0 : (double)normal / cand;
-  g->normal = !gn ? 0 : g->normal_density >= 1.0 ? g->candidates : normal;
+  g->normal_every = gn && g->normal_density > 0 && g->normal_density < g->train_density
+                        ? (int64_t)floor(g->train_density / g->normal_density + 0.5)
+                        : 1;
+  g->normal = !gn ? 0 : g->train / g->normal_every;
   g->exact_density = ASGD_EXACT_SAMPLES / cand;
   g->jacobian_density = (double)(2 * nodes > 1000 ? 2 * nodes : 1000) / cand;
   g->valid_density = o->validation_samples <= 0 ? 0.0 : (double)o->validation_samples / cand;
@@ -249,11 +255,17 @@ static double dot(const double *a, const double *b, int64_t n, int threads) {
   return total;
 }
 
+/* Nodes from which a product with N runs on the threads: conjugate
+ * gradients take one product per iteration, and a parallel region of less
+ * work costs more than it saves (on a busy machine, a descheduled thread's
+ * time slice). */
+#define NORMAL_APPLY_PARALLEL 16384
+
 /* y = (N + diag(damp)) x in the node-block layout. */
 static void normal_apply(const double *N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
                          int threads) {
   const int64_t n = nx * ny;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > 1024)
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > NORMAL_APPLY_PARALLEL)
   for (int64_t a = 0; a < n; a++) {
     const int64_t i = a % nx, j = a / nx;
     double sx = damp[a] * x[a], sy = damp[n + a] * x[n + a];
@@ -435,9 +447,7 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
   for (int32_t it = 0; !s && it < o->iterations; it++) {
     double value;
     int64_t count;
-    double unused;
-    s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, m.grad, NULL);
-    if (!s) s = ev->eval(call, ev->state, x, ACCEL__REG_SET_NORMAL, it, &unused, &count, NULL, m.normal);
+    s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, m.grad, m.normal);
     if (s) break;
     const double be = bending_add(&b, g, x, m.grad, m.normal, m.scratch);
     if (g->valid == 0) v = value + be;

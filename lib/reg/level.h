@@ -41,7 +41,10 @@
  * to the parameters (2 n); when `normal` is not NULL, the Gauss-Newton
  * matrix (n * 49 * 3; MSE: (2 / N) sum J^T J, J the residual's Jacobian;
  * NCC: the same for the residual normalised by the moving samples'
- * deviation). Both are overwritten (not accumulated). Sums are formed
+ * deviation). With both `grad` and `normal` (Gauss-Newton's training
+ * set), the matrix is formed from every g->normal_every-th sample of a
+ * cell only (sampler.h's row-stratified order makes that a stratified
+ * subset) and scaled as if from all. Both are overwritten (not accumulated). Sums are formed
  * per cell in sample order and reduced in a fixed order, so results do not
  * depend on the number of threads. A failure returns a status and leaves
  * the reason in call->why.
@@ -60,7 +63,8 @@ extern "C" {
 enum { ACCEL__REG_NB = 49, ACCEL__REG_NB3 = 147 };
 
 /* Gauss-Newton's least numbers of training samples (metric and gradient)
- * and of the matrix's samples per grid node. */
+ * and of the matrix's samples (a subset of the training samples) per grid
+ * node. */
 #define ACCEL__REG_GN_PER_NODE 192
 #define ACCEL__REG_GN_NORMAL_PER_NODE 48
 
@@ -75,6 +79,7 @@ typedef struct accel__reg_geom {
   int64_t candidates;           /* lattice points in all cells */
   int64_t train, valid, normal; /* samples per set (training and normal: per iteration) */
   double train_density, valid_density, normal_density;
+  int64_t normal_every; /* Gauss-Newton: the matrix's terms from every normal_every-th training sample */
   double exact_density, jacobian_density; /* ASGD's parameter estimation */
   uint64_t seed;
   int renew;

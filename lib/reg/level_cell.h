@@ -22,14 +22,24 @@
 #include <math.h>
 #include <string.h>
 
-enum { ACCEL__REG_SUMS = 7 }; /* MSE: sum r^2, -, ..., count; NCC: f, m, ff, mm, fm, -, count */
+/* MSE: sum r^2, -, -, -, -, matrix count, count; NCC: f, m, ff, mm, fm, matrix count, count (the matrix count:
+ * the samples that added Gauss-Newton terms) */
+enum { ACCEL__REG_SUMS = 7, ACCEL__REG_SUM_NORMAL = 5 };
 
 /* One cell's sums. */
 typedef struct accel__reg_cell_acc {
   double s[ACCEL__REG_SUMS];
   double ga[2][16], gb[2][16], gc[2][16]; /* MSE: ga = sum r dm; NCC: f dm, m dm, dm */
-  float L[3][16][16]; /* xx, xy, yy: single precision within a cell (a few hundred terms), double beyond */
+  /* xx, xy, yy: single precision within a cell (a few hundred terms), double beyond; the block of nodes t, u is
+   * symmetric and only L[.][t][u], t <= u, is formed (accel__reg_cell_L) */
+  float L[3][16][16];
 } accel__reg_cell_acc;
+
+/* Entry m (xx, xy, yy) of a cell's Gauss-Newton block between its nodes t
+ * and u. */
+ACCEL__REG_HD float accel__reg_cell_L(const accel__reg_cell_acc *a, int m, int t, int u) {
+  return t <= u ? a->L[m][t][u] : a->L[m][u][t];
+}
 
 /* What the cells read (host or device memory, as the backend needs). */
 typedef struct accel__reg_cell_in {
@@ -98,20 +108,118 @@ ACCEL__REG_HD void accel__reg_cell_add(accel__reg_cell_acc *a, bool ncc, double 
     }
   }
   if (normal) {
+    a->s[ACCEL__REG_SUM_NORMAL] += 1;
     float wf[16];
     for (int t = 0; t < 16; t++) wf[t] = (float)w[t];
     const float G0 = (float)(gx * gx), G1 = (float)(gx * gy), G2 = (float)(gy * gy);
     for (int t = 0; t < 16; t++) {
       const float a0 = wf[t] * G0, a1 = wf[t] * G1, a2 = wf[t] * G2;
-      for (int u = 0; u < 16; u++) a->L[0][t][u] += a0 * wf[u];
-      for (int u = 0; u < 16; u++) a->L[1][t][u] += a1 * wf[u];
-      for (int u = 0; u < 16; u++) a->L[2][t][u] += a2 * wf[u];
+      for (int u = t; u < 16; u++) a->L[0][t][u] += a0 * wf[u];
+      for (int u = t; u < 16; u++) a->L[1][t][u] += a1 * wf[u];
+      for (int u = t; u < 16; u++) a->L[2][t][u] += a2 * wf[u];
     }
   }
 }
 
+/* The cubic B-spline weights of t in [0, 1] (accel__reg_weights) and their
+ * derivatives (accel__reg_weights_d), with products for the divisions (a
+ * level evaluates them four times a sample). */
+ACCEL__REG_HD void accel__reg_level_weights(double t, double w[4]) {
+  const double s = 1.0 - t, t2 = t * t, t3 = t2 * t, sixth = 1.0 / 6.0;
+  w[0] = s * s * s * sixth;
+  w[1] = (3.0 * t3 - 6.0 * t2 + 4.0) * sixth;
+  w[2] = (-3.0 * t3 + 3.0 * t2 + 3.0 * t + 1.0) * sixth;
+  w[3] = t3 * sixth;
+}
+
+ACCEL__REG_HD void accel__reg_level_weights_d(double t, double d[4]) {
+  const double s = 1.0 - t, t2 = t * t;
+  d[0] = -0.5 * s * s;
+  d[1] = 1.5 * t2 - 2.0 * t;
+  d[2] = -1.5 * t2 + t + 0.5;
+  d[3] = 0.5 * t2;
+}
+
+/* Value and gradient (per level pixel) of the cubic B-spline with
+ * coefficients c (w x h) at (x, y), mirrored about the edges (the spline
+ * of accel__reg_cubic in interp.h, mirrored and floored only where
+ * needed). */
+ACCEL__REG_HD double accel__reg_level_cubic(const float *c, int64_t w, int64_t h, double x, double y, double *gx,
+                                            double *gy) {
+  const int64_t ix = accel__reg_floor(x), iy = accel__reg_floor(y);
+  double wx[4], wy[4], dx[4], dy[4];
+  accel__reg_level_weights(x - (double)ix, wx);
+  accel__reg_level_weights(y - (double)iy, wy);
+  accel__reg_level_weights_d(x - (double)ix, dx);
+  accel__reg_level_weights_d(y - (double)iy, dy);
+  const int64_t x0 = ix - 1, y0 = iy - 1;
+  int64_t xi[4], yi[4];
+  const bool inner = x0 >= 0 && x0 + 3 < w, inner_y = y0 >= 0 && y0 + 3 < h;
+  for (int i = 0; i < 4; i++) xi[i] = inner ? x0 + i : accel__reg_mirror(x0 + i, w);
+  for (int j = 0; j < 4; j++) yi[j] = inner_y ? y0 + j : accel__reg_mirror(y0 + j, h);
+  double v = 0, vx = 0, vy = 0;
+  for (int j = 0; j < 4; j++) {
+    const float *row = c + yi[j] * w;
+    double r = 0, rd = 0;
+    for (int i = 0; i < 4; i++) {
+      r += wx[i] * row[xi[i]];
+      rd += dx[i] * row[xi[i]];
+    }
+    v += wy[j] * r;
+    vx += wy[j] * rd;
+    vy += dy[j] * r;
+  }
+  *gx = vx;
+  *gy = vy;
+  return v;
+}
+
+/* How many samples ahead a cell's loop asks the memory for the fixed pixel
+ * and the moving coefficients (CPU only: the samples lie at random columns,
+ * so every one misses the caches, and the loads are what the loop waits
+ * for). The moving position is predicted with the last sample's
+ * displacement, which varies slowly within a cell. */
+#define ACCEL__REG_AHEAD 8
+#if defined(__CUDA_ARCH__) || !(defined(__GNUC__) || defined(__clang__))
+#define ACCEL__REG_PREFETCH(p) ((void)(p))
+#elif defined(__x86_64__)
+/* (GCC 12 drops __builtin_prefetch here as dead code.) */
+#define ACCEL__REG_PREFETCH(p) __asm__ volatile("prefetcht0 %0" : : "m"(*(const char *)(p)))
+#else
+#define ACCEL__REG_PREFETCH(p) __builtin_prefetch(p)
+#endif
+
+ACCEL__REG_HD int64_t accel__reg_clamp(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+/* Ask for the memory of the sample at lattice (ix, iy), displaced by about
+ * (ux, uy). */
+ACCEL__REG_HD void accel__reg_cell_prefetch(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double ux, double uy) {
+  const accel__reg_geom *g = e->g;
+  const double f = g->factor, off = g->offset, inv_f = 1.0 / f, qx = f * (double)ix + off, qy = f * (double)iy + off;
+  if (g->identity) {
+    ACCEL__REG_PREFETCH(e->fixed + iy * g->fw + ix);
+  } else {
+    const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
+    const int64_t lx = accel__reg_clamp((int64_t)((px - off) * inv_f), 0, g->fw - 1);
+    const int64_t ly = accel__reg_clamp((int64_t)((py - off) * inv_f), 0, g->fh - 1);
+    ACCEL__REG_PREFETCH(e->fixed + ly * g->fw + lx);
+  }
+  const double mx = (qx + ux - off) * inv_f, my = (qy + uy - off) * inv_f;
+  if (!(mx > -4.0 && mx < (double)g->mw + 4.0 && my > -4.0 && my < (double)g->mh + 4.0)) return;
+  const int64_t x0 = accel__reg_clamp((int64_t)mx - 1, 0, g->mw - 1), x3 = accel__reg_clamp(x0 + 3, 0, g->mw - 1);
+  const int64_t y0 = (int64_t)my - 1;
+  for (int j = 0; j < 4; j++) {
+    const float *row = e->moving + accel__reg_clamp(y0 + j, 0, g->mh - 1) * g->mw;
+    ACCEL__REG_PREFETCH(row + x0);
+    ACCEL__REG_PREFETCH(row + x3);
+  }
+}
+
 /* Accumulate the samples of cell (cx, cy) of a set (density, stream) at
- * `params` into a (which starts at 0). */
+ * `params` into a (which starts at 0): the metric's sums, with `grad` the
+ * gradient's terms, with `normal` the Gauss-Newton terms - of every sample,
+ * or, with `grad` too, of every g->normal_every-th sample of the cell (a
+ * subset stratified by rows as the samples are). */
 ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
                                         double density, uint64_t stream, bool grad, bool normal,
                                         accel__reg_cell_acc *a) {
@@ -119,25 +227,41 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
   const int64_t nx = g->xf.nx, n = nx * g->xf.ny;
   const int64_t P = (g->ax.first[cx + 1] - g->ax.first[cx]) * (g->ay.first[cy + 1] - g->ay.first[cy]);
   const int64_t ns = accel__reg_cell_samples(P, density);
-  const double f = g->factor, off = g->offset;
+  const double f = g->factor, off = g->offset, inv_f = 1.0 / f; /* factor: a power of 2 */
+  const double isx = 1.0 / g->xf.spacing[0], isy = 1.0 / g->xf.spacing[1];
   const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
-  const double *cpx = params, *cpy = params + n;
+  double cpx[16], cpy[16];
+  for (int t = 0; t < 16; t++) {
+    const int64_t node = (cy + t / 4) * nx + cx + t % 4;
+    cpx[t] = params[node], cpy[t] = params[n + node];
+  }
+  const int64_t every = grad && normal ? g->normal_every : 1;
+  int64_t ring[ACCEL__REG_AHEAD][2];
+  double ux = cpx[5], uy = cpy[5]; /* the last displacement: the prefetches' guess */
+  for (int64_t k = 0; k < ns && k < ACCEL__REG_AHEAD; k++) {
+    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, density, g->seed, g->level, stream, &ring[k][0], &ring[k][1]);
+    accel__reg_cell_prefetch(e, ring[k][0], ring[k][1], ux, uy);
+  }
   for (int64_t k = 0; k < ns; k++) {
-    int64_t ix, iy;
-    accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k, ns, density, g->seed, g->level, stream, &ix, &iy);
+    int64_t *slot = ring[k % ACCEL__REG_AHEAD];
+    const int64_t ix = slot[0], iy = slot[1];
+    if (k + ACCEL__REG_AHEAD < ns) {
+      accel__reg_sample_at(&g->ax, &g->ay, cx, cy, k + ACCEL__REG_AHEAD, ns, density, g->seed, g->level, stream,
+                           &slot[0], &slot[1]);
+      accel__reg_cell_prefetch(e, slot[0], slot[1], ux, uy);
+    }
     const double qx = f * (double)ix + off, qy = f * (double)iy + off;
     double fv;
     if (!accel__reg_fixed_at(e, ix, iy, qx, qy, &fv)) continue;
     double wx[4], wy[4], w[16];
-    accel__reg_weights(accel__reg_frac01((qx - g->xf.origin[0]) / g->xf.spacing[0] - (double)(cx + 1)), wx);
-    accel__reg_weights(accel__reg_frac01((qy - g->xf.origin[1]) / g->xf.spacing[1] - (double)(cy + 1)), wy);
-    double ux = 0, uy = 0;
+    accel__reg_level_weights(accel__reg_frac01((qx - g->xf.origin[0]) * isx - (double)(cx + 1)), wx);
+    accel__reg_level_weights(accel__reg_frac01((qy - g->xf.origin[1]) * isy - (double)(cy + 1)), wy);
+    ux = 0, uy = 0;
     for (int j = 0; j < 4; j++) {
-      const int64_t row = (cy + j) * nx + cx;
       for (int i = 0; i < 4; i++) {
         w[j * 4 + i] = wy[j] * wx[i];
-        ux += w[j * 4 + i] * cpx[row + i];
-        uy += w[j * 4 + i] * cpy[row + i];
+        ux += w[j * 4 + i] * cpx[j * 4 + i];
+        uy += w[j * 4 + i] * cpy[j * 4 + i];
       }
     }
     if (e->base.params) {
@@ -145,12 +269,12 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
       accel__reg_bspline_at(&e->base, qx, qy, &bx, &by);
       ux += bx, uy += by;
     }
-    const double mx = (qx + ux - off) / f, my = (qy + uy - off) / f;
+    const double mx = (qx + ux - off) * inv_f, my = (qy + uy - off) * inv_f;
     if (!g->keep_outside && !(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
     double gx, gy;
-    const double mv = accel__reg_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
-    gx /= f, gy /= f;
-    accel__reg_cell_add(a, ncc, fv, mv, gx, gy, w, grad, normal);
+    const double mv = accel__reg_level_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
+    gx *= inv_f, gy *= inv_f;
+    accel__reg_cell_add(a, ncc, fv, mv, gx, gy, w, grad, normal && k % every == 0);
   }
 }
 
@@ -170,7 +294,8 @@ ACCEL__REG_HD bool accel__reg_cell_of(int64_t i, int64_t j, int colour, int64_t 
 
 /* The metric and its derivatives from the summed terms: s (the sums of all
  * cells), grad (MSE: the summed ga terms, 2n) or gf, gm, g1 (NCC), normal
- * (n * ACCEL__REG_NB3, or NULL), scaled in place. */
+ * (n * ACCEL__REG_NB3, or NULL), scaled in place (the matrix as if all the
+ * samples had added its terms: by N / the matrix count more). */
 static inline void accel__reg_finish(const accel__reg_geom *g, const double *s, const double *gf, const double *gm,
                                      const double *g1, double *value, double *grad, double *normal) {
   const int64_t n = g->xf.nx * g->xf.ny;
@@ -195,6 +320,8 @@ static inline void accel__reg_finish(const accel__reg_geom *g, const double *s, 
     if (grad)
       for (int64_t k = 0; k < 2 * n; k++) grad[k] *= scale;
   }
+  const double Nn = s[ACCEL__REG_SUM_NORMAL];
+  scale *= Nn > 0 ? N / Nn : 0.0;
   if (normal)
     for (int64_t k = 0; k < n * ACCEL__REG_NB3; k++) normal[k] *= scale;
 }

@@ -36,6 +36,30 @@ ACCEL__REG_HD void accel__reg_prefilter_row(float *s, int64_t n) {
   for (int64_t k = n - 2; k >= 0; k--) s[k] = (float)(next = z * (next - s[k]));
 }
 
+/* Rows [0, rows) (at most 8) of an image of width w starting at img, in
+ * place, side by side: each row's arithmetic is accel__reg_prefilter_row's,
+ * while the rows' recursions overlap (one row alone waits on each step's
+ * multiply and add). */
+ACCEL__REG_HD void accel__reg_prefilter_rows(float *img, int64_t w, int rows) {
+  if (w < 2) return;
+  const double z = ACCEL__REG_POLE;
+  double sum[8], prev[8];
+  for (int r = 0; r < rows; r++) sum[r] = 0;
+  double zk = 1;
+  for (int k = 0; k < accel__reg_horizon(w); k++, zk *= z)
+    for (int r = 0; r < rows; r++) sum[r] += zk * 6.0 * img[r * w + k];
+  for (int r = 0; r < rows; r++) img[r * w] = (float)sum[r], prev[r] = sum[r];
+  for (int64_t k = 1; k < w; k++)
+    for (int r = 0; r < rows; r++) img[r * w + k] = (float)(prev[r] = 6.0 * img[r * w + k] + z * prev[r]);
+  for (int r = 0; r < rows; r++) {
+    float *s = img + r * w;
+    prev[r] = z / (z * z - 1) * ((double)s[w - 1] + z * (double)s[w - 2]);
+    s[w - 1] = (float)prev[r];
+  }
+  for (int64_t k = w - 2; k >= 0; k--)
+    for (int r = 0; r < rows; r++) img[r * w + k] = (float)(prev[r] = z * (prev[r] - img[r * w + k]));
+}
+
 /* The columns [c0, c1) (at most 64) of an image of w x h, in place. */
 ACCEL__REG_HD void accel__reg_prefilter_cols(float *img, int64_t w, int64_t h, int64_t c0, int64_t c1) {
   if (h < 2) return;
