@@ -154,6 +154,7 @@ static bool add_voxel(const int32_t *labels, const float *edt, accel__dims d, co
  * whole z planes. False: out of memory. */
 static bool accumulate(const int32_t *labels, const float *edt, accel__dims d, const label_map *lm, size_t nreg, int nt,
                        racc *ra, tmap *maps) {
+  (void)nt; /* unused without OpenMP */
   int oom_flag = 0;
 #pragma omp parallel num_threads(nt)
   {

@@ -83,6 +83,7 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
    * every cell is one thread's work, and the only wait is between the cells
    * and the nodes' gathering. */
   const bool parallel = (density < 1 ? density : 1.0) * (double)g->candidates >= (deriv ? 131072.0 : 65536.0);
+  (void)parallel, (void)call; /* unused without OpenMP */
 #pragma omp parallel num_threads(call->threads) if (parallel)
   {
     accel__reg_cell_acc local;

@@ -98,6 +98,7 @@ accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *j
  * the GPU): rows 8 side by side (each as the GPU's one by one); columns as
  * whole rows at a time. */
 void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
+  (void)threads; /* unused without OpenMP */
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)

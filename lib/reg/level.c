@@ -239,6 +239,7 @@ static double bending_add(const bending *b, const accel__reg_geom *g, const doub
 
 /* a . b over n values, in fixed chunks summed in order. */
 static double dot(const double *a, const double *b, int64_t n, int threads) {
+  (void)threads; /* unused without OpenMP */
   const int64_t chunks = (n + DOT_CHUNK - 1) / DOT_CHUNK;
   double part[256], total = 0;
   for (int64_t c0 = 0; c0 < chunks; c0 += 256) {
@@ -264,6 +265,7 @@ static double dot(const double *a, const double *b, int64_t n, int threads) {
 /* y = (N + diag(damp)) x in the node-block layout. */
 static void normal_apply(const double *N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
                          int threads) {
+  (void)threads; /* unused without OpenMP */
   const int64_t n = nx * ny;
 #pragma omp parallel for num_threads(threads) schedule(static) if (n > NORMAL_APPLY_PARALLEL)
   for (int64_t a = 0; a < n; a++) {

@@ -168,6 +168,7 @@ accel_status accel_reg_transform_points(accel_ctx *ctx, const accel_reg_transfor
   accel__reg_xform x;
   accel__reg_xform_of(t, &x);
   const int threads = ctx ? accel__ctx_threads(ctx) : accel__default_threads();
+  (void)threads; /* unused without OpenMP */
 #pragma omp parallel for schedule(static) if (n > 4096) num_threads(threads)
   for (int64_t i = 0; i < n; i++) accel__reg_apply(&x, xy[2 * i], xy[2 * i + 1], &xy[2 * i], &xy[2 * i + 1]);
   return ACCEL_OK;
@@ -185,6 +186,7 @@ accel_status accel_reg_transform_field(accel_ctx *ctx, const accel_reg_transform
   accel__reg_xform_of(t, &x);
   char *base = (char *)field->data;
   const int threads = ctx ? accel__ctx_threads(ctx) : accel__default_threads();
+  (void)threads; /* unused without OpenMP */
 #pragma omp parallel for schedule(static) num_threads(threads)
   for (int64_t r = 0; r < h; r++)
     for (int64_t c = 0; c < w; c++) {

@@ -158,6 +158,7 @@ static bool lines_block(const accel_array *in, int64_t r0, int64_t rows, int64_t
  * (the first such row in *bad_row) or 2 when out of memory. */
 static int prefilter_rows(const accel_array *in, int64_t r0, int64_t rows, int64_t ch, int64_t nc, float *coef,
                           int threads, int64_t *bad_row) {
+  (void)threads; /* unused without OpenMP */
   const int64_t w = in->shape[1], blocks = (rows * nc + LANES - 1) / LANES;
   int64_t bad = INT64_MAX;
   int nomem = 0;
@@ -187,6 +188,7 @@ static int prefilter_rows(const accel_array *in, int64_t r0, int64_t rows, int64
  * error has decayed below float precision MARGIN rows further down (the
  * anticausal start at the band's end likewise). */
 static void prefilter_columns(float *coef, int64_t h, int64_t n, bool top, int threads) {
+  (void)threads; /* unused without OpenMP */
   if (h < 2) return;
   const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
   const int64_t strips = (n + STRIP - 1) / STRIP;
@@ -269,6 +271,7 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
 
 /* The first row of an F32 image holding a non-finite value, or -1. */
 static int64_t first_nonfinite_row(const accel_array *a, int threads) {
+  (void)threads; /* unused without OpenMP */
   if (a->dtype != ACCEL_DTYPE_F32) return -1;
   const int64_t h = a->shape[0], w = a->shape[1], nc = a->ndim == 3 ? a->shape[2] : 1;
   const int64_t s2 = a->ndim == 3 ? a->strides[2] : 0;
