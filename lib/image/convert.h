@@ -14,4 +14,10 @@ void accel__rgb_row_to_gray(const uint8_t *rgb, int64_t w, uint8_t *out);
 /* True if the mode's RGB is always gray (R = G = B): 1, L, LA, I. */
 bool accel__mode_is_gray(accel__mode mode);
 
+/* Decode a PNG or JPEG file as Pillow does, keeping what it is: gray (and
+ * 16-bit PNG gray as U16, values as stored) as (H, W), everything else as
+ * RGB (H, W, 3) U8. Failures are reported for `func`; *out is NULL then.
+ * Bounded by the context's max_pixels (lib/image/decode_api.c). */
+accel_status accel__image_decode_native(accel_ctx *ctx, const char *func, const char *path, accel_buffer **out);
+
 #endif
