@@ -203,6 +203,25 @@ void accel__strlcpy(char *dst, const char *src, size_t size);
  * dropping a final period so log lines stay well punctuated. */
 void accel__why(char *why, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Progress of a loop of units: `fn` (NULL: none) called from the calling
+ * thread with `stage` and base + span * done / n, at most `reports` times
+ * (0: after every unit). */
+typedef struct accel__units_progress {
+  accel_progress_fn fn;
+  void *user;
+  const char *stage;
+  double base, span;
+  int64_t reports;
+} accel__units_progress;
+
+/* Run work(user, i) for i in 0 .. n - 1 on call->threads threads, one unit
+ * at a time in any order (OpenMP dynamic schedule). A unit that returns
+ * false (out of memory) or a progress callback that returns nonzero stops
+ * the units not yet started. Returns ACCEL_OK, ACCEL_ERR_CANCELLED or
+ * ACCEL_ERR_OUT_OF_MEMORY (`oom_what` names what ran out), call->why set. */
+accel_status accel__parallel_units(accel__call *call, int64_t n, bool (*work)(void *user, int64_t i), void *user,
+                                   const accel__units_progress *progress, const char *oom_what);
+
 #ifdef __cplusplus
 }
 #endif

@@ -141,3 +141,47 @@ accel_status accel__versioned_init(const char *func, void *theirs, size_t size, 
   memcpy(theirs, &s32, sizeof s32);
   return ACCEL_OK;
 }
+
+accel_status accel__parallel_units(accel__call *call, int64_t n, bool (*work)(void *user, int64_t i), void *user,
+                                   const accel__units_progress *p, const char *oom_what) {
+  int64_t done = 0, reported = 0;
+  int stop = 0; /* 1: cancelled, 2: out of memory */
+#pragma omp parallel for schedule(dynamic, 1) num_threads(call->threads)
+  for (int64_t i = 0; i < n; i++) {
+    int halt;
+#pragma omp atomic read
+    halt = stop;
+    if (halt) continue;
+    if (!work(user, i)) {
+#pragma omp atomic write
+      stop = 2;
+      continue;
+    }
+    int64_t now;
+#pragma omp atomic capture
+    now = ++done;
+#ifdef _OPENMP
+    const bool caller = omp_get_thread_num() == 0;
+#else
+    const bool caller = true;
+#endif
+    if (!caller || !p || !p->fn) continue;
+    if (p->reports > 0) {
+      if (now * p->reports / n <= reported || now >= n) continue;
+      reported = now * p->reports / n;
+    }
+    if (p->fn(p->user, p->stage, p->base + p->span * (double)now / (double)n)) {
+#pragma omp atomic write
+      stop = 1;
+    }
+  }
+  if (stop == 1) {
+    accel__why(call->why, "cancelled by the progress callback");
+    return ACCEL_ERR_CANCELLED;
+  }
+  if (stop == 2) {
+    accel__why(call->why, "out of memory for %s", oom_what);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  return ACCEL_OK;
+}

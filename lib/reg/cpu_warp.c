@@ -10,9 +10,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
@@ -413,50 +410,19 @@ static void geo_of(const accel__reg_warp_job *job, warp_geo *g) {
   g->fill = (float)job->fill;
 }
 
+static bool warp_tile(void *user, int64_t index) { return run_tile(user, index); }
+
 accel_status accel__reg_cpu_warp(accel__call *call, accel__reg_warp_job *job) {
   warp_geo g;
   geo_of(job, &g);
   const int64_t tiles = g.tiles_x * ((g.out_h + g.tile - 1) / g.tile);
-  int64_t done = 0, reported = 0;
-  int stop = 0; /* 1: cancelled, 2: out of memory */
-#pragma omp parallel for schedule(dynamic, 1) num_threads(call->threads)
-  for (int64_t i = 0; i < tiles; i++) {
-    int halt;
-#pragma omp atomic read
-    halt = stop;
-    if (halt) continue;
-    if (!run_tile(&g, i)) {
-#pragma omp atomic write
-      stop = 2;
-      continue;
-    }
-    int64_t now;
-#pragma omp atomic capture
-    now = ++done;
-#ifdef _OPENMP
-    const bool caller = omp_get_thread_num() == 0;
-#else
-    const bool caller = true;
-#endif
-    /* at most about 100 calls a job, from the calling thread */
-    if (caller && job->progress && now * 100 / tiles > reported && now < tiles) {
-      reported = now * 100 / tiles;
-      if (job->progress(job->progress_user, "reg.warp",
-                        job->progress_base + job->progress_span * (double)now / (double)tiles)) {
-#pragma omp atomic write
-        stop = 1;
-      }
-    }
-  }
-  if (!stop && job->progress && job->progress(job->progress_user, "reg.warp", job->progress_base + job->progress_span))
-    stop = 1;
-  if (stop == 1) {
+  /* at most about 100 calls a job, from the calling thread */
+  const accel__units_progress p = {job->progress,      job->progress_user, "reg.warp",
+                                   job->progress_base, job->progress_span, 100};
+  accel_status s = accel__parallel_units(call, tiles, warp_tile, &g, &p, "the tile tables");
+  if (!s && job->progress && job->progress(job->progress_user, "reg.warp", job->progress_base + job->progress_span)) {
     accel__why(call->why, "cancelled by the progress callback");
-    return ACCEL_ERR_CANCELLED;
+    s = ACCEL_ERR_CANCELLED;
   }
-  if (stop == 2) {
-    accel__why(call->why, "out of memory for the tile tables");
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  return ACCEL_OK;
+  return s;
 }

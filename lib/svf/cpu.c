@@ -13,9 +13,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 
 typedef double v8d __attribute__((vector_size(64)));
 typedef long v8l __attribute__((vector_size(64)));
@@ -194,41 +191,26 @@ CLONES static void run_unit(const unit_ctx *u, int64_t r0, int64_t r1, int64_t c
   }
 }
 
+typedef struct tile_units {
+  unit_ctx u;
+  int64_t across;
+} tile_units;
+
+static bool tile_unit(void *user, int64_t i) {
+  const tile_units *tu = user;
+  const accel__svf_tile *t = tu->u.t;
+  const int64_t r0 = t->r0 + (i / tu->across) * UNIT_ROWS, c = t->c0 + (i % tu->across) * LANES;
+  run_unit(&tu->u, r0, r0 + UNIT_ROWS < t->r1 ? r0 + UNIT_ROWS : t->r1, c);
+  return true;
+}
+
 /* One tile: its units in parallel; progress from the calling thread. */
 static accel_status run_tile(accel__call *call, accel__svf_job *job, const accel__svf_tile *t,
                              const accel__svf_window *w, double base, double span) {
-  const unit_ctx u = {job, w, t};
-  const int64_t across = (t->c1 - t->c0 + LANES - 1) / LANES, down = (t->r1 - t->r0 + UNIT_ROWS - 1) / UNIT_ROWS;
-  const int64_t units = across * down;
-  int64_t done = 0;
-  int cancelled = 0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(call->threads)
-  for (int64_t i = 0; i < units; i++) {
-    int stop;
-#pragma omp atomic read
-    stop = cancelled;
-    if (stop) continue;
-    const int64_t r0 = t->r0 + (i / across) * UNIT_ROWS, c = t->c0 + (i % across) * LANES;
-    run_unit(&u, r0, r0 + UNIT_ROWS < t->r1 ? r0 + UNIT_ROWS : t->r1, c);
-    int64_t now;
-#pragma omp atomic capture
-    now = ++done;
-#ifdef _OPENMP
-    const bool caller = omp_get_thread_num() == 0;
-#else
-    const bool caller = true;
-#endif
-    if (caller && job->progress &&
-        job->progress(job->progress_user, job->stage, base + span * (double)now / (double)units)) {
-#pragma omp atomic write
-      cancelled = 1;
-    }
-  }
-  if (cancelled) {
-    accel__why(call->why, "cancelled by the progress callback");
-    return ACCEL_ERR_CANCELLED;
-  }
-  return ACCEL_OK;
+  tile_units tu = {{job, w, t}, (t->c1 - t->c0 + LANES - 1) / LANES};
+  const int64_t down = (t->r1 - t->r0 + UNIT_ROWS - 1) / UNIT_ROWS;
+  const accel__units_progress p = {job->progress, job->progress_user, job->stage, base, span, 0};
+  return accel__parallel_units(call, tu.across * down, tile_unit, &tu, &p, "a tile");
 }
 
 static accel_status cpu_run(accel__call *call, accel__svf_job *job) {
