@@ -83,33 +83,40 @@ class _Bar:
 
 
 class _SigintWatch:
-    """While open on the main thread, tells whether SIGINT arrived, from any thread."""
+    """While open on the main thread, tells whether SIGINT arrived, from any
+    thread: Python's default handler is replaced by one that only notes it
+    (so that no KeyboardInterrupt is raised inside a callback the library
+    called), and the byte the interpreter writes to the wakeup fd is read by
+    callbacks on other threads, where Python runs no signal handler."""
 
     def __init__(self) -> None:
         self._r = self._w = None
-        self._old = -1
+        self._handler = None
         self.seen = False
+
+    def _note(self, signum: int, frame: Any) -> None:
+        self.seen = True
 
     def open(self) -> None:
         if threading.current_thread() is not threading.main_thread():
             return
-        if signal.getsignal(signal.SIGINT) in (signal.SIG_IGN, signal.SIG_DFL, None):
-            return
+        if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+            return  # the program handles Ctrl-C itself (or ignores it)
         r, w = socket.socketpair()
         r.setblocking(False)
         w.setblocking(False)
         try:
             old = signal.set_wakeup_fd(w.fileno(), warn_on_full_buffer=False)
         except (ValueError, OSError):
+            old = None
+        if old is None or old != -1:  # unusable, or someone (asyncio) listens already: leave theirs
+            if old is not None:
+                signal.set_wakeup_fd(old)
             r.close()
             w.close()
-            return
-        if old != -1:  # someone (asyncio) already listens: leave theirs in place
-            signal.set_wakeup_fd(old)
-            r.close()
-            w.close()
-            return
-        self._r, self._w = r, w
+        else:
+            self._r, self._w = r, w
+        self._handler = signal.signal(signal.SIGINT, self._note)
 
     def poll(self) -> bool:
         if not self.seen and self._r is not None:
@@ -128,6 +135,9 @@ class _SigintWatch:
             self._r.close()
             self._w.close()
             self._r = self._w = None
+        if self._handler is not None:
+            signal.signal(signal.SIGINT, self._handler)
+            self._handler = None
 
 
 class Call:
@@ -176,8 +186,15 @@ class Call:
         self._watch.close()
         if self._bar is not None:
             self._bar.close()
-        if isinstance(exc, AccelError) and exc.status == CANCELLED:
-            if self.interrupted or self._watch.seen:
+        if self.interrupted or self._watch.seen:
+            # Ctrl-C: whether it cancelled the call or came after its last
+            # callback, it is the user's KeyboardInterrupt.
+            if exc is None or (isinstance(exc, AccelError) and exc.status == CANCELLED):
                 raise KeyboardInterrupt from None
-            if self.error is not None:
+        if self.error is not None:
+            # the user's callback raised: that exception, whether the library
+            # stopped for it or had already finished
+            if exc is None:
+                raise self.error
+            if isinstance(exc, AccelError) and exc.status == CANCELLED:
                 raise self.error from exc
