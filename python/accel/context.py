@@ -125,7 +125,9 @@ def _domain(module, cls, doc):
     context (imported when first used), documented by `doc`."""
     def get(self):
         return getattr(importlib.import_module("." + module, __package__), cls)(self)
-    return property(get, doc=doc + ": see accel.%s." % cls)
+    example = "\n\n    Examples\n    --------\n    >>> import accel\n    >>> accel.Context().%s\n    <accel.%s.%s object at ...>\n" % (
+        module, module, cls)
+    return property(get, doc=doc + ": see accel.%s." % cls + example)
 
 
 def _hash_alias(method):

@@ -150,7 +150,15 @@ class Transform(Handle):
     initial is (kind, params[, centre]) with kind "translation" (tx, ty),
     "rigid" (angle in radians, tx, ty) or "affine" (a11, a12, a21, a22, tx,
     ty), centre (x, y) of rotation. ctx: the Context its calls use (default:
-    a new one)."""
+    a new one).
+
+    Examples
+    --------
+    >>> import accel
+    >>> t = accel.Transform((100, 80), grid_spacing=16.0)
+    >>> t.shape, t.grid["size"]
+    ((100, 80), (8, 10))
+    """
 
     _what = "transform"
 

@@ -353,8 +353,9 @@ class Pythonic(unittest.TestCase):
             raise ZeroDivisionError("from the callback")
         with self.assertRaisesRegex(ZeroDivisionError, "from the callback"):
             self.ctx.svf.sky(dsm, 1.0, progress=boom)
+        big = self.rng.random((100, 100)).astype(np.float32) * 10  # reports progress before its end
         with self.assertRaises(accel.CancelledError):
-            self.ctx.svf.sky(dsm, 1.0, progress=lambda stage, fraction: True)
+            self.ctx.svf.sky(big, 1.0, progress=lambda stage, fraction: True)
         with self.assertRaises(TypeError):
             self.ctx.svf.sky(dsm, 1.0, progress="yes")
 
@@ -364,20 +365,24 @@ class Pythonic(unittest.TestCase):
             import numpy as np, accel
             ctx = accel.Context(backend="cpu", threads=2)
             dsm = np.random.default_rng(0).random((1000, 1000)).astype(np.float32) * 20
-            threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
-            t0 = time.monotonic()
+            sent = []
+
+            def ctrl_c():
+                sent.append(time.monotonic())
+                os.kill(os.getpid(), signal.SIGINT)
+            threading.Timer(0.5, ctrl_c).start()
             try:
                 ctx.svf.sky(dsm, 1.0, patches=612)
                 print("FINISHED")
             except KeyboardInterrupt:
-                print("INTERRUPTED %.3f" % (time.monotonic() - t0))
+                print("INTERRUPTED %.3f" % (time.monotonic() - sent[0]))
             print("HANDLER RESTORED", signal.getsignal(signal.SIGINT) is signal.default_int_handler)
         """)
         r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
         self.assertEqual(r.returncode, 0, r.stderr)
         lines = r.stdout.split("\n")
         self.assertTrue(lines[0].startswith("INTERRUPTED"), r.stdout + r.stderr)
-        self.assertLess(float(lines[0].split()[1]), 5.0)
+        self.assertLess(float(lines[0].split()[1]), 3.0)  # seconds from the signal to the exception
         self.assertEqual(lines[1], "HANDLER RESTORED True")
         self.assertNotIn("Exception ignored", r.stderr)
 
