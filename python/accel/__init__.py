@@ -44,5 +44,6 @@ __version__ = version()
 
 __all__ = ["__version__", "AccelError", "AccelIOError", "CancelledError", "DecodeError", "DeviceArrayError",
            "DeviceError", "DeviceMemoryError", "FormatError", "InternalError", "InvalidArgumentError", "LimitError",
-           "NoDeviceError", "NotFoundError", "OutOfMemoryError", "UnsupportedError", "VersionError", "Context", "CT", "SVF", "Reg",
-           "Transform", "Hash", "HashResult", "Index", "groups_from_pairs", "version", "build_info", "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]
+           "NoDeviceError", "NotFoundError", "OutOfMemoryError", "UnsupportedError", "VersionError", "Context", "CT",
+           "SVF", "Reg", "Transform", "Hash", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
+           "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]

@@ -37,6 +37,7 @@ class _Bar:
         self._last = 0.0
         self._tqdm = None
         self._shown = False
+        self._pending = None
         try:
             import tqdm  # noqa: F401
             self._tqdm_mod = tqdm
@@ -64,7 +65,9 @@ class _Bar:
     def _text_update(self, stage: str, fraction: float) -> None:
         now = time.monotonic()
         if stage == self._stage and fraction < 1.0 and now - self._last < 0.1:
+            self._pending = (stage, fraction)  # drawn at the next report or at the end
             return
+        self._pending = None
         self._stage, self._last, self._shown = stage, now, True
         f = min(max(fraction, 0.0), 1.0)
         filled = int(30 * f)
@@ -77,6 +80,9 @@ class _Bar:
                 self._tqdm.close()
                 self._tqdm = None
             elif self._shown:
+                if self._pending is not None:
+                    self._last = 0.0
+                    self._text_update(*self._pending)
                 sys.stderr.write("\n")
                 sys.stderr.flush()
                 self._shown = False

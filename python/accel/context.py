@@ -125,8 +125,8 @@ def _domain(module, cls, doc):
     context (imported when first used), documented by `doc`."""
     def get(self):
         return getattr(importlib.import_module("." + module, __package__), cls)(self)
-    example = "\n\n    Examples\n    --------\n    >>> import accel\n    >>> accel.Context().%s\n    <accel.%s.%s object at ...>\n" % (
-        module, module, cls)
+    example = ("\n\n    Examples\n    --------\n    >>> import accel\n    >>> accel.Context().%s\n"
+               "    <accel.%s.%s object at ...>\n" % (module, module, cls))
     return property(get, doc=doc + ": see accel.%s." % cls + example)
 
 

@@ -12,7 +12,7 @@ maps a point of the fixed image into the moving image, T(p) = p + u(p).
 """
 import ctypes
 import os
-from typing import Any, Dict, Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Union
 
 from ._arrays import Array, as_array, host, host_only, ref
 from ._errors import ContextCalls, check

@@ -16,6 +16,7 @@ import textwrap
 import types
 import unittest
 import contextlib
+from unittest import mock
 
 from support import HASHDATA, SRC, clean_environment, require
 
@@ -130,6 +131,25 @@ class FakeCupyArray:
                                          "version": 3, "strides": None}
 
 
+class FakeCupyLike:
+    """A CuPy-like device array whose data the test keeps on the host: .get() copies to numpy and
+    its module's asarray makes one; the CUDA array interface is never read."""
+
+    def __init__(self, a):
+        self._a = np.array(a)
+        self.__cuda_array_interface__ = {"shape": self._a.shape, "typestr": self._a.dtype.str,
+                                         "data": (0x7f0000000000, False), "version": 3, "strides": None}
+
+    def get(self):
+        return self._a.copy()
+
+
+fake_cupy_module = types.ModuleType("fakecupylib")
+fake_cupy_module.asarray = FakeCupyLike
+FakeCupyLike.__module__ = "fakecupylib"
+sys.modules["fakecupylib"] = fake_cupy_module
+
+
 class FakeCudaDlpack:
     """A device array that speaks only DLPack, on device type 2 (kDLCUDA)."""
 
@@ -199,6 +219,16 @@ class Pythonic(unittest.TestCase):
                 self.assertIsInstance(e.exception, accel.DeviceArrayError)
                 self.assertIn("GPU array", str(e.exception))
                 self.assertIn("host", str(e.exception))
+
+    def test_gpu_arrays_are_staged_where_a_device_is_usable(self):
+        # The staging logic on the host: the library is told a device is usable.
+        mask = self.rng.random((6, 7)) > 0.3
+        with mock.patch.object(accel._arrays, "cuda_usable", lambda: True):
+            got = self.ctx.ct.edt(FakeCupyLike(mask.astype(np.uint8)), sampling=2.0)
+            with self.assertRaisesRegex(accel.DeviceArrayError, "cannot copy from"):
+                self.ctx.ct.edt(FakeCupyArray((4, 4)))
+        self.assertIsInstance(got, FakeCupyLike)
+        np.testing.assert_array_equal(got.get(), edt_brute(mask, 2.0).astype(np.float32))
 
     def test_bad_names_list_the_allowed_ones(self):
         cases = [
