@@ -157,10 +157,11 @@ def _from_device(obj: Any, what: str) -> Tuple[Any, Callable[[Any], Any]]:
                     return module.asarray(a)
             return module.asarray(a)
         return host, back
-    if hasattr(obj, "cpu") and hasattr(obj, "device"):  # PyTorch
+    from_numpy = getattr(module, "from_numpy", None)
+    if hasattr(obj, "cpu") and hasattr(obj, "device") and from_numpy is not None:  # PyTorch
         host = obj.detach().cpu().numpy()
         device = obj.device
-        return host, lambda a: module.from_numpy(np.ascontiguousarray(a)).to(device)
+        return host, lambda a: from_numpy(np.ascontiguousarray(a)).to(device)
     raise DeviceArrayError("%s is a GPU array (%s) of a library this package cannot copy from; "
                            "copy it to the host first" % (what, name))
 

@@ -20,7 +20,7 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Callable, Optional, Union
+from typing import Any, Callable, Optional, Tuple, Union
 
 from ._errors import CANCELLED, AccelError
 from ._native import PROGRESS_FN
@@ -33,11 +33,12 @@ class _Bar:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._stage = None
+        self._stage: Optional[str] = None
         self._last = 0.0
-        self._tqdm = None
+        self._tqdm: Any = None
         self._shown = False
-        self._pending = None
+        self._pending: Optional[Tuple[str, float]] = None
+        self._tqdm_mod: Any
         try:
             import tqdm  # noqa: F401
             self._tqdm_mod = tqdm
@@ -96,8 +97,9 @@ class _SigintWatch:
     callbacks on other threads, where Python runs no signal handler."""
 
     def __init__(self) -> None:
-        self._r = self._w = None
-        self._handler = None
+        self._r: Any = None
+        self._w: Any = None
+        self._handler: Any = None
         self.seen = False
 
     def _note(self, signum: int, frame: Any) -> None:

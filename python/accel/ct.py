@@ -2,7 +2,7 @@
 stages and the pipeline of ctx.ct, and the pore network as a dict."""
 import ctypes
 import numbers
-from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union, cast
 
 from ._arrays import Array, as_array, host, integer_as, mask_u8, real_as_f32, ref
 from ._errors import ContextCalls, check, choice
@@ -120,7 +120,7 @@ def _sampling(sampling: Spacing, ndim: int, what: str = "sampling") -> Optional[
         return None
     if isinstance(sampling, numbers.Real):
         return (float(sampling),) * ndim
-    values = tuple(float(x) for x in sampling)
+    values = tuple(float(x) for x in cast(Sequence[float], sampling))
     if len(values) != ndim:
         raise ValueError("%s has %d values for a %d-D input (one per axis, or one scalar)"
                          % (what, len(values), ndim))

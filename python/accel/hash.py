@@ -206,7 +206,7 @@ class HashResult:
         k = self.kinds.index(kind)
         return np.ascontiguousarray(self.hashes[:, k, :8]).view(">u8").reshape(-1).astype(np.uint64)
 
-    def to_dicts(self) -> List[Dict[str, str]]:
+    def to_dicts(self) -> List[Dict[str, Optional[str]]]:
         """One dict per input: {kind: hex} or {"error": name, "message": text}.
 
         Examples
@@ -221,7 +221,7 @@ class HashResult:
             if self.ok(i):
                 out.append({k: self.hex(i, k) for k in self.kinds})
             else:
-                name, msg = self.error(i)
+                name, msg = self.error(i) or ("", "")
                 out.append({"error": name, "message": msg})
         return out
 
@@ -334,9 +334,9 @@ class Hash(ContextCalls):
         >>> r.hex(0, "phash")  # doctest: +SKIP
         'c5b6d2f0c9a98e36'
         """
-        paths = [os.fsencode(p) for p in _one_or_many(paths, (str, bytes, os.PathLike), "paths")]
-        arr = (ctypes.c_char_p * len(paths))(*paths)
-        return self._run(lib.accel_hash_files, (arr,), len(paths), kinds, size, binbits, fast, max_pixels, progress)
+        encoded: List[bytes] = [os.fsencode(p) for p in _one_or_many(paths, (str, bytes, os.PathLike), "paths")]
+        arr = (ctypes.c_char_p * len(encoded))(*encoded)
+        return self._run(lib.accel_hash_files, (arr,), len(encoded), kinds, size, binbits, fast, max_pixels, progress)
 
     def bytes(self, blobs: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8, binbits: int = 3,
               fast: bool = False, max_pixels: int = 0, progress: ProgressArg = None) -> HashResult:
@@ -412,5 +412,5 @@ class Hash(ContextCalls):
         return self._run(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress)
 
     for _m in (files, bytes, arrays):
-        _m.__doc__ = _m.__doc__.replace("{kinds}", _KINDS_DOC)
+        _m.__doc__ = (_m.__doc__ or "").replace("{kinds}", _KINDS_DOC)
     del _m

@@ -431,7 +431,7 @@ class Index(Handle):
         """
         m = ctypes.c_char_p()
         self._err(lib.accel_index_get_meta(self.handle, ctypes.byref(m)))
-        return m.value.decode(errors="replace")
+        return (m.value or b"").decode(errors="replace")
 
     @meta.setter
     def meta(self, value):

@@ -12,7 +12,7 @@ maps a point of the fixed image into the moving image, T(p) = p + u(p).
 """
 import ctypes
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Union
 
 from ._arrays import Array, as_array, host, host_only, ref
 from ._errors import ContextCalls, check
@@ -73,10 +73,10 @@ declare({
 
 # The options register() takes by name (accel_reg_options' fields) and how
 # each is converted; names given as strings are looked up in their table.
-_OPTIONS = {"levels": int, "grid_spacing": float, "downsample": int, "iterations": int, "samples": int,
-            "renew_samples": int, "seed": int, "metric": METRICS, "optimizer": OPTIMIZERS,
-            "bending_weight": float, "tolerance": float, "window": int, "validation_samples": int,
-            "prealign": PREALIGN}
+_OPTIONS: Dict[str, Any] = {
+    "levels": int, "grid_spacing": float, "downsample": int, "iterations": int, "samples": int,
+    "renew_samples": int, "seed": int, "metric": METRICS, "optimizer": OPTIMIZERS, "bending_weight": float,
+    "tolerance": float, "window": int, "validation_samples": int, "prealign": PREALIGN}
 
 
 def _choice(name, table, value):
@@ -481,6 +481,10 @@ class Transform(Handle):
         return outs[0] if single else outs
 
 
+# The Transform class under a name that Reg's annotations can use (Reg.Transform shadows it there).
+TransformT = Transform
+
+
 class Reg(ContextCalls):
     """B-spline registration and warping (include/accel/reg.h, docs/reg.md):
     ``ctx.reg.register(fixed, moving, ...)`` returns a Transform.
@@ -528,8 +532,8 @@ class Reg(ContextCalls):
             setattr(o, name, _choice(name, kind, value) if isinstance(kind, dict) else kind(value))
         return o
 
-    def register(self, fixed: Any, moving: Any, mask: Any = None, initial: Optional["Transform"] = None,
-                 progress: ProgressArg = None, preset: str = "default", **options: Any) -> "Transform":
+    def register(self, fixed: Any, moving: Any, mask: Any = None, initial: Optional[TransformT] = None,
+                 progress: ProgressArg = None, preset: str = "default", **options: Any) -> TransformT:
         """Register moving to fixed: the Transform T with moving(T(p)) ~ fixed(p).
 
         Parameters
@@ -589,7 +593,7 @@ class Reg(ContextCalls):
         t.report = _report(report)
         return t
 
-    def load(self, path: Union[str, "os.PathLike[str]"]) -> "Transform":
+    def load(self, path: Union[str, "os.PathLike[str]"]) -> TransformT:
         """``Transform.load(path)`` with this context.
 
         Examples
@@ -600,7 +604,7 @@ class Reg(ContextCalls):
         """
         return Transform.load(path, self._ctx)
 
-    def warp(self, transform: "Transform", images: Any, **kwargs: Any) -> Any:
+    def warp(self, transform: TransformT, images: Any, **kwargs: Any) -> Any:
         """``transform.warp(images, ...)``.
 
         Examples

@@ -1,7 +1,7 @@
 """Shadows and sky view factors of surface models, as UMEP's SOLWEIG computes
 them (include/accel/svf.h, docs/svf.md): ctx.svf."""
 import ctypes
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 from ._arrays import Array, as_array, host, real_as_f32, ref
 from ._errors import ContextCalls, check
@@ -63,7 +63,7 @@ class SVF(ContextCalls):
     """
 
     @staticmethod
-    def _grid(a: Any, what: str) -> Tuple[Any, Callable[[Any], Any]]:
+    def _grid(a: Any, what: str) -> Tuple[Any, Optional[Callable[[Any], Any]]]:
         if a is None:
             return None, None
         g, back = host(a, what)
