@@ -434,7 +434,7 @@ class Index(Handle):
         return (m.value or b"").decode(errors="replace")
 
     @meta.setter
-    def meta(self, value):
+    def meta(self, value: str) -> None:
         self._err(lib.accel_index_set_meta(self.handle, value.encode()))
 
     def save(self, path: Union[str, "os.PathLike[str]"]) -> None:

@@ -12,7 +12,7 @@ maps a point of the fixed image into the moving image, T(p) = p + u(p).
 """
 import ctypes
 import os
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
 from ._arrays import Array, as_array, host, host_only, ref
 from ._errors import ContextCalls, check
@@ -89,7 +89,7 @@ def _choice(name, table, value):
     raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(repr(k) for k in table), value))
 
 
-def registration_image(a, what="image"):
+def registration_image(a: Any, what: str = "image") -> Any:
     """An image as the registration takes it: uint8, uint16 or float32 (H, W)
     as it is (no copy; gray and alpha: the gray); RGB or RGBA (H, W, 3|4) as
     float32 gray (2125 R + 7154 G + 721 B) / 10000, the gray elastix (ITK)
@@ -162,7 +162,8 @@ class Transform(Handle):
 
     _what = "transform"
 
-    def __init__(self, shape, grid_spacing=64.0, parameters=None, initial=None, ctx=None):
+    def __init__(self, shape: Sequence[int], grid_spacing: float = 64.0, parameters: Any = None,
+                 initial: Optional[Sequence[Any]] = None, ctx: Any = None) -> None:
         self._ctx = _default_context(ctx)
         self.report = None
         g = RegGrid()
@@ -190,7 +191,7 @@ class Transform(Handle):
         check(status, self._ctx.handle)
 
     @classmethod
-    def load(cls, path, ctx=None):
+    def load(cls, path: Union[str, "os.PathLike[str]"], ctx: Any = None) -> "Transform":
         """Read an elastix TransformParameters file.
 
         accel's or elastix's own: a BSplineTransform whose initial transforms
@@ -216,7 +217,7 @@ class Transform(Handle):
         check(lib.accel_reg_transform_load(ctx.handle, os.fsencode(path), ctypes.byref(h)), ctx.handle)
         return cls._wrap(h, ctx)
 
-    def save(self, path):
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
         """Write an elastix TransformParameters file that transformix reads.
 
         An initial part goes to "<path without .txt>.initial.txt" beside it.
@@ -228,7 +229,7 @@ class Transform(Handle):
         """
         self._check(lib.accel_reg_transform_save(self._ctx.handle, self.handle, os.fsencode(path)))
 
-    def copy(self):
+    def copy(self) -> "Transform":
         """An independent copy (same context).
 
         Examples
@@ -245,7 +246,7 @@ class Transform(Handle):
         return t
 
     @property
-    def grid(self):
+    def grid(self) -> Dict[str, Any]:
         """The control grid in elastix's terms.
 
         Returns
@@ -266,7 +267,7 @@ class Transform(Handle):
                 "origin": tuple(g.origin)}
 
     @property
-    def shape(self):
+    def shape(self) -> Tuple[int, int]:
         """The fixed image's (rows, cols).
 
         Examples
@@ -279,7 +280,7 @@ class Transform(Handle):
         return (h, w)
 
     @property
-    def parameters(self):
+    def parameters(self) -> Any:
         """The B-spline parameters: all x displacements (x fastest), then all y.
 
         float64 (2 * nx * ny,); assigning sets them.
@@ -299,7 +300,7 @@ class Transform(Handle):
         return out
 
     @parameters.setter
-    def parameters(self, values):
+    def parameters(self, values: Any) -> None:
         import numpy as np
         v = np.ascontiguousarray(values, dtype=np.float64).ravel()
         n = lib.accel_reg_transform_count(self.handle)
@@ -310,7 +311,7 @@ class Transform(Handle):
         self._check(lib.accel_reg_transform_set_parameters(self.handle, v.ctypes.data_as(P(ctypes.c_double)), n))
 
     @property
-    def initial(self):
+    def initial(self) -> Optional[Tuple[str, Any, Tuple[float, float]]]:
         """The linear initial part: (kind, params, centre) or None.
 
         Examples
@@ -329,7 +330,7 @@ class Transform(Handle):
             return None
         return name, np.array(params[:LINEAR_COUNTS[name]]), (centre[0], centre[1])
 
-    def set_initial(self, kind, params=(), centre=(0.0, 0.0)):
+    def set_initial(self, kind: str, params: Sequence[float] = (), centre: Sequence[float] = (0.0, 0.0)) -> None:
         """Set the linear initial part.
 
         Parameters
@@ -360,7 +361,7 @@ class Transform(Handle):
         self._check(lib.accel_reg_transform_set_initial(self._ctx.handle, self.handle, LINEAR_KINDS[kind],
                                                         p.ctypes.data_as(P(ctypes.c_double)), c))
 
-    def points(self, xy):
+    def points(self, xy: Any) -> Any:
         """T at points of the fixed image.
 
         Parameters
@@ -396,7 +397,7 @@ class Transform(Handle):
             raise ValueError("region's width and height must be >= 0")
         return x0, y0, w, h
 
-    def field(self, region=None):
+    def field(self, region: Optional[Sequence[int]] = None) -> Any:
         """The displacement u(p) = T(p) - p at the pixels of a region of the fixed grid.
 
         Parameters
