@@ -287,6 +287,10 @@ class Pythonic(unittest.TestCase):
             self.ctx.ct.threshold(big, 0)
         with self.assertRaises(TypeError):
             self.ctx.ct.threshold(np.zeros((2, 2, 2), complex), 0)
+        # the documented rule for float64: compared after rounding to float32
+        near = np.array([1.0 + 2.0 ** -30, 1.0 - 2.0 ** -30, 1.5])
+        np.testing.assert_array_equal(self.ctx.ct.threshold(near, 1.0), near.astype(np.float32) > 1.0)
+        self.assertFalse(self.ctx.ct.threshold(near, 1.0)[0])
         line = np.array([1.0, 5.0, 9.0])
         np.testing.assert_array_equal(self.ctx.ct.threshold(line, 5, ">="), line >= 5)
 
