@@ -202,6 +202,14 @@ class Handle:
         raise NotImplementedError
 
     def close(self):
+        """Release the library handle now (later calls raise ValueError); idempotent.
+
+        Examples
+        --------
+        >>> import accel
+        >>> ctx = accel.Context()
+        >>> ctx.close(); ctx.close()
+        """
         if getattr(self, "_h", None):
             self._destroy(self._h)
             self._h = None
@@ -217,6 +225,14 @@ class Handle:
 
     @property
     def handle(self):
+        """The library handle (a ctypes c_void_p), for calls through ``accel.lib``.
+
+        Examples
+        --------
+        >>> import accel
+        >>> bool(accel.Context().handle)
+        True
+        """
         if not getattr(self, "_h", None):
             raise ValueError("the %s is closed" % self._what)
         return self._h
