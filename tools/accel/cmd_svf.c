@@ -429,6 +429,7 @@ static accel_status save_tiff(svf_run *r, const char *path, const accel_array *a
   accel_tiff_save_options o;
   accel_tiff_save_options_init(&o, sizeof o);
   o.compression = args->uncompressed ? ACCEL_TIFF_COMPRESSION_NONE : ACCEL_TIFF_COMPRESSION_DEFLATE;
+  o.predictor = 0; /* readers without the floating-point predictor (tifffile without imagecodecs) read these */
   o.geo = r->geo;
   o.has_nodata = 1;
   o.nodata = (double)(float)args->nodata;
