@@ -88,7 +88,7 @@ class Previews(CliTest):
         for x0, gray, lb in planes:
             for r_ in range(0, gray.shape[0], 7):
                 for c in range(0, gray.shape[1], 5):
-                    g = int(round(255 * (float(gray[r_, c]) - lo) / (hi - lo)))
+                    g = int(255 * (float(gray[r_, c]) - lo) / (hi - lo) + 0.5)
                     p = px[r_ * s + s // 2][x0 + c * s + s // 2]
                     if lb[r_, c] == 0:
                         self.assertEqual(p, (g, g, g), (x0, r_, c))
