@@ -468,8 +468,8 @@ static bool read_pages(const char *cmd, const char *path, TIFF *t, uint32_t page
 #endif
 
 static bool load_tiff(accel_ctx *ctx, const char *cmd, const char *path, accel_buffer **out) {
-  uint32_t pages = 1;
 #if ACCEL_HAVE_TIFF
+  uint32_t pages = 1;
   TIFFErrorHandler old_e = TIFFSetErrorHandler(tiff_error), old_w = TIFFSetWarningHandler(NULL);
   tiff_why[0] = '\0';
   TIFF *t = TIFFOpen(path, "r");
