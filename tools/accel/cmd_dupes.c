@@ -11,7 +11,8 @@ static const char USAGE[] =
     "usage: accel [global options] dupes [--kinds K1,K2,...] [--threshold T] [--rule all|any]\n"
     "                                    [--size N] [--format tsv|json] [--index FILE] [--pairs]\n"
     "                                    [--binbits B] [--fast] [--algorithm auto|brute|mih]\n"
-    "                                    [--follow-links] PATH...\n"
+    "                                    [--follow-links] [--files-from F [-0]] [--html R.html]\n"
+    "                                    PATH...|-\n"
     "\n"
     "Hashes the images (JPEG, PNG; directories walked recursively), finds every pair\n"
     "within the threshold and prints the groups of near-duplicates: the connected\n"
@@ -112,7 +113,7 @@ static const cli_option OPTIONS[] = {
     {.name = "--html",
      .kind = CLI_OPT_STRING,
      CLI_AT(dupes_args, html),
-     .arg = "REPORT.html",
+     .arg = "R.html",
      .help = "also write a report: each group a row of thumbnails (PNG data: URIs\n"
              "in the page, one self-contained file) with path, size and distances"},
     {0},

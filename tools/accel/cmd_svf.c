@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 static const char SHADOW_USAGE[] =
-    "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
+    "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] [--pixel-size M]\n"
     "                                     --azimuth A --altitude H --out DIR [options]\n"
     "\n"
     "Shadows for one sun position, as UMEP's shadowingfunction_20 casts them, into\n"
@@ -20,8 +20,9 @@ static const char SHADOW_USAGE[] =
     "\n";
 
 static const char SVF_USAGE[] =
-    "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
+    "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] [--pixel-size M]\n"
     "                                  [--patches 153] [--tile N] [--shadow-matrices] --out DIR\n"
+    "                                  [--preview P.png]\n"
     "\n"
     "Sky view factors as UMEP's svfForProcessing153 computes them, into\n"
     "DIR/svf_<name>.npy (or .tif) for svf, svfE, svfS, svfW, svfN and, with a CDSM,\n"
@@ -30,7 +31,8 @@ static const char SVF_USAGE[] =
 
 static const char USAGE_TAIL[] =
     "\n"
-    "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
+    "Prints name<TAB>value lines on stdout (--format json: one JSON object). Exit\n"
+    "status 1 when an input cannot be\n"
     "read or an output written, 2 for usage errors.\n";
 
 typedef struct svf_args {
@@ -167,12 +169,6 @@ static const cli_option SHADOW_OPTIONS[] = {
 };
 
 static const cli_option SVF_OPTIONS[] = {
-    {.name = "--preview",
-     .kind = CLI_OPT_STRING,
-     CLI_AT(svf_args, preview),
-     .arg = "P.png",
-     .help = "a picture of the svf grid: viridis from 0 to 1, with a legend\n"
-             "(docs/cli.md gives its size)"},
     {.kind = CLI_OPT_TEXT, .help = "sky:"},
     {.name = "--patches",
      .kind = CLI_OPT_CUSTOM,
@@ -189,6 +185,12 @@ static const cli_option SVF_OPTIONS[] = {
              "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
              "bitorder=\"little\")[..., :P])"},
     GRID_OPTIONS,
+    {.name = "--preview",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(svf_args, preview),
+     .arg = "P.png",
+     .help = "a picture of the svf grid: viridis from 0 to 1, with a legend\n"
+             "(docs/cli.md gives its size)"},
     {0},
 };
 

@@ -80,6 +80,7 @@ static void usage(FILE *out) {
   cli_print_options(out, GLOBAL_OPTIONS, 25);
   fprintf(out,
           "\n"
+          "every command: --format json makes its report one JSON document (errors included)\n"
           "exit status: 0 success, 1 some inputs failed, 2 usage or set-up error\n"
           "'accel <command> --help' describes a command.\n");
 }
