@@ -32,8 +32,7 @@ static const char SVF_USAGE[] =
 static const char USAGE_TAIL[] =
     "\n"
     "Prints name<TAB>value lines on stdout (--format json: one JSON object). Exit\n"
-    "status 1 when an input cannot be\n"
-    "read or an output written, 2 for usage errors.\n";
+    "status 1 when an input cannot be read or an output written, 2 for usage errors.\n";
 
 typedef struct svf_args {
   const char *cmd;
