@@ -476,13 +476,33 @@ bool cli_flush_stdout(void) {
 
 int cli_stdout_error(void) { return stdout_errno; }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, surrogates or code points past U+10FFFF), 0 if there is none. */
+static size_t utf8_length(const unsigned char *s) {
+  const unsigned char c = s[0];
+  const size_t n = c < 0x80                 ? 1
+                   : c >= 0xC2 && c <= 0xDF ? 2
+                   : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4 ? 4
+                                            : 0;
+  for (size_t k = 1; k < n; k++)
+    if ((s[k] & 0xC0) != 0x80) return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+      (c == 0xF4 && s[1] > 0x8F))
+    return 0;
+  return n;
+}
+
 void cli_json_string(const char *s) {
   putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    const unsigned char c = *p;
+    const size_t n = utf8_length(p);
     if (c == '"' || c == '\\') printf("\\%c", c);
     else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
+    else if (n) fwrite(p, 1, n, stdout);
+    else fputs("\\ufffd", stdout); /* not UTF-8: JSON strings are Unicode */
+    p += n ? n : 1;
   }
   putchar('"');
 }

@@ -149,6 +149,11 @@ class JsonEverywhere(CliTest):
             self.assertNotEqual(r.returncode, 0, args)
             self.assertTrue(doc["errors"], args)
             self.assertIn(doc["errors"][0], r.stderr, args)   # the message printed on stderr, verbatim
+        # names that are not UTF-8 stay valid JSON: each stray byte is U+FFFD
+        bad = os.path.join(self.tmp.encode(), b"caf\xe9\xff.png")
+        r = subprocess.run([CLI.encode(), b"hash", b"--format", b"json", bad], capture_output=True, env=env(),
+                           timeout=60)
+        self.assertEqual(json.loads(r.stdout.decode("utf-8"))[0]["path"], self.tmp + "/caf\ufffd\ufffd.png")
         # per-file errors in the hash report
         r = run("hash", "--format=json", os.path.join(self.tmp, "nope.png"))
         self.assertEqual(r.returncode, 1)
