@@ -87,6 +87,19 @@ static bool json_number(const char *s, size_t n) {
   return i == n;
 }
 
+/* v[0..n) with cli_tsv_field's escapes undone (a new string; NULL when out of memory). */
+static char *tsv_unescape(const char *v, size_t n) {
+  char *out = malloc(n + 1), *o = out;
+  for (size_t i = 0; out && i < n; i++) {
+    const char next = i + 1 < n && v[i] == '\\' ? v[i + 1] : '\0';
+    const char c = next == '\\' ? '\\' : next == 't' ? '\t' : next == 'n' ? '\n' : next == 'r' ? '\r' : '\0';
+    *o++ = c ? c : v[i];
+    i += c != '\0';
+  }
+  if (out) *o = '\0';
+  return out;
+}
+
 /* A value of a name<TAB>value line: a number, an array of them, or a string. */
 static void json_value(const char *v, size_t n) {
   bool numbers = n > 0, list = false;
@@ -99,7 +112,7 @@ static void json_value(const char *v, size_t n) {
     at += len + 1;
   }
   if (!numbers) {
-    char *copy = strndup(v, n);
+    char *copy = tsv_unescape(v, n);
     cli_json_string(copy ? copy : "");
     free(copy);
     return;
@@ -126,7 +139,7 @@ void cli_json_from_kv(const char *text, size_t len, int rc) {
       if (!n || (pass == 0) != (tab != NULL)) continue;
       if (pass == 1) printf("%s", plain++ ? ", " : fields++ ? ", \"outputs\": [" : "\"outputs\": [");
       else printf("%s", fields++ ? ", " : "");
-      char *name = strndup(line, tab ? (size_t)(tab - line) : n);
+      char *name = tsv_unescape(line, tab ? (size_t)(tab - line) : n);
       cli_json_string(name ? name : "");
       free(name);
       if (pass == 0) {

@@ -133,7 +133,7 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, cli_format f
     if (!s) s = save(ctx, out, format, &dst);
   }
   if (s) cli_error("%s: %s: %s", in, accel_status_string(s), accel_last_error(ctx));
-  else printf("%s\n", out);
+  else cli_tsv_field(out), printf("\n");
   accel_buffer_destroy(img);
   accel_buffer_destroy(gray);
   return s ? 1 : 0;
