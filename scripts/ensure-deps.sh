@@ -16,6 +16,7 @@ if [ "$what" = test ]; then
   pkgs="$pkgs clang-format" # the style check (scripts/format-check.sh)
   pkgs="$pkgs elastix"      # elastix/transformix: the reference of the registration tests
   pkgs="$pkgs cmake python3-venv patchelf" # tests/packaging: the CMake consumer, the wheel in a fresh venv
+  pkgs="$pkgs chromium"     # headless: the test of accel dupes --html opens the report
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
 fi
 # libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm
