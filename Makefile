@@ -55,4 +55,4 @@ fuzz: deps-fuzz
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) tests/fuzz/run.sh
 
 clean:
-	rm -rf build build-cpu build-asan build-gpu build-fuzz build*.log
+	rm -rf build build-cpu build-asan build-gpu build-fuzz build-wheel build*.log
