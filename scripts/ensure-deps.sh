@@ -16,6 +16,9 @@ if [ "$what" = test ]; then
   pkgs="$pkgs clang-format" # the style check (scripts/format-check.sh)
   pkgs="$pkgs elastix"      # elastix/transformix: the reference of the registration tests
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
+  # cargo and the crates rust/ builds with, offline (tests/rust_crates.sh)
+  command -v cargo >/dev/null 2>&1 || pkgs="$pkgs cargo"
+  pkgs="$pkgs librust-bindgen-dev librust-pkg-config-dev"
 fi
 # libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm
 # brings llvm-symbolizer for readable stacks
