@@ -52,7 +52,7 @@ if [ -n "$missing" ]; then
 fi
 
 if [ "$what" = test ]; then
-  if ! "$python" -c 'import numpy, cffi, tifffile' >/dev/null 2>&1; then
+  if ! "$python" -c 'import numpy, cffi, tifffile, dask.array, dask.bag, distributed' >/dev/null 2>&1; then
     echo "ensure-deps: installing Python test packages for $python"
     "$python" -m pip install -q -r "$here/python/requirements-test.txt" 2>&1 | grep -v -i 'warning' || true
     "$python" -c 'import numpy, cffi, tifffile' >/dev/null 2>&1 ||
