@@ -31,9 +31,7 @@ fn main() {
         builder = builder.clang_arg(format!("-I{}", dir.display()));
         println!("cargo:rerun-if-changed={}", dir.join("accel").display());
     }
-    let bindings = builder
-        .generate()
-        .expect("bindgen could not parse accel/accel.h (is libclang installed?)");
+    let bindings = builder.generate().expect("bindgen could not parse accel/accel.h (is libclang installed?)");
     let out = PathBuf::from(env::var("OUT_DIR").unwrap()).join("bindings.rs");
     bindings.write_to_file(&out).expect("cannot write the bindings");
 }

@@ -37,9 +37,7 @@ pub(crate) fn elements(shape: &[usize], what: &str) -> Result<usize> {
 fn describe<T: Element>(ptr: *const T, len: usize, shape: &[usize], what: &str) -> Result<sys::accel_array> {
     let n = elements(shape, what)?;
     if n != len {
-        return Err(Error::invalid(format!(
-            "{what}: {len} elements given for the shape {shape:?}, which has {n}"
-        )));
+        return Err(Error::invalid(format!("{what}: {len} elements given for the shape {shape:?}, which has {n}")));
     }
     if shape.len() > sys::ACCEL_ARRAY_MAX_DIMS as usize {
         return Err(Error::invalid(format!("{what}: {} dimensions, at most 8", shape.len())));
@@ -49,9 +47,8 @@ fn describe<T: Element>(ptr: *const T, len: usize, shape: &[usize], what: &str) 
         *d = i64::try_from(s).map_err(|_| Error::invalid(format!("{what}: extent {s} too large")))?;
     }
     let mut a = sys::accel_array::default();
-    let status = unsafe {
-        sys::accel_array_init(&mut a, ptr as *mut c_void, T::DTYPE, shape.len() as i32, dims.as_ptr())
-    };
+    let status =
+        unsafe { sys::accel_array_init(&mut a, ptr as *mut c_void, T::DTYPE, shape.len() as i32, dims.as_ptr()) };
     check(status, std::ptr::null())?;
     Ok(a)
 }

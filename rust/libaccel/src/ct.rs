@@ -199,8 +199,10 @@ impl Network {
         check(unsafe { sys::accel_ct_network_info(g.0, &mut nr, &mut nt, &mut porosity) }, std::ptr::null())?;
         let mut net = Network { porosity, regions: Vec::with_capacity(nr), throats: Vec::with_capacity(nt) };
         for i in 0..nr {
-            let mut r = sys::accel_ct_region { struct_size: std::mem::size_of::<sys::accel_ct_region>() as u32,
-                                               ..Default::default() };
+            let mut r = sys::accel_ct_region {
+                struct_size: std::mem::size_of::<sys::accel_ct_region>() as u32,
+                ..Default::default()
+            };
             check(unsafe { sys::accel_ct_network_region(g.0, i, &mut r) }, std::ptr::null())?;
             net.regions.push(Region {
                 label: r.label,
@@ -212,11 +214,18 @@ impl Network {
             });
         }
         for i in 0..nt {
-            let mut t = sys::accel_ct_throat { struct_size: std::mem::size_of::<sys::accel_ct_throat>() as u32,
-                                               ..Default::default() };
+            let mut t = sys::accel_ct_throat {
+                struct_size: std::mem::size_of::<sys::accel_ct_throat>() as u32,
+                ..Default::default()
+            };
             check(unsafe { sys::accel_ct_network_throat(g.0, i, &mut t) }, std::ptr::null())?;
-            net.throats.push(Throat { a: t.a, b: t.b, faces: t.faces, area: t.area,
-                                      inscribed_radius: t.inscribed_radius });
+            net.throats.push(Throat {
+                a: t.a,
+                b: t.b,
+                faces: t.faces,
+                area: t.area,
+                inscribed_radius: t.inscribed_radius,
+            });
         }
         Ok(net)
     }
@@ -245,8 +254,13 @@ pub struct Segmentation {
 
 impl Context {
     /// `volume <compare> threshold` as 0/1. `volume`: u8, i16, u16, i32 or f32.
-    pub fn ct_threshold<T: Element>(&self, volume: &[T], shape: Shape3, threshold: f64, compare: Compare)
-                                    -> Result<Vec<u8>> {
+    pub fn ct_threshold<T: Element>(
+        &self,
+        volume: &[T],
+        shape: Shape3,
+        threshold: f64,
+        compare: Compare,
+    ) -> Result<Vec<u8>> {
         let input = view(volume, &shape, "volume")?;
         let (out, o) = output::<u8>(&shape, "solid")?;
         self.check(unsafe { sys::accel_ct_threshold(self.raw(), &input, threshold, compare.raw(), &o) })?;
@@ -271,8 +285,13 @@ impl Context {
 
     /// scikit-image's `peak_local_max` markers of a distance map, numbered
     /// 1..=n, and n.
-    pub fn ct_markers(&self, edt: &[f32], mask: &[u8], shape: Shape3, options: &MarkerOptions)
-                      -> Result<(Vec<i32>, u32)> {
+    pub fn ct_markers(
+        &self,
+        edt: &[f32],
+        mask: &[u8],
+        shape: Shape3,
+        options: &MarkerOptions,
+    ) -> Result<(Vec<i32>, u32)> {
         let (e, m) = (view(edt, &shape, "edt")?, view(mask, &shape, "mask")?);
         let mut o = sys::accel_ct_marker_options::default();
         check(unsafe { sys::accel_ct_marker_options_init(&mut o, std::mem::size_of_val(&o)) }, std::ptr::null())?;
@@ -289,13 +308,18 @@ impl Context {
     }
 
     /// scikit-image's `watershed(image, markers, mask=mask)`, connectivity 1.
-    pub fn ct_watershed(&self, image: &[f32], markers: &[i32], mask: Option<&[u8]>, shape: Shape3, ties: Ties)
-                        -> Result<Vec<i32>> {
+    pub fn ct_watershed(
+        &self,
+        image: &[f32],
+        markers: &[i32],
+        mask: Option<&[u8]>,
+        shape: Shape3,
+        ties: Ties,
+    ) -> Result<Vec<i32>> {
         let (im, mk) = (view(image, &shape, "image")?, view(markers, &shape, "markers")?);
         let ms = mask.map(|m| view(m, &shape, "mask")).transpose()?;
         let mut o = sys::accel_ct_watershed_options::default();
-        check(unsafe { sys::accel_ct_watershed_options_init(&mut o, std::mem::size_of_val(&o)) },
-              std::ptr::null())?;
+        check(unsafe { sys::accel_ct_watershed_options_init(&mut o, std::mem::size_of_val(&o)) }, std::ptr::null())?;
         o.ties = ties.raw();
         let (out, a) = output::<i32>(&shape, "labels")?;
         let mp = ms.as_ref().map_or(std::ptr::null(), |m| m as *const sys::accel_array);
@@ -324,12 +348,15 @@ impl Context {
     /// assert_eq!(s.marker_count, 1);
     /// assert_eq!(s.labels[62], 1);
     /// ```
-    pub fn ct_segment<T: Element>(&self, volume: &[T], shape: Shape3, options: &SegmentOptions)
-                                  -> Result<Segmentation> {
+    pub fn ct_segment<T: Element>(
+        &self,
+        volume: &[T],
+        shape: Shape3,
+        options: &SegmentOptions,
+    ) -> Result<Segmentation> {
         let input = view(volume, &shape, "volume")?;
         let mut po = sys::accel_ct_pipeline_options::default();
-        check(unsafe { sys::accel_ct_pipeline_options_init(&mut po, std::mem::size_of_val(&po)) },
-              std::ptr::null())?;
+        check(unsafe { sys::accel_ct_pipeline_options_init(&mut po, std::mem::size_of_val(&po)) }, std::ptr::null())?;
         po.threshold = options.threshold;
         po.compare = options.compare.raw();
         po.fill_connectivity = options.fill_connectivity.raw();
@@ -373,4 +400,3 @@ impl Drop for PipelineGuard {
         unsafe { sys::accel_ct_pipeline_destroy(self.0.as_ptr()) }
     }
 }
-

@@ -25,14 +25,8 @@ pub enum HashKind {
     Colorhash,
 }
 
-const KINDS: [HashKind; 6] = [
-    HashKind::Ahash,
-    HashKind::Dhash,
-    HashKind::DhashVertical,
-    HashKind::Phash,
-    HashKind::Whash,
-    HashKind::Colorhash,
-];
+const KINDS: [HashKind; 6] =
+    [HashKind::Ahash, HashKind::Dhash, HashKind::DhashVertical, HashKind::Phash, HashKind::Whash, HashKind::Colorhash];
 
 impl HashKind {
     fn raw(self) -> sys::accel_hash_kind {
@@ -287,8 +281,10 @@ pub fn to_hex(hash: &[u8], bits: u32) -> Result<String> {
         return Err(Error::invalid(format!("{} bytes hold no {bits}-bit hash", hash.len())));
     }
     let mut out = vec![0u8; (bits as usize + 3) / 4 + 1];
-    check(unsafe { sys::accel_hash_to_hex(hash.as_ptr(), bits, out.as_mut_ptr() as *mut c_char, out.len()) },
-          std::ptr::null())?;
+    check(
+        unsafe { sys::accel_hash_to_hex(hash.as_ptr(), bits, out.as_mut_ptr() as *mut c_char, out.len()) },
+        std::ptr::null(),
+    )?;
     out.pop();
     Ok(String::from_utf8(out).expect("hex digits"))
 }

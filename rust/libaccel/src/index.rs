@@ -137,8 +137,10 @@ pub fn groups_from_pairs(first: &[u64], second: &[u64]) -> Result<Vec<Vec<u64>>>
         return Err(Error::invalid(format!("{} first and {} second ends", first.len(), second.len())));
     }
     let mut g = std::ptr::null_mut();
-    check(unsafe { sys::accel_groups_from_pairs(first.len(), first.as_ptr(), second.as_ptr(), &mut g) },
-          std::ptr::null())?;
+    check(
+        unsafe { sys::accel_groups_from_pairs(first.len(), first.as_ptr(), second.as_ptr(), &mut g) },
+        std::ptr::null(),
+    )?;
     take_groups(g)
 }
 
@@ -293,11 +295,8 @@ impl<'ctx> Index<'ctx> {
         self.ctx.check(unsafe {
             sys::accel_index_get(self.raw(), position, &mut id, codes.as_mut_ptr(), &mut label, &mut stamp)
         })?;
-        let label = if label.is_null() {
-            None
-        } else {
-            Some(unsafe { CStr::from_ptr(label) }.to_string_lossy().into_owned())
-        };
+        let label =
+            if label.is_null() { None } else { Some(unsafe { CStr::from_ptr(label) }.to_string_lossy().into_owned()) };
         Ok(Entry { id, codes, label, stamp })
     }
 

@@ -8,8 +8,8 @@ use std::ffi::CStr;
 
 /// The 15 SVF grids' names in UMEP's order (`svf`, `svfE`, ..., `svfNaveg`).
 pub const GRID_NAMES: [&str; 15] = [
-    "svf", "svfE", "svfS", "svfW", "svfN", "svfveg", "svfEveg", "svfSveg", "svfWveg", "svfNveg", "svfaveg",
-    "svfEaveg", "svfSaveg", "svfWaveg", "svfNaveg",
+    "svf", "svfE", "svfS", "svfW", "svfN", "svfveg", "svfEveg", "svfSveg", "svfWveg", "svfNveg", "svfaveg", "svfEaveg",
+    "svfSaveg", "svfWaveg", "svfNaveg",
 ];
 
 /// The per-patch visibility matrices' names (UMEP's `shmat`, `vegshmat`, `vbshvegshmat`).
@@ -147,6 +147,54 @@ pub fn patches(option: i32) -> Result<(Vec<f64>, Vec<f64>)> {
     Ok((az, alt))
 }
 
+/// The halo of tiles of a grid (`accel_svf_halo`): how many rows and columns
+/// beyond a tile the rays that can change its pixels read. A window of a tile
+/// and this halo (clipped to the grid), run with `max_height` set to the whole
+/// grid's stop height, gives the tile's pixels the whole grid's values.
+/// `lowest` and `highest` are the grid's lowest DSM height and highest top
+/// (DSM, CDSM + DSM, TDSM + DSM); `sun` is `(azimuth, altitude)` for shadows,
+/// None for the sky of `options.patches`. Of the options, pixel_size, patches
+/// and max_height are used (0: `highest`).
+///
+/// ```
+/// use libaccel::{svf, SvfOptions};
+/// // a 5 m wall, a sun in the south at 45 degrees, 1 m pixels: about 5 rows
+/// let (rows, cols) = svf::halo(&SvfOptions::new(1.0), [50, 50], 0.0, 5.0, Some((180.0, 45.0))).unwrap();
+/// assert!((5..=6).contains(&rows) && cols == 0);
+/// ```
+pub fn halo(
+    options: &SvfOptions,
+    shape: [usize; 2],
+    lowest: f64,
+    highest: f64,
+    sun: Option<(f64, f64)>,
+) -> Result<(usize, usize)> {
+    let o = options.raw()?;
+    let dims = [i64::try_from(shape[0]), i64::try_from(shape[1])];
+    let (rows, cols) = match dims {
+        [Ok(r), Ok(c)] => (r, c),
+        _ => return Err(Error::invalid(format!("a grid of {shape:?} cells is too large"))),
+    };
+    let sun = sun.map(|(az, alt)| [az, alt]);
+    let (mut hr, mut hc) = (0i64, 0i64);
+    check(
+        unsafe {
+            sys::accel_svf_halo(
+                &o,
+                rows,
+                cols,
+                lowest,
+                highest,
+                sun.as_ref().map_or(std::ptr::null(), |s| s.as_ptr()),
+                &mut hr,
+                &mut hc,
+            )
+        },
+        std::ptr::null(),
+    )?;
+    Ok((hr as usize, hc as usize))
+}
+
 impl Context {
     /// UMEP's `shadowingfunction_20` for a sun at `azimuth` (degrees
     /// clockwise from north) and `altitude` (degrees above the horizon).
@@ -160,16 +208,31 @@ impl Context {
     /// assert_eq!(s.sh[3 * 9 + 4], 0.0); // north of it (row 0 is north): shaded by a sun in the south
     /// assert_eq!(s.sh[5 * 9 + 4], 1.0);
     /// ```
-    pub fn svf_shadows(&self, surface: &Surface<'_>, azimuth: f64, altitude: f64, options: &SvfOptions)
-                       -> Result<Shadows> {
+    pub fn svf_shadows(
+        &self,
+        surface: &Surface<'_>,
+        azimuth: f64,
+        altitude: f64,
+        options: &SvfOptions,
+    ) -> Result<Shadows> {
         let ins = surface.views()?;
         let o = options.raw()?;
         let (sh, a_sh) = output::<f32>(&surface.shape, "sh")?;
         let (vegsh, a_veg) = output::<f32>(&surface.shape, "vegsh")?;
         let (vbshvegsh, a_vb) = output::<f32>(&surface.shape, "vbshvegsh")?;
         self.check(unsafe {
-            sys::accel_svf_shadows(self.raw(), ptr(&ins[0]), ptr(&ins[1]), ptr(&ins[2]), azimuth, altitude, &o,
-                                   &a_sh, &a_veg, &a_vb)
+            sys::accel_svf_shadows(
+                self.raw(),
+                ptr(&ins[0]),
+                ptr(&ins[1]),
+                ptr(&ins[2]),
+                azimuth,
+                altitude,
+                &o,
+                &a_sh,
+                &a_veg,
+                &a_vb,
+            )
         })?;
         Ok(Shadows { sh, vegsh, vbshvegsh })
     }
@@ -200,8 +263,15 @@ impl Context {
         let gp: Vec<*const sys::accel_array> = grids.iter().map(ptr).collect();
         let mp: Vec<*const sys::accel_array> = mats.iter().map(ptr).collect();
         self.check(unsafe {
-            sys::accel_svf_sky(self.raw(), ptr(&ins[0]), ptr(&ins[1]), ptr(&ins[2]), &o, gp.as_ptr(),
-                               if options.matrices { mp.as_ptr() } else { std::ptr::null() })
+            sys::accel_svf_sky(
+                self.raw(),
+                ptr(&ins[0]),
+                ptr(&ins[1]),
+                ptr(&ins[2]),
+                &o,
+                gp.as_ptr(),
+                if options.matrices { mp.as_ptr() } else { std::ptr::null() },
+            )
         })?;
         Ok(out)
     }

@@ -89,9 +89,14 @@ fn two_fields_any_rule_labels_and_files() {
     let mut index = Index::new(&ctx, 64, 2).unwrap();
     assert_eq!(index.words_per_entry(), 2);
     // entry 1 and 2 agree in field 0 only, 1 and 3 in field 1 only
-    index.add(&[1, 2, 3], &[0xff, 0x0, 0xff, u64::MAX, 0xf0f0, 0x0], Some(&["a.jpg", "b.jpg", "c\tname.jpg"]),
-              Some(&[7, 8, 9]))
-         .unwrap();
+    index
+        .add(
+            &[1, 2, 3],
+            &[0xff, 0x0, 0xff, u64::MAX, 0xf0f0, 0x0],
+            Some(&["a.jpg", "b.jpg", "c\tname.jpg"]),
+            Some(&[7, 8, 9]),
+        )
+        .unwrap();
     let all = index.self_join(&SearchOptions::within(&[0, 0])).unwrap();
     assert!(all.is_empty());
     let any = index.self_join(&SearchOptions { rule: Some(Rule::Any), ..SearchOptions::within(&[0, 0]) }).unwrap();

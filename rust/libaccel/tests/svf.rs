@@ -71,3 +71,33 @@ fn bad_grids_are_errors() {
     assert_eq!(e.status, Status::ACCEL_ERR_INVALID_ARG);
     assert_eq!(svf::patches(100).unwrap_err().status, Status::ACCEL_ERR_INVALID_ARG);
 }
+
+#[test]
+fn a_chunk_with_the_halo_equals_the_whole_grid() {
+    let ctx = Context::cpu().unwrap();
+    let dsm = npy(&format!("{CITY}/dsm.npy.gz"));
+    let [rows, cols] = dsm.shape2();
+    let (dsm, cdsm) = (dsm.f32(), grid("cdsm"));
+    // the extent, computed here: lowest DSM height, highest canopy top, UMEP's stop height
+    let lowest = dsm.iter().fold(f64::INFINITY, |m, &v| m.min(v as f64));
+    let highest = dsm.iter().zip(&cdsm).fold(0f64, |m, (&d, &c)| m.max(d as f64 + c as f64));
+    let stop = dsm.iter().chain(&cdsm).fold(0f64, |m, &v| m.max(v as f64));
+    // 20 m pixels keep the halo smaller than the grid
+    let o = SvfOptions { max_height: stop, ..SvfOptions::new(20.0) };
+    let (hr, hc) = svf::halo(&o, [rows, cols], lowest, highest, None).unwrap();
+    assert!(hr > 0 && hc > 0 && hr < rows / 2 && hc < cols / 2, "halo {hr} x {hc}");
+    let whole = ctx.svf_sky(&Surface::new(&dsm, [rows, cols]).with_vegetation(&cdsm, None), &o).unwrap();
+    // the top-left quarter, alone on its window
+    let (r1, c1) = (rows / 2, cols / 2);
+    let (wr, wc) = (r1 + hr, c1 + hc);
+    let cut = |g: &[f32]| -> Vec<f32> { (0..wr).flat_map(|r| g[r * cols..r * cols + wc].to_vec()).collect() };
+    let (wd, wcd) = (cut(&dsm), cut(&cdsm));
+    let part = ctx.svf_sky(&Surface::new(&wd, [wr, wc]).with_vegetation(&wcd, None), &o).unwrap();
+    for name in svf::GRID_NAMES {
+        let (w, p) = (whole.grid(name).unwrap(), part.grid(name).unwrap());
+        let differ =
+            (0..r1).flat_map(|r| (0..c1).map(move |c| (r, c))).filter(|&(r, c)| w[r * cols + c] != p[r * wc + c]);
+        assert_eq!(differ.count(), 0, "{name}");
+    }
+    assert_eq!(svf::halo(&o, [0, 5], 0.0, 1.0, None).unwrap_err().status, Status::ACCEL_ERR_INVALID_ARG);
+}
