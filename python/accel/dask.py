@@ -421,6 +421,19 @@ def hash_bag(paths: Union[Sequence[Union[str, os.PathLike]], "db.Bag"], kinds: S
     return bag.map_partitions(_hash_partition, kinds, int(size), int(binbits), bool(fast), backend, int(threads))
 
 
+def _hash_bits(kind: str, size: int, binbits: int) -> int:
+    """Bits of one hash of `kind` (``accel_hash_bits``; its own prototypes, as in :func:`halo`)."""
+    from ._errors import check
+    from ._native import lib
+    parse = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p)(("accel_hash_kind_from_string", lib))
+    bits = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_int32, ctypes.c_int32,
+                            ctypes.c_void_p)(("accel_hash_bits", lib))
+    k, n = ctypes.c_int(), ctypes.c_uint32()
+    check(parse(kind.encode(), ctypes.addressof(k)))
+    check(bits(k.value, int(size), int(binbits), ctypes.addressof(n)))
+    return n.value
+
+
 def _field_bits(nbits: int) -> int:
     for b in (64, 128, 256):
         if nbits <= b:
@@ -456,11 +469,10 @@ def index_files(ctx: Any, paths: Union[Sequence[Union[str, os.PathLike]], "db.Ba
     >>> index, failures = index_files(ctx, paths, kinds=("dhash", "ahash"))  # doctest: +SKIP
     >>> groups = index.groups(thresholds=4)  # doctest: +SKIP
     """
-    from .hash import _nbits
     from .index import Index
     kinds = tuple(kinds)
     records = hash_bag(paths, kinds, size, binbits, fast, partition_size, backend, threads).compute()
-    nbits = [_nbits(k, size, binbits) for k in kinds]
+    nbits = [_hash_bits(k, size, binbits) for k in kinds]
     bits = _field_bits(max(nbits))
     words = bits // 64
     ids, codes, labels, failures = [], [], [], {}

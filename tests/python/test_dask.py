@@ -142,6 +142,18 @@ class OnACluster(unittest.TestCase):
         self.assertTrue(index.groups(thresholds=12))
         with self.assertRaises(TypeError):
             adask.hash_bag(paths[0])  # one path is not a list of its characters
+        # 256-bit phash (size 16) and 42-bit colorhash fields: the codes are imagehash's bits, first bit first
+        index, _ = adask.index_files(self.ctx, paths, kinds=("phash", "colorhash"), size=16, binbits=3,
+                                     backend="cpu")
+        self.assertEqual((index.bits, index.nfields), (256, 2))
+        ids, codes, labels, _ = index.entries()
+        for i, c, label in zip(ids, codes, labels):
+            n = names[int(i)]
+            self.assertEqual(label, paths[int(i)])
+            words = [int(w) for w in c[0]]
+            self.assertEqual("%064x" % sum(w << (64 * (3 - k)) for k, w in enumerate(words)), rows[n]["phash16"], n)
+            self.assertEqual(int(c[1][0]) >> (64 - 42), int(rows[n]["colorhash8"], 16), n)
+            self.assertEqual([int(w) for w in c[1][1:]], [0, 0, 0], n)
 
 
 if __name__ == "__main__":
