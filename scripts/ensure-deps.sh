@@ -15,6 +15,8 @@ if [ "$what" = test ]; then
   pkgs="$pkgs check libsubunit-dev binutils bindgen libclang-dev python3 python3-pip clang libclang-rt-dev libomp-dev"
   pkgs="$pkgs clang-format" # the style check (scripts/format-check.sh)
   pkgs="$pkgs elastix"      # elastix/transformix: the reference of the registration tests
+  pkgs="$pkgs cmake python3-venv patchelf" # tests/packaging: the CMake consumer, the wheel in a fresh venv
+  pkgs="$pkgs chromium"     # headless: the test of accel dupes --html opens the report
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
   # cargo and the crates rust/ builds with, offline (tests/rust_crates.sh)
   command -v cargo >/dev/null 2>&1 || pkgs="$pkgs cargo"

@@ -21,9 +21,9 @@ fi
 
 # the project's own C/C++/CUDA sources (not the fuzz corpora or test data)
 if [ -d .git ] || [ -f .git ]; then
-  files=$(git ls-files -co --exclude-standard -- '*.c' '*.h' '*.cu' '*.cpp' | grep -v '^tests/fuzz/corpus/\|^tests/data/')
+  files=$(git ls-files -co --exclude-standard -- '*.c' '*.h' '*.cu' '*.cpp' '*.hpp' | grep -v '^tests/fuzz/corpus/\|^tests/data/')
 else
-  files=$(find include lib kernels tools tests examples -name '*.[ch]' -o -name '*.cu' -o -name '*.cpp' |
+  files=$(find include lib kernels tools tests examples -name '*.[ch]' -o -name '*.cu' -o -name '*.cpp' -o -name '*.hpp' |
           grep -v '^tests/fuzz/corpus/\|^tests/data/')
 fi
 

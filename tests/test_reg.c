@@ -10,6 +10,7 @@
 
 #include "accel/reg.h"
 #include "accel_config.h"
+#include "reg/cpu_lanes.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -374,6 +375,46 @@ START_TEST(same_result_on_one_and_two_threads) {
 }
 END_TEST
 
+/* The lane-parallel evaluator (lib/reg/cpu_level_lanes.c) gives the scalar
+ * evaluator's parameters to the bit: MSE and NCC, Gauss-Newton (samples
+ * outside the moving image read from its mirrored extension) and ASGD
+ * (skipped), every pixel or random samples, a mask over half the image, an
+ * odd-sized crop (cells and samples at the mirrored edges), and (where the
+ * lanes do not apply) a pre-aligned start. Processors without AVX2 compare
+ * the scalar code with itself. */
+START_TEST(lanes_equal_the_scalar_evaluator) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  accel_reg_options o = quick_options();
+  o.metric = _i == 1 ? ACCEL_REG_METRIC_NCC : ACCEL_REG_METRIC_MSE;
+  if (_i == 2) ck_assert_int_eq(accel_reg_options_preset(&o, "elastix"), ACCEL_OK);
+  if (_i == 2) o.levels = 2, o.iterations = 20;
+  if (_i == 3) o.samples = 0;
+  if (_i == 5) o.prealign = 1;
+  uint8_t *mask = NULL;
+  accel_array mk = p.fixed, f = p.fixed, m = p.moving;
+  if (_i == 3) {
+    mask = malloc((size_t)(p.w * p.h));
+    for (int64_t k = 0; k < p.w * p.h; k++) mask[k] = (k % p.w) < p.w / 2 + 17;
+    mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){p.h, p.w});
+  }
+  if (_i == 4) /* a 203 x 237 crop of both images */
+    f.shape[0] = m.shape[0] = 203, f.shape[1] = m.shape[1] = 237;
+  accel_reg_transform *a = NULL, *b = NULL;
+  accel__reg_lanes_off = true;
+  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &a, NULL), ACCEL_OK);
+  accel__reg_lanes_off = false;
+  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &b, NULL), ACCEL_OK);
+  assert_same_params(a, b);
+  accel_reg_transform_destroy(a);
+  accel_reg_transform_destroy(b);
+  free(mask);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 typedef struct calls {
   int n, last_level, last_iteration, cancel_level, cancel_iteration;
   bool ordered, finite;
@@ -712,6 +753,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, bspline_reproduces_linear_fields);
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
+  tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);
   tcase_add_test(tc, ncc_and_bending);

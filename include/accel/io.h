@@ -160,6 +160,15 @@ typedef struct accel_tiff_save_options {
   /* 0 (default): BigTIFF only when the file could exceed 4 GiB (classic
    * TIFF cannot address more); 1: always BigTIFF. */
   int32_t bigtiff;
+  /* (Fields added in ABI 0 after the first release; a caller's older
+   * struct_size leaves them at their defaults.)
+   * NULL (default): no georeferencing; else the GeoTIFF tags of a raster
+   * loaded with accel_tiff_load, written with a one-band (H, W) image. */
+  const accel_geo *geo;
+  /* 1: write GDAL's no-data tag (42113) with `nodata` ("%.17g"; NaN as
+   * "nan"), which accel_tiff_load and GDAL read back; 0 (default): none. */
+  int32_t has_nodata;
+  double nodata;
 } accel_tiff_save_options;
 
 /* Fill `options` with the defaults. ACCEL_ERR_INVALID_ARG for NULL,

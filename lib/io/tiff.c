@@ -7,7 +7,7 @@
 #include "io/tiff.h"
 
 /* The size of accel_tiff_save_options as first released. */
-enum { TIFF_SAVE_V1_SIZE = sizeof(accel_tiff_save_options) };
+enum { TIFF_SAVE_V1_SIZE = offsetof(accel_tiff_save_options, geo) }; /* the first release's: up to bigtiff */
 
 #if ACCEL_HAVE_TIFF
 #include <errno.h>
@@ -763,6 +763,10 @@ static accel_status plan_save(accel_ctx *ctx, const char *func, const accel_arra
                           (int)o->tile_size);
   if (o->bigtiff != 0 && o->bigtiff != 1)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "bigtiff %d is neither 0 nor 1", (int)o->bigtiff);
+  if (o->has_nodata != 0 && o->has_nodata != 1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "has_nodata %d is neither 0 nor 1", (int)o->has_nodata);
+  if (o->geo && !(a->ndim == 2 || (a->ndim == 3 && a->shape[2] == 1)))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "georeferencing goes with one-band (H, W) images only");
   p->h = (uint32_t)a->shape[0], p->w = (uint32_t)a->shape[1];
   p->spp = (uint16_t)(a->ndim == 3 ? a->shape[2] : 1);
   p->es = accel_dtype_size(a->dtype), p->pix = p->es * p->spp;
@@ -844,6 +848,13 @@ static void set_image_tags(TIFF *tif, const save_plan *p, const accel_tiff_save_
                    (uint16_t)(p->format == SAMPLEFORMAT_IEEEFP ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL));
   } else {
     TIFFSetField(tif, TIFFTAG_COMPRESSION, (uint16_t)COMPRESSION_NONE);
+  }
+  geo_write(tif, o->geo);
+  if (o->has_nodata) {
+    char nodata[40];
+    if (isnan(o->nodata)) snprintf(nodata, sizeof nodata, "nan");
+    else snprintf(nodata, sizeof nodata, "%.17g", o->nodata);
+    TIFFSetField(tif, TIFFTAG_GDAL_NODATA, nodata);
   }
   if (p->tile) {
     TIFFSetField(tif, TIFFTAG_TILEWIDTH, p->tile);

@@ -15,6 +15,7 @@
  * are kept per cell and added in cell order.
  */
 #include "reg/cpu.h"
+#include "reg/cpu_lanes.h"
 #include "reg/level_cell.h"
 
 #include "core/internal.h"
@@ -91,7 +92,9 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
     for (int64_t c = 0; c < cells; c++) {
       accel__reg_cell_acc *a = deriv ? e->acc + c : &local;
       acc_clear(a, grad != NULL, ncc, normal != NULL);
-      accel__reg_cell_eval(&e->in, params, c % cx_n, c / cx_n, density, stream, grad != NULL, normal != NULL, a);
+      if (!accel__reg_cell_eval_lanes(&e->in, params, c % cx_n, c / cx_n, density, stream, grad != NULL, normal != NULL,
+                                      a))
+        accel__reg_cell_eval(&e->in, params, c % cx_n, c / cx_n, density, stream, grad != NULL, normal != NULL, a);
       memcpy(e->cell_sums + c * ACCEL__REG_SUMS, a->s, sizeof a->s);
     }
     if (deriv) {

@@ -54,12 +54,20 @@ ACCEL__REG_HD uint64_t accel__reg_mix(uint64_t z) {
 }
 
 /* The hash of one sample: 64 random bits from (seed, level, set and
- * iteration, cell, k). `stream` is (set << 32) | iteration. */
-ACCEL__REG_HD uint64_t accel__reg_hash(uint64_t seed, int32_t level, uint64_t stream, int64_t cell, int64_t k) {
+ * iteration, cell, k). `stream` is (set << 32) | iteration. The part that
+ * does not depend on k is the cell's key (accel__reg_cell_key). */
+ACCEL__REG_HD uint64_t accel__reg_cell_key(uint64_t seed, int32_t level, uint64_t stream, int64_t cell) {
   uint64_t h = accel__reg_mix(seed + 0x9e3779b97f4a7c15ULL * (uint64_t)(level + 1));
   h = accel__reg_mix(h ^ stream);
-  h = accel__reg_mix(h ^ (uint64_t)cell);
-  return accel__reg_mix(h ^ ((uint64_t)k * 0xd1b54a32d192ed03ULL));
+  return accel__reg_mix(h ^ (uint64_t)cell);
+}
+
+ACCEL__REG_HD uint64_t accel__reg_hash_k(uint64_t key, int64_t k) {
+  return accel__reg_mix(key ^ ((uint64_t)k * 0xd1b54a32d192ed03ULL));
+}
+
+ACCEL__REG_HD uint64_t accel__reg_hash(uint64_t seed, int32_t level, uint64_t stream, int64_t cell, int64_t k) {
+  return accel__reg_hash_k(accel__reg_cell_key(seed, level, stream, cell), k);
 }
 
 /* A uniform index in [0, n) from 32 random bits (n < 2^32). */
@@ -76,14 +84,14 @@ ACCEL__REG_HD int64_t accel__reg_cell_samples(int64_t candidates, double density
   return n < 1 ? 1 : n;
 }
 
-/* The k-th of the ns samples of cell (cx, cy) (0-based valid cells): its
- * lattice indices (ix, iy). Rows are stratified (sample k lies in the k-th
- * of ns equal bands of the cell's rows, at a random row of it), columns
- * uniform: the samples come in row order, so a cell reads its images
- * front to back. */
-ACCEL__REG_HD void accel__reg_sample_at(const accel__reg_axis *ax, const accel__reg_axis *ay, int64_t cx, int64_t cy,
-                                        int64_t k, int64_t ns, double density, uint64_t seed, int32_t level,
-                                        uint64_t stream, int64_t *ix, int64_t *iy) {
+/* The k-th of the ns samples of cell (cx, cy) (0-based valid cells), key
+ * the cell's accel__reg_cell_key: its lattice indices (ix, iy). Rows are
+ * stratified (sample k lies in the k-th of ns equal bands of the cell's
+ * rows, at a random row of it), columns uniform: the samples come in row
+ * order, so a cell reads its images front to back. */
+ACCEL__REG_HD void accel__reg_sample_key(const accel__reg_axis *ax, const accel__reg_axis *ay, int64_t cx, int64_t cy,
+                                         int64_t k, int64_t ns, double density, uint64_t key, int64_t *ix,
+                                         int64_t *iy) {
   const int64_t x0 = ax->first[cx], nx = ax->first[cx + 1] - x0;
   const int64_t y0 = ay->first[cy], ny = ay->first[cy + 1] - y0;
   if (density >= 1.0) {
@@ -91,11 +99,19 @@ ACCEL__REG_HD void accel__reg_sample_at(const accel__reg_axis *ax, const accel__
     *iy = y0 + k / nx;
     return;
   }
-  const uint64_t h = accel__reg_hash(seed, level, stream, cy * ax->cells + cx, k);
+  const uint64_t h = accel__reg_hash_k(key, k);
   *ix = x0 + accel__reg_pick((uint32_t)h, nx);
   const int64_t r =
       (int64_t)(((double)k + (double)(uint32_t)(h >> 32) * (1.0 / 4294967296.0)) * (double)ny / (double)ns);
   *iy = y0 + (r < ny ? r : ny - 1);
+}
+
+/* The same from the sample's seed, level and stream. */
+ACCEL__REG_HD void accel__reg_sample_at(const accel__reg_axis *ax, const accel__reg_axis *ay, int64_t cx, int64_t cy,
+                                        int64_t k, int64_t ns, double density, uint64_t seed, int32_t level,
+                                        uint64_t stream, int64_t *ix, int64_t *iy) {
+  accel__reg_sample_key(ax, ay, cx, cy, k, ns, density, accel__reg_cell_key(seed, level, stream, cy * ax->cells + cx),
+                        ix, iy);
 }
 
 #endif /* ACCEL_REG_SAMPLER_H */

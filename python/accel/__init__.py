@@ -10,7 +10,10 @@ numpy arrays, over the library's stable C ABI (ctypes; no compilation).
         ix.add(np.arange(len(paths)), np.stack([h.u64("dhash"), h.u64("ahash")], axis=1))
         groups = ix.groups(thresholds=5)         # near-duplicates, rule "all"
 
-Errors raise AccelError with the library's status name and message.
+Errors raise AccelError subclasses carrying the library's status and
+message, which are also ValueError, OSError, MemoryError or
+NotImplementedError as the failure calls for (see accel._errors); arrays may
+be numpy arrays or host DLPack arrays (docs/python.md).
 
 One module for each part of the library: context (Context, version, backends),
 hash (ctx.hash), index (Index), ct (ctx.ct), svf (ctx.svf) and reg (ctx.reg,
@@ -24,8 +27,10 @@ import numbers  # noqa: F401
 import os  # noqa: F401
 
 from . import _native  # noqa: F401
-from ._arrays import DTYPES as _DTYPES, as_array as _as_array
-from ._errors import AccelError, check as _check
+from ._arrays import DTYPES as _DTYPES, DeviceArrayError, as_array as _as_array
+from ._errors import (AccelError, AccelIOError, CancelledError, DecodeError, DeviceError, DeviceMemoryError,
+                      FormatError, InternalError, InvalidArgumentError, LimitError, NoDeviceError, NotFoundError,
+                      OutOfMemoryError, UnsupportedError, VersionError, check as _check)
 from ._native import lib, progress_fn as _progress_fn
 from .context import (BACKENDS, BACKEND_NAMES, LOG_LEVELS, LOG_LEVEL_NAMES, Context, backends, build_info, devices,
                       version)
@@ -35,5 +40,10 @@ from .index import ALGORITHMS, RULES, Index, _groups_out, _u64, groups_from_pair
 from .svf import SVF, SVF_GRIDS, SVF_MATRICES, _patch_count
 from .reg import Reg, Transform
 
-__all__ = ["AccelError", "Context", "CT", "SVF", "Reg", "Transform", "Hash", "HashResult", "Index", "groups_from_pairs",
-           "version", "build_info", "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]
+__version__ = version()
+
+__all__ = ["__version__", "AccelError", "AccelIOError", "CancelledError", "DecodeError", "DeviceArrayError",
+           "DeviceError", "DeviceMemoryError", "FormatError", "InternalError", "InvalidArgumentError", "LimitError",
+           "NoDeviceError", "NotFoundError", "OutOfMemoryError", "UnsupportedError", "VersionError", "Context", "CT",
+           "SVF", "Reg", "Transform", "Hash", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
+           "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]

@@ -1,6 +1,28 @@
-"""numpy arrays as accel_array descriptions (no copy), and the library's own
-buffers and result arrays copied out into numpy."""
+"""numpy arrays as accel_array descriptions (no copy), the library's own
+buffers and result arrays copied out into numpy, and the inputs Python users
+have turned into numpy arrays.
+
+Inputs (see docs/python.md, "Arrays in and out"):
+
+- numpy arrays are used as they are (any strides) when their dtype is one
+  the call takes; otherwise converted by the call's documented rule.
+- Objects with ``__dlpack__`` on the host (a PyTorch CPU tensor, a JAX CPU
+  array, another numpy) are viewed through ``numpy.from_dlpack`` without a
+  copy; the results come back as the same kind of array (through the
+  ``from_dlpack`` of the input's module), sharing the result's memory.
+- Device arrays (``__cuda_array_interface__``, or ``__dlpack_device__``
+  naming a GPU): on a build or machine without a usable CUDA device they
+  are refused with DeviceArrayError (a TypeError) that says how to move them
+  to the host. With a device, the C ABI still takes host memory only, so
+  they are staged through the host through their own library (CuPy's
+  ``.get()``, PyTorch's ``.cpu()``) and the results are put back on the
+  same device as the same kind of array.
+- Anything else numpy can convert (lists, scalars, ``__array__``) goes
+  through ``numpy.asarray``.
+"""
 import ctypes
+import sys
+from typing import Any, Callable, Tuple
 
 from ._native import MAX_DIMS, P, c_status, c_struct, declare, lib
 
@@ -24,9 +46,9 @@ def as_array(a, writable=False):
     """Describe a numpy array for the C side (no copy); keeps strides."""
     import numpy as np
     if not isinstance(a, np.ndarray):
-        raise TypeError("expected a numpy.ndarray, got %s" % type(a).__name__)
+        raise TypeError("expected a numpy.ndarray, got %s" % _kind_name(a))
     if a.dtype.name not in DTYPES or not a.dtype.isnative:
-        raise TypeError("unsupported dtype %s" % a.dtype)
+        raise TypeError("unsupported dtype %s (the library takes %s)" % (a.dtype, ", ".join(DTYPES)))
     if a.ndim > MAX_DIMS:
         raise ValueError("at most %d dimensions" % MAX_DIMS)
     if writable and not a.flags.writeable:
@@ -62,3 +84,159 @@ def buffer_copy(buf):
         return copy_out(view.data, ctypes.c_uint8, int(np.prod(shape))).reshape(shape)
     finally:
         lib.accel_buffer_destroy(buf)
+
+
+# DLPack device types (dlpack.h): 1 is the host; the rest are devices. 3 is
+# CUDA pinned host memory, which the host can read.
+_DLPACK_HOST = (1, 3)
+
+
+class DeviceArrayError(TypeError):
+    """A GPU array was given where this build or machine can only take host memory.
+
+    Examples
+    --------
+    >>> import accel
+    >>> class FakeCupy:
+    ...     __cuda_array_interface__ = {"shape": (2, 2), "typestr": "|u1", "data": (0, False), "version": 3}
+    >>> try:
+    ...     accel.Context().ct.edt(FakeCupy())
+    ... except TypeError as e:
+    ...     print(type(e).__name__)
+    DeviceArrayError
+    """
+
+
+def _identity(a: Any) -> Any:
+    return a
+
+
+def _device_kind(obj: Any) -> int:
+    """0 for host data, else the DLPack device type of a device array (2 for CUDA)."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        return 2
+    dev = getattr(obj, "__dlpack_device__", None)
+    if dev is not None and hasattr(obj, "__dlpack__"):
+        try:
+            kind = int(dev()[0])
+        except Exception:  # an object that cannot say: treat it as the host's
+            return 0
+        return 0 if kind in _DLPACK_HOST else kind
+    return 0
+
+
+def cuda_usable() -> bool:
+    """Whether this library build found a usable CUDA device."""
+    from .context import backends
+    return bool(backends()["cuda"]["available"])
+
+
+def _kind_name(obj: Any) -> str:
+    t = type(obj)
+    return "%s.%s" % (t.__module__, t.__qualname__)
+
+
+def _from_device(obj: Any, what: str) -> Tuple[Any, Callable[[Any], Any]]:
+    """A device array staged to the host through its own library, and how to
+    put a result back on its device as the same kind of array."""
+    import numpy as np
+    name = _kind_name(obj)
+    if not cuda_usable():
+        raise DeviceArrayError(
+            "%s is a GPU array (%s), but this libaccel has no usable CUDA device (%s); "
+            "pass host memory instead, e.g. cupy.asnumpy(a) or a.cpu().numpy()"
+            % (what, name, _cuda_reason()))
+    module = sys.modules.get(type(obj).__module__.split(".")[0])
+    if hasattr(obj, "get") and module is not None and hasattr(module, "asarray"):  # CuPy and alike
+        host = np.asarray(obj.get())
+        device = getattr(obj, "device", None)
+
+        def back(a: Any) -> Any:
+            if device is not None and hasattr(device, "__enter__"):
+                with device:
+                    return module.asarray(a)
+            return module.asarray(a)
+        return host, back
+    from_numpy = getattr(module, "from_numpy", None)
+    if hasattr(obj, "cpu") and hasattr(obj, "device") and from_numpy is not None:  # PyTorch
+        host = obj.detach().cpu().numpy()
+        device = obj.device
+        return host, lambda a: from_numpy(np.ascontiguousarray(a)).to(device)
+    raise DeviceArrayError("%s is a GPU array (%s) of a library this package cannot copy from; "
+                           "copy it to the host first" % (what, name))
+
+
+def _cuda_reason() -> str:
+    from .context import backends
+    b = backends()["cuda"]
+    if not b["compiled"]:
+        return "built without CUDA"
+    return b["reason"] or "no device"
+
+
+def host(obj: Any, what: str = "array") -> Tuple[Any, Callable[[Any], Any]]:
+    """(numpy array, back): obj as a numpy array (no copy where it can be
+    avoided), and a function turning a numpy result into obj's kind of array."""
+    import numpy as np
+    if isinstance(obj, np.ndarray):
+        return obj, _identity
+    if _device_kind(obj):
+        return _from_device(obj, what)
+    if hasattr(obj, "__dlpack__"):
+        a = np.from_dlpack(obj)
+        module = sys.modules.get(type(obj).__module__.split(".")[0])
+        convert = getattr(module, "from_dlpack", None)
+        if convert is None or module is np:
+            return a, _identity
+        return a, convert
+    try:
+        return np.asarray(obj), _identity
+    except TypeError as e:  # numpy's message names the object; say what was expected
+        raise TypeError("%s must be an array, not %s (%s)" % (what, type(obj).__name__, e)) from None
+
+
+def host_only(obj: Any, what: str = "array") -> Any:
+    """obj as a numpy array without converting the result back."""
+    return host(obj, what)[0]
+
+
+def mask_u8(a: Any, what: str = "mask") -> Any:
+    """A mask as the library takes it (U8, nonzero = true): bool viewed as
+    uint8 and uint8 as it is (no copy); any other numeric dtype as a != 0,
+    numpy's conversion to bool (NaN is true)."""
+    import numpy as np
+    if a.dtype == np.bool_:
+        return a.view(np.uint8)
+    if a.dtype == np.uint8:
+        return a
+    if a.dtype.kind not in "iufc":
+        raise TypeError("%s must be numeric or bool, not %s" % (what, a.dtype))
+    return (a != 0).view(np.uint8)
+
+
+def integer_as(a: Any, dtype: str, what: str) -> Any:
+    """An integer (or bool) array as `dtype` where every value fits (no copy
+    when it is already); a TypeError for other kinds, a ValueError when a
+    value does not fit."""
+    import numpy as np
+    if a.dtype == np.dtype(dtype) and a.dtype.isnative:
+        return a
+    if a.dtype == np.bool_:
+        return a.astype(dtype)
+    if a.dtype.kind not in "iu":
+        raise TypeError("%s must be integers, not %s" % (what, a.dtype))
+    info = np.iinfo(dtype)
+    if a.size and (int(a.min()) < info.min or int(a.max()) > info.max):
+        raise ValueError("%s has values outside %s's range [%d, %d]" % (what, dtype, info.min, info.max))
+    return a.astype(dtype)
+
+
+def real_as_f32(a: Any, what: str) -> Any:
+    """A real array as float32: as it is when it is, else converted (round to
+    nearest); a TypeError for complex and non-numeric dtypes."""
+    import numpy as np
+    if a.dtype == np.float32 and a.dtype.isnative:
+        return a
+    if a.dtype.kind not in "biuf":
+        raise TypeError("%s must be real numbers, not %s" % (what, a.dtype))
+    return a.astype(np.float32)

@@ -1,7 +1,8 @@
 """Loading libaccel and describing its C ABI to ctypes.
 
-The library is found, in order, at $ACCEL_LIBRARY, by the system's library
-search (``ctypes.util.find_library('accel')``), or as ``libaccel.so.0``.
+The library is found, in order, at $ACCEL_LIBRARY, beside this module (where
+a wheel installed by pip puts it), by the system's library search
+(``ctypes.util.find_library('accel')``), or as ``libaccel.so.0``.
 
 Each module declares the structs and functions of its part of the ABI with
 ``c_struct`` and ``declare``: the core's are here, a domain's in its module.
@@ -115,6 +116,11 @@ def _load():
     candidates = []
     if os.environ.get("ACCEL_LIBRARY"):
         candidates.append(os.environ["ACCEL_LIBRARY"])
+    # in an installed wheel the library lies in the package itself (loaded by
+    # its path: no search path or environment variable is involved)
+    packaged = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libaccel.so.%d" % ABI_VERSION)
+    if os.path.isfile(packaged):
+        candidates.append(packaged)
     found = ctypes.util.find_library("accel")
     if found:
         candidates.append(found)
@@ -196,6 +202,14 @@ class Handle:
         raise NotImplementedError
 
     def close(self):
+        """Release the library handle now (later calls raise ValueError); idempotent.
+
+        Examples
+        --------
+        >>> import accel
+        >>> ctx = accel.Context()
+        >>> ctx.close(); ctx.close()
+        """
         if getattr(self, "_h", None):
             self._destroy(self._h)
             self._h = None
@@ -211,6 +225,14 @@ class Handle:
 
     @property
     def handle(self):
+        """The library handle (a ctypes c_void_p), for calls through ``accel.lib``.
+
+        Examples
+        --------
+        >>> import accel
+        >>> bool(accel.Context().handle)
+        True
+        """
         if not getattr(self, "_h", None):
             raise ValueError("the %s is closed" % self._what)
         return self._h

@@ -5,9 +5,10 @@ import ctypes
 import functools
 import importlib
 import os
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ._arrays import Array, as_array, buffer_copy
-from ._errors import check
+from ._arrays import Array, as_array, buffer_copy, host
+from ._errors import check, choice
 from ._native import BackendInfo, CtxInfo, CtxOptions, DeviceInfo, Handle, LOG_FN, P, StageStats, c_status, c_struct
 from ._native import declare, lib
 from .hash import Hash
@@ -34,18 +35,55 @@ declare({
 })
 
 
-def version():
-    """The loaded library's version string, e.g. "0.1.0"."""
+def version() -> str:
+    """The loaded library's version string.
+
+    Returns
+    -------
+    str
+        e.g. ``"0.1.0"``; ``accel.__version__`` is the same string.
+
+    Examples
+    --------
+    >>> import accel
+    >>> accel.version() == accel.__version__
+    True
+    """
     return lib.accel_version_string().decode()
 
 
-def build_info():
-    """How the library was built (cuda=..., openmp=...)."""
+def build_info() -> str:
+    """How the library was built.
+
+    Returns
+    -------
+    str
+        Space-separated ``key=value`` pairs (cuda=..., openmp=..., tiff=...).
+
+    Examples
+    --------
+    >>> import accel
+    >>> "openmp=" in accel.build_info()
+    True
+    """
     return lib.accel_build_info().decode()
 
 
-def backends():
-    """{name: {compiled, available, device_count, reason}} for "cpu" and "cuda"."""
+def backends() -> Dict[str, Dict[str, Any]]:
+    """The backends this build has and whether they can run here.
+
+    Returns
+    -------
+    dict
+        ``{name: {"compiled", "available", "device_count", "reason"}}`` for
+        ``"cpu"`` and ``"cuda"``.
+
+    Examples
+    --------
+    >>> import accel
+    >>> accel.backends()["cpu"]["available"]
+    True
+    """
     out = {}
     for kind in (1, 2):
         b = BackendInfo.defaults()
@@ -55,8 +93,21 @@ def backends():
     return out
 
 
-def devices():
-    """A list of dicts describing the CUDA devices (empty without a GPU)."""
+def devices() -> List[Dict[str, Any]]:
+    """The CUDA devices.
+
+    Returns
+    -------
+    list of dict
+        index, name, total_memory, free_memory, compute_capability,
+        multiprocessors of each device; empty without a GPU.
+
+    Examples
+    --------
+    >>> import accel
+    >>> isinstance(accel.devices(), list)
+    True
+    """
     n = ctypes.c_int32()
     check(lib.accel_device_count(ctypes.byref(n)))
     out = []
@@ -74,7 +125,9 @@ def _domain(module, cls, doc):
     context (imported when first used), documented by `doc`."""
     def get(self):
         return getattr(importlib.import_module("." + module, __package__), cls)(self)
-    return property(get, doc=doc + ": see accel.%s." % cls)
+    example = ("\n\n    Examples\n    --------\n    >>> import accel\n    >>> accel.Context().%s\n"
+               "    <accel.%s.%s object at ...>\n" % (module, module, cls))
+    return property(get, doc=doc + ": see accel.%s." % cls + example)
 
 
 def _hash_alias(method):
@@ -88,31 +141,66 @@ def _hash_alias(method):
 
 
 class Context(Handle):
-    """An accel_ctx: the backend choice, fallback policy, threads, logging and
-    statistics for the calls made through it.
+    """An ``accel_ctx``: the backend choice, fallback policy, threads, logging
+    and statistics for the calls made through it.
 
-    backend: "auto" | "cpu" | "cuda"; strict: a GPU failure raises instead of
-    falling back to the CPU; log: a callable(level_name, message) receiving
-    the library's log lines at or above log_level (default: stderr).
-    ACCEL_BACKEND / ACCEL_LOG in the environment override these, as in C.
-    threads: CPU threads (0 = all cores, at most 1024); max_pixels: the largest
-    image or raster (width x height) the loaders accept (0 = 2**30).
+    Parameters
+    ----------
+    backend : {"auto", "cpu", "cuda"}
+        Where stages run; "auto" uses a GPU when one is usable.
+    strict : bool
+        A GPU failure raises instead of falling back to the CPU.
+    device : int
+        The CUDA device.
+    memory_budget : int
+        Device memory the context may hold, bytes (0: 90% of the free memory).
+    threads : int
+        CPU threads (0: all cores, at most 1024).
+    log : callable(level_name, message), optional
+        Receives the library's log lines at or above `log_level` (default:
+        they go to stderr).
+    log_level : {"debug", "info", "warn", "error", "off"}
+    max_pixels : int
+        The largest image or raster (width x height) the loaders accept
+        (0: 2**30).
+
+    Notes
+    -----
+    ACCEL_BACKEND and ACCEL_LOG in the environment override `backend` and
+    `log_level`, as in C. A context pickles as its parameters and is
+    recreated, with a library context of its own, where it is unpickled (a
+    `log` callable must be picklable itself). The domains' calls are
+    ``ctx.hash``, ``ctx.ct``, ``ctx.svf`` and ``ctx.reg``.
+
+    Examples
+    --------
+    >>> import accel, pickle
+    >>> with accel.Context(backend="cpu", threads=2) as ctx:
+    ...     copy = pickle.loads(pickle.dumps(ctx))
+    ...     copy.info()["backend"], copy.info()["cpu_threads"]
+    ('cpu', 2)
     """
 
     _what = "context"
 
-    def __init__(self, backend="auto", strict=False, device=0, memory_budget=0, threads=0,
-                 log=None, log_level="warn", max_pixels=0):
+    def __init__(self, backend: str = "auto", strict: bool = False, device: int = 0, memory_budget: int = 0,
+                 threads: int = 0, log: Optional[Callable[[str, str], Any]] = None, log_level: str = "warn",
+                 max_pixels: int = 0) -> None:
+        self._args = dict(backend=backend, strict=strict, device=device, memory_budget=memory_budget,
+                          threads=threads, log=log, log_level=log_level, max_pixels=max_pixels)
         o = CtxOptions.defaults()
-        o.backend = BACKENDS[backend]
+        o.backend = choice("backend", BACKENDS, backend)
         o.fallback = 1 if strict else 0
         o.device = device
         o.device_memory_budget = memory_budget
         o.cpu_threads = threads
         o.max_pixels = max_pixels
-        o.log_level = LOG_LEVELS[log_level]
+        o.log_level = choice("log_level", LOG_LEVELS, log_level)
         self._log_cb = None
         if log is not None:
+            if not callable(log):
+                raise TypeError("log must be a callable(level_name, message), not %s" % type(log).__name__)
+
             def trampoline(user, level, message, _log=log):
                 try:
                     _log(LOG_LEVEL_NAMES.get(level, str(level)), message.decode(errors="replace"))
@@ -124,11 +212,32 @@ class Context(Handle):
         check(lib.accel_ctx_create(ctypes.byref(o), ctypes.byref(handle)))
         self._h = handle
 
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (_recreate_context, (self._args,))
+
+    def __repr__(self) -> str:
+        shown = ", ".join("%s=%r" % kv for kv in self._args.items() if kv[0] != "log")
+        return "accel.Context(%s)%s" % (shown, "" if getattr(self, "_h", None) else " (closed)")
+
     def _destroy(self, h):
         lib.accel_ctx_destroy(h)
 
-    def info(self):
-        """What the context resolved: backend, device, fallback, budget, threads, log level."""
+    def info(self) -> Dict[str, Any]:
+        """What the context resolved.
+
+        Returns
+        -------
+        dict
+            backend (the one in use), device, fallback ("allow" or "deny"),
+            device_memory_budget, cpu_threads, log_level.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context(backend="cpu") as ctx:
+        ...     ctx.info()["backend"]
+        'cpu'
+        """
         i = CtxInfo.defaults()
         check(lib.accel_ctx_query(self.handle, ctypes.byref(i)), self.handle)
         return {"backend": BACKEND_NAMES[i.backend], "device": i.device,
@@ -136,8 +245,22 @@ class Context(Handle):
                 "device_memory_budget": i.device_memory_budget, "cpu_threads": i.cpu_threads,
                 "log_level": LOG_LEVEL_NAMES[i.log_level]}
 
-    def stats(self):
-        """{stage: {runs, gpu_runs, cpu_runs, fallbacks, failures, seconds}}."""
+    def stats(self) -> Dict[str, Dict[str, Any]]:
+        """Per-stage statistics of the calls made through this context.
+
+        Returns
+        -------
+        dict
+            ``{stage: {runs, gpu_runs, cpu_runs, fallbacks, failures, seconds}}``.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context(backend="cpu") as ctx:
+        ...     _ = ctx.to_gray(np.zeros((4, 4, 3), np.uint8))
+        ...     ctx.stats()["image.gray"]["cpu_runs"]
+        1
+        """
         n = ctypes.c_size_t()
         check(lib.accel_ctx_stats_count(self.handle, ctypes.byref(n)), self.handle)
         out = {}
@@ -148,7 +271,18 @@ class Context(Handle):
                                      ("runs", "gpu_runs", "cpu_runs", "fallbacks", "failures", "seconds")}
         return out
 
-    def reset_stats(self):
+    def reset_stats(self) -> None:
+        """Set every stage's statistics back to zero.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context(backend="cpu") as ctx:
+        ...     _ = ctx.to_gray(np.zeros((4, 4, 3), np.uint8))
+        ...     ctx.reset_stats()
+        ...     ctx.stats().get("image.gray", {}).get("runs", 0)
+        0
+        """
         check(lib.accel_ctx_stats_reset(self.handle), self.handle)
 
     # The domains, one line each: ctx.<name> holds the domain's calls.
@@ -161,9 +295,37 @@ class Context(Handle):
     hash_bytes = _hash_alias(Hash.bytes)
     hash_arrays = _hash_alias(Hash.arrays)
 
-    def decode(self, source, gray=False, max_pixels=0):
-        """Decode a JPEG/PNG (path or bytes) as Pillow does: uint8 (H, W, 3) RGB, or
-        (H, W) with gray=True (Pillow's convert('L')). Returns (array, mode name)."""
+    def decode(self, source: Union[str, bytes, "os.PathLike[str]", bytearray, memoryview], gray: bool = False,
+               max_pixels: int = 0) -> Tuple[Any, str]:
+        """Decode a JPEG, PNG or TIFF image as Pillow does.
+
+        Parameters
+        ----------
+        source : str, os.PathLike, bytes, bytearray or memoryview
+            A path (str or PathLike) or the encoded bytes.
+        gray : bool
+            Return (H, W) gray (Pillow's ``convert('L')``) instead of RGB.
+        max_pixels : int
+            The largest image accepted (0: the context's limit).
+
+        Returns
+        -------
+        (numpy.ndarray, str)
+            uint8 (H, W, 3) RGB or (H, W), and the file's mode name ("RGB", "L", ...).
+
+        Raises
+        ------
+        OSError
+            The file cannot be read (AccelIOError).
+        ValueError
+            Not an image, or corrupt (FormatError, DecodeError).
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     img, mode = ctx.decode("photo.jpg")  # doctest: +SKIP
+        """
         o = DecodeOptions.defaults()
         o.target = 0 if gray else 1
         o.max_pixels = max_pixels
@@ -178,13 +340,46 @@ class Context(Handle):
                                               ctypes.byref(buf), ctypes.byref(info)), self.handle)
         return buffer_copy(buf), lib.accel_image_mode_name(info.mode).decode()
 
-    def to_gray(self, image, out=None):
-        """uint8 (H, W) or (H, W, C) with C in 1..4 -> uint8 (H, W), with Pillow's
-        convert('L') arithmetic. Any strides; ``out`` may be given."""
+    def to_gray(self, image: Any, out: Any = None) -> Any:
+        """Gray conversion with Pillow's ``convert('L')`` arithmetic.
+
+        Parameters
+        ----------
+        image : array
+            uint8 (H, W) or (H, W, C) with C in 1..4; a numpy array (any
+            strides) or a host DLPack array.
+        out : numpy.ndarray, optional
+            uint8 (H, W) to write into.
+
+        Returns
+        -------
+        array
+            uint8 (H, W): `out` when given, else a new array of the input's kind.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     ctx.to_gray(np.full((1, 2, 3), 255, np.uint8)).tolist()
+        [[255, 255]]
+        """
         import numpy as np
+        back = None
+        if not isinstance(image, np.ndarray) and (hasattr(image, "__dlpack__")
+                                                  or hasattr(image, "__cuda_array_interface__")):
+            image, back = host(image, "image")
         src = as_array(image)
         if out is None:
             out = np.empty(image.shape[:2], dtype=np.uint8)
+            if back is not None:
+                dst = as_array(out, writable=True)
+                check(lib.accel_image_to_gray(self.handle, ctypes.byref(src), ctypes.byref(dst)), self.handle)
+                return back(out)
         dst = as_array(out, writable=True)
         check(lib.accel_image_to_gray(self.handle, ctypes.byref(src), ctypes.byref(dst)), self.handle)
         return out
+
+
+def _recreate_context(args: Dict[str, Any]) -> Context:
+    """A Context made anew from the parameters of a pickled one."""
+    return Context(**args)

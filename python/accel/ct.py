@@ -1,10 +1,15 @@
 """CT pore segmentation on numpy volumes (include/accel/ct.h, docs/ct.md): the
 stages and the pipeline of ctx.ct, and the pore network as a dict."""
 import ctypes
+import numbers
+from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union, cast
 
-from ._arrays import Array, as_array, ref
-from ._errors import ContextCalls, check
-from ._native import P, c_status, c_struct, declare, lib, progress_fn
+from ._arrays import Array, as_array, host, integer_as, mask_u8, real_as_f32, ref
+from ._errors import ContextCalls, check, choice
+from ._native import P, c_status, c_struct, declare, lib
+from ._progress import Call, ProgressArg
+
+Spacing = Union[None, float, Sequence[float]]
 
 COMPARES = {">": 0, ">=": 1, "<": 2, "<=": 3}
 PORES = {"closed": 0, "all": 1}
@@ -60,13 +65,13 @@ _OUTPUT_DTYPES = {"solid": "bool", "filled": "bool", "pores": "bool", "edt": "fl
                   "labels": "int32"}
 
 
-def _per_slice(value, nz):
+def _per_slice(value: Any, nz: int) -> Any:
     """A scalar, or one value per slice, as nz contiguous float64 values."""
     import numpy as np
     return np.ascontiguousarray(np.broadcast_to(np.asarray(value, float), (nz,)))
 
 
-def _network_dict(h):
+def _network_dict(h: Any) -> Dict[str, Any]:
     try:
         nr, nt, por = ctypes.c_size_t(), ctypes.c_size_t(), ctypes.c_double()
         check(lib.accel_ct_network_info(h, ctypes.byref(nr), ctypes.byref(nt), ctypes.byref(por)))
@@ -89,118 +94,396 @@ def _network_dict(h):
         lib.accel_ct_network_destroy(h)
 
 
-class CT(ContextCalls):
-    """CT pore segmentation on numpy volumes indexed (z, y, x) (include/accel/ct.h).
+_DIM_NAMES = {1: "1-D", 2: "2-D", 3: "3-D"}
 
-    Masks come back as bool arrays; every stage accepts any strides. The
-    semantics are SciPy's (fill_holes, edt) and scikit-image 0.19.3's
-    (markers = peak_local_max, watershed), reproduced exactly."""
 
-    @staticmethod
-    def _vol(a, dtypes, what):
-        import numpy as np
-        a = np.asarray(a)
-        if a.ndim != 3:
-            raise ValueError("%s must be a 3-D volume (z, y, x), not %d-D" % (what, a.ndim))
-        if a.dtype == bool:
-            return a
-        if a.dtype.name not in dtypes:
-            raise TypeError("%s must be %s, not %s" % (what, " or ".join(dtypes), a.dtype))
+def _volume_dtype(a: Any, what: str) -> Any:
+    """A threshold input in a dtype the library takes, by the documented rule:
+    uint8, int16, uint16, int32 and float32 as they are; bool as uint8 (a
+    view); int8 as int16; other integers as int32 when every value fits
+    (else ValueError); float16 and float64 as float32 (rounded to nearest)."""
+    import numpy as np
+    if a.dtype == np.bool_:
+        return a.view(np.uint8)
+    if a.dtype.name in _VOLUME_DTYPES and a.dtype.isnative:
         return a
+    if a.dtype == np.int8:
+        return a.astype(np.int16)
+    if a.dtype.kind in "iu":
+        return integer_as(a, "int32", what)
+    return real_as_f32(a, what)
 
-    @classmethod
-    def _volume(cls, volume):
-        """An input volume of any supported dtype; a bool one as uint8."""
-        import numpy as np
-        v = cls._vol(volume, _VOLUME_DTYPES, "volume")
-        return v.view(np.uint8) if v.dtype == bool else v
+
+def _sampling(sampling: Spacing, ndim: int, what: str = "sampling") -> Optional[Tuple[float, ...]]:
+    """Voxel size as ndim floats: None stays None; a scalar is every axis'."""
+    if sampling is None:
+        return None
+    if isinstance(sampling, numbers.Real):
+        return (float(sampling),) * ndim
+    values = tuple(float(x) for x in cast(Sequence[float], sampling))
+    if len(values) != ndim:
+        raise ValueError("%s has %d values for a %d-D input (one per axis, or one scalar)"
+                         % (what, len(values), ndim))
+    return values
+
+
+def _c_spacing(values: Optional[Tuple[float, ...]]) -> Any:
+    """A C double[3] of a spacing padded to 3-D with 1.0 for the missing leading axes (None: NULL)."""
+    if values is None:
+        return None
+    return (ctypes.c_double * 3)(*((1.0,) * (3 - len(values)) + values))
+
+
+def _spacing_arg(sampling: Spacing, spacing: Spacing) -> Spacing:
+    if sampling is not None and spacing is not None:
+        raise TypeError("give sampling or spacing (its older name), not both")
+    return spacing if sampling is None else sampling
+
+
+def _fill_connectivity(connectivity: Optional[int], structure: Any, ndim: int) -> int:
+    """The library's 6 or 26 for a fill of an ndim-D mask embedded in 3-D:
+    connectivity as scikit-image counts it (1: faces ... ndim: full), the
+    neighbour counts (4, 8 in 2-D; 6, 26 in 3-D), or SciPy's structure."""
+    import numpy as np
+    if structure is not None:
+        if connectivity is not None:
+            raise TypeError("give connectivity or structure, not both")
+        st = np.asarray(structure, dtype=bool)
+        cross = np.zeros((3,) * ndim, bool)
+        for axis in range(ndim):
+            idx = [1] * ndim
+            for v in (0, 1, 2):
+                idx[axis] = v
+                cross[tuple(idx)] = True
+        if st.shape == cross.shape and np.array_equal(st, cross):
+            return 6
+        if st.shape == cross.shape and st.all():
+            return 26
+        raise NotImplementedError("fill_holes takes the face-connected structure (SciPy's default) or the full "
+                                  "3x...x3 one; other structures are not implemented")
+    if connectivity is None:
+        return 6
+    allowed = {1: {1: 6, 2: 6}, 2: {1: 6, 4: 6, 2: 26, 8: 26}, 3: {1: 6, 6: 6, 3: 26, 26: 26}}[ndim]
+    if ndim == 3 and connectivity in (2, 18):
+        raise NotImplementedError("18-connectivity (faces and edges) is not implemented; 1 (6) and 3 (26) are")
+    if connectivity not in allowed:
+        raise ValueError("connectivity for a %s mask must be one of %s, not %r"
+                         % (_DIM_NAMES[ndim], ", ".join(str(k) for k in sorted(allowed)), connectivity))
+    return allowed[connectivity]
+
+
+class CT(ContextCalls):
+    """CT pore segmentation on arrays indexed (z, y, x) (include/accel/ct.h).
+
+    The semantics are SciPy's (fill_holes, edt) and scikit-image 0.19.3's
+    (markers = peak_local_max, watershed), reproduced exactly. Inputs are
+    numpy arrays of any strides or host DLPack arrays (results come back as
+    the same kind); masks may have any numeric dtype (nonzero = true).
+    threshold, fill_holes, edt and watershed also take 1-D and 2-D arrays
+    with their own dimensionality; the other stages are 3-D only.
+
+    Examples
+    --------
+    >>> import accel, numpy as np
+    >>> vol = np.zeros((5, 5, 5), np.uint8); vol[2, 2, 2] = 200
+    >>> with accel.Context() as ctx:
+    ...     int(ctx.ct.threshold(vol, 100).sum())
+    1
+    """
 
     @staticmethod
-    def _spacing(spacing):
-        if spacing is None:
-            return None
-        sp = (ctypes.c_double * 3)(*[float(x) for x in spacing])
-        if len(spacing) != 3:
-            raise ValueError("spacing has 3 values (z, y, x)")
-        return sp
+    def _in(a: Any, what: str, ndims: Iterable[int] = (3,)) -> Tuple[Any, Callable[[Any], Any]]:
+        """(numpy array, back) of an input, its dimensionality checked."""
+        arr, back = host(a, what)
+        ndims = tuple(ndims)
+        if arr.ndim not in ndims:
+            if ndims == (3,):
+                raise ValueError("%s must be a 3-D volume (z, y, x), not %d-D" % (what, arr.ndim))
+            raise ValueError("%s must be %s, not %d-D" % (what, " or ".join(_DIM_NAMES[n] for n in ndims),
+                                                            arr.ndim))
+        return arr, back
 
-    def rescale(self, volume, slope=None, intercept=None):
-        """int16/uint16 -> float32: volume * slope[z] + intercept[z] (DICOM's rescale);
-        slope and intercept are per slice (or scalars)."""
+    @staticmethod
+    def _as3d(a: Any) -> Any:
+        """A 1-D or 2-D array as a volume with leading axes of 1 (a view)."""
+        return a.reshape((1,) * (3 - a.ndim) + a.shape) if a.ndim < 3 else a
+
+    def rescale(self, volume: Any, slope: Any = None, intercept: Any = None) -> Any:
+        """DICOM's rescale: ``volume * slope[z] + intercept[z]`` as float32.
+
+        Parameters
+        ----------
+        volume : array
+            int16 or uint16 (z, y, x); bool, uint8 and int8 are taken as int16.
+        slope, intercept : float or sequence of float, optional
+            Per slice, or one value for all (default 1 and 0).
+
+        Returns
+        -------
+        array
+            float32, the volume's shape.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.rescale(np.full((2, 1, 1), 10, np.int16), slope=[1, 2], intercept=-1).ravel().tolist()
+        [9.0, 19.0]
+        """
         import numpy as np
-        v = self._vol(volume, ("int16", "uint16"), "volume")
+        v, back = self._in(volume, "volume")
+        if v.dtype.name not in ("int16", "uint16") or not v.dtype.isnative:
+            if v.dtype.name not in ("bool", "uint8", "int8"):
+                raise TypeError("volume must be int16 or uint16 (DICOM's stored values), not %s" % v.dtype)
+            v = v.astype(np.int16)
         nz = v.shape[0]
         sl = None if slope is None else _per_slice(slope, nz)
         ic = None if intercept is None else _per_slice(intercept, nz)
         out = np.empty(v.shape, np.float32)
         self._call(lib.accel_ct_rescale, ref(v), None if sl is None else sl.ctypes.data,
                    None if ic is None else ic.ctypes.data, ref(out, True))
-        return out
+        return back(out)
 
-    def threshold(self, volume, threshold, compare=">"):
-        """volume <compare> threshold as a bool volume; compare one of > >= < <=."""
+    def threshold(self, volume: Any, threshold: float, compare: str = ">") -> Any:
+        """``volume <compare> threshold`` as a bool array.
+
+        Parameters
+        ----------
+        volume : array
+            1-D, 2-D or 3-D. uint8, int16, uint16, int32 and float32 are
+            compared as they are; bool as uint8, int8 as int16, other integers
+            as int32 when every value fits (else ValueError), float16 and
+            float64 as float32 (a float64 value within float32 rounding of the
+            threshold may compare as its rounded value does).
+        threshold : float
+        compare : {">", ">=", "<", "<="}
+
+        Returns
+        -------
+        array
+            bool, the volume's shape.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.threshold(np.array([1, 5, 9]), 5, ">=").tolist()
+        [False, True, True]
+        """
         import numpy as np
-        v = self._volume(volume)
+        v, back = self._in(volume, "volume", (1, 2, 3))
+        shape = v.shape
+        v = self._as3d(_volume_dtype(v, "volume"))
+        op = choice("compare", COMPARES, compare)
         out = np.empty(v.shape, bool)
-        self._call(lib.accel_ct_threshold, ref(v), float(threshold), COMPARES[compare], ref(out, True))
-        return out
+        self._call(lib.accel_ct_threshold, ref(v), float(threshold), op, ref(out, True))
+        return back(out.reshape(shape))
 
-    def fill_holes(self, mask, connectivity=6):
-        """scipy.ndimage.binary_fill_holes (connectivity 6, SciPy's default, or 26)."""
-        import numpy as np
-        m = self._vol(mask, ("uint8",), "mask")
-        out = np.empty(m.shape, bool)
-        self._call(lib.accel_ct_fill_holes, ref(m), int(connectivity), ref(out, True))
-        return out
+    def fill_holes(self, mask: Any, connectivity: Optional[int] = None, structure: Any = None) -> Any:
+        """scipy.ndimage.binary_fill_holes: the mask plus every background
+        element not connected to the array's border through background.
 
-    def edt(self, mask, spacing=None):
-        """scipy.ndimage.distance_transform_edt(mask, sampling=spacing) as float32."""
+        Parameters
+        ----------
+        mask : array
+            1-D, 2-D or 3-D, any numeric dtype (nonzero = true).
+        connectivity : int, optional
+            As scikit-image counts it: 1 (faces; SciPy's default) or ndim
+            (faces, edges and corners); also the neighbour counts 4 and 8 in
+            2-D, 6 and 26 in 3-D. 3-D's 2 (18 neighbours) is not implemented.
+        structure : array, optional
+            SciPy's structuring element instead: the face-connected one or a
+            full 3 x ... x 3 block.
+
+        Returns
+        -------
+        array
+            bool, the mask's shape.
+
+        Notes
+        -----
+        A 2-D (or 1-D) mask is solved as the middle slice of a volume whose
+        other slices are foreground: no path through background leaves the
+        slice, and its border is the 2-D image's border, so the result is
+        SciPy's 2-D result exactly (a plain (1, H, W) volume would not be:
+        every pixel of it touches a z face).
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> ring = np.ones((3, 3), int); ring[1, 1] = 0
+        >>> with accel.Context() as ctx:
+        ...     bool(ctx.ct.fill_holes(ring).all())
+        True
+        """
         import numpy as np
-        m = self._vol(mask, ("uint8",), "mask")
+        m, back = self._in(mask, "mask", (1, 2, 3))
+        conn = _fill_connectivity(connectivity, structure, m.ndim)
+        m = mask_u8(m)
+        if m.ndim == 3:
+            out = np.empty(m.shape, bool)
+            self._call(lib.accel_ct_fill_holes, ref(m), conn, ref(out, True))
+            return back(out)
+        if m.size == 0:
+            return back(m.astype(bool))
+        if m.ndim == 2:
+            vol = np.ones((3,) + m.shape, np.uint8)
+            vol[1] = m != 0
+        else:
+            vol = np.ones((3, 3) + m.shape, np.uint8)
+            vol[1, 1] = m != 0
+        out = np.empty(vol.shape, bool)
+        self._call(lib.accel_ct_fill_holes, ref(vol), conn, ref(out, True))
+        return back(np.ascontiguousarray(out[1] if m.ndim == 2 else out[1, 1]))
+
+    def edt(self, mask: Any, sampling: Spacing = None, *, spacing: Spacing = None) -> Any:
+        """scipy.ndimage.distance_transform_edt(mask, sampling=sampling) as float32.
+
+        Parameters
+        ----------
+        mask : array
+            1-D, 2-D or 3-D, any numeric dtype (nonzero = true).
+        sampling : float or sequence of float, optional
+            The element size along each axis, or one value for all (default 1).
+        spacing : float or sequence of float, optional
+            The older name of `sampling`.
+
+        Returns
+        -------
+        array
+            float32, the mask's shape: each nonzero element's distance to the
+            nearest zero element (SciPy's float64 result rounded to float32);
+            +inf everywhere for a mask without zeros.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.edt(np.array([0, 1, 1, 1, 1]), sampling=0.5).tolist()
+        [0.0, 0.5, 1.0, 1.5, 2.0]
+        """
+        import numpy as np
+        m, back = self._in(mask, "mask", (1, 2, 3))
+        sp = _c_spacing(_sampling(_spacing_arg(sampling, spacing), m.ndim))
+        shape = m.shape
+        m = self._as3d(mask_u8(m))
         out = np.empty(m.shape, np.float32)
-        self._call(lib.accel_ct_edt, ref(m), self._spacing(spacing), ref(out, True))
-        return out
+        self._call(lib.accel_ct_edt, ref(m), sp, ref(out, True))
+        return back(out.reshape(shape))
 
-    def _numbered(self, fn, edt, given, options):
+    def _numbered(self, fn, edt, given, options, call=None):
         """fn(edt, given, options) writing an int32 volume and its count: (volume, n)."""
         import numpy as np
         out = np.empty(edt.shape, np.int32)
         n = ctypes.c_uint32()
-        self._call(fn, ref(edt), ref(given), ctypes.byref(options), ref(out, True), ctypes.byref(n))
+        with call or Call(None) as c:
+            options.progress = c.fn
+            self._call(fn, ref(edt), ref(given), ctypes.byref(options), ref(out, True), ctypes.byref(n))
         return out, n.value
 
-    def markers(self, edt, mask, min_distance=3, smooth_sigma=0.0, trim=(), saddle_iterations=20,
-                nearby_factor=1.0, spacing=None):
-        """peak_local_max(edt, min_distance, exclude_border=False, labels=26-connected
-        components of mask), numbered 1..n in C order: (int32 volume, n). smooth_sigma:
-        the peak search sees gaussian_filter(edt, sigma). trim: any of "saddles",
-        "nearby" (SNOW's trims, see trim_markers), applied to the peaks found."""
-        e = self._vol(edt, ("float32",), "edt")
-        m = self._vol(mask, ("uint8",), "mask")
+    def _edt_3d(self, edt: Any) -> Tuple[Any, Callable[[Any], Any]]:
+        e, back = self._in(edt, "edt")
+        return real_as_f32(e, "edt"), back
+
+    def markers(self, edt: Any, mask: Any, min_distance: int = 3, smooth_sigma: float = 0.0,
+                trim: Union[str, Sequence[str]] = (), saddle_iterations: int = 20, nearby_factor: float = 1.0,
+                spacing: Spacing = None, progress: ProgressArg = None) -> Tuple[Any, int]:
+        """Pore markers: scikit-image's peak_local_max, optionally trimmed as SNOW does.
+
+        ``peak_local_max(edt, min_distance, exclude_border=False,
+        labels=label(mask, connectivity=3))``, numbered 1..n in C order.
+
+        Parameters
+        ----------
+        edt : array
+            The distance map, 3-D, real (taken as float32), finite, >= 0.
+        mask : array
+            3-D, any numeric dtype (nonzero = true).
+        min_distance : int
+        smooth_sigma : float
+            The peak search sees ``gaussian_filter(edt, sigma)`` (0: none).
+        trim : str or sequence of {"saddles", "nearby"}
+            SNOW's trims (see :meth:`trim_markers`) of the peaks found.
+        saddle_iterations, nearby_factor, spacing
+            The trims' parameters (spacing: a scalar or 3 values).
+        progress : None, True or callable(stage, fraction)
+
+        Returns
+        -------
+        (array, int)
+            int32 markers, the mask's shape, and their number.
+
+        Raises
+        ------
+        NotImplementedError
+            For 2-D input: scikit-image's flat-peak rule on a 2-D image is not
+            the 3-D rule on a one-voxel slab.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> mask = np.zeros((7, 7, 7), np.uint8); mask[1:6, 1:6, 1:6] = 1
+        >>> with accel.Context() as ctx:
+        ...     edt = ctx.ct.edt(mask)
+        ...     ctx.ct.markers(edt, mask)[1]
+        1
+        """
+        e, back = self._in(edt, "edt", (1, 2, 3))
+        if e.ndim != 3:
+            raise NotImplementedError("markers of 2-D images are not implemented (the 3-D peak rules on a "
+                                      "one-voxel slab differ from peak_local_max's 2-D rules)")
+        e = real_as_f32(e, "edt")
+        m = mask_u8(self._in(mask, "mask")[0])
         o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
         o.min_distance = min_distance
         o.smooth_sigma = smooth_sigma
-        return self._numbered(lib.accel_ct_markers, e, m, o)
+        out, n = self._numbered(lib.accel_ct_markers, e, m, o, Call(progress))
+        return back(out), n
 
-    def trim_markers(self, edt, peaks, trim=("saddles", "nearby"), saddle_iterations=20, nearby_factor=1.0,
-                     spacing=None):
-        """SNOW's trims of given peaks (nonzero voxels) with PoreSpy 3's rules
-        (trim_saddle_points, trim_nearby_peaks): (int32 volume numbered by 26-connected
-        group in C order, n)."""
-        e = self._vol(edt, ("float32",), "edt")
-        pk = self._vol(peaks, ("int32",), "peaks")
+    def trim_markers(self, edt: Any, peaks: Any, trim: Union[str, Sequence[str]] = ("saddles", "nearby"),
+                     saddle_iterations: int = 20, nearby_factor: float = 1.0,
+                     spacing: Spacing = None) -> Tuple[Any, int]:
+        """SNOW's trims of given peaks with PoreSpy 3's rules.
+
+        Parameters
+        ----------
+        edt : array
+            The distance map, 3-D, real (taken as float32).
+        peaks : array
+            3-D integers (nonzero = a peak voxel).
+        trim : str or sequence of {"saddles", "nearby"}
+            trim_saddle_points and trim_nearby_peaks.
+        saddle_iterations : int
+        nearby_factor : float
+        spacing : float or sequence of 3 floats, optional
+
+        Returns
+        -------
+        (array, int)
+            int32 volume numbered by 26-connected group in C order, and the count.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> edt = np.zeros((5, 5, 5), np.float32); edt[2, 2, 2] = 2; edt[2, 2, 1] = 1
+        >>> peaks = (edt > 0).astype(np.int32)
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.trim_markers(edt, peaks, trim="saddles")[1]
+        1
+        """
+        e, back = self._edt_3d(edt)
+        pk = integer_as(self._in(peaks, "peaks")[0], "int32", "peaks")
         o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
-        return self._numbered(lib.accel_ct_trim_markers, e, pk, o)
+        out, n = self._numbered(lib.accel_ct_trim_markers, e, pk, o)
+        return back(out), n
 
     @staticmethod
-    def _trim_flags(trim):
+    def _trim_flags(trim: Union[str, Sequence[str]]) -> int:
         if isinstance(trim, str):
             trim = (trim,)
         flags = 0
         for t in trim:
-            if t not in TRIMS:
-                raise ValueError("unknown trim %r (saddles, nearby)" % (t,))
-            flags |= TRIMS[t]
+            flags |= choice("trim", TRIMS, t)
         return flags
 
     def _marker_options(self, trim, saddle_iterations, nearby_factor, spacing):
@@ -208,34 +491,114 @@ class CT(ContextCalls):
         o.trim = self._trim_flags(trim)
         o.saddle_iterations = saddle_iterations
         o.nearby_factor = nearby_factor
-        if spacing is not None:
+        sp = _sampling(spacing, 3, "spacing")
+        if sp is not None:
             for i in range(3):
-                o.spacing[i] = float(spacing[i])
+                o.spacing[i] = sp[i]
         return o
 
-    def watershed(self, image, markers, mask=None, ties="skimage", progress=None):
-        """skimage.segmentation.watershed(image, markers, mask=mask) (connectivity 1):
-        int32 labels. ties: "skimage" (its heap's order of equal markers) or "stable"
-        (equal markers in C order)."""
-        import numpy as np
-        im = self._vol(image, ("float32",), "image")
-        mk = self._vol(markers, ("int32",), "markers")
-        o = CtWatershedOptions.defaults()
-        o.ties = TIES[ties]
-        cb = progress_fn(progress)
-        if cb is not None:
-            o.progress = cb
-        m = None if mask is None else self._vol(mask, ("uint8",), "mask")
-        out = np.empty(im.shape, np.int32)
-        self._call(lib.accel_ct_watershed, ref(im), ref(mk), ref(m), ctypes.byref(o), ref(out, True))
-        return out
+    def watershed(self, image: Any, markers: Any, mask: Any = None, ties: str = "skimage",
+                  progress: ProgressArg = None, *, connectivity: int = 1, watershed_line: bool = False,
+                  compactness: float = 0.0) -> Any:
+        """skimage.segmentation.watershed(image, markers, mask=mask): int32 labels.
 
-    def network(self, labels, edt, spacing=None):
-        """The pore network: {"porosity", "regions": [dict...], "throats": [dict...]}."""
-        lab = self._vol(labels, ("int32",), "labels")
-        e = self._vol(edt, ("float32",), "edt")
+        Parameters
+        ----------
+        image : array
+            1-D, 2-D or 3-D, real, no NaN inside the mask; flooded as float32
+            (a float64 image whose values differ below float32 resolution may
+            flood in another order than scikit-image's float64 flood).
+        markers : array
+            Integers of the image's shape (nonzero = a label), taken as int32.
+        mask : array, optional
+            Any numeric dtype (nonzero = flood there); default everywhere.
+        ties : {"skimage", "stable"}
+            Order of equal values: scikit-image's heap, or C order.
+        progress : None, True or callable(stage, fraction)
+        connectivity : int
+            1 only (faces, scikit-image's default); others are not implemented.
+        watershed_line : bool
+            False only; lines of 0 between basins are not implemented.
+        compactness : float
+            0 only; compact watershed is not implemented.
+
+        Returns
+        -------
+        array
+            int32 labels, the image's shape.
+
+        Raises
+        ------
+        NotImplementedError
+            For markers given as a count or None, connectivity other than 1,
+            watershed_line=True or compactness other than 0.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> image = np.array([0.0, 1.0, 3.0, 1.0, 0.0])
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.watershed(image, np.array([1, 0, 0, 0, 2])).tolist()
+        [1, 1, 1, 2, 2]
+        """
+        import numpy as np
+        self._watershed_supported(markers, connectivity, watershed_line, compactness)
+        im, back = self._in(image, "image", (1, 2, 3))
+        shape = im.shape
+        im = self._as3d(real_as_f32(im, "image"))
+        mk = self._as3d(integer_as(self._in(markers, "markers", (1, 2, 3))[0], "int32", "markers"))
+        m = None if mask is None else self._as3d(mask_u8(self._in(mask, "mask", (1, 2, 3))[0]))
+        o = CtWatershedOptions.defaults()
+        o.ties = choice("ties", TIES, ties)
+        out = np.empty(im.shape, np.int32)
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._call(lib.accel_ct_watershed, ref(im), ref(mk), ref(m), ctypes.byref(o), ref(out, True))
+        return back(out.reshape(shape))
+
+    @staticmethod
+    def _watershed_supported(markers: Any, connectivity: Any, watershed_line: Any, compactness: Any) -> None:
+        if markers is None or isinstance(markers, numbers.Integral):
+            raise NotImplementedError("markers must be an array of labels; markers given as a count or None "
+                                      "(local minima) are not implemented")
+        if connectivity != 1:
+            raise NotImplementedError("watershed connectivity %r is not implemented; only 1 (faces) is"
+                                      % (connectivity,))
+        if watershed_line:
+            raise NotImplementedError("watershed_line=True is not implemented")
+        if compactness != 0:
+            raise NotImplementedError("compact watershed (compactness > 0) is not implemented")
+
+    def network(self, labels: Any, edt: Any, spacing: Spacing = None) -> Dict[str, Any]:
+        """The pore network of a label volume.
+
+        Parameters
+        ----------
+        labels : array
+            3-D integers (0 or negative: not pore), taken as int32.
+        edt : array
+            The distance map, 3-D, real (taken as float32).
+        spacing : float or sequence of 3 floats, optional
+
+        Returns
+        -------
+        dict
+            ``{"porosity", "regions": [dict...], "throats": [dict...]}``.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> lab = np.zeros((3, 3, 4), np.int32); lab[:, :, :2] = 1; lab[:, :, 2:] = 2
+        >>> with accel.Context() as ctx:
+        ...     net = ctx.ct.network(lab, np.ones(lab.shape, np.float32))
+        >>> len(net["regions"]), net["throats"][0]["faces"]
+        (2, 9)
+        """
+        lab = integer_as(self._in(labels, "labels")[0], "int32", "labels")
+        e = self._edt_3d(edt)[0]
         h = ctypes.c_void_p()
-        self._call(lib.accel_ct_network_build, ref(lab), ref(e), self._spacing(spacing), ctypes.byref(h))
+        self._call(lib.accel_ct_network_build, ref(lab), ref(e), _c_spacing(_sampling(spacing, 3, "spacing")),
+                   ctypes.byref(h))
         return _network_dict(h)
 
     def _pipeline_options(self, volume, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
@@ -251,14 +614,15 @@ class CT(ContextCalls):
             o.slope = sl.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
             o.intercept = ic.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
         o.threshold = float(threshold)
-        o.compare = COMPARES[compare]
-        o.fill_connectivity = int(fill_connectivity)
-        o.pores = PORES[pores]
+        o.compare = choice("compare", COMPARES, compare)
+        o.fill_connectivity = _fill_connectivity(fill_connectivity, None, 3)
+        o.pores = choice("pores", PORES, pores)
+        sp = _sampling(spacing, 3, "spacing") or (1.0, 1.0, 1.0)
         for i in range(3):
-            o.spacing[i] = float(spacing[i])
+            o.spacing[i] = sp[i]
         o.min_distance = min_distance
         o.smooth_sigma = smooth_sigma
-        o.ties = TIES[ties]
+        o.ties = choice("ties", TIES, ties)
         o.trim = self._trim_flags(trim)
         o.saddle_iterations = saddle_iterations
         o.nearby_factor = nearby_factor
@@ -274,8 +638,7 @@ class CT(ContextCalls):
         for name in outputs:
             if name == "network":
                 continue
-            if name not in _OUTPUT_DTYPES:
-                raise ValueError("unknown output %r" % name)
+            choice("output", _OUTPUT_DTYPES, name)
             result[name] = np.empty(shape, _OUTPUT_DTYPES[name])
             d = as_array(result[name], True)
             descs.append(d)
@@ -285,28 +648,68 @@ class CT(ContextCalls):
             out.network = ctypes.pointer(net)
         return out, result, descs, net
 
-    def pipeline(self, volume, threshold, compare=">", pores="closed", spacing=(1.0, 1.0, 1.0), min_distance=3,
-                 smooth_sigma=0.0, ties="skimage", fill_connectivity=6, slope=None, intercept=None, markers=None,
-                 outputs=("filled", "pores", "edt", "markers", "labels", "network"), progress=None, trim=(),
-                 saddle_iterations=20, nearby_factor=1.0):
-        """The whole chain in one call (one upload and one download per output on a GPU):
-        a dict with the requested outputs among solid, filled, pores, edt, markers,
-        labels, network, plus "marker_count"."""
-        v = self._volume(volume)
+    def pipeline(self, volume: Any, threshold: float, compare: str = ">", pores: str = "closed",
+                 spacing: Spacing = (1.0, 1.0, 1.0), min_distance: int = 3, smooth_sigma: float = 0.0,
+                 ties: str = "skimage", fill_connectivity: int = 6, slope: Any = None, intercept: Any = None,
+                 markers: Any = None, outputs: Union[str, Sequence[str]] = ("filled", "pores", "edt", "markers",
+                                                                            "labels", "network"),
+                 progress: ProgressArg = None, trim: Union[str, Sequence[str]] = (), saddle_iterations: int = 20,
+                 nearby_factor: float = 1.0) -> Dict[str, Any]:
+        """The whole chain in one call (one upload and one download per output on a GPU).
+
+        Parameters
+        ----------
+        volume : array
+            3-D, a dtype :meth:`threshold` takes.
+        threshold : float
+        compare : {">", ">=", "<", "<="}
+        pores : {"closed", "all"}
+            Pores are the filled holes only, or all background.
+        spacing : float or sequence of 3 floats
+        min_distance, smooth_sigma, trim, saddle_iterations, nearby_factor
+            As for :meth:`markers`.
+        ties : {"skimage", "stable"}
+            As for :meth:`watershed`.
+        fill_connectivity : int
+            As for :meth:`fill_holes` (1 or 6, 3 or 26).
+        slope, intercept : optional
+            DICOM's rescale first, as :meth:`rescale`.
+        markers : array, optional
+            int32 markers to use instead of finding them.
+        outputs : str or sequence of str
+            Among solid, filled, pores, edt, markers, labels, network.
+        progress : None, True or callable(stage, fraction)
+
+        Returns
+        -------
+        dict
+            The requested outputs (the network as :meth:`network` gives it)
+            and "marker_count".
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> vol = np.full((9, 9, 9), 200, np.uint8); vol[2:7, 2:7, 2:7] = 0
+        >>> with accel.Context() as ctx:
+        ...     r = ctx.ct.pipeline(vol, 100, outputs=("labels", "network"))
+        >>> r["marker_count"], len(r["network"]["regions"])
+        (1, 1)
+        """
+        v = _volume_dtype(self._in(volume, "volume")[0], "volume")
+        outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)
         o, keep = self._pipeline_options(v, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
                                          fill_connectivity, slope, intercept, trim, saddle_iterations, nearby_factor)
-        cb = progress_fn(progress)
-        if cb is not None:
-            o.progress = cb
         p = ctypes.c_void_p()
-        self._call(lib.accel_ct_pipeline_create, ctypes.byref(o), ctypes.byref(p))
-        try:
-            out, result, descs, net = self._outputs(v.shape, outputs)
-            mk = None if markers is None else self._vol(markers, ("int32",), "markers")
-            check(lib.accel_ct_pipeline_run(p, ref(v), ref(mk), ctypes.byref(out)), self._h())
-            if "network" in outputs:
-                result["network"] = _network_dict(net)
-            result["marker_count"] = out.marker_count
-            return result
-        finally:
-            lib.accel_ct_pipeline_destroy(p)
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._call(lib.accel_ct_pipeline_create, ctypes.byref(o), ctypes.byref(p))
+            try:
+                out, result, descs, net = self._outputs(v.shape, outputs)
+                mk = None if markers is None else integer_as(self._in(markers, "markers")[0], "int32", "markers")
+                check(lib.accel_ct_pipeline_run(p, ref(v), ref(mk), ctypes.byref(out)), self._h())
+                if "network" in outputs:
+                    result["network"] = _network_dict(net)
+                result["marker_count"] = out.marker_count
+                return result
+            finally:
+                lib.accel_ct_pipeline_destroy(p)

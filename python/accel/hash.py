@@ -3,10 +3,14 @@ docs/hash.md): ctx.hash.files / bytes / arrays, their HashResult, and the
 hex strings imagehash prints."""
 import ctypes
 import os
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from ._arrays import Array, as_array
+from ._arrays import Array, as_array, host_only
 from ._errors import ContextCalls, check
-from ._native import P, c_status, c_struct, declare, lib, progress_fn
+from ._native import P, c_status, c_struct, declare, lib
+from ._progress import Call, ProgressArg
+
+PathLike = Union[str, bytes, "os.PathLike[str]", "os.PathLike[bytes]"]
 
 HASH_KINDS = ("ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash")
 DEFAULT_KINDS = ("ahash", "dhash", "phash", "whash")
@@ -36,28 +40,68 @@ declare({
 })
 
 
-def _nbits(kind, size, binbits):
+def _nbits(kind: str, size: int, binbits: int) -> int:
     n = ctypes.c_uint32()
     check(lib.accel_hash_bits(HASH_KINDS.index(kind), size, binbits, ctypes.byref(n)))
     return n.value
 
 
-def _from_hex(hexstr, nbits):
+def _from_hex(hexstr: str, nbits: int) -> Any:
     buf = (ctypes.c_uint8 * ((nbits + 7) // 8))()
     check(lib.accel_hash_from_hex(hexstr.encode(), nbits, buf, len(buf)))
     return buf
 
 
-def hex_to_bits(hexstr, nbits):
-    """imagehash's hex string of an nbits hash -> numpy bool array of nbits
-    (row-major, as imagehash's hash.hash.flatten())."""
+def hex_to_bits(hexstr: str, nbits: int) -> Any:
+    """The bits of a hash given as imagehash's hex string.
+
+    Parameters
+    ----------
+    hexstr : str
+        ``str(hash)`` of an imagehash hash.
+    nbits : int
+        The hash's size in bits (64 for an 8 x 8 hash).
+
+    Returns
+    -------
+    numpy.ndarray
+        bool (nbits,), row-major as imagehash's ``hash.hash.flatten()``.
+
+    Examples
+    --------
+    >>> import accel
+    >>> accel.hex_to_bits("8000000000000001", 64).nonzero()[0].tolist()
+    [0, 63]
+    """
     import numpy as np
     buf = _from_hex(hexstr, nbits)
     return np.unpackbits(np.frombuffer(bytes(buf), dtype=np.uint8))[:nbits].astype(bool)
 
 
-def distance(hex_a, hex_b):
-    """Hamming distance of two hashes given as imagehash hex strings of equal length."""
+def distance(hex_a: str, hex_b: str) -> int:
+    """Hamming distance of two hashes given as imagehash hex strings.
+
+    Parameters
+    ----------
+    hex_a, hex_b : str
+        Hex strings of equal length (``str(hash)``).
+
+    Returns
+    -------
+    int
+        The number of differing bits, as imagehash's ``h1 - h2``.
+
+    Raises
+    ------
+    ValueError
+        For strings of different lengths or that are not hex.
+
+    Examples
+    --------
+    >>> import accel
+    >>> accel.distance("ff00", "0f01")
+    5
+    """
     if len(hex_a) != len(hex_b):
         raise ValueError("hashes of different lengths")
     nbits = 4 * len(hex_a)
@@ -68,29 +112,74 @@ def distance(hex_a, hex_b):
 
 
 class HashResult:
-    """Hashes of a batch. ``hashes`` is a uint8 array (n, nkinds, slot_bytes)
-    of packed bits (MSB first, imagehash's row order); ``status`` an int32
-    array of accel_status values (0 = ok); ``messages`` maps the index of each
-    failed input to its error message."""
+    """Hashes of a batch, one row per input in the order given.
 
-    def __init__(self, kinds, size, binbits, hashes, status, messages):
+    Attributes
+    ----------
+    kinds : tuple of str
+        The hash kinds, in the order of the second axis of ``hashes``.
+    hashes : numpy.ndarray
+        uint8 (n, nkinds, slot_bytes) of packed bits (MSB first, imagehash's
+        row order).
+    status : numpy.ndarray
+        int32 (n,) ``accel_status`` values (0 = ok).
+    messages : dict
+        The error message of each failed input, by index.
+
+    Examples
+    --------
+    >>> import accel, numpy as np
+    >>> with accel.Context() as ctx:
+    ...     r = ctx.hash.arrays(np.zeros((8, 8), np.uint8), kinds="ahash")
+    >>> len(r), r.ok(0), r.hex(0, "ahash")
+    (1, True, '0000000000000000')
+    """
+
+    def __init__(self, kinds: Sequence[str], size: int, binbits: int, hashes: Any, status: Any,
+                 messages: Dict[int, str]) -> None:
         self.kinds, self.size, self.binbits = tuple(kinds), size, binbits
         self.hashes, self.status, self.messages = hashes, status, messages
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.status)
 
-    def ok(self, i):
+    def ok(self, i: int) -> bool:
+        """Whether input ``i`` was hashed.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ctx.hash.bytes(b"not an image").ok(0)
+        False
+        """
         return int(self.status[i]) == 0
 
-    def error(self, i):
-        """(status name, message) of a failed input, or None."""
+    def error(self, i: int) -> Optional[Tuple[str, str]]:
+        """(status name, message) of a failed input, or None.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ctx.hash.bytes(b"not an image").error(0)[0]
+        'ACCEL_ERR_FORMAT'
+        """
         if self.ok(i):
             return None
         return lib.accel_status_string(int(self.status[i])).decode(), self.messages.get(i, "")
 
-    def hex(self, i, kind):
-        """imagehash's str() of input i's hash of `kind` (None if the input failed)."""
+    def hex(self, i: int, kind: str) -> Optional[str]:
+        """imagehash's ``str()`` of input i's hash of `kind` (None if the input failed).
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> img = np.tile(np.arange(8, dtype=np.uint8) * 30, (8, 1))
+        >>> with accel.Context() as ctx:
+        ...     ctx.hash.arrays(img, kinds="dhash").hex(0, "dhash")
+        'ffffffffffffffff'
+        """
         if not self.ok(i):
             return None
         k = self.kinds.index(kind)
@@ -100,24 +189,46 @@ class HashResult:
         check(lib.accel_hash_to_hex(row.ctypes.data, nbits, out, len(out)))
         return out.value.decode()
 
-    def u64(self, kind):
-        """64-bit hashes as a uint64 array (int(str(hash), 16)); 0 for failed inputs."""
+    def u64(self, kind: str) -> Any:
+        """64-bit hashes as a uint64 array (``int(str(hash), 16)``); 0 for failed inputs.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> img = np.tile(np.arange(8, dtype=np.uint8) * 30, (8, 1))
+        >>> with accel.Context() as ctx:
+        ...     ctx.hash.arrays([img, img.T], kinds="dhash").u64("dhash").tolist()
+        [18446744073709551615, 0]
+        """
         import numpy as np
         if _nbits(kind, self.size, self.binbits) != 64:
             raise ValueError("%s at this size is not a 64-bit hash" % kind)
         k = self.kinds.index(kind)
         return np.ascontiguousarray(self.hashes[:, k, :8]).view(">u8").reshape(-1).astype(np.uint64)
 
-    def to_dicts(self):
-        """One dict per input: {kind: hex} or {"error": name, "message": text}."""
+    def to_dicts(self) -> List[Dict[str, Optional[str]]]:
+        """One dict per input: {kind: hex} or {"error": name, "message": text}.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     ctx.hash.arrays(np.zeros((8, 8), np.uint8), kinds=["ahash"]).to_dicts()
+        [{'ahash': '0000000000000000'}]
+        """
         out = []
         for i in range(len(self)):
             if self.ok(i):
                 out.append({k: self.hex(i, k) for k in self.kinds})
             else:
-                name, msg = self.error(i)
+                name, msg = self.error(i) or ("", "")
                 out.append({"error": name, "message": msg})
         return out
+
+
+def _kinds(kinds: Union[str, Iterable[str]]) -> Tuple[str, ...]:
+    """Hash kinds as a tuple; one name alone is one kind."""
+    return (kinds,) if isinstance(kinds, str) else tuple(kinds)
 
 
 def _options(kinds, size, binbits, fast, max_pixels):
@@ -126,7 +237,7 @@ def _options(kinds, size, binbits, fast, max_pixels):
         raise ValueError("between 1 and %d kinds" % len(HASH_KINDS))
     for i, k in enumerate(kinds):
         if k not in HASH_KINDS:
-            raise ValueError("unknown hash kind %r (one of %s)" % (k, ", ".join(HASH_KINDS)))
+            raise ValueError("unknown hash kind %r (one of %s)" % (k, ", ".join(repr(x) for x in HASH_KINDS)))
         o.kinds[i] = HASH_KINDS.index(k)
     o.nkinds = len(kinds)
     o.hash_size = size
@@ -136,16 +247,46 @@ def _options(kinds, size, binbits, fast, max_pixels):
     return o
 
 
+def _one_or_many(items: Any, single: Tuple[type, ...], what: str) -> List[Any]:
+    """A list of inputs: one item of the `single` types alone is one input,
+    never its characters, bytes or rows."""
+    if isinstance(items, single):
+        return [items]
+    try:
+        return list(items)
+    except TypeError:
+        raise TypeError("%s must be one %s or an iterable of them, not %s"
+                        % (what, " / ".join(t.__name__ for t in single), type(items).__name__)) from None
+
+
+_KINDS_DOC = """kinds : str or sequence of str
+        Hash kinds among ``accel.HASH_KINDS`` (default ahash, dhash, phash,
+        whash); each input is decoded once for all of them.
+    size : int
+        The hash size (8: 64-bit hashes).
+    binbits : int
+        colorhash's bin bits."""
+
+
 class Hash(ContextCalls):
-    """Hashing through a context (ctx.hash): every input is decoded once for all
-    `kinds`, hashed as imagehash does (docs/hash.md); an input that cannot be
-    read or decoded gets an error status in the HashResult, never an exception.
-    size: the hash size (8: 64-bit hashes); binbits: colorhash's bin bits;
-    fast: a faster, inexact decode; progress: callable(stage, fraction)."""
+    """Hashing through a context (``ctx.hash``), bit-exact with imagehash.
+
+    Every input is decoded once for all `kinds` and hashed as imagehash does
+    (docs/hash.md); an input that cannot be read or decoded gets an error
+    status in the HashResult, never an exception. One path, one bytes object
+    or one array is one input; to hash several, pass a list.
+
+    Examples
+    --------
+    >>> import accel, numpy as np
+    >>> with accel.Context() as ctx:
+    ...     ctx.hash.arrays(np.zeros((8, 8), np.uint8), kinds="ahash").hex(0, "ahash")
+    '0000000000000000'
+    """
 
     def _run(self, fn, inputs, n, kinds, size, binbits, fast, max_pixels, progress):
         import numpy as np
-        kinds = tuple(kinds)
+        kinds = _kinds(kinds)
         o = _options(kinds, size, binbits, fast, max_pixels)
         messages = {}
 
@@ -153,36 +294,123 @@ class Hash(ContextCalls):
             messages[index] = message.decode(errors="replace")
         err_cb = HASH_ERROR_FN(on_error)
         o.on_error = err_cb
-        prog_cb = progress_fn(progress)
-        if prog_cb is not None:
-            o.progress = prog_cb
         slot = ctypes.c_size_t()
         check(lib.accel_hash_slot_bytes(ctypes.byref(o), ctypes.byref(slot)))
         hashes = np.zeros((n, len(kinds), slot.value), dtype=np.uint8)
         status = np.zeros(n, dtype=np.int32)
-        self._call(fn, *inputs, n, ctypes.byref(o), hashes.ctypes.data, slot.value, status.ctypes.data)
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._call(fn, *inputs, n, ctypes.byref(o), hashes.ctypes.data, slot.value, status.ctypes.data)
         return HashResult(kinds, size, binbits, hashes, status, messages)
 
-    def files(self, paths, kinds=DEFAULT_KINDS, size=8, binbits=3, fast=False, max_pixels=0, progress=None):
-        """Hash image files (JPEG/PNG), each decoded once for all `kinds`; bit-exact
-        with imagehash (see docs/hash.md). Returns a HashResult; a file that cannot
-        be read or decoded gets an error status, never an exception."""
-        paths = [os.fspath(p) for p in paths]
-        arr = (ctypes.c_char_p * len(paths))(*[p.encode() for p in paths])
-        return self._run(lib.accel_hash_files, (arr,), len(paths), kinds, size, binbits, fast, max_pixels, progress)
+    def files(self, paths: Union[PathLike, Iterable[PathLike]], kinds: Union[str, Sequence[str]] = DEFAULT_KINDS,
+              size: int = 8, binbits: int = 3, fast: bool = False, max_pixels: int = 0,
+              progress: ProgressArg = None) -> HashResult:
+        """Hash image files (JPEG, PNG, TIFF), bit-exact with imagehash.
 
-    def bytes(self, blobs, kinds=DEFAULT_KINDS, size=8, binbits=3, fast=False, max_pixels=0, progress=None):
-        """Hash encoded images given as bytes-like objects."""
-        blobs = [bytes(b) for b in blobs]
+        Parameters
+        ----------
+        paths : str, bytes, os.PathLike or iterable of them
+            The files; one path alone is one file.
+        {kinds}
+        fast : bool
+            A faster, inexact JPEG decode (DCT scaling).
+        max_pixels : int
+            The largest image accepted (0: the context's limit).
+        progress : None, True or callable(stage, fraction)
+            True shows a progress bar; a callable returning true cancels.
+
+        Returns
+        -------
+        HashResult
+            One row per path; a file that cannot be read or decoded gets an
+            error status there, never an exception.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     r = ctx.hash.files("photo.jpg", kinds="phash")  # doctest: +SKIP
+        >>> r.hex(0, "phash")  # doctest: +SKIP
+        'c5b6d2f0c9a98e36'
+        """
+        encoded: List[bytes] = [os.fsencode(p) for p in _one_or_many(paths, (str, bytes, os.PathLike), "paths")]
+        arr = (ctypes.c_char_p * len(encoded))(*encoded)
+        return self._run(lib.accel_hash_files, (arr,), len(encoded), kinds, size, binbits, fast, max_pixels, progress)
+
+    def bytes(self, blobs: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8, binbits: int = 3,
+              fast: bool = False, max_pixels: int = 0, progress: ProgressArg = None) -> HashResult:
+        """Hash encoded images (the bytes of JPEG, PNG or TIFF files).
+
+        Parameters
+        ----------
+        blobs : bytes-like or iterable of bytes-like
+            One bytes, bytearray or memoryview alone is one image.
+        {kinds}
+        fast, max_pixels, progress
+            As for :meth:`files`.
+
+        Returns
+        -------
+        HashResult
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     r = ctx.hash.bytes(open("photo.jpg", "rb").read())  # doctest: +SKIP
+        """
+        blobs = [bytes(b) for b in _one_or_many(blobs, (bytes, bytearray, memoryview), "blobs")]
         ptrs = (ctypes.c_void_p * len(blobs))(*[ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) for b in blobs])
         sizes = (ctypes.c_size_t * len(blobs))(*[len(b) for b in blobs])
         return self._run(lib.accel_hash_buffers, (ptrs, sizes), len(blobs), kinds, size, binbits, fast, max_pixels,
                          progress)
 
-    def arrays(self, images, kinds=DEFAULT_KINDS, size=8, binbits=3, progress=None):
-        """Hash decoded images: uint8 numpy arrays (H, W) "L", (H, W, 2) "LA",
-        (H, W, 3) "RGB" or (H, W, 4) "RGBA", as imagehash hashes
-        PIL.Image.fromarray(array)."""
-        descs = [as_array(a) for a in images]
+    def arrays(self, images: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8,
+               binbits: int = 3, progress: ProgressArg = None) -> HashResult:
+        """Hash decoded images, as imagehash hashes ``PIL.Image.fromarray(array)``.
+
+        Parameters
+        ----------
+        images : array or sequence of arrays
+            uint8 (H, W) "L", (H, W, 2) "LA", (H, W, 3) "RGB" or (H, W, 4)
+            "RGBA"; numpy arrays or host DLPack arrays, any strides. One array
+            alone is one image, never a stack: pass ``list(stack)`` to hash
+            the images of a (N, H, W) stack.
+        {kinds}
+        progress
+            As for :meth:`files`.
+
+        Returns
+        -------
+        HashResult
+
+        Raises
+        ------
+        TypeError
+            An image that is not uint8 (imagehash would see another mode).
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> rgb = np.zeros((32, 32, 3), np.uint8)
+        >>> with accel.Context() as ctx:
+        ...     len(ctx.hash.arrays(rgb)), len(ctx.hash.arrays([rgb, rgb]))
+        (1, 2)
+        """
+        import numpy as np
+        if isinstance(images, np.ndarray) or hasattr(images, "__dlpack__") \
+                or hasattr(images, "__cuda_array_interface__"):
+            images = [images]
+        arrays = [host_only(a, "image") for a in images]
+        for a in arrays:
+            if a.dtype not in (np.uint8, np.bool_):
+                raise TypeError("images must be uint8 (imagehash hashes other dtypes in other modes), not %s"
+                                % a.dtype)
+        descs = [as_array(a) for a in arrays]
         arr = (Array * len(descs))(*descs)
         return self._run(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress)
+
+    for _m in (files, bytes, arrays):
+        _m.__doc__ = (_m.__doc__ or "").replace("{kinds}", _KINDS_DOC)
+    del _m

@@ -3,10 +3,15 @@ docs/index.md): Index, its pairs and groups, and groups_from_pairs."""
 import ctypes
 import numbers
 import os
+import tempfile
+from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ._arrays import copy_out
-from ._errors import check
-from ._native import Handle, P, c_status, c_struct, declare, lib, progress_fn
+from ._arrays import copy_out, host_only
+from ._errors import check, choice
+from ._native import Handle, P, c_status, c_struct, declare, lib
+from ._progress import Call, ProgressArg
+
+Thresholds = Union[int, Sequence[int]]
 
 INDEX_MAX_FIELDS = 8
 
@@ -49,8 +54,10 @@ RULES = {"all": 0, "any": 1}
 ALGORITHMS = {"auto": 0, "brute_force": 1, "multi_index": 2}
 
 
-def _u64(a, what):
+def _u64(a: Any, what: str) -> Any:
     import numpy as np
+    if hasattr(a, "__dlpack__") or hasattr(a, "__cuda_array_interface__"):
+        a = host_only(a, what)
     if not isinstance(a, np.ndarray):  # lists mixing numpy and Python ints would become float64
         try:
             a = np.asarray(a, dtype=np.uint64)
@@ -76,10 +83,26 @@ def _groups_out(handle):
     return [members[offsets[g]:offsets[g + 1]] for g in range(ng.value)]
 
 
-def groups_from_pairs(first, second):
-    """Connected components (union-find) of the graph with edges first[i] -
-    second[i] (uint64 ids): a list of uint64 arrays, groups of two or more,
-    members sorted, groups sorted by their first member."""
+def groups_from_pairs(first: Any, second: Any) -> List[Any]:
+    """Connected components (union-find) of the graph with edges first[i] - second[i].
+
+    Parameters
+    ----------
+    first, second : array of uint64
+        The edges' ends (ids), of equal length.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        uint64 groups of two or more, members sorted, groups sorted by their
+        first member.
+
+    Examples
+    --------
+    >>> import accel
+    >>> [g.tolist() for g in accel.groups_from_pairs([1, 2, 7], [2, 3, 9])]
+    [[1, 2, 3], [7, 9]]
+    """
     first, second = _u64(first, "first").reshape(-1), _u64(second, "second").reshape(-1)
     if first.shape != second.shape:
         raise ValueError("first and second differ in length")
@@ -100,11 +123,34 @@ class Index(Handle):
 
     Thresholds are inclusive (distance <= t), one per field or one for all;
     the rule "all" needs every field within its threshold, "any" one.
+
+    Parameters
+    ----------
+    ctx : Context
+        The context its calls use; it must outlive the index.
+    bits : {64, 128, 256}
+        The size of each code.
+    nfields : int
+        Codes per entry (1 to 8).
+
+    Notes
+    -----
+    An index pickles as its bytes (:meth:`to_bytes`) with its context, and
+    is rebuilt where it is unpickled.
+
+    Examples
+    --------
+    >>> import accel, numpy as np
+    >>> with accel.Context() as ctx:
+    ...     ix = accel.Index(ctx)
+    ...     ix.add([10, 11, 12], np.array([0b0000, 0b0011, 0b1111], np.uint64))
+    ...     [g.tolist() for g in ix.groups(thresholds=2)]
+    [[10, 11, 12]]
     """
 
     _what = "index"
 
-    def __init__(self, ctx, bits=64, nfields=1, _handle=None):
+    def __init__(self, ctx: Any, bits: int = 64, nfields: int = 1, _handle: Any = None) -> None:
         self._ctx = ctx  # the context must outlive the index
         if _handle is not None:
             self._h = _handle
@@ -121,11 +167,124 @@ class Index(Handle):
         self.words = self.bits // 64
 
     @classmethod
-    def load(cls, ctx, path):
-        """An index saved by save() (or by ``accel index build``)."""
+    def load(cls, ctx: Any, path: Union[str, "os.PathLike[str]"]) -> "Index":
+        """An index saved by :meth:`save` (or by ``accel index build``).
+
+        Parameters
+        ----------
+        ctx : Context
+        path : str or os.PathLike
+
+        Returns
+        -------
+        Index
+
+        Raises
+        ------
+        OSError
+            The file cannot be read.
+        ValueError
+            It is not an index file (FormatError) or of a newer version.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index.load(ctx, "photos.idx")  # doctest: +SKIP
+        """
         h = ctypes.c_void_p()
-        check(lib.accel_index_load(ctx.handle, os.fspath(path).encode(), ctypes.byref(h)), ctx.handle)
+        check(lib.accel_index_load(ctx.handle, os.fsencode(path), ctypes.byref(h)), ctx.handle)
         return cls(ctx, _handle=h)
+
+    def to_bytes(self) -> bytes:
+        """The index in the file format of :meth:`save`, as bytes.
+
+        Returns
+        -------
+        bytes
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([1], [5])
+        ...     len(accel.Index.from_bytes(ctx, ix.to_bytes()))
+        1
+        """
+        with tempfile.TemporaryDirectory(prefix="accel-index-") as d:
+            path = os.path.join(d, "index")
+            self.save(path)
+            with open(path, "rb") as f:
+                return f.read()
+
+    @classmethod
+    def from_bytes(cls, ctx: Any, data: Union[bytes, bytearray, memoryview]) -> "Index":
+        """An index from the bytes of :meth:`to_bytes` (or of a saved file).
+
+        Parameters
+        ----------
+        ctx : Context
+        data : bytes-like
+
+        Returns
+        -------
+        Index
+
+        Raises
+        ------
+        ValueError
+            Bytes that are not an index (FormatError).
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     accel.Index.from_bytes(ctx, b"junk")
+        Traceback (most recent call last):
+        ...
+        accel._errors.FormatError: ACCEL_ERR_FORMAT: ...
+        """
+        with tempfile.TemporaryDirectory(prefix="accel-index-") as d:
+            path = os.path.join(d, "index")
+            with open(path, "wb") as f:
+                f.write(bytes(data))
+            return cls.load(ctx, path)
+
+    def merge(self, other: "Index") -> None:
+        """Add every entry of another index (ids, codes, labels and stamps).
+
+        Parameters
+        ----------
+        other : Index
+            Of the same bits and nfields.
+
+        Raises
+        ------
+        ValueError
+            Different bits or nfields, or an id both have (then nothing is added).
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     a, b = accel.Index(ctx), accel.Index(ctx)
+        ...     a.add([1], [0]); b.add([2, 3], [1, 3])
+        ...     a.merge(b)
+        ...     len(a)
+        3
+        """
+        if not isinstance(other, Index):
+            raise TypeError("can only merge an Index, not %s" % type(other).__name__)
+        if (other.bits, other.nfields) != (self.bits, self.nfields):
+            raise ValueError("cannot merge an index of %d-bit x %d codes into one of %d-bit x %d"
+                             % (other.bits, other.nfields, self.bits, self.nfields))
+        ids, codes, labels, stamps = other.entries()
+        if len(ids):
+            self.add(ids, codes, labels if any(x is not None for x in labels) else None, stamps)
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (_index_from_bytes, (self._ctx, self.to_bytes()))
 
     def _destroy(self, h):
         lib.accel_index_destroy(h)
@@ -154,14 +313,40 @@ class Index(Handle):
             raise ValueError("%d %s for %d ids" % (len(c), what, n_expected))
         return c
 
-    def add(self, ids, codes, labels=None, stamps=None):
-        """Add entries: ids (unique uint64), codes, optional labels (str) and
-        stamps (uint64). All or nothing: a duplicate id raises and adds none."""
+    def add(self, ids: Any, codes: Any, labels: Optional[Union[str, Sequence[Optional[str]]]] = None,
+            stamps: Any = None) -> None:
+        """Add entries; all or nothing.
+
+        Parameters
+        ----------
+        ids : int or array of uint64
+            Unique ids.
+        codes : array of uint64
+            As the class says.
+        labels : str or sequence of str, optional
+            A label per entry (a path, say); one str alone is one label.
+        stamps : array of uint64, optional
+            A stamp per entry (a modification time, say).
+
+        Raises
+        ------
+        ValueError
+            A duplicate id (then none is added), or lengths that differ.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add(7, 0xff, labels="a.jpg")
+        ...     ix.entries()[2]
+        ['a.jpg']
+        """
         ids = _u64(ids, "ids").reshape(-1)
         c = self._codes(codes, len(ids))
         lab = None
         if labels is not None:
-            labels = list(labels)
+            labels = [labels] if isinstance(labels, (str, bytes, os.PathLike)) else list(labels)
             if len(labels) != len(ids):
                 raise ValueError("%d labels for %d ids" % (len(labels), len(ids)))
             lab = (ctypes.c_char_p * len(labels))(*[None if x is None else os.fsencode(x) for x in labels])
@@ -173,8 +358,23 @@ class Index(Handle):
         self._err(lib.accel_index_add(self.handle, len(ids), ids.ctypes.data, c.ctypes.data, lab,
                                       None if st is None else st.ctypes.data))
 
-    def remove(self, ids):
-        """Remove entries by id (unknown ids are ignored); returns how many were removed."""
+    def remove(self, ids: Any) -> int:
+        """Remove entries by id (unknown ids are ignored).
+
+        Returns
+        -------
+        int
+            How many were removed.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([1, 2], [0, 0])
+        ...     ix.remove([2, 3]), len(ix)
+        (1, 1)
+        """
         ids = _u64(ids, "ids").reshape(-1)
         n = ctypes.c_size_t()
         self._err(lib.accel_index_remove(self.handle, len(ids), ids.ctypes.data, ctypes.byref(n)))
@@ -184,8 +384,24 @@ class Index(Handle):
         pos = ctypes.c_size_t()
         return lib.accel_index_find(self.handle, int(id_), ctypes.byref(pos)) == 0
 
-    def entries(self):
-        """(ids, codes (n, nfields, words), labels, stamps) of every entry, in index order."""
+    def entries(self) -> Tuple[Any, Any, List[Optional[str]], Any]:
+        """Every entry, in index order.
+
+        Returns
+        -------
+        (ids, codes, labels, stamps)
+            uint64 (n,), uint64 (n, nfields, words), a list of str or None,
+            uint64 (n,).
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([4], [9])
+        ...     ix.entries()[1].tolist()
+        [[[9]]]
+        """
         import numpy as np
         n = len(self)
         ids = np.zeros(n, dtype=np.uint64)
@@ -201,28 +417,46 @@ class Index(Handle):
         return ids, codes, labels, stamps
 
     @property
-    def meta(self):
-        """A free-form string saved with the index."""
+    def meta(self) -> str:
+        """A free-form string saved with the index.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.meta = "dhash of /photos"
+        ...     ix.meta
+        'dhash of /photos'
+        """
         m = ctypes.c_char_p()
         self._err(lib.accel_index_get_meta(self.handle, ctypes.byref(m)))
-        return m.value.decode(errors="replace")
+        return (m.value or b"").decode(errors="replace")
 
     @meta.setter
-    def meta(self, value):
+    def meta(self, value: str) -> None:
         self._err(lib.accel_index_set_meta(self.handle, value.encode()))
 
-    def save(self, path):
-        """Write to a file (atomically: a failed save leaves the previous file)."""
-        self._err(lib.accel_index_save(self.handle, os.fspath(path).encode()))
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Write to a file (atomically: a failed save leaves the previous file).
 
-    def _search(self, thresholds, rule, algorithm, progress):
+        Raises
+        ------
+        OSError
+            The file cannot be written.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     accel.Index(ctx).save("photos.idx")  # doctest: +SKIP
+        """
+        self._err(lib.accel_index_save(self.handle, os.fsencode(path)))
+
+    def _search(self, thresholds, rule, algorithm):
         o = SearchOptions.defaults()
-        if rule not in RULES:
-            raise ValueError("rule must be 'all' or 'any'")
-        if algorithm not in ALGORITHMS:
-            raise ValueError("algorithm must be one of %s" % ", ".join(ALGORITHMS))
-        o.rule = RULES[rule]
-        o.algorithm = ALGORITHMS[algorithm]
+        o.rule = choice("rule", RULES, rule)
+        o.algorithm = choice("algorithm", ALGORITHMS, algorithm)
         if isinstance(thresholds, numbers.Integral):
             th = [int(thresholds)] * self.nfields
         else:
@@ -233,10 +467,7 @@ class Index(Handle):
             if t < 0:
                 raise ValueError("thresholds must be >= 0")
             o.thresholds[f] = t
-        cb = progress_fn(progress)
-        if cb is not None:
-            o.progress = cb
-        return o, cb
+        return o
 
     def _pairs_out(self, handle):
         import numpy as np
@@ -254,27 +485,99 @@ class Index(Handle):
             lib.accel_pairs_destroy(handle)
         return first, second, dist.reshape(n.value, nf.value)
 
-    def self_join(self, thresholds=0, rule="all", algorithm="auto", progress=None):
-        """Every pair of entries within the thresholds, each once: (first, second,
-        distances) with first < second (ids), sorted, distances (npairs, nfields)."""
-        o, _cb = self._search(thresholds, rule, algorithm, progress)
+    def self_join(self, thresholds: Thresholds = 0, rule: str = "all", algorithm: str = "auto",
+                  progress: ProgressArg = None) -> Tuple[Any, Any, Any]:
+        """Every pair of entries within the thresholds, each once.
+
+        Parameters
+        ----------
+        thresholds : int or sequence of int
+            Inclusive, one for all fields or one per field.
+        rule : {"all", "any"}
+        algorithm : {"auto", "brute_force", "multi_index"}
+        progress : None, True or callable(stage, fraction)
+
+        Returns
+        -------
+        (first, second, distances)
+            uint64 ids with first < second, sorted; uint32 (npairs, nfields).
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([1, 2, 3], [0, 1, 255])
+        ...     first, second, d = ix.self_join(thresholds=1)
+        >>> first.tolist(), second.tolist(), d.tolist()
+        ([1], [2], [[1]])
+        """
+        o = self._search(thresholds, rule, algorithm)
         out = ctypes.c_void_p()
-        self._err(lib.accel_index_self_join(self.handle, ctypes.byref(o), ctypes.byref(out)))
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._err(lib.accel_index_self_join(self.handle, ctypes.byref(o), ctypes.byref(out)))
         return self._pairs_out(out)
 
-    def range(self, queries, thresholds=0, rule="all", algorithm="auto", progress=None):
-        """Every entry within the thresholds of each query: (query_number, id,
-        distances), sorted by query then id."""
+    def range(self, queries: Any, thresholds: Thresholds = 0, rule: str = "all", algorithm: str = "auto",
+              progress: ProgressArg = None) -> Tuple[Any, Any, Any]:
+        """Every entry within the thresholds of each query.
+
+        Parameters
+        ----------
+        queries : array of uint64
+            Codes, as for :meth:`add`.
+        thresholds, rule, algorithm, progress
+            As for :meth:`self_join`.
+
+        Returns
+        -------
+        (query_number, id, distances)
+            Sorted by query then id.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([1, 2], [0, 255])
+        ...     ix.range([1], thresholds=2)[1].tolist()
+        [1]
+        """
         q = self._codes(queries, what="queries")
-        o, _cb = self._search(thresholds, rule, algorithm, progress)
+        o = self._search(thresholds, rule, algorithm)
         out = ctypes.c_void_p()
-        self._err(lib.accel_index_range(self.handle, len(q), q.ctypes.data, ctypes.byref(o), ctypes.byref(out)))
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._err(lib.accel_index_range(self.handle, len(q), q.ctypes.data, ctypes.byref(o),
+                                            ctypes.byref(out)))
         return self._pairs_out(out)
 
-    def knn(self, queries, k, field=0):
-        """The k nearest entries of each query by one field's distance, nearest
-        first, ties by smaller id: (ids (nq, k), distances (nq, k)); missing
-        results are id 2**64-1, distance 2**32-1."""
+    def knn(self, queries: Any, k: int, field: int = 0) -> Tuple[Any, Any]:
+        """The k nearest entries of each query by one field's distance.
+
+        Parameters
+        ----------
+        queries : array of uint64
+        k : int
+        field : int
+            The field whose distance ranks.
+
+        Returns
+        -------
+        (ids, distances)
+            (nq, k) each, nearest first, ties by smaller id; missing results
+            are id 2**64-1, distance 2**32-1.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([1, 2, 3], [0, 7, 1])
+        ...     ix.knn([0], 2)[0].tolist()
+        [[1, 3]]
+        """
         import numpy as np
         q = self._codes(queries, what="queries")
         ids = np.zeros((len(q), k), dtype=np.uint64)
@@ -283,11 +586,37 @@ class Index(Handle):
                                       dist.ctypes.data))
         return ids, dist
 
-    def groups(self, thresholds=0, rule="all", algorithm="auto", progress=None):
-        """Groups of near-duplicates: connected components of the self-join
-        (without keeping its pairs), as uint64 id arrays, members sorted, groups
-        by first member."""
-        o, _cb = self._search(thresholds, rule, algorithm, progress)
+    def groups(self, thresholds: Thresholds = 0, rule: str = "all", algorithm: str = "auto",
+               progress: ProgressArg = None) -> List[Any]:
+        """Groups of near-duplicates: connected components of the self-join.
+
+        Parameters
+        ----------
+        thresholds, rule, algorithm, progress
+            As for :meth:`self_join`.
+
+        Returns
+        -------
+        list of numpy.ndarray
+            uint64 ids, members sorted, groups by first member.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     ix = accel.Index(ctx)
+        ...     ix.add([1, 2, 3, 4], [0, 1, 3, 255])
+        ...     [g.tolist() for g in ix.groups(thresholds=1)]
+        [[1, 2, 3]]
+        """
+        o = self._search(thresholds, rule, algorithm)
         out = ctypes.c_void_p()
-        self._err(lib.accel_index_group(self.handle, ctypes.byref(o), ctypes.byref(out)))
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._err(lib.accel_index_group(self.handle, ctypes.byref(o), ctypes.byref(out)))
         return _groups_out(out)
+
+
+def _index_from_bytes(ctx: Any, data: bytes) -> Index:
+    """An Index unpickled: its bytes loaded with its (recreated) context."""
+    return Index.from_bytes(ctx, data)

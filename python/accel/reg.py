@@ -12,10 +12,12 @@ maps a point of the fixed image into the moving image, T(p) = p + u(p).
 """
 import ctypes
 import os
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
-from ._arrays import Array, as_array, ref
+from ._arrays import Array, as_array, host, host_only, ref
 from ._errors import ContextCalls, check
-from ._native import P, Handle, c_status, c_struct, declare, lib, progress_fn
+from ._native import P, Handle, c_status, c_struct, declare, lib
+from ._progress import Call, ProgressArg
 
 REG_PROGRESS_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_double)
 
@@ -71,27 +73,29 @@ declare({
 
 # The options register() takes by name (accel_reg_options' fields) and how
 # each is converted; names given as strings are looked up in their table.
-_OPTIONS = {"levels": int, "grid_spacing": float, "downsample": int, "iterations": int, "samples": int,
-            "renew_samples": int, "seed": int, "metric": METRICS, "optimizer": OPTIMIZERS,
-            "bending_weight": float, "tolerance": float, "window": int, "validation_samples": int,
-            "prealign": PREALIGN}
+_OPTIONS: Dict[str, Any] = {
+    "levels": int, "grid_spacing": float, "downsample": int, "iterations": int, "samples": int,
+    "renew_samples": int, "seed": int, "metric": METRICS, "optimizer": OPTIMIZERS, "bending_weight": float,
+    "tolerance": float, "window": int, "validation_samples": int, "prealign": PREALIGN}
 
 
 def _choice(name, table, value):
     if isinstance(value, str):
         if value not in table:
-            raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(sorted(table)), value))
+            raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(repr(k) for k in table), value))
         return table[value]
-    return int(value)
+    if isinstance(value, int) and value in table.values():
+        return int(value)
+    raise ValueError("%s must be one of %s, not %r" % (name, ", ".join(repr(k) for k in table), value))
 
 
-def registration_image(a, what="image"):
+def registration_image(a: Any, what: str = "image") -> Any:
     """An image as the registration takes it: uint8, uint16 or float32 (H, W)
     as it is (no copy; gray and alpha: the gray); RGB or RGBA (H, W, 3|4) as
     float32 gray (2125 R + 7154 G + 721 B) / 10000, the gray elastix (ITK)
     reads from an RGB file (alpha ignored); other real dtypes as float32."""
     import numpy as np
-    a = np.asarray(a)
+    a = host_only(a, what)
     if a.ndim == 3 and a.shape[2] in (1, 2):
         a = a[:, :, 0]
     if a.ndim == 3 and a.shape[2] in (3, 4):
@@ -108,7 +112,7 @@ def _mask(m, shape):
     import numpy as np
     if m is None:
         return None
-    m = np.asarray(m)
+    m = host_only(m, "mask")
     if m.ndim == 3 and m.shape[2] == 1:
         m = m[:, :, 0]
     if m.shape != shape:
@@ -146,11 +150,20 @@ class Transform(Handle):
     initial is (kind, params[, centre]) with kind "translation" (tx, ty),
     "rigid" (angle in radians, tx, ty) or "affine" (a11, a12, a21, a22, tx,
     ty), centre (x, y) of rotation. ctx: the Context its calls use (default:
-    a new one)."""
+    a new one).
+
+    Examples
+    --------
+    >>> import accel
+    >>> t = accel.Transform((100, 80), grid_spacing=16.0)
+    >>> t.shape, t.grid["size"]
+    ((100, 80), (8, 10))
+    """
 
     _what = "transform"
 
-    def __init__(self, shape, grid_spacing=64.0, parameters=None, initial=None, ctx=None):
+    def __init__(self, shape: Sequence[int], grid_spacing: float = 64.0, parameters: Any = None,
+                 initial: Optional[Sequence[Any]] = None, ctx: Any = None) -> None:
         self._ctx = _default_context(ctx)
         self.report = None
         g = RegGrid()
@@ -178,22 +191,54 @@ class Transform(Handle):
         check(status, self._ctx.handle)
 
     @classmethod
-    def load(cls, path, ctx=None):
-        """Read an elastix TransformParameters file (accel's or elastix's own:
-        a BSplineTransform whose initial transforms are translation, Euler or
-        affine files, folded into one affine part; or one of those alone)."""
+    def load(cls, path: Union[str, "os.PathLike[str]"], ctx: Any = None) -> "Transform":
+        """Read an elastix TransformParameters file.
+
+        accel's or elastix's own: a BSplineTransform whose initial transforms
+        are translation, Euler or affine files, folded into one affine part;
+        or one of those alone.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        ctx : Context, optional
+
+        Returns
+        -------
+        Transform
+
+        Examples
+        --------
+        >>> import accel
+        >>> t = accel.Transform.load("TransformParameters.0.txt")  # doctest: +SKIP
+        """
         ctx = _default_context(ctx)
         h = ctypes.c_void_p()
         check(lib.accel_reg_transform_load(ctx.handle, os.fsencode(path), ctypes.byref(h)), ctx.handle)
         return cls._wrap(h, ctx)
 
-    def save(self, path):
-        """Write an elastix TransformParameters file that transformix reads (an
-        initial part goes to "<path without .txt>.initial.txt" beside it)."""
+    def save(self, path: Union[str, "os.PathLike[str]"]) -> None:
+        """Write an elastix TransformParameters file that transformix reads.
+
+        An initial part goes to "<path without .txt>.initial.txt" beside it.
+
+        Examples
+        --------
+        >>> import accel
+        >>> accel.Transform((64, 64)).save("TransformParameters.txt")  # doctest: +SKIP
+        """
         self._check(lib.accel_reg_transform_save(self._ctx.handle, self.handle, os.fsencode(path)))
 
-    def copy(self):
-        """An independent copy (same context)."""
+    def copy(self) -> "Transform":
+        """An independent copy (same context).
+
+        Examples
+        --------
+        >>> import accel
+        >>> t = accel.Transform((16, 16), grid_spacing=8)
+        >>> t.copy().shape
+        (16, 16)
+        """
         h = ctypes.c_void_p()
         self._check(lib.accel_reg_transform_clone(self._ctx.handle, self.handle, ctypes.byref(h)))
         t = self._wrap(h, self._ctx)
@@ -201,24 +246,53 @@ class Transform(Handle):
         return t
 
     @property
-    def grid(self):
-        """The control grid in elastix's terms: image_size (w, h) of the fixed
-        image, size (nodes in x, in y), spacing and origin (x, y), pixels."""
+    def grid(self) -> Dict[str, Any]:
+        """The control grid in elastix's terms.
+
+        Returns
+        -------
+        dict
+            image_size (w, h) of the fixed image, size (nodes in x, in y),
+            spacing and origin (x, y), pixels.
+
+        Examples
+        --------
+        >>> import accel
+        >>> accel.Transform((16, 32), grid_spacing=8).grid["image_size"]
+        (32, 16)
+        """
         g = RegGrid()
         self._check(lib.accel_reg_transform_grid(self.handle, ctypes.byref(g)))
         return {"image_size": tuple(g.image_size), "size": tuple(g.size), "spacing": tuple(g.spacing),
                 "origin": tuple(g.origin)}
 
     @property
-    def shape(self):
-        """The fixed image's (rows, cols)."""
+    def shape(self) -> Tuple[int, int]:
+        """The fixed image's (rows, cols).
+
+        Examples
+        --------
+        >>> import accel
+        >>> accel.Transform((16, 32)).shape
+        (16, 32)
+        """
         w, h = self.grid["image_size"]
         return (h, w)
 
     @property
-    def parameters(self):
-        """The B-spline parameters, float64 (2 * nx * ny,): all x displacements
-        (x fastest), then all y. Assigning sets them."""
+    def parameters(self) -> Any:
+        """The B-spline parameters: all x displacements (x fastest), then all y.
+
+        float64 (2 * nx * ny,); assigning sets them.
+
+        Examples
+        --------
+        >>> import accel
+        >>> t = accel.Transform((16, 16), grid_spacing=8)
+        >>> t.parameters = t.parameters + 1.0
+        >>> float(t.parameters.min())
+        1.0
+        """
         import numpy as np
         n = lib.accel_reg_transform_count(self.handle)
         out = np.empty(n, np.float64)
@@ -226,7 +300,7 @@ class Transform(Handle):
         return out
 
     @parameters.setter
-    def parameters(self, values):
+    def parameters(self, values: Any) -> None:
         import numpy as np
         v = np.ascontiguousarray(values, dtype=np.float64).ravel()
         n = lib.accel_reg_transform_count(self.handle)
@@ -237,8 +311,16 @@ class Transform(Handle):
         self._check(lib.accel_reg_transform_set_parameters(self.handle, v.ctypes.data_as(P(ctypes.c_double)), n))
 
     @property
-    def initial(self):
-        """The linear initial part: (kind, params, centre) or None."""
+    def initial(self) -> Optional[Tuple[str, Any, Tuple[float, float]]]:
+        """The linear initial part: (kind, params, centre) or None.
+
+        Examples
+        --------
+        >>> import accel
+        >>> t = accel.Transform((16, 16), initial=("translation", (2.0, 1.0)))
+        >>> t.initial[0], t.initial[1].tolist()
+        ('translation', [2.0, 1.0])
+        """
         import numpy as np
         kind = ctypes.c_int()
         params, centre = (ctypes.c_double * 6)(), (ctypes.c_double * 2)()
@@ -248,8 +330,25 @@ class Transform(Handle):
             return None
         return name, np.array(params[:LINEAR_COUNTS[name]]), (centre[0], centre[1])
 
-    def set_initial(self, kind, params=(), centre=(0.0, 0.0)):
-        """Set the linear initial part (see the class)."""
+    def set_initial(self, kind: str, params: Sequence[float] = (), centre: Sequence[float] = (0.0, 0.0)) -> None:
+        """Set the linear initial part.
+
+        Parameters
+        ----------
+        kind : {"none", "translation", "rigid", "affine"}
+        params : sequence of float
+            (tx, ty); (angle in radians, tx, ty); (a11, a12, a21, a22, tx, ty).
+        centre : (x, y)
+            Of rotation.
+
+        Examples
+        --------
+        >>> import accel
+        >>> t = accel.Transform((16, 16))
+        >>> t.set_initial("translation", (3.0, 0.0))
+        >>> t.points([[0.0, 0.0]]).tolist()
+        [[3.0, 0.0]]
+        """
         import numpy as np
         if kind not in LINEAR_KINDS:
             raise ValueError("kind must be one of %s, not %r" % (", ".join(LINEAR_KINDS), kind))
@@ -262,9 +361,25 @@ class Transform(Handle):
         self._check(lib.accel_reg_transform_set_initial(self._ctx.handle, self.handle, LINEAR_KINDS[kind],
                                                         p.ctypes.data_as(P(ctypes.c_double)), c))
 
-    def points(self, xy):
-        """T at points of the fixed image: xy (..., 2) as (x, y) = (column,
-        row); returns float64 of the same shape, points in the moving image."""
+    def points(self, xy: Any) -> Any:
+        """T at points of the fixed image.
+
+        Parameters
+        ----------
+        xy : array (..., 2)
+            (x, y) = (column, row).
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 of the same shape: the points in the moving image.
+
+        Examples
+        --------
+        >>> import accel
+        >>> accel.Transform((16, 16)).points([[1.5, 2.0]]).tolist()
+        [[1.5, 2.0]]
+        """
         import numpy as np
         pts = np.array(xy, dtype=np.float64, order="C", copy=True)
         if pts.shape[-1:] != (2,):
@@ -282,28 +397,73 @@ class Transform(Handle):
             raise ValueError("region's width and height must be >= 0")
         return x0, y0, w, h
 
-    def field(self, region=None):
-        """The displacement u(p) = T(p) - p at the pixels of region (x0, y0, w,
-        h) of the fixed grid (default the whole fixed image): float32 (2, h, w),
-        [0] u_x (columns), [1] u_y (rows), as accel register --out-field."""
+    def field(self, region: Optional[Sequence[int]] = None) -> Any:
+        """The displacement u(p) = T(p) - p at the pixels of a region of the fixed grid.
+
+        Parameters
+        ----------
+        region : (x0, y0, w, h), optional
+            Default: the whole fixed image.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 (2, h, w): [0] u_x (columns), [1] u_y (rows), as
+            ``accel register --out-field``.
+
+        Examples
+        --------
+        >>> import accel
+        >>> accel.Transform((4, 6), initial=("translation", (1.0, 0.0))).field()[0].max().item()
+        1.0
+        """
         import numpy as np
         x0, y0, w, h = self._region(region)
         out = np.empty((2, h, w), np.float32)
         self._check(lib.accel_reg_transform_field(self._ctx.handle, self.handle, x0, y0, ref(out, True)))
         return out
 
-    def warp(self, images, interp="cubic", fill=0.0, region=None, tile=0, progress=None):
-        """Resample images of the moving image's frame (any size) onto the
-        fixed grid: out(r, c) = image(T(x0 + c, y0 + r)), `fill` outside
-        (more than half a pixel beyond the edge pixels, as elastix). One array
-        or a list; each (H, W) or (H, W, C), C = 1, 3 or 4, uint8, uint16 or
-        float32; each result has its dtype and channels (integers rounded to
-        nearest and clamped) over region (x0, y0, w, h) (default: the whole
-        fixed image). interp: "cubic" (B-spline of order 3, transformix's
-        final resampler) or "linear"; progress(stage, fraction) as elsewhere."""
+    def warp(self, images: Any, interp: str = "cubic", fill: float = 0.0,
+             region: Optional[Sequence[int]] = None, tile: int = 0, progress: ProgressArg = None) -> Any:
+        """Resample images of the moving image's frame onto the fixed grid.
+
+        ``out(r, c) = image(T(x0 + c, y0 + r))``, `fill` outside (more than
+        half a pixel beyond the edge pixels, as elastix).
+
+        Parameters
+        ----------
+        images : array or sequence of arrays
+            Each (H, W) or (H, W, C), C = 1, 3 or 4, uint8, uint16 or
+            float32, any size; one array alone is one image.
+        interp : {"cubic", "linear"}
+            B-spline of order 3 (transformix's final resampler) or linear.
+        fill : float
+        region : (x0, y0, w, h), optional
+            Default: the whole fixed image.
+        tile : int
+            Rows per tile (0: chosen; never changes results).
+        progress : None, True or callable(stage, fraction)
+
+        Returns
+        -------
+        array or list of arrays
+            Each of its input's dtype and channels (integers rounded to
+            nearest and clamped) and kind; a list for a list.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> img = np.arange(64, dtype=np.float32).reshape(8, 8)
+        >>> with accel.Context() as ctx:
+        ...     t = accel.Transform(img.shape, grid_spacing=4, ctx=ctx)
+        ...     bool(np.allclose(t.warp(img), img, atol=1e-3))
+        True
+        """
         import numpy as np
-        single = isinstance(images, np.ndarray)
-        ins = [images] if single else list(images)
+        single = isinstance(images, np.ndarray) or hasattr(images, "__dlpack__") \
+            or hasattr(images, "__cuda_array_interface__")
+        pairs = [host(a, "image") for a in ([images] if single else list(images))]
+        ins = [a for a, _ in pairs]
         if not ins:
             return []
         x0, y0, w, h = self._region(region)
@@ -311,28 +471,58 @@ class Transform(Handle):
         o = RegWarpOptions.defaults()
         o.interp = _choice("interp", INTERPS, interp)
         o.fill, o.x0, o.y0, o.tile = float(fill), x0, y0, int(tile)
-        keep = progress_fn(progress)
-        if keep is not None:
-            o.progress = keep
         din = [as_array(a) for a in ins]
         dout = [as_array(a, True) for a in outs]
         pin = (P(Array) * len(ins))(*(ctypes.pointer(d) for d in din))
         pout = (P(Array) * len(ins))(*(ctypes.pointer(d) for d in dout))
-        self._check(lib.accel_reg_warp(self._ctx.handle, self.handle, pin, pout, len(ins), ctypes.byref(o)))
-        del keep
+        with Call(progress) as c:
+            o.progress = c.fn
+            self._check(lib.accel_reg_warp(self._ctx.handle, self.handle, pin, pout, len(ins), ctypes.byref(o)))
+        outs = [back(a) for a, (_, back) in zip(outs, pairs)]
         return outs[0] if single else outs
+
+
+# The Transform class under a name that Reg's annotations can use (Reg.Transform shadows it there).
+TransformT = Transform
 
 
 class Reg(ContextCalls):
     """B-spline registration and warping (include/accel/reg.h, docs/reg.md):
-    ctx.reg.register(fixed, moving, ...) returns a Transform."""
+    ``ctx.reg.register(fixed, moving, ...)`` returns a Transform.
+
+    Examples
+    --------
+    >>> import accel, numpy as np
+    >>> img = np.random.default_rng(0).random((64, 64)).astype(np.float32)
+    >>> with accel.Context() as ctx:
+    ...     t = ctx.reg.register(img, img, grid_spacing=32, levels=1, iterations=5)
+    ...     t.shape
+    (64, 64)
+    """
 
     Transform = Transform
 
     @staticmethod
-    def options(preset="default", **options):
-        """The accel_reg_options of a preset ("default" or "elastix") with the
-        named options set over it."""
+    def options(preset: str = "default", **options: Any) -> Any:
+        """The accel_reg_options of a preset with the named options set over it.
+
+        Parameters
+        ----------
+        preset : {"default", "elastix"}
+        **options
+            Fields of accel_reg_options by name (see :meth:`register`).
+
+        Returns
+        -------
+        RegOptions
+            The ctypes struct.
+
+        Examples
+        --------
+        >>> import accel
+        >>> accel.Reg.options("elastix", levels=2).levels
+        2
+        """
         o = RegOptions.defaults()
         if lib.accel_reg_options_preset(ctypes.byref(o), str(preset).encode()) != 0:
             raise ValueError("preset must be 'default' or 'elastix', not %r" % (preset,))
@@ -343,47 +533,88 @@ class Reg(ContextCalls):
             setattr(o, name, _choice(name, kind, value) if isinstance(kind, dict) else kind(value))
         return o
 
-    def register(self, fixed, moving, mask=None, initial=None, progress=None, preset="default", **options):
-        """Register moving to fixed: the Transform T with moving(T(p)) ~
-        fixed(p) over the fixed image's grid; its .report says what each level
-        did. fixed, moving: 2-D uint8, uint16 or float32 arrays (any sizes and
-        strides; RGB(A) and other dtypes are converted as registration_image
-        says); mask (the fixed image's shape, nonzero = inside) limits the
-        samples; initial: a Transform to start from. Options by name over the
-        preset ("default" or "elastix"): levels, grid_spacing, downsample,
-        iterations, samples, renew_samples, seed, metric ("mse" | "ncc"),
-        optimizer ("gauss-newton" | "asgd"), bending_weight, tolerance, window,
-        validation_samples, prealign ("none" | "translation" | "rigid").
-        progress(level, iteration, metric) after every iteration; a true
-        result (or an exception) cancels with AccelError
-        ACCEL_ERR_CANCELLED."""
+    def register(self, fixed: Any, moving: Any, mask: Any = None, initial: Optional[TransformT] = None,
+                 progress: ProgressArg = None, preset: str = "default", **options: Any) -> TransformT:
+        """Register moving to fixed: the Transform T with moving(T(p)) ~ fixed(p).
+
+        Parameters
+        ----------
+        fixed, moving : array
+            2-D uint8, uint16 or float32 (any sizes and strides; RGB(A) and
+            other dtypes are converted as ``registration_image`` says).
+        mask : array, optional
+            The fixed image's shape, nonzero = inside: limits the samples.
+        initial : Transform, optional
+            Where to start from.
+        progress : None, True or callable(level, iteration, metric)
+            Called after every iteration; a true result cancels
+            (CancelledError), an exception it raises cancels and is re-raised;
+            True shows a progress bar over each level's iterations.
+        preset : {"default", "elastix"}
+        **options
+            levels, grid_spacing, downsample, iterations, samples,
+            renew_samples, seed, metric ("mse" | "ncc"), optimizer
+            ("gauss-newton" | "asgd"), bending_weight, tolerance, window,
+            validation_samples, prealign ("none" | "translation" | "rigid").
+
+        Returns
+        -------
+        Transform
+            Over the fixed image's grid; its ``report`` says what each level did.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> img = np.random.default_rng(0).random((64, 64)).astype(np.float32)
+        >>> with accel.Context() as ctx:
+        ...     t = ctx.reg.register(img, img, grid_spacing=32, levels=1, iterations=5)
+        >>> len(t.report["levels"])
+        1
+        """
         f = registration_image(fixed, "fixed")
         m = registration_image(moving, "moving")
         k = _mask(mask, f.shape)
         o = self.options(preset, **options)
-        keep = None
-        if progress is not None:
-            def on_iteration(user, level, iteration, metric, _p=progress):
-                try:
-                    return 1 if _p(level, iteration, metric) else 0
-                except Exception:  # never let a Python error unwind through C
-                    return 1
-            keep = REG_PROGRESS_FN(on_iteration)
-            o.progress = keep
+        if progress is True:
+            iterations = max(int(o.iterations), 1)
+
+            def adapt(level, iteration, metric):
+                return "reg level %d" % level, min(iteration / iterations, 1.0)
+        else:
+            def adapt(level, iteration, metric):
+                return level, iteration, metric
         report = RegReport.defaults()
         h = ctypes.c_void_p()
-        self._call(lib.accel_reg_register, ref(f), ref(m), ref(k), initial.handle if initial is not None else None,
-                   ctypes.byref(o), ctypes.byref(h), ctypes.byref(report))
-        del keep
+        with Call(progress, REG_PROGRESS_FN, adapt) as c:
+            o.progress = c.fn
+            self._call(lib.accel_reg_register, ref(f), ref(m), ref(k),
+                       initial.handle if initial is not None else None, ctypes.byref(o), ctypes.byref(h),
+                       ctypes.byref(report))
         t = Transform._wrap(h, self._ctx)
         t.report = _report(report)
         return t
 
-    def load(self, path):
-        """Transform.load(path) with this context."""
+    def load(self, path: Union[str, "os.PathLike[str]"]) -> TransformT:
+        """``Transform.load(path)`` with this context.
+
+        Examples
+        --------
+        >>> import accel
+        >>> with accel.Context() as ctx:
+        ...     t = ctx.reg.load("TransformParameters.txt")  # doctest: +SKIP
+        """
         return Transform.load(path, self._ctx)
 
-    def warp(self, transform, images, **kwargs):
-        """transform.warp(images, ...)."""
+    def warp(self, transform: TransformT, images: Any, **kwargs: Any) -> Any:
+        """``transform.warp(images, ...)``.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     t = accel.Transform((8, 8), grid_spacing=4, ctx=ctx)
+        ...     ctx.reg.warp(t, np.ones((8, 8), np.uint8)).dtype.name
+        'uint8'
+        """
         return transform.warp(images, **kwargs)
 

@@ -1,10 +1,12 @@
 """Shadows and sky view factors of surface models, as UMEP's SOLWEIG computes
 them (include/accel/svf.h, docs/svf.md): ctx.svf."""
 import ctypes
+from typing import Any, Callable, Dict, Optional, Tuple
 
-from ._arrays import Array, as_array, ref
+from ._arrays import Array, as_array, host, real_as_f32, ref
 from ._errors import ContextCalls, check
-from ._native import P, c_status, c_struct, declare, lib, progress_fn
+from ._native import P, c_status, c_struct, declare, lib
+from ._progress import Call, ProgressArg
 
 SVF_GRIDS = ("svf", "svfE", "svfS", "svfW", "svfN",
              "svfveg", "svfEveg", "svfSveg", "svfWveg", "svfNveg",
@@ -44,74 +46,159 @@ def _addresses(descs):
 
 class SVF(ContextCalls):
     """Shadows and sky view factors as UMEP's SOLWEIG computes them
-    (include/accel/svf.h, docs/svf.md), on 2-D numpy grids (rows, cols),
-    converted to float32. dsm: ground and buildings (m); cdsm: vegetation
-    height above ground (None: none); tdsm: trunk-zone height (None:
-    trunk_ratio * cdsm). pixel_size in metres is required."""
+    (include/accel/svf.h, docs/svf.md), on 2-D grids (rows, cols).
+
+    Grids are numpy arrays (any strides) or host DLPack arrays of any real
+    dtype, converted to float32 (UMEP computes in float32); results come
+    back as the dsm's kind of array. dsm: ground and buildings (m); cdsm:
+    vegetation height above ground (None: none); tdsm: trunk-zone height
+    (None: trunk_ratio * cdsm). pixel_size in metres is required.
+
+    Examples
+    --------
+    >>> import accel, numpy as np
+    >>> with accel.Context() as ctx:
+    ...     sorted(ctx.svf.sky(np.zeros((8, 8)), pixel_size=1.0))
+    ['svf', 'svfE', 'svfN', 'svfS', 'svfW']
+    """
 
     @staticmethod
-    def _grid(a, what):
-        import numpy as np
+    def _grid(a: Any, what: str) -> Tuple[Any, Optional[Callable[[Any], Any]]]:
         if a is None:
-            return None
-        a = np.asarray(a, dtype=np.float32)
-        if a.ndim != 2:
-            raise ValueError("%s must be a 2-D grid (rows, cols), not %d-D" % (what, a.ndim))
-        return a
+            return None, None
+        g, back = host(a, what)
+        g = real_as_f32(g, what)
+        if g.ndim != 2:
+            raise ValueError("%s must be a 2-D grid (rows, cols), not %d-D" % (what, g.ndim))
+        return g, back
 
     @classmethod
     def _grids(cls, dsm, cdsm, tdsm):
-        return cls._grid(dsm, "dsm"), cls._grid(cdsm, "cdsm"), cls._grid(tdsm, "tdsm")
+        (d, back), (c, _), (t, _) = cls._grid(dsm, "dsm"), cls._grid(cdsm, "cdsm"), cls._grid(tdsm, "tdsm")
+        return d, c, t, back
 
     @staticmethod
-    def _options(pixel_size, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0, progress=None):
+    def _options(pixel_size, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0):
         o = SvfOptions.defaults()
         o.pixel_size = float(pixel_size)
         o.patches = int(patches)
         o.trunk_ratio = float(trunk_ratio)
         o.max_height = float(max_height)
         o.tile = int(tile)
-        cb = progress_fn(progress)
-        if cb is not None:
-            o.progress = cb
-        return o, cb
+        return o
 
     @staticmethod
-    def patches(option=153):
-        """(azimuth, altitude) in degrees of every patch of a patch option, in
-        UMEP's order (the matrices' bit order)."""
+    def patches(option: int = 153) -> Tuple[Any, Any]:
+        """The sky patches of a patch option, in UMEP's order (the matrices' bit order).
+
+        Parameters
+        ----------
+        option : {145, 153, 306, 612}
+
+        Returns
+        -------
+        (numpy.ndarray, numpy.ndarray)
+            Azimuth and altitude of every patch, degrees.
+
+        Examples
+        --------
+        >>> import accel
+        >>> az, alt = accel.SVF.patches(153)
+        >>> len(az)
+        153
+        """
         import numpy as np
         n = _patch_count(option)
         az, alt = np.empty(n), np.empty(n)
         check(lib.accel_svf_patches(int(option), ctypes.byref(ctypes.c_int32()), az.ctypes.data, alt.ctypes.data),
-              "accel_svf_patches")
+              None)
         return az, alt
 
-    def shadows(self, dsm, azimuth, altitude, pixel_size, cdsm=None, tdsm=None, trunk_ratio=0.25, max_height=0.0,
-                tile=0, progress=None):
-        """UMEP's shadowingfunction_20 for one sun position: a dict of float32
-        grids "sh", "vegsh", "vbshvegsh" (1 = sunlit)."""
+    def shadows(self, dsm: Any, azimuth: float, altitude: float, pixel_size: float, cdsm: Any = None,
+                tdsm: Any = None, trunk_ratio: float = 0.25, max_height: float = 0.0, tile: int = 0,
+                progress: ProgressArg = None) -> Dict[str, Any]:
+        """UMEP's shadowingfunction_20 for one sun position.
+
+        Parameters
+        ----------
+        dsm : array
+            2-D surface model (m).
+        azimuth, altitude : float
+            The sun's position, degrees.
+        pixel_size : float
+            Metres.
+        cdsm, tdsm : array, optional
+            Vegetation and trunk zone heights above ground.
+        trunk_ratio, max_height, tile
+            As the class says; tile never changes results.
+        progress : None, True or callable(stage, fraction)
+
+        Returns
+        -------
+        dict
+            float32 grids "sh", "vegsh", "vbshvegsh" (1 = sunlit).
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> dsm = np.zeros((5, 5)); dsm[2, 2] = 10
+        >>> with accel.Context() as ctx:
+        ...     sh = ctx.svf.shadows(dsm, azimuth=180, altitude=45, pixel_size=1.0)["sh"]
+        >>> int(sh[1, 2]), int(sh[2, 0])
+        (0, 1)
+        """
         import numpy as np
-        d, c, t = self._grids(dsm, cdsm, tdsm)
-        o, keep = self._options(pixel_size, 153, trunk_ratio, max_height, tile, progress)
+        d, c, t, back = self._grids(dsm, cdsm, tdsm)
+        o = self._options(pixel_size, 153, trunk_ratio, max_height, tile)
         out = {k: np.empty(d.shape, np.float32) for k in ("sh", "vegsh", "vbshvegsh")}
         arr = {k: as_array(v, True) for k, v in out.items()}
-        self._call(lib.accel_svf_shadows, ref(d), ref(c), ref(t), float(azimuth), float(altitude), ctypes.byref(o),
-                   ctypes.byref(arr["sh"]), ctypes.byref(arr["vegsh"]), ctypes.byref(arr["vbshvegsh"]))
-        del keep
-        return out
+        with Call(progress) as cb:
+            o.progress = cb.fn
+            self._call(lib.accel_svf_shadows, ref(d), ref(c), ref(t), float(azimuth), float(altitude),
+                       ctypes.byref(o), ctypes.byref(arr["sh"]), ctypes.byref(arr["vegsh"]),
+                       ctypes.byref(arr["vbshvegsh"]))
+        return {k: back(v) for k, v in out.items()}
 
-    def sky(self, dsm, pixel_size, cdsm=None, tdsm=None, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0,
-            matrices=False, unpack=False, progress=None):
-        """UMEP's svfForProcessing153: a dict of the float32 grids (the 5
-        building grids, and the 10 vegetation ones with a cdsm). With
-        matrices=True also "shmat" (and "vegshmat", "vbshvegshmat" with a
-        cdsm): uint8 (rows, cols, ceil(P/8)) with patch p in bit p % 8 of
-        byte p // 8, or with unpack=True uint8 0/1 (rows, cols, P) as
-        np.unpackbits(m, axis=2, bitorder="little")[..., :P]."""
+    def sky(self, dsm: Any, pixel_size: float, cdsm: Any = None, tdsm: Any = None, patches: int = 153,
+            trunk_ratio: float = 0.25, max_height: float = 0.0, tile: int = 0, matrices: bool = False,
+            unpack: bool = False, progress: ProgressArg = None) -> Dict[str, Any]:
+        """UMEP's svfForProcessing153: sky view factors.
+
+        Parameters
+        ----------
+        dsm : array
+            2-D surface model (m).
+        pixel_size : float
+            Metres.
+        cdsm, tdsm : array, optional
+            Vegetation and trunk zone heights above ground.
+        patches : {145, 153, 306, 612}
+            UMEP's patch option.
+        trunk_ratio, max_height, tile
+            As the class says; tile never changes results.
+        matrices : bool
+            Also "shmat" (and "vegshmat", "vbshvegshmat" with a cdsm): uint8
+            (rows, cols, ceil(P/8)), patch p in bit p % 8 of byte p // 8.
+        unpack : bool
+            Matrices as uint8 0/1 (rows, cols, P) instead.
+        progress : None, True or callable(stage, fraction)
+
+        Returns
+        -------
+        dict
+            float32 grids: the 5 building grids, and the 10 vegetation ones
+            with a cdsm; the matrices when asked for.
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> with accel.Context() as ctx:
+        ...     float(ctx.svf.sky(np.zeros((4, 4)), pixel_size=2.0)["svf"][0, 0])
+        1.0
+        """
         import numpy as np
-        d, c, t = self._grids(dsm, cdsm, tdsm)
-        o, keep = self._options(pixel_size, patches, trunk_ratio, max_height, tile, progress)
+        d, c, t, back = self._grids(dsm, cdsm, tdsm)
+        o = self._options(pixel_size, patches, trunk_ratio, max_height, tile)
         n = _patch_count(patches)
         names = SVF_GRIDS if c is not None else SVF_GRIDS[:5]
         out = {k: np.empty(d.shape, np.float32) for k in names}
@@ -122,11 +209,12 @@ class SVF(ContextCalls):
                 out[k] = np.zeros(d.shape + ((n + 7) // 8,), np.uint8)
                 mat_descs.append(as_array(out[k], True))
             mat_descs += [None] * (3 - len(mat_descs))
-        self._call(lib.accel_svf_sky, ref(d), ref(c), ref(t), ctypes.byref(o), _addresses(grid_descs),
-                   _addresses(mat_descs) if matrices else None)
-        del keep
+        with Call(progress) as cb:
+            o.progress = cb.fn
+            self._call(lib.accel_svf_sky, ref(d), ref(c), ref(t), ctypes.byref(o), _addresses(grid_descs),
+                       _addresses(mat_descs) if matrices else None)
         if matrices and unpack:
             for k in SVF_MATRICES:
                 if k in out:
                     out[k] = np.unpackbits(out[k], axis=2, bitorder="little")[..., :n]
-        return out
+        return {k: back(v) for k, v in out.items()}

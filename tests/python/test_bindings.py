@@ -458,10 +458,10 @@ class CT(unittest.TestCase):
         v = np.arange(2 * 3 * 4, dtype=np.int16).reshape(2, 3, 4)
         out = self.ctx.ct.rescale(v, slope=[1.0, 2.0], intercept=-1024)
         np.testing.assert_array_equal(out, (v * np.array([1.0, 2.0])[:, None, None] - 1024).astype(np.float32))
-        with self.assertRaises(ValueError):
-            self.ctx.ct.edt(pores[0])
-        with self.assertRaises(TypeError):
-            self.ctx.ct.edt(a["edt"])
+        with self.assertRaises(ValueError):  # 1-D, 2-D and 3-D only
+            self.ctx.ct.edt(pores[None])
+        with self.assertRaises(TypeError):  # masks are numeric
+            self.ctx.ct.edt(pores.astype(str))
         with self.assertRaises(accel.AccelError) as e:
             self.ctx.ct.edt(pores, spacing=(1, -1, 1))
         self.assertEqual(e.exception.name, "ACCEL_ERR_INVALID_ARG")

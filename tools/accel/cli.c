@@ -23,14 +23,146 @@ static void erase_bar(void) {
   }
 }
 
+/* --format json: on, the report begun, the messages printed so far. */
+static struct {
+  bool on, begun;
+  cli_paths messages;
+} json_state;
+
+bool cli_json_on(void) { return json_state.on; }
+void cli_json_set(bool on) { json_state.on = on; }
+void cli_json_begin(void) { json_state.begun = true; }
+bool cli_json_begun(void) { return json_state.begun; }
+
 void cli_error(const char *fmt, ...) {
   erase_bar();
   va_list ap;
   va_start(ap, fmt);
-  fputs("accel: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  char message[2048];
+  vsnprintf(message, sizeof message, fmt, ap);
   va_end(ap);
+  fprintf(stderr, "accel: %s\n", message);
+  if (json_state.on) cli_paths_push(&json_state.messages, message); /* a message lost to no memory: stderr has it */
+}
+
+void cli_json_errors(void) {
+  printf("[");
+  for (size_t i = 0; i < json_state.messages.n; i++) {
+    if (i) printf(", ");
+    cli_json_string(json_state.messages.v[i]);
+  }
+  printf("]");
+}
+
+bool cli_wants_json(int argc, char **argv) {
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++) {
+    const char *v = NULL;
+    if (strncmp(argv[i], "--format=", 9) == 0) v = argv[i] + 9;
+    else if (strcmp(argv[i], "--format") == 0 && i + 1 < argc) v = argv[++i];
+    for (; v && *v; v += *v == ',') {
+      const size_t n = strcspn(v, ",");
+      if (n == 4 && strncmp(v, "json", 4) == 0) return true;
+      v += n;
+    }
+  }
+  return false;
+}
+
+/* s[0..n) is a JSON number. */
+static bool json_number(const char *s, size_t n) {
+  size_t i = s[0] == '-';
+  if (i >= n || !isdigit((unsigned char)s[i])) return false;
+  if (s[i] == '0') i++;
+  else
+    while (i < n && isdigit((unsigned char)s[i])) i++;
+  if (i < n && s[i] == '.') {
+    if (++i >= n || !isdigit((unsigned char)s[i])) return false;
+    while (i < n && isdigit((unsigned char)s[i])) i++;
+  }
+  if (i < n && (s[i] == 'e' || s[i] == 'E')) {
+    i += i + 1 < n && (s[i + 1] == '+' || s[i + 1] == '-');
+    if (++i >= n || !isdigit((unsigned char)s[i])) return false;
+    while (i < n && isdigit((unsigned char)s[i])) i++;
+  }
+  return i == n;
+}
+
+/* v[0..n) with cli_tsv_field's escapes undone (a new string; NULL when out of memory). */
+static char *tsv_unescape(const char *v, size_t n) {
+  char *out = malloc(n + 1), *o = out;
+  for (size_t i = 0; out && i < n; i++) {
+    const char next = i + 1 < n && v[i] == '\\' ? v[i + 1] : '\0';
+    const char c = next == '\\' ? '\\' : next == 't' ? '\t' : next == 'n' ? '\n' : next == 'r' ? '\r' : '\0';
+    *o++ = c ? c : v[i];
+    i += c != '\0';
+  }
+  if (out) *o = '\0';
+  return out;
+}
+
+/* A value of a name<TAB>value line: a number, an array of them, or a string. */
+static void json_value(const char *v, size_t n) {
+  bool numbers = n > 0, list = false;
+  for (size_t at = 0; numbers && at <= n;) {
+    const char *c = memchr(v + at, ',', n - at);
+    const size_t len = c ? (size_t)(c - (v + at)) : n - at;
+    const bool nan = (len == 3 && strncmp(v + at, "nan", 3) == 0) || (len == 4 && strncmp(v + at, "-nan", 4) == 0);
+    numbers = json_number(v + at, len) || nan;
+    list |= c != NULL;
+    at += len + 1;
+  }
+  if (!numbers) {
+    char *copy = tsv_unescape(v, n);
+    cli_json_string(copy ? copy : "");
+    free(copy);
+    return;
+  }
+  if (list) putchar('[');
+  for (size_t at = 0; at <= n;) {
+    const char *c = memchr(v + at, ',', n - at);
+    const size_t len = c ? (size_t)(c - (v + at)) : n - at;
+    printf("%s%.*s", at ? ", " : "", (int)len, json_number(v + at, len) ? v + at : "null");
+    at += len + 1;
+  }
+  if (list) putchar(']');
+}
+
+void cli_json_from_kv(const char *text, size_t len, int rc) {
+  printf("{");
+  size_t fields = 0, plain = 0;
+  for (int pass = 0; pass < 2; pass++) /* name<TAB>value lines, then the plain ones */
+    for (size_t at = 0; at < len;) {
+      const char *nl = memchr(text + at, '\n', len - at);
+      const size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
+      const char *line = text + at, *tab = memchr(line, '\t', n);
+      at += n + 1;
+      if (!n || (pass == 0) != (tab != NULL)) continue;
+      if (pass == 1) printf("%s", plain++ ? ", " : fields++ ? ", \"outputs\": [" : "\"outputs\": [");
+      else printf("%s", fields++ ? ", " : "");
+      char *name = tsv_unescape(line, tab ? (size_t)(tab - line) : n);
+      cli_json_string(name ? name : "");
+      free(name);
+      if (pass == 0) {
+        printf(": ");
+        json_value(tab + 1, n - (size_t)(tab + 1 - line));
+      }
+    }
+  if (plain) printf("]");
+  printf("%s\"exit_status\": %d, \"errors\": ", fields ? ", " : "", rc);
+  cli_json_errors();
+  printf("}\n");
+}
+
+void cli_tsv_field(const char *s) {
+  for (; *s; s++) {
+    switch (*s) {
+    case '\\': fputs("\\\\", stdout); break;
+    case '\t': fputs("\\t", stdout); break;
+    case '\n': fputs("\\n", stdout); break;
+    case '\r': fputs("\\r", stdout); break;
+    default: putchar(*s);
+    }
+  }
 }
 
 static void log_writer(void *user, accel_log_level level, const char *message) {
@@ -278,6 +410,64 @@ int cli_collect(int argc, char **argv, bool follow_links, cli_paths *out) {
   return ok ? CLI_OK : CLI_SOME_FAILED;
 }
 
+bool cli_has_paths(const char *cmd, int first, int argc, const cli_list_args *l) {
+  return (l && l->files_from) || cli_has_operand(cmd, first, argc, "PATH");
+}
+
+/* The entries of a list (one a line, or NUL-terminated) appended to out;
+ * false (printed) if it cannot be read. */
+static bool read_list(const char *cmd, const char *name, bool nul, cli_paths *out) {
+  const bool std_in = strcmp(name, "-") == 0;
+  FILE *f = std_in ? stdin : fopen(name, "rb");
+  if (!f) {
+    cli_error("%s: --files-from %s: %s", cmd, name, strerror(errno));
+    return false;
+  }
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n;
+  bool ok = true;
+  errno = 0;
+  while (ok && (n = getdelim(&line, &cap, nul ? '\0' : '\n', f)) >= 0) {
+    if (n > 0 && line[n - 1] == (nul ? '\0' : '\n')) line[--n] = '\0';
+    if (n > 0 && !cli_paths_push(out, line)) ok = false;
+  }
+  if (ok && ferror(f))
+    cli_error("%s: %s: %s", cmd, std_in ? "the standard input" : name, strerror(errno ? errno : EIO));
+  else if (!ok) cli_error("out of memory");
+  ok = ok && !ferror(f);
+  free(line);
+  if (!std_in) fclose(f);
+  return ok;
+}
+
+int cli_collect_lists(const char *cmd, int argc, char **argv, const cli_list_args *l, bool follow_links,
+                      cli_paths *out) {
+  cli_paths all = {0};
+  bool ok = true, stdin_used = false;
+  for (int i = 0; i < argc && ok; i++) {
+    if (strcmp(argv[i], "-") != 0) {
+      ok = cli_paths_push(&all, argv[i]);
+      if (!ok) cli_error("out of memory");
+      continue;
+    }
+    if (!stdin_used) ok = read_list(cmd, "-", l && l->nul, &all); /* "- -": one list */
+    stdin_used = true;
+  }
+  if (ok && l && l->files_from) {
+    const bool again = stdin_used && strcmp(l->files_from, "-") == 0;
+    if (again) cli_error("%s: the standard input can be read once: give - or --files-from -, not both", cmd);
+    ok = !again && read_list(cmd, l->files_from, l->nul, &all);
+  }
+  if (ok && all.n > (size_t)INT32_MAX) {
+    cli_error("%s: more than %d paths", cmd, INT32_MAX);
+    ok = false;
+  }
+  const int rc = ok ? cli_collect((int)all.n, all.v, follow_links, out) : CLI_USAGE;
+  cli_paths_free(&all);
+  return rc;
+}
+
 void cli_file_error(void *user, size_t index, accel_status status, const char *message) {
   const cli_file_errors *e = user;
   cli_error("%s%s%s: %s: %s", CLI_CMD_PREFIX(e->cmd), e->paths[index], accel_status_string(status), message);
@@ -299,13 +489,33 @@ bool cli_flush_stdout(void) {
 
 int cli_stdout_error(void) { return stdout_errno; }
 
+/* The length of the well-formed UTF-8 sequence at s (RFC 3629: no overlong
+ * forms, surrogates or code points past U+10FFFF), 0 if there is none. */
+static size_t utf8_length(const unsigned char *s) {
+  const unsigned char c = s[0];
+  const size_t n = c < 0x80                 ? 1
+                   : c >= 0xC2 && c <= 0xDF ? 2
+                   : c >= 0xE0 && c <= 0xEF ? 3
+                   : c >= 0xF0 && c <= 0xF4 ? 4
+                                            : 0;
+  for (size_t k = 1; k < n; k++)
+    if ((s[k] & 0xC0) != 0x80) return 0;
+  if ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F) || (c == 0xF0 && s[1] < 0x90) ||
+      (c == 0xF4 && s[1] > 0x8F))
+    return 0;
+  return n;
+}
+
 void cli_json_string(const char *s) {
   putchar('"');
-  for (; *s; s++) {
-    unsigned char c = (unsigned char)*s;
+  for (const unsigned char *p = (const unsigned char *)s; *p;) {
+    const unsigned char c = *p;
+    const size_t n = utf8_length(p);
     if (c == '"' || c == '\\') printf("\\%c", c);
     else if (c < 0x20) printf("\\u%04x", c);
-    else putchar(c);
+    else if (n) fwrite(p, 1, n, stdout);
+    else fputs("\\ufffd", stdout); /* not UTF-8: JSON strings are Unicode */
+    p += n ? n : 1;
   }
   putchar('"');
 }

@@ -114,10 +114,43 @@ typedef struct cli_command {
   int help_column;
   const char *usage_tail;
   int (*run)(const cli_globals *g, int argc, char **argv);
+  /* --format json: false, the command prints name<TAB>value lines (and
+   * plain lines) that the dispatcher turns into one JSON object with the
+   * exit status and the error messages; true, the command prints its own
+   * JSON (calling cli_json_begin() first). */
+  bool json_native;
   /* NULL, or the subcommands (NULL-terminated): argv[1] names one, which
    * gets argv[1..] and is parsed by its own options. */
   const struct cli_command *const *subcommands;
 } cli_command;
+
+/* ------------------------------------------------------------ JSON reports
+ * `--format json` (any command; `--format=json`, or json in a comma list
+ * such as `--format tif,json` where --format also names a file type) makes
+ * the report on stdout one JSON document. While it is on, every message
+ * cli_error prints is also kept; a command that fails before printing its
+ * report leaves {"exit_status": N, "errors": [messages]} on stdout. */
+
+/* True when the report is JSON. */
+bool cli_json_on(void);
+void cli_json_set(bool on);
+/* A native JSON command starts printing its document. */
+void cli_json_begin(void);
+bool cli_json_begun(void);
+/* The messages kept so far: a JSON array on stdout. */
+void cli_json_errors(void);
+/* argv[1..] (up to "--") asks for JSON: --format json, --format=json, or a
+ * comma list with json. */
+bool cli_wants_json(int argc, char **argv);
+/* A captured name<TAB>value report as one JSON object on stdout (numbers
+ * and comma lists of numbers as such, other values as strings, lines
+ * without a tab in "outputs"), with "exit_status" and "errors". */
+void cli_json_from_kv(const char *text, size_t len, int rc);
+
+/* A TSV field on stdout: backslash, tab, newline and carriage return written
+ * as \\, \t, \n and \r, every other byte as it is, so that any file name
+ * survives (docs/cli.md). */
+void cli_tsv_field(const char *s);
 
 /* The help of a command. */
 void cli_print_help(FILE *out, const cli_command *c);
@@ -160,6 +193,36 @@ void cli_paths_free(cli_paths *l);
  * why is printed), or CLI_USAGE when out of memory (printed; *out is then
  * empty). */
 int cli_collect(int argc, char **argv, bool follow_links, cli_paths *out);
+/* ------------------------------------------------------------ path lists
+ * Commands that take PATH operands also read them from lists: the operand
+ * "-" (the standard input) and --files-from FILE ("-": the standard input),
+ * one path per line, or NUL-terminated with -0. Empty entries are skipped. */
+typedef struct cli_list_args {
+  const char *files_from;
+  bool nul;
+} cli_list_args;
+
+#define CLI_LIST_OPTIONS(type, member)                                                                                 \
+  {.name = "--files-from",                                                                                             \
+   .kind = CLI_OPT_STRING,                                                                                             \
+   CLI_AT(type, member.files_from),                                                                                    \
+   .arg = "F",                                                                                                         \
+   .help =                                                                                                             \
+       "also the paths listed in file F, one a line (F = -: standard input);\n"                                        \
+       "a PATH operand - reads such a list from the standard input"},                                                  \
+  {                                                                                                                    \
+    .name = "-0", .kind = CLI_OPT_FLAG, CLI_AT(type, member.nul),                                                      \
+    .help = "lists are NUL-separated (find -print0), not one path a line"                                              \
+  }
+
+/* True if the command has paths to work on: an operand at argv[first], or a
+ * list; else false, as cli_has_operand. */
+bool cli_has_paths(const char *cmd, int first, int argc, const cli_list_args *l);
+/* cli_collect over the operands, "-" and the --files-from list expanded in
+ * place. A list that cannot be read is a usage error (printed). */
+int cli_collect_lists(const char *cmd, int argc, char **argv, const cli_list_args *l, bool follow_links,
+                      cli_paths *out);
+
 /* An accel_hash_error_fn for a batch of paths (user: a cli_file_errors):
  * "[<cmd>: ]<path>: <status>: <message>". */
 typedef struct cli_file_errors {

@@ -1,10 +1,12 @@
 /* accel ct segment: the CT pore pipeline on one volume. */
-#include "cli.h"
+#include "picture.h"
+#include "volume.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char USAGE[] =
     "usage: accel [global options] ct segment INPUT --threshold T [options]\n"
@@ -59,11 +61,11 @@ enum { NOUT = 6 }; /* solid, filled, pores, edt, markers, labels */
 
 typedef struct segment_args {
   accel_ct_pipeline_options po;
-  const char *markers, *network, *out[NOUT];
+  const char *markers, *network, *out[NOUT], *member, *preview;
   int64_t shape[3], offset;
   accel_dtype dtype;
   double rescale[2];
-  bool have_shape, have_offset, have_rescale, have_threshold;
+  bool have_shape, have_offset, have_rescale, have_threshold, json;
 } segment_args;
 
 static const cli_choice DTYPES[] = {{"uint8", ACCEL_DTYPE_U8},    {"int16", ACCEL_DTYPE_I16},
@@ -84,8 +86,17 @@ static const cli_option OPTIONS[] = {
     {.kind = CLI_OPT_TEXT, .help = "input:"},
     {.name = "INPUT",
      .kind = CLI_OPT_TEXT,
-     .help = "a .npy volume (uint8, int16, uint16, int32, float32), or a raw\n"
-             "file with --shape and --dtype"},
+     .help = "the volume (z, y, x) of uint8, int16, uint16, int32 or float32:\n"
+             "a .npy file (C or Fortran order); an .npz archive's member,\n"
+             "F.npz:NAME or --member NAME (the only one when not named);\n"
+             "a multi-page TIFF, each page a z slice; a directory of\n"
+             "TIFF slices (.tif/.tiff, in byte order of their names);\n"
+             "else a raw file with --shape and --dtype"},
+    {.name = "--member",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(segment_args, member),
+     .arg = "NAME",
+     .help = "the .npz member to read (NAME or NAME.npy)"},
     {.name = "--shape",
      .kind = CLI_OPT_INT,
      CLI_AT(segment_args, shape),
@@ -212,12 +223,29 @@ static const cli_option OPTIONS[] = {
      CLI_AT(segment_args, network),
      .arg = "F.json",
      .help = "the pore network: regions, throats, porosity"},
+    {.name = "--preview",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(segment_args, preview),
+     .arg = "P.png",
+     .help = "a picture: the mid-planes z, y, x side by side, the labels in\n"
+             "colour over the gray values (docs/cli.md gives its size)"},
+    {.name = "--format",
+     .kind = CLI_OPT_CHOICE,
+     CLI_AT(segment_args, json),
+     .choices = cli_tsv_json,
+     .arg = "F",
+     .help = "the summary as tsv (default) or json"},
     {.kind = CLI_OPT_TEXT,
      .help = "  An output whose name ends otherwise, or that would overwrite an input or another\n"
              "  output, is refused before anything runs."},
     {0}};
 
 static const char C[] = "ct segment";
+
+static bool ends_png(const char *path) {
+  const size_t n = strlen(path);
+  return n >= 4 && strcasecmp(path + n - 4, ".png") == 0;
+}
 
 /* An output file: where, in which format, and its buffer. */
 typedef struct outspec {
@@ -231,7 +259,7 @@ typedef struct outspec {
 /* One run of the pipeline and what it holds. */
 typedef struct run_state {
   const char *input;
-  bool is_npy;
+  volume_source src;
   accel_ctx *ctx;
   accel_buffer *in, *mk;
   accel_array vin, vmk;
@@ -242,19 +270,22 @@ typedef struct run_state {
   uint32_t markers;
 } run_state;
 
-/* The input is a .npy volume, or a raw one with --shape and --dtype. */
+/* The input is a volume file, or a raw one with --shape and --dtype. */
 static bool check_input(const segment_args *a, run_state *r) {
   if (!a->have_threshold) {
     cli_error("%s: --threshold is required", C);
     return false;
   }
-  const size_t len = strlen(r->input);
-  r->is_npy = len >= 4 && strcmp(r->input + len - 4, ".npy") == 0;
-  if (!r->is_npy && (!a->have_shape || a->dtype == ACCEL_DTYPE_INVALID)) {
-    cli_error("%s: %s is not a .npy file: give --shape Z,Y,X and --dtype for a raw volume", C, r->input);
+  if (!volume_source_of(C, r->input, a->member, &r->src)) return false;
+  const bool raw = r->src.kind == VOLUME_RAW;
+  if (raw && (!a->have_shape || a->dtype == ACCEL_DTYPE_INVALID)) {
+    cli_error(
+        "%s: %s is not a .npy, .npz or TIFF file nor a directory: give --shape Z,Y,X and --dtype for a raw "
+        "volume",
+        C, r->input);
     return false;
   }
-  if (r->is_npy && (a->have_shape || a->dtype != ACCEL_DTYPE_INVALID || a->have_offset)) {
+  if (!raw && (a->have_shape || a->dtype != ACCEL_DTYPE_INVALID || a->have_offset)) {
     cli_error("%s: --shape, --dtype and --offset are for raw inputs; %s carries its own", C, r->input);
     return false;
   }
@@ -267,8 +298,8 @@ static bool check_outputs(const segment_args *a, run_state *r) {
                                           "--out-edt",   "--out-markers", "--out-labels"};
   static const accel_dtype dtypes[NOUT] = {ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,
                                            ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
-  const cli_file ins[2] = {{r->input, "INPUT", NULL}, {a->markers, "--markers", NULL}};
-  cli_file files[NOUT + 1];
+  const cli_file ins[2] = {{r->src.path, "INPUT", NULL}, {a->markers, "--markers", NULL}};
+  cli_file files[NOUT + 2];
   size_t nfiles = 0;
   for (int k = 0; k < NOUT; k++) {
     r->outs[k] = (outspec){flags[k], a->out[k], 0, dtypes[k], NULL, {0}};
@@ -281,14 +312,21 @@ static bool check_outputs(const segment_args *a, run_state *r) {
     if (!cli_output_format(C, "--network", a->network, CLI_FORMAT_JSON, &json)) return false;
     files[nfiles++] = (cli_file){a->network, "--network", NULL};
   }
+  if (a->preview) {
+    if (!ends_png(a->preview)) {
+      cli_error("%s: --preview %s: the file name must end in .png (the format written)", C, a->preview);
+      return false;
+    }
+    files[nfiles++] = (cli_file){a->preview, "--preview", NULL};
+  }
   return cli_check_outputs(C, ins, a->markers ? 2 : 1, files, nfiles);
 }
 
 /* The volume (3-D), its rescale (one slope and intercept a slice) and the markers given. */
 static int load_inputs(segment_args *a, run_state *r) {
-  accel_status s = r->is_npy ? accel_npy_load(r->ctx, r->input, &r->in)
-                             : accel_raw_load(r->ctx, r->input, a->dtype, 3, a->shape, (uint64_t)a->offset, &r->in);
-  if (s) {
+  if (r->src.kind != VOLUME_RAW) {
+    if (!volume_load(r->ctx, C, &r->src, &r->in)) return CLI_SOME_FAILED;
+  } else if (accel_raw_load(r->ctx, r->input, a->dtype, 3, a->shape, (uint64_t)a->offset, &r->in)) {
     cli_error("%s: %s", C, accel_last_error(r->ctx));
     return CLI_SOME_FAILED;
   }
@@ -335,7 +373,7 @@ static int run_pipeline(const cli_globals *g, segment_args *a, run_state *r) {
   accel_ct_outputs_init(&out, sizeof out);
   const accel_array **slots[NOUT] = {&out.solid, &out.filled, &out.pores, &out.edt, &out.markers, &out.labels};
   for (int k = 0; k < NOUT; k++) {
-    if (!r->outs[k].path) continue;
+    if (!r->outs[k].path && !(k == NOUT - 1 && a->preview)) continue; /* the preview draws the labels */
     if (accel_buffer_create(r->outs[k].dtype, 3, r->vin.shape, &r->outs[k].buf)) {
       cli_progress_end(&bar);
       cli_error("%s: %s", C, accel_last_error(NULL));
@@ -370,6 +408,7 @@ static int save_outputs(const segment_args *a, const run_state *r) {
     cli_error("%s: %s", C, accel_last_error(r->ctx));
     rc = CLI_SOME_FAILED;
   }
+  if (a->preview && !pic_ct_preview(C, a->preview, &r->vin, &r->outs[NOUT - 1].view)) rc = CLI_SOME_FAILED;
   const int64_t *shape = r->vin.shape;
   printf("shape\t%lld,%lld,%lld\n", (long long)shape[0], (long long)shape[1], (long long)shape[2]);
   printf("markers\t%u\n", r->markers);
@@ -392,7 +431,10 @@ static int segment(const cli_globals *g, int argc, char **argv) {
     return CLI_USAGE;
   }
   run_state r = {.input = argv[first]};
-  if (!check_input(&a, &r) || !check_outputs(&a, &r)) return CLI_USAGE;
+  if (!check_input(&a, &r) || !check_outputs(&a, &r)) {
+    volume_source_free(&r.src);
+    return CLI_USAGE;
+  }
   int rc = cli_open_ctx(g, &r.ctx);
   if (!rc) rc = load_inputs(&a, &r);
   if (!rc) rc = run_pipeline(g, &a, &r);
@@ -400,6 +442,7 @@ static int segment(const cli_globals *g, int argc, char **argv) {
   accel_ct_network_destroy(r.net);
   accel_ct_pipeline_destroy(r.pl);
   accel_buffer_destroy(r.in);
+  volume_source_free(&r.src);
   accel_buffer_destroy(r.mk);
   for (int k = 0; k < NOUT; k++) accel_buffer_destroy(r.outs[k].buf);
   free(r.slopes);

@@ -1,15 +1,18 @@
 /* accel dupes: groups of near-duplicate images. */
 #include "catalog.h"
+#include "report.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static const char USAGE[] =
     "usage: accel [global options] dupes [--kinds K1,K2,...] [--threshold T] [--rule all|any]\n"
     "                                    [--size N] [--format tsv|json] [--index FILE] [--pairs]\n"
     "                                    [--binbits B] [--fast] [--algorithm auto|brute|mih]\n"
-    "                                    [--follow-links] PATH...\n"
+    "                                    [--follow-links] [--files-from F [-0]] [--html R.html]\n"
+    "                                    PATH...|-\n"
     "\n"
     "Hashes the images (JPEG, PNG; directories walked recursively), finds every pair\n"
     "within the threshold and prints the groups of near-duplicates: the connected\n"
@@ -31,6 +34,8 @@ typedef struct dupes_args {
   catalog_options co;
   accel_search_options so;
   cli_thresholds th;
+  cli_list_args list;
+  const char *html;
   bool json, pairs, follow;
 } dupes_args;
 
@@ -104,45 +109,64 @@ static const cli_option OPTIONS[] = {
      .kind = CLI_OPT_FLAG,
      CLI_AT(dupes_args, follow),
      .help = "also enter symbolic links to directories (each file counts once)"},
+    CLI_LIST_OPTIONS(dupes_args, list),
+    {.name = "--html",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(dupes_args, html),
+     .arg = "R.html",
+     .help = "also write a report: each group a row of thumbnails (PNG data: URIs\n"
+             "in the page, one self-contained file) with path, size and distances"},
     {0},
 };
 
-typedef struct group_view {
-  const char **paths;
-  size_t n;
-} group_view;
-
-static int cmp_group(const void *a, const void *b) {
-  return strcmp(((const group_view *)a)->paths[0], ((const group_view *)b)->paths[0]);
+static int cmp_member(const void *a, const void *b) {
+  return strcmp(((const report_member *)a)->path, ((const report_member *)b)->path);
 }
 
-/* Groups as sorted lists of paths, ordered by their first path. */
-static int print_groups(accel_index *ix, const accel_groups *groups, bool json) {
-  size_t ng;
+static int cmp_group(const void *a, const void *b) {
+  return strcmp(((const report_group *)a)->m[0].path, ((const report_group *)b)->m[0].path);
+}
+
+/* The groups, each sorted by path, ordered by their first path; free(*members), free(*gv). */
+static bool sorted_groups(accel_index *ix, const accel_groups *groups, report_member **members, report_group **gv,
+                          size_t *ng) {
   const uint64_t *off, *mem;
-  accel_groups_view(groups, &ng, &off, &mem);
-  const char **paths = malloc((ng ? off[ng] : 1) * sizeof(char *));
-  group_view *gv = malloc((ng ? ng : 1) * sizeof *gv);
-  if (!paths || !gv) {
-    free(paths);
-    free(gv);
+  accel_groups_view(groups, ng, &off, &mem);
+  *members = malloc((*ng ? off[*ng] : 1) * sizeof **members);
+  *gv = malloc((*ng ? *ng : 1) * sizeof **gv);
+  if (!*members || !*gv) {
+    free(*members);
+    free(*gv);
     cli_error("out of memory");
-    return CLI_USAGE;
+    return false;
   }
-  for (size_t g = 0; g < ng; g++) {
-    gv[g].paths = paths + off[g];
-    gv[g].n = (size_t)(off[g + 1] - off[g]);
-    for (size_t m = 0; m < gv[g].n; m++) gv[g].paths[m] = catalog_label(ix, mem[off[g] + m]);
-    qsort(gv[g].paths, gv[g].n, sizeof(char *), cli_cmp_str);
+  for (size_t g = 0; g < *ng; g++) {
+    (*gv)[g].m = *members + off[g];
+    (*gv)[g].n = (size_t)(off[g + 1] - off[g]);
+    for (size_t m = 0; m < (*gv)[g].n; m++)
+      (*gv)[g].m[m] = (report_member){catalog_label(ix, mem[off[g] + m]), mem[off[g] + m]};
+    qsort((*gv)[g].m, (*gv)[g].n, sizeof(report_member), cmp_member);
   }
-  if (ng) qsort(gv, ng, sizeof *gv, cmp_group);
-  if (json) {
+  if (*ng) qsort(*gv, *ng, sizeof **gv, cmp_group);
+  return true;
+}
+
+/* Groups as sorted lists of paths, ordered by their first path; and the report. */
+static int print_groups(accel_ctx *ctx, accel_index *ix, const accel_groups *groups, const dupes_args *a) {
+  size_t ng;
+  report_member *members;
+  report_group *gv;
+  if (!sorted_groups(ix, groups, &members, &gv, &ng)) return CLI_USAGE;
+  if (a->pairs) {
+    /* only the report */
+  } else if (a->json) {
+    cli_json_begin();
     printf("[");
     for (size_t g = 0; g < ng; g++) {
       printf("%s\n  {\"group\": %zu, \"paths\": [", g ? "," : "", g + 1);
       for (size_t m = 0; m < gv[g].n; m++) {
         if (m) printf(", ");
-        cli_json_string(gv[g].paths[m]);
+        cli_json_string(gv[g].m[m].path);
       }
       printf("]}");
     }
@@ -150,11 +174,17 @@ static int print_groups(accel_index *ix, const accel_groups *groups, bool json) 
   } else {
     printf("group\tpath\n");
     for (size_t g = 0; g < ng; g++)
-      for (size_t m = 0; m < gv[g].n; m++) printf("%zu\t%s\n", g + 1, gv[g].paths[m]);
+      for (size_t m = 0; m < gv[g].n; m++) {
+        printf("%zu\t", g + 1);
+        cli_tsv_field(gv[g].m[m].path);
+        printf("\n");
+      }
   }
-  free(paths);
+  int rc = CLI_OK;
+  if (a->html && !report_write(ctx, "dupes", a->html, ix, &a->co.hash, a->so.thresholds, gv, ng)) rc = CLI_SOME_FAILED;
+  free(members);
   free(gv);
-  return CLI_OK;
+  return rc;
 }
 
 typedef struct pair_view {
@@ -184,8 +214,10 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
     pv[i] = strcmp(a, b) <= 0 ? (pair_view){a, b, i} : (pair_view){b, a, i};
   }
   if (n) qsort(pv, n, sizeof *pv, cmp_pair);
-  if (json) printf("[");
-  else {
+  if (json) {
+    cli_json_begin();
+    printf("[");
+  } else {
     printf("path1\tpath2");
     for (uint32_t k = 0; k < o->nkinds; k++) printf("\t%s", accel_hash_kind_name(o->kinds[k]));
     printf("\n");
@@ -202,7 +234,9 @@ static int print_pairs(accel_index *ix, const accel_pairs *pairs, const accel_ha
         printf("%s\"%s\": %u", k ? ", " : "", accel_hash_kind_name(o->kinds[k]), d[k]);
       printf("}}");
     } else {
-      printf("%s\t%s", pv[i].a, pv[i].b);
+      cli_tsv_field(pv[i].a);
+      printf("\t");
+      cli_tsv_field(pv[i].b);
       for (uint32_t k = 0; k < o->nkinds; k++) printf("\t%u", d[k]);
       printf("\n");
     }
@@ -234,13 +268,13 @@ static bool set_thresholds(const dupes_args *a, accel_search_options *so) {
   return true;
 }
 
-/* The pairs within the thresholds, or their groups, printed. */
+/* The pairs within the thresholds, or their groups, printed; the report. */
 static int search(const cli_globals *g, accel_ctx *ctx, accel_index *ix, dupes_args *a) {
   cli_progress bar;
   cli_progress_begin(&bar, "dupes", g->progress);
   a->so.progress = cli_progress_callback;
   a->so.progress_user = &bar;
-  accel_status s;
+  accel_status s = ACCEL_OK;
   int rc = CLI_OK;
   if (a->pairs) {
     accel_pairs *p = NULL;
@@ -248,18 +282,48 @@ static int search(const cli_globals *g, accel_ctx *ctx, accel_index *ix, dupes_a
     cli_progress_end(&bar);
     if (!s) rc = print_pairs(ix, p, &a->co.hash, a->json);
     accel_pairs_destroy(p);
-  } else {
+  }
+  if (!s && (!a->pairs || a->html)) {
     accel_groups *gr = NULL;
     s = accel_index_group(ix, &a->so, &gr);
     cli_progress_end(&bar);
-    if (!s) rc = print_groups(ix, gr, a->json);
+    if (!s) {
+      const int r = print_groups(ctx, ix, gr, a);
+      if (r) rc = r;
+    }
     accel_groups_destroy(gr);
   }
+  cli_progress_end(&bar);
   if (s) {
     cli_error("dupes: %s", accel_last_error(ctx));
     rc = CLI_SOME_FAILED;
   }
   return rc;
+}
+
+/* --html: an .html name that is none of the inputs (operands, lists, --index). */
+static bool check_report(const dupes_args *a, int n, char **operands) {
+  const size_t len = strlen(a->html);
+  if (!(len >= 5 && strcasecmp(a->html + len - 5, ".html") == 0) &&
+      !(len >= 4 && strcasecmp(a->html + len - 4, ".htm") == 0)) {
+    cli_error("dupes: --html %s: the file name must end in .html or .htm", a->html);
+    return false;
+  }
+  cli_file *ins = malloc(((size_t)n + 2) * sizeof *ins);
+  if (!ins) {
+    cli_error("out of memory");
+    return false;
+  }
+  size_t k = 0;
+  for (int i = 0; i < n; i++)
+    if (strcmp(operands[i], "-") != 0) ins[k++] = (cli_file){operands[i], "PATH", NULL};
+  if (a->co.index_path) ins[k++] = (cli_file){a->co.index_path, "--index", NULL};
+  if (a->list.files_from && strcmp(a->list.files_from, "-") != 0)
+    ins[k++] = (cli_file){a->list.files_from, "--files-from", NULL};
+  const cli_file out = {a->html, "--html", NULL};
+  const bool ok = cli_check_outputs("dupes", ins, k, &out, 1);
+  free(ins);
+  return ok;
 }
 
 /* The index of the files: hashed, or reused from --index. */
@@ -281,9 +345,10 @@ static int run(const cli_globals *g, int argc, char **argv) {
   a.co.hash.kinds[1] = ACCEL_HASH_AHASH;
   accel_search_options_init(&a.so, sizeof a.so);
   const int first = cli_parse_options("dupes", OPTIONS, argc, argv, &a);
-  if (first < 0 || !cli_has_operand("dupes", first, argc, "PATH") || !set_thresholds(&a, &a.so)) return CLI_USAGE;
+  if (first < 0 || !cli_has_paths("dupes", first, argc, &a.list) || !set_thresholds(&a, &a.so)) return CLI_USAGE;
+  if (a.html && !check_report(&a, argc - first, argv + first)) return CLI_USAGE;
   cli_paths paths = {0};
-  int rc = cli_collect(argc - first, argv + first, a.follow, &paths);
+  int rc = cli_collect_lists("dupes", argc - first, argv + first, &a.list, a.follow, &paths);
   if (rc == CLI_USAGE) return rc;
   accel_ctx *ctx = NULL;
   accel_index *ix = NULL;
@@ -306,4 +371,5 @@ const cli_command cli_dupes_command = {.name = "dupes",
                                        .options = OPTIONS,
                                        .help_column = 18,
                                        .usage_tail = USAGE_TAIL,
-                                       .run = run};
+                                       .run = run,
+                                       .json_native = true};

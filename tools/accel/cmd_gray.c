@@ -27,6 +27,24 @@ typedef struct gray_args {
   const char *out_file, *out_dir, *format_name;
 } gray_args;
 
+/* pgm, npy or tif (the files), tsv or json (the report; the dispatcher
+ * reads it), or one of each: "npy,json". */
+static bool parse_format(const char *cmd, const cli_option *o, const char *v, void *field) {
+  (void)o;
+  for (const char *p = v;; p++) {
+    const size_t n = strcspn(p, ",");
+    if (n == 3 && (strncmp(p, "pgm", 3) == 0 || strncmp(p, "npy", 3) == 0 || strncmp(p, "tif", 3) == 0)) {
+      *(const char **)field = p[0] == 'p' ? "pgm" : p[0] == 'n' ? "npy" : "tif";
+    } else if (!((n == 3 && strncmp(p, "tsv", 3) == 0) || (n == 4 && strncmp(p, "json", 4) == 0))) {
+      cli_error("%s: --format must be pgm, npy or tif (the files), tsv or json (the report), or one of each, not '%s'",
+                cmd, v);
+      return false;
+    }
+    p += n;
+    if (!*p) return true;
+  }
+}
+
 static const cli_option OPTIONS[] = {
     {.name = "-o",
      .kind = CLI_OPT_STRING,
@@ -41,10 +59,12 @@ static const cli_option OPTIONS[] = {
      .help = "output directory (default ., created if missing); each INPUT becomes\n"
              "DIR/<name>.gray.<format>"},
     {.name = "--format",
-     .kind = CLI_OPT_STRING,
+     .kind = CLI_OPT_CUSTOM,
      CLI_AT(gray_args, format_name),
+     .parse = parse_format,
      .arg = "F",
-     .help = "pgm (default), npy or tif"},
+     .help = "pgm (default), npy or tif; or tsv (default) or json: the\n"
+             "report (the outputs written); both: --format npy,json"},
     {0},
 };
 
@@ -113,7 +133,7 @@ static int convert(accel_ctx *ctx, const char *in, const char *out, cli_format f
     if (!s) s = save(ctx, out, format, &dst);
   }
   if (s) cli_error("%s: %s: %s", in, accel_status_string(s), accel_last_error(ctx));
-  else printf("%s\n", out);
+  else cli_tsv_field(out), printf("\n");
   accel_buffer_destroy(img);
   accel_buffer_destroy(gray);
   return s ? 1 : 0;

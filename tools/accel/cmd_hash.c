@@ -7,7 +7,8 @@
 
 static const char USAGE[] =
     "usage: accel [global options] hash [--kinds K1,K2,...] [--size N] [--binbits B] [--fast]\n"
-    "                                   [--jobs N] [--format tsv|json] [--follow-links] PATH...\n"
+    "                                   [--jobs N] [--format tsv|json] [--follow-links]\n"
+    "                                   [--files-from F [-0]] PATH...|-\n"
     "\n"
     "Perceptual hashes identical to Python's imagehash (4.3.2 on Pillow 9.4):\n"
     "each file is decoded once and every kind is computed from that decode.\n"
@@ -17,10 +18,12 @@ static const char USAGE[] =
 static const char USAGE_TAIL[] =
     "\n"
     "A file that cannot be hashed gets error:<status> in its columns (TSV) or an \"error\"\n"
-    "member (JSON), a message on stderr, and makes the exit status 1.\n";
+    "member (JSON, with its \"message\"), a message on stderr, and makes the exit\n"
+    "status 1.\n";
 
 typedef struct hash_args {
   accel_hash_options hash;
+  cli_list_args list;
   int jobs;
   bool follow, json;
 } hash_args;
@@ -69,12 +72,15 @@ static const cli_option OPTIONS[] = {
      .choices = cli_tsv_json,
      .arg = "F",
      .help = "tsv (default): a header 'path' + one column per kind, then one line\n"
-             "per file with imagehash's hex; json: an array of objects"},
+             "per file with imagehash's hex (paths escaped: \\\\ \\t \\n \\r);\n"
+             "json: an array of objects"},
+    CLI_LIST_OPTIONS(hash_args, list),
     {0}};
 
 /* What a run prints, and how. */
 typedef struct printer {
   const accel_hash_options *o;
+  char **messages; /* of the files of the chunk that failed */
   bool json;
   size_t slot, printed;
   uint32_t nbits[ACCEL_HASH_KIND_COUNT];
@@ -85,6 +91,7 @@ static void print_start(printer *p) {
   for (uint32_t k = 0; k < p->o->nkinds; k++)
     accel_hash_bits(p->o->kinds[k], p->o->hash_size, p->o->color_binbits, &p->nbits[k]);
   if (p->json) {
+    cli_json_begin();
     printf("[");
     return;
   }
@@ -94,13 +101,17 @@ static void print_start(printer *p) {
 }
 
 /* One file: a TSV line, or a JSON object; its hashes (one slot a kind), or its error. */
-static void print_file(printer *p, const char *path, accel_status st, const uint8_t *hashes) {
+static void print_file(printer *p, const char *path, accel_status st, const char *message, const uint8_t *hashes) {
   if (p->json) {
     printf("%s\n  {\"path\": ", p->printed++ ? "," : "");
     cli_json_string(path);
-    if (st != ACCEL_OK) printf(", \"error\": \"%s\"}", accel_status_string(st));
+    if (st != ACCEL_OK) {
+      printf(", \"error\": \"%s\", \"message\": ", accel_status_string(st));
+      cli_json_string(*message ? message : accel_status_string(st));
+      printf("}");
+    }
   } else {
-    fputs(path, stdout);
+    cli_tsv_field(path);
   }
   for (uint32_t k = 0; k < p->o->nkinds; k++) {
     char hex[ACCEL_HASH_MAX_BYTES * 2 + 2];
@@ -116,26 +127,40 @@ static void print_file(printer *p, const char *path, accel_status st, const uint
   if (!p->json) printf("\n");
 }
 
+/* The messages of a chunk's failed files, kept for the JSON report. */
+typedef struct hash_errors {
+  cli_file_errors base;
+  char **messages; /* CHUNK of them, NULL where none */
+} hash_errors;
+
+static void on_file_error(void *user, size_t index, accel_status status, const char *message) {
+  hash_errors *e = user;
+  cli_file_error(&e->base, index, status, message);
+  free(e->messages[index]);
+  e->messages[index] = strdup(message);
+}
+
 /* Hash the files in chunks and print them, each chunk as soon as it is done. */
 static int hash_files(const cli_globals *g, accel_ctx *ctx, const cli_paths *paths, accel_hash_options *o, printer *p) {
   enum { CHUNK = 512 };
   print_start(p);
   uint8_t *hashes = malloc((size_t)CHUNK * o->nkinds * p->slot);
   accel_status *st = malloc(sizeof(accel_status) * CHUNK);
-  if (!hashes || !st) {
+  hash_errors errors = {{NULL, paths->v}, calloc(CHUNK, sizeof(char *))};
+  if (!hashes || !st || !errors.messages) {
     cli_error("out of memory");
     free(hashes);
     free(st);
+    free(errors.messages);
     return CLI_USAGE;
   }
-  cli_file_errors errors = {NULL, paths->v};
-  o->on_error = cli_file_error;
+  o->on_error = on_file_error;
   o->error_user = &errors;
   int rc = CLI_OK;
   cli_progress bar;
   for (size_t off = 0; off < paths->n; off += CHUNK) {
     const size_t n = paths->n - off < CHUNK ? paths->n - off : CHUNK;
-    errors.paths = paths->v + off;
+    errors.base.paths = paths->v + off;
     cli_progress_begin(&bar, "hash", g->progress);
     cli_progress_update(&bar, (double)off / (double)paths->n, paths->v[off]);
     const accel_status s = accel_hash_files(ctx, (const char *const *)paths->v + off, n, o, hashes, p->slot, st);
@@ -147,11 +172,16 @@ static int hash_files(const cli_globals *g, accel_ctx *ctx, const cli_paths *pat
     }
     for (size_t i = 0; i < n; i++) {
       if (st[i] != ACCEL_OK) rc = CLI_SOME_FAILED;
-      print_file(p, paths->v[off + i], st[i], hashes + i * o->nkinds * p->slot);
+      print_file(p, paths->v[off + i], st[i], errors.messages[i] ? errors.messages[i] : "",
+                 hashes + i * o->nkinds * p->slot);
+      free(errors.messages[i]);
+      errors.messages[i] = NULL;
     }
     cli_flush_stdout();
   }
   if (p->json) printf("%s]\n", p->printed ? "\n" : "");
+  for (size_t i = 0; i < CHUNK; i++) free(errors.messages[i]);
+  free(errors.messages);
   free(hashes);
   free(st);
   return rc;
@@ -161,14 +191,14 @@ static int run(const cli_globals *g, int argc, char **argv) {
   hash_args a = {.jobs = g->threads};
   accel_hash_options_init(&a.hash, sizeof a.hash);
   const int first = cli_parse_options("hash", OPTIONS, argc, argv, &a);
-  if (first < 0 || !cli_has_operand("hash", first, argc, "PATH")) return CLI_USAGE;
+  if (first < 0 || !cli_has_paths("hash", first, argc, &a.list)) return CLI_USAGE;
   printer p = {.o = &a.hash, .json = a.json};
   if (accel_hash_slot_bytes(&a.hash, &p.slot)) { /* checks sizes against kinds (whash: power of two) */
     cli_error("hash: %s", accel_last_error(NULL));
     return CLI_USAGE;
   }
   cli_paths paths = {0};
-  int rc = cli_collect(argc - first, argv + first, a.follow, &paths);
+  int rc = cli_collect_lists("hash", argc - first, argv + first, &a.list, a.follow, &paths);
   if (rc == CLI_USAGE) return rc;
   cli_globals gj = *g;
   gj.threads = a.jobs;
@@ -187,4 +217,5 @@ const cli_command cli_hash_command = {.name = "hash",
                                       .options = OPTIONS,
                                       .help_column = 16,
                                       .usage_tail = USAGE_TAIL,
-                                      .run = run};
+                                      .run = run,
+                                      .json_native = true};

@@ -7,11 +7,12 @@
 
 static const char USAGE[] =
     "usage: accel [global options] index build FILE [--kinds K1,K2,...] [--size N] [--binbits B]\n"
-    "                                            [--fast] [--follow-links] PATH...\n"
+    "                                            [--fast] [--follow-links] [--files-from F [-0]]\n"
+    "                                            [--format tsv|json] PATH...|-\n"
     "       accel [global options] index query FILE [--threshold T] [--rule all|any]\n"
     "                                            [--k K] [--by KIND] [--format tsv|json]\n"
-    "                                            [--follow-links] PATH...\n"
-    "       accel [global options] index info FILE\n"
+    "                                            [--follow-links] [--files-from F [-0]] PATH...|-\n"
+    "       accel [global options] index info [--format tsv|json] FILE\n"
     "\n"
     "build   hash the images under PATH into FILE (created, or updated: entries of files\n"
     "        with the same size and modification time are reused, files no longer given\n"
@@ -26,6 +27,9 @@ static const char USAGE[] =
     "          TSV 'query<TAB>rank<TAB>path<TAB>distance'.\n"
     "info    entries, bits and the hash options of FILE.\n"
     "\n"
+    "PATH - reads a list of paths from the standard input, --files-from F from F\n"
+    "(one a line; NUL-separated with -0). TSV fields escape \\, tab, newline and\n"
+    "carriage return as \\\\, \\t, \\n, \\r. --format json: one JSON document.\n"
     "Directories are walked recursively; symbolic links to directories only with\n"
     "--follow-links; each file counts once, whatever the names that lead to it.\n"
     "\n"
@@ -66,7 +70,8 @@ static int open_index(const cli_globals *g, const char *file, accel_ctx **ctx, a
 
 typedef struct build_args {
   catalog_options co;
-  bool given, follow;
+  cli_list_args list;
+  bool given, follow, json;
 } build_args;
 
 static const cli_option BUILD_OPTIONS[] = {
@@ -89,6 +94,8 @@ static const cli_option BUILD_OPTIONS[] = {
      .hi = 8},
     {.name = "--fast", .kind = CLI_OPT_FLAG, CLI_AT(build_args, co.hash.fast), CLI_SEEN(build_args, given)},
     {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(build_args, follow)},
+    {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(build_args, json), .choices = cli_tsv_json},
+    CLI_LIST_OPTIONS(build_args, list),
     {0}};
 
 /* The context; without hash options, those of an existing FILE are kept. */
@@ -111,12 +118,12 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
   int first = cli_parse_options("index build", BUILD_OPTIONS, argc, argv, &a);
   if (first < 0 || !cli_has_operand("index build", first, argc, "FILE")) return CLI_USAGE;
   a.co.index_path = argv[first++];
-  if (!cli_has_operand("index build", first, argc, "PATH")) return CLI_USAGE;
+  if (!cli_has_paths("index build", first, argc, &a.list)) return CLI_USAGE;
   accel_ctx *ctx = NULL;
   int rc = build_setup(g, &a.co, a.given, &ctx);
   if (rc) return rc;
   cli_paths paths = {0};
-  rc = cli_collect(argc - first, argv + first, a.follow, &paths);
+  rc = cli_collect_lists("index build", argc - first, argv + first, &a.list, a.follow, &paths);
   accel_index *ix = NULL;
   catalog_stats st;
   const int r = rc == CLI_USAGE ? rc : catalog_build(g, ctx, &a.co, &paths, &ix, &st);
@@ -127,6 +134,12 @@ static int cmd_build(const cli_globals *g, int argc, char **argv) {
     accel_index_info(ix, NULL, NULL, &n);
     fprintf(stderr, "accel: index build: %s: %zu entries (%zu reused, %zu hashed, %zu dropped, %zu failed)\n",
             a.co.index_path, n, st.reused, st.hashed, st.removed, st.failed);
+    if (cli_json_on()) { /* the report (JSON only: the TSV tool prints nothing on stdout here) */
+      printf("file\t");
+      cli_tsv_field(a.co.index_path);
+      printf("\nentries\t%zu\nreused\t%zu\nhashed\t%zu\ndropped\t%zu\nfailed\t%zu\n", n, st.reused, st.hashed,
+             st.removed, st.failed);
+    }
   }
   accel_index_destroy(ix);
   accel_ctx_destroy(ctx);
@@ -139,6 +152,7 @@ typedef struct query_args {
   const char *by;
   accel_search_options so;
   cli_thresholds th;
+  cli_list_args list;
   int k;
   bool json, follow;
 } query_args;
@@ -150,6 +164,7 @@ static const cli_option QUERY_OPTIONS[] = {
     {.name = "--by", .kind = CLI_OPT_STRING, CLI_AT(query_args, by)},
     {.name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(query_args, json), .choices = cli_tsv_json},
     {.name = "--follow-links", .kind = CLI_OPT_FLAG, CLI_AT(query_args, follow)},
+    CLI_LIST_OPTIONS(query_args, list),
     {0}};
 
 /* A query run: the index and its hash options, the queries and their codes. */
@@ -229,7 +244,7 @@ static int print_nearest(accel_ctx *ctx, const query *q, int k, bool json) {
     return ids && dist ? CLI_SOME_FAILED : CLI_USAGE;
   }
   const char *kname = accel_hash_kind_name(q->ho.kinds[q->by_field]);
-  if (json) printf("[");
+  if (json) cli_json_begin(), printf("[");
   else printf("query\trank\tpath\t%s\n", kname);
   size_t printed = 0;
   for (size_t i = 0; i < q->n; i++)
@@ -237,7 +252,10 @@ static int print_nearest(accel_ctx *ctx, const query *q, int k, bool json) {
       const size_t at = i * (size_t)k + (size_t)r;
       const char *query = q->paths.v[q->qmap[i]], *path = catalog_label(q->ix, ids[at]);
       if (!json) {
-        printf("%s\t%d\t%s\t%u\n", query, r + 1, path, dist[at]);
+        cli_tsv_field(query);
+        printf("\t%d\t", r + 1);
+        cli_tsv_field(path);
+        printf("\t%u\n", dist[at]);
         continue;
       }
       printf("%s\n  {\"query\": ", printed++ ? "," : "");
@@ -268,7 +286,9 @@ static int cmp_row(const void *a, const void *b) {
 static void print_match(const query *q, const char *query, const char *path, const uint32_t *d, uint32_t nf, bool json,
                         bool first) {
   if (!json) {
-    printf("%s\t%s", query, path);
+    cli_tsv_field(query);
+    printf("\t");
+    cli_tsv_field(path);
     for (uint32_t f = 0; f < nf; f++) printf("\t%u", d[f]);
     printf("\n");
     return;
@@ -294,7 +314,7 @@ static int print_matches(accel_ctx *ctx, const query *q, const accel_search_opti
   const uint32_t *d;
   uint32_t nf;
   accel_pairs_view(p, &n, &qi, &id, &d, &nf);
-  if (json) printf("[");
+  if (json) cli_json_begin(), printf("[");
   else printf("query\tpath");
   for (uint32_t f = 0; !json && f < q->ho.nkinds; f++) printf("\t%s", accel_hash_kind_name(q->ho.kinds[f]));
   if (!json) printf("\n");
@@ -323,14 +343,14 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
   int first = cli_parse_options("index query", QUERY_OPTIONS, argc, argv, &a);
   if (first < 0 || !cli_has_operand("index query", first, argc, "FILE")) return CLI_USAGE;
   const char *file = argv[first++];
-  if (!cli_has_operand("index query", first, argc, "PATH")) return CLI_USAGE;
+  if (!cli_has_paths("index query", first, argc, &a.list)) return CLI_USAGE;
   accel_ctx *ctx = NULL;
   query q = {0};
   int rc = open_index(g, file, &ctx, &q.ix, &q.ho);
   if (rc) return rc;
   accel_index_info(q.ix, &q.bits, NULL, NULL);
   rc = query_setup(&a, &q);
-  if (!rc) rc = cli_collect(argc - first, argv + first, a.follow, &q.paths);
+  if (!rc) rc = cli_collect_lists("index query", argc - first, argv + first, &a.list, a.follow, &q.paths);
   int r = rc == CLI_USAGE ? rc : hash_queries(ctx, &q);
   if (r) rc = r;
   if (r != CLI_USAGE) {
@@ -347,16 +367,22 @@ static int cmd_query(const cli_globals *g, int argc, char **argv) {
 
 /* ------------------------------------------------------------ info */
 
+static const cli_option INFO_OPTIONS[] = {
+    {.name = "--format", .kind = CLI_OPT_CHOICE, .offset = 0, .size = sizeof(bool), .choices = cli_tsv_json}, {0}};
+
 static int cmd_info(const cli_globals *g, int argc, char **argv) {
-  /* argv: "info", "--", FILE */
-  if (argc != 3 || strcmp(argv[1], "--")) {
+  /* argv: "info", its options, "--", FILE */
+  bool json = false;
+  const int first = cli_parse_options("index info", INFO_OPTIONS, argc, argv, &json);
+  if (first < 0) return CLI_USAGE;
+  if (argc - first != 1) {
     cli_error("index info: give exactly one FILE and no options (see accel index --help)");
     return CLI_USAGE;
   }
   accel_ctx *ctx = NULL;
   accel_index *ix = NULL;
   accel_hash_options ho;
-  const int rc = open_index(g, argv[2], &ctx, &ix, &ho);
+  const int rc = open_index(g, argv[first], &ctx, &ix, &ho);
   if (rc) return rc;
   uint32_t bits, nf;
   size_t n;
@@ -369,11 +395,9 @@ static int cmd_info(const cli_globals *g, int argc, char **argv) {
   return CLI_OK;
 }
 
-static const cli_option NO_OPTIONS[] = {{0}};
-
 static const cli_command BUILD = {.name = "build", .options = BUILD_OPTIONS, .run = cmd_build};
-static const cli_command QUERY = {.name = "query", .options = QUERY_OPTIONS, .run = cmd_query};
-static const cli_command INFO = {.name = "info", .options = NO_OPTIONS, .run = cmd_info};
+static const cli_command QUERY = {.name = "query", .options = QUERY_OPTIONS, .run = cmd_query, .json_native = true};
+static const cli_command INFO = {.name = "info", .options = INFO_OPTIONS, .run = cmd_info};
 static const cli_command *const SUBCOMMANDS[] = {&BUILD, &QUERY, &INFO, NULL};
 
 const cli_command cli_index_command = {.name = "index",

@@ -65,6 +65,7 @@ typedef struct warp_args {
   bool have_region;
   int64_t tile;
   int compression; /* TIFF outputs: an accel_tiff_compression */
+  bool json;       /* --format json (the dispatcher writes the report) */
 } warp_args;
 
 /* The options given, applied over the preset whatever their order. */
@@ -127,9 +128,16 @@ static bool parse_warp(const char *cmd, const cli_option *o, const char *v, void
        .help =                                                                                                         \
            "TIFF outputs: none (default), or deflate (lossless,\n"                                                     \
            "with TIFF's predictor)"},                                                                                  \
+      {.name = "--tile",                                                                                               \
+       .kind = CLI_OPT_INT,                                                                                            \
+       CLI_AT(type, w.tile),                                                                                           \
+       .lo = 1,                                                                                                        \
+       .hi = 65536,                                                                                                    \
+       .arg = "N",                                                                                                     \
+       .help = "warp tile side in pixels (default: chosen); results\nnever depend on it"},                             \
   {                                                                                                                    \
-    .name = "--tile", .kind = CLI_OPT_INT, CLI_AT(type, w.tile), .lo = 1, .hi = 65536, .arg = "N",                     \
-    .help = "warp tile side in pixels (default: chosen); results\nnever depend on it"                                  \
+    .name = "--format", .kind = CLI_OPT_CHOICE, CLI_AT(type, w.json), .choices = cli_tsv_json, .arg = "F",             \
+    .help = "the report on stdout: tsv (default) or json"                                                              \
   }
 
 static const cli_option REGISTER_OPTIONS[] = {

@@ -1,5 +1,5 @@
 /* accel shadow / accel svf: UMEP's shadows and sky view factors of a DSM. */
-#include "cli.h"
+#include "picture.h"
 
 #include <errno.h>
 #include <math.h>
@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 
 static const char SHADOW_USAGE[] =
-    "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
+    "usage: accel [global options] shadow --dsm F [--cdsm F] [--tdsm F] [--pixel-size M]\n"
     "                                     --azimuth A --altitude H --out DIR [options]\n"
     "\n"
     "Shadows for one sun position, as UMEP's shadowingfunction_20 casts them, into\n"
@@ -20,8 +20,9 @@ static const char SHADOW_USAGE[] =
     "\n";
 
 static const char SVF_USAGE[] =
-    "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] --pixel-size M\n"
+    "usage: accel [global options] svf --dsm F [--cdsm F] [--tdsm F] [--pixel-size M]\n"
     "                                  [--patches 153] [--tile N] [--shadow-matrices] --out DIR\n"
+    "                                  [--preview P.png]\n"
     "\n"
     "Sky view factors as UMEP's svfForProcessing153 computes them, into\n"
     "DIR/svf_<name>.npy (or .tif) for svf, svfE, svfS, svfW, svfN and, with a CDSM,\n"
@@ -30,25 +31,34 @@ static const char SVF_USAGE[] =
 
 static const char USAGE_TAIL[] =
     "\n"
-    "Prints name<TAB>value lines on stdout. Exit status 1 when an input cannot be\n"
-    "read or an output written, 2 for usage errors.\n";
+    "Prints name<TAB>value lines on stdout (--format json: one JSON object). Exit\n"
+    "status 1 when an input cannot be read or an output written, 2 for usage errors.\n";
 
 typedef struct svf_args {
   const char *cmd;
   const char *dsm, *cdsm, *tdsm, *out;
   const char *format; /* "npy", "tif" or NULL */
-  double azimuth, altitude;
-  bool have_az, have_alt, matrices;
+  const char *preview;
+  double azimuth, altitude, nodata;
+  bool have_az, have_alt, have_pixel, matrices, uncompressed;
   accel_svf_options o;
 } svf_args;
 
+/* npy or tif (the grids), tsv or json (the report; the dispatcher reads
+ * it), or a comma list of one of each: "tif,json". */
 static bool parse_format(const char *cmd, const cli_option *o, const char *v, void *field) {
-  if (strcmp(v, "npy") != 0 && strcmp(v, "tif") != 0) {
-    cli_error("%s: %s is npy or tif, not '%s'", cmd, o->name, v);
-    return false;
+  for (const char *p = v;; p++) {
+    const size_t n = strcspn(p, ",");
+    if (n == 3 && (strncmp(p, "npy", 3) == 0 || strncmp(p, "tif", 3) == 0))
+      *(const char **)field = n == 3 && p[0] == 'n' ? "npy" : "tif";
+    else if (!((n == 3 && strncmp(p, "tsv", 3) == 0) || (n == 4 && strncmp(p, "json", 4) == 0))) {
+      cli_error("%s: %s is npy or tif (the grids), tsv or json (the report), or one of each (tif,json), not '%s'", cmd,
+                o->name, v);
+      return false;
+    }
+    p += n;
+    if (!*p) return true;
   }
-  *(const char **)field = v;
-  return true;
 }
 
 static bool parse_patches(const char *cmd, const cli_option *o, const char *v, void *field) {
@@ -62,6 +72,8 @@ static bool parse_patches(const char *cmd, const cli_option *o, const char *v, v
   *(int32_t *)field = p;
   return true;
 }
+
+static const cli_choice COMPRESSIONS[] = {{"deflate", 0}, {"none", 1}, {NULL, 0}};
 
 /* The inputs and outputs, common to shadow and svf (a macro: both tables list them). */
 #define GRID_OPTIONS                                                                                                   \
@@ -86,8 +98,11 @@ static bool parse_patches(const char *cmd, const cli_option *o, const char *v, v
       {.name = "--pixel-size",                                                                                         \
        .kind = CLI_OPT_REAL,                                                                                           \
        CLI_AT(svf_args, o.pixel_size),                                                                                 \
+       CLI_SEEN(svf_args, have_pixel),                                                                                 \
        .arg = "M",                                                                                                     \
-       .help = "metres per pixel (required; UMEP's scale is 1/M)"},                                                    \
+       .help =                                                                                                         \
+           "metres per pixel (UMEP's scale is 1/M); default: a GeoTIFF\n"                                              \
+           "DSM's pixel scale (square pixels), else required"},                                                        \
       {.name = "--trunk-ratio",                                                                                        \
        .kind = CLI_OPT_REAL,                                                                                           \
        CLI_AT(svf_args, o.trunk_ratio),                                                                                \
@@ -113,11 +128,25 @@ static bool parse_patches(const char *cmd, const cli_option *o, const char *v, v
        CLI_AT(svf_args, out),                                                                                          \
        .arg = "DIR",                                                                                                   \
        .help = "directory for the grids (created if missing)"},                                                        \
+      {.name = "--format",                                                                                             \
+       .kind = CLI_OPT_CUSTOM,                                                                                         \
+       CLI_AT(svf_args, format),                                                                                       \
+       .parse = parse_format,                                                                                          \
+       .arg = "npy|tif",                                                                                               \
+       .help =                                                                                                         \
+           "file type of the grids (default: the DSM's); GeoTIFF outputs\n"                                            \
+           "carry the DSM's georeferencing; tsv (default) or json: the report;\n"                                      \
+           "both: --format tif,json"},                                                                                 \
+      {.name = "--nodata",                                                                                             \
+       .kind = CLI_OPT_REAL,                                                                                           \
+       CLI_AT(svf_args, nodata),                                                                                       \
+       .arg = "V",                                                                                                     \
+       .help =                                                                                                         \
+           "GeoTIFF outputs: GDAL's no-data value, written where the DSM\n"                                            \
+           "has none (NaN or its own no-data; default -9999)"},                                                        \
   {                                                                                                                    \
-    .name = "--format", .kind = CLI_OPT_CUSTOM, CLI_AT(svf_args, format), .parse = parse_format, .arg = "npy|tif",     \
-    .help =                                                                                                            \
-        "file type of the grids (default: the DSM's); GeoTIFF outputs\n"                                               \
-        "carry the DSM's georeferencing"                                                                               \
+    .name = "--compression", .kind = CLI_OPT_CHOICE, CLI_AT(svf_args, uncompressed), .choices = COMPRESSIONS,          \
+    .arg = "C", .help = "GeoTIFF outputs: deflate (default) or none"                                                   \
   }
 
 static const cli_option SHADOW_OPTIONS[] = {
@@ -155,6 +184,12 @@ static const cli_option SVF_OPTIONS[] = {
              "p % 8 of byte p / 8 is set (np.unpackbits(m, axis=2,\n"
              "bitorder=\"little\")[..., :P])"},
     GRID_OPTIONS,
+    {.name = "--preview",
+     .kind = CLI_OPT_STRING,
+     CLI_AT(svf_args, preview),
+     .arg = "P.png",
+     .help = "a picture of the svf grid: viridis from 0 to 1, with a legend\n"
+             "(docs/cli.md gives its size)"},
     {0},
 };
 
@@ -227,8 +262,9 @@ static int parse(int argc, char **argv, svf_args *a, bool shadow) {
     cli_error("%s: unexpected argument '%s'", a->cmd, argv[first]);
     return CLI_USAGE;
   }
+  const bool pixel_needed = a->have_pixel ? !(a->o.pixel_size > 0) : !(a->dsm && has_tiff_ext(a->dsm));
   const char *need = !a->dsm                  ? "--dsm"
-                     : !(a->o.pixel_size > 0) ? "--pixel-size"
+                     : pixel_needed           ? "--pixel-size"
                      : !a->out                ? "--out"
                      : shadow && !a->have_az  ? "--azimuth"
                      : shadow && !a->have_alt ? "--altitude"
@@ -287,7 +323,7 @@ typedef struct svf_run {
   const out_names *names;
   accel_ctx *ctx;
   accel_buffer *bd, *bc, *bt, *outbuf;
-  accel_geo *geo;
+  accel_geo *geo, *ogeo[2];         /* the DSM's; the CDSM's and TDSM's */
   accel_array dsm, cdsm, tdsm, all; /* all: the outputs' buffer */
   int64_t rows, cols, n;
   int written;
@@ -298,22 +334,65 @@ static bool check_outputs(const svf_run *r, out_names *names) {
   const svf_args *a = r->a;
   output_names(a, r->shadow, r->tif, names);
   const cli_file ins[3] = {{a->dsm, "--dsm", NULL}, {a->cdsm, "--cdsm", NULL}, {a->tdsm, "--tdsm", NULL}};
-  cli_file outs[MAX_OUTPUTS];
-  for (int k = 0; k < names->n; k++) outs[k] = (cli_file){names->path[k], "--out", NULL};
-  return cli_check_outputs(a->cmd, ins, a->tdsm ? 3 : a->cdsm ? 2 : 1, outs, (size_t)names->n);
+  cli_file outs[MAX_OUTPUTS + 1];
+  size_t n = 0;
+  for (int k = 0; k < names->n; k++) outs[n++] = (cli_file){names->path[k], "--out", NULL};
+  if (a->preview) {
+    const size_t len = strlen(a->preview);
+    if (len < 4 || strcasecmp(a->preview + len - 4, ".png") != 0) {
+      cli_error("%s: --preview %s: the file name must end in .png (the format written)", a->cmd, a->preview);
+      return false;
+    }
+    outs[n++] = (cli_file){a->preview, "--preview", NULL};
+  }
+  return cli_check_outputs(a->cmd, ins, a->tdsm ? 3 : a->cdsm ? 2 : 1, outs, n);
+}
+
+/* The pixel size of a GeoTIFF (its ModelPixelScale), 0 if it has none;
+ * -1 (printed) if its pixels are not square. */
+static double geo_pixel(const char *cmd, const char *path, const accel_geo *geo) {
+  double gx = 0, gy = 0;
+  if (!geo || accel_geo_pixel_size(geo, &gx, &gy) != ACCEL_OK || !(gx > 0) || !(gy > 0)) return 0;
+  if (fabs(gx - gy) <= 1e-6 * gx) return gx;
+  cli_error("%s: %s has pixels of %g x %g: UMEP's model needs square pixels (resample it first)", cmd, path, gx, gy);
+  return -1;
+}
+
+/* --pixel-size, or the DSM's pixel scale; the other GeoTIFFs must agree with it. */
+static bool pixel_size(svf_run *r) {
+  svf_args *a = r->a;
+  const double dsm = geo_pixel(a->cmd, a->dsm, r->geo);
+  if (dsm < 0) return false;
+  if (!a->have_pixel && dsm == 0) {
+    cli_error("%s: %s carries no pixel size (no ModelPixelScale tag): give --pixel-size", a->cmd, a->dsm);
+    return false;
+  }
+  if (!a->have_pixel) a->o.pixel_size = dsm;
+  else if (dsm > 0 && fabs(dsm - a->o.pixel_size) > 1e-6 * dsm)
+    cli_error("%s: warning: --pixel-size %g, but %s says %g (--pixel-size is used)", a->cmd, a->o.pixel_size, a->dsm,
+              dsm);
+  const char *other[2] = {a->cdsm, a->tdsm};
+  for (int k = 0; k < 2; k++) {
+    const double p = geo_pixel(a->cmd, other[k], r->ogeo[k]);
+    if (p < 0) return false;
+    if (p > 0 && dsm > 0 && fabs(p - dsm) > 1e-6 * dsm) {
+      cli_error("%s: %s has pixels of %g, the DSM %s of %g: the grids must share one pixel size", a->cmd, other[k], p,
+                a->dsm, dsm);
+      return false;
+    }
+  }
+  return true;
 }
 
 /* The grids read, and the output directory made. */
 static int load_inputs(svf_run *r) {
   const svf_args *a = r->a;
   if (!load_grid(r->ctx, a->cmd, a->dsm, &r->bd, &r->geo) ||
-      (a->cdsm && !load_grid(r->ctx, a->cmd, a->cdsm, &r->bc, NULL)) ||
-      (a->tdsm && !load_grid(r->ctx, a->cmd, a->tdsm, &r->bt, NULL)))
+      (a->cdsm && !load_grid(r->ctx, a->cmd, a->cdsm, &r->bc, &r->ogeo[0])) ||
+      (a->tdsm && !load_grid(r->ctx, a->cmd, a->tdsm, &r->bt, &r->ogeo[1])))
     return CLI_SOME_FAILED;
-  double gx, gy;
-  if (r->geo && accel_geo_pixel_size(r->geo, &gx, &gy) == ACCEL_OK && gx > 0 && fabs(gx - a->o.pixel_size) > 1e-6 * gx)
-    cli_error("%s: warning: --pixel-size %g, but %s says %g x %g", a->cmd, a->o.pixel_size, a->dsm, gx, gy);
-  if (!cli_make_dirs(a->out)) return CLI_USAGE; /* set-up */
+  if (!pixel_size(r)) return CLI_USAGE; /* set-up */
+  if (!cli_make_dirs(a->out)) return CLI_USAGE;
   accel_buffer_view(r->bd, &r->dsm);
   if (r->bc) accel_buffer_view(r->bc, &r->cdsm);
   if (r->bt) accel_buffer_view(r->bt, &r->tdsm);
@@ -341,9 +420,26 @@ static const accel_array *output_view(svf_run *r, accel_array *v, int64_t at, ac
   return v;
 }
 
+/* A GeoTIFF grid: no-data where the DSM has none, compressed, georeferenced. */
+static accel_status save_tiff(svf_run *r, const char *path, const accel_array *a) {
+  const svf_args *args = r->a;
+  const float *dsm = r->dsm.data;
+  float *g = a->data;
+  for (int64_t i = 0; a->dtype == ACCEL_DTYPE_F32 && i < r->n; i++)
+    if (isnan(dsm[i])) g[i] = (float)args->nodata;
+  accel_tiff_save_options o;
+  accel_tiff_save_options_init(&o, sizeof o);
+  o.compression = args->uncompressed ? ACCEL_TIFF_COMPRESSION_NONE : ACCEL_TIFF_COMPRESSION_DEFLATE;
+  o.predictor = 0; /* readers without the floating-point predictor (tifffile without imagecodecs) read these */
+  o.geo = r->geo;
+  o.has_nodata = 1;
+  o.nodata = (double)(float)args->nodata;
+  return accel_tiff_save_image(r->ctx, path, a, &o);
+}
+
 /* Written: in the format asked for (matrices: .npy), counted in r->written. */
 static bool save(svf_run *r, const char *path, bool tif, const accel_array *a) {
-  const accel_status s = tif ? accel_tiff_save(r->ctx, path, a, r->geo) : accel_npy_save(r->ctx, path, a);
+  const accel_status s = tif ? save_tiff(r, path, a) : accel_npy_save(r->ctx, path, a);
   if (s) {
     cli_error("%s: %s", r->a->cmd, accel_last_error(r->ctx));
     return false;
@@ -372,9 +468,10 @@ static int cast_shadows(svf_run *r, cli_progress *bar) {
     return CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
   }
   bool ok = true;
+  const double sunlit = mean(&o[0], r->n); /* before no-data values are written in */
   for (int k = 0; k < 3; k++) ok = save(r, r->names->path[k], r->tif, &o[k]) && ok;
-  printf("shape\t%lld,%lld\nsunlit_fraction\t%.6f\nwritten\t%d\n", (long long)r->rows, (long long)r->cols,
-         mean(&o[0], r->n), r->written);
+  printf("shape\t%lld,%lld\nsunlit_fraction\t%.6f\nwritten\t%d\n", (long long)r->rows, (long long)r->cols, sunlit,
+         r->written);
   return ok ? CLI_OK : CLI_SOME_FAILED;
 }
 
@@ -396,16 +493,17 @@ static int sky_view(svf_run *r, cli_progress *bar) {
     cli_error("%s: %s", r->a->cmd, accel_last_error(r->ctx));
     return CLI_SOME_FAILED; /* options were checked: the inputs' content was refused */
   }
-  bool ok = true;
+  bool ok = !r->a->preview || pic_svf_preview(r->a->cmd, r->a->preview, &o[0]);
+  const double svf = mean(&o[0], r->n); /* before no-data values are written in */
   for (int k = 0; k < ngrids; k++) ok = save(r, r->names->path[k], r->tif, &o[k]) && ok;
   for (int k = 0; k < nmats; k++) ok = save(r, r->names->path[ngrids + k], false, &m[k]) && ok;
   printf("shape\t%lld,%lld\npatches\t%d\nmean_svf\t%.6f\nwritten\t%d\n", (long long)r->rows, (long long)r->cols,
-         (int)np, mean(&o[0], r->n), r->written);
+         (int)np, svf, r->written);
   return ok ? CLI_OK : CLI_SOME_FAILED;
 }
 
 static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) {
-  svf_args a = {.cmd = shadow ? "shadow" : "svf"};
+  svf_args a = {.cmd = shadow ? "shadow" : "svf", .nodata = -9999};
   accel_svf_options_init(&a.o, sizeof a.o);
   int rc = parse(argc, argv, &a, shadow);
   if (rc) return rc;
@@ -427,6 +525,8 @@ static int run_common(const cli_globals *g, int argc, char **argv, bool shadow) 
   accel_buffer_destroy(r.bt);
   accel_buffer_destroy(r.outbuf);
   accel_geo_destroy(r.geo);
+  accel_geo_destroy(r.ogeo[0]);
+  accel_geo_destroy(r.ogeo[1]);
   accel_ctx_destroy(r.ctx);
   return rc;
 }

@@ -80,6 +80,7 @@ static void usage(FILE *out) {
   cli_print_options(out, GLOBAL_OPTIONS, 25);
   fprintf(out,
           "\n"
+          "every command: --format json makes its report one JSON document (errors included)\n"
           "exit status: 0 success, 1 some inputs failed, 2 usage or set-up error\n"
           "'accel <command> --help' describes a command.\n");
 }
@@ -137,6 +138,22 @@ static int take_globals(cli_globals *g, const cli_option *options, int *argc, ch
   return CLI_OK;
 }
 
+/* A command (or subcommand) with its arguments: the global options taken
+ * out, the others first. */
+static int run_parsed(cli_globals *g, const cli_command *c, int argc, char **argv) {
+  if (take_globals(g, c->options, &argc, argv)) return CLI_USAGE;
+  if (!c->options) return c->run(g, argc, argv);
+  int pargc;
+  char **pargv = cli_permute(argc, argv, c->options, &pargc);
+  if (!pargv) {
+    cli_error("out of memory");
+    return CLI_USAGE;
+  }
+  int rc = c->run(g, pargc, pargv);
+  free(pargv);
+  return rc;
+}
+
 /* A command: its help, or its run on argv (argv[0] names it). */
 static int run_command(cli_globals *g, const cli_command *c, int argc, char **argv) {
   for (int j = 1; j < argc && strcmp(argv[j], "--") != 0; j++)
@@ -151,16 +168,29 @@ static int run_command(cli_globals *g, const cli_command *c, int argc, char **ar
     argc--;
     argv++;
   }
-  if (take_globals(g, c->options, &argc, argv)) return CLI_USAGE;
-  if (!c->options) return c->run(g, argc, argv);
-  int pargc;
-  char **pargv = cli_permute(argc, argv, c->options, &pargc);
-  if (!pargv) {
+  cli_json_set(cli_wants_json(argc, argv));
+  if (!cli_json_on()) return run_parsed(g, c, argc, argv);
+  if (c->json_native) {
+    const int rc = run_parsed(g, c, argc, argv);
+    if (!cli_json_begun()) cli_json_from_kv("", 0, rc); /* failed before its report */
+    return rc;
+  }
+  /* name<TAB>value lines captured, then one JSON object (glibc's stdout is a variable) */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *out = stdout, *mem = open_memstream(&text, &len);
+  if (!mem) {
     cli_error("out of memory");
+    cli_json_from_kv("", 0, CLI_USAGE);
     return CLI_USAGE;
   }
-  int rc = c->run(g, pargc, pargv);
-  free(pargv);
+  stdout = mem;
+  int rc = run_parsed(g, c, argc, argv);
+  const bool lost = fclose(mem) != 0;
+  stdout = out;
+  if (lost && !rc) rc = CLI_SOME_FAILED;
+  cli_json_from_kv(text ? text : "", text ? len : 0, rc);
+  free(text);
   return rc;
 }
 

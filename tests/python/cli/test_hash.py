@@ -51,7 +51,8 @@ class CliHash(CliTest):
         doc = json.loads(r.stdout)
         self.assertEqual(doc[0], {"path": files[0], "ahash": self.ref["hopper.jpg"]["ahash8"],
                                   "phash": self.ref["hopper.jpg"]["phash8"]})
-        self.assertEqual(doc[1], {"path": "/no/such.png", "error": "ACCEL_ERR_IO"})
+        self.assertEqual(doc[1], {"path": "/no/such.png", "error": "ACCEL_ERR_IO",
+                                  "message": "cannot open /no/such.png: No such file or directory"})
         self.assertEqual(json.loads(run("hash", "--format", "json", os.path.join(self.tmp)).stdout), [])
 
     def test_directories_are_walked_recursively_in_order(self):

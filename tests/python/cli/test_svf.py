@@ -104,7 +104,8 @@ class CliSvf(CliTest):
         dsm = os.path.join(self.tmp, "dsm.tif")
         self.write_geotiff(dsm, shape, data, 2.0)
         out = os.path.join(self.tmp, "g")
-        r = run("shadow", "--dsm", dsm, "--pixel-size", "2", "--azimuth", "180", "--altitude", "60", "--out", out)
+        r = run("shadow", "--dsm", dsm, "--pixel-size", "2", "--azimuth", "180", "--altitude", "60", "--out", out,
+                "--compression", "none")
         self.assertEqual(r.returncode, 0, r.stderr)
         r2 = run("shadow", "--dsm", dsm, "--pixel-size", "2", "--azimuth", "180", "--altitude", "60", "--out", out,
                  "--format", "npy")

@@ -1,0 +1,61 @@
+"""GPU arrays of CuPy and PyTorch given to the package on a machine with a CUDA
+device (the GPU suite, make gpu-check): the results equal those of the same
+data as numpy arrays, and come back as the input's kind of array on its
+device. Skips where no device is usable or neither library is installed."""
+import sys
+import unittest
+
+from support import clean_environment, require
+
+np = require("numpy")
+import accel  # noqa: E402
+
+clean_environment()
+
+
+def optional(name):
+    try:
+        return __import__(name)
+    except ImportError:
+        return None
+
+
+cupy = optional("cupy")
+torch = optional("torch")
+if not accel.backends()["cuda"]["available"]:
+    print("SKIP: no usable CUDA device (%s)" % accel.backends()["cuda"]["reason"])
+    sys.exit(77)
+if cupy is None and (torch is None or not torch.cuda.is_available()):
+    print("SKIP: neither CuPy nor PyTorch with CUDA is installed for %s" % sys.executable)
+    sys.exit(77)
+
+
+class GpuArrays(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = accel.Context(backend="cuda")
+        rng = np.random.default_rng(3)
+        cls.mask = rng.random((20, 30, 25)) > 0.3
+        cls.dsm = (rng.random((40, 50)) * 10).astype(np.float32)
+
+    def check(self, to_device, kind, to_host):
+        want = self.ctx.ct.edt(self.mask, sampling=(1, 2, 3))
+        got = self.ctx.ct.edt(to_device(self.mask.astype(np.uint8)), sampling=(1, 2, 3))
+        self.assertIsInstance(got, kind)
+        np.testing.assert_array_equal(to_host(got), want)
+        sky = self.ctx.svf.sky(to_device(self.dsm), 1.0)
+        self.assertIsInstance(sky["svf"], kind)
+        np.testing.assert_array_equal(to_host(sky["svf"]), self.ctx.svf.sky(self.dsm, 1.0)["svf"])
+
+    @unittest.skipIf(cupy is None, "CuPy is not installed")
+    def test_cupy(self):
+        self.check(cupy.asarray, cupy.ndarray, cupy.asnumpy)
+
+    @unittest.skipIf(torch is None or not torch.cuda.is_available(), "PyTorch with CUDA is not installed")
+    def test_torch(self):
+        self.check(lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda(), torch.Tensor,
+                   lambda t: t.cpu().numpy())
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
