@@ -8,7 +8,7 @@ run gives it, to the bit. Image files listed in a ``dask.bag`` are hashed a
 partition at a time on the workers, and the hashes feed an :class:`accel.Index`
 on the client.
 
-Dask is an optional dependency: ``pip install "dask[array,bag]" distributed``.
+Dask is an optional dependency: ``pip install "libaccel[dask]"``.
 Nothing here needs a cluster; with a ``dask.distributed.Client`` active the
 work runs on its workers (docs/dask.md shows a real cluster).
 

@@ -3,6 +3,7 @@ and sky view factors of the committed city cut into chunks equal the
 single-process grids bit for bit (and differ when the halo is left out), and
 a catalog hashed as a dask.bag equals imagehash's hashes and the
 single-process index's groups."""
+import doctest
 import gzip
 import io
 import os
@@ -154,6 +155,12 @@ class OnACluster(unittest.TestCase):
             self.assertEqual("%064x" % sum(w << (64 * (3 - k)) for k, w in enumerate(words)), rows[n]["phash16"], n)
             self.assertEqual(int(c[1][0]) >> (64 - 42), int(rows[n]["colorhash8"], 16), n)
             self.assertEqual([int(w) for w in c[1][1:]], [0, 0, 0], n)
+
+    def test_examples_run(self):
+        # the module's numpydoc examples, on the cluster (the client is Dask's default scheduler here)
+        result = doctest.testmod(adask, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        self.assertEqual(result.failed, 0)
+        self.assertGreaterEqual(result.attempted, 6)
 
 
 if __name__ == "__main__":
