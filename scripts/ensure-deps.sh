@@ -18,6 +18,9 @@ if [ "$what" = test ]; then
   pkgs="$pkgs cmake python3-venv patchelf" # tests/packaging: the CMake consumer, the wheel in a fresh venv
   pkgs="$pkgs chromium"     # headless: the test of accel dupes --html opens the report
   command -v rustc >/dev/null 2>&1 || pkgs="$pkgs rustc"
+  # cargo and the crates rust/ builds with, offline (tests/rust_crates.sh)
+  command -v cargo >/dev/null 2>&1 || pkgs="$pkgs cargo"
+  pkgs="$pkgs librust-bindgen-dev librust-pkg-config-dev"
 fi
 # libFuzzer and the sanitizer runtimes come with clang's runtime package; llvm
 # brings llvm-symbolizer for readable stacks
@@ -51,7 +54,7 @@ if [ -n "$missing" ]; then
 fi
 
 if [ "$what" = test ]; then
-  if ! "$python" -c 'import numpy, cffi, tifffile' >/dev/null 2>&1; then
+  if ! "$python" -c 'import numpy, cffi, tifffile, dask.array, dask.bag, distributed' >/dev/null 2>&1; then
     echo "ensure-deps: installing Python test packages for $python"
     "$python" -m pip install -q -r "$here/python/requirements-test.txt" 2>&1 | grep -v -i 'warning' || true
     "$python" -c 'import numpy, cffi, tifffile' >/dev/null 2>&1 ||

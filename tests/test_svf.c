@@ -396,6 +396,149 @@ START_TEST(bad_arguments_are_errors) {
 }
 END_TEST
 
+/* ------------------------------------------------------------ halo */
+
+/* The city's lowest height, highest top (DSM, canopy, trunk) and UMEP's stop
+ * height, computed here as docs/svf.md states them (no cell is negative or
+ * missing). */
+static void city_extent(const city *c, double *lowest, double *highest, double *amax) {
+  const float *d = view_of(c->dsm).data, *cd = view_of(c->cdsm).data, *td = view_of(c->tdsm).data;
+  double lo = INFINITY, hi = -INFINITY, top = -INFINITY, chi = 0;
+  for (int64_t i = 0; i < c->rows * c->cols; i++) {
+    const double dv = d[i], canopy = cd[i] ? (double)cd[i] + dv : 0, trunk = td[i] ? (double)td[i] + dv : 0;
+    lo = fmin(lo, dv);
+    hi = fmax(hi, dv);
+    chi = fmax(chi, cd[i]);
+    top = fmax(top, fmax(dv, fmax(canopy, trunk)));
+  }
+  *lowest = lo;
+  *highest = top;
+  *amax = fmax(hi, chi);
+}
+
+/* Rows r0..r1 and columns c0..c1 of a grid, as a strided view of it. */
+static accel_array window_of(accel_buffer *b, const int64_t w[4]) {
+  accel_array a = view_of(b);
+  a.data = (float *)a.data + w[0] * a.shape[1] + w[2];
+  a.shape[0] = w[1] - w[0];
+  a.shape[1] = w[3] - w[2];
+  return a;
+}
+
+/* Shadows for `sun` (3 grids) or the 15 SVF grids (sun NULL) of window w into
+ * out (window-sized grids one after the other); how many grids. */
+static int run_window(accel_ctx *ctx, const city *c, const accel_svf_options *opt, const double *sun,
+                      const int64_t w[4], float *out) {
+  accel_array dsm = window_of(c->dsm, w), cdsm = window_of(c->cdsm, w), tdsm = window_of(c->tdsm, w);
+  const int64_t rows = w[1] - w[0], cols = w[3] - w[2], n = rows * cols;
+  accel_array o[ACCEL_SVF_GRIDS];
+  const accel_array *grids[ACCEL_SVF_GRIDS];
+  const int ng = sun ? 3 : ACCEL_SVF_GRIDS;
+  for (int g = 0; g < ng; g++) {
+    o[g] = grid_f32(out + g * n, rows, cols);
+    grids[g] = &o[g];
+  }
+  accel_status s = sun ? accel_svf_shadows(ctx, &dsm, &cdsm, &tdsm, sun[0], sun[1], opt, &o[0], &o[1], &o[2])
+                       : accel_svf_sky(ctx, &dsm, &cdsm, &tdsm, opt, grids, NULL);
+  ck_assert_msg(s == ACCEL_OK, "%s", accel_last_error(ctx));
+  return ng;
+}
+
+/* The grid cut into 2 x 2 chunks, each run alone on its window (the chunk
+ * and hr rows, hc columns around it, clipped to the grid): the chunk's
+ * pixels that differ from the whole grid's run `whole`. */
+static int64_t chunk_differences(accel_ctx *ctx, const city *c, const accel_svf_options *opt, const double *sun,
+                                 const float *whole, int64_t hr, int64_t hc) {
+  float *out = malloc(sizeof(float) * (size_t)(c->rows * c->cols) * ACCEL_SVF_GRIDS);
+  int64_t differ = 0;
+  for (int q = 0; q < 4; q++) {
+    const int64_t r0 = q / 2 ? c->rows / 2 : 0, r1 = q / 2 ? c->rows : c->rows / 2;
+    const int64_t c0 = q % 2 ? c->cols / 2 : 0, c1 = q % 2 ? c->cols : c->cols / 2;
+    const int64_t w[4] = {r0 > hr ? r0 - hr : 0, r1 + hr < c->rows ? r1 + hr : c->rows, c0 > hc ? c0 - hc : 0,
+                          c1 + hc < c->cols ? c1 + hc : c->cols};
+    const int64_t wn = (w[1] - w[0]) * (w[3] - w[2]), n = c->rows * c->cols;
+    const int ng = run_window(ctx, c, opt, sun, w, out);
+    for (int g = 0; g < ng; g++)
+      for (int64_t r = r0; r < r1; r++)
+        for (int64_t k = c0; k < c1; k++)
+          differ += out[g * wn + (r - w[0]) * (w[3] - w[2]) + (k - w[2])] != whole[g * n + r * c->cols + k];
+  }
+  free(out);
+  return differ;
+}
+
+/* Chunks computed apart on windows with accel_svf_halo's halo give the whole
+ * grid's bits (the rule Dask's map_overlap relies on); without a halo they
+ * do not. 20 m pixels make the halo smaller than the chunks. */
+START_TEST(windows_with_the_halo_equal_the_whole_grid) {
+  accel_ctx *ctx = make_ctx(ACCEL_BACKEND_CPU, ACCEL_FALLBACK_ALLOW, NULL, ACCEL_LOG_WARN);
+  city c;
+  load_city(&c, TEST_DATA_DIR "/svf", "city_96x128_2m");
+  double lowest, highest, amax;
+  city_extent(&c, &lowest, &highest, &amax);
+  accel_svf_options opt;
+  accel_svf_options_init(&opt, sizeof opt);
+  opt.pixel_size = 20;
+  opt.max_height = amax;
+  float *whole = malloc(sizeof(float) * (size_t)(c.rows * c.cols) * ACCEL_SVF_GRIDS);
+  const int64_t all[4] = {0, c.rows, 0, c.cols};
+  for (int m = -1; m < 3; m++) {
+    const double *sun = m < 0 ? NULL : suns[m];
+    int64_t hr = -1, hc = -1, hr0 = -1, hc0 = -1;
+    ck_assert_msg(accel_svf_halo(&opt, c.rows, c.cols, lowest, highest, sun, &hr, &hc) == ACCEL_OK, "%s",
+                  accel_last_error(NULL));
+    ck_assert(hr >= 0 && hc >= 0 && hr < c.rows / 2 && hc < c.cols / 2);
+    /* the bound of docs/svf.md: (T - a_min) / (tan(H_min) * pixel) + 1 */
+    const double bound = (highest - lowest) / (tan((sun ? sun[1] : 6) * M_PI / 180) * opt.pixel_size) + 1;
+    EXPECT(hr <= bound + 1 && hc <= bound + 1, "halo %lld x %lld over the bound %g", (long long)hr, (long long)hc,
+           bound);
+    run_window(ctx, &c, &opt, sun, all, whole);
+    EXPECT(chunk_differences(ctx, &c, &opt, sun, whole, hr, hc) == 0, "mode %d: chunks with the halo differ", m);
+    if (!sun) {
+      ck_assert(hr > 0 && hc > 0);
+      EXPECT(chunk_differences(ctx, &c, &opt, sun, whole, 0, 0) > 0, "chunks without a halo do not differ");
+    }
+    /* max_height 0 stands for `highest`: never a smaller halo */
+    accel_svf_options o0 = opt;
+    o0.max_height = 0;
+    ck_assert_int_eq(accel_svf_halo(&o0, c.rows, c.cols, lowest, highest, sun, &hr0, &hc0), ACCEL_OK);
+    EXPECT(hr0 >= hr && hc0 >= hc, "halo %lld x %lld below %lld x %lld", (long long)hr0, (long long)hc0, (long long)hr,
+           (long long)hc);
+  }
+  free(whole);
+  free_city(&c);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+START_TEST(halo_arguments_are_checked) {
+  accel_svf_options opt;
+  accel_svf_options_init(&opt, sizeof opt);
+  int64_t hr = 7, hc = 7;
+  const double sun[2] = {90, 30}, low_sun[2] = {90, 0};
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 0, 5, NULL, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "pixel_size"));
+  opt.pixel_size = 1;
+  ck_assert_int_eq(accel_svf_halo(NULL, 10, 10, 0, 5, NULL, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 0, 5, NULL, NULL, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_svf_halo(&opt, 0, 10, 0, 5, NULL, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_svf_halo(&opt, (int64_t)1 << 31, 10, 0, 5, NULL, &hr, &hc), ACCEL_ERR_LIMIT);
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 5, 0, NULL, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 0, NAN, NULL, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 0, 5, low_sun, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "altitude"));
+  opt.patches = 150;
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 0, 5, NULL, &hr, &hc), ACCEL_ERR_INVALID_ARG);
+  ck_assert(hr == 7 && hc == 7); /* written only on success */
+  /* a flat grid needs no halo; a 5 m wall casts 5 pixels at 45 degrees */
+  ck_assert_int_eq(accel_svf_halo(&opt, 10, 10, 3, 3, sun, &hr, &hc), ACCEL_OK);
+  ck_assert(hr == 0 && hc == 0);
+  const double south[2] = {180, 45};
+  ck_assert_int_eq(accel_svf_halo(&opt, 50, 50, 0, 5, south, &hr, &hc), ACCEL_OK);
+  EXPECT(hr >= 5 && hr <= 6 && hc == 0, "halo %lld x %lld", (long long)hr, (long long)hc);
+}
+END_TEST
+
 static int cancel_at_half(void *user, const char *stage, double f) {
   (void)stage;
   *(double *)user = f;
@@ -561,6 +704,8 @@ static Suite *suite_svf(void) {
   tcase_add_test(tc, negative_and_missing_heights);
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_test(tc, progress_and_cancel);
+  tcase_add_test(tc, windows_with_the_halo_equal_the_whole_grid);
+  tcase_add_test(tc, halo_arguments_are_checked);
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_equals_cpu_in_emulation);
   tcase_add_test(tc, gpu_tiles_equal_cpu_in_emulation);

@@ -141,6 +141,36 @@ ACCEL_API accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, con
                                      const accel_array *tdsm, const accel_svf_options *options,
                                      const accel_array *const *grids, const accel_array *const *matrices);
 
+/* The halo of the tiles of a grid: how many rows and columns beyond a tile
+ * the rays that can still change one of its pixels read (docs/svf.md). A run
+ * on a window made of a tile and this halo on every side (clipped to the
+ * grid) gives the tile's pixels the values of the whole grid's run, provided
+ * the window's run stops its rays where the whole grid's run does (set
+ * max_height) and sees the same heights (a DSM that the whole grid's run
+ * would raise must be raised first: the window's own minimum would differ).
+ * This is what lets a grid be cut into chunks computed apart (Dask's
+ * map_overlap with this halo as depth).
+ *
+ * The grid is described by its size (rows x cols), its lowest DSM height
+ * `lowest` and its highest top `highest` (the largest of the DSM, the canopy
+ * CDSM + DSM and the trunk zone TDSM + DSM), as its run prepares them (no-data
+ * cells as 0, after the raise). `sun` (azimuth, altitude in degrees, as
+ * accel_svf_shadows takes them) gives the halo of that sun's shadows; NULL
+ * gives the halo of the sky view factors with options->patches. Of `options`
+ * only pixel_size, patches and max_height are used; max_height 0 stands for
+ * `highest`, never below UMEP's default stop height, so the halo is then
+ * never too small.
+ *
+ * ACCEL_ERR_INVALID_ARG for NULL options or outputs, an option accel_svf_sky
+ * would refuse, rows or cols below 1, a lowest or highest that is not
+ * finite, highest < lowest, a sun outside accel_svf_shadows's range;
+ * ACCEL_ERR_LIMIT for more than 2^30 - 1 rows or columns; ACCEL_ERR_VERSION;
+ * ACCEL_ERR_OUT_OF_MEMORY. Messages go to accel_last_error(NULL); the
+ * outputs are written only on success. Needs no context; safe to call from
+ * several threads at once. */
+ACCEL_API accel_status accel_svf_halo(const accel_svf_options *options, int64_t rows, int64_t cols, double lowest,
+                                      double highest, const double *sun, int64_t *halo_rows, int64_t *halo_cols);
+
 #ifdef __cplusplus
 }
 #endif

@@ -302,3 +302,36 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   accel__svf_job job = {.stage = "svf.sky", .mat_bytes = mat_bytes};
   return run_stage(ctx, __func__, all, &o, 0, 0, rows, cols, &job, v, ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES);
 }
+
+/* ------------------------------------------------------------ halo */
+
+accel_status accel_svf_halo(const accel_svf_options *options, int64_t rows, int64_t cols, double lowest, double highest,
+                            const double *sun, int64_t *halo_rows, int64_t *halo_cols) {
+  accel_svf_options o;
+  accel_status s = check_options(NULL, __func__, options, &o);
+  if (s) return s;
+  REQUIRE(NULL, halo_rows && halo_cols, ACCEL_ERR_INVALID_ARG, "halo_rows or halo_cols is NULL");
+  if (rows < 1 || cols < 1)
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "a grid of %lld x %lld cells is empty", (long long)rows, (long long)cols);
+  if (rows > INT32_MAX / 2 || cols > INT32_MAX / 2)
+    return FAIL(NULL, ACCEL_ERR_LIMIT, "a grid of %lld x %lld cells; at most %d per side", (long long)rows,
+                (long long)cols, INT32_MAX / 2);
+  if (!isfinite(lowest) || !isfinite(highest) || highest < lowest)
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "lowest %g and highest %g must be finite, lowest <= highest", lowest,
+                highest);
+  if (sun && !(sun[0] >= 0 && sun[0] <= 360))
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "azimuth %g must be in [0, 360] degrees (clockwise from north)", sun[0]);
+  if (sun && !(sun[1] > 0 && sun[1] <= 90))
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "altitude %g must be in (0, 90] degrees", sun[1]);
+  if (!sun && accel__svf_patch_count(o.patches) <= 0)
+    return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "patches %d: UMEP's options are 145, 153, 306 and 612", (int)o.patches);
+  const double amax = o.max_height > 0 ? o.max_height : highest;
+  accel__svf_plan *plan = sun ? accel__svf_plan_sun(sun[0], sun[1], rows, cols, amax, o.pixel_size)
+                              : accel__svf_plan_sky(o.patches, rows, cols, amax, o.pixel_size);
+  if (!plan) return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the ray steps");
+  accel__svf_plan_halo(plan, highest, lowest);
+  *halo_rows = plan->halo_rows;
+  *halo_cols = plan->halo_cols;
+  accel__svf_plan_free(plan);
+  return ACCEL_OK;
+}
