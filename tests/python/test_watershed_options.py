@@ -225,6 +225,36 @@ class WatershedOptions(unittest.TestCase):
             self.ctx.ct.watershed(image, markers[:3])
 
 
+REFS = os.path.join(os.path.dirname(__file__), "..", "data", "ct", "watershed_refs.npz")
+
+
+@unittest.skipUnless(os.path.exists(REFS), "tests/data/ct/watershed_refs.npz is absent")
+class AgainstScikitImage0193(unittest.TestCase):
+    """Labels that scikit-image 0.19.3 computed (tests/data/ct/make_watershed_refs.py)."""
+
+    def test_every_case(self):
+        import gzip
+        refs = np.load(REFS)
+        with gzip.open(os.path.join(os.path.dirname(REFS), "berea_pore", "edt.npy.gz"), "rb") as f:
+            edt = np.load(f)[:32, :32, :32]
+        count, real_first = int(refs["count"]), int(refs["real_first"])
+        self.assertGreater(count, 200)
+        with accel.Context() as ctx:
+            for k in range(count):
+                image = refs["%d_image" % k] if k < real_first else -edt
+                markers = refs["%d_markers" % k] if "%d_markers" % k in refs else None
+                if markers is not None and markers.ndim == 0:
+                    markers = int(markers)
+                mask = refs["%d_mask" % k] if "%d_mask" % k in refs else None
+                conn, wsl, compactness = refs["%d_args" % k]
+                got = ctx.ct.watershed(image, markers, mask=mask, connectivity=int(conn), watershed_line=bool(wsl),
+                                       compactness=float(compactness))
+                np.testing.assert_array_equal(got, refs["%d_labels" % k], err_msg="case %d: %s, markers %s, "
+                                              "conn %d, line %d, compactness %g, mask %s" % (
+                                                  k, image.shape, "array" if isinstance(markers, np.ndarray)
+                                                  else markers, conn, wsl, compactness, mask is not None))
+
+
 def brute_minima(image, conn):
     """Plateaus (equal values, connected) with no strictly lower neighbour, by
     a breadth-first search per plateau; none for a flat image."""
