@@ -237,22 +237,25 @@ class AgainstScikitImage0193(unittest.TestCase):
         refs = np.load(REFS)
         with gzip.open(os.path.join(os.path.dirname(REFS), "berea_pore", "edt.npy.gz"), "rb") as f:
             edt = np.load(f)[:32, :32, :32]
-        count, real_first = int(refs["count"]), int(refs["real_first"])
+        count, at = int(refs["count"]), 0
+        all_refs, all_args, all_labels = refs["refs"], refs["args"], refs["labels"]
         self.assertGreater(count, 200)
         with accel.Context() as ctx:
             for k in range(count):
-                image = refs["%d_image" % k] if k < real_first else -edt
-                markers = refs["%d_markers" % k] if "%d_markers" % k in refs else None
-                if markers is not None and markers.ndim == 0:
-                    markers = int(markers)
-                mask = refs["%d_mask" % k] if "%d_mask" % k in refs else None
-                conn, wsl, compactness = refs["%d_args" % k]
+                im_n, mk_n, mask_n, count_n = (int(v) for v in all_refs[k])
+                image = refs["array_%d" % im_n] if im_n >= 0 else -edt
+                markers = refs["array_%d" % mk_n] if mk_n >= 0 else (count_n or None)
+                mask = refs["array_%d" % mask_n] if mask_n >= 0 else None
+                conn, wsl, compactness = all_args[k]
+                want = all_labels[at:at + image.size].reshape(image.shape)
+                at += image.size
                 got = ctx.ct.watershed(image, markers, mask=mask, connectivity=int(conn), watershed_line=bool(wsl),
                                        compactness=float(compactness))
-                np.testing.assert_array_equal(got, refs["%d_labels" % k], err_msg="case %d: %s, markers %s, "
+                np.testing.assert_array_equal(got, want, err_msg="case %d: %s, markers %s, "
                                               "conn %d, line %d, compactness %g, mask %s" % (
                                                   k, image.shape, "array" if isinstance(markers, np.ndarray)
                                                   else markers, conn, wsl, compactness, mask is not None))
+        self.assertEqual(at, all_labels.size)
 
 
 def brute_minima(image, conn):

@@ -1,13 +1,15 @@
 """Reference labels for the watershed's options, made with scikit-image 0.19.3.
 
-Writes OUT (an .npz) with, for every case k, ``k_image``, ``k_markers``
-(an int32 array, or a 0-d int32 count, or absent for None), ``k_mask``
-(absent for None), ``k_args`` (connectivity, watershed_line, compactness as
-float64) and ``k_labels``: skimage.segmentation.watershed(image, markers,
-connectivity=..., mask=..., compactness=..., watershed_line=...). The real
-cases flood -edt of a 32^3 corner of the berea_pore fixture from its
-reference markers within its pores (edt > 0); they store no image (the test
-crops the fixture's edt.npy.gz).
+Writes OUT (an .npz) with the inputs once each as ``array_<n>``, and per
+case k (in order): ``refs[k]`` (the image's n, the markers' n or -1, the
+mask's n or -1, the marker count when markers are a count, else 0),
+``args[k]`` (connectivity, watershed_line, compactness) and the labels of
+skimage.segmentation.watershed(image, markers, connectivity=..., mask=...,
+compactness=..., watershed_line=...) (markers None when neither an array nor
+a count), raveled one after another in ``labels`` (int16). The real cases
+flood -edt of a 32^3 corner of the berea_pore fixture (image n = -1: the
+test crops the fixture's edt.npy.gz) from its reference markers within its
+pores (edt > 0).
 
 scikit-image 0.19.3 builds with numpy 1.26, Cython < 3 and Python 3.11:
 
@@ -39,32 +41,39 @@ def load(name):
         return np.load(f)
 
 
+def pool(out, a):
+    """The index n of array a in OUT ("array_<n>"), each array stored once."""
+    arrays = out.setdefault("_arrays", [])
+    for n, b in enumerate(arrays):
+        if b is a:
+            return n
+    arrays.append(a)
+    out["array_%d" % (len(arrays) - 1)] = a
+    return len(arrays) - 1
+
+
 def add(out, k, image, markers, mask, conn, opts, store_image=True):
     labels = watershed(image, markers, connectivity=conn, mask=mask, **opts)
-    if store_image:
-        out["%d_image" % k] = image
-    if isinstance(markers, np.ndarray):
-        out["%d_markers" % k] = markers.astype(np.int32)
-    elif markers is not None:
-        out["%d_markers" % k] = np.int32(markers)
-    if mask is not None:
-        out["%d_mask" % k] = mask.astype(bool)
-    out["%d_args" % k] = np.array([conn, opts.get("watershed_line", False), opts.get("compactness", 0.0)], float)
-    out["%d_labels" % k] = labels.astype(np.int32)
+    count = markers if markers is not None and not isinstance(markers, np.ndarray) else 0
+    out.setdefault("_refs", []).append([pool(out, image) if store_image else -1,
+                                        pool(out, markers) if isinstance(markers, np.ndarray) else -1,
+                                        pool(out, mask) if mask is not None else -1, count])
+    out.setdefault("_args", []).append([conn, opts.get("watershed_line", False), opts.get("compactness", 0.0)])
+    out.setdefault("_labels", []).append(labels.ravel())
     return k + 1
 
 
 def synthetic(out, k, rng):
-    for shape in ((23, 29), (9, 10, 11)):
+    for shape in ((37,), (23, 29), (9, 10, 11)):
+        distinct = rng.permutation(int(np.prod(shape))).reshape(shape) / 9.0
+        ties = rng.integers(0, 4, shape).astype(np.float64)  # plateaus: the heap's tie order
+        fine = 1.0 + rng.random(shape) * 1e-9  # differences below float32's resolution
+        mask = rng.random(shape) > 0.15
+        markers = np.zeros(shape, np.int32)
+        for label, p in enumerate(rng.choice(markers.size, 6, replace=False), 1):
+            markers.flat[p] = label
         for conn in range(1, len(shape) + 1):
             for opts in OPTIONS:
-                distinct = rng.permutation(int(np.prod(shape))).reshape(shape) / 9.0
-                ties = rng.integers(0, 4, shape).astype(np.float64)  # plateaus: the heap's tie order
-                fine = 1.0 + rng.random(shape) * 1e-9  # differences below float32's resolution
-                mask = rng.random(shape) > 0.15
-                markers = np.zeros(shape, np.int32)
-                for label, p in enumerate(rng.choice(markers.size, 6, replace=False), 1):
-                    markers.flat[p] = label
                 for image in (distinct, ties, fine):
                     for m in (None, mask):
                         k = add(out, k, image, markers, m, conn, opts)
@@ -78,9 +87,10 @@ def synthetic(out, k, rng):
 def real(out, k):
     edt = load("edt")[:32, :32, :32]
     markers = load("markers")[:32, :32, :32]
+    pores = edt > 0
     for conn in (1, 2, 3):
         for opts in OPTIONS[:3]:
-            k = add(out, k, -edt, markers, edt > 0, conn, opts, store_image=False)
+            k = add(out, k, -edt, markers, pores, conn, opts, store_image=False)
     return k
 
 
@@ -93,9 +103,14 @@ def main():
         sys.exit("numpy's argsort is not the portable introsort: set NPY_DISABLE_CPU_FEATURES (see above)")
     out = {}
     k = synthetic(out, 0, np.random.default_rng(20260501))
-    out["real_first"] = np.int32(k)
     k = real(out, k)
     out["count"] = np.int32(k)
+    out.pop("_arrays")
+    out["refs"] = np.array(out.pop("_refs"), np.int32)
+    out["args"] = np.array(out.pop("_args"), np.float64)
+    labels = np.concatenate(out.pop("_labels"))
+    assert 0 <= labels.min() and labels.max() < 2 ** 15
+    out["labels"] = labels.astype(np.int16)
     np.savez_compressed(sys.argv[1], **out)
     print("%d cases" % k)
 
