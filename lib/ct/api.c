@@ -365,7 +365,9 @@ accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const 
   if (options && (s = accel__versioned_in(ctx, __func__, "options", options, &o, sizeof o, WATERSHED_OPTIONS_V1)))
     return s;
   if ((s = check_watershed_options(ctx, __func__, &o))) return s;
-  const int rank = image->ndim >= 1 && image->ndim <= 3 ? image->ndim : 3;
+  REQUIRE(ctx, image->ndim >= 1 && image->ndim <= 3, ACCEL_ERR_INVALID_ARG, "image must be 1-D, 2-D or 3-D, not %d-D",
+          (int)image->ndim);
+  const int rank = image->ndim;
   REQUIRE(ctx, markers->ndim == image->ndim && out->ndim == image->ndim && (!mask || mask->ndim == image->ndim),
           ACCEL_ERR_INVALID_ARG, "markers, mask and out must have the image's %d dimensions", (int)image->ndim);
   const accel_array im3 = as_volume(image), mk3 = as_volume(markers), out3 = as_volume(out);

@@ -1,9 +1,11 @@
 """The watershed's scikit-image options (connectivity, watershed_line,
-compactness, markers as a count or None) against references written here
-from scikit-image 0.19.3's documented algorithm, and against its documented
-examples. scikit-image 0.19.3 itself has no wheel for this Python and numpy,
-and later releases flood differently (0.25 raises a neighbour's priority to
-its parent's and changed the watershed line's test), so they cannot serve."""
+compactness, markers as a count or None, float64 images): against labels
+scikit-image 0.19.3 itself computed (tests/data/ct/watershed_refs.npz, made
+by make_watershed_refs.py there: 0.19.3 has no wheel for this Python and
+numpy, and later releases flood differently, 0.25 raising a neighbour's
+priority to its parent's and testing the line against the voxel's own
+label), against a reference flood written here from 0.19.3's algorithm, and
+against scikit-image's documented examples."""
 
 import heapq
 import itertools
