@@ -669,6 +669,90 @@ START_TEST(argsort_orders_ties_as_numpy) {
 }
 END_TEST
 
+/* The options appended in the watershed's second version, on cases worked
+ * out by hand from scikit-image 0.19.3's flood (see accel/ct.h). */
+START_TEST(watershed_options_by_hand) {
+  accel_ctx *ctx = cpu_ctx();
+  accel_ct_watershed_options wo;
+  accel_ct_watershed_options_init(&wo, sizeof wo);
+  ck_assert_uint_eq(wo.connectivity, 1);
+  ck_assert_uint_eq(wo.watershed_line, 0);
+  ck_assert(wo.compactness == 0);
+  /* a ramp up to the middle (1-D): the middle pixel is reached from both
+   * basins, so the watershed line takes it; the markers keep their labels */
+  float ramp[7] = {0, 1, 2, 3, 2, 1, 0};
+  int32_t mk[9] = {1, 0, 0, 0, 0, 0, 2}, out[9];
+  accel_array im = array_of(ramp, ACCEL_DTYPE_F32, 1, (const int64_t[]){7}),
+              mka = array_of(mk, ACCEL_DTYPE_I32, 1, (const int64_t[]){7}),
+              outa = array_of(out, ACCEL_DTYPE_I32, 1, (const int64_t[]){7});
+  wo.watershed_line = 1;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im, &mka, NULL, &wo, &outa), ACCEL_OK);
+  ck_assert_mem_eq(out, ((const int32_t[]){1, 1, 1, 0, 2, 2, 2}), 7 * sizeof(int32_t));
+  /* a low channel from marker 2 (x = 7) towards marker 1 (x = 0), values
+   * 0 10 10 10 1 1 1 0 (float64): the plain flood pops x = 6, 5, 4 (at 1)
+   * before x = 1 (at 10), and x = 4's push labels x = 3 for marker 2;
+   * compact with 10, x = 3 is pushed from marker 1 at 10 + 10 * 3 = 40 and
+   * from marker 2 at 10 + 10 * 4 = 50, so marker 1's push pops first */
+  double row[8] = {0, 10, 10, 10, 1, 1, 1, 0};
+  memset(mk, 0, sizeof mk);
+  mk[0] = 1;
+  mk[7] = 2;
+  im = array_of(row, ACCEL_DTYPE_F64, 1, (const int64_t[]){8});
+  mka = array_of(mk, ACCEL_DTYPE_I32, 1, (const int64_t[]){8});
+  outa = array_of(out, ACCEL_DTYPE_I32, 1, (const int64_t[]){8});
+  wo.watershed_line = 0;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im, &mka, NULL, &wo, &outa), ACCEL_OK);
+  ck_assert_mem_eq(out, ((const int32_t[]){1, 1, 1, 2, 2, 2, 2, 2}), 8 * sizeof(int32_t));
+  wo.compactness = 10.0;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im, &mka, NULL, &wo, &outa), ACCEL_OK);
+  ck_assert_mem_eq(out, ((const int32_t[]){1, 1, 1, 1, 2, 2, 2, 2}), 8 * sizeof(int32_t));
+  /* 2-D: two voxels that touch only at a corner, the others outside the
+   * mask: 4-connected the second is not reached, 8-connected it is */
+  float sq[4] = {0, 9, 9, 1};
+  int32_t mk2[4] = {1, 0, 0, 0}, out2[4];
+  uint8_t diag[4] = {1, 0, 0, 1};
+  const int64_t s2[2] = {2, 2};
+  accel_array im2 = array_of(sq, ACCEL_DTYPE_F32, 2, s2), mk2a = array_of(mk2, ACCEL_DTYPE_I32, 2, s2),
+              out2a = array_of(out2, ACCEL_DTYPE_I32, 2, s2), diaga = array_of(diag, ACCEL_DTYPE_U8, 2, s2);
+  accel_ct_watershed_options_init(&wo, sizeof wo);
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im2, &mk2a, &diaga, &wo, &out2a), ACCEL_OK);
+  ck_assert_mem_eq(out2, ((const int32_t[]){1, 0, 0, 0}), sizeof out2);
+  wo.connectivity = 2;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im2, &mk2a, &diaga, &wo, &out2a), ACCEL_OK);
+  ck_assert_mem_eq(out2, ((const int32_t[]){1, 0, 0, 1}), sizeof out2);
+  /* 3-D: opposite corners of a 2x2x2 cube: only connectivity 3 joins them */
+  float cube[8] = {0};
+  int32_t mk3[8] = {5}, out3[8];
+  uint8_t ends[8] = {1, 0, 0, 0, 0, 0, 0, 1};
+  const int64_t s3[3] = {2, 2, 2};
+  accel_array im3 = array_of(cube, ACCEL_DTYPE_F32, 3, s3), mk3a = array_of(mk3, ACCEL_DTYPE_I32, 3, s3),
+              out3a = array_of(out3, ACCEL_DTYPE_I32, 3, s3), endsa = array_of(ends, ACCEL_DTYPE_U8, 3, s3);
+  for (uint32_t c = 1; c <= 4; c++) {
+    wo.connectivity = c;
+    ck_assert_int_eq(accel_ct_watershed(ctx, &im3, &mk3a, &endsa, &wo, &out3a), ACCEL_OK);
+    ck_assert_int_eq(out3[0], 5);
+    ck_assert_int_eq(out3[7], c >= 3 ? 5 : 0);
+  }
+  /* a caller built against the first version (struct_size up to
+   * progress_user) gets connectivity 1: the corner stays unreached */
+  wo.struct_size = (uint32_t)offsetof(accel_ct_watershed_options, connectivity);
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im3, &mk3a, &endsa, &wo, &out3a), ACCEL_OK);
+  ck_assert_int_eq(out3[7], 0);
+  /* bad options */
+  accel_ct_watershed_options_init(&wo, sizeof wo);
+  wo.connectivity = 0;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im3, &mk3a, &endsa, &wo, &out3a), ACCEL_ERR_INVALID_ARG);
+  wo.connectivity = 1;
+  wo.compactness = -1;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im3, &mk3a, &endsa, &wo, &out3a), ACCEL_ERR_INVALID_ARG);
+  wo.compactness = NAN;
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im3, &mk3a, &endsa, &wo, &out3a), ACCEL_ERR_INVALID_ARG);
+  /* markers of another dimensionality than the image */
+  ck_assert_int_eq(accel_ct_watershed(ctx, &im3, &mk2a, NULL, NULL, &out3a), ACCEL_ERR_INVALID_ARG);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A plateau between two markers splits by first-pushed-first: the left half
  * to the first marker, which pops first. */
 START_TEST(watershed_plateau_and_mask) {
@@ -1203,6 +1287,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, pipeline_refuses_non_finite_rescale);
   tcase_add_test(tc, argsort_orders_ties_as_numpy);
   tcase_add_test(tc, watershed_plateau_and_mask);
+  tcase_add_test(tc, watershed_options_by_hand);
   tcase_add_test(tc, network_equals_direct_sums);
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_test(tc, strided_views);

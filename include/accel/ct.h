@@ -188,19 +188,44 @@ typedef struct accel_ct_watershed_options {
   accel_ct_ties ties;   /* default ACCEL_CT_TIES_SKIMAGE */
   accel_progress_fn progress;
   void *progress_user;
+  /* Appended in the second version (callers built against the first get
+   * the defaults, which are the first version's behaviour): */
+  /* Neighbours: those at most `connectivity` orthogonal steps away (1:
+   * faces, default; 2: faces and edges; 3 or more: all 26 in 3-D), within
+   * the image's own dimensionality, as scipy.ndimage's
+   * generate_binary_structure; >= 1. */
+  uint32_t connectivity;
+  /* Nonzero: a one-voxel line of 0 between basins (scikit-image's
+   * watershed_line=True). Default 0. */
+  uint32_t watershed_line;
+  /* > 0: the compact watershed (scikit-image's compactness): a voxel's
+   * priority is its value plus compactness times its Euclidean distance
+   * (in voxels) to the marker that reached it. Default 0; finite, >= 0. */
+  double compactness;
 } accel_ct_watershed_options;
 
 ACCEL_API accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *options, size_t struct_size);
 
-/* scikit-image 0.19.3's watershed(image, markers, mask=mask) with
- * connectivity 1: a priority flood from the markers (I32, nonzero = a
- * label), lowest value first and, among equal values, first pushed first;
- * every voxel takes the label of the neighbour that reached it. Voxels
- * outside mask (U8; NULL = everywhere) stay 0, as do voxels no marker
- * reaches. `image`: F32 without NaN (flood -edt to split pores); `out`: I32
- * (may be the very array `markers`, must not overlap `image` or `mask`).
+/* scikit-image 0.19.3's watershed(image, markers, connectivity=...,
+ * mask=mask, compactness=..., watershed_line=...): a priority flood from
+ * the markers (I32, nonzero = a label), lowest (value, age) first, where the
+ * age counts pushes (markers 0); neighbours are visited in scikit-image's
+ * order for the connectivity (its offsets sorted by distance with numpy
+ * 1.x's argsort). Without watershed_line and compactness a voxel takes the
+ * label of the neighbour that first pushes it; with either it is labelled
+ * when popped (and, with watershed_line, left 0 and closed when its
+ * neighbours carry two different labels; with compactness its priority
+ * grows with the distance to its marker). Voxels outside mask (U8; NULL =
+ * everywhere) stay 0, as do voxels no marker reaches. `image`: F32 or F64
+ * (flooded in double precision as scikit-image does; F32 with connectivity
+ * 1 and neither option takes a faster path with the same result) without
+ * NaN (flood -edt to split pores), 1-D, 2-D or 3-D with its own
+ * dimensionality (the neighbours of a 2-D image are those of a plane);
+ * `markers`, `mask` and `out` of the image's shape; `out`: I32 (may be the
+ * very array `markers`, must not overlap `image` or `mask`).
  * ACCEL_ERR_INVALID_ARG also for NaN in `image` inside the mask, a marker
- * value of INT32_MIN (reserved) or unknown ties. */
+ * value of INT32_MIN (reserved), unknown ties, connectivity 0 or a
+ * compactness that is negative or not finite. */
 ACCEL_API accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,
                                           const accel_array *mask, const accel_ct_watershed_options *options,
                                           const accel_array *out);

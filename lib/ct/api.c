@@ -175,7 +175,7 @@ accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double 
 
 enum {
   MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options),
-  WATERSHED_OPTIONS_V1 = sizeof(accel_ct_watershed_options),
+  WATERSHED_OPTIONS_V1 = offsetof(accel_ct_watershed_options, connectivity), /* the first release's */
   PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options),
   OUTPUTS_V1 = sizeof(accel_ct_outputs)
 };
@@ -296,20 +296,21 @@ accel_status accel_ct_trim_markers(accel_ctx *ctx, const accel_array *edt, const
 }
 
 accel_status accel_ct_watershed_options_init(accel_ct_watershed_options *o, size_t struct_size) {
-  static const accel_ct_watershed_options DEFAULTS = {.ties = ACCEL_CT_TIES_SKIMAGE};
+  static const accel_ct_watershed_options DEFAULTS = {.ties = ACCEL_CT_TIES_SKIMAGE, .connectivity = 1};
   return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, WATERSHED_OPTIONS_V1);
 }
 
 /* The flood's start in one pass: the output is markers * mask; NaN values
  * of the image in the mask and the reserved marker value are refused. */
-static accel_status seed_flood(accel_ctx *ctx, const char *func, uint64_t n, const float *image, const uint8_t *mask,
-                               const int32_t *markers, int32_t *out) {
+static accel_status seed_flood(accel_ctx *ctx, const char *func, uint64_t n, const void *image, bool f64,
+                               const uint8_t *mask, const int32_t *markers, int32_t *out) {
   uint64_t bad_nan = UINT64_MAX, bad_marker = UINT64_MAX;
   for (uint64_t i = 0; i < n; i++) {
     const bool in = !mask || mask[i];
     const int32_t m = in ? markers[i] : 0;
     out[i] = m;
-    if (in && isnan(image[i]) && bad_nan == UINT64_MAX) bad_nan = i;
+    const bool nan = f64 ? isnan(((const double *)image)[i]) : isnan(((const float *)image)[i]);
+    if (in && nan && bad_nan == UINT64_MAX) bad_nan = i;
     if (m == INT32_MIN && bad_marker == UINT64_MAX) bad_marker = i;
   }
   if (bad_nan != UINT64_MAX)
@@ -320,36 +321,84 @@ static accel_status seed_flood(accel_ctx *ctx, const char *func, uint64_t n, con
   return ACCEL_OK;
 }
 
+/* The watershed's options beyond the tie rule: connectivity >= 1, a finite
+ * compactness >= 0. */
+static accel_status check_watershed_options(accel_ctx *ctx, const char *func, const accel_ct_watershed_options *o) {
+  accel_status s = check_ties(ctx, func, o->ties);
+  if (s) return s;
+  if (o->connectivity < 1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "connectivity %u must be >= 1", (unsigned)o->connectivity);
+  if (!(o->compactness >= 0) || isinf(o->compactness))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "compactness %g must be finite and >= 0", o->compactness);
+  return ACCEL_OK;
+}
+
+/* A 1-D or 2-D array as a (1, 1, n) or (1, ny, nx) volume (the strides of
+ * the added axes do not matter: their extent is 1); 3-D and others as they
+ * are (check_volume judges them). */
+static accel_array as_volume(const accel_array *a) {
+  accel_array v = *a;
+  if (a->ndim >= 1 && a->ndim < 3) {
+    const int add = 3 - a->ndim;
+    for (int i = 2; i >= add; i--) {
+      v.shape[i] = a->shape[i - add];
+      v.strides[i] = a->strides[i - add];
+    }
+    for (int i = 0; i < add; i++) {
+      v.shape[i] = 1;
+      v.strides[i] = 0;
+    }
+    v.ndim = 3;
+  }
+  return v;
+}
+
 accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,
                                 const accel_array *mask, const accel_ct_watershed_options *options,
                                 const accel_array *out) {
+  static const accel_dtype reals[] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_F64};
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  REQUIRE(ctx, image && markers && out, ACCEL_ERR_INVALID_ARG, "image, markers and out must not be NULL");
   accel_ct_watershed_options o;
   accel_ct_watershed_options_init(&o, sizeof o);
   accel_status s = ACCEL_OK;
   if (options && (s = accel__versioned_in(ctx, __func__, "options", options, &o, sizeof o, WATERSHED_OPTIONS_V1)))
     return s;
-  if ((s = check_ties(ctx, __func__, o.ties))) return s;
+  if ((s = check_watershed_options(ctx, __func__, &o))) return s;
+  REQUIRE(ctx, image->ndim >= 1 && image->ndim <= 3, ACCEL_ERR_INVALID_ARG, "image must be 1-D, 2-D or 3-D, not %d-D",
+          (int)image->ndim);
+  const int rank = image->ndim;
+  REQUIRE(ctx, markers->ndim == image->ndim && out->ndim == image->ndim && (!mask || mask->ndim == image->ndim),
+          ACCEL_ERR_INVALID_ARG, "markers, mask and out must have the image's %d dimensions", (int)image->ndim);
+  const accel_array im3 = as_volume(image), mk3 = as_volume(markers), out3 = as_volume(out);
+  const accel_array ms3 = mask ? as_volume(mask) : im3;
+  const accel_array *ms = mask ? &ms3 : NULL;
   accel__dims d;
-  s = check_volume(ctx, __func__, "image", image, F32, 1, &d, true);
-  if (!s) s = check_volume(ctx, __func__, "markers", markers, I32, 1, &d, false);
-  if (!s && mask) s = check_volume(ctx, __func__, "mask", mask, U8, 1, &d, false);
-  if (!s) s = check_volume(ctx, __func__, "out", out, I32, 1, &d, false);
-  if (!s) s = check_overlap(ctx, __func__, out, image, "image", false);
-  if (!s) s = check_overlap(ctx, __func__, out, mask, "mask", false);
-  if (!s) s = check_overlap(ctx, __func__, out, markers, "markers", true);
+  s = check_volume(ctx, __func__, "image", &im3, reals, 2, &d, true);
+  if (!s) s = check_volume(ctx, __func__, "markers", &mk3, I32, 1, &d, false);
+  if (!s && ms) s = check_volume(ctx, __func__, "mask", ms, U8, 1, &d, false);
+  if (!s) s = check_volume(ctx, __func__, "out", &out3, I32, 1, &d, false);
+  if (!s) s = check_overlap(ctx, __func__, &out3, &im3, "image", false);
+  if (!s) s = check_overlap(ctx, __func__, &out3, ms, "mask", false);
+  if (!s) s = check_overlap(ctx, __func__, &out3, &mk3, "markers", true);
   if (s) return s;
-  const bool alias = out->data == markers->data;
-  accel__view v[4] = {ACCEL__IN("image", image), ACCEL__IN("mask", mask),
-                      ACCEL__VIEW("out", out, alias ? ACCEL__VIEW_INOUT : ACCEL__VIEW_OUT),
-                      ACCEL__IN("markers", alias ? NULL : markers)};
+  const bool alias = out->data == markers->data, f64 = image->dtype == ACCEL_DTYPE_F64;
+  accel__view v[4] = {ACCEL__IN("image", &im3), ACCEL__IN("mask", ms),
+                      ACCEL__VIEW("out", &out3, alias ? ACCEL__VIEW_INOUT : ACCEL__VIEW_OUT),
+                      ACCEL__IN("markers", alias ? NULL : &mk3)};
   if ((s = accel__views_open(ctx, __func__, v, 4))) return s;
-  s = seed_flood(ctx, __func__, accel__dims_count(d), v[0].data, v[1].data, alias ? v[2].data : v[3].data, v[2].data);
+  s = seed_flood(ctx, __func__, accel__dims_count(d), v[0].data, f64, v[1].data, alias ? v[2].data : v[3].data,
+                 v[2].data);
   accel__views_close(v + 3, 1, s); /* the markers are in the output now */
   accel__ct_watershed_job job = {.d = d,
-                                 .image = v[0].data,
+                                 .image = f64 ? NULL : v[0].data,
+                                 .image64 = f64 ? v[0].data : NULL,
                                  .mask = v[1].data,
                                  .ties = o.ties,
+                                 .rank = rank,
+                                 .connectivity = o.connectivity,
+                                 .watershed_line = o.watershed_line != 0,
+                                 .compactness = o.compactness,
                                  .out = v[2].data,
                                  .progress = o.progress,
                                  .progress_user = o.progress_user};

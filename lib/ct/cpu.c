@@ -53,8 +53,17 @@ static accel_status cpu_markers(accel__call *call, accel__ct_markers_job *job) {
 }
 
 static accel_status cpu_watershed(accel__call *call, accel__ct_watershed_job *job) {
-  accel_status s =
-      accel__ct_watershed_cpu(job->image, job->mask, job->d, job->ties, job->out, job->progress, job->progress_user);
+  /* connectivity 1 (the faces, whose order is the same in every rank) over
+   * float32 without the options: the fast flood; the rest: the general one */
+  const bool plain =
+      job->image && (job->connectivity == 1 || job->rank == 1) && !job->watershed_line && !(job->compactness > 0);
+  const accel__ct_watershed_src src = {job->image, job->image64, job->mask};
+  const accel__ct_watershed_rule rule = {job->rank, job->connectivity, job->watershed_line,
+                                         job->ties == ACCEL_CT_TIES_STABLE, job->compactness};
+  accel_status s = plain
+                       ? accel__ct_watershed_cpu(job->image, job->mask, job->d, job->ties, job->out, job->progress,
+                                                 job->progress_user)
+                       : accel__ct_watershed_ext_cpu(&src, job->d, &rule, job->out, job->progress, job->progress_user);
   if (s == ACCEL_ERR_CANCELLED) accel__why(call->why, "cancelled by the progress callback");
   else if (s) return oom(call, "the flood");
   return s;

@@ -87,6 +87,24 @@ accel_status accel__ct_trim_markers_cpu(const float *map, accel__dims d, unsigne
 accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, accel__dims d, accel_ct_ties ties,
                                      int32_t *labels, accel_progress_fn progress, void *progress_user);
 
+/* The general flood (cpu_watershed_ext.c): any connectivity, the watershed
+ * line, compactness, float32 or float64 values (one of f32, f64 set). rank:
+ * the image's own dimensionality (1: d is (1, 1, n); 2: (1, ny, nx)). */
+typedef struct accel__ct_watershed_src {
+  const float *f32;
+  const double *f64;
+  const uint8_t *mask; /* NULL: everywhere */
+} accel__ct_watershed_src;
+typedef struct accel__ct_watershed_rule {
+  int rank;
+  unsigned connectivity; /* >= 1; above the rank means the rank */
+  bool watershed_line, stable;
+  double compactness; /* >= 0 */
+} accel__ct_watershed_rule;
+accel_status accel__ct_watershed_ext_cpu(const accel__ct_watershed_src *src, accel__dims d,
+                                         const accel__ct_watershed_rule *rule, int32_t *labels,
+                                         accel_progress_fn progress, void *progress_user);
+
 /* numpy 1.x's argsort(kind='quicksort') of float32 keys without NaN: the
  * introsort (median of three, insertion sort below 16, heapsort beyond the
  * depth limit) whose order of equal keys peak_local_max inherits. */

@@ -54,10 +54,15 @@ typedef struct accel__ct_markers_job {
  * op declines (accel__decline) any ties rule but ACCEL_CT_TIES_STABLE. */
 typedef struct accel__ct_watershed_job {
   accel__dims d;
-  const float *image;
-  const uint8_t *mask; /* NULL: everywhere */
+  const float *image;    /* F32 images */
+  const double *image64; /* F64 images (then image is NULL) */
+  const uint8_t *mask;   /* NULL: everywhere */
   accel_ct_ties ties;
-  int32_t *out; /* holds the markers on entry */
+  int rank;              /* the image's own dimensionality, 1..3 */
+  unsigned connectivity; /* >= 1 */
+  bool watershed_line;
+  double compactness; /* >= 0 */
+  int32_t *out;       /* holds the markers on entry */
   accel_progress_fn progress;
   void *progress_user;
 } accel__ct_watershed_job;

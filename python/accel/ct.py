@@ -20,7 +20,8 @@ CtMarkerOptions = c_struct("accel_ct_marker_options", """
     uint32_t struct_size; int32_t min_distance; double smooth_sigma; accel_progress_fn progress;
     void *progress_user; uint32_t trim; int32_t saddle_iterations; double nearby_factor; double spacing[3];""")
 CtWatershedOptions = c_struct("accel_ct_watershed_options", """
-    uint32_t struct_size; accel_ct_ties ties; accel_progress_fn progress; void *progress_user;""")
+    uint32_t struct_size; accel_ct_ties ties; accel_progress_fn progress; void *progress_user;
+    uint32_t connectivity; uint32_t watershed_line; double compactness;""")
 CtRegion = c_struct("accel_ct_region", """
     uint32_t struct_size; uint32_t label; uint64_t voxels; double volume; double equivalent_radius;
     double centroid[3]; double inscribed_radius;""")
@@ -497,30 +498,40 @@ class CT(ContextCalls):
                 o.spacing[i] = sp[i]
         return o
 
-    def watershed(self, image: Any, markers: Any, mask: Any = None, ties: str = "skimage",
+    def watershed(self, image: Any, markers: Any = None, mask: Any = None, ties: str = "skimage",
                   progress: ProgressArg = None, *, connectivity: int = 1, watershed_line: bool = False,
                   compactness: float = 0.0) -> Any:
-        """skimage.segmentation.watershed(image, markers, mask=mask): int32 labels.
+        """skimage.segmentation.watershed(image, markers, connectivity, mask=mask, ...): int32 labels.
+
+        scikit-image 0.19.3's flood, reproduced exactly, 1-D, 2-D or 3-D.
 
         Parameters
         ----------
         image : array
-            1-D, 2-D or 3-D, real, no NaN inside the mask; flooded as float32
-            (a float64 image whose values differ below float32 resolution may
-            flood in another order than scikit-image's float64 flood).
-        markers : array
-            Integers of the image's shape (nonzero = a label), taken as int32.
+            1-D, 2-D or 3-D, real, no NaN inside the mask. float64 and
+            integers wider than 16 bits are flooded in float64 (as
+            scikit-image floods every image); float32, float16, bool and
+            8- and 16-bit integers as float32 (exact for them).
+        markers : array, int or None
+            Integers of the image's shape (nonzero = a label), taken as int32;
+            an int: about that many seeds on a regular grid
+            (``skimage.util.regular_seeds``, the count scaled by the share of
+            the image inside the mask); None (default): the image's local
+            minima for the connectivity, numbered by connected group.
         mask : array, optional
             Any numeric dtype (nonzero = flood there); default everywhere.
         ties : {"skimage", "stable"}
             Order of equal values: scikit-image's heap, or C order.
         progress : None, True or callable(stage, fraction)
         connectivity : int
-            1 only (faces, scikit-image's default); others are not implemented.
+            Neighbours at most this many orthogonal steps away: 1 (faces,
+            default), 2 (8-connected in 2-D, 18 in 3-D), 3 (26 in 3-D); above
+            the image's dimensionality it means the full neighbourhood.
         watershed_line : bool
-            False only; lines of 0 between basins are not implemented.
+            True: a one-pixel line of 0 separates the basins.
         compactness : float
-            0 only; compact watershed is not implemented.
+            > 0: compact watershed (priority = value + compactness x
+            distance to the marker); >= 0.
 
         Returns
         -------
@@ -529,9 +540,11 @@ class CT(ContextCalls):
 
         Raises
         ------
+        ValueError
+            For shapes that differ, connectivity < 1, a negative or infinite
+            compactness, a marker count < 1, NaN in the image.
         NotImplementedError
-            For markers given as a count or None, connectivity other than 1,
-            watershed_line=True or compactness other than 0.
+            For a footprint array as connectivity.
 
         Examples
         --------
@@ -540,34 +553,61 @@ class CT(ContextCalls):
         >>> with accel.Context() as ctx:
         ...     ctx.ct.watershed(image, np.array([1, 0, 0, 0, 2])).tolist()
         [1, 1, 1, 2, 2]
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.watershed(image, watershed_line=True).tolist()
+        [1, 1, 0, 2, 2]
         """
         import numpy as np
-        self._watershed_supported(markers, connectivity, watershed_line, compactness)
+        conn = self._watershed_connectivity(connectivity)
         im, back = self._in(image, "image", (1, 2, 3))
-        shape = im.shape
-        im = self._as3d(real_as_f32(im, "image"))
-        mk = self._as3d(integer_as(self._in(markers, "markers", (1, 2, 3))[0], "int32", "markers"))
-        m = None if mask is None else self._as3d(mask_u8(self._in(mask, "mask", (1, 2, 3))[0]))
+        m = None if mask is None else mask_u8(self._in(mask, "mask", (1, 2, 3))[0])
+        if m is not None and m.shape != im.shape:
+            raise ValueError("mask has shape %s, the image %s" % (m.shape, im.shape))
+        mk = self._watershed_markers(im, markers, m, conn)
+        if mk.shape != im.shape:
+            raise ValueError("markers has shape %s, the image %s" % (mk.shape, im.shape))
+        wide = im.dtype.kind in "iu" and im.dtype.itemsize > 2
+        if im.dtype == np.float64 or wide:
+            im = np.ascontiguousarray(im, np.float64)
+            narrow = im.astype(np.float32)
+            if np.array_equal(narrow, im):  # every value exact in float32: the same flood, the faster path
+                im = narrow
+        else:
+            im = real_as_f32(im, "image")
         o = CtWatershedOptions.defaults()
         o.ties = choice("ties", TIES, ties)
+        o.connectivity = conn
+        o.watershed_line = 1 if watershed_line else 0
+        o.compactness = float(compactness)
         out = np.empty(im.shape, np.int32)
         with Call(progress) as c:
             o.progress = c.fn
             self._call(lib.accel_ct_watershed, ref(im), ref(mk), ref(m), ctypes.byref(o), ref(out, True))
-        return back(out.reshape(shape))
+        return back(out)
 
     @staticmethod
-    def _watershed_supported(markers: Any, connectivity: Any, watershed_line: Any, compactness: Any) -> None:
-        if markers is None or isinstance(markers, numbers.Integral):
-            raise NotImplementedError("markers must be an array of labels; markers given as a count or None "
-                                      "(local minima) are not implemented")
-        if connectivity != 1:
-            raise NotImplementedError("watershed connectivity %r is not implemented; only 1 (faces) is"
-                                      % (connectivity,))
-        if watershed_line:
-            raise NotImplementedError("watershed_line=True is not implemented")
-        if compactness != 0:
-            raise NotImplementedError("compact watershed (compactness > 0) is not implemented")
+    def _watershed_connectivity(connectivity: Any) -> int:
+        if not isinstance(connectivity, numbers.Integral):
+            if getattr(connectivity, "ndim", 0):
+                raise NotImplementedError("a footprint array as watershed connectivity is not implemented; "
+                                          "give an int (1, 2 or 3)")
+            raise TypeError("connectivity must be an int, not %s" % type(connectivity).__name__)
+        if connectivity < 1:
+            raise ValueError("connectivity must be >= 1, not %d" % connectivity)
+        return min(int(connectivity), 3)
+
+    def _watershed_markers(self, im: Any, markers: Any, mask: Any, conn: int) -> Any:
+        """The markers as int32 of the image's shape: given, a grid of a count, or the local minima."""
+        import numpy as np
+        from . import _seeds
+        on = None if mask is None else mask != 0
+        if markers is None:
+            if im.dtype.kind not in "biuf":
+                raise TypeError("image must be real numbers, not %s" % im.dtype)
+            return _seeds.local_minima_markers(im, on, conn)
+        if isinstance(markers, numbers.Integral) and not isinstance(markers, bool):
+            return _seeds.grid_markers(im.shape, int(markers), on)
+        return integer_as(self._in(markers, "markers", (1, 2, 3))[0], "int32", "markers")
 
     def network(self, labels: Any, edt: Any, spacing: Spacing = None) -> Dict[str, Any]:
         """The pore network of a label volume.

@@ -353,11 +353,9 @@ class Pythonic(unittest.TestCase):
                     np.testing.assert_array_equal(got, skimage_segmentation.watershed(
                         image, markers, mask=None if m is None else m != 0))
         image, markers = np.zeros((4, 4)), np.eye(4, dtype=np.int32)
-        for kwargs in ({"connectivity": 2}, {"watershed_line": True}, {"compactness": 0.5}):
-            with self.assertRaises(NotImplementedError):
-                self.ctx.ct.watershed(image, markers, **kwargs)
+        # connectivity, watershed_line, compactness and markers as a count or None: test_watershed_options.py
         with self.assertRaises(NotImplementedError):
-            self.ctx.ct.watershed(image, 3)
+            self.ctx.ct.watershed(image, markers, connectivity=np.ones((3, 3), bool))
         with self.assertRaises(NotImplementedError):
             self.ctx.ct.markers(image.astype(np.float32), image)
         with self.assertRaisesRegex(ValueError, "markers has values outside int32's range"):
