@@ -13,8 +13,9 @@ import os
 import sys
 import unittest
 
-import numpy as np
+from support import require
 
+np = require("numpy")
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
 import accel  # noqa: E402
 from accel import _seeds  # noqa: E402
