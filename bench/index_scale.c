@@ -3,14 +3,15 @@
  * without Python's memory and generation overhead.
  *
  *   cc -O2 -fopenmp bench/index_scale.c -Iinclude -Lbuild -laccel -o index_scale
- *   LD_LIBRARY_PATH=build ./index_scale N R THREADS random|clustered [SAMPLES]
+ *   LD_LIBRARY_PATH=build ./index_scale N R THREADS random|clustered [SAMPLES [auto|brute|mih]]
  *
  * random: uniform 64-bit codes. clustered: N / 10 groups of ten, each member
  * its group's random centre with 0 to 6 random bits flipped, positions
  * shuffled. Times accel_index_add plus accel_index_self_join (ids are the
  * positions), then checks SAMPLES entries (default 200) against a brute-force
  * scan of every code: the pairs that contain them must be exactly the codes
- * within R. Prints one JSON line.
+ * within R. The algorithm is chosen automatically unless named. Prints one
+ * JSON line.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <accel/core.h>
@@ -100,7 +101,7 @@ static bool check_samples(const uint64_t *codes, size_t n, uint32_t r, size_t np
 
 int main(int argc, char **argv) {
   if (argc < 5) {
-    fprintf(stderr, "usage: %s N R THREADS random|clustered [SAMPLES]\n", argv[0]);
+    fprintf(stderr, "usage: %s N R THREADS random|clustered [SAMPLES [auto|brute|mih]]\n", argv[0]);
     return 2;
   }
   const size_t n = strtoull(argv[1], NULL, 10), samples = argc > 5 ? strtoull(argv[5], NULL, 10) : 200;
@@ -129,6 +130,10 @@ int main(int argc, char **argv) {
   accel_search_options so;
   accel_search_options_init(&so, sizeof so);
   so.thresholds[0] = r;
+  const char *alg = argc > 6 ? argv[6] : "auto";
+  so.algorithm = !strcmp(alg, "brute") ? ACCEL_INDEX_BRUTE_FORCE
+                 : !strcmp(alg, "mih") ? ACCEL_INDEX_MULTI_INDEX
+                                       : ACCEL_INDEX_AUTO;
   accel_pairs *p = NULL;
   if (accel_index_self_join(ix, &so, &p)) {
     fprintf(stderr, "%s\n", accel_last_error(NULL));
@@ -140,9 +145,9 @@ int main(int argc, char **argv) {
   accel_pairs_view(p, &np, &first, &second, NULL, NULL);
   const bool ok = check_samples(codes, n, r, np, first, second, samples);
   printf(
-      "{\"n\": %zu, \"r\": %u, \"threads\": %d, \"data\": \"%s\", \"add_s\": %.3f, \"join_s\": %.3f, "
+      "{\"n\": %zu, \"r\": %u, \"threads\": %d, \"data\": \"%s\", \"algorithm\": \"%s\", \"add_s\": %.3f, \"join_s\": %.3f, "
       "\"total_s\": %.3f, \"pairs\": %zu, \"sampled\": %zu, \"sampled_equal\": %s}\n",
-      n, r, co.cpu_threads, clustered ? "clustered" : "random", t1 - t0, t2 - t1, t2 - t0, np, samples,
+      n, r, co.cpu_threads, clustered ? "clustered" : "random", alg, t1 - t0, t2 - t1, t2 - t0, np, samples,
       ok ? "true" : "false");
   accel_pairs_destroy(p);
   accel_index_destroy(ix);

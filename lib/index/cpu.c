@@ -541,11 +541,12 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, mih_pass
 /* ------------------------------------------------------------ the choice */
 
 /* Multi-index hashing's cost is counted in brute-force comparisons of two
- * one-word codes (mih.h): a visited bucket about 40 (a random memory
- * access), a candidate about 20 (measured with bench/index_bench.py on
- * x86-64 with AVX-512: 0.035 ns per compared pair on 2 cores, 0.7 ns per
- * candidate); comparisons of several fields or words cost more per pair in
- * the general kernel. */
+ * one-word codes (mih.h): a visited bucket about 160, a candidate about 80,
+ * the bucketing and the exact count included (calibrated with
+ * bench/index_scale.c on a 2-core x86-64 with AVX-512: brute force compares
+ * 5e10 pairs a second there, and at 100,000 random codes multi-index hashing
+ * and brute force tie at r = 10); comparisons of several fields or words
+ * cost more per pair in the general kernel. */
 /* A data-centre GPU's brute force against these 2 CPU cores' brute force, a
  * conservative guess (no GPU measurement yet): on a CUDA backend, AUTO runs
  * multi-index hashing on the CPU only where it wins by at least this. */

@@ -54,8 +54,9 @@ typedef struct accel__mih_table {
 
 /* Expected cost of one plan relative to a brute-force comparison of two
  * one-word codes: a visited bucket (a random memory access) and a candidate
- * (a pair of codes examined). */
-enum { ACCEL__MIH_VISIT_COST = 40, ACCEL__MIH_CANDIDATE_COST = 20 };
+ * (a pair of codes examined), with the bucketing and the exact count that
+ * precede the search spread over them. */
+enum { ACCEL__MIH_VISIT_COST = 160, ACCEL__MIH_CANDIDATE_COST = 80 };
 
 /* The cheapest plan for threshold r on `bits`-bit codes over n entries,
  * for a self-join (nq = 0) or nq range queries, on uniform codes. Always
