@@ -388,9 +388,10 @@ static void join_found(const mih_sub *j, size_t x, size_t y, const uint64_t *xw,
   accel__pair_push(pb, pi < qi ? pi : qi, pi < qi ? qi : pi);
 }
 
-/* Slots [x0, x1) against [y0, y1), or the pairs within [x0, x1) (same). */
-POPCNT_CLONES static void join_buckets(const mih_sub *j, size_t x0, size_t x1, size_t y0, size_t y1, bool same,
-                                       accel__pair_buf *pb) {
+/* Slots [x0, x1) against [y0, y1), or the pairs within [x0, x1) (same);
+ * inlined into join_keys, whose clones pick the popcount instruction once. */
+static inline __attribute__((always_inline)) void join_buckets(const mih_sub *j, size_t x0, size_t x1, size_t y0,
+                                                               size_t y1, bool same, accel__pair_buf *pb) {
   const uint32_t thr = j->s->thresholds[j->t->field], words = j->c->words;
   if (j->codes) { /* one word: the buckets' codes are contiguous */
     for (size_t x = x0; x < x1; x++) {
@@ -419,7 +420,7 @@ POPCNT_CLONES static void join_buckets(const mih_sub *j, size_t x0, size_t x1, s
 
 /* Keys [k0, k1) of the substring: each bucket with itself and with the
  * later buckets whose keys are within the radius (every bucket pair once). */
-static void join_keys(const mih_sub *j, size_t k0, size_t k1, accel__pair_buf *pb) {
+POPCNT_CLONES static void join_keys(const mih_sub *j, size_t k0, size_t k1, accel__pair_buf *pb) {
   for (size_t k = k0; k < k1; k++) {
     const uint32_t a0 = j->off[k], a1 = j->off[k + 1];
     if (a0 == a1) continue;
@@ -448,7 +449,7 @@ static accel_status get_tables(accel__call *call, accel__index_job *job, mih_pas
   return ACCEL_OK;
 }
 
-enum { JOIN_CHUNK = 1024 }; /* keys a scheduling unit */
+enum { JOIN_CHUNK = 1024, COST_SAMPLE = 16 }; /* keys a scheduling unit; chunks a counted one */
 
 static accel_status mih_join(accel__call *call, accel__index_job *job, mih_passes *passes) {
   progress p = {job, 0, 0, 0};
@@ -589,16 +590,20 @@ accel_status accel__index_gpu_decline(accel__call *call, const accel__index_job 
   return ACCEL_OK;
 }
 
-/* The exact cost of one substring on these codes: join, every bucket pair the
+/* The cost of one substring on these codes: join, every bucket pair the
  * search visits and the candidates they hold; range, the same expected for a
  * query drawn like the entries. */
 static double sub_cost(const mih_sub *j, bool join, int threads) {
   (void)threads; /* read by OpenMP pragmas only */
   const size_t nkeys = (size_t)1 << j->plan->shape.key_bits[j->sub];
   const double n = (double)j->t->n;
+  /* over 2^20 keys, one chunk of keys in COST_SAMPLE (the visits would cost
+   * as much as the search's own): an estimate, good enough for the choice */
+  const size_t every = nkeys > ((size_t)1 << 20) ? COST_SAMPLE : 1;
   double visits = 0, cand = 0;
 #pragma omp parallel for num_threads(threads) reduction(+ : visits, cand) schedule(dynamic, JOIN_CHUNK)
   for (long long k = 0; k < (long long)nkeys; k++) {
+    if (((size_t)k / JOIN_CHUNK) % every) continue;
     const double len = (double)(j->off[k + 1] - j->off[k]);
     if (len == 0) continue;
     double near = 0, seen = 0; /* entries in, and buckets visited at, the keys within the radius */
@@ -611,7 +616,7 @@ static double sub_cost(const mih_sub *j, bool join, int threads) {
     visits += join ? 1 + seen : (1 + seen) * len / n;
     cand += join ? len * (len - 1) / 2 + len * near : len * (len + near) / n;
   }
-  return visits * ACCEL__MIH_VISIT_COST + cand * ACCEL__MIH_CANDIDATE_COST;
+  return (visits * ACCEL__MIH_VISIT_COST + cand * ACCEL__MIH_CANDIDATE_COST) * (double)every;
 }
 
 /* AUTO: brute force for small sets and where even uniform codes would cost
