@@ -27,6 +27,19 @@ linearly; such cells are marked "est.". Every full run's pair set is checked
 against libaccel's (and sampled runs' neighbour counts).
 
 Results: a Markdown table on stdout and bench/results/index-<backend>-<date>.{md,json}.
+
+    python3 bench/index_bench.py --scale 1000000,3000000,10000000 [--scale-r 4]
+                                 [--scale-threads 1,2] [--scale-data random,clustered]
+
+times the self-join at scale instead (no peers, no Python in the loop):
+bench/index_scale.c is compiled against the build and run per N, data set
+(random; clustered: groups of ten codes, each its group's centre with 0 to 6
+bits flipped) and thread count; each run checks 100 sampled entries (20 from
+50 million codes on) against a brute-force scan of every code. Results:
+bench/results/index-scale-cpu-<date>.{md,json}, with the load average before
+and after each run (the machine may be shared). Clustered sets above 10
+million codes are skipped (their pair sets alone need about 10 GB), and from
+50 million codes on only the last thread count runs.
 """
 import argparse
 import datetime
@@ -324,6 +337,64 @@ def markdown(info, results, targets, sizes):
     return "\n".join(md)
 
 
+def scale_runs(args):
+    """--scale: the C driver per N, data set and thread count; returns rows."""
+    import subprocess
+    build = os.path.join(ROOT, args.build)
+    exe = os.path.join(build, "index_scale")
+    subprocess.run(["cc", "-O2", "-std=c11", os.path.join(HERE, "index_scale.c"), "-I", os.path.join(ROOT, "include"),
+                    "-L", build, "-laccel", "-o", exe], check=True)
+    env = dict(os.environ, LD_LIBRARY_PATH=build)
+    rows = []
+    for n in [int(x) for x in args.scale.split(",")]:
+        for data in args.scale_data.split(","):
+            if data == "clustered" and n > 10_000_000:
+                continue  # 160 million pairs and more: about 10 GB for the pair set alone
+            for threads in args.scale_threads.split(","):
+                if n >= 50_000_000 and threads != args.scale_threads.split(",")[-1]:
+                    continue  # the largest sets with the last thread count only
+                before = os.getloadavg()[0]
+                out = subprocess.run([exe, str(n), str(args.scale_r), threads, data, "100" if n < 50_000_000 else "20"],
+                                     env=env, capture_output=True, text=True)
+                if out.returncode not in (0, 1) or not out.stdout.strip():
+                    raise SystemExit("index_scale failed: " + out.stderr)
+                row = json.loads(out.stdout)
+                row["load_before"], row["load_after"] = before, os.getloadavg()[0]
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def scale_markdown(info, rows):
+    lines = ["# Hamming self-join at scale: libaccel, r = %d" % rows[0]["r"] if rows else "# (no runs)", ""]
+    lines += ["- %s: %s" % (k, v) for k, v in info.items()]
+    lines += ["- times: seconds; add = accel_index_add, join = accel_index_self_join (bucket tables included);",
+              "  sampled = entries whose pairs were compared with a brute-force scan of every code",
+              "- load: the 1-minute load average before and after the run (2 cores, shared)", "",
+              "| N | data | threads | add s | join s | total s | pairs | sampled equal | load |",
+              "| ---: | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"]
+    for r in rows:
+        lines.append("| {:,} | {} | {} | {:.3f} | {:.3f} | **{:.3f}** | {:,} | {} of {} | {:.1f} .. {:.1f} |".format(
+            r["n"], r["data"], r["threads"], r["add_s"], r["join_s"], r["total_s"], r["pairs"],
+            "all" if r["sampled_equal"] else "NOT", r["sampled"], r["load_before"], r["load_after"]))
+    return "\n".join(lines)
+
+
+def main_scale(args):
+    rows = scale_runs(args)
+    info = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "machine": "%s, %d cores" % (cpu_name(), os.cpu_count()),
+            "command": "bench/index_bench.py " + " ".join(sys.argv[1:])}
+    text = scale_markdown(info, rows)
+    print(text)
+    out = os.path.join(HERE, "results", "index-scale-cpu-%s" % datetime.date.today().isoformat())
+    with open(out + ".md", "w") as f:
+        f.write(text + "\n")
+    with open(out + ".json", "w") as f:
+        json.dump({"info": info, "results": rows}, f, indent=1)
+    return 0 if all(r["sampled_equal"] for r in rows) else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
@@ -332,7 +403,13 @@ def main():
     ap.add_argument("--backend", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--budget", type=float, default=30.0, help="seconds a peer's full run may take")
     ap.add_argument("--quick", action="store_true", help="N = 10000 only, r = 0, 5, 10")
+    ap.add_argument("--scale", help="sizes for the C driver at scale (no peers), e.g. 1000000,10000000")
+    ap.add_argument("--scale-r", type=int, default=4)
+    ap.add_argument("--scale-threads", default="1,2")
+    ap.add_argument("--scale-data", default="random,clustered")
     args = ap.parse_args()
+    if args.scale:
+        return main_scale(args)
     ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
 
     import numpy as np

@@ -5,6 +5,7 @@
 #include "emulated_gpu.h"
 #include "testutil.h"
 
+#include "index/mih.h"
 #include "index/ops.h"
 
 #include <signal.h>
@@ -244,6 +245,149 @@ START_TEST(multi_index_at_scale) {
     accel_index_destroy(ix);
     free_data(&d);
   }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* ------------------------------------------------------------ multi-index plans */
+
+/* Groups of ten: a random first code, the others it with 0..maxflips random
+ * bits flipped, so that pair distances straddle the threshold; ids ascend. */
+static dataset make_groups(size_t n, uint32_t bits, uint32_t maxflips, uint64_t seed) {
+  dataset d = make_data(n, bits, 1, false, seed);
+  for (size_t i = 0; i < n; i++) {
+    d.ids[i] = 3 * i + 7; /* ascending with the position: the pair sort's shortcut */
+    if (i % 10 == 0) continue;
+    uint64_t *c = d.codes + i * d.words;
+    memcpy(c, d.codes + (i - i % 10) * d.words, d.words * sizeof(uint64_t));
+    for (uint32_t k = (uint32_t)(rnd() % (maxflips + 1)); k > 0; k--) {
+      const uint64_t b = rnd() % bits;
+      c[b / 64] ^= 1ull << (b % 64);
+    }
+  }
+  return d;
+}
+
+/* Every pair of one-field codes within r, by ids (hardware popcount: fast
+ * enough for tens of thousands of codes, and independent of the index). */
+static pair *popcount_join(const dataset *d, uint32_t r, size_t *np) {
+  size_t cap = 1024, n = 0;
+  pair *p = malloc(cap * sizeof *p);
+  for (size_t i = 0; i < d->n; i++)
+    for (size_t j = i + 1; j < d->n; j++) {
+      uint32_t dist = 0;
+      for (uint32_t w = 0; w < d->words; w++)
+        dist += (uint32_t)__builtin_popcountll(d->codes[i * d->words + w] ^ d->codes[j * d->words + w]);
+      if (dist > r) continue;
+      if (n == cap) p = realloc(p, (cap *= 2) * sizeof *p);
+      const uint64_t a = d->ids[i], b = d->ids[j];
+      p[n++] = a < b ? (pair){a, b} : (pair){b, a};
+    }
+  qsort(p, n, sizeof *p, cmp_pair);
+  *np = n;
+  return p;
+}
+
+/* The plan's invariants: m <= r + 1 contiguous substrings covering the code,
+ * keys no longer than their substrings, radii summing to r - m + 1. */
+static void check_plan(const accel__mih_plan *p, uint32_t bits, uint32_t r, const char *what) {
+  uint32_t sum = 0, next = 0;
+  ck_assert_msg(p->shape.m >= 1 && p->shape.m <= r + 1, "%s: m = %u", what, p->shape.m);
+  for (uint32_t s = 0; s < p->shape.m; s++) {
+    ck_assert_msg(p->shape.start[s] == next && p->shape.len[s] >= 1, "%s: substring %u", what, s);
+    ck_assert_msg(p->shape.key_bits[s] >= 1 && p->shape.key_bits[s] <= p->shape.len[s] &&
+                      p->shape.key_bits[s] <= ACCEL__MIH_MAX_KEY_BITS,
+                  "%s: key of substring %u", what, s);
+    next += p->shape.len[s];
+    sum += p->radius[s];
+  }
+  ck_assert_msg(next == bits && sum == r + 1 - p->shape.m, "%s: %u bits, radii sum %u", what, next, sum);
+}
+
+/* Range search through multi-index hashing against the popcount scan:
+ * queries near entries (a few flips) and random ones. */
+static void check_mih_range(accel_index *ix, const dataset *d, uint32_t r, const char *what) {
+  dataset q = make_data(40, d->words * 64, 1, false, 500 + r);
+  for (size_t i = 0; i < 20; i++) {
+    uint64_t *c = q.codes + i * d->words;
+    memcpy(c, d->codes + (rnd() % d->n) * d->words, d->words * sizeof(uint64_t));
+    for (uint32_t k = (uint32_t)(rnd() % (r + 2)); k > 0; k--) {
+      const uint64_t b = rnd() % (d->words * 64);
+      c[b / 64] ^= 1ull << (b % 64);
+    }
+  }
+  accel_search_options o = search_options(r);
+  o.algorithm = ACCEL_INDEX_MULTI_INDEX;
+  accel_pairs *p = NULL;
+  ck_assert_int_eq(accel_index_range(ix, q.n, q.codes, &o, &p), ACCEL_OK);
+  pair *want = malloc(q.n * d->n * sizeof *want);
+  size_t nw = 0;
+  for (size_t qi = 0; qi < q.n; qi++)
+    for (size_t j = 0; j < d->n; j++) {
+      uint32_t dist = 0;
+      for (uint32_t w = 0; w < d->words; w++)
+        dist += (uint32_t)__builtin_popcountll(q.codes[qi * d->words + w] ^ d->codes[j * d->words + w]);
+      if (dist <= r) want[nw++] = (pair){qi, d->ids[j]};
+    }
+  qsort(want, nw, sizeof *want, cmp_pair);
+  const pairs_view v = view_pairs(p);
+  ck_assert_msg(v.n == nw, "%s range: %zu pairs, the scan %zu", what, v.n, nw);
+  for (size_t i = 0; i < nw; i++)
+    EXPECT(v.first[i] == want[i].a && v.second[i] == want[i].b, "%s range: pair %zu differs", what, i);
+  free(want);
+  accel_pairs_destroy(p);
+  free_data(&q);
+}
+
+/* Substrings and radii chosen from N as well as r (fewer, longer substrings
+ * searched within a radius by enumerating bit flips, keys shorter than their
+ * substrings, several substrings all with radius >= 1) find exactly the
+ * pairs of a popcount scan, on random codes and on groups whose distances
+ * straddle the threshold. */
+START_TEST(mih_plans_equal_brute_force) {
+  static const struct {
+    size_t n;
+    uint32_t bits, r;
+  } cases[] = {{300, 64, 1},    {300, 64, 4},  {300, 64, 20},  {300, 128, 9},  {300, 256, 14},
+               {3000, 64, 2},   {3000, 64, 9}, {3000, 64, 14}, {3000, 128, 6}, {3000, 128, 30},
+               {3000, 256, 20}, {8000, 64, 4}, {8000, 64, 9},  {8000, 128, 30}};
+  accel_ctx *ctx = cpu_ctx();
+  bool all_radii_positive = false, short_keys = false, exact_substrings = false;
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+    for (int clustered = 0; clustered < 2; clustered++) {
+      const size_t n = cases[c].n;
+      const uint32_t bits = cases[c].bits, r = cases[c].r;
+      char what[96];
+      snprintf(what, sizeof what, "%zu x %u bits %s r=%u", n, bits, clustered ? "groups" : "random", r);
+      accel__mih_plan plan;
+      accel__mih_choose(n, 0, bits, r, &plan);
+      check_plan(&plan, bits, r, what);
+      uint32_t min_radius = UINT32_MAX;
+      for (uint32_t s = 0; s < plan.shape.m; s++) {
+        if (plan.radius[s] < min_radius) min_radius = plan.radius[s];
+        if (plan.shape.key_bits[s] < plan.shape.len[s]) short_keys = true;
+      }
+      all_radii_positive |= plan.shape.m > 1 && min_radius >= 1;
+      exact_substrings |= plan.shape.m > 1 && plan.radius[0] == 0;
+      dataset d = clustered ? make_groups(n, bits, r, 600 + c) : make_data(n, bits, 1, false, 700 + c);
+      accel_index *ix = build(ctx, &d);
+      size_t nref;
+      pair *ref = popcount_join(&d, r, &nref);
+      accel_search_options o = search_options(r);
+      o.algorithm = ACCEL_INDEX_MULTI_INDEX;
+      accel_pairs *p = NULL;
+      ck_assert_msg(accel_index_self_join(ix, &o, &p) == ACCEL_OK, "%s: %s", what, accel_last_error(NULL));
+      const pairs_view v = view_pairs(p);
+      ck_assert_msg(v.n == nref, "%s: %zu pairs, the scan %zu", what, v.n, nref);
+      for (size_t i = 0; i < nref; i++)
+        EXPECT(v.first[i] == ref[i].a && v.second[i] == ref[i].b, "%s: pair %zu differs", what, i);
+      accel_pairs_destroy(p);
+      if (n <= 3000) check_mih_range(ix, &d, r, what);
+      free(ref);
+      accel_index_destroy(ix);
+      free_data(&d);
+    }
+  ck_assert_msg(all_radii_positive && short_keys && exact_substrings, "the cases cover every kind of plan");
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -812,6 +956,7 @@ Suite *suite_index(void) {
   tcase_add_test(tc, joins_equal_the_reference);
   tcase_add_test(tc, several_fields_and_both_rules);
   tcase_add_test(tc, multi_index_at_scale);
+  tcase_add_test(tc, mih_plans_equal_brute_force);
   tcase_add_test(tc, range_and_knn_equal_the_reference);
   tcase_add_test(tc, grouping_is_connected_components);
   tcase_add_test(tc, add_remove_get_find_meta);

@@ -86,6 +86,99 @@ void accel_pairs_destroy(accel_pairs *p) {
   free(p);
 }
 
+/* ------------------------------------------------------------ sorting many pairs */
+
+typedef struct key_at {
+  uint64_t key, at; /* at: the pair's number, or its distance */
+} key_at;
+
+/* LSD radix sort of v by the low `bits` bits of its keys, 11 bits a pass
+ * (stable; tmp: scratch of n). */
+static void radix_key_at(key_at *v, key_at *tmp, size_t n, uint32_t bits) {
+  key_at *src = v, *dst = tmp;
+  for (uint32_t shift = 0; shift < bits; shift += 11) {
+    size_t count[2049] = {0};
+    for (size_t i = 0; i < n; i++) count[((src[i].key >> shift) & 2047) + 1]++;
+    for (int b = 0; b < 2048; b++) count[b + 1] += count[b];
+    for (size_t i = 0; i < n; i++) dst[count[(src[i].key >> shift) & 2047]++] = src[i];
+    key_at *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != v) memcpy(v, src, n * sizeof *v);
+}
+
+/* The rank of every entry's id (ids are distinct) and the ids in rank order;
+ * both NULL when the ids ascend with the position (rank = position). */
+static bool id_ranks(const uint64_t *ids, size_t n, uint32_t **rank, uint64_t **sorted) {
+  *rank = NULL;
+  *sorted = NULL;
+  size_t i = 1;
+  while (i < n && ids[i - 1] < ids[i]) i++;
+  if (i >= n) return true;
+  key_at *v = malloc(n * sizeof *v), *tmp = malloc(n * sizeof *tmp);
+  *rank = malloc(n * sizeof(uint32_t));
+  *sorted = malloc(n * sizeof(uint64_t));
+  const bool ok = v && tmp && *rank && *sorted;
+  if (ok) {
+    for (i = 0; i < n; i++) v[i] = (key_at){ids[i], i};
+    radix_key_at(v, tmp, n, 64);
+    for (i = 0; i < n; i++) {
+      (*rank)[v[i].at] = (uint32_t)i;
+      (*sorted)[i] = v[i].key;
+    }
+  }
+  free(v);
+  free(tmp);
+  return ok;
+}
+
+static uint32_t bits_for(size_t n) {
+  uint32_t b = 1;
+  while (b < 64 && ((uint64_t)1 << b) < n) b++;
+  return b;
+}
+
+/* finish_pairs for many pairs: each pair as one integer (the ranks of its
+ * ids, or the query number and the rank), radix-sorted, the ids and
+ * distances filled in on `threads` threads. Returns false (nothing done)
+ * where that does not apply or memory is short; the caller sorts then. */
+static bool finish_pairs_radix(accel_pairs *p, const accel__codes *x, const accel__codes *y, const uint64_t *ids,
+                               bool join, int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
+  const size_t n = p->n, ny = y->n;
+  const uint32_t lb = bits_for(ny), hb = join ? lb : bits_for(x->n);
+  if (n < 4096 || hb + lb > 64) return false;
+  uint32_t *rank = NULL;
+  uint64_t *sorted = NULL;
+  key_at *v = malloc(n * sizeof *v), *tmp = malloc(n * sizeof *tmp);
+  bool ok = v && tmp && id_ranks(ids, ny, &rank, &sorted);
+  if (ok) { /* one field: the payload is the distance, so that no pass after the sort reads the codes */
+    const bool one = p->nfields == 1;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long i = 0; i < (long long)n; i++) {
+      const uint32_t a = p->a[i], b = p->b[i];
+      const uint64_t ra = join ? (rank ? rank[a] : a) : a, rb = rank ? rank[b] : b;
+      v[i] = (key_at){join && ra > rb ? rb << lb | ra : ra << lb | rb, one ? accel__field_distance(x, a, y, b, 0) : i};
+    }
+    radix_key_at(v, tmp, n, hb + lb);
+    const uint64_t low = ((uint64_t)1 << lb) - 1, *by_rank = sorted ? sorted : ids;
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (long long i = 0; i < (long long)n; i++) {
+      p->first[i] = join ? by_rank[v[i].key >> lb] : v[i].key >> lb;
+      p->second[i] = by_rank[v[i].key & low];
+      if (one) p->dist[i] = (uint32_t)v[i].at;
+      for (uint32_t f = 0; !one && f < p->nfields; f++)
+        p->dist[(size_t)i * p->nfields + f] = accel__field_distance(x, p->a[v[i].at], y, p->b[v[i].at], f);
+    }
+  }
+  free(v);
+  free(tmp);
+  free(rank);
+  free(sorted);
+  return ok;
+}
+
 typedef struct key_pos {
   uint64_t first, second;
   size_t at;
@@ -99,34 +192,34 @@ static int cmp_key(const void *x, const void *y) {
 /* Positions to ids (join: the smaller id first; range: the query number
  * first), the distances of every field, then sorted by (first, second). */
 static accel_status finish_pairs(accel_pairs *p, const accel__codes *x, const accel__codes *y, const uint64_t *ids,
-                                 bool join) {
+                                 bool join, int threads) {
   const size_t n = p->n;
-  key_pos *k = malloc((n ? n : 1) * sizeof *k);
   p->first = malloc((n ? n : 1) * sizeof(uint64_t));
   p->second = malloc((n ? n : 1) * sizeof(uint64_t));
   p->dist = malloc((n ? n : 1) * p->nfields * sizeof(uint32_t));
-  if (!k || !p->first || !p->second || !p->dist) {
-    free(k);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  for (size_t i = 0; i < n; i++) {
-    uint64_t f = join ? ids[p->a[i]] : p->a[i], s = ids[p->b[i]];
-    if (join && f > s) {
-      uint64_t t = f;
-      f = s;
-      s = t;
+  if (!p->first || !p->second || !p->dist) return ACCEL_ERR_OUT_OF_MEMORY;
+  if (!finish_pairs_radix(p, x, y, ids, join, threads)) {
+    key_pos *k = malloc((n ? n : 1) * sizeof *k);
+    if (!k) return ACCEL_ERR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < n; i++) {
+      uint64_t f = join ? ids[p->a[i]] : p->a[i], s = ids[p->b[i]];
+      if (join && f > s) {
+        uint64_t t = f;
+        f = s;
+        s = t;
+      }
+      k[i] = (key_pos){f, s, i};
     }
-    k[i] = (key_pos){f, s, i};
+    qsort(k, n, sizeof *k, cmp_key);
+    for (size_t i = 0; i < n; i++) {
+      const size_t at = k[i].at;
+      p->first[i] = k[i].first;
+      p->second[i] = k[i].second;
+      for (uint32_t f = 0; f < p->nfields; f++)
+        p->dist[i * p->nfields + f] = accel__field_distance(x, p->a[at], y, p->b[at], f);
+    }
+    free(k);
   }
-  qsort(k, n, sizeof *k, cmp_key);
-  for (size_t i = 0; i < n; i++) {
-    const size_t at = k[i].at;
-    p->first[i] = k[i].first;
-    p->second[i] = k[i].second;
-    for (uint32_t f = 0; f < p->nfields; f++)
-      p->dist[i * p->nfields + f] = accel__field_distance(x, p->a[at], y, p->b[at], f);
-  }
-  free(k);
   free(p->a);
   free(p->b);
   p->a = p->b = NULL;
@@ -198,7 +291,7 @@ static accel_status search_pairs(accel_index *ix, const char *func, bool join, s
   const bool skip = join ? ix->n < 2 : nq == 0 || ix->n == 0;
   st = run_search(ix, &job, join ? run_join : run_range, &sink, skip);
   if (!st && p->oom) st = accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pairs");
-  if (!st && finish_pairs(p, join ? &job.codes : &job.queries, &job.codes, ix->ids, join))
+  if (!st && finish_pairs(p, join ? &job.codes : &job.queries, &job.codes, ix->ids, join, accel__ctx_threads(ix->ctx)))
     st = accel__fail_in(ix->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory sorting %zu pairs", p->n);
   free(storage);
   if (st) {

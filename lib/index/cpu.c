@@ -260,29 +260,52 @@ static accel_status bf_range(accel__call *call, accel__index_job *job) { return 
 /* With rule ALL, one field drives the search (the smallest threshold: the
  * fewest candidates) and every candidate is checked on all fields. With rule
  * ANY, each field drives a pass, and a pair is emitted in the pass of the
- * first field it matches on, so once. */
-typedef struct mih_plan {
+ * first field it matches on, so once. Each pass has its own plan (substrings
+ * and radii, mih.h) for its field's threshold. */
+typedef struct mih_passes {
   int npasses;
-  uint32_t field[ACCEL_INDEX_MAX_FIELDS], m[ACCEL_INDEX_MAX_FIELDS];
-} mih_plan;
+  uint32_t field[ACCEL_INDEX_MAX_FIELDS];
+  accel__mih_plan plan[ACCEL_INDEX_MAX_FIELDS];
+  uint32_t **masks; /* [pass * ACCEL__MIH_MAX_M + substring]: the flips to enumerate */
+  size_t *nmasks;
+} mih_passes;
 
-static bool plan_mih(const accel__codes *c, const accel__search *s, uint32_t bits, mih_plan *p) {
-  memset(p, 0, sizeof *p);
-  if (s->rule == ACCEL_INDEX_ALL) {
-    uint32_t best = 0;
-    for (uint32_t f = 1; f < c->nfields; f++)
-      if (s->thresholds[f] < s->thresholds[best]) best = f;
-    p->npasses = 1;
-    p->field[0] = best;
-    p->m[0] = accel__mih_substrings(bits, s->thresholds[best]);
-    return p->m[0] != 0;
+/* The passes for n entries and nq range queries (0: a self-join); malloc'd
+ * (plans are large), NULL when out of memory. */
+static mih_passes *plan_mih(uint32_t nfields, size_t n, size_t nq, const accel__search *s, uint32_t bits) {
+  mih_passes *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  p->npasses = s->rule == ACCEL_INDEX_ALL ? 1 : (int)nfields;
+  for (uint32_t f = 0; f < nfields; f++) {
+    if (s->rule == ACCEL_INDEX_ANY) p->field[f] = f;
+    else if (s->thresholds[f] < s->thresholds[p->field[0]]) p->field[0] = f;
   }
-  p->npasses = (int)c->nfields;
-  for (uint32_t f = 0; f < c->nfields; f++) {
-    p->field[f] = f;
-    p->m[f] = accel__mih_substrings(bits, s->thresholds[f]);
-    if (!p->m[f]) return false;
-  }
+  for (int k = 0; k < p->npasses; k++) accel__mih_choose(n, nq, bits, s->thresholds[p->field[k]], &p->plan[k]);
+  return p;
+}
+
+static void free_passes(mih_passes *p) {
+  if (!p) return;
+  if (p->masks)
+    for (size_t i = 0; i < (size_t)p->npasses * ACCEL__MIH_MAX_M; i++) free(p->masks[i]);
+  free(p->masks);
+  free(p->nmasks);
+  free(p);
+}
+
+/* The bit flips of every substring of every pass (false: out of memory). */
+static bool make_masks(mih_passes *p) {
+  if (p->masks) return true;
+  const size_t slots = (size_t)p->npasses * ACCEL__MIH_MAX_M;
+  p->masks = calloc(slots, sizeof *p->masks);
+  p->nmasks = calloc(slots, sizeof *p->nmasks);
+  if (!p->masks || !p->nmasks) return false;
+  for (int k = 0; k < p->npasses; k++)
+    for (uint32_t sub = 0; sub < p->plan[k].shape.m; sub++) {
+      const size_t i = (size_t)k * ACCEL__MIH_MAX_M + sub;
+      p->masks[i] = accel__mih_masks(p->plan[k].shape.key_bits[sub], p->plan[k].radius[sub], &p->nmasks[i]);
+      if (!p->masks[i]) return false;
+    }
   return true;
 }
 
@@ -307,69 +330,116 @@ static inline bool others_agree(const accel__codes *a, size_t i, const accel__co
   return true;
 }
 
-/* Did an earlier substring than `sub` already match exactly? Then the pair
- * belongs to that substring's run (each pair is examined once). `x` holds
- * the XOR of the two codes of the driving field. */
-static inline bool earlier_substring_equal(const accel__mih_table *t, const uint64_t *x, uint32_t sub) {
+/* Is a pair (x: the XOR of the driving field's codes) reported through
+ * substring sub? Only if within that substring's radius (its key may be
+ * shorter than the substring) and within no earlier substring's radius (that
+ * substring reports it): every pair once, without a set of seen pairs. */
+static inline bool substring_owns(const accel__mih_plan *p, const uint64_t *x, uint32_t sub) {
+  const accel__mih_shape *sh = &p->shape;
+  if (sh->key_bits[sub] < sh->len[sub] && accel__words_popcount(x, sh->start[sub], sh->len[sub]) > p->radius[sub])
+    return false;
   for (uint32_t s2 = 0; s2 < sub; s2++)
-    if (accel__words_substring(x, t->start[s2], t->len[s2]) == 0) return true;
-  return false;
-}
-
-/* Per-thread copies of one run's positions and codes (the driving field),
- * so that the pairs of a run read contiguous memory. */
-typedef struct run_buf {
-  uint32_t *pos;
-  uint64_t *code;
-  size_t cap;
-} run_buf;
-
-static bool run_buf_reserve(run_buf *rb, size_t n, uint32_t words) {
-  if (n <= rb->cap) return true;
-  size_t cap = rb->cap ? rb->cap : 64;
-  while (cap < n) cap *= 2;
-  uint32_t *pos = realloc(rb->pos, cap * sizeof(uint32_t));
-  if (pos) rb->pos = pos;
-  uint64_t *code = pos ? realloc(rb->code, cap * words * sizeof(uint64_t)) : NULL;
-  if (code) rb->code = code;
-  if (!code) return false;
-  rb->cap = cap;
+    if (accel__words_popcount(x, sh->start[s2], sh->len[s2]) <= p->radius[s2]) return false;
   return true;
 }
 
-/* Every pair within the run [a0, a1) of substring `sub` of the driving field. */
-POPCNT_CLONES static void mih_join_run(const accel__codes *c, const accel__mih_table *t, uint32_t sub, size_t a0,
-                                       size_t a1, const accel__search *s, run_buf *rb, accel__pair_buf *pb) {
-  const uint32_t f = t->field, words = c->words, thr = s->thresholds[f];
-  const uint32_t *order = t->order + (size_t)sub * t->n;
-  const size_t len = a1 - a0;
-  for (size_t x = 0; x < len; x++) {
-    rb->pos[x] = order[a0 + x];
-    for (uint32_t w = 0; w < words; w++) rb->code[x * words + w] = c->field[f][w * c->stride + rb->pos[x]];
+/* One substring of a pass, as its join and range searches read it. */
+typedef struct mih_sub {
+  const accel__codes *c; /* the entries */
+  const accel__mih_table *t;
+  const accel__mih_plan *plan;
+  const accel__search *s;
+  uint32_t sub;
+  const uint32_t *off, *order, *masks;
+  const uint64_t *codes; /* one-word codes in bucket order, or NULL */
+  size_t nmasks;
+} mih_sub;
+
+static mih_sub sub_view(const accel__codes *c, const accel__mih_table *t, const mih_passes *p, int k, uint32_t sub,
+                        const accel__search *s) {
+  const size_t i = (size_t)k * ACCEL__MIH_MAX_M + sub;
+  return (mih_sub){c,
+                   t,
+                   &p->plan[k],
+                   s,
+                   sub,
+                   t->offsets + t->offset_at[sub],
+                   t->order + (size_t)sub * t->n,
+                   p->masks[i],
+                   t->codes ? t->codes + (size_t)sub * t->n : NULL,
+                   p->nmasks[i]};
+}
+
+/* The driving field's code of bucket slot x. */
+static inline void slot_code(const mih_sub *j, size_t x, uint64_t *w) {
+  if (j->codes) {
+    w[0] = j->codes[x];
+    return;
   }
-  for (size_t x = 0; x < len; x++) {
-    const uint64_t *cx = rb->code + x * words;
-    for (size_t y = x + 1; y < len; y++) {
-      const uint64_t *cy = rb->code + y * words;
-      uint64_t xw[4];
+  for (uint32_t k = 0; k < j->c->words; k++) w[k] = j->c->field[j->t->field][k * j->c->stride + j->order[x]];
+}
+
+/* Slots x and y are within the driving threshold (XOR xw): emit the pair if
+ * this substring and pass own it. */
+static void join_found(const mih_sub *j, size_t x, size_t y, const uint64_t *xw, accel__pair_buf *pb) {
+  if (!substring_owns(j->plan, xw, j->sub)) return;
+  const uint32_t pi = j->order[x], qi = j->order[y];
+  if (j->c->nfields > 1 && !others_agree(j->c, pi, j->c, qi, j->s, j->t->field)) return;
+  accel__pair_push(pb, pi < qi ? pi : qi, pi < qi ? qi : pi);
+}
+
+/* Slots [x0, x1) against [y0, y1), or the pairs within [x0, x1) (same);
+ * inlined into join_keys, whose clones pick the popcount instruction once. */
+static inline __attribute__((always_inline)) void join_buckets(const mih_sub *j, size_t x0, size_t x1, size_t y0,
+                                                               size_t y1, bool same, accel__pair_buf *pb) {
+  const uint32_t thr = j->s->thresholds[j->t->field], words = j->c->words;
+  if (j->codes) { /* one word: the buckets' codes are contiguous */
+    for (size_t x = x0; x < x1; x++) {
+      const uint64_t cx = j->codes[x];
+      for (size_t y = same ? x + 1 : y0; y < y1; y++) {
+        const uint64_t v = cx ^ j->codes[y];
+        if ((uint32_t)__builtin_popcountll(v) <= thr) join_found(j, x, y, &v, pb);
+      }
+    }
+    return;
+  }
+  for (size_t x = x0; x < x1; x++) {
+    uint64_t cx[4], cy[4], v[4];
+    slot_code(j, x, cx);
+    for (size_t y = same ? x + 1 : y0; y < y1; y++) {
+      slot_code(j, y, cy);
       uint32_t d = 0;
       for (uint32_t w = 0; w < words; w++) {
-        xw[w] = cx[w] ^ cy[w];
-        d += (uint32_t)__builtin_popcountll(xw[w]);
+        v[w] = cx[w] ^ cy[w];
+        d += (uint32_t)__builtin_popcountll(v[w]);
       }
-      if (d > thr || earlier_substring_equal(t, xw, sub)) continue;
-      const uint32_t pi = rb->pos[x], qi = rb->pos[y];
-      if (c->nfields > 1 && !others_agree(c, pi, c, qi, s, f)) continue;
-      accel__pair_push(pb, pi < qi ? pi : qi, pi < qi ? qi : pi);
+      if (d <= thr) join_found(j, x, y, v, pb);
     }
   }
 }
 
-/* The (cached) tables of every pass of the plan. */
-static accel_status get_tables(accel__call *call, accel__index_job *job, const mih_plan *plan,
+/* Keys [k0, k1) of the substring: each bucket with itself and with the
+ * later buckets whose keys are within the radius (every bucket pair once). */
+POPCNT_CLONES static void join_keys(const mih_sub *j, size_t k0, size_t k1, accel__pair_buf *pb) {
+  for (size_t k = k0; k < k1; k++) {
+    const uint32_t a0 = j->off[k], a1 = j->off[k + 1];
+    if (a0 == a1) continue;
+    if (a1 - a0 > 1) join_buckets(j, a0, a1, a0, a1, true, pb);
+    for (size_t i = 0; i < j->nmasks; i++) {
+      const size_t k2 = k ^ j->masks[i];
+      if (k2 < k) continue;
+      const uint32_t b0 = j->off[k2], b1 = j->off[k2 + 1];
+      if (b0 < b1) join_buckets(j, a0, a1, b0, b1, false, pb);
+    }
+  }
+}
+
+/* The (cached) tables of every pass, and the masks. */
+static accel_status get_tables(accel__call *call, accel__index_job *job, mih_passes *p,
                                const accel__mih_table **tables) {
-  for (int k = 0; k < plan->npasses; k++) {
-    accel_status st = job->index ? accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &tables[k])
+  if (!make_masks(p)) return oom_status(call);
+  for (int k = 0; k < p->npasses; k++) {
+    accel_status st = job->index ? accel__mih_get(job->index, p->field[k], &p->plan[k].shape, call->threads, &tables[k])
                                  : ACCEL_ERR_INTERNAL;
     if (st) {
       accel__why(call->why, "out of memory for the multi-index tables");
@@ -379,85 +449,78 @@ static accel_status get_tables(accel__call *call, accel__index_job *job, const m
   return ACCEL_OK;
 }
 
-static accel_status mih_join(accel__call *call, accel__index_job *job, const mih_plan *plan) {
-  const accel__codes *c = &job->codes;
+enum { JOIN_CHUNK = 1024, COST_SAMPLE = 16 }; /* keys a scheduling unit; chunks a counted one */
+
+static accel_status mih_join(accel__call *call, accel__index_job *job, mih_passes *passes) {
   progress p = {job, 0, 0, 0};
   int oom = 0;
   const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
-  accel_status st = get_tables(call, job, plan, tables);
+  accel_status st = get_tables(call, job, passes, tables);
   if (st) return st;
-  for (int k = 0; k < plan->npasses; k++) p.total += plan->m[k];
-  /* runs: [start, end) of equal substrings with two or more entries */
-  size_t *runs = malloc((c->n + 1) * sizeof(size_t));
-  if (!runs) return oom_status(call);
-  for (int k = 0; k < plan->npasses && !p.cancelled && !oom; k++) {
+  for (int k = 0; k < passes->npasses; k++) p.total += passes->plan[k].shape.m;
+  for (int k = 0; k < passes->npasses && !p.cancelled && !oom; k++) {
     const accel__mih_table *t = tables[k];
-    for (uint32_t sub = 0; sub < t->m && !p.cancelled && !oom; sub++) {
-      const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
-      size_t nruns = 0;
-      for (size_t a = 0; a < c->n;) {
-        size_t b = a + 1;
-        while (b < c->n && sk[b] == sk[a]) b++;
-        if (b - a > 1) runs[nruns++] = a;
-        a = b;
-      }
+    for (uint32_t sub = 0; sub < t->shape.m && !p.cancelled && !oom; sub++) {
+      const mih_sub j = sub_view(&job->codes, t, passes, k, sub, &job->search);
+      const size_t nkeys = (size_t)1 << t->shape.key_bits[sub];
+      const long long nchunks = (long long)((nkeys + JOIN_CHUNK - 1) / JOIN_CHUNK);
 #pragma omp parallel num_threads(call->threads)
       {
         accel__pair_buf *pb = pair_buf_new(job->sink, &oom);
-        run_buf rb = {NULL, NULL, 0};
-#pragma omp for schedule(dynamic, 64)
-        for (long long r = 0; r < (long long)nruns; r++) {
-          if (!pb || __atomic_load_n(&oom, __ATOMIC_RELAXED)) continue;
-          const size_t a0 = runs[r];
-          size_t a1 = a0 + 1;
-          while (a1 < c->n && sk[a1] == sk[a0]) a1++;
-          if (!run_buf_reserve(&rb, a1 - a0, c->words)) {
-            __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
-            continue;
-          }
-          mih_join_run(c, t, sub, a0, a1, &job->search, &rb, pb);
+#pragma omp for schedule(dynamic, 1)
+        for (long long ch = 0; ch < nchunks; ch++) {
+          const size_t k0 = (size_t)ch * JOIN_CHUNK, k1 = k0 + JOIN_CHUNK < nkeys ? k0 + JOIN_CHUNK : nkeys;
+          if (pb) join_keys(&j, k0, k1, pb);
         }
         if (pb) accel__pair_flush(pb);
         free(pb);
-        free(rb.pos);
-        free(rb.code);
       }
       progress_step(&p, 1);
     }
   }
-  free(runs);
   return oom ? oom_status(call) : progress_end(&p, call);
 }
 
-/* Every entry within reach of query qi through the pass of table t. */
-POPCNT_CLONES static void mih_range_query(const accel__codes *q, size_t qi, const accel__codes *c,
-                                          const accel__mih_table *t, const accel__search *s, accel__pair_buf *pb) {
-  const uint32_t f = t->field, words = c->words, thr = s->thresholds[f];
-  uint64_t mine[4];
-  for (uint32_t w = 0; w < words; w++) mine[w] = q->field[f][w * q->stride + qi];
-  for (uint32_t sub = 0; sub < t->m; sub++) {
-    const uint64_t key = accel__words_substring(mine, t->start[sub], t->len[sub]);
-    const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
-    const uint32_t *order = t->order + (size_t)sub * t->n;
-    for (size_t x = accel__lower_bound_u64(sk, t->n, key); x < t->n && sk[x] == key; x++) {
-      const uint32_t pi = order[x];
+/* Every entry within reach of query qi through one substring of a pass. */
+POPCNT_CLONES static void mih_range_sub(const accel__codes *q, size_t qi, const mih_sub *j, const uint64_t *mine,
+                                        accel__pair_buf *pb) {
+  const uint32_t f = j->t->field, words = j->c->words, thr = j->s->thresholds[f];
+  const accel__mih_shape *sh = &j->plan->shape;
+  const uint64_t key = accel__words_substring(mine, sh->start[j->sub], sh->key_bits[j->sub]);
+  for (size_t i = 0; i <= j->nmasks; i++) {
+    const size_t kk = i ? key ^ j->masks[i - 1] : key;
+    for (size_t x = j->off[kk]; x < j->off[kk + 1]; x++) {
       uint64_t xw[4];
+      slot_code(j, x, xw);
       uint32_t d = 0;
       for (uint32_t w = 0; w < words; w++) {
-        xw[w] = mine[w] ^ c->field[f][w * c->stride + pi];
+        xw[w] ^= mine[w];
         d += (uint32_t)__builtin_popcountll(xw[w]);
       }
-      if (d > thr || earlier_substring_equal(t, xw, sub)) continue;
-      if (c->nfields > 1 && !others_agree(q, qi, c, pi, s, f)) continue;
+      if (d > thr || !substring_owns(j->plan, xw, j->sub)) continue;
+      const uint32_t pi = j->order[x];
+      if (j->c->nfields > 1 && !others_agree(q, qi, j->c, pi, j->s, f)) continue;
       accel__pair_push(pb, (uint32_t)qi, pi);
     }
   }
 }
 
-static accel_status mih_range(accel__call *call, accel__index_job *job, const mih_plan *plan) {
+static void mih_range_query(const accel__codes *q, size_t qi, const accel__codes *c, const mih_passes *passes,
+                            const accel__mih_table **tables, const accel__search *s, accel__pair_buf *pb) {
+  for (int k = 0; k < passes->npasses; k++) {
+    uint64_t mine[4];
+    for (uint32_t w = 0; w < c->words; w++) mine[w] = q->field[passes->field[k]][w * q->stride + qi];
+    for (uint32_t sub = 0; sub < tables[k]->shape.m; sub++) {
+      const mih_sub j = sub_view(c, tables[k], passes, k, sub, s);
+      mih_range_sub(q, qi, &j, mine, pb);
+    }
+  }
+}
+
+static accel_status mih_range(accel__call *call, accel__index_job *job, mih_passes *passes) {
   const accel__codes *c = &job->codes, *q = &job->queries;
   const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
-  accel_status st = get_tables(call, job, plan, tables);
+  accel_status st = get_tables(call, job, passes, tables);
   if (st) return st;
   progress p = {job, q->n, 0, 0};
   int oom = 0;
@@ -467,7 +530,7 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, const mi
 #pragma omp for schedule(dynamic, 16)
     for (long long qi = 0; qi < (long long)q->n; qi++) {
       if (!pb || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED)) continue;
-      for (int k = 0; k < plan->npasses; k++) mih_range_query(q, (size_t)qi, c, tables[k], &job->search, pb);
+      mih_range_query(q, (size_t)qi, c, passes, tables, &job->search, pb);
       progress_step(&p, 1);
     }
     if (pb) accel__pair_flush(pb);
@@ -478,80 +541,43 @@ static accel_status mih_range(accel__call *call, accel__index_job *job, const mi
 
 /* ------------------------------------------------------------ the choice */
 
-/* Multi-index hashing examines the pairs that share a substring exactly (the
- * candidates); brute force examines every pair. One candidate costs about as
- * much as MIH_CANDIDATE_COST brute-force comparisons of a single 64-bit field
- * (measured with bench/index_bench.py on x86-64 with AVX-512: 0.035 ns per
- * compared pair on 2 cores, 0.7 ns per candidate); comparisons of several
- * fields or words cost more per pair in the general kernel. */
-enum { MIH_CANDIDATE_COST = 20 };
+/* Multi-index hashing's cost is counted in brute-force comparisons of two
+ * one-word codes (mih.h): a visited bucket about 160, a candidate about 80,
+ * the bucketing and the exact count included (calibrated with
+ * bench/index_scale.c on a 2-core x86-64 with AVX-512: brute force compares
+ * 5e10 pairs a second there, and at 100,000 random codes multi-index hashing
+ * and brute force tie at r = 10); comparisons of several fields or words
+ * cost more per pair in the general kernel. */
 /* A data-centre GPU's brute force against these 2 CPU cores' brute force, a
  * conservative guess (no GPU measurement yet): on a CUDA backend, AUTO runs
  * multi-index hashing on the CPU only where it wins by at least this. */
 enum { GPU_SPEEDUP = 20 };
 
-static double bf_pair_cost(const accel__codes *c) {
-  return c->nfields == 1 && c->words == 1 ? 1.0 : 2.0 * c->nfields * c->words;
+static double bf_pair_cost(uint32_t words, uint32_t nfields) {
+  return nfields == 1 && words == 1 ? 1.0 : 2.0 * nfields * words;
 }
 
-/* The share of pairs that share one of the m substrings if codes were
- * uniform: a lower bound for any data (equal substrings are least likely
- * when every value is equally likely). */
-static double uniform_share(uint32_t bits, uint32_t m) {
-  double share = 0;
-  for (uint32_t k = 0; k < m; k++) {
-    const uint32_t len = (uint32_t)((uint64_t)bits * (k + 1) / m) - (uint32_t)((uint64_t)bits * k / m);
-    share += len >= 60 ? 0 : 1.0 / (double)((uint64_t)1 << len);
-  }
-  return share;
-}
-
-static double plan_uniform_share(const mih_plan *plan, uint32_t bits) {
-  double share = 0;
-  for (int k = 0; k < plan->npasses; k++) share += uniform_share(bits, plan->m[k]);
-  return share;
-}
-
-/* sum over substrings and runs of equal values of L(L-1)/2 (join: the exact
- * number of candidates) or L^2 / n (range: the expected candidates of a query
- * drawn like the entries). */
-static double table_candidates(const accel__mih_table *t, bool join) {
-  double sum = 0;
-  for (uint32_t sub = 0; sub < t->m; sub++) {
-    const uint64_t *sk = t->sorted_keys + (size_t)sub * t->n;
-    for (size_t a = 0; a < t->n;) {
-      size_t b = a + 1;
-      while (b < t->n && sk[b] == sk[a]) b++;
-      const double len = (double)(b - a);
-      sum += join ? len * (len - 1) / 2 : len * len / (double)t->n;
-      a = b;
-    }
-  }
-  return sum;
-}
-
-/* Multi-index hashing's cost over brute force's if the codes were uniform
- * (a lower bound), or a negative value when the thresholds allow no
- * substrings. */
-static double uniform_cost_ratio(uint32_t bits, const accel__search *s, uint32_t nfields) {
-  accel__codes shape;
-  memset(&shape, 0, sizeof shape);
-  shape.nfields = nfields;
-  shape.words = bits / 64;
-  mih_plan plan;
-  if (!plan_mih(&shape, s, bits, &plan)) return -1;
-  return plan_uniform_share(&plan, bits) * MIH_CANDIDATE_COST / bf_pair_cost(&shape);
+/* Multi-index hashing's cost over brute force's for a self-join if the codes
+ * were uniform, or a negative value when out of memory. */
+static double uniform_cost_ratio(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
+  mih_passes *p = plan_mih(nfields, n, 0, s, bits);
+  if (!p) return -1;
+  double cost = 0;
+  for (int k = 0; k < p->npasses; k++) cost += accel__mih_plan_cost(&p->plan[k]);
+  free_passes(p);
+  const double dn = (double)n;
+  return cost / (dn * (dn - 1) / 2 * bf_pair_cost(bits / 64, nfields));
 }
 
 bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
-  const double ratio = n < 2048 ? -1 : uniform_cost_ratio(bits, s, nfields);
+  const double ratio = n < 2048 ? -1 : uniform_cost_ratio(n, bits, s, nfields);
   return ratio >= 0 && ratio < 1;
 }
 
 /* On a GPU backend with AUTO: is multi-index hashing on the CPU clearly
  * cheaper than brute force on the GPU (large sets, small thresholds)? */
 static bool prefer_cpu_mih_to_gpu(size_t n, uint32_t bits, const accel__search *s, uint32_t nfields) {
-  const double ratio = n < 65536 ? -1 : uniform_cost_ratio(bits, s, nfields);
+  const double ratio = n < 65536 ? -1 : uniform_cost_ratio(n, bits, s, nfields);
   return ratio >= 0 && ratio * GPU_SPEEDUP < 1;
 }
 
@@ -564,40 +590,70 @@ accel_status accel__index_gpu_decline(accel__call *call, const accel__index_job 
   return ACCEL_OK;
 }
 
-/* AUTO: brute force for small sets and where even uniform codes would give
- * too many candidates; otherwise the tables are built (cached on the index)
- * and the candidates counted exactly, so clustered catalogs with many equal
- * substrings fall back to brute force when that is cheaper. */
-static bool choose_mih(accel__call *call, accel__index_job *job, const mih_plan *plan, bool join) {
+/* The cost of one substring on these codes: join, every bucket pair the
+ * search visits and the candidates they hold; range, the same expected for a
+ * query drawn like the entries. */
+static double sub_cost(const mih_sub *j, bool join, int threads) {
+  (void)threads; /* read by OpenMP pragmas only */
+  const size_t nkeys = (size_t)1 << j->plan->shape.key_bits[j->sub];
+  const double n = (double)j->t->n;
+  /* over 2^20 keys, one chunk of keys in COST_SAMPLE (the visits would cost
+   * as much as the search's own): an estimate, good enough for the choice */
+  const size_t every = nkeys > ((size_t)1 << 20) ? COST_SAMPLE : 1;
+  double visits = 0, cand = 0;
+#pragma omp parallel for num_threads(threads) reduction(+ : visits, cand) schedule(dynamic, JOIN_CHUNK)
+  for (long long k = 0; k < (long long)nkeys; k++) {
+    if (((size_t)k / JOIN_CHUNK) % every) continue;
+    const double len = (double)(j->off[k + 1] - j->off[k]);
+    if (len == 0) continue;
+    double near = 0, seen = 0; /* entries in, and buckets visited at, the keys within the radius */
+    for (size_t i = 0; i < j->nmasks; i++) {
+      const size_t k2 = (size_t)k ^ j->masks[i];
+      if (join && k2 < (size_t)k) continue;
+      near += (double)(j->off[k2 + 1] - j->off[k2]);
+      seen += 1;
+    }
+    visits += join ? 1 + seen : (1 + seen) * len / n;
+    cand += join ? len * (len - 1) / 2 + len * near : len * (len + near) / n;
+  }
+  return (visits * ACCEL__MIH_VISIT_COST + cand * ACCEL__MIH_CANDIDATE_COST) * (double)every;
+}
+
+/* AUTO: brute force for small sets and where even uniform codes would cost
+ * too much; otherwise the tables are built (cached on the index) and the
+ * visits and candidates counted exactly, so clustered catalogs with many
+ * equal substrings fall back to brute force when that is cheaper. */
+static bool choose_mih(accel__call *call, accel__index_job *job, mih_passes *passes, bool join) {
   const accel__codes *c = &job->codes;
   if (job->search.algorithm != ACCEL_INDEX_AUTO) return job->search.algorithm == ACCEL_INDEX_MULTI_INDEX;
   if (!accel__prefer_mih(c->n, job->bits, &job->search, c->nfields) || !job->index) return false;
   const double nq = join ? (double)c->n : (double)job->queries.n;
-  const double bf = (join ? nq * (nq - 1) / 2 : nq * (double)c->n) * bf_pair_cost(c);
-  if (!join && nq * 16 < (double)c->n / 64) return false; /* too few queries to pay for sorting the index */
-  double candidates = 0;
-  for (int k = 0; k < plan->npasses; k++) {
-    const accel__mih_table *t;
-    if (accel__mih_get(job->index, plan->field[k], plan->m[k], call->threads, &t)) return false;
-    candidates += table_candidates(t, join) * (join ? 1.0 : nq);
-  }
-  return candidates * MIH_CANDIDATE_COST < bf;
+  const double bf = (join ? nq * (nq - 1) / 2 : nq * (double)c->n) * bf_pair_cost(c->words, c->nfields);
+  if (!join && nq * 16 < (double)c->n / 64) return false; /* too few queries to pay for bucketing the index */
+  const accel__mih_table *tables[ACCEL_INDEX_MAX_FIELDS];
+  if (get_tables(call, job, passes, tables)) return false;
+  double cost = 0;
+  for (int k = 0; k < passes->npasses; k++)
+    for (uint32_t sub = 0; sub < tables[k]->shape.m; sub++) {
+      const mih_sub j = sub_view(c, tables[k], passes, k, sub, &job->search);
+      cost += sub_cost(&j, join, call->threads) * (join ? 1.0 : nq);
+    }
+  return cost < bf;
 }
 
-static accel_status cpu_join(accel__call *call, accel__index_job *job) {
-  mih_plan plan;
-  /* thresholds too large for substrings: brute force (exact too) */
-  const bool mih = plan_mih(&job->codes, &job->search, job->bits, &plan) && choose_mih(call, job, &plan, true);
+static accel_status cpu_search(accel__call *call, accel__index_job *job, bool join) {
+  mih_passes *p = plan_mih(job->codes.nfields, job->codes.n, join ? 0 : job->queries.n, &job->search, job->bits);
+  if (!p) return oom_status(call);
+  const bool mih = choose_mih(call, job, p, join);
   job->used = mih ? ACCEL_INDEX_MULTI_INDEX : ACCEL_INDEX_BRUTE_FORCE;
-  return mih ? mih_join(call, job, &plan) : bf_join(call, job);
+  const accel_status st = !mih ? (join ? bf_join(call, job) : bf_range(call, job))
+                               : (join ? mih_join(call, job, p) : mih_range(call, job, p));
+  free_passes(p);
+  return st;
 }
 
-static accel_status cpu_range(accel__call *call, accel__index_job *job) {
-  mih_plan plan;
-  const bool mih = plan_mih(&job->codes, &job->search, job->bits, &plan) && choose_mih(call, job, &plan, false);
-  job->used = mih ? ACCEL_INDEX_MULTI_INDEX : ACCEL_INDEX_BRUTE_FORCE;
-  return mih ? mih_range(call, job, &plan) : bf_range(call, job);
-}
+static accel_status cpu_join(accel__call *call, accel__index_job *job) { return cpu_search(call, job, true); }
+static accel_status cpu_range(accel__call *call, accel__index_job *job) { return cpu_search(call, job, false); }
 
 /* ------------------------------------------------------------ k nearest */
 
