@@ -29,8 +29,8 @@ import os  # noqa: F401
 from . import _native  # noqa: F401
 from ._arrays import DTYPES as _DTYPES, DeviceArrayError, as_array as _as_array
 from ._errors import (AccelError, AccelIOError, CancelledError, DecodeError, DeviceError, DeviceMemoryError,
-                      FormatError, InternalError, InvalidArgumentError, LimitError, NoDeviceError, NotFoundError,
-                      OutOfMemoryError, UnsupportedError, VersionError, check as _check)
+                      FormatError, HashSizeAssertionError, InternalError, InvalidArgumentError, LimitError,
+                      NoDeviceError, NotFoundError, OutOfMemoryError, UnsupportedError, VersionError, check as _check)
 from ._native import lib, progress_fn as _progress_fn
 from .context import (BACKENDS, BACKEND_NAMES, LOG_LEVELS, LOG_LEVEL_NAMES, Context, backends, build_info, devices,
                       version)
@@ -43,7 +43,7 @@ from .reg import Reg, Transform
 __version__ = version()
 
 __all__ = ["__version__", "AccelError", "AccelIOError", "CancelledError", "DecodeError", "DeviceArrayError",
-           "DeviceError", "DeviceMemoryError", "FormatError", "InternalError", "InvalidArgumentError", "LimitError",
+           "DeviceError", "DeviceMemoryError", "FormatError", "HashSizeAssertionError", "InternalError", "InvalidArgumentError", "LimitError",
            "NoDeviceError", "NotFoundError", "OutOfMemoryError", "UnsupportedError", "VersionError", "Context", "CT",
            "SVF", "Reg", "Transform", "Hash", "HashResult", "Index", "groups_from_pairs", "version", "build_info",
            "backends", "devices", "hex_to_bits", "distance", "HASH_KINDS"]

@@ -25,7 +25,10 @@ ACCEL_ERR_CANCELLED     CancelledError                  (RuntimeError)
 ACCEL_ERR_INTERNAL      InternalError                   (RuntimeError)
 ======================  ==============================  =====================
 
-All of them are RuntimeError subclasses too, as AccelError always was.
+All of them are RuntimeError subclasses too, as AccelError always was. One
+refusal has a class of its own: :class:`HashSizeAssertionError` (an
+InvalidArgumentError that is also an AssertionError) for a whash hash_size that
+is not a power of two, where imagehash's ``whash`` fails an assertion.
 """
 from typing import Any, Dict, Optional, Tuple, Type
 
@@ -90,6 +93,18 @@ class AccelError(RuntimeError):
 
 class InvalidArgumentError(AccelError, ValueError):
     """ACCEL_ERR_INVALID_ARG: an argument the library refuses."""
+
+
+class HashSizeAssertionError(InvalidArgumentError, AssertionError):
+    """ACCEL_ERR_INVALID_ARG for a whash hash_size that is not a power of two.
+
+    imagehash's ``whash`` asserts that its hash_size is a power of two, so
+    this refusal is an AssertionError as well as a ValueError (and an
+    AccelError): ``except AssertionError`` written for imagehash catches it.
+    """
+
+    def __reduce__(self) -> Tuple[Any, ...]:
+        return (HashSizeAssertionError, (self.status, self.message))
 
 
 class FormatError(AccelError, ValueError):

@@ -6,7 +6,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._arrays import Array, as_array, host_only
-from ._errors import ContextCalls, check
+from ._errors import ContextCalls, HashSizeAssertionError, check
 from ._native import P, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
 
@@ -231,6 +231,26 @@ def _kinds(kinds: Union[str, Iterable[str]]) -> Tuple[str, ...]:
     return (kinds,) if isinstance(kinds, str) else tuple(kinds)
 
 
+ACCEL_ERR_INVALID_ARG = 1
+
+
+def _check_whash_size(kinds: Sequence[str], size: Any) -> None:
+    """Raise HashSizeAssertionError (a ValueError and an AssertionError) for a
+    whash size that is not a power of two, where imagehash's whash asserts."""
+    if "whash" in kinds and isinstance(size, int) and size > 0 and size & (size - 1):
+        raise HashSizeAssertionError(ACCEL_ERR_INVALID_ARG, "whash needs a power-of-two hash_size, not %d" % size)
+
+
+def _as_mode_1(a: Any) -> Any:
+    """A bool image as imagehash sees ``PIL.Image.fromarray(mask)``: mode "1",
+    which every hash converts to "L" (or "HSV") with 0 and 255, never 0 and 1.
+    Pillow has no mode for bool arrays of other shapes, nor has this."""
+    import numpy as np
+    if a.ndim != 2:
+        raise TypeError("bool images must be 2-D (H, W), as Pillow's mode \"1\", not of shape %s" % (a.shape,))
+    return a.astype(np.uint8) * np.uint8(255)
+
+
 def _options(kinds, size, binbits, fast, max_pixels):
     o = HashOptions.defaults()
     if not 1 <= len(kinds) <= len(HASH_KINDS):
@@ -239,6 +259,7 @@ def _options(kinds, size, binbits, fast, max_pixels):
         if k not in HASH_KINDS:
             raise ValueError("unknown hash kind %r (one of %s)" % (k, ", ".join(repr(x) for x in HASH_KINDS)))
         o.kinds[i] = HASH_KINDS.index(k)
+    _check_whash_size(kinds, size)
     o.nkinds = len(kinds)
     o.hash_size = size
     o.color_binbits = binbits
@@ -374,7 +395,8 @@ class Hash(ContextCalls):
         ----------
         images : array or sequence of arrays
             uint8 (H, W) "L", (H, W, 2) "LA", (H, W, 3) "RGB" or (H, W, 4)
-            "RGBA"; numpy arrays or host DLPack arrays, any strides. One array
+            "RGBA", or bool (H, W) "1" (hashed as 0 and 255, as imagehash
+            hashes ``PIL.Image.fromarray(mask)``); numpy arrays or host DLPack arrays, any strides. One array
             alone is one image, never a stack: pass ``list(stack)`` to hash
             the images of a (N, H, W) stack.
         {kinds}
@@ -388,7 +410,12 @@ class Hash(ContextCalls):
         Raises
         ------
         TypeError
-            An image that is not uint8 (imagehash would see another mode).
+            An image that is not uint8 (imagehash would see another mode), or
+            a bool image that is not 2-D (Pillow has no mode for it).
+        ValueError
+            A size or binbits the library refuses; for whash, a size that is
+            not a power of two raises :class:`accel.HashSizeAssertionError`,
+            also an AssertionError as imagehash's.
 
         Examples
         --------
@@ -407,6 +434,7 @@ class Hash(ContextCalls):
             if a.dtype not in (np.uint8, np.bool_):
                 raise TypeError("images must be uint8 (imagehash hashes other dtypes in other modes), not %s"
                                 % a.dtype)
+        arrays = [_as_mode_1(a) if a.dtype == np.bool_ else a for a in arrays]
         descs = [as_array(a) for a in arrays]
         arr = (Array * len(descs))(*descs)
         return self._run(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress)

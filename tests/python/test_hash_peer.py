@@ -1,0 +1,171 @@
+"""The hash domain's corners against imagehash itself (4.3.x): bool arrays
+hashed as imagehash hashes ``PIL.Image.fromarray(mask)`` (mode "1"), and the
+Python types of the errors where imagehash refuses an argument."""
+
+import os
+import sys
+import unittest
+import warnings
+
+from support import require
+
+np = require("numpy")
+imagehash = require("imagehash")
+Image = require("PIL.Image")
+if not require("PIL").__version__.startswith("9.4."):
+    # imagehash's values are Pillow's resampling, which later releases changed (docs/hash.md)
+    print("SKIP: the hashes follow Pillow 9.4, not %s (python/requirements-test.txt)" % require("PIL").__version__)
+    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
+import accel  # noqa: E402
+
+PEER = {"ahash": imagehash.average_hash, "dhash": imagehash.dhash, "dhash_vertical": imagehash.dhash_vertical,
+        "phash": imagehash.phash, "whash": imagehash.whash}
+
+
+def peer_hex(kind, image, size=8, binbits=3):
+    """imagehash's str() of `kind` on a PIL image."""
+    if kind == "colorhash":
+        return str(imagehash.colorhash(image, binbits))
+    return str(PEER[kind](image, size))
+
+
+def peer_error(kind, size=8, binbits=3):
+    """The exception imagehash raises for `kind` at this size / binbits on an 8 x 8 image, or None."""
+    image = Image.fromarray(np.zeros((8, 8), np.uint8))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # whash's log2 of 0 or of a negative size
+        try:
+            peer_hex(kind, image, size, binbits)
+        except Exception as e:  # noqa: BLE001 - any type: the test compares them
+            return e
+    return None
+
+
+class BoolImages(unittest.TestCase):
+    """A bool (H, W) array is Pillow's mode "1": 0 and 255 once converted."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = accel.Context()
+        rng = np.random.default_rng(15)
+        shapes = [(1, 1), (1, 9), (9, 1), (3, 5), (8, 8), (17, 9), (64, 64), (100, 7), (33, 48)]
+        cls.masks = [rng.random(s) < p for s in shapes for p in (0.1, 0.5, 0.9)]
+        cls.masks += [np.zeros((8, 8), bool), np.ones((8, 8), bool), np.eye(12, dtype=bool)]
+        big = rng.random((40, 60)) < 0.5
+        cls.masks += [big.T, big[::3, 1::2]]  # strided views
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctx.close()
+
+    def check(self, kinds, size=8, binbits=3):
+        r = self.ctx.hash.arrays(self.masks, kinds=kinds, size=size, binbits=binbits)
+        for i, m in enumerate(self.masks):
+            image = Image.fromarray(m)
+            self.assertEqual(image.mode, "1")
+            for k in kinds:
+                with self.subTest(kind=k, size=size, shape=m.shape, index=i):
+                    self.assertEqual(r.hex(i, k), peer_hex(k, image, size, binbits))
+
+    def test_every_kind_at_size_8(self):
+        self.check(accel.HASH_KINDS)
+
+    def test_other_sizes(self):
+        # phash only where 4 x size is a power of two (docs/hash.md: the other sizes' exact zeros)
+        for size in (2, 4, 16):
+            self.check(("ahash", "dhash", "dhash_vertical", "phash", "whash"), size=size)
+        for size in (3, 5, 13):
+            self.check(("ahash", "dhash", "dhash_vertical"), size=size)
+
+    def test_colorhash_binbits(self):
+        for binbits in (1, 2, 5, 8):
+            self.check(("colorhash",), binbits=binbits)
+
+    def test_bool_is_the_uint8_image_of_0_and_255(self):
+        m = self.masks[4]
+        a = self.ctx.hash.arrays([m, m.astype(np.uint8) * 255], kinds=accel.HASH_KINDS)
+        for k in accel.HASH_KINDS:
+            self.assertEqual(a.hex(0, k), a.hex(1, k))
+        # a gray 0/1 image is another image: colorhash calls all of it black
+        gray01 = self.ctx.hash.arrays(m.astype(np.uint8), kinds="colorhash")
+        self.assertNotEqual(gray01.hex(0, "colorhash"), a.hex(0, "colorhash"))
+
+    def test_bool_of_another_shape_is_a_type_error_as_in_pillow(self):
+        for shape in ((4, 4, 2), (4, 4, 3), (4, 4, 4)):
+            m = np.zeros(shape, bool)
+            with self.assertRaises(TypeError):
+                Image.fromarray(m)
+            with self.assertRaises(TypeError):
+                self.ctx.hash.arrays(m, kinds="ahash")
+
+
+class Errors(unittest.TestCase):
+    """Where imagehash raises ValueError or AssertionError, the library raises
+    an exception of that type too (and an AccelError)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = accel.Context()
+        cls.image = np.zeros((8, 8), np.uint8)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctx.close()
+
+    def check(self, kind, size=8, binbits=3):
+        expected = peer_error(kind, size, binbits)
+        self.assertIsNotNone(expected, "imagehash accepts %s size %d binbits %d" % (kind, size, binbits))
+        with self.assertRaises(type(expected)) as caught:
+            self.ctx.hash.arrays(self.image, kinds=kind, size=size, binbits=binbits)
+        self.assertIsInstance(caught.exception, accel.AccelError)
+        return caught.exception
+
+    def test_sizes_below_2(self):
+        for kind in ("ahash", "dhash", "phash"):
+            for size in (1, 0, -1, -8):
+                with self.subTest(kind=kind, size=size):
+                    self.assertIsInstance(self.check(kind, size=size), ValueError)
+
+    def test_dhash_vertical_sizes_below_1(self):
+        for size in (0, -1, -8):
+            with self.subTest(size=size):
+                self.check("dhash_vertical", size=size)
+
+    def test_colorhash_binbits_below_1(self):
+        for binbits in (0, -1, -3):
+            with self.subTest(binbits=binbits):
+                self.check("colorhash", binbits=binbits)
+
+    def test_whash_negative_size(self):
+        self.assertIsInstance(self.check("whash", size=-2), ValueError)
+
+    def test_whash_size_not_a_power_of_two_is_an_assertion_error(self):
+        for size in (3, 5, 6, 12, 63):
+            with self.subTest(size=size):
+                self.assertIsInstance(peer_error("whash", size), AssertionError)
+                e = self.check("whash", size=size)
+                self.assertIsInstance(e, accel.HashSizeAssertionError)
+                self.assertIsInstance(e, ValueError)
+                self.assertIsInstance(e, accel.InvalidArgumentError)
+                self.assertEqual(e.name, "ACCEL_ERR_INVALID_ARG")
+                self.assertIn("power-of-two", str(e))
+
+    def test_whash_size_with_other_kinds(self):
+        with self.assertRaises(AssertionError):
+            self.ctx.hash.arrays(self.image, kinds=["ahash", "whash"], size=6)
+        # the same size without whash is hashed
+        self.assertTrue(self.ctx.hash.arrays(self.image, kinds=["ahash", "dhash"], size=6).ok(0))
+
+    def test_the_errors_pickle_as_their_class(self):
+        import pickle
+        try:
+            self.ctx.hash.arrays(self.image, kinds="whash", size=3)
+        except AssertionError as e:
+            again = pickle.loads(pickle.dumps(e))
+            self.assertIsInstance(again, accel.HashSizeAssertionError)
+            self.assertEqual(str(again), str(e))
+
+
+if __name__ == "__main__":
+    unittest.main()
