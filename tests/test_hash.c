@@ -583,7 +583,15 @@ START_TEST(options_and_sizes_are_validated) {
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_AHASH, 1, 3, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_DHASH, 65, 3, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_WHASH, 12, 3, &bits), ACCEL_ERR_INVALID_ARG);
-  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 9, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 25, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 0, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 24, &bits), ACCEL_OK); /* imagehash takes binbits > 8 */
+  ck_assert_uint_eq(bits, 14 * 24);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_DHASH_VERTICAL, 1, 3, &bits), ACCEL_OK); /* as imagehash: one bit */
+  ck_assert_uint_eq(bits, 1);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_WHASH, 1, 3, &bits), ACCEL_OK);
+  ck_assert_uint_eq(bits, 1);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_WHASH, 0, 3, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits((accel_hash_kind)9, 8, 3, &bits), ACCEL_ERR_INVALID_ARG);
   accel_hash_options o;
   accel_hash_options_init(&o, sizeof o);

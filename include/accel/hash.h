@@ -77,8 +77,8 @@ typedef struct accel_hash_options {
   uint32_t struct_size;                         /* set by accel_hash_options_init */
   uint32_t nkinds;                              /* how many entries of kinds[] to compute */
   accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT]; /* default: ahash, dhash, phash, whash */
-  int32_t hash_size;                            /* default 8; ACCEL_HASH_SIZE_MIN..MAX; whash: a power of two */
-  int32_t color_binbits;                        /* colorhash's binbits, default 3; 1..8 */
+  int32_t hash_size;     /* default 8; ACCEL_HASH_SIZE_MIN..MAX (dhash_vertical, whash: from 1); whash: a power of 2 */
+  int32_t color_binbits; /* colorhash's binbits, default 3; 1..24 */
   /* 0 (default): exact. 1: decode large JPEGs at a reduced DCT scale, as
    * Pillow's draft() picks it for the largest resize the requested kinds
    * need (whash then uses the reduced image's size). Much faster, not
@@ -97,9 +97,10 @@ typedef struct accel_hash_options {
 ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size_t struct_size);
 
 /* Bits of one hash of `kind`: hash_size^2, or 14 * color_binbits for
- * colorhash. ACCEL_ERR_INVALID_ARG for an unknown kind or sizes imagehash
- * refuses (hash_size outside ACCEL_HASH_SIZE_MIN..MAX, whash's not a power
- * of two, color_binbits outside 1..8); *nbits is then left as it was. */
+ * colorhash. ACCEL_ERR_INVALID_ARG for an unknown kind or sizes the library
+ * refuses (hash_size outside ACCEL_HASH_SIZE_MIN..MAX, where dhash_vertical
+ * and whash also take 1 as imagehash does; whash's not a power of two;
+ * color_binbits outside 1..24); *nbits is then left as it was. */
 ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t color_binbits, uint32_t *nbits);
 /* Bytes each hash occupies in a batch's output: the largest
  * ceil(bits / 8) over options->kinds (NULL options: the defaults). Fails as

@@ -41,14 +41,17 @@ static accel_status bits_of(const accel_ctx *ctx, accel_hash_kind kind, int32_t 
   if ((unsigned)kind >= ACCEL_HASH_KIND_COUNT)
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "unknown hash kind %d", (int)kind);
   if (kind == ACCEL_HASH_COLORHASH) {
-    if (binbits < 1 || binbits > 8)
-      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "color_binbits %d outside 1..8", (int)binbits);
+    /* Up to 24, imagehash's int64 count * 2^binbits cannot overflow below 2^39 pixels (nor this code's). */
+    if (binbits < 1 || binbits > 24)
+      return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "color_binbits %d outside 1..24", (int)binbits);
     *nbits = 14u * (uint32_t)binbits;
     return ACCEL_OK;
   }
-  if (n < ACCEL_HASH_SIZE_MIN || n > ACCEL_HASH_SIZE_MAX)
-    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "hash_size %d outside %d..%d (imagehash needs at least 2)", (int)n,
-                       ACCEL_HASH_SIZE_MIN, ACCEL_HASH_SIZE_MAX);
+  /* imagehash's dhash_vertical and whash take a hash size of 1 (one bit); its other hashes refuse it. */
+  const int32_t min = kind == ACCEL_HASH_DHASH_VERTICAL || kind == ACCEL_HASH_WHASH ? 1 : ACCEL_HASH_SIZE_MIN;
+  if (n < min || n > ACCEL_HASH_SIZE_MAX)
+    return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "hash_size %d outside %d..%d", (int)n, (int)min,
+                       ACCEL_HASH_SIZE_MAX);
   if (kind == ACCEL_HASH_WHASH && !power_of_two(n))
     return accel__fail(ctx, ACCEL_ERR_INVALID_ARG, "whash needs a power-of-two hash_size, not %d", (int)n);
   *nbits = (uint32_t)(n * n);

@@ -100,6 +100,68 @@ class BoolImages(unittest.TestCase):
                 self.ctx.hash.arrays(m, kinds="ahash")
 
 
+class Ranges(unittest.TestCase):
+    """Sizes and binbits imagehash takes beyond its usual ones: dhash_vertical
+    and whash at size 1 (one bit), colorhash binbits above 8."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.ctx = accel.Context()
+        rng = np.random.default_rng(16)
+        cls.images = []
+        for shape in [(1, 1), (1, 2), (2, 1), (3, 5), (8, 8), (33, 17), (200, 301), (5, 300)]:
+            for channels in ((), (2,), (3,), (4,)):
+                cls.images.append(rng.integers(0, 256, shape + channels, dtype=np.uint8))
+            y, x = np.mgrid[0:shape[0], 0:shape[1]]
+            cls.images.append(np.stack([x * 7 % 256, y * 5 % 256, (x + y) * 3 % 256], -1).astype(np.uint8))
+            cls.images.append(np.full(shape, 200, np.uint8))
+            cls.images.append(rng.random(shape) < 0.5)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.ctx.close()
+
+    def check(self, kinds, size=8, binbits=3):
+        r = self.ctx.hash.arrays(self.images, kinds=kinds, size=size, binbits=binbits)
+        for i, a in enumerate(self.images):
+            image = Image.fromarray(a)
+            for k in kinds:
+                with self.subTest(kind=k, size=size, binbits=binbits, shape=a.shape, dtype=a.dtype):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")  # whash's log2(1) level arithmetic
+                        self.assertEqual(r.hex(i, k), peer_hex(k, image, size, binbits))
+
+    def test_size_1(self):
+        self.check(("dhash_vertical", "whash"), size=1)
+
+    def test_size_1_from_encoded_images(self):
+        import io
+        blobs = []
+        for a in self.images[:10]:
+            buf = io.BytesIO()
+            Image.fromarray(a).save(buf, format="PNG")
+            blobs.append(buf.getvalue())
+        r = self.ctx.hash.bytes(blobs, kinds=["dhash_vertical", "whash"], size=1)
+        for i, b in enumerate(blobs):
+            image = Image.open(io.BytesIO(b))
+            self.assertEqual(r.hex(i, "dhash_vertical"), str(imagehash.dhash_vertical(image, 1)))
+            self.assertEqual(r.hex(i, "whash"), str(imagehash.whash(image, 1)))
+
+    def test_size_1_still_refused_where_imagehash_refuses_it(self):
+        for kind in ("ahash", "dhash", "phash"):
+            self.assertIsInstance(peer_error(kind, 1), ValueError)
+            with self.assertRaises(ValueError):
+                self.ctx.hash.arrays(self.images[0], kinds=kind, size=1)
+
+    def test_colorhash_binbits_above_8(self):
+        for binbits in range(9, 25):
+            self.check(("colorhash",), binbits=binbits)
+
+    def test_colorhash_binbits_above_24_is_refused(self):
+        with self.assertRaises(ValueError):
+            self.ctx.hash.arrays(self.images[0], kinds="colorhash", binbits=25)
+
+
 class Errors(unittest.TestCase):
     """Where imagehash raises ValueError or AssertionError, the library raises
     an exception of that type too (and an AccelError)."""
