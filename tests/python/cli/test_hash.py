@@ -55,6 +55,26 @@ class CliHash(CliTest):
                                   "message": "cannot open /no/such.png: No such file or directory"})
         self.assertEqual(json.loads(run("hash", "--format", "json", os.path.join(self.tmp)).stdout), [])
 
+    def test_colorhash_binbits_beyond_8_as_imagehash(self):
+        try:
+            import PIL
+            import imagehash
+            from PIL import Image
+        except ImportError:
+            self.skipTest("imagehash is not installed")
+        if not PIL.__version__.startswith("9.4."):
+            self.skipTest("the hashes follow Pillow 9.4's resampling, not %s" % PIL.__version__)
+        files = [os.path.join(HASHDATA, f) for f in ("hopper.jpg", "pil_sample_cmyk.jpg", "gen_adam7_rgba16.png")]
+        for binbits in (9, 12, 24):
+            r = run("hash", "--kinds", "colorhash", "--binbits", str(binbits), *files)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            _, rows = parse_tsv(r.stdout)
+            for row in rows:
+                with Image.open(row["path"]) as im:
+                    self.assertEqual(row["colorhash"], str(imagehash.colorhash(im, binbits=binbits)),
+                                     (row["path"], binbits))
+        self.assertEqual(run("hash", "--kinds", "colorhash", "--binbits", "25", files[0]).returncode, 2)
+
     def test_directories_are_walked_recursively_in_order(self):
         os.makedirs(os.path.join(self.tmp, "b", "deep"))
         os.makedirs(os.path.join(self.tmp, "a"))
