@@ -70,6 +70,27 @@ pub enum Pores {
     All,
 }
 
+/// The watershed's options (`accel_ct_watershed_options`), scikit-image's
+/// `watershed` keywords; `Default` gives its defaults.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WatershedOptions {
+    /// How ties between equally low markers are broken; default `Ties::Skimage`.
+    pub ties: Ties,
+    /// Neighbours at most this many orthogonal steps away: 1 faces (default),
+    /// 2 edges, 3 corners (scikit-image's `connectivity`).
+    pub connectivity: u32,
+    /// Leave the voxels where two basins meet at label 0 (`watershed_line`).
+    pub watershed_line: bool,
+    /// The compact watershed's weight of the distance to the marker (`compactness`); default 0.
+    pub compactness: f64,
+}
+
+impl Default for WatershedOptions {
+    fn default() -> Self {
+        WatershedOptions { ties: Ties::Skimage, connectivity: 1, watershed_line: false, compactness: 0.0 }
+    }
+}
+
 /// The peak search and SNOW's trims (`accel_ct_marker_options`); `Default`
 /// gives the library's defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -316,11 +337,27 @@ impl Context {
         shape: Shape3,
         ties: Ties,
     ) -> Result<Vec<i32>> {
+        self.ct_watershed_with(image, markers, mask, shape, &WatershedOptions { ties, ..Default::default() })
+    }
+
+    /// scikit-image's `watershed(image, markers, mask=mask, connectivity=...,
+    /// compactness=..., watershed_line=...)`.
+    pub fn ct_watershed_with(
+        &self,
+        image: &[f32],
+        markers: &[i32],
+        mask: Option<&[u8]>,
+        shape: Shape3,
+        options: &WatershedOptions,
+    ) -> Result<Vec<i32>> {
         let (im, mk) = (view(image, &shape, "image")?, view(markers, &shape, "markers")?);
         let ms = mask.map(|m| view(m, &shape, "mask")).transpose()?;
         let mut o = sys::accel_ct_watershed_options::default();
         check(unsafe { sys::accel_ct_watershed_options_init(&mut o, std::mem::size_of_val(&o)) }, std::ptr::null())?;
-        o.ties = ties.raw();
+        o.ties = options.ties.raw();
+        o.connectivity = options.connectivity;
+        o.watershed_line = options.watershed_line as u32;
+        o.compactness = options.compactness;
         let (out, a) = output::<i32>(&shape, "labels")?;
         let mp = ms.as_ref().map_or(std::ptr::null(), |m| m as *const sys::accel_array);
         self.check(unsafe { sys::accel_ct_watershed(self.raw(), &im, &mk, mp, &o, &a) })?;

@@ -28,7 +28,9 @@ pub mod svf;
 
 pub use array::Element;
 pub use context::{build_info, version, Backend, Context, ContextOptions};
-pub use ct::{Compare, Connectivity, MarkerOptions, Network, Pores, SegmentOptions, Segmentation, Ties};
+pub use ct::{
+    Compare, Connectivity, MarkerOptions, Network, Pores, SegmentOptions, Segmentation, Ties, WatershedOptions,
+};
 pub use error::{status_name, Error, Result, Status};
 pub use hash::{HashKind, HashOptions, Hashes, Image};
 pub use index::{groups_from_pairs, Algorithm, Index, Pairs, Rule, SearchOptions};

@@ -2,7 +2,7 @@
 //! outputs (tests/data/ct).
 mod common;
 use common::{differences, npy};
-use libaccel::{Compare, Connectivity, Context, MarkerOptions, Pores, SegmentOptions, Status, Ties};
+use libaccel::{Compare, Connectivity, Context, MarkerOptions, Pores, SegmentOptions, Status, Ties, WatershedOptions};
 
 struct Refs {
     shape: [usize; 3],
@@ -100,4 +100,40 @@ fn bad_volumes_are_errors() {
     // a dtype the threshold does not take
     let e = ctx.ct_threshold(&[1.0f64; 24], [2, 3, 4], 0.5, Compare::Greater).unwrap_err();
     assert_eq!(e.status, Status::ACCEL_ERR_INVALID_ARG);
+}
+
+/// The watershed's scikit-image options on cases whose answers are worked out
+/// by hand (the same cases as tests/test_ct.c, checked there against
+/// scikit-image 0.19.3).
+#[test]
+fn watershed_options_by_hand() {
+    let ctx = Context::cpu().unwrap();
+    // a ramp up to the middle: the middle voxel is reached from both basins,
+    // so the watershed line takes it
+    let ramp = [0.0f32, 1.0, 2.0, 3.0, 2.0, 1.0, 0.0];
+    let mk = [1, 0, 0, 0, 0, 0, 2];
+    let line = WatershedOptions { watershed_line: true, ..Default::default() };
+    let out = ctx.ct_watershed_with(&ramp, &mk, None, [1, 1, 7], &line).unwrap();
+    assert_eq!(out, [1, 1, 1, 0, 2, 2, 2]);
+    let out = ctx.ct_watershed_with(&ramp, &mk, None, [1, 1, 7], &WatershedOptions::default()).unwrap();
+    assert_eq!(out, [1, 1, 1, 1, 2, 2, 2]);
+    // a low channel from marker 2 towards marker 1: the plain flood gives x = 3
+    // to marker 2, the compact one (10) to marker 1
+    let row = [0.0f32, 10.0, 10.0, 10.0, 1.0, 1.0, 1.0, 0.0];
+    let mk = [1, 0, 0, 0, 0, 0, 0, 2];
+    let plain = ctx.ct_watershed_with(&row, &mk, None, [1, 1, 8], &WatershedOptions::default()).unwrap();
+    assert_eq!(plain, [1, 1, 1, 2, 2, 2, 2, 2]);
+    let compact = WatershedOptions { compactness: 10.0, ..Default::default() };
+    assert_eq!(ctx.ct_watershed_with(&row, &mk, None, [1, 1, 8], &compact).unwrap(), [1, 1, 1, 1, 2, 2, 2, 2]);
+    // opposite corners of a 2x2x2 cube: only connectivity 3 joins them
+    let cube = [0.0f32; 8];
+    let mk = [5, 0, 0, 0, 0, 0, 0, 0];
+    let ends = [1u8, 0, 0, 0, 0, 0, 0, 1];
+    for c in 1..=3u32 {
+        let o = WatershedOptions { connectivity: c, ..Default::default() };
+        let out = ctx.ct_watershed_with(&cube, &mk, Some(&ends), [2, 2, 2], &o).unwrap();
+        assert_eq!((out[0], out[7]), (5, if c == 3 { 5 } else { 0 }), "connectivity {c}");
+    }
+    let bad = WatershedOptions { connectivity: 0, ..Default::default() };
+    assert!(ctx.ct_watershed_with(&cube, &mk, Some(&ends), [2, 2, 2], &bad).is_err());
 }
