@@ -190,6 +190,42 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
 
 bool cli_is_help(const char *arg) { return strcmp(arg, "--help") == 0 || strcmp(arg, "-h") == 0; }
 
+int cli_atomic_open(const char *cmd, const char *path, char **tmp) {
+  const size_t len = strlen(path);
+  if (!(*tmp = malloc(len + 16))) {
+    cli_error("out of memory");
+    return -1;
+  }
+  snprintf(*tmp, len + 16, "%s.tmp.XXXXXX", path);
+  const int fd = mkstemp(*tmp);
+  if (fd < 0) {
+    cli_error("%s: %s: cannot create a file beside it: %s", cmd, path, strerror(errno));
+    free(*tmp);
+    *tmp = NULL;
+  }
+  return fd;
+}
+
+bool cli_atomic_close(const char *cmd, const char *path, int fd, char *tmp, bool ok) {
+  const mode_t mask = umask(0); /* a new file's permissions, as open() would give them */
+  umask(mask);
+  if (ok && (fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0)) {
+    cli_error("%s: %s: %s", cmd, path, strerror(errno));
+    ok = false;
+  }
+  if (close(fd) != 0 && ok) {
+    cli_error("%s: %s: %s", cmd, path, strerror(errno));
+    ok = false;
+  }
+  if (ok && rename(tmp, path) != 0) {
+    cli_error("%s: %s: cannot rename %s: %s", cmd, path, tmp, strerror(errno));
+    ok = false;
+  }
+  if (!ok) unlink(tmp);
+  free(tmp);
+  return ok;
+}
+
 bool cli_make_dirs(const char *path) {
   char *p = strdup(path);
   if (!p) return false;

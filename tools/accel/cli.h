@@ -298,6 +298,14 @@ int cli_cmp_str(const void *a, const void *b);
 /* Create a directory and its parents (like mkdir -p); prints why on failure. */
 bool cli_make_dirs(const char *path);
 
+/* Outputs written whole or not at all: cli_atomic_open creates a temporary
+ * file beside `path` (*tmp, to pass on) and returns its descriptor, or -1
+ * after printing why; cli_atomic_close (with ok: whether everything was
+ * written) gives it a new file's permissions, syncs it and renames it over
+ * `path`, or removes it, printing why when that fails; frees *tmp. */
+int cli_atomic_open(const char *cmd, const char *path, char **tmp);
+bool cli_atomic_close(const char *cmd, const char *path, int fd, char *tmp, bool ok);
+
 /* Progress bar on stderr, drawn only when enabled (a terminal), at most ten
  * times a second; finished bars are erased. */
 typedef struct cli_progress {

@@ -561,19 +561,9 @@ static bool write_field_bands(accel_ctx *ctx, const char *path, const accel_reg_
  * and synced, as the library's saves do. */
 static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transform *t, const char *path,
                         const int64_t r[4], bool progress) {
-  const size_t len = strlen(path);
-  char *tmp = malloc(len + 16);
-  if (!tmp) {
-    cli_error("out of memory");
-    return false;
-  }
-  snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-  const int fd = mkstemp(tmp);
-  if (fd < 0) {
-    cli_error("%s: %s: cannot create a file beside it: %s", cmd, path, strerror(errno));
-    free(tmp);
-    return false;
-  }
+  char *tmp;
+  const int fd = cli_atomic_open(cmd, path, &tmp);
+  if (fd < 0) return false;
   char header[256];
   const size_t hsize = npy_header(header, r[3], r[2]);
   cli_progress bar;
@@ -583,23 +573,7 @@ static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transfo
   if (!ok) cli_error("%s: %s: %s", cmd, path, strerror(errno ? errno : EIO));
   ok = ok && write_field_bands(ctx, path, t, fd, hsize, r, &bar);
   cli_progress_end(&bar);
-  const mode_t mask = umask(0); /* a new file's permissions, as open() would give them */
-  umask(mask);
-  if (ok && (fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0)) {
-    cli_error("%s: %s: %s", cmd, path, strerror(errno));
-    ok = false;
-  }
-  if (close(fd) != 0 && ok) {
-    cli_error("%s: %s: %s", cmd, path, strerror(errno));
-    ok = false;
-  }
-  if (ok && rename(tmp, path) != 0) {
-    cli_error("%s: %s: cannot rename %s: %s", cmd, path, tmp, strerror(errno));
-    ok = false;
-  }
-  if (!ok) unlink(tmp);
-  free(tmp);
-  return ok;
+  return cli_atomic_close(cmd, path, fd, tmp, ok);
 }
 
 /* ------------------------------------------------------------ warping */

@@ -146,37 +146,19 @@ bool pic_png_save(const char *cmd, const char *path, const pic_image *im) {
 }
 
 bool pic_write_file(const char *cmd, const char *path, const void *data, size_t size) {
-  const size_t len = strlen(path);
-  char *tmp = malloc(len + 16);
-  if (!tmp) {
-    cli_error("out of memory");
-    return false;
-  }
-  snprintf(tmp, len + 16, "%s.tmp.XXXXXX", path);
-  const int fd = mkstemp(tmp);
-  if (fd < 0) {
-    cli_error("%s: %s: cannot create a file beside it: %s", cmd, path, strerror(errno));
-    free(tmp);
-    return false;
-  }
+  char *tmp;
+  const int fd = cli_atomic_open(cmd, path, &tmp);
+  if (fd < 0) return false;
   bool ok = true;
+  errno = 0;
   for (size_t at = 0; ok && at < size;) {
     const ssize_t n = write(fd, (const char *)data + at, size - at);
     if (n < 0 && errno == EINTR) continue;
     ok = n > 0;
     at += ok ? (size_t)n : 0;
   }
-  const mode_t mask = umask(0); /* a new file's permissions, as open() would give them */
-  umask(mask);
-  ok = ok && fchmod(fd, 0666 & ~mask) == 0 && fsync(fd) == 0;
-  ok = close(fd) == 0 && ok;
-  ok = ok && rename(tmp, path) == 0;
-  if (!ok) {
-    cli_error("%s: %s: %s", cmd, path, strerror(errno ? errno : EIO));
-    unlink(tmp);
-  }
-  free(tmp);
-  return ok;
+  if (!ok) cli_error("%s: %s: %s", cmd, path, strerror(errno ? errno : EIO));
+  return cli_atomic_close(cmd, path, fd, tmp, ok);
 }
 
 char *pic_base64(const uint8_t *d, size_t n) {
