@@ -44,15 +44,6 @@ ACCEL__REG_HD void accel__reg_weights(double t, double w[4]) {
   w[3] = t3 / 6.0;
 }
 
-/* Their derivatives with respect to t. */
-ACCEL__REG_HD void accel__reg_weights_d(double t, double d[4]) {
-  const double s = 1.0 - t, t2 = t * t;
-  d[0] = -s * s / 2.0;
-  d[1] = (9.0 * t2 - 12.0 * t) / 6.0;
-  d[2] = (-9.0 * t2 + 6.0 * t + 3.0) / 6.0;
-  d[3] = t2 / 2.0;
-}
-
 /* The support of q in one axis: its first node and weights; false outside
  * the valid region. */
 ACCEL__REG_HD bool accel__reg_support(double q, double origin, double spacing, int64_t n, int64_t *first, double w[4]) {

@@ -79,27 +79,6 @@ static inline void lane_coefficients(const float *coef, int64_t w, int64_t h, in
     for (int i = 0; i < 4; i++) c[j][i] = coef[yi[j] * w + xi[i]];
 }
 
-/* Ask for the memory of the sample at (ix, iy) of an identity lattice,
- * displaced by about (ux, uy) (accel__reg_cell_prefetch, with the second
- * line of a moving row only when the row's four coefficients straddle
- * two). */
-static inline void lane_prefetch(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double ux, double uy) {
-#ifdef LANES_NO_PREFETCH
-  (void)e, (void)ix, (void)iy, (void)ux, (void)uy;
-#else
-  const accel__reg_geom *g = e->g;
-  ACCEL__REG_PREFETCH(e->fixed + iy * g->fw + ix);
-  const double inv_f = 1.0 / g->factor, mx = (double)ix + ux * inv_f, my = (double)iy + uy * inv_f;
-  if (!(mx > 1.0 && mx < (double)g->mw - 3.0 && my > 1.0 && my < (double)g->mh - 3.0)) return;
-  const float *p = e->moving + ((int64_t)my - 1) * g->mw + (int64_t)mx - 1;
-  const bool two = (((uintptr_t)p ^ (uintptr_t)(p + 3)) & ~(uintptr_t)63) != 0;
-  for (int j = 0; j < 4; j++, p += g->mw) {
-    ACCEL__REG_PREFETCH(p);
-    if (two) ACCEL__REG_PREFETCH(p + 3);
-  }
-#endif
-}
-
 /* What a group of (up to) four samples leaves for the sums, per lane. */
 typedef struct lane_out {
   double w[16][4]; /* the sample's 16 B-spline weights */
@@ -244,7 +223,7 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
   double ux = cpx[5], uy = cpy[5]; /* the prefetches' guess of the displacement */
   for (int64_t k = 0; k < ns && k < 4 + ACCEL__REG_AHEAD; k++) {
     accel__reg_sample_key(&g->ax, &g->ay, cx, cy, k, ns, density, key, &ring[k % RING][0], &ring[k % RING][1]);
-    lane_prefetch(e, ring[k % RING][0], ring[k % RING][1], ux, uy);
+    accel__reg_cell_prefetch(e, ring[k % RING][0], ring[k % RING][1], ux, uy);
   }
   lane_out o;
   for (int64_t k0 = 0; k0 < ns; k0 += 4) {
@@ -253,7 +232,7 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
     for (int l = 0; l < count; l++) ix[l] = ring[(k0 + l) % RING][0], iy[l] = ring[(k0 + l) % RING][1];
     for (int64_t k = k0 + 4 + ACCEL__REG_AHEAD; k < ns && k < k0 + 8 + ACCEL__REG_AHEAD; k++) {
       accel__reg_sample_key(&g->ax, &g->ay, cx, cy, k, ns, density, key, &ring[k % RING][0], &ring[k % RING][1]);
-      lane_prefetch(e, ring[k % RING][0], ring[k % RING][1], ux, uy);
+      accel__reg_cell_prefetch(e, ring[k % RING][0], ring[k % RING][1], ux, uy);
     }
     lane_group(e, cpx, cpy, cx, cy, ix, iy, count, &o);
     for (int l = 0; l < count; l++) {

@@ -109,40 +109,4 @@ ACCEL__REG_HD uint32_t accel__reg_to_int(float v, float hi) {
   return (uint32_t)(v + 0.5f); /* v + 0.5 >= 0: truncation is floor */
 }
 
-/* The level images of registration (cpu_level.c, the GPU's level): a cubic
- * B-spline of coefficients (the samples prefiltered as Unser, Aldroubi and
- * Eden 1991 describe, mirror boundaries: accel__reg_prefilter in
- * cpu_pyramid.c), its value and gradient, in double. */
-
-/* Value and gradient (per level pixel) at (x, y) of the spline with
- * coefficients c (w x h, row-major). */
-ACCEL__REG_HD double accel__reg_cubic(const float *c, int64_t w, int64_t h, double x, double y, double *gx,
-                                      double *gy) {
-  const double fx = floor(x), fy = floor(y);
-  double wx[4], wy[4], dx[4], dy[4];
-  accel__reg_weights(x - fx, wx);
-  accel__reg_weights(y - fy, wy);
-  accel__reg_weights_d(x - fx, dx);
-  accel__reg_weights_d(y - fy, dy);
-  const int64_t x0 = (int64_t)fx - 1, y0 = (int64_t)fy - 1;
-  int64_t xi[4];
-  const bool inner = x0 >= 0 && x0 + 3 < w;
-  for (int i = 0; i < 4; i++) xi[i] = inner ? x0 + i : accel__reg_mirror(x0 + i, w);
-  double v = 0, vx = 0, vy = 0;
-  for (int j = 0; j < 4; j++) {
-    const float *row = c + accel__reg_mirror(y0 + j, h) * w;
-    double r = 0, rd = 0;
-    for (int i = 0; i < 4; i++) {
-      r += wx[i] * row[xi[i]];
-      rd += dx[i] * row[xi[i]];
-    }
-    v += wy[j] * r;
-    vx += wy[j] * rd;
-    vy += dy[j] * r;
-  }
-  *gx = vx;
-  *gy = vy;
-  return v;
-}
-
 #endif /* ACCEL_REG_INTERP_H */

@@ -122,7 +122,7 @@ ACCEL__REG_HD void accel__reg_cell_add(accel__reg_cell_acc *a, bool ncc, double 
 }
 
 /* The cubic B-spline weights of t in [0, 1] (accel__reg_weights) and their
- * derivatives (accel__reg_weights_d), with products for the divisions (a
+ * derivatives, with products for the divisions (a
  * level evaluates them four times a sample). */
 ACCEL__REG_HD void accel__reg_level_weights(double t, double w[4]) {
   const double s = 1.0 - t, t2 = t * t, t3 = t2 * t, sixth = 1.0 / 6.0;
@@ -141,9 +141,9 @@ ACCEL__REG_HD void accel__reg_level_weights_d(double t, double d[4]) {
 }
 
 /* Value and gradient (per level pixel) of the cubic B-spline with
- * coefficients c (w x h) at (x, y), mirrored about the edges (the spline
- * of accel__reg_cubic in interp.h, mirrored and floored only where
- * needed). */
+ * coefficients c (w x h; the samples prefiltered as Unser, Aldroubi and
+ * Eden 1991 describe, mirror boundaries: accel__reg_prefilter in
+ * cpu_pyramid.c) at (x, y), mirrored about the edges only where needed. */
 ACCEL__REG_HD double accel__reg_level_cubic(const float *c, int64_t w, int64_t h, double x, double y, double *gx,
                                             double *gy) {
   const int64_t ix = accel__reg_floor(x), iy = accel__reg_floor(y);
