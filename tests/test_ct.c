@@ -499,6 +499,61 @@ START_TEST(gpu_union_find_with_threads) {
 }
 END_TEST
 
+/* The feature transform: every index names a zero voxel at the brute-force
+ * nearest distance, and the F64 distances are the indices' own (SciPy's
+ * exact tie choice is checked against SciPy in tests/python/test_edt_scipy.py). */
+START_TEST(feature_transform_equals_brute_force) {
+  accel_ctx *ctx = cpu_ctx();
+  const accel__dims d = {9, 11, 7};
+  const uint64_t n = accel__dims_count(d);
+  const double sp[3] = {1.5, 0.5, 0.7};
+  void *md, *dd;
+  accel_array m = new_volume(&md, ACCEL_DTYPE_U8, d), dist = new_volume(&dd, ACCEL_DTYPE_F64, d);
+  int32_t *ind = malloc(3 * n * sizeof(int32_t));
+  accel_array ia;
+  accel_array_init(&ia, ind, ACCEL_DTYPE_I32, 4, (int64_t[]){3, d.nz, d.ny, d.nx});
+  uint8_t *mk = md;
+  for (uint64_t i = 0; i < n; i++) mk[i] = (uint8_t)(rnd() % 100 >= 8);
+  mk[0] = 0;
+  ck_assert_msg(accel_ct_feature_transform(ctx, &m, sp, &ia, &dist) == ACCEL_OK, "%s", accel_last_error(ctx));
+  const double *dv = dd;
+  for (uint64_t i = 0; i < n; i++) {
+    const int64_t z = (int64_t)i / (d.ny * d.nx), y = ((int64_t)i / d.nx) % d.ny, x = (int64_t)i % d.nx;
+    double best = INFINITY;
+    for (uint64_t j = 0; j < n; j++) {
+      if (mk[j]) continue;
+      const int64_t zz = (int64_t)j / (d.ny * d.nx), yy = ((int64_t)j / d.nx) % d.ny, xx = (int64_t)j % d.nx;
+      const double a = (double)(z - zz) * sp[0], b = (double)(y - yy) * sp[1], c = (double)(x - xx) * sp[2];
+      if (a * a + b * b + c * c < best) best = a * a + b * b + c * c;
+    }
+    const int32_t fz = ind[i], fy = ind[n + i], fx = ind[2 * n + i];
+    ck_assert(fz >= 0 && fz < d.nz && fy >= 0 && fy < d.ny && fx >= 0 && fx < d.nx);
+    ck_assert_msg(mk[((uint64_t)fz * (uint64_t)d.ny + (uint64_t)fy) * (uint64_t)d.nx + (uint64_t)fx] == 0,
+                  "voxel %llu: its feature is not a zero voxel", (unsigned long long)i);
+    const double a = (double)(fz - z) * sp[0], b = (double)(fy - y) * sp[1], c = (double)(fx - x) * sp[2];
+    ck_assert_msg(dv[i] == sqrt(a * a + b * b + c * c), "voxel %llu: distance is not its feature's",
+                  (unsigned long long)i);
+    ck_assert_msg(fabs(dv[i] - sqrt(best)) <= 1e-12 * sqrt(best), "voxel %llu: %.17g, nearest %.17g",
+                  (unsigned long long)i, dv[i], sqrt(best));
+  }
+  /* either output alone; bad arguments */
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, sp, NULL, &dist), ACCEL_OK);
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, NULL, &ia, NULL), ACCEL_OK);
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, sp, NULL, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, sp, &dist, NULL), ACCEL_ERR_INVALID_ARG); /* not I32 4-D */
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, sp, NULL, &m), ACCEL_ERR_INVALID_ARG);    /* not F64 */
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, (double[]){1, 0, 1}, &ia, NULL), ACCEL_ERR_INVALID_ARG);
+  accel_array wrong;
+  accel_array_init(&wrong, ind, ACCEL_DTYPE_I32, 4, (int64_t[]){2, d.nz, d.ny, d.nx});
+  ck_assert_int_eq(accel_ct_feature_transform(ctx, &m, sp, &wrong, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_feature_transform(NULL, &m, sp, &ia, NULL), ACCEL_ERR_INVALID_ARG);
+  free(md);
+  free(dd);
+  free(ind);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(edt_equals_brute_force) {
   accel_ctx *ctx = cpu_ctx();
   const accel__dims shapes[] = {{7, 9, 11}, {1, 20, 1}, {13, 1, 6}, {5, 5, 40}, {16, 17, 3}};
@@ -1390,6 +1445,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, trims_equal_porespy);
   tcase_add_test(tc, nearby_trim_equals_all_pairs);
   tcase_add_test(tc, edt_equals_brute_force);
+  tcase_add_test(tc, feature_transform_equals_brute_force);
   tcase_add_test(tc, gpu_union_find_with_threads);
   tcase_add_test(tc, fill_holes_equals_a_flood_from_the_border);
   tcase_add_test(tc, threshold_and_rescale);

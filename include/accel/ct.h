@@ -92,11 +92,27 @@ ACCEL_API accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *ma
  * nonzero voxel, the Euclidean distance (in spacing units) to the centre of
  * the nearest zero voxel; zero voxels get 0. The volume's border is not
  * background. Exact (linear-time separable algorithm on the CPU, exact per
- * line parabola envelopes on the GPU). A mask without any zero voxel gives
+ * line parabola envelopes on the GPU): SciPy's result rounded to float, to
+ * the bit when the spacings' squares are exact binary fractions (1, 0.5,
+ * 1.5, ...), within a float's rounding otherwise (then
+ * accel_ct_feature_transform gives SciPy's values). A mask without any zero voxel gives
  * +inf everywhere (SciPy returns distances to a point outside the volume).
  * `spacing` may be NULL for (1, 1, 1). `out` must not overlap `mask`. */
 ACCEL_API accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double *spacing,
                                     const accel_array *out);
+
+/* SciPy's distance_transform_edt(mask, sampling=spacing, return_indices=True)
+ * bit for bit: `indices` (I32, shape (3, Z, Y, X)) receives for every voxel
+ * the (z, y, x) index of the zero voxel SciPy picks as its nearest (among
+ * equally near ones, the one SciPy's feature transform keeps), and
+ * `distances` (F64, (Z, Y, X)) SciPy's float64 distances, computed from those
+ * indices as SciPy computes them. Either may be NULL (not both). A mask
+ * without zero voxels gives SciPy's placeholder index (-1, 0, 0) everywhere
+ * (and distances to it). `spacing` may be NULL for (1, 1, 1). Outputs must
+ * not overlap the mask or each other. On the CPU on every backend (stage
+ * "ct.feature_transform"); it holds 12 bytes per voxel. */
+ACCEL_API accel_status accel_ct_feature_transform(accel_ctx *ctx, const accel_array *mask, const double *spacing,
+                                                  const accel_array *indices, const accel_array *distances);
 
 /* SNOW's peak trimming (Gostick 2017), flags for accel_ct_marker_options.trim. */
 enum {

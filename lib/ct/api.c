@@ -173,6 +173,46 @@ accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double 
   return accel__views_close(v, 2, accel__dispatch(ctx, "ct.edt", run_edt, &job));
 }
 
+/* The feature transform's outputs: (3, Z, Y, X) I32 indices, (Z, Y, X) F64 distances. */
+static accel_status check_ft_out(accel_ctx *ctx, const char *func, const accel_array *mask, const accel_array *indices,
+                                 const accel_array *distances, accel__dims d) {
+  static const accel_dtype F64[] = {ACCEL_DTYPE_F64};
+  if (!indices && !distances)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "indices and distances are both NULL");
+  accel_status s = ACCEL_OK;
+  if (distances && !(s = check_volume(ctx, func, "distances", distances, F64, 1, &d, false)))
+    s = check_overlap(ctx, func, distances, mask, "mask", false);
+  if (s || !indices) return s;
+  if ((s = accel__array_check(ctx, func, "indices", indices))) return s;
+  if (indices->ndim != 4 || indices->dtype != ACCEL_DTYPE_I32 || indices->shape[0] != 3 || indices->shape[1] != d.nz ||
+      indices->shape[2] != d.ny || indices->shape[3] != d.nx)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "indices must be I32 of shape (3, %lld, %lld, %lld): the mask's shape after 3",
+                          (long long)d.nz, (long long)d.ny, (long long)d.nx);
+  if ((s = check_overlap(ctx, func, indices, mask, "mask", false))) return s;
+  if (distances && accel__arrays_overlap(indices, distances))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "indices and distances overlap");
+  return ACCEL_OK;
+}
+
+accel_status accel_ct_feature_transform(accel_ctx *ctx, const accel_array *mask, const double *spacing,
+                                        const accel_array *indices, const accel_array *distances) {
+  REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
+  accel__dims d;
+  double sp[3];
+  accel_status s = check_volume(ctx, __func__, "mask", mask, U8, 1, &d, true);
+  if (!s) s = check_spacing(ctx, __func__, spacing, sp);
+  if (!s) s = check_ft_out(ctx, __func__, mask, indices, distances, d);
+  accel__view v[3] = {ACCEL__IN("mask", mask), ACCEL__OUT("indices", indices), ACCEL__OUT("distances", distances)};
+  if (s || (s = accel__views_open(ctx, __func__, v, 3))) return s;
+  const double t0 = accel__now();
+  s = accel__ct_feature_transform_cpu(v[0].data, d, sp, accel__ctx_threads(ctx), v[1].data, v[2].data);
+  accel__stats_delta delta = {.runs = 1, .cpu_runs = s ? 0 : 1, .failures = s ? 1 : 0, .seconds = accel__now() - t0};
+  accel__stats_add(ctx, "ct.feature_transform", &delta);
+  if (s) s = accel__fail_in(ctx, __func__, s, "out of memory for the feature transform's lines");
+  return accel__views_close(v, 3, s);
+}
+
 enum {
   MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options),
   WATERSHED_OPTIONS_V1 = offsetof(accel_ct_watershed_options, connectivity), /* the first release's */

@@ -46,6 +46,11 @@ void accel__ct_threshold_cpu(const void *in, accel_dtype dtype, uint64_t n, doub
                              uint8_t *out, int threads);
 /* out may equal mask. */
 accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int connectivity, int threads, uint8_t *out);
+/* SciPy's feature transform (accel_ct_feature_transform): indices as
+ * 3 planes of n int32 (z, then y, then x; NULL: not kept) and/or float64
+ * distances (NULL: not wanted). */
+accel_status accel__ct_feature_transform_cpu(const uint8_t *mask, accel__dims d, const double spacing[3], int threads,
+                                             int32_t *indices, double *distances);
 /* spacing: (z, y, x). */
 accel_status accel__ct_edt_cpu(const uint8_t *mask, accel__dims d, const double spacing[3], int threads, float *out);
 

@@ -42,6 +42,7 @@ declare({
     "accel_ct_threshold": (c_status, [_CTX, P(Array), ctypes.c_double, ctypes.c_int, P(Array)]),
     "accel_ct_fill_holes": (c_status, [_CTX, P(Array), ctypes.c_int, P(Array)]),
     "accel_ct_edt": (c_status, [_CTX, P(Array), _ADDR, P(Array)]),
+    "accel_ct_feature_transform": (c_status, [_CTX, P(Array), _ADDR, P(Array), P(Array)]),
     "accel_ct_marker_options_init": (c_status, [P(CtMarkerOptions), ctypes.c_size_t]),
     "accel_ct_trim_markers": (c_status, [_CTX, P(Array), P(Array), P(CtMarkerOptions), P(Array),
                                          P(ctypes.c_uint32)]),
@@ -280,7 +281,8 @@ class CT(ContextCalls):
         self._call(lib.accel_ct_threshold, ref(v), float(threshold), op, ref(out, True))
         return back(out.reshape(shape))
 
-    def fill_holes(self, mask: Any, connectivity: Optional[int] = None, structure: Any = None) -> Any:
+    def fill_holes(self, mask: Any, connectivity: Optional[int] = None, structure: Any = None,
+                   axes: Optional[Sequence[int]] = None) -> Any:
         """scipy.ndimage.binary_fill_holes: the mask plus every background
         element not connected to the array's border through background.
 
@@ -295,6 +297,10 @@ class CT(ContextCalls):
         structure : array, optional
             SciPy's structuring element instead: the face-connected one or a
             full 3 x ... x 3 block.
+        axes : sequence of int, optional
+            As SciPy's ``axes``: fill within the subspaces of these axes only
+            (each slice along the other axes on its own; `structure` then has
+            ``len(axes)`` dimensions). Default: every axis.
 
         Returns
         -------
@@ -319,6 +325,17 @@ class CT(ContextCalls):
         """
         import numpy as np
         m, back = self._in(mask, "mask", (1, 2, 3))
+        if axes is not None:
+            picked = sorted({int(a) % m.ndim for a in np.atleast_1d(axes)})
+            if len(picked) != len(np.atleast_1d(axes)):
+                raise ValueError("axes %s repeat an axis" % (list(np.atleast_1d(axes)),))
+            if len(picked) < m.ndim:
+                other = [a for a in range(m.ndim) if a not in picked]
+                moved = np.moveaxis(m, other, list(range(len(other))))
+                out = np.empty(moved.shape, bool)
+                for idx in np.ndindex(*moved.shape[:len(other)]):
+                    out[idx] = self.fill_holes(moved[idx], connectivity, structure)
+                return back(np.ascontiguousarray(np.moveaxis(out, list(range(len(other))), other)))
         conn = _fill_connectivity(connectivity, structure, m.ndim)
         m = mask_u8(m)
         if m.ndim == 3:
@@ -337,8 +354,9 @@ class CT(ContextCalls):
         self._call(lib.accel_ct_fill_holes, ref(vol), conn, ref(out, True))
         return back(np.ascontiguousarray(out[1] if m.ndim == 2 else out[1, 1]))
 
-    def edt(self, mask: Any, sampling: Spacing = None, *, spacing: Spacing = None) -> Any:
-        """scipy.ndimage.distance_transform_edt(mask, sampling=sampling) as float32.
+    def edt(self, mask: Any, sampling: Spacing = None, *, spacing: Spacing = None, dtype: Any = None,
+            return_distances: bool = True, return_indices: bool = False) -> Any:
+        """scipy.ndimage.distance_transform_edt(mask, sampling=sampling, ...).
 
         Parameters
         ----------
@@ -348,29 +366,79 @@ class CT(ContextCalls):
             The element size along each axis, or one value for all (default 1).
         spacing : float or sequence of float, optional
             The older name of `sampling`.
+        dtype : {numpy.float32, numpy.float64}, optional
+            float32 (default): SciPy's distances rounded to float32, by the
+            fast transform (on the GPU where there is one). float64: SciPy's
+            float64 distances to the bit, derived from the feature transform
+            as SciPy derives them (CPU).
+        return_distances, return_indices : bool
+            As SciPy: the distances, the feature transform (int32 of shape
+            ``(mask.ndim,) + mask.shape``: for each element the index of the
+            zero element SciPy picks as nearest), or both as a tuple. The
+            indices come from SciPy's algorithm, ties included (CPU).
 
         Returns
         -------
-        array
-            float32, the mask's shape: each nonzero element's distance to the
-            nearest zero element (SciPy's float64 result rounded to float32);
-            +inf everywhere for a mask without zeros.
+        array or (array, array)
+            Each nonzero element's distance to the nearest zero element; +inf
+            everywhere in float32 for a mask without zeros (float64 and the
+            indices then follow SciPy's placeholder feature, index -1 on the
+            first axis).
 
         Examples
         --------
         >>> import accel, numpy as np
         >>> with accel.Context() as ctx:
         ...     ctx.ct.edt(np.array([0, 1, 1, 1, 1]), sampling=0.5).tolist()
+        ...     d, i = ctx.ct.edt(np.array([[0, 1, 1]]), dtype=np.float64, return_indices=True)
         [0.0, 0.5, 1.0, 1.5, 2.0]
+        >>> d.tolist(), i[1].tolist()
+        ([[0.0, 1.0, 2.0]], [[0, 0, 0]])
         """
         import numpy as np
+        if not (return_distances or return_indices):
+            raise ValueError("at least one of return_distances and return_indices must be True")
+        want64 = np.dtype(dtype or np.float32)
+        if want64 not in (np.dtype(np.float32), np.dtype(np.float64)):
+            raise TypeError("dtype must be float32 or float64, not %s" % want64)
         m, back = self._in(mask, "mask", (1, 2, 3))
         sp = _c_spacing(_sampling(_spacing_arg(sampling, spacing), m.ndim))
-        shape = m.shape
+        shape, rank = m.shape, m.ndim
         m = self._as3d(mask_u8(m))
-        out = np.empty(m.shape, np.float32)
-        self._call(lib.accel_ct_edt, ref(m), sp, ref(out, True))
-        return back(out.reshape(shape))
+        if not return_indices and want64 == np.float32:
+            out = np.empty(m.shape, np.float32)
+            self._call(lib.accel_ct_edt, ref(m), sp, ref(out, True))
+            return back(out.reshape(shape))
+        ind = np.empty((3,) + m.shape, np.int32) if return_indices else None
+        dist = np.empty(m.shape, np.float64) if return_distances else None
+        if m.size and m.all():
+            # no zero element: SciPy's placeholder feature, -1 on the array's own first axis
+            ind, dist = self._placeholder(shape, _sampling(_spacing_arg(sampling, spacing), rank), ind, dist)
+        else:
+            self._call(lib.accel_ct_feature_transform, ref(m), sp, None if ind is None else ref(ind, True),
+                       None if dist is None else ref(dist, True))
+            ind = None if ind is None else ind[3 - rank:].reshape((rank,) + shape)
+            dist = None if dist is None else dist.reshape(shape)
+        if dist is not None and want64 == np.float32:
+            dist = dist.astype(np.float32)
+        if ind is None:
+            return back(dist)
+        return back(ind) if dist is None else (back(dist), back(ind))
+
+    @staticmethod
+    def _placeholder(shape: Tuple[int, ...], sampling: Any, ind: Any, dist: Any) -> Tuple[Any, Any]:
+        """SciPy's feature transform of an array without zeros: the feature
+        (-1, 0, ...) everywhere, and the distances to it as SciPy computes them."""
+        import numpy as np
+        ft = np.zeros((len(shape),) + shape, np.int32)
+        ft[0] = -1
+        if dist is not None:
+            dt = (ft - np.indices(shape, dtype=np.int32)).astype(np.float64)
+            scale = np.asarray(1.0 if sampling is None else sampling, np.float64)
+            for k, s in enumerate(np.broadcast_to(scale, (len(shape),))):
+                dt[k] *= s
+            dist = np.sqrt(np.add.reduce(dt * dt, axis=0))
+        return (ft if ind is not None else None), dist
 
     def _numbered(self, fn, edt, given, options, call=None):
         """fn(edt, given, options) writing an int32 volume and its count: (volume, n)."""

@@ -114,26 +114,36 @@ IMAGEHASH: Dict[str, Callable[..., Any]] = {
 
 def distance_transform_edt(input: Any, sampling: Any = None, return_distances: bool = True,
                            return_indices: bool = False, distances: Any = None, indices: Any = None) -> Any:
-    if return_indices or indices is not None:
-        raise NotImplementedError("distance_transform_edt's return_indices (the feature transform)")
-    if not return_distances:
+    # SciPy's argument rules and messages (its tests expect them)
+    want_d = return_distances and distances is None
+    want_i = return_indices and indices is None
+    if not return_distances and not return_indices:
         raise RuntimeError("at least one of return_distances/return_indices must be True")
     a = np.atleast_1d(np.asarray(input))  # as SciPy: a 0-d input gives a 1-element result
-    d = ctx().ct.edt(a != 0, sampling=sampling).astype(np.float64)
+    if distances is not None:
+        if distances.shape != a.shape or distances.dtype != np.float64:
+            raise RuntimeError("distances array has wrong shape or must be float64")
+    if indices is not None:
+        if indices.shape != (a.ndim,) + a.shape or indices.dtype != np.int32:
+            raise RuntimeError("indices array has wrong shape or must be int32")
+    r = ctx().ct.edt(a != 0, sampling=sampling, dtype=np.float64, return_distances=return_distances,
+                     return_indices=return_indices)
+    d, i = (r if return_distances and return_indices else
+            (r, None) if return_distances else (None, r))
     if distances is not None:
         distances[...] = d
-        return None
-    return d
+    if indices is not None:
+        indices[...] = i
+    out = [x for x, want in ((d, want_d), (i, want_i)) if want]
+    return tuple(out) if len(out) == 2 else out[0] if out else None
 
 
 def binary_fill_holes(input: Any, structure: Any = None, output: Any = None, origin: Any = 0, *,
                       axes: Any = None) -> Any:
     a = np.asarray(input)
-    if axes is not None and sorted(np.atleast_1d(axes) % max(a.ndim, 1)) != list(range(a.ndim)):
-        raise NotImplementedError("binary_fill_holes' axes (a subset of the array's axes)")
     if np.any(np.asarray(origin) != 0):
         raise NotImplementedError("binary_fill_holes' origin other than 0")
-    filled = ctx().ct.fill_holes(a != 0, structure=structure)
+    filled = ctx().ct.fill_holes(a != 0, structure=structure, axes=axes)
     if output is not None:
         output[...] = filled
         return None
