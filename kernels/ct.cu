@@ -834,13 +834,14 @@ accel_status step(accel__ct_pipeline_job *job, const char *name, double f, char 
 }
 
 /* Device bytes per voxel the resident pipeline holds at its peak: the pore
- * mask, the distance map and the peak window's roots and flags (10), or
- * during the distance map's rows the map and its row scratch (9); the
- * threshold (input, float copy, solid) and fill holes (solid, filled,
- * labels, flags) take less. */
+ * mask, the distance map and the peak window's roots and flags (10; 14 with
+ * the 64-bit roots beyond accel__ct_index_limit voxels), or during the
+ * distance map's rows the map and its row scratch (9); the threshold
+ * (input, float copy, solid) and fill holes (solid, filled, labels, flags)
+ * take less. */
 uint64_t resident_bytes(dims3 d, accel_dtype in_dtype, bool rescale) {
   const uint64_t n = d.count(), isz = accel_dtype_size(in_dtype);
-  const uint64_t first = isz + 1 + (rescale ? 4 : 0), peak = 10;
+  const uint64_t first = isz + 1 + (rescale ? 4 : 0), peak = accel__ct_wide(n) ? 14 : 10;
   const uint64_t scratch = (uint64_t)(d.nz > d.ny ? d.nz : d.ny) * 40 * 1024 + (1u << 20);
   return n * (first > peak ? first : peak) + scratch;
 }
@@ -883,45 +884,53 @@ accel_status resident_threshold(resident &res, const accel__ct_pipeline_job *job
 }
 
 /* The peak search with the distance map and the pore mask still on the
- * device (the unsmoothed map); a smoothed map, made on the host, goes up. */
-accel_status resident_peaks(accel__call *call, void *user, const float *map, const uint8_t *mask, int md, int32_t *out,
-                            uint32_t *count) {
-  resident &res = *(resident *)user;
+ * device (the unsmoothed map), with component labels of type T. */
+template <class T>
+accel_status resident_peaks_t(accel__call *call, resident &res, const float *map, const uint8_t *mask, int md,
+                              int32_t *out, uint32_t *count) {
   run_ctx &r = *res.r;
-  if (map != res.host_edt) return markers_host(r, map, mask, md, out, count);
   char *why = call->why;
   const uint64_t n = r.d.count();
   const int rad = md < 1 ? 0 : md, w = 2 * rad + 1;
   int(*offs)[3] = (int(*)[3])malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
-  uint32_t *root = (uint32_t *)malloc((n ? n : 1) * 4);
+  T *root = (T *)malloc((n ? n : 1) * sizeof(T));
   uint8_t *cand = (uint8_t *)malloc(n ? n : 1);
   uint64_t np = 0;
-  uint32_t *list = nullptr;
+  T *list = nullptr;
   accel_status s = ACCEL_OK;
-  if (!offs || !root || !cand || !(list = accel__ct_mask_list(mask, n, &np))) {
+  if (!offs || !root || !cand || !(list = mask_list(mask, n, &np, root))) {
     accel__why(why, "out of host memory");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
   const int noffs = s ? 0 : accel__ct_window_offsets(rad, offs);
   dbuf doffs, dl, dc;
   if (!s) s = doffs.put(r.x, &offs[0][0], (size_t)noffs * 3, why, "upload");
-  if (!s) s = dl.get(r.x, n * 4, why);
+  if (!s) s = dl.get(r.x, n * sizeof(T), why);
   if (!s) s = dc.get(r.x, n ? n : 1, why);
-  if (!s) s = components(r.x, res.pores.p, r.d, true, true, dl.as<uint32_t>(), why);
+  if (!s) s = components(r.x, res.pores.p, r.d, true, true, dl.as<T>(), why);
   if (!s)
-    s = each(r.x, n,
-             window_f{res.edt.as<float>(), res.pores.p, dl.as<uint32_t>(), r.d, 0, doffs.as<int>(), noffs, dc.p}, why,
-             "peak window");
-  if (!s) s = download_pinned(r.x, res.pin, root, dl.p, n * 4, why);
+    s = each(r.x, n, window_f<T>{res.edt.as<float>(), res.pores.p, dl.as<T>(), r.d, 0, doffs.as<int>(), noffs, dc.p},
+             why, "peak window");
+  if (!s) s = download_pinned(r.x, res.pin, root, dl.p, n * sizeof(T), why);
   if (!s) s = download_pinned(r.x, res.pin, cand, dc.p, n, why);
-  if (!s && (s = accel__ct_markers_finish(map, mask, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out,
-                                          count)))
-    accel__why(why, "out of host memory");
+  if (!s && (s = markers_finish(map, mask, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out, count)))
+    accel__why(why,
+               s == ACCEL_ERR_LIMIT ? "more than 2^31 - 1 markers: their numbers exceed int32" : "out of host memory");
   free(offs);
   free(root);
   free(cand);
   free(list);
   return s;
+}
+
+/* The same with 64-bit labels beyond accel__ct_index_limit voxels; a
+ * smoothed map, made on the host, goes up. */
+accel_status resident_peaks(accel__call *call, void *user, const float *map, const uint8_t *mask, int md, int32_t *out,
+                            uint32_t *count) {
+  resident &res = *(resident *)user;
+  if (map != res.host_edt) return markers_host(*res.r, map, mask, md, out, count);
+  return accel__ct_wide(res.r->d.count()) ? resident_peaks_t<uint64_t>(call, res, map, mask, md, out, count)
+                                          : resident_peaks_t<uint32_t>(call, res, map, mask, md, out, count);
 }
 
 /* The device stages of a pipeline whose volumes fit the budget together:
@@ -939,7 +948,10 @@ accel_status resident_stages(resident &res, accel__ct_pipeline_job *job, const w
   if (!s && job->solid) s = download_pinned(r.x, res.pin, job->solid, res.solid.p, n, why);
   if (!s && w.filled && !(s = step(job, "ct.fill_holes", 0.05, why))) {
     s = res.filled.get(r.x, n, why);
-    if (!s) s = fill_device(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why);
+    if (!s)
+      s = accel__ct_wide(n)
+              ? fill_device<uint64_t>(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why)
+              : fill_device<uint32_t>(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why);
     if (!s && job->filled) s = download_pinned(r.x, res.pin, job->filled, res.filled.p, n, why);
   }
   if (!s && w.pores) {
