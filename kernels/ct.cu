@@ -11,7 +11,9 @@
  *   26): the concurrent union-find of lib/ct/union_find.h over voxel indices
  *   (atomicMin links from the larger root to the smaller, relaxed atomic
  *   loads, path halving), then every voxel takes its root: the smallest
- *   voxel of its component, as on the CPU.
+ *   voxel of its component, as on the CPU. Labels are uint32 up to
+ *   accel__ct_index_limit voxels and uint64 beyond (the same code
+ *   instantiated for both; atomicMin on 64 bits where the labels are wide).
  * - EDT: one thread per row (two sweeps), then one thread per line along y
  *   and along z with its scratch interleaved with its neighbours' (coalesced).
  * - markers: the window-maximum test per voxel on the GPU; the rest (numpy's
@@ -40,7 +42,42 @@
 
 namespace {
 
-const uint32_t NONE = 0xffffffffu;
+/* Component labels are voxel indices: uint32 up to accel__ct_index_limit
+ * voxels, uint64 beyond (the same kernels, instantiated twice); none(T) is
+ * "no component". */
+template <class T> __host__ __device__ constexpr T none() { return (T) ~(T)0; }
+
+/* The union-find of lib/ct/union_find.h for either label type. */
+__host__ __device__ inline void uf_unite(uint32_t *L, uint32_t a, uint32_t b) { accel__uf_unite(L, a, b); }
+__host__ __device__ inline void uf_unite(uint64_t *L, uint64_t a, uint64_t b) { accel__uf_unite_wide(L, a, b); }
+__host__ __device__ inline void uf_flatten(uint32_t *L, uint32_t x) { accel__uf_flatten(L, x); }
+__host__ __device__ inline void uf_flatten(uint64_t *L, uint64_t x) { accel__uf_flatten_wide(L, x); }
+__host__ __device__ inline uint32_t uf_load(uint32_t *p) { return accel__uf_load(p); }
+__host__ __device__ inline uint64_t uf_load(uint64_t *p) { return accel__uf_load_wide(p); }
+
+/* The host's peak search parts (lib/ct/cpu_markers.c) for either label type. */
+inline uint32_t *mask_list(const uint8_t *m, uint64_t n, uint64_t *np, uint32_t *) {
+  return accel__ct_mask_list(m, n, np);
+}
+inline uint64_t *mask_list(const uint8_t *m, uint64_t n, uint64_t *np, uint64_t *) {
+  return accel__ct_mask_list_wide(m, n, np);
+}
+inline accel_status components_list(const uint8_t *m, accel__dims d, const uint32_t *list, uint64_t np, int threads,
+                                    uint32_t *root) {
+  return accel__ct_components_list(m, d, list, np, 26, threads, root);
+}
+inline accel_status components_list(const uint8_t *m, accel__dims d, const uint64_t *list, uint64_t np, int threads,
+                                    uint64_t *root) {
+  return accel__ct_components_list_wide(m, d, list, np, 26, threads, root);
+}
+inline accel_status markers_finish(const float *edt, const uint8_t *m, accel__dims d, int md, const uint32_t *list,
+                                   uint64_t np, uint32_t *root, uint8_t *cand, int32_t *out, uint32_t *count) {
+  return accel__ct_markers_finish(edt, m, d, md, list, np, root, cand, out, count);
+}
+inline accel_status markers_finish(const float *edt, const uint8_t *m, accel__dims d, int md, const uint64_t *list,
+                                   uint64_t np, uint64_t *root, uint8_t *cand, int32_t *out, uint32_t *count) {
+  return accel__ct_markers_finish_wide(edt, m, d, md, list, np, root, cand, out, count);
+}
 
 /* ------------------------------------------------------------ elementwise */
 
@@ -101,20 +138,20 @@ struct selected {
   __host__ __device__ bool operator()(uint64_t i) const { return (m[i] != 0) == want_set; }
 };
 
-struct cc_init_f {
+template <class T> struct cc_init_f {
   selected sel;
-  uint32_t *L;
-  __host__ __device__ void operator()(uint64_t i) const { L[i] = sel(i) ? (uint32_t)i : NONE; }
+  T *L;
+  __host__ __device__ void operator()(uint64_t i) const { L[i] = sel(i) ? (T)i : none<T>(); }
 };
 
 /* Union each selected voxel with its selected backward neighbours. */
-struct cc_merge_f {
+template <class T> struct cc_merge_f {
   selected sel;
   bool conn26;
   dims3 d;
-  uint32_t *L;
+  T *L;
   __host__ __device__ void operator()(uint64_t i) const {
-    if (accel__uf_load(&L[i]) == NONE) return;
+    if (uf_load(&L[i]) == none<T>()) return;
     int64_t z, y, x;
     d.coords(i, &z, &y, &x);
     for (int dz = -1; dz <= 0; dz++)
@@ -125,27 +162,27 @@ struct cc_merge_f {
           const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
           if (zz < 0 || yy < 0 || xx < 0 || yy >= d.ny || xx >= d.nx) continue;
           const uint64_t j = d.index(zz, yy, xx);
-          if (sel(j)) accel__uf_unite(L, (uint32_t)i, (uint32_t)j);
+          if (sel(j)) uf_unite(L, (T)i, (T)j);
         }
   }
 };
 
-struct cc_flatten_f {
-  uint32_t *L;
+template <class T> struct cc_flatten_f {
+  T *L;
   __host__ __device__ void operator()(uint64_t i) const {
-    if (accel__uf_load(&L[i]) != NONE) accel__uf_flatten(L, (uint32_t)i);
+    if (uf_load(&L[i]) != none<T>()) uf_flatten(L, (T)i);
   }
 };
 
 /* Components of the voxels whose mask value is selected: L = the smallest
- * voxel index of each (NONE elsewhere), indices local to the array. */
-accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want_set, bool conn26, uint32_t *L,
-                        char *why) {
+ * voxel index of each (none<T>() elsewhere), indices local to the array. */
+template <class T>
+accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want_set, bool conn26, T *L, char *why) {
   const uint64_t n = d.count();
   const selected sel = {m, want_set};
-  accel_status s = each(x, n, cc_init_f{sel, L}, why, "component labels");
-  if (!s) s = each(x, n, cc_merge_f{sel, conn26, d, L}, why, "component merge");
-  if (!s) s = each(x, n, cc_flatten_f{L}, why, "component roots");
+  accel_status s = each(x, n, cc_init_f<T>{sel, L}, why, "component labels");
+  if (!s) s = each(x, n, cc_merge_f<T>{sel, conn26, d, L}, why, "component merge");
+  if (!s) s = each(x, n, cc_flatten_f<T>{L}, why, "component roots");
   return s;
 }
 
@@ -153,14 +190,14 @@ accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want
 
 /* Mark the components of background voxels on the volume's border. In a
  * slab, only the faces that are the volume's count (first_z, last_z). */
-struct border_f {
-  const uint32_t *L;
+template <class T> struct border_f {
+  const T *L;
   dims3 d;
   bool first_z, last_z;
   uint8_t *outside;
   __host__ __device__ void operator()(uint64_t i) const {
-    const uint32_t r = L[i];
-    if (r == NONE) return;
+    const T r = L[i];
+    if (r == none<T>()) return;
     int64_t z, y, x;
     d.coords(i, &z, &y, &x);
     if (x == 0 || y == 0 || x == d.nx - 1 || y == d.ny - 1 || (first_z && z == 0) || (last_z && z == d.nz - 1))
@@ -168,9 +205,9 @@ struct border_f {
   }
 };
 
-struct fill_out_f {
+template <class T> struct fill_out_f {
   const uint8_t *m;
-  const uint32_t *L;
+  const T *L;
   const uint8_t *outside;
   uint8_t *out;
   __host__ __device__ void operator()(uint64_t i) const { out[i] = (uint8_t)(m[i] ? 1 : !outside[L[i]]); }
@@ -186,15 +223,16 @@ struct pores_f {
 };
 
 /* Whole volume on the device: mask in, filled out (may alias). */
+template <class T>
 accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, bool conn26, uint8_t *out, char *why) {
   const uint64_t n = d.count();
   dbuf L, outside;
-  accel_status s = L.get(x, n * 4, why);
+  accel_status s = L.get(x, n * sizeof(T), why);
   if (!s) s = outside.get(x, n, why);
   if (!s) s = accel__cuda_check(x->zero(outside.p, n), why, "memset");
-  if (!s) s = components(x, m, d, false, conn26, L.as<uint32_t>(), why);
-  if (!s) s = each(x, n, border_f{L.as<uint32_t>(), d, true, true, outside.p}, why, "fill border");
-  if (!s) s = each(x, n, fill_out_f{m, L.as<uint32_t>(), outside.p, out}, why, "fill output");
+  if (!s) s = components(x, m, d, false, conn26, L.as<T>(), why);
+  if (!s) s = each(x, n, border_f<T>{L.as<T>(), d, true, true, outside.p}, why, "fill border");
+  if (!s) s = each(x, n, fill_out_f<T>{m, L.as<T>(), outside.p, out}, why, "fill output");
   return s;
 }
 
@@ -279,10 +317,10 @@ accel_status edt_xy(accel__executor *x, const uint8_t *m, float *f, dims3 d, con
 
 /* The window-maximum test of each pore voxel in planes [z0, z1) of a block
  * that holds planes [b0, b1) of the volume (edt, mask and roots). */
-struct window_f {
+template <class T> struct window_f {
   const float *edt;
   const uint8_t *m;
-  const uint32_t *root;
+  const T *root;
   dims3 d;    /* the block's extents */
   int64_t z0; /* first tested plane, in block coordinates */
   const int *offs;
@@ -298,7 +336,7 @@ struct window_f {
     int64_t z, y, x;
     d.coords(i, &z, &y, &x);
     const float v = edt[i];
-    const uint32_t c = root[i];
+    const T c = root[i];
     uint8_t is_max = 1;
     for (int k = 0; k < noffs && is_max; k++) {
       const int64_t zz = z + offs[3 * k], yy = y + offs[3 * k + 1], xx = x + offs[3 * k + 2];
@@ -380,11 +418,11 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
 }
 
 /* Host union-find over global voxel indices, for merging slab labels. */
-struct host_uf {
-  uint32_t *parent = nullptr; /* indexed by voxel; only touched entries are valid */
-  uint8_t *flag = nullptr;    /* per root: reaches the border */
+template <class T> struct host_uf {
+  T *parent = nullptr;     /* indexed by voxel; only touched entries are valid */
+  uint8_t *flag = nullptr; /* per root: reaches the border */
   bool ok(uint64_t n) {
-    parent = (uint32_t *)malloc((n ? n : 1) * 4);
+    parent = (T *)malloc((n ? n : 1) * sizeof(T));
     flag = (uint8_t *)calloc(n ? n : 1, 1);
     return parent && flag;
   }
@@ -392,19 +430,19 @@ struct host_uf {
     free(parent);
     free(flag);
   }
-  uint32_t find(uint32_t a) {
+  T find(T a) {
     while (parent[a] != a) {
       parent[a] = parent[parent[a]];
       a = parent[a];
     }
     return a;
   }
-  void unite(uint32_t a, uint32_t b) {
+  void unite(T a, T b) {
     a = find(a);
     b = find(b);
     if (a == b) return;
     if (a > b) {
-      const uint32_t t = a;
+      const T t = a;
       a = b;
       b = t;
     }
@@ -418,16 +456,16 @@ struct host_uf {
  * roots that reach the volume's border; the host joins the labels across the
  * planes where slabs meet; pass 2 labels each slab again and writes it with
  * the joined answer (per voxel, whether its component is outside). */
-accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *out) {
+template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *out) {
   char *why = r.call->why;
   const dims3 &d = r.d;
   const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
-  const int64_t planes = slab_planes(r, 1 + 4 + 1 + 1 + 1, 0); /* mask, labels, outside, out, bitmap */
+  const int64_t planes = slab_planes(r, 1 + sizeof(T) + 1 + 1 + 1, 0); /* mask, labels, outside, out, bitmap */
   if (planes < 1) {
     accel__why(why, "one plane of fill holes needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
   }
-  host_uf uf;
+  host_uf<T> uf;
   if (!uf.ok(n)) {
     accel__why(why, "out of host memory");
     return ACCEL_ERR_OUT_OF_MEMORY;
@@ -435,10 +473,10 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
   const uint64_t cap = (uint64_t)planes * plane;
   dbuf dm, dl, dout, doutside;
   accel_status s = dm.get(r.x, cap, why);
-  if (!s) s = dl.get(r.x, cap * 4, why);
+  if (!s) s = dl.get(r.x, cap * sizeof(T), why);
   if (!s) s = doutside.get(r.x, cap, why);
   if (!s) s = dout.get(r.x, cap, why);
-  uint32_t *roots = (uint32_t *)malloc(cap * 4);
+  T *roots = (T *)malloc(cap * sizeof(T));
   uint8_t *flags = (uint8_t *)malloc(cap);
   if (!s && (!roots || !flags)) {
     accel__why(why, "out of host memory");
@@ -452,19 +490,19 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
     const dims3 sd = {nzc, d.ny, d.nx};
     s = upload(r.x, dm.p, mask + base, cnt, why);
     if (!s) s = accel__cuda_check(r.x->zero(doutside.p, cnt), why, "memset");
-    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
-    if (!s) s = each(r.x, cnt, border_f{dl.as<uint32_t>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
-    if (!s) s = download(r.x, roots, dl.p, cnt * 4, why);
+    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<T>(), why);
+    if (!s) s = each(r.x, cnt, border_f<T>{dl.as<T>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
+    if (!s) s = download(r.x, roots, dl.p, cnt * sizeof(T), why);
     if (!s) s = download(r.x, flags, doutside.p, cnt, why);
     if (s) break;
     /* the slab's trees on the host: every background voxel points to its
      * root (global indices); a root carries its border flag */
     for (uint64_t i = 0; i < cnt; i++) {
-      if (roots[i] == NONE) {
-        uf.parent[base + i] = NONE;
+      if (roots[i] == none<T>()) {
+        uf.parent[base + i] = none<T>();
         continue;
       }
-      uf.parent[base + i] = (uint32_t)(base + roots[i]);
+      uf.parent[base + i] = (T)(base + roots[i]);
       if (roots[i] == i) uf.flag[base + i] = flags[i];
     }
   }
@@ -480,7 +518,7 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
             const int64_t yy = y + dy, xj = xx + dx;
             if (yy < 0 || xj < 0 || yy >= d.ny || xj >= d.nx) continue;
             const uint64_t j = d.index(z0 - 1, yy, xj);
-            if (!mask[j]) uf.unite((uint32_t)i, (uint32_t)j);
+            if (!mask[j]) uf.unite((T)i, (T)j);
           }
       }
   /* pass 2: each slab with its roots' merged answers */
@@ -489,11 +527,11 @@ accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *o
     const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
     const dims3 sd = {nzc, d.ny, d.nx};
     for (uint64_t i = 0; i < cnt; i++) /* at every background voxel (its local root's among them): outside */
-      flags[i] = uf.parent[base + i] == NONE ? 0 : uf.flag[uf.find((uint32_t)(base + i))];
+      flags[i] = uf.parent[base + i] == none<T>() ? 0 : uf.flag[uf.find((T)(base + i))];
     s = upload(r.x, dm.p, mask + base, cnt, why);
     if (!s) s = upload(r.x, doutside.p, flags, cnt, why);
-    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<uint32_t>(), why);
-    if (!s) s = each(r.x, cnt, fill_out_f{dm.p, dl.as<uint32_t>(), doutside.p, dout.p}, why, "fill output");
+    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<T>(), why);
+    if (!s) s = each(r.x, cnt, fill_out_f<T>{dm.p, dl.as<T>(), doutside.p, dout.p}, why, "fill output");
     if (!s) s = download(r.x, out + base, dout.p, cnt, why);
   }
   free(roots);
@@ -568,7 +606,8 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
 /* The window test of the peak search for host volumes: whole, or per slab
  * with min_distance planes of halo. root: host roots (from the host's
  * components when slabbed) or NULL to label on the device (whole volumes). */
-accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int md, uint32_t *root, uint8_t *cand,
+template <class T>
+accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int md, T *root, uint8_t *cand,
                          bool have_root) {
   char *why = r.call->why;
   const dims3 &d = r.d;
@@ -585,37 +624,37 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
   if (!s && noffs) s = upload(r.x, doffs.p, offs, (size_t)noffs * 3 * sizeof(int), why);
   free(offs);
   if (s) return s;
-  if (!have_root && n * 10 <= r.x->room()) { /* whole: label and test on the device */
+  if (!have_root && n * (6 + sizeof(T)) <= r.x->room()) { /* whole: label and test on the device */
     dbuf de, dm, dl, dc;
     s = de.get(r.x, n * 4, why);
     if (!s) s = dm.get(r.x, n, why);
-    if (!s) s = dl.get(r.x, n * 4, why);
+    if (!s) s = dl.get(r.x, n * sizeof(T), why);
     if (!s) s = dc.get(r.x, n, why);
     if (!s) s = upload(r.x, de.p, edt, n * 4, why);
     if (!s) s = upload(r.x, dm.p, pores, n, why);
-    if (!s) s = components(r.x, dm.p, d, true, true, dl.as<uint32_t>(), why);
+    if (!s) s = components(r.x, dm.p, d, true, true, dl.as<T>(), why);
     if (!s)
-      s = each(r.x, n, window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), d, 0, doffs.as<int>(), noffs, dc.p}, why,
+      s = each(r.x, n, window_f<T>{de.as<float>(), dm.p, dl.as<T>(), d, 0, doffs.as<int>(), noffs, dc.p}, why,
                "peak window");
-    if (!s) s = download(r.x, root, dl.p, n * 4, why);
+    if (!s) s = download(r.x, root, dl.p, n * sizeof(T), why);
     if (!s) s = download(r.x, cand, dc.p, n, why);
     return s;
   }
   if (!have_root) { /* components on the host, exact like the device's */
     uint64_t np = 0;
-    uint32_t *list = accel__ct_mask_list(pores, n, &np);
+    T *list = mask_list(pores, n, &np, root);
     if (!list) {
       accel__why(why, "out of host memory");
       return ACCEL_ERR_OUT_OF_MEMORY;
     }
-    s = accel__ct_components_list(pores, accel__dims{d.nz, d.ny, d.nx}, list, np, 26, r.call->threads, root);
+    s = components_list(pores, accel__dims{d.nz, d.ny, d.nx}, list, np, r.call->threads, root);
     free(list);
     if (s) {
       accel__why(why, "out of host memory");
       return s;
     }
   }
-  const int64_t planes = slab_planes(r, 4 + 1 + 4 + 1, rad);
+  const int64_t planes = slab_planes(r, 4 + 1 + sizeof(T) + 1, rad);
   if (planes < 1) {
     accel__why(why, "one plane of the peak search (with its halo) needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
@@ -624,7 +663,7 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
   dbuf de, dm, dl, dc;
   s = de.get(r.x, cap * 4, why);
   if (!s) s = dm.get(r.x, cap, why);
-  if (!s) s = dl.get(r.x, cap * 4, why);
+  if (!s) s = dl.get(r.x, cap * sizeof(T), why);
   if (!s) s = dc.get(r.x, (uint64_t)planes * plane, why);
   /* roots at non-pore voxels are never read: the host's are garbage there */
   for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
@@ -633,11 +672,11 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
     const uint64_t bcnt = (uint64_t)(b1 - b0) * plane, bbase = (uint64_t)b0 * plane;
     s = upload(r.x, de.p, edt + bbase, bcnt * 4, why);
     if (!s) s = upload(r.x, dm.p, pores + bbase, bcnt, why);
-    if (!s) s = upload(r.x, dl.p, root + bbase, bcnt * 4, why);
+    if (!s) s = upload(r.x, dl.p, root + bbase, bcnt * sizeof(T), why);
     if (!s)
       s = each(r.x, (uint64_t)nzc * plane,
-               window_f{de.as<float>(), dm.p, dl.as<uint32_t>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0, doffs.as<int>(),
-                        noffs, dc.p},
+               window_f<T>{de.as<float>(), dm.p, dl.as<T>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0, doffs.as<int>(),
+                           noffs, dc.p},
                why, "peak window");
     if (!s) s = download(r.x, cand + (uint64_t)z0 * plane, dc.p, (uint64_t)nzc * plane, why);
   }
@@ -645,30 +684,37 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
 }
 
 /* Markers of host edt/pores into host out (the window test on the device,
- * the rest on the host). */
-accel_status markers_host(run_ctx &r, const float *edt, const uint8_t *pores, int md, int32_t *out, uint32_t *count) {
+ * the rest on the host), with labels of type T. */
+template <class T>
+accel_status markers_host_t(run_ctx &r, const float *edt, const uint8_t *pores, int md, int32_t *out, uint32_t *count) {
   const uint64_t n = r.d.count();
-  uint32_t *root = (uint32_t *)malloc((n ? n : 1) * 4);
+  T *root = (T *)malloc((n ? n : 1) * sizeof(T));
   uint8_t *cand = (uint8_t *)calloc(n ? n : 1, 1);
   uint64_t np = 0;
-  uint32_t *list = nullptr;
+  T *list = nullptr;
   accel_status s = ACCEL_OK;
   if (!root || !cand) {
     accel__why(r.call->why, "out of host memory");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
   if (!s) s = window_host(r, edt, pores, md, root, cand, false);
-  if (!s && !(list = accel__ct_mask_list(pores, n, &np))) {
+  if (!s && !(list = mask_list(pores, n, &np, root))) {
     accel__why(r.call->why, "out of host memory");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
-  if (!s && (s = accel__ct_markers_finish(edt, pores, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand,
-                                          out, count)))
-    accel__why(r.call->why, "out of host memory");
+  if (!s && (s = markers_finish(edt, pores, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out, count)))
+    accel__why(r.call->why,
+               s == ACCEL_ERR_LIMIT ? "more than 2^31 - 1 markers: their numbers exceed int32" : "out of host memory");
   free(root);
   free(cand);
   free(list);
   return s;
+}
+
+/* The same, with 64-bit labels beyond accel__ct_index_limit voxels. */
+accel_status markers_host(run_ctx &r, const float *edt, const uint8_t *pores, int md, int32_t *out, uint32_t *count) {
+  return accel__ct_wide(r.d.count()) ? markers_host_t<uint64_t>(r, edt, pores, md, out, count)
+                                     : markers_host_t<uint32_t>(r, edt, pores, md, out, count);
 }
 
 /* ------------------------------------------------------------ ops */
@@ -714,16 +760,20 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *jo
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   char *why = call->why;
-  if (n * 8 <= x->room()) { /* whole: mask, labels, outside flags, out */
+  const bool wide = accel__ct_wide(n);    /* 64-bit labels */
+  if (n * (wide ? 12 : 8) <= x->room()) { /* whole: mask, labels, outside flags, out */
     dbuf dm, dout;
     accel_status s = dm.get(x, n, why);
     if (!s) s = dout.get(x, n, why);
     if (!s) s = upload(x, dm.p, job->mask, n, why);
-    if (!s) s = fill_device(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
+    if (!s)
+      s = wide ? fill_device<uint64_t>(x, dm.p, r.d, job->connectivity == 26, dout.p, why)
+               : fill_device<uint32_t>(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
     if (!s) s = download(x, job->out, dout.p, n, why);
     return s;
   }
-  return fill_slabs(r, job->mask, job->connectivity == 26, job->out);
+  return wide ? fill_slabs<uint64_t>(r, job->mask, job->connectivity == 26, job->out)
+              : fill_slabs<uint32_t>(r, job->mask, job->connectivity == 26, job->out);
 }
 
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job) {
@@ -784,13 +834,14 @@ accel_status step(accel__ct_pipeline_job *job, const char *name, double f, char 
 }
 
 /* Device bytes per voxel the resident pipeline holds at its peak: the pore
- * mask, the distance map and the peak window's roots and flags (10), or
- * during the distance map's rows the map and its row scratch (9); the
- * threshold (input, float copy, solid) and fill holes (solid, filled,
- * labels, flags) take less. */
+ * mask, the distance map and the peak window's roots and flags (10; 14 with
+ * the 64-bit roots beyond accel__ct_index_limit voxels), or during the
+ * distance map's rows the map and its row scratch (9); the threshold
+ * (input, float copy, solid) and fill holes (solid, filled, labels, flags)
+ * take less. */
 uint64_t resident_bytes(dims3 d, accel_dtype in_dtype, bool rescale) {
   const uint64_t n = d.count(), isz = accel_dtype_size(in_dtype);
-  const uint64_t first = isz + 1 + (rescale ? 4 : 0), peak = 10;
+  const uint64_t first = isz + 1 + (rescale ? 4 : 0), peak = accel__ct_wide(n) ? 14 : 10;
   const uint64_t scratch = (uint64_t)(d.nz > d.ny ? d.nz : d.ny) * 40 * 1024 + (1u << 20);
   return n * (first > peak ? first : peak) + scratch;
 }
@@ -833,45 +884,53 @@ accel_status resident_threshold(resident &res, const accel__ct_pipeline_job *job
 }
 
 /* The peak search with the distance map and the pore mask still on the
- * device (the unsmoothed map); a smoothed map, made on the host, goes up. */
-accel_status resident_peaks(accel__call *call, void *user, const float *map, const uint8_t *mask, int md, int32_t *out,
-                            uint32_t *count) {
-  resident &res = *(resident *)user;
+ * device (the unsmoothed map), with component labels of type T. */
+template <class T>
+accel_status resident_peaks_t(accel__call *call, resident &res, const float *map, const uint8_t *mask, int md,
+                              int32_t *out, uint32_t *count) {
   run_ctx &r = *res.r;
-  if (map != res.host_edt) return markers_host(r, map, mask, md, out, count);
   char *why = call->why;
   const uint64_t n = r.d.count();
   const int rad = md < 1 ? 0 : md, w = 2 * rad + 1;
   int(*offs)[3] = (int(*)[3])malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
-  uint32_t *root = (uint32_t *)malloc((n ? n : 1) * 4);
+  T *root = (T *)malloc((n ? n : 1) * sizeof(T));
   uint8_t *cand = (uint8_t *)malloc(n ? n : 1);
   uint64_t np = 0;
-  uint32_t *list = nullptr;
+  T *list = nullptr;
   accel_status s = ACCEL_OK;
-  if (!offs || !root || !cand || !(list = accel__ct_mask_list(mask, n, &np))) {
+  if (!offs || !root || !cand || !(list = mask_list(mask, n, &np, root))) {
     accel__why(why, "out of host memory");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
   const int noffs = s ? 0 : accel__ct_window_offsets(rad, offs);
   dbuf doffs, dl, dc;
   if (!s) s = doffs.put(r.x, &offs[0][0], (size_t)noffs * 3, why, "upload");
-  if (!s) s = dl.get(r.x, n * 4, why);
+  if (!s) s = dl.get(r.x, n * sizeof(T), why);
   if (!s) s = dc.get(r.x, n ? n : 1, why);
-  if (!s) s = components(r.x, res.pores.p, r.d, true, true, dl.as<uint32_t>(), why);
+  if (!s) s = components(r.x, res.pores.p, r.d, true, true, dl.as<T>(), why);
   if (!s)
-    s = each(r.x, n,
-             window_f{res.edt.as<float>(), res.pores.p, dl.as<uint32_t>(), r.d, 0, doffs.as<int>(), noffs, dc.p}, why,
-             "peak window");
-  if (!s) s = download_pinned(r.x, res.pin, root, dl.p, n * 4, why);
+    s = each(r.x, n, window_f<T>{res.edt.as<float>(), res.pores.p, dl.as<T>(), r.d, 0, doffs.as<int>(), noffs, dc.p},
+             why, "peak window");
+  if (!s) s = download_pinned(r.x, res.pin, root, dl.p, n * sizeof(T), why);
   if (!s) s = download_pinned(r.x, res.pin, cand, dc.p, n, why);
-  if (!s && (s = accel__ct_markers_finish(map, mask, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out,
-                                          count)))
-    accel__why(why, "out of host memory");
+  if (!s && (s = markers_finish(map, mask, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out, count)))
+    accel__why(why,
+               s == ACCEL_ERR_LIMIT ? "more than 2^31 - 1 markers: their numbers exceed int32" : "out of host memory");
   free(offs);
   free(root);
   free(cand);
   free(list);
   return s;
+}
+
+/* The same with 64-bit labels beyond accel__ct_index_limit voxels; a
+ * smoothed map, made on the host, goes up. */
+accel_status resident_peaks(accel__call *call, void *user, const float *map, const uint8_t *mask, int md, int32_t *out,
+                            uint32_t *count) {
+  resident &res = *(resident *)user;
+  if (map != res.host_edt) return markers_host(*res.r, map, mask, md, out, count);
+  return accel__ct_wide(res.r->d.count()) ? resident_peaks_t<uint64_t>(call, res, map, mask, md, out, count)
+                                          : resident_peaks_t<uint32_t>(call, res, map, mask, md, out, count);
 }
 
 /* The device stages of a pipeline whose volumes fit the budget together:
@@ -889,7 +948,10 @@ accel_status resident_stages(resident &res, accel__ct_pipeline_job *job, const w
   if (!s && job->solid) s = download_pinned(r.x, res.pin, job->solid, res.solid.p, n, why);
   if (!s && w.filled && !(s = step(job, "ct.fill_holes", 0.05, why))) {
     s = res.filled.get(r.x, n, why);
-    if (!s) s = fill_device(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why);
+    if (!s)
+      s = accel__ct_wide(n)
+              ? fill_device<uint64_t>(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why)
+              : fill_device<uint32_t>(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why);
     if (!s && job->filled) s = download_pinned(r.x, res.pin, job->filled, res.filled.p, n, why);
   }
   if (!s && w.pores) {

@@ -1439,6 +1439,336 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
 END_TEST
 #endif
 
+/* ------------------------------------------------------------ the wide path
+ *
+ * Volumes beyond accel__ct_index_limit voxels label with uint64 indices.
+ * Lowering the limit below a small volume's voxel count runs that path here:
+ * its outputs must equal the 32-bit path's bit for bit, stage by stage, on
+ * the CPU and on the emulated GPU (whole and in slabs). */
+
+/* Outputs of every stage, appended in order. */
+typedef struct record {
+  uint8_t *bytes;
+  size_t n;
+  int items;
+  const char *name[64];
+  size_t at[65];
+} record;
+
+static void rec_add(record *r, const char *name, const void *p, size_t bytes) {
+  ck_assert_int_lt(r->items, 64);
+  r->bytes = realloc(r->bytes, r->n + bytes + 1);
+  ck_assert_ptr_nonnull(r->bytes);
+  memcpy(r->bytes + r->n, p, bytes);
+  r->name[r->items] = name;
+  r->at[r->items++] = r->n;
+  r->n += bytes;
+  r->at[r->items] = r->n;
+}
+
+/* The first item where b differs from a, or NULL. */
+static const char *rec_differs(const record *a, const record *b) {
+  if (a->items != b->items) return "the number of outputs";
+  for (int k = 0; k < a->items; k++)
+    if (a->at[k + 1] - a->at[k] != b->at[k + 1] - b->at[k] ||
+        memcmp(a->bytes + a->at[k], b->bytes + b->at[k], a->at[k + 1] - a->at[k]) != 0)
+      return a->name[k];
+  return NULL;
+}
+
+/* A 24x20x18 gray volume: solid (200) with 30 balls of pore (40), some
+ * closed (holes to fill), some cut by the faces, many touching others. */
+static const accel__dims WIDE_D = {24, 20, 18};
+
+static void wide_volume(uint8_t *v) {
+  const accel__dims d = WIDE_D;
+  memset(v, 200, accel__dims_count(d));
+  rng = 12345;
+  for (int b = 0; b < 30; b++) {
+    const double cz = rnd() % 24, cy = rnd() % 20, cx = rnd() % 18, r = 1.2 + (rnd() % 30) / 10.0;
+    for (int64_t z = 0; z < d.nz; z++)
+      for (int64_t y = 0; y < d.ny; y++)
+        for (int64_t x = 0; x < d.nx; x++)
+          if ((z - cz) * (z - cz) + (y - cy) * (y - cy) + (x - cx) * (x - cx) <= r * r)
+            v[(z * d.ny + y) * d.nx + x] = 40;
+  }
+  for (int64_t z = 10; z < 15; z++) /* and a closed cavity: 3^3 pore in a 5^3 shell */
+    for (int64_t y = 8; y < 13; y++)
+      for (int64_t x = 7; x < 12; x++)
+        v[(z * d.ny + y) * d.nx + x] = z % 14 > 10 && y % 12 > 8 && x % 11 > 7 ? 40 : 200;
+}
+
+static void rec_network(record *r, accel_ctx *ctx, const char *name, accel_ct_network *net, size_t min_regions) {
+  size_t nreg = 0, nth = 0;
+  double porosity = 0;
+  ck_assert_msg(net != NULL, "%s: no network (%s)", name, accel_last_error(ctx));
+  ck_assert_int_eq(accel_ct_network_info(net, &nreg, &nth, &porosity), ACCEL_OK);
+  ck_assert_uint_ge(nreg, min_regions); /* not vacuous */
+  const size_t bytes = sizeof porosity + nreg * sizeof(accel_ct_region) + nth * sizeof(accel_ct_throat);
+  uint8_t *all = calloc(1, bytes), *at = all;
+  memcpy(at, &porosity, sizeof porosity);
+  at += sizeof porosity;
+  for (size_t i = 0; i < nreg; i++, at += sizeof(accel_ct_region)) {
+    accel_ct_region g;
+    memset(&g, 0, sizeof g);
+    g.struct_size = sizeof g;
+    ck_assert_int_eq(accel_ct_network_region(net, i, &g), ACCEL_OK);
+    memcpy(at, &g, sizeof g);
+  }
+  for (size_t i = 0; i < nth; i++, at += sizeof(accel_ct_throat)) {
+    accel_ct_throat t;
+    memset(&t, 0, sizeof t);
+    t.struct_size = sizeof t;
+    ck_assert_int_eq(accel_ct_network_throat(net, i, &t), ACCEL_OK);
+    memcpy(at, &t, sizeof t);
+  }
+  rec_add(r, name, all, bytes);
+  free(all);
+  accel_ct_network_destroy(net);
+}
+
+/* The pipeline (closed pores with both trims and the network; all pores,
+ * stable ties) into r. */
+static void wide_pipelines(accel_ctx *ctx, const accel_array *in, record *r) {
+  const accel__dims d = WIDE_D;
+  const uint64_t n = accel__dims_count(d);
+  void *f_d, *e_d, *m_d, *l_d;
+  accel_array f = new_volume(&f_d, ACCEL_DTYPE_U8, d), e = new_volume(&e_d, ACCEL_DTYPE_F32, d),
+              m = new_volume(&m_d, ACCEL_DTYPE_I32, d), l = new_volume(&l_d, ACCEL_DTYPE_I32, d);
+  for (int k = 0; k < 2; k++) {
+    accel_ct_pipeline_options po;
+    accel_ct_pipeline_options_init(&po, sizeof po);
+    po.threshold = 100;
+    po.min_distance = 1;
+    po.pores = k ? ACCEL_CT_PORES_ALL : ACCEL_CT_PORES_CLOSED;
+    po.trim = k ? 0 : ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY;
+    po.ties = k ? ACCEL_CT_TIES_STABLE : ACCEL_CT_TIES_SKIMAGE;
+    accel_ct_pipeline *pl = NULL;
+    ck_assert_int_eq(accel_ct_pipeline_create(ctx, &po, &pl), ACCEL_OK);
+    accel_ct_outputs o;
+    accel_ct_outputs_init(&o, sizeof o);
+    o.filled = &f;
+    o.edt = &e;
+    o.markers = &m;
+    o.labels = &l;
+    accel_ct_network *net = NULL;
+    o.network = &net;
+    ck_assert_msg(accel_ct_pipeline_run(pl, in, NULL, &o) == ACCEL_OK, "%s", accel_last_error(ctx));
+    rec_add(r, "pipeline filled", f_d, n);
+    rec_add(r, "pipeline edt", e_d, n * 4);
+    rec_add(r, "pipeline markers", m_d, n * 4);
+    rec_add(r, "pipeline labels", l_d, n * 4);
+    rec_add(r, "pipeline marker count", &o.marker_count, sizeof o.marker_count);
+    rec_network(r, ctx, "pipeline network", net, k ? 4 : 1); /* all pores; the closed cavity */
+    accel_ct_pipeline_destroy(pl);
+  }
+  free(f_d);
+  free(e_d);
+  free(m_d);
+  free(l_d);
+}
+
+/* The watersheds (scikit-image's ties, stable ties, a sparse mask, the
+ * general flood with the watershed line) and the network, into r. */
+static void wide_watersheds(accel_ctx *ctx, const accel_array *edt, const accel_array *markers,
+                            const accel_array *pores, record *r) {
+  const accel__dims d = WIDE_D;
+  const uint64_t n = accel__dims_count(d);
+  void *neg_d, *l_d, *sparse_d;
+  accel_array neg = new_volume(&neg_d, ACCEL_DTYPE_F32, d), l = new_volume(&l_d, ACCEL_DTYPE_I32, d),
+              sparse = new_volume(&sparse_d, ACCEL_DTYPE_U8, d);
+  uint64_t insparse = 0;
+  for (uint64_t i = 0; i < n; i++) {
+    ((float *)neg_d)[i] = -((const float *)edt->data)[i];
+    /* the first two planes' pores: under an eighth of the volume (the sparse flood) */
+    ((uint8_t *)sparse_d)[i] = (uint8_t)(i < 2 * (uint64_t)(d.ny * d.nx) && ((const uint8_t *)pores->data)[i]);
+    insparse += ((uint8_t *)sparse_d)[i];
+  }
+  ck_assert_uint_gt(insparse, 10);
+  for (int k = 0; k < 4; k++) {
+    accel_ct_watershed_options wo;
+    accel_ct_watershed_options_init(&wo, sizeof wo);
+    wo.ties = k == 1 ? ACCEL_CT_TIES_STABLE : ACCEL_CT_TIES_SKIMAGE;
+    wo.connectivity = k == 3 ? 2 : 1;
+    wo.watershed_line = k == 3;
+    const accel_array *mask = k == 2 ? &sparse : pores;
+    ck_assert_msg(accel_ct_watershed(ctx, &neg, markers, mask, &wo, &l) == ACCEL_OK, "%s", accel_last_error(ctx));
+    rec_add(r, "watershed", l_d, n * 4);
+  }
+  accel_ct_watershed(ctx, &neg, markers, pores, NULL, &l);
+  accel_ct_network *net = NULL;
+  const double sp[3] = {1.5, 1.0, 0.5};
+  ck_assert_int_eq(accel_ct_network_build(ctx, &l, edt, sp, &net), ACCEL_OK);
+  rec_network(r, ctx, "network", net, 4);
+  free(neg_d);
+  free(l_d);
+  free(sparse_d);
+}
+
+/* Every stage on ctx into r (cleared first). */
+static void wide_stages(accel_ctx *ctx, record *r) {
+  const accel__dims d = WIDE_D;
+  const uint64_t n = accel__dims_count(d);
+  free(r->bytes);
+  memset(r, 0, sizeof *r);
+  void *g_d, *s_d, *f_d, *p_d, *e_d, *m_d;
+  accel_array g = new_volume(&g_d, ACCEL_DTYPE_U8, d), s = new_volume(&s_d, ACCEL_DTYPE_U8, d),
+              f = new_volume(&f_d, ACCEL_DTYPE_U8, d), p = new_volume(&p_d, ACCEL_DTYPE_U8, d),
+              e = new_volume(&e_d, ACCEL_DTYPE_F32, d), m = new_volume(&m_d, ACCEL_DTYPE_I32, d);
+  wide_volume(g_d);
+  ck_assert_int_eq(accel_ct_threshold(ctx, &g, 100, ACCEL_CT_GREATER, &s), ACCEL_OK);
+  for (int k = 0; k < 4; k++) { /* the solid's holes and the pores' (6, 26) */
+    ck_assert_msg(accel_ct_fill_holes(ctx, k < 2 ? &s : &p, k % 2 ? ACCEL_CT_CORNERS : ACCEL_CT_FACES, &f) == ACCEL_OK,
+                  "%s", accel_last_error(ctx));
+    rec_add(r, "fill holes", f_d, n);
+    if (k == 1) { /* the pores: all but the solid; some of them closed */
+      uint64_t closed = 0;
+      for (uint64_t i = 0; i < n; i++) {
+        ((uint8_t *)p_d)[i] = !((uint8_t *)s_d)[i];
+        closed += ((uint8_t *)f_d)[i] && !((uint8_t *)s_d)[i];
+      }
+      ck_assert_uint_ge(closed, 27);
+    }
+  }
+  ck_assert_msg(accel_ct_edt(ctx, &p, NULL, &e) == ACCEL_OK, "%s", accel_last_error(ctx));
+  rec_add(r, "edt", e_d, n * 4);
+  for (int k = 0; k < 2; k++) { /* a plain peak search; one with both trims */
+    accel_ct_marker_options mo;
+    accel_ct_marker_options_init(&mo, sizeof mo);
+    mo.min_distance = k ? 1 : 2;
+    mo.trim = k ? ACCEL_CT_TRIM_SADDLES | ACCEL_CT_TRIM_NEARBY : 0;
+    uint32_t count = 0;
+    ck_assert_msg(accel_ct_markers(ctx, &e, &p, &mo, &m, &count) == ACCEL_OK, "%s", accel_last_error(ctx));
+    ck_assert_uint_gt(count, 3);
+    rec_add(r, "markers", m_d, n * 4);
+    rec_add(r, "marker count", &count, sizeof count);
+  }
+  wide_watersheds(ctx, &e, &m, &p, r);
+  wide_pipelines(ctx, &g, r);
+  free(g_d);
+  free(s_d);
+  free(f_d);
+  free(p_d);
+  free(e_d);
+  free(m_d);
+}
+
+/* The components themselves, 32-bit and wide: the same roots. */
+static void wide_components_equal(void) {
+  const accel__dims d = WIDE_D;
+  const uint64_t n = accel__dims_count(d);
+  uint8_t *g = malloc(n);
+  uint32_t *r32 = malloc(n * 4);
+  uint64_t *r64 = malloc(n * 8), np = 0;
+  wide_volume(g);
+  for (uint64_t i = 0; i < n; i++) g[i] = g[i] == 40; /* the pores */
+  for (int conn = 6; conn <= 26; conn += 20)
+    for (int set = 0; set < 2; set++) { /* the solid's components, then the pores' */
+      ck_assert_int_eq(accel__ct_components(g, d, set, conn, 3, r32), ACCEL_OK);
+      ck_assert_int_eq(accel__ct_components_wide(g, d, set, conn, 3, r64), ACCEL_OK);
+      for (uint64_t i = 0; i < n; i++)
+        ck_assert_msg(r32[i] == ACCEL__CT_NONE ? r64[i] == UINT64_MAX : r64[i] == r32[i],
+                      "components conn %d: root of %llu", conn, (unsigned long long)i);
+    }
+  uint32_t *l32 = accel__ct_mask_list(g, n, &np);
+  uint64_t *l64 = accel__ct_mask_list_wide(g, n, &np);
+  ck_assert_int_eq(accel__ct_components_list(g, d, l32, np, 26, 2, r32), ACCEL_OK);
+  ck_assert_int_eq(accel__ct_components_list_wide(g, d, l64, np, 26, 2, r64), ACCEL_OK);
+  for (uint64_t k = 0; k < np; k++) ck_assert_uint_eq(r32[l32[k]], r64[l64[k]]);
+  free(l32);
+  free(l64);
+  free(g);
+  free(r32);
+  free(r64);
+}
+
+START_TEST(wide_labels_equal_32_bit_labels) {
+  wide_components_equal();
+  accel_ctx *ctx = cpu_ctx();
+  record narrow = {0}, wide = {0};
+  wide_stages(ctx, &narrow);
+  accel__ct_index_limit = 1000; /* below the 8640 voxels: every stage takes the wide path */
+  wide_stages(ctx, &wide);
+  accel__ct_index_limit = ACCEL__CT_INDEX_LIMIT_DEFAULT;
+  const char *bad = rec_differs(&narrow, &wide);
+  ck_assert_msg(bad == NULL, "the wide path's %s differs from the 32-bit path's", bad);
+#if EXPECT_CUDA
+  /* the emulated GPU, whole and in slabs of a few planes, wide and 32-bit */
+  static const uint64_t budgets[2] = {(uint64_t)1 << 30, 60000};
+  for (int b = 0; b < 2; b++)
+    for (int lowered = 0; lowered < 2; lowered++) {
+      set_emulated_gpu_budget(budgets[b]);
+      log_capture cap = {0};
+      accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+      if (lowered) accel__ct_index_limit = 1000;
+      wide_stages(gpu, &wide);
+      accel__ct_index_limit = ACCEL__CT_INDEX_LIMIT_DEFAULT;
+      bad = rec_differs(&narrow, &wide);
+      ck_assert_msg(bad == NULL, "the emulated GPU's %s (budget %llu, %s labels) differs from the CPU's", bad,
+                    (unsigned long long)budgets[b], lowered ? "wide" : "32-bit");
+      const char *stages[] = {"ct.fill_holes", "ct.edt", "ct.markers", "ct.pipeline"};
+      for (int k = 0; k < 4; k++) {
+        accel_stage_stats st;
+        accel_stage_stats_init(&st, sizeof st);
+        ck_assert_int_eq(accel_ctx_stats_find(gpu, stages[k], &st), ACCEL_OK);
+        ck_assert_msg(st.gpu_runs == st.runs && st.runs > 0, "%s ran on the CPU", stages[k]);
+      }
+      ck_assert_int_eq(cap.n, 0);
+      accel_ctx_destroy(gpu);
+    }
+  set_emulated_gpu_budget((uint64_t)1 << 30);
+#endif
+  free(narrow.bytes);
+  free(wide.bytes);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The committed fixtures against SciPy's and scikit-image's outputs, on the wide path. */
+START_TEST(wide_fixtures_equal_the_references) {
+  accel__ct_index_limit = 1000;
+  fixture_equals_the_references(TEST_DATA_DIR "/ct", COMMITTED[_i]);
+  accel__ct_index_limit = ACCEL__CT_INDEX_LIMIT_DEFAULT;
+}
+END_TEST
+
+#if EXPECT_CUDA
+/* The emulated GPU on the committed fixtures, wide, whole and in slabs:
+ * equal to the CPU, and the pipeline's labels to scikit-image's. */
+START_TEST(wide_gpu_stages_equal_cpu_in_emulation) {
+  accel__ct_index_limit = 1000;
+  /* the slabs' budget: a little more than the 32-bit test's, for the 64-bit labels of 7 planes */
+  gpu_equals_cpu(_i ? 1700000 : (uint64_t)1 << 30, _i ? "wide slabs" : "wide whole volume");
+  accel__ct_index_limit = ACCEL__CT_INDEX_LIMIT_DEFAULT;
+}
+END_TEST
+#endif
+
+/* Volumes beyond what any memory holds: a clear error, before any allocation. */
+/* A view of shape (n, n, n) of one byte, every stride 0. */
+static accel_array everywhere(uint8_t *one, int64_t n) {
+  accel_array a;
+  memset(&a, 0, sizeof a);
+  a.data = one;
+  a.dtype = ACCEL_DTYPE_U8;
+  a.ndim = 3;
+  a.shape[0] = a.shape[1] = a.shape[2] = n;
+  return a;
+}
+
+START_TEST(oversized_volumes_are_errors) {
+  accel_ctx *ctx = cpu_ctx();
+  static uint8_t one;
+  accel_array big = everywhere(&one, (int64_t)1 << 15); /* 2^45 voxels */
+  ck_assert_int_eq(accel_ct_fill_holes(ctx, &big, ACCEL_CT_FACES, &big), ACCEL_ERR_LIMIT);
+  ck_assert_msg(strstr(accel_last_error(ctx), "at most 2^44") != NULL, "%s", accel_last_error(ctx));
+  big = everywhere(&one, (int64_t)1 << 22); /* 2^66: no int64 holds the count */
+  ck_assert_int_eq(accel_ct_fill_holes(ctx, &big, ACCEL_CT_FACES, &big), ACCEL_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(accel_last_error(ctx), "too many elements") != NULL, "%s", accel_last_error(ctx));
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 Suite *suite_ct(void) {
   TCase *tc = new_case("stages", 300, NULL, NULL);
   tcase_add_loop_test(tc, committed_fixtures_equal_the_references, 0, 2);
@@ -1457,12 +1787,16 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_test(tc, strided_views);
   tcase_add_test(tc, raw_files);
+  tcase_add_test(tc, wide_labels_equal_32_bit_labels);
+  tcase_add_loop_test(tc, wide_fixtures_equal_the_references, 0, 2);
+  tcase_add_test(tc, oversized_volumes_are_errors);
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_stages_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_slabs_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_pipeline_uploads_once_downloads_what_is_asked);
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
   tcase_add_test(tc, gpu_stage_failures_fall_back_in_emulation);
+  tcase_add_loop_test(tc, wide_gpu_stages_equal_cpu_in_emulation, 0, 2);
 #endif
   return suite_of("ct", tc);
 }

@@ -17,8 +17,11 @@
  * for a whole pipeline run. On a CUDA backend rescale, threshold, fill
  * holes, the EDT and the markers' window test run on the GPU (in Z slabs
  * beyond the device memory budget); the watershed (a sequential priority
- * queue), the trims and the network run on the CPU. Volumes of at most
- * 2^32 - 2 voxels (ACCEL_ERR_LIMIT beyond).
+ * queue), the trims and the network run on the CPU. Volumes of any size
+ * the memory holds, up to 2^44 voxels (ACCEL_ERR_LIMIT beyond): beyond
+ * 2^32 - 2 voxels the components and the peak search keep 64-bit voxel
+ * indices, with the same results. Label and marker values are I32: more
+ * than 2^31 - 1 markers (or trimmed peaks) is ACCEL_ERR_LIMIT.
  *
  * Errors (core.h has the general rules). The stage functions and
  * accel_ct_network_build need a context (a NULL one is ACCEL_ERR_INVALID_ARG,
@@ -28,7 +31,8 @@
  * or not of the dtype named, a shape that differs from the first volume's,
  * an output that overlaps an input (except the very same array where a
  * function allows it), a spacing that is not positive and finite, and an
- * option out of its range; ACCEL_ERR_LIMIT beyond the voxel limit;
+ * option out of its range; ACCEL_ERR_LIMIT beyond the voxel limit or the
+ * markers' I32 numbers;
  * ACCEL_ERR_VERSION for an options or outputs struct_size;
  * ACCEL_ERR_OUT_OF_MEMORY (strided arrays also take contiguous copies). A
  * function with a progress callback may return ACCEL_ERR_CANCELLED, and

@@ -33,9 +33,10 @@ static accel_status check_volume(accel_ctx *ctx, const char *func, const char *w
   }
   const accel__dims d = {a->shape[0], a->shape[1], a->shape[2]};
   if (set_shape) {
-    if (accel__dims_count(d) >= ACCEL__CT_NONE)
-      return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %llu voxels; at most %u", what,
-                            (unsigned long long)accel__dims_count(d), ACCEL__CT_NONE - 1);
+    if (accel__dims_count(d) > ACCEL__CT_MAX_VOXELS)
+      return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT,
+                            "%s has %llu voxels; at most 2^44 (no memory holds the intermediates of more)", what,
+                            (unsigned long long)accel__dims_count(d));
     *shape = d;
   } else if (d.nz != shape->nz || d.ny != shape->ny || d.nx != shape->nx) {
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
@@ -259,6 +260,8 @@ static accel_status run_trim(accel_ctx *ctx, const char *func, const float *map,
                                               accel__ctx_threads(ctx), markers, count);
   accel__stats_delta delta = {.runs = 1, .cpu_runs = s ? 0 : 1, .failures = s ? 1 : 0, .seconds = accel__now() - t0};
   accel__stats_add(ctx, "ct.trim", &delta);
+  if (s == ACCEL_ERR_LIMIT)
+    return accel__fail_in(ctx, func, s, "more than 2^31 - 1 peaks survive the trims: their numbers exceed int32");
   if (s) return accel__fail_in(ctx, func, s, "out of memory for the peak trims");
   return ACCEL_OK;
 }

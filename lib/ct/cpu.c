@@ -10,6 +10,13 @@ static accel_status oom(accel__call *call, const char *what) {
   return ACCEL_ERR_OUT_OF_MEMORY;
 }
 
+/* A failed peak search or trim (s): too many markers for I32, or out of memory. */
+static accel_status peaks_failed(accel__call *call, accel_status s, const char *what) {
+  if (s != ACCEL_ERR_LIMIT) return oom(call, what);
+  accel__why(call->why, "%s found more than 2^31 - 1 markers: their numbers exceed int32", what);
+  return s;
+}
+
 static accel_status cpu_rescale(accel__call *call, accel__ct_rescale_job *job) {
   accel__ct_rescale_cpu(job->in, job->in_dtype, job->d, job->slope, job->intercept, job->out, call->threads);
   return ACCEL_OK;
@@ -45,7 +52,7 @@ static accel_status markers_of(accel__call *call, const float *map, const uint8_
   }
   accel_status s = accel__ct_markers_cpu(map, mask, d, md, call->threads, out, count);
   free(smooth);
-  return s ? oom(call, "the peak search") : ACCEL_OK;
+  return s ? peaks_failed(call, s, "the peak search") : ACCEL_OK;
 }
 
 static accel_status cpu_markers(accel__call *call, accel__ct_markers_job *job) {
@@ -92,7 +99,7 @@ static accel_status cpu_peaks(accel__call *call, void *user, const float *map, c
                               int32_t *out, uint32_t *count) {
   const accel__dims *d = user;
   accel_status s = accel__ct_markers_cpu(map, mask, *d, md, call->threads, out, count);
-  return s ? oom(call, "the peak search") : ACCEL_OK;
+  return s ? peaks_failed(call, s, "the peak search") : ACCEL_OK;
 }
 
 accel_status accel__ct_pipeline_finish(accel__call *call, accel__ct_pipeline_job *job, const uint8_t *pores,
@@ -120,9 +127,9 @@ accel_status accel__ct_pipeline_finish(accel__call *call, accel__ct_pipeline_job
     if ((s = peaks(call, peaks_user, map, pores, o->min_distance, markers, &job->marker_count))) goto done;
     if (o->trim) {
       if (report(job, "ct.trim", 0.45)) goto cancelled;
-      if (accel__ct_trim_markers_cpu(edt, d, o->trim, o->saddle_iterations, o->nearby_factor, o->spacing, call->threads,
-                                     markers, &job->marker_count)) {
-        s = oom(call, "the peak trims");
+      if ((s = accel__ct_trim_markers_cpu(edt, d, o->trim, o->saddle_iterations, o->nearby_factor, o->spacing,
+                                          call->threads, markers, &job->marker_count))) {
+        s = peaks_failed(call, s, "the peak trims");
         goto done;
       }
     }

@@ -50,7 +50,9 @@ static int64_t find(const uint64_t *list, uint64_t n, uint64_t v) {
   return lo < n && list[lo] == v ? (int64_t)lo : -1;
 }
 
-static uint32_t uf_find(uint32_t *parent, uint32_t a) {
+/* Positions in the list of peak voxels, and group numbers, are uint64: the
+ * list may hold more than 2^32 voxels of a large volume. */
+static uint64_t uf_find(uint64_t *parent, uint64_t a) {
   while (parent[a] != a) {
     parent[a] = parent[parent[a]];
     a = parent[a];
@@ -58,7 +60,7 @@ static uint32_t uf_find(uint32_t *parent, uint32_t a) {
   return a;
 }
 
-static void uf_union(uint32_t *parent, uint32_t a, uint32_t b) {
+static void uf_union(uint64_t *parent, uint64_t a, uint64_t b) {
   a = uf_find(parent, a);
   b = uf_find(parent, b);
   if (a < b) parent[b] = a;
@@ -67,11 +69,11 @@ static void uf_union(uint32_t *parent, uint32_t a, uint32_t b) {
 
 /* Groups of the sorted voxel list (6- or 26-connected): group[k] = 0, 1, ...
  * numbered in the order of their first voxel. Returns the group count, or
- * UINT32_MAX when out of memory. */
-static uint32_t group_voxels(const uint64_t *list, uint64_t n, accel__dims d, int conn, uint32_t *group) {
-  uint32_t *parent = malloc((n ? n : 1) * sizeof *parent);
-  if (!parent) return UINT32_MAX;
-  for (uint64_t k = 0; k < n; k++) parent[k] = (uint32_t)k;
+ * UINT64_MAX when out of memory. */
+static uint64_t group_voxels(const uint64_t *list, uint64_t n, accel__dims d, int conn, uint64_t *group) {
+  uint64_t *parent = malloc((n ? n : 1) * sizeof *parent);
+  if (!parent) return UINT64_MAX;
+  for (uint64_t k = 0; k < n; k++) parent[k] = k;
   for (uint64_t k = 0; k < n; k++) {
     const coord c = coord_of(list[k], d);
     /* the neighbours that come later in C order */
@@ -83,12 +85,12 @@ static uint32_t group_voxels(const uint64_t *list, uint64_t n, accel__dims d, in
           const int64_t z = c.z + dz, y = c.y + dy, x = c.x + dx;
           if (z >= d.nz || y < 0 || y >= d.ny || x < 0 || x >= d.nx) continue;
           const int64_t j = find(list, n, ((uint64_t)z * (uint64_t)d.ny + (uint64_t)y) * (uint64_t)d.nx + (uint64_t)x);
-          if (j >= 0) uf_union(parent, (uint32_t)k, (uint32_t)j);
+          if (j >= 0) uf_union(parent, k, (uint64_t)j);
         }
   }
-  uint32_t groups = 0;
+  uint64_t groups = 0;
   for (uint64_t k = 0; k < n; k++) {
-    const uint32_t r = uf_find(parent, (uint32_t)k);
+    const uint64_t r = uf_find(parent, k);
     group[k] = r == k ? groups++ : group[r]; /* a root is its group's first voxel */
   }
   free(parent);
@@ -200,18 +202,18 @@ static accel_status trim_saddles(const float *map, accel__dims d, const uint64_t
                                  int threads, uint8_t *alive) {
   (void)threads; /* read by OpenMP pragmas only */
   accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
-  uint32_t *group = malloc((n ? n : 1) * sizeof *group);
+  uint64_t *group = malloc((n ? n : 1) * sizeof *group);
   uint64_t *start = NULL, *members = NULL, *kept = NULL, *kept_off = NULL;
   uint64_t **sets = NULL;
-  uint32_t ng = 0;
-  if (!group || (ng = group_voxels(list, n, d, 6, group)) == UINT32_MAX) goto done;
+  uint64_t ng = 0;
+  if (!group || (ng = group_voxels(list, n, d, 6, group)) == UINT64_MAX) goto done;
   start = calloc((size_t)ng + 1, sizeof *start);
   members = malloc((n ? n : 1) * sizeof *members);
   sets = calloc(ng ? ng : 1, sizeof *sets);
   kept_off = calloc((size_t)ng + 1, sizeof *kept_off); /* kept set sizes, then offsets */
   if (!start || !members || !sets || !kept_off) goto done;
   for (uint64_t k = 0; k < n; k++) start[group[k] + 1]++;
-  for (uint32_t g = 0; g < ng; g++) start[g + 1] += start[g];
+  for (uint64_t g = 0; g < ng; g++) start[g + 1] += start[g];
   {
     uint64_t *fill = malloc(((size_t)ng + 1) * sizeof *fill);
     if (!fill) goto done;
@@ -224,7 +226,7 @@ static accel_status trim_saddles(const float *map, accel__dims d, const uint64_t
   {
     vset dil = {0};
 #pragma omp for schedule(dynamic, 1)
-    for (uint32_t g = 0; g < ng; g++) {
+    for (uint64_t g = 0; g < ng; g++) {
       bool bad;
 #pragma omp atomic read
       bad = failed;
@@ -250,17 +252,17 @@ static accel_status trim_saddles(const float *map, accel__dims d, const uint64_t
     vset_free(&dil);
   }
   if (failed) goto done;
-  for (uint32_t g = 0; g < ng; g++) kept_off[g + 1] += kept_off[g];
+  for (uint64_t g = 0; g < ng; g++) kept_off[g + 1] += kept_off[g];
   const uint64_t nk = kept_off[ng];
   if (!(kept = malloc((nk ? nk : 1) * sizeof *kept))) goto done;
-  for (uint32_t g = 0; g < ng; g++)
+  for (uint64_t g = 0; g < ng; g++)
     if (sets[g]) memcpy(kept + kept_off[g], sets[g], (kept_off[g + 1] - kept_off[g]) * sizeof *kept);
   qsort(kept, nk, sizeof *kept, cmp_u64);
   for (uint64_t k = 0; k < n; k++) alive[k] = find(kept, nk, list[k]) >= 0;
   st = ACCEL_OK;
 done:
   if (sets)
-    for (uint32_t g = 0; g < ng; g++) free(sets[g]);
+    for (uint64_t g = 0; g < ng; g++) free(sets[g]);
   free(sets);
   free(group);
   free(start);
@@ -280,12 +282,12 @@ typedef struct peak {
 /* For every peak the nearest other (by squared distance in spacing units,
  * ties to the lowest index) through a uniform grid of cells: nn[i], dist[i]
  * (the distance, +inf when alone). */
-static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, const double sp[3], int threads,
-                                   uint32_t *nn, double *dist) {
+static accel_status nearest_others(const peak *pk, uint64_t n, accel__dims d, const double sp[3], int threads,
+                                   uint64_t *nn, double *dist) {
   (void)threads; /* read by OpenMP pragmas only */
   if (n < 2) {
-    for (uint32_t i = 0; i < n; i++) {
-      nn[i] = UINT32_MAX;
+    for (uint64_t i = 0; i < n; i++) {
+      nn[i] = UINT64_MAX;
       dist[i] = INFINITY;
     }
     return ACCEL_OK;
@@ -296,7 +298,7 @@ static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, co
   if (side < 1) side = 1;
   const int64_t gz = (d.nz + side - 1) / side, gy = (d.ny + side - 1) / side, gx = (d.nx + side - 1) / side;
   const uint64_t cells = (uint64_t)gz * (uint64_t)gy * (uint64_t)gx;
-  uint32_t *cell_start = calloc(cells + 1, sizeof *cell_start), *cell_items = malloc(n * sizeof *cell_items);
+  uint64_t *cell_start = calloc(cells + 1, sizeof *cell_start), *cell_items = malloc(n * sizeof *cell_items);
   if (!cell_start || !cell_items) {
     free(cell_start);
     free(cell_items);
@@ -304,9 +306,9 @@ static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, co
   }
 #define CELL_OF(p)                                                                                                     \
   (((uint64_t)((p).z / side) * (uint64_t)gy + (uint64_t)((p).y / side)) * (uint64_t)gx + (uint64_t)((p).x / side))
-  for (uint32_t i = 0; i < n; i++) cell_start[CELL_OF(pk[i].c) + 1]++;
+  for (uint64_t i = 0; i < n; i++) cell_start[CELL_OF(pk[i].c) + 1]++;
   for (uint64_t c = 0; c < cells; c++) cell_start[c + 1] += cell_start[c];
-  for (uint32_t i = 0; i < n; i++) { /* increasing i within each cell */
+  for (uint64_t i = 0; i < n; i++) { /* increasing i within each cell */
     const uint64_t c = CELL_OF(pk[i].c);
     cell_items[cell_start[c]++] = i;
   }
@@ -314,15 +316,15 @@ static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, co
   cell_start[0] = 0;
   const double smin = fmin(sp[0], fmin(sp[1], sp[2]));
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 64)
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint64_t i = 0; i < n; i++) {
     const coord c = pk[i].c;
     const int64_t cz = c.z / side, cy = c.y / side, cx = c.x / side;
     double best = INFINITY;
-    uint32_t who = UINT32_MAX;
+    uint64_t who = UINT64_MAX;
     for (int64_t ring = 0;; ring++) {
       /* every point outside rings 0..ring-1 is at least (ring-1)*side voxels
        * away along some axis */
-      if (ring > 0 && who != UINT32_MAX) {
+      if (ring > 0 && who != UINT64_MAX) {
         const double reach = (double)(ring - 1) * (double)side * smin;
         if (reach * reach > best) break;
       }
@@ -335,8 +337,8 @@ static accel_status nearest_others(const peak *pk, uint32_t n, accel__dims d, co
           for (int64_t x = cx - ring; x <= cx + ring; x += shell ? 1 : 2 * ring) {
             if (x >= 0 && x < gx) {
               const uint64_t cell = ((uint64_t)z * (uint64_t)gy + (uint64_t)y) * (uint64_t)gx + (uint64_t)x;
-              for (uint32_t t = cell_start[cell]; t < cell_start[cell + 1]; t++) {
-                const uint32_t j = cell_items[t];
+              for (uint64_t t = cell_start[cell]; t < cell_start[cell + 1]; t++) {
+                const uint64_t j = cell_items[t];
                 if (j == i) continue;
                 const double dz = (double)(pk[j].c.z - c.z) * sp[0], dy = (double)(pk[j].c.y - c.y) * sp[1],
                              dx = (double)(pk[j].c.x - c.x) * sp[2];
@@ -368,12 +370,12 @@ static accel_status trim_nearby(const float *map, accel__dims d, const uint64_t 
   uint64_t m = 0;
   for (uint64_t k = 0; k < n; k++) m += alive[k];
   uint64_t *sub = malloc((m ? m : 1) * sizeof *sub), *back = malloc((m ? m : 1) * sizeof *back);
-  uint32_t *group = malloc((m ? m : 1) * sizeof *group), *nn = NULL;
+  uint64_t *group = malloc((m ? m : 1) * sizeof *group), *nn = NULL;
   peak *pk = NULL;
   uint64_t *sums = NULL;
   double *dist = NULL;
   uint8_t *drop = NULL;
-  uint32_t ng = 0;
+  uint64_t ng = 0;
   if (!sub || !back || !group) goto done;
   m = 0;
   for (uint64_t k = 0; k < n; k++)
@@ -381,7 +383,7 @@ static accel_status trim_nearby(const float *map, accel__dims d, const uint64_t 
       back[m] = k;
       sub[m++] = list[k];
     }
-  if ((ng = group_voxels(sub, m, d, 26, group)) == UINT32_MAX) goto done;
+  if ((ng = group_voxels(sub, m, d, 26, group)) == UINT64_MAX) goto done;
   sums = calloc((size_t)ng * 4 + 1, sizeof *sums);
   pk = malloc((ng ? ng : 1) * sizeof *pk);
   nn = malloc((ng ? ng : 1) * sizeof *nn);
@@ -396,7 +398,7 @@ static accel_status trim_nearby(const float *map, accel__dims d, const uint64_t 
     s[2] += (uint64_t)c.x;
     s[3]++;
   }
-  for (uint32_t g = 0; g < ng; g++) {
+  for (uint64_t g = 0; g < ng; g++) {
     const uint64_t *s = sums + (size_t)g * 4;
     /* the mean truncated: integer division is exact where numpy's float
      * mean then astype(int) could differ only for sums beyond 2^53 */
@@ -406,8 +408,8 @@ static accel_status trim_nearby(const float *map, accel__dims d, const uint64_t 
     pk[g].L = (double)map[at] + (double)g * 1e-6;
   }
   if ((st = nearest_others(pk, ng, d, sp, threads, nn, dist))) goto done;
-  for (uint32_t g = 0; g < ng; g++) {
-    if (nn[g] == UINT32_MAX || !(dist[g] <= factor * pk[g].L)) continue;
+  for (uint64_t g = 0; g < ng; g++) {
+    if (nn[g] == UINT64_MAX || !(dist[g] <= factor * pk[g].L)) continue;
     drop[pk[g].L < pk[nn[g]].L ? g : nn[g]] = 1;
   }
   for (uint64_t k = 0; k < m; k++)
@@ -434,7 +436,7 @@ accel_status accel__ct_trim_markers_cpu(const float *map, accel__dims d, unsigne
   for (uint64_t i = 0; i < total; i++) n += markers[i] != 0;
   uint64_t *list = malloc((n ? n : 1) * sizeof *list);
   uint8_t *alive = malloc(n ? n : 1);
-  uint32_t *group = malloc((n ? n : 1) * sizeof *group);
+  uint64_t *group = malloc((n ? n : 1) * sizeof *group);
   uint64_t *sub = malloc((n ? n : 1) * sizeof *sub);
   accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
   if (!list || !alive || !group || !sub) goto done;
@@ -448,14 +450,14 @@ accel_status accel__ct_trim_markers_cpu(const float *map, accel__dims d, unsigne
   uint64_t m = 0;
   for (uint64_t k = 0; k < n; k++)
     if (alive[k]) sub[m++] = list[k];
-  const uint32_t ng = group_voxels(sub, m, d, 26, group);
-  if (ng == UINT32_MAX) {
-    st = ACCEL_ERR_OUT_OF_MEMORY;
+  const uint64_t ng = group_voxels(sub, m, d, 26, group);
+  if (ng == UINT64_MAX || ng > INT32_MAX) { /* out of memory; numbers beyond the I32 output */
+    st = ng == UINT64_MAX ? ACCEL_ERR_OUT_OF_MEMORY : ACCEL_ERR_LIMIT;
     goto done;
   }
   for (uint64_t k = 0; k < n; k++) markers[list[k]] = 0;
   for (uint64_t k = 0; k < m; k++) markers[sub[k]] = (int32_t)group[k] + 1;
-  if (count) *count = ng;
+  if (count) *count = (uint32_t)ng;
   st = ACCEL_OK;
 done:
   free(list);

@@ -282,7 +282,7 @@ accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, ac
   if (mask) {
     uint64_t inmask = 0;
     for (uint64_t i = 0; i < n; i++) inmask += mask[i] != 0;
-    if (inmask < n / 8 && 2 * n < ((uint64_t)1 << 32)) {
+    if (inmask < n / 8 && !accel__ct_wide(2 * n)) { /* uint32 seeds and indices */
       accel_status st = watershed_sparse(image, mask, d, ties, labels, inmask, progress, progress_user);
       if (!st && progress) progress(progress_user, "ct.watershed", 1.0);
       return st;
@@ -330,7 +330,8 @@ accel_status accel__ct_watershed_cpu(const float *image, const uint8_t *mask, ac
   const int64_t nb[6] = {-py * px, -px, -1, 1, px, py * px};
   const bool stable = ties == ACCEL_CT_TIES_STABLE;
   const uint64_t max_age = (stable ? nseeds : 1) + inmask + 1;
-  st = max_age < ((uint64_t)1 << 32) && pn < ((uint64_t)1 << 32)
+  /* 32-bit ages and padded indices, or 64-bit ones (beyond accel__ct_index_limit) */
+  st = !accel__ct_wide(max_age) && !accel__ct_wide(pn)
            ? flood64(c, nb, seeds, nseeds, stable, inmask, progress, progress_user)
            : flood128(c, nb, seeds, nseeds, stable, inmask, progress, progress_user);
   if (!st)

@@ -1,9 +1,20 @@
 /*
  * lib/ct/ct.h - the CT algorithms on contiguous host volumes (internal).
  *
- * Volumes are C-ordered (z, y, x) with n = nz * ny * nx < 2^32 voxels, so a
- * voxel's linear index fits a uint32. Every function here is exact and
- * deterministic for any thread count; the CUDA kernels reproduce them.
+ * Volumes are C-ordered (z, y, x) with n = nz * ny * nx voxels. Every
+ * function here is exact and deterministic for any thread count; the CUDA
+ * kernels reproduce them.
+ *
+ * Voxel indices. The connected components and the peak search keep one
+ * voxel index per voxel (a union-find parent, a component's root). Volumes of
+ * at most accel__ct_index_limit voxels keep them in uint32 (the functions
+ * without a suffix, ACCEL__CT_NONE for "no component"); larger volumes take
+ * the wide path, the same code compiled with uint64 indices (the functions
+ * suffixed _wide, UINT64_MAX for "none"). Both give the same results; the
+ * 32-bit path keeps half the memory traffic for the volumes it can hold.
+ * Tests lower accel__ct_index_limit so that the wide path runs on small
+ * volumes. Label and marker values stay int32: more than 2^31 - 1 regions or
+ * markers is ACCEL_ERR_LIMIT.
  */
 #ifndef ACCEL_CT_INTERNAL_H
 #define ACCEL_CT_INTERNAL_H
@@ -22,7 +33,22 @@ typedef struct accel__dims {
 
 static inline uint64_t accel__dims_count(accel__dims d) { return (uint64_t)d.nz * (uint64_t)d.ny * (uint64_t)d.nx; }
 
-enum { ACCEL__CT_NONE = 0xffffffffu }; /* "no component" in label arrays */
+enum { ACCEL__CT_NONE = 0xffffffffu }; /* "no component" in 32-bit label arrays */
+
+/* The largest voxel count of the 32-bit path: indices up to n - 1 stay below
+ * ACCEL__CT_NONE. */
+#define ACCEL__CT_INDEX_LIMIT_DEFAULT ((uint64_t)0xfffffffeu)
+
+/* Volumes of more voxels than this take the wide path (default
+ * ACCEL__CT_INDEX_LIMIT_DEFAULT; tests lower it and restore it, with no CT
+ * call running meanwhile). Internal, not exported from the shared library. */
+extern uint64_t accel__ct_index_limit;
+
+static inline bool accel__ct_wide(uint64_t n) { return n > accel__ct_index_limit; }
+
+/* The most voxels a CT call takes: its intermediates (20 bytes a voxel and
+ * more) could not be held in any address space beyond. */
+#define ACCEL__CT_MAX_VOXELS ((uint64_t)1 << 44)
 
 /* ---- connected components */
 
@@ -37,6 +63,12 @@ accel_status accel__ct_components(const uint8_t *mask, accel__dims d, bool want_
  * (read p[j] only where mask[j] is set). */
 accel_status accel__ct_components_list(const uint8_t *mask, accel__dims d, const uint32_t *list, uint64_t count,
                                        int connectivity, int threads, uint32_t *p);
+
+/* The same with uint64 indices (UINT64_MAX: none), for any volume. */
+accel_status accel__ct_components_wide(const uint8_t *mask, accel__dims d, bool want_set, int connectivity, int threads,
+                                       uint64_t *root);
+accel_status accel__ct_components_list_wide(const uint8_t *mask, accel__dims d, const uint64_t *list, uint64_t count,
+                                            int connectivity, int threads, uint64_t *p);
 
 /* ---- stages */
 
@@ -60,6 +92,7 @@ accel_status accel__ct_gaussian_cpu(const float *in, accel__dims d, double sigma
 
 /* The mask's voxels in C order (malloc'd; NULL when out of memory). */
 uint32_t *accel__ct_mask_list(const uint8_t *mask, uint64_t n, uint64_t *count);
+uint64_t *accel__ct_mask_list_wide(const uint8_t *mask, uint64_t n, uint64_t *count);
 
 /* The window offsets of radius r, nearest first: (2r+1)^3 - 1 of them. */
 int accel__ct_window_offsets(int r, int (*offs)[3]);
@@ -75,14 +108,24 @@ accel_status accel__ct_peak_candidates_cpu(const float *edt, const uint8_t *mask
 accel_status accel__ct_markers_finish(const float *edt, const uint8_t *mask, accel__dims d, int md,
                                       const uint32_t *list, uint64_t np, uint32_t *root, uint8_t *cand, int32_t *out,
                                       uint32_t *count);
+/* The same with uint64 indices. Both return ACCEL_ERR_LIMIT when there are
+ * more than 2^31 - 1 markers. */
+accel_status accel__ct_peak_candidates_cpu_wide(const float *edt, const uint8_t *mask, accel__dims d, int md,
+                                                int threads, const uint64_t *list, uint64_t np, uint64_t *root,
+                                                uint8_t *cand);
+accel_status accel__ct_markers_finish_wide(const float *edt, const uint8_t *mask, accel__dims d, int md,
+                                           const uint64_t *list, uint64_t np, uint64_t *root, uint8_t *cand,
+                                           int32_t *out, uint32_t *count);
 
 /* Peak search (peak_local_max semantics, see accel/ct.h); markers numbered
- * in C order into out (I32). */
+ * in C order into out (I32); the wide path beyond accel__ct_index_limit
+ * voxels. ACCEL_ERR_OUT_OF_MEMORY, or ACCEL_ERR_LIMIT past 2^31 - 1 markers. */
 accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance, int threads,
                                    int32_t *out, uint32_t *count);
 
 /* SNOW's trims (see accel_ct_trim_markers) of the peak voxels of markers
- * (nonzero), renumbered in place; *count receives the survivors' count. */
+ * (nonzero), renumbered in place; *count receives the survivors' count.
+ * ACCEL_ERR_OUT_OF_MEMORY, or ACCEL_ERR_LIMIT past 2^31 - 1 survivors. */
 accel_status accel__ct_trim_markers_cpu(const float *map, accel__dims d, unsigned trim, int iterations, double factor,
                                         const double spacing[3], int threads, int32_t *markers, uint32_t *count);
 

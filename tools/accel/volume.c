@@ -16,7 +16,7 @@
 #include <tiffio.h>
 #endif
 
-enum { MAX_VOXELS_LOG2 = 32 }; /* the CT pipeline's limit: fewer than 2^32 voxels */
+enum { MAX_VOXELS_LOG2 = 44 }; /* the CT stages' limit: at most 2^44 voxels (no memory holds more) */
 
 static bool ends_with(const char *s, const char *tail) {
   const size_t n = strlen(s), m = strlen(tail);
@@ -130,7 +130,8 @@ static bool npy_header(const char *cmd, const char *what, const uint8_t *d, size
   in->data_at = at + hl;
   uint64_t count = 1;
   for (int k = 0; ok && k < in->ndim; k++) {
-    ok = in->shape[k] < ((int64_t)1 << MAX_VOXELS_LOG2) && (count *= (uint64_t)in->shape[k]) < (1ull << 40);
+    ok = in->shape[k] >= 0 && !__builtin_mul_overflow(count, (uint64_t)in->shape[k], &count) &&
+         count <= (1ull << MAX_VOXELS_LOG2);
   }
   if (!ok) {
     cli_error("%s: %s: not an NPY array of u1, i1, b1, u2, i2, u4, i4, f4 or f8 (or a damaged header)", cmd, what);
@@ -438,8 +439,8 @@ static bool read_pages(const char *cmd, const char *path, TIFF *t, uint32_t page
   uint32_t w0 = 0, h0 = 0;
   const char *why = NULL;
   const accel_dtype d0 = page_dtype(t, &w0, &h0, &why);
-  if (d0 == ACCEL_DTYPE_INVALID || (uint64_t)w0 * h0 * pages >= 1ull << MAX_VOXELS_LOG2) {
-    cli_error("%s: %s: %s", cmd, path, why ? why : "more than 2^32 - 1 voxels");
+  if (d0 == ACCEL_DTYPE_INVALID || (uint64_t)w0 * h0 * pages > 1ull << MAX_VOXELS_LOG2) {
+    cli_error("%s: %s: %s", cmd, path, why ? why : "more than 2^44 voxels");
     return false;
   }
   const int64_t shape[3] = {pages, h0, w0};
@@ -522,9 +523,9 @@ static bool load_tiff_dir(accel_ctx *ctx, const char *cmd, const char *dir, acce
     if (ok && z == 0) {
       first = v;
       const int64_t shape[3] = {(int64_t)names.n, v.shape[0], v.ndim == 2 ? v.shape[1] : 0};
-      ok = v.ndim == 2 && (uint64_t)shape[0] * (uint64_t)shape[1] * (uint64_t)shape[2] < 1ull << MAX_VOXELS_LOG2 &&
+      ok = v.ndim == 2 && (uint64_t)shape[0] * (uint64_t)shape[1] * (uint64_t)shape[2] <= 1ull << MAX_VOXELS_LOG2 &&
            !accel_buffer_create(v.dtype, 3, shape, out);
-      if (!ok) cli_error("%s: %s: slices must be gray images (H, W) of fewer than 2^32 voxels in all", cmd, path);
+      if (!ok) cli_error("%s: %s: slices must be gray images (H, W) of at most 2^44 voxels in all", cmd, path);
       if (ok) accel_buffer_view(*out, &all);
     } else if (ok && (v.ndim != 2 || v.dtype != first.dtype || v.shape[0] != first.shape[0] ||
                       v.shape[1] != first.shape[1])) {

@@ -116,6 +116,18 @@ class CliRobustness(CliTest):
             self.assertEqual(r.returncode, 1, (tif, r.stderr))  # refused from the header, or no libtiff
             self.assertIn(tif if has_tiff() else "without libtiff", r.stderr)
 
+    def test_volume_sizes_are_judged_by_memory_not_by_32_bit_labels(self):
+        # 2^32 voxels and more are read (the header is believed; the missing data is the error); a size
+        # that overflows is a corrupt header
+        cases = (((1300, 1300, 2600), "the header announces 4394000000 bytes of data, 0 remain"),
+                 ((2**22, 2**22, 2**22), "truncated or its header is corrupt"))
+        for shape, message in cases:
+            p = self.path("big.npy")
+            write_npy(p, "|u1", shape, b"")
+            r = run("ct", "segment", p, "--threshold", "0", "--out-labels", self.path("l.npy"))
+            self.assertEqual(r.returncode, 1, (shape, r.stderr))
+            self.assertIn(message, r.stderr, shape)
+
     def test_outputs_never_overwrite_inputs(self):
         vol = self.volume()
         original = open(vol, "rb").read()
