@@ -161,8 +161,6 @@ def watershed(image: Any, markers: Any = None, connectivity: int = 1, offset: An
     if offset is not None:
         raise NotImplementedError("watershed's offset")
     image = np.asarray(image)
-    if not np.isscalar(connectivity):
-        connectivity = _footprint_connectivity(np.asarray(connectivity), image.ndim)
     if markers is not None and not np.isscalar(markers):
         markers = np.asarray(markers)
         if markers.shape != image.shape:
@@ -171,25 +169,12 @@ def watershed(image: Any, markers: Any = None, connectivity: int = 1, offset: An
     if mask is not None and np.asarray(mask).shape != image.shape:
         raise ValueError("mask (shape %s) must have same shape as image (shape %s)"
                          % (np.asarray(mask).shape, image.shape))
-    out = ctx().ct.watershed(image, markers, mask=mask, connectivity=int(connectivity),
+    out = ctx().ct.watershed(image, markers, mask=mask, connectivity=connectivity,
                              watershed_line=watershed_line, compactness=compactness)
     # scikit-image returns the labels in the markers' integer dtype
     if isinstance(markers, np.ndarray) and markers.dtype.kind in "iu":
         out = out.astype(markers.dtype)
     return out
-
-
-def _footprint_connectivity(footprint: Any, ndim: int) -> int:
-    """The connectivity k of a footprint that is scipy.ndimage's
-    generate_binary_structure(ndim, k): the 3^ndim neighbours at most k
-    orthogonal steps away. Other footprints are not implemented."""
-    if footprint.shape == (3,) * ndim:
-        steps = sum(np.abs(np.indices(footprint.shape) - 1))
-        for k in range(1, ndim + 1):
-            if np.array_equal(footprint != 0, steps <= k):
-                return k
-    raise NotImplementedError("watershed's connectivity as a footprint other than a 3^ndim ball of "
-                              "generate_binary_structure")
 
 
 def peak_local_max(image: Any, min_distance: int = 1, threshold_abs: Any = None, threshold_rel: Any = None,
