@@ -176,6 +176,15 @@ struct fill_out_f {
   __host__ __device__ void operator()(uint64_t i) const { out[i] = (uint8_t)(m[i] ? 1 : !outside[L[i]]); }
 };
 
+/* The pore mask (accel_ct_pores) from the solid and filled masks. */
+struct pores_f {
+  const uint8_t *solid, *filled; /* filled: NULL for ACCEL_CT_PORES_ALL */
+  uint8_t *out;
+  __host__ __device__ void operator()(uint64_t i) const {
+    out[i] = (uint8_t)(filled ? filled[i] && !solid[i] : !solid[i]);
+  }
+};
+
 /* Whole volume on the device: mask in, filled out (may alias). */
 accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, bool conn26, uint8_t *out, char *why) {
   const uint64_t n = d.count();
@@ -748,59 +757,215 @@ accel_status device_peaks(accel__call *, void *user, const float *map, const uin
   return markers_host(*(run_ctx *)user, map, mask, md, out, count);
 }
 
+/* ------------------------------------------------------------ the pipeline on the device */
+
+/* What a run needs, from the requested outputs back (accel_ct_pipeline_run). */
+struct wants {
+  bool labels, markers, edt, pores, filled;
+  explicit wants(const accel__ct_pipeline_job *job) {
+    labels = job->labels || job->want_network;
+    markers = !job->given_markers && (job->markers || labels);
+    edt = job->edt || markers || labels;
+    pores = job->pores || edt;
+    filled = job->filled || (pores && job->o.pores == ACCEL_CT_PORES_CLOSED);
+  }
+};
+
+/* The progress report of a pipeline step; ACCEL_ERR_CANCELLED when the
+ * callback asks to stop. */
+accel_status step(accel__ct_pipeline_job *job, const char *name, double f, char *why) {
+  job->current = name;
+  const accel_ct_pipeline_options *o = &job->o;
+  if (o->progress && o->progress(o->progress_user, name, f)) {
+    accel__why(why, "cancelled by the progress callback");
+    return ACCEL_ERR_CANCELLED;
+  }
+  return ACCEL_OK;
+}
+
+/* Device bytes per voxel the resident pipeline holds at its peak: the pore
+ * mask, the distance map and the peak window's roots and flags (10), or
+ * during the distance map's rows the map and its row scratch (9); the
+ * threshold (input, float copy, solid) and fill holes (solid, filled,
+ * labels, flags) take less. */
+uint64_t resident_bytes(dims3 d, accel_dtype in_dtype, bool rescale) {
+  const uint64_t n = d.count(), isz = accel_dtype_size(in_dtype);
+  const uint64_t first = isz + 1 + (rescale ? 4 : 0), peak = 10;
+  const uint64_t scratch = (uint64_t)(d.nz > d.ny ? d.nz : d.ny) * 40 * 1024 + (1u << 20);
+  return n * (first > peak ? first : peak) + scratch;
+}
+
+/* The volumes a resident run keeps on the device, and the host's copies. */
+struct resident {
+  run_ctx *r;
+  hbuf pin;
+  dbuf solid, filled, pores, edt;
+  const float *host_edt; /* the map the host stages read */
+};
+
+/* Threshold (after the optional rescale) of the uploaded input into
+ * res.solid; the input's buffers are released on return. */
+accel_status resident_threshold(resident &res, const accel__ct_pipeline_job *job) {
+  run_ctx &r = *res.r;
+  char *why = r.call->why;
+  const accel_ct_pipeline_options *o = &job->o;
+  const uint64_t n = r.d.count(), plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
+  const bool rescale = o->slope != nullptr;
+  dbuf din, ds, di, dflt;
+  accel_status s = din.get(r.x, n * accel_dtype_size(job->in_dtype), why);
+  if (!s) s = upload_pinned(r.x, res.pin, din.p, job->in, din.n, why);
+  const void *src = din.p;
+  accel_dtype sdt = job->in_dtype;
+  if (!s && rescale) {
+    s = ds.put(r.x, o->slope, (size_t)r.d.nz, why, "upload");
+    if (!s) s = di.put(r.x, o->intercept, (size_t)r.d.nz, why, "upload");
+    if (!s) s = dflt.get(r.x, n * 4, why);
+    if (!s)
+      s = each(r.x, n,
+               rescale_f{din.p, job->in_dtype == ACCEL_DTYPE_I16, ds.as<double>(), di.as<double>(), dflt.as<float>(),
+                         plane, 0},
+               why, "rescale");
+    src = dflt.p, sdt = ACCEL_DTYPE_F32;
+  }
+  if (!s) s = res.solid.get(r.x, n, why);
+  if (!s) s = each(r.x, n, threshold_f{src, sdt, o->threshold, (int)o->compare, res.solid.p}, why, "threshold");
+  return s;
+}
+
+/* The peak search with the distance map and the pore mask still on the
+ * device (the unsmoothed map); a smoothed map, made on the host, goes up. */
+accel_status resident_peaks(accel__call *call, void *user, const float *map, const uint8_t *mask, int md, int32_t *out,
+                            uint32_t *count) {
+  resident &res = *(resident *)user;
+  run_ctx &r = *res.r;
+  if (map != res.host_edt) return markers_host(r, map, mask, md, out, count);
+  char *why = call->why;
+  const uint64_t n = r.d.count();
+  const int rad = md < 1 ? 0 : md, w = 2 * rad + 1;
+  int(*offs)[3] = (int(*)[3])malloc((size_t)w * (size_t)w * (size_t)w * sizeof *offs);
+  uint32_t *root = (uint32_t *)malloc((n ? n : 1) * 4);
+  uint8_t *cand = (uint8_t *)malloc(n ? n : 1);
+  uint64_t np = 0;
+  uint32_t *list = nullptr;
+  accel_status s = ACCEL_OK;
+  if (!offs || !root || !cand || !(list = accel__ct_mask_list(mask, n, &np))) {
+    accel__why(why, "out of host memory");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const int noffs = s ? 0 : accel__ct_window_offsets(rad, offs);
+  dbuf doffs, dl, dc;
+  if (!s) s = doffs.put(r.x, &offs[0][0], (size_t)noffs * 3, why, "upload");
+  if (!s) s = dl.get(r.x, n * 4, why);
+  if (!s) s = dc.get(r.x, n ? n : 1, why);
+  if (!s) s = components(r.x, res.pores.p, r.d, true, true, dl.as<uint32_t>(), why);
+  if (!s)
+    s = each(r.x, n,
+             window_f{res.edt.as<float>(), res.pores.p, dl.as<uint32_t>(), r.d, 0, doffs.as<int>(), noffs, dc.p}, why,
+             "peak window");
+  if (!s) s = download_pinned(r.x, res.pin, root, dl.p, n * 4, why);
+  if (!s) s = download_pinned(r.x, res.pin, cand, dc.p, n, why);
+  if (!s && (s = accel__ct_markers_finish(map, mask, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out,
+                                          count)))
+    accel__why(why, "out of host memory");
+  free(offs);
+  free(root);
+  free(cand);
+  free(list);
+  return s;
+}
+
+/* The device stages of a pipeline whose volumes fit the budget together:
+ * the input goes up once; solid, filled, pores and the distance map are
+ * made and kept on the device; what comes back is what the caller asked
+ * for, and what the host stages after it read (the pore mask and the map,
+ * and the peak window's roots and flags). */
+accel_status resident_stages(resident &res, accel__ct_pipeline_job *job, const wants &w, uint8_t *pores, float *edt) {
+  run_ctx &r = *res.r;
+  char *why = r.call->why;
+  const uint64_t n = r.d.count();
+  const accel_ct_pipeline_options *o = &job->o;
+  const bool host_pores = job->pores || w.markers || w.labels, host_edt = job->edt || w.markers || w.labels;
+  accel_status s = resident_threshold(res, job);
+  if (!s && job->solid) s = download_pinned(r.x, res.pin, job->solid, res.solid.p, n, why);
+  if (!s && w.filled && !(s = step(job, "ct.fill_holes", 0.05, why))) {
+    s = res.filled.get(r.x, n, why);
+    if (!s) s = fill_device(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why);
+    if (!s && job->filled) s = download_pinned(r.x, res.pin, job->filled, res.filled.p, n, why);
+  }
+  if (!s && w.pores) {
+    s = res.pores.get(r.x, n, why);
+    const uint8_t *filled = o->pores == ACCEL_CT_PORES_CLOSED ? res.filled.p : nullptr;
+    if (!s) s = each(r.x, n, pores_f{res.solid.p, filled, res.pores.p}, why, "pores");
+    res.solid.reset();
+    res.filled.reset();
+    if (!s && host_pores) s = download_pinned(r.x, res.pin, pores, res.pores.p, n, why);
+  }
+  if (!s && w.edt && !(s = step(job, "ct.edt", 0.15, why))) {
+    s = res.edt.get(r.x, n * 4, why);
+    if (!s) s = edt_xy(r.x, res.pores.p, res.edt.as<float>(), r.d, o->spacing, why);
+    if (!s) s = edt_pass(r.x, res.edt.as<float>(), r.d, 0, o->spacing[0], true, why);
+    if (!s && host_edt) s = download_pinned(r.x, res.pin, edt, res.edt.p, n * 4, why);
+  }
+  return s;
+}
+
+/* The device stages stage by stage over host volumes (each stage uploads
+ * what it reads and downloads what it makes, in slabs beyond the budget):
+ * for volumes whose stages do not fit the budget together. */
+accel_status staged_stages(run_ctx &r, accel__ct_pipeline_job *job, const wants &w, uint8_t *solid, uint8_t *filled,
+                           uint8_t *pores, float *edt) {
+  const accel_ct_pipeline_options *o = &job->o;
+  const uint64_t n = r.d.count();
+  char *why = r.call->why;
+  accel_status s =
+      threshold_host(r, job->in, job->in_dtype, o->slope, o->intercept, o->threshold, (int)o->compare, solid);
+  if (!s && w.filled && !(s = step(job, "ct.fill_holes", 0.05, why))) {
+    accel__ct_fill_job fj = {job->d, solid, (int)o->fill_connectivity, filled};
+    s = stage(r.x, r.call, &fj);
+  }
+  if (!s && w.pores)
+    for (uint64_t i = 0; i < n; i++)
+      pores[i] = (uint8_t)(o->pores == ACCEL_CT_PORES_CLOSED ? filled[i] && !solid[i] : !solid[i]);
+  if (!s && w.edt && !(s = step(job, "ct.edt", 0.15, why))) s = edt_host(r, pores, o->spacing, edt);
+  return s;
+}
+
 /* The pipeline: threshold, fill, pores, EDT and the peak window on the
- * device (whole or slabbed per stage), the rest on the host as the CPU does. */
+ * device, resident there from the upload of the input to the last stage
+ * that reads them when they fit the budget together (else stage by stage,
+ * whole or slabbed); the rest on the host as the CPU does. */
 accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_job *job) {
   const accel__dims d = job->d;
   run_ctx r{x, call, dims3{d.nz, d.ny, d.nx}};
   const uint64_t n = accel__dims_count(d), nb = n ? n : 1;
-  const accel_ct_pipeline_options *o = &job->o;
+  const wants w(job);
+  const bool fits = resident_bytes(r.d, job->in_dtype, job->o.slope != nullptr) <= x->room();
   char *why = call->why;
-  const bool want_labels = job->labels || job->want_network;
-  const bool want_markers = !job->given_markers && (job->markers || want_labels);
-  const bool want_edt = job->edt || want_markers || want_labels;
-  const bool want_pores = job->pores || want_edt;
-  const bool want_filled = job->filled || (want_pores && o->pores == ACCEL_CT_PORES_CLOSED);
+  /* host volumes: the outputs asked for, and what the host stages read */
+  const bool host_solid = !fits, host_filled = !fits && w.filled;
+  const bool host_pores = fits ? job->pores || w.markers || w.labels : w.pores;
+  const bool host_edt = fits ? job->edt || w.markers || w.labels : w.edt;
+  uint8_t *solid = job->solid ? job->solid : host_solid ? (uint8_t *)malloc(nb) : nullptr;
+  uint8_t *filled = job->filled ? job->filled : host_filled ? (uint8_t *)malloc(nb) : nullptr;
+  uint8_t *pores = job->pores ? job->pores : host_pores ? (uint8_t *)malloc(nb) : nullptr;
+  float *edt = job->edt ? job->edt : host_edt ? (float *)malloc(nb * 4) : nullptr;
+  int32_t *markers = job->markers ? job->markers : w.markers ? (int32_t *)malloc(nb * 4) : nullptr;
+  int32_t *labels = job->labels ? job->labels : w.labels ? (int32_t *)malloc(nb * 4) : nullptr;
   accel_status s = ACCEL_OK;
-  uint8_t *solid = job->solid ? job->solid : (uint8_t *)malloc(nb);
-  uint8_t *filled = job->filled ? job->filled : want_filled ? (uint8_t *)malloc(nb) : nullptr;
-  uint8_t *pores = job->pores ? job->pores : want_pores ? (uint8_t *)malloc(nb) : nullptr;
-  float *edt = job->edt ? job->edt : want_edt ? (float *)malloc(nb * 4) : nullptr;
-  int32_t *markers = job->markers ? job->markers : want_markers ? (int32_t *)malloc(nb * 4) : nullptr;
-  int32_t *labels = job->labels ? job->labels : want_labels ? (int32_t *)malloc(nb * 4) : nullptr;
-  if (!solid || (want_filled && !filled) || (want_pores && !pores) || (want_edt && !edt) ||
-      (want_markers && !markers) || (want_labels && !labels)) {
+  if ((host_solid && !solid) || (host_filled && !filled) || (host_pores && !pores) || (host_edt && !edt) ||
+      (w.markers && !markers) || (w.labels && !labels)) {
     accel__why(why, "out of host memory for the pipeline's volumes");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
-  const accel_progress_fn progress = o->progress;
-#define STEP(NAME, F)                                                                                                  \
-  do {                                                                                                                 \
-    job->current = NAME;                                                                                               \
-    if (!s && progress && progress(o->progress_user, NAME, F)) {                                                       \
-      accel__why(why, "cancelled by the progress callback");                                                           \
-      s = ACCEL_ERR_CANCELLED;                                                                                         \
-    }                                                                                                                  \
-  } while (0)
-  STEP("ct.threshold", 0.0);
-  if (!s) s = threshold_host(r, job->in, job->in_dtype, o->slope, o->intercept, o->threshold, (int)o->compare, solid);
-  if (want_filled) {
-    STEP("ct.fill_holes", 0.05);
-    if (!s) {
-      accel__ct_fill_job fj = {d, solid, (int)o->fill_connectivity, filled};
-      s = stage(x, call, &fj);
-    }
-  }
-  if (!s && want_pores)
-    for (uint64_t i = 0; i < n; i++)
-      pores[i] = (uint8_t)(o->pores == ACCEL_CT_PORES_CLOSED ? filled[i] && !solid[i] : !solid[i]);
-  if (want_edt) {
-    STEP("ct.edt", 0.15);
-    if (!s) s = edt_host(r, pores, o->spacing, edt);
-  }
-  if (!s) s = accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, device_peaks, &r);
-  if (!s && progress) progress(o->progress_user, "ct.pipeline", 1.0);
-#undef STEP
+  if (!s) s = step(job, "ct.threshold", 0.0, why);
+  resident res;
+  res.r = &r;
+  res.host_edt = edt;
+  if (!s) s = fits ? resident_stages(res, job, w, pores, edt) : staged_stages(r, job, w, solid, filled, pores, edt);
+  if (!s)
+    s = fits ? accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, resident_peaks, &res)
+             : accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, device_peaks, &r);
+  if (!s && job->o.progress) job->o.progress(job->o.progress_user, "ct.pipeline", 1.0);
   if (!job->solid) free(solid);
   if (!job->filled) free(filled);
   if (!job->pores) free(pores);

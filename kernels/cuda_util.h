@@ -172,6 +172,7 @@ template <class... P, class... A>
 struct accel__executor {
   accel__cuda_state *st;
   uint64_t emu_budget, emu_in_use;
+  accel__call *call; /* counts the bytes each copy moves (the stage statistics) */
 
   uint64_t room() const {
     const uint64_t b = st ? st->budget : emu_budget, u = st ? st->in_use : emu_in_use;
@@ -217,12 +218,14 @@ struct accel__executor {
   }
   [[nodiscard]] cudaError_t upload(void *d, const void *h, size_t n) {
     if (const cudaError_t e = accel__cuda_fault()) return e;
+    call->bytes_up += n;
     if (st) return cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, st->stream);
     memcpy(d, h, n);
     return cudaSuccess;
   }
   [[nodiscard]] cudaError_t download(void *h, const void *d, size_t n) {
     if (const cudaError_t e = accel__cuda_fault()) return e;
+    call->bytes_down += n;
     if (st) return cudaMemcpyAsync(h, d, n, cudaMemcpyDeviceToHost, st->stream);
     memcpy(h, d, n);
     return cudaSuccess;
@@ -238,6 +241,8 @@ struct accel__executor {
   [[nodiscard]] cudaError_t copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                                    cudaMemcpyKind kind) {
     if (const cudaError_t e = accel__cuda_fault()) return e;
+    if (kind == cudaMemcpyHostToDevice) call->bytes_up += width * rows;
+    if (kind == cudaMemcpyDeviceToHost) call->bytes_down += width * rows;
     if (st) return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, st->stream);
     for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     return cudaSuccess;
@@ -310,13 +315,13 @@ accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *w
 template <class F> accel_status with_device(accel__call *call, F f) {
   if (((const accel__cuda_state *)call->state)->emulated) {
     accel__cuda_forget_stale_error(false);
-    accel__executor x = {nullptr, ((const accel__cuda_state *)call->state)->budget, 0};
+    accel__executor x = {nullptr, ((const accel__cuda_state *)call->state)->budget, 0, call};
     return f(&x);
   }
   accel__cuda_scope scope;
   accel_status s = accel__cuda_enter(call, &scope);
   if (s) return s;
-  accel__executor x = {scope.st, 0, 0};
+  accel__executor x = {scope.st, 0, 0, call};
   s = f(&x);
   accel__cuda_leave(&scope);
   return s;
@@ -388,6 +393,46 @@ inline accel_status download(accel__executor *x, void *h, const void *d, size_t 
                              const char *what = "download", accel__cuda_site at = accel__cuda_here()) {
   accel_status s = accel__cuda_check(x->download(h, d, n), why, what, at);
   if (!s) s = accel__cuda_check(x->sync(), why, what, at);
+  return s;
+}
+
+/* Volumes between pageable host memory (the caller's arrays) and the device
+ * through two pinned chunks of `pin` (accel__cuda_pin_chunk bytes each), so
+ * the DMA engine copies at full speed and the host's copy of one chunk
+ * overlaps the transfer of the other. Up to one chunk, a plain copy (pinning
+ * would cost more than it saves). */
+inline accel_status upload_pinned(accel__executor *x, hbuf &pin, void *d, const void *h, size_t n, char *why,
+                                  accel__cuda_site at = accel__cuda_here()) {
+  const size_t chunk = accel__cuda_pin_chunk;
+  if (n <= chunk) return upload(x, d, h, n, why, "upload", at);
+  accel_status s = pin.reserve(x, 2 * chunk, why, "pinned staging buffer", at);
+  for (size_t off = 0, k = 0; !s && off < n; off += chunk, k++) {
+    const size_t len = n - off < chunk ? n - off : chunk;
+    uint8_t *buf = pin.p + (k & 1) * chunk;
+    memcpy(buf, (const uint8_t *)h + off, len);          /* while the previous chunk is in flight */
+    s = accel__cuda_check(x->sync(), why, "upload", at); /* the previous chunk has left its buffer */
+    if (!s) s = accel__cuda_check(x->upload((uint8_t *)d + off, buf, len), why, "upload", at);
+  }
+  if (!s) s = accel__cuda_check(x->sync(), why, "upload", at); /* pin may be reused or freed next */
+  return s;
+}
+
+inline accel_status download_pinned(accel__executor *x, hbuf &pin, void *h, const void *d, size_t n, char *why,
+                                    accel__cuda_site at = accel__cuda_here()) {
+  const size_t chunk = accel__cuda_pin_chunk;
+  if (n <= chunk) return download(x, h, d, n, why, "download", at);
+  accel_status s = pin.reserve(x, 2 * chunk, why, "pinned staging buffer", at);
+  if (!s) s = accel__cuda_check(x->download(pin.p, d, chunk), why, "download", at);
+  for (size_t off = 0, k = 0; !s && off < n; off += chunk, k++) {
+    const size_t len = n - off < chunk ? n - off : chunk, next = off + len;
+    s = accel__cuda_check(x->sync(), why, "download", at); /* chunk k has arrived */
+    if (!s && next < n) {
+      const size_t nlen = n - next < chunk ? n - next : chunk;
+      s = accel__cuda_check(x->download(pin.p + ((k + 1) & 1) * chunk, (const uint8_t *)d + next, nlen), why,
+                            "download", at);
+    }
+    if (!s) memcpy((uint8_t *)h + off, pin.p + (k & 1) * chunk, len); /* while the next chunk is in flight */
+  }
   return s;
 }
 

@@ -31,6 +31,10 @@ const accel__backend *accel__cuda_emulated_backend(void);
 extern int64_t accel__cuda_fault_at;
 extern int accel__cuda_fault_error;
 
+/* The chunk of the pinned staging buffers that large volumes cross the bus
+ * in (16 MiB); tests lower it so small volumes take the chunked path. */
+extern size_t accel__cuda_pin_chunk;
+
 /* "kernels/<file>.cu:<line>" of the last failed CUDA call that a stage
  * reported on this thread (accel__cuda_check), "" when none has since the
  * thread's last stage began. */

@@ -378,6 +378,13 @@ START_TEST(queries_write_only_the_callers_size) {
   accel_stage_stats_init(&st.v, sizeof st.v);
   ck_assert_int_eq(accel_ctx_stats_get(ctx, 0, &st.v), ACCEL_OK);
   ck_assert(guard_intact(st.guard, sizeof st.guard));
+  /* a caller built against the first version (without the byte counters) */
+  const size_t v1 = offsetof(accel_stage_stats, bytes_uploaded);
+  memset(&st, GUARD, sizeof st);
+  ck_assert_int_eq(accel_stage_stats_init(&st.v, v1), ACCEL_OK);
+  ck_assert_int_eq(accel_ctx_stats_get(ctx, 0, &st.v), ACCEL_OK);
+  ck_assert_uint_eq(st.v.runs, 1);
+  ck_assert(guard_intact((const unsigned char *)&st.v + v1, sizeof st - v1));
   accel_ctx_destroy(ctx);
 }
 END_TEST

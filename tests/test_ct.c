@@ -1158,6 +1158,115 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
 }
 END_TEST
 
+/* The pipeline's volumes, in accel_ct_outputs' order. */
+enum { PIPE_VOLUMES = 6 };
+static const char *const PIPE_NAMES[PIPE_VOLUMES] = {"solid", "filled", "pores", "edt", "markers", "labels"};
+static const accel_dtype PIPE_TYPES[PIPE_VOLUMES] = {ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,
+                                                     ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
+
+/* Run `pl` asking for the volumes named in `want` (all when NULL) into
+ * fresh buffers vol[k] (NULL for those not asked for). */
+static void pipeline_volumes(accel_ct_pipeline *pl, accel_ctx *ctx, const accel_array *in, const char *want,
+                             accel__dims d, void *vol[PIPE_VOLUMES]) {
+  accel_array a[PIPE_VOLUMES];
+  accel_ct_outputs o;
+  accel_ct_outputs_init(&o, sizeof o);
+  const accel_array **slot[PIPE_VOLUMES] = {&o.solid, &o.filled, &o.pores, &o.edt, &o.markers, &o.labels};
+  for (int k = 0; k < PIPE_VOLUMES; k++) {
+    vol[k] = NULL;
+    if (!want || strstr(want, PIPE_NAMES[k])) a[k] = new_volume(&vol[k], PIPE_TYPES[k], d), *slot[k] = &a[k];
+  }
+  ck_assert_msg(accel_ct_pipeline_run(pl, in, NULL, &o) == ACCEL_OK, "%s", accel_last_error(ctx));
+}
+
+/* What the emulated GPU's pipeline copied for one run asking for `want`
+ * (its statistics' difference), its volumes checked against the CPU's. */
+typedef struct bus_bytes {
+  uint64_t up, down;
+} bus_bytes;
+
+static bus_bytes pipeline_bus_bytes(accel_ctx *gpu, accel_ct_pipeline *pl, const accel_array *in, const char *want,
+                                    accel__dims d, void *const cpu[PIPE_VOLUMES]) {
+  accel_stage_stats before, after;
+  accel_stage_stats_init(&before, sizeof before);
+  accel_stage_stats_init(&after, sizeof after);
+  if (accel_ctx_stats_find(gpu, "ct.pipeline", &before) != ACCEL_OK)
+    before.bytes_uploaded = before.bytes_downloaded = 0;
+  void *vol[PIPE_VOLUMES];
+  pipeline_volumes(pl, gpu, in, want, d, vol);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "ct.pipeline", &after), ACCEL_OK);
+  ck_assert_uint_eq(after.gpu_runs, after.runs);
+  for (int k = 0; k < PIPE_VOLUMES; k++) {
+    if (!vol[k]) continue;
+    ck_assert_msg(memcmp(vol[k], cpu[k], accel__dims_count(d) * accel_dtype_size(PIPE_TYPES[k])) == 0,
+                  "%s asked: %s differs from the CPU's", want, PIPE_NAMES[k]);
+    free(vol[k]);
+  }
+  return (bus_bytes){after.bytes_uploaded - before.bytes_uploaded, after.bytes_downloaded - before.bytes_downloaded};
+}
+
+/* The GPU pipeline keeps its volumes on the device: the statistics' byte
+ * counters show the input going up once and only what was asked for (and
+ * what the host stages read) coming back. A pipeline that round-trips an
+ * intermediate through the host, or downloads a volume nobody asked for,
+ * fails here. */
+START_TEST(gpu_pipeline_uploads_once_downloads_what_is_asked) {
+  set_emulated_gpu_budget((uint64_t)1 << 30);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  accel_ctx *cpu = cpu_ctx();
+  fixture fx;
+  load_fixture(&fx, TEST_DATA_DIR "/ct", COMMITTED[1]);
+  const uint64_t n = fx.n, isz = accel_dtype_size(view_of(fx.input).dtype);
+  accel_array in = view_of(fx.input);
+  accel_ct_pipeline_options po;
+  accel_ct_pipeline_options_init(&po, sizeof po);
+  po.threshold = fx.threshold;
+  po.pores = fx.pores;
+  memcpy(po.spacing, fx.spacing, sizeof po.spacing);
+  accel_ct_pipeline *pg = NULL, *pc = NULL;
+  ck_assert_int_eq(accel_ct_pipeline_create(gpu, &po, &pg), ACCEL_OK);
+  ck_assert_int_eq(accel_ct_pipeline_create(cpu, &po, &pc), ACCEL_OK);
+  void *ref[PIPE_VOLUMES];
+  pipeline_volumes(pc, cpu, &in, NULL, fx.d, ref);
+  const int w = 2 * po.min_distance + 1;
+  const uint64_t window = (uint64_t)(w * w * w - 1) * 12; /* the peak window's offsets (3 int each) */
+  struct {
+    const char *want;
+    uint64_t up, down;
+  } cases[] = {
+      {"edt", n * isz, n * 4},
+      {"solid pores", n * isz, 2 * n},
+      {"filled", n * isz, n},
+      /* the host stages read the pore mask, the map and the window's roots and flags */
+      {"labels", n * isz + window, n + 4 * n + 4 * n + n},
+  };
+  /* whole copies, then (the last case) through pinned chunks lowered to
+   * 100000 bytes: the volumes take 5 to 20 of them, the last one partial */
+  const size_t chunk = accel__cuda_pin_chunk;
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0] + 1; k++) {
+    const size_t c = k < sizeof cases / sizeof cases[0] ? k : k - 1;
+    accel__cuda_pin_chunk = c == k ? chunk : 100000;
+    const bus_bytes b = pipeline_bus_bytes(gpu, pg, &in, cases[c].want, fx.d, ref);
+    ck_assert_msg(b.up == cases[c].up && b.down == cases[c].down,
+                  "%s asked (chunk %zu): %llu bytes up, %llu down; expected %llu and %llu", cases[c].want,
+                  accel__cuda_pin_chunk, (unsigned long long)b.up, (unsigned long long)b.down,
+                  (unsigned long long)cases[c].up, (unsigned long long)cases[c].down);
+  }
+  accel__cuda_pin_chunk = chunk;
+  /* the CPU backend moves nothing */
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(cpu, "ct.pipeline", &st), ACCEL_OK);
+  ck_assert(st.bytes_uploaded == 0 && st.bytes_downloaded == 0);
+  for (int k = 0; k < PIPE_VOLUMES; k++) free(ref[k]);
+  accel_ct_pipeline_destroy(pg);
+  accel_ct_pipeline_destroy(pc);
+  free_fixture(&fx);
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
 /* One CT stage on a small volume of blobs, and the CPU's answer. */
 enum { CT_STAGES = 7 };
 typedef struct ct_case {
@@ -1295,6 +1404,7 @@ Suite *suite_ct(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_stages_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_slabs_equal_cpu_in_emulation);
+  tcase_add_test(tc, gpu_pipeline_uploads_once_downloads_what_is_asked);
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
   tcase_add_test(tc, gpu_stage_failures_fall_back_in_emulation);
 #endif

@@ -416,6 +416,13 @@ START_TEST(ct_equals_cpu) {
     ck_assert_int_eq(accel_ct_pipeline_run(pc, &s, NULL, &ob), ACCEL_OK);
     ck_assert_msg(memcmp(ma, mb, n * 4) == 0, "pipeline labels differ (slabs %d)", slabs);
     expect_gpu_runs(g, "ct.edt", 1);
+    if (!slabs) { /* resident: the input up once (and the window's offsets), the host stages' volumes back */
+      accel_stage_stats st;
+      accel_stage_stats_init(&st, sizeof st);
+      ck_assert_int_eq(accel_ctx_stats_find(g, "ct.pipeline", &st), ACCEL_OK);
+      ck_assert_uint_eq(st.bytes_uploaded, n + (uint64_t)(7 * 7 * 7 - 1) * 12);
+      ck_assert_uint_eq(st.bytes_downloaded, 10 * n);
+    }
     accel_ct_pipeline_destroy(pg);
     accel_ct_pipeline_destroy(pc);
     free(fa);

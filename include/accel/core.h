@@ -316,6 +316,12 @@ typedef struct accel_stage_stats {
   uint64_t fallbacks; /* GPU failures rerun on the CPU */
   uint64_t failures;  /* calls that returned an error */
   double seconds;     /* wall time spent in the stage */
+  /* Appended in the second version (a struct_size that ends before them
+   * gets the first version's fields only): bytes the stage's GPU work copied
+   * from host memory to the device and back, attempts that fell back to the
+   * CPU included; 0 for work done on the CPU. */
+  uint64_t bytes_uploaded;
+  uint64_t bytes_downloaded;
 } accel_stage_stats;
 
 ACCEL_API accel_status accel_stage_stats_init(accel_stage_stats *stats, size_t struct_size);

@@ -27,11 +27,12 @@ enum { ACCEL__BACKEND_VERSION = 4 };
 
 /* One run of one stage on one backend. */
 typedef struct accel__call {
-  accel_ctx *ctx;             /* the context the stage runs for */
-  void *state;                /* the backend's per-context state (from open) */
-  int threads;                /* CPU threads the stage may use */
-  char why[ACCEL_REASON_MAX]; /* on failure: the reason, without a final period */
-  bool declined;              /* set by accel__decline: not a failure, the CPU runs the stage */
+  accel_ctx *ctx;                /* the context the stage runs for */
+  void *state;                   /* the backend's per-context state (from open) */
+  int threads;                   /* CPU threads the stage may use */
+  char why[ACCEL_REASON_MAX];    /* on failure: the reason, without a final period */
+  bool declined;                 /* set by accel__decline: not a failure, the CPU runs the stage */
+  uint64_t bytes_up, bytes_down; /* host <-> device copies of the call (the GPU executor counts them) */
 } accel__call;
 
 /* What a backend sees of the machine; filled by probe(), which never fails. */

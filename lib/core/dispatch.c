@@ -37,6 +37,7 @@ accel_status accel__dispatch(accel_ctx *ctx, const char *stage, accel__stage_fn 
 
   if (ctx->backend != &accel__cpu_backend) {
     rc = run_on(ctx, ctx->backend, ctx->backend_state, fn, job, &call);
+    d.bytes_up = call.bytes_up, d.bytes_down = call.bytes_down; /* a failed attempt's copies count too */
     if (rc == ACCEL_OK) {
       d.gpu_runs = 1;
       goto done;

@@ -90,6 +90,7 @@ bool accel__is_backend_failure(accel_status status);
 typedef struct accel__stats_delta {
   uint64_t runs, gpu_runs, cpu_runs, fallbacks, failures;
   double seconds;
+  uint64_t bytes_up, bytes_down;
 } accel__stats_delta;
 
 void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delta *delta);

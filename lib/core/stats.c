@@ -1,10 +1,11 @@
 /* Per-stage statistics of a context. */
 #include "context.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { STAGE_STATS_V1_SIZE = sizeof(accel_stage_stats) };
+enum { STAGE_STATS_V1_SIZE = offsetof(accel_stage_stats, bytes_uploaded) };
 
 void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delta *d) {
   pthread_mutex_lock(&ctx->stats_mu);
@@ -35,6 +36,8 @@ void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delt
   r->total.fallbacks += d->fallbacks;
   r->total.failures += d->failures;
   r->total.seconds += d->seconds;
+  r->total.bytes_up += d->bytes_up;
+  r->total.bytes_down += d->bytes_down;
   pthread_mutex_unlock(&ctx->stats_mu);
 }
 
@@ -63,6 +66,8 @@ static void fill(accel_stage_stats *out, const accel__stage_record *r) {
   s.fallbacks = r->total.fallbacks;
   s.failures = r->total.failures;
   s.seconds = r->total.seconds;
+  s.bytes_uploaded = r->total.bytes_up;
+  s.bytes_downloaded = r->total.bytes_down;
   accel__versioned_out(NULL, "", "", out, &s, sizeof s, STAGE_STATS_V1_SIZE); /* size checked by check_out */
 }
 

@@ -103,7 +103,8 @@ CtxInfo = c_struct("accel_ctx_info", """
     uint64_t device_memory_budget; int32_t cpu_threads; accel_log_level log_level; uint64_t max_pixels;""")
 StageStats = c_struct("accel_stage_stats", """
     uint32_t struct_size; char stage[ACCEL_STAGE_NAME_MAX];
-    uint64_t runs, gpu_runs, cpu_runs, fallbacks, failures; double seconds;""")
+    uint64_t runs, gpu_runs, cpu_runs, fallbacks, failures; double seconds;
+    uint64_t bytes_uploaded, bytes_downloaded;""")
 BackendInfo = c_struct("accel_backend_info", """
     uint32_t struct_size; accel_backend_kind kind; char name[16];
     int32_t compiled, available, device_count; char reason[ACCEL_REASON_MAX];""")

@@ -251,7 +251,9 @@ class Context(Handle):
         Returns
         -------
         dict
-            ``{stage: {runs, gpu_runs, cpu_runs, fallbacks, failures, seconds}}``.
+            ``{stage: {runs, gpu_runs, cpu_runs, fallbacks, failures, seconds,
+            bytes_uploaded, bytes_downloaded}}``: the bytes are what the
+            stage's GPU work copied to the device and back (0 on the CPU).
 
         Examples
         --------
@@ -268,7 +270,8 @@ class Context(Handle):
             s = StageStats.defaults()
             check(lib.accel_ctx_stats_get(self.handle, k, ctypes.byref(s)), self.handle)
             out[s.stage.decode()] = {f: getattr(s, f) for f in
-                                     ("runs", "gpu_runs", "cpu_runs", "fallbacks", "failures", "seconds")}
+                                     ("runs", "gpu_runs", "cpu_runs", "fallbacks", "failures", "seconds",
+                                      "bytes_uploaded", "bytes_downloaded")}
         return out
 
     def reset_stats(self) -> None:

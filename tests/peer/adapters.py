@@ -1,0 +1,207 @@
+"""The peers' functions, with their signatures, computed by libaccel.
+
+Each adapter takes the peer's arguments, checks them as the peer does where
+the peer's own tests expect its errors, hands the work to libaccel's Python
+API and returns what the peer returns (an ``imagehash.ImageHash``, a numpy
+array of the peer's dtype). A parameter the library does not implement
+raises NotImplementedError naming it: the runner (``run.py``) then reports
+the peer's test as failed, and ``docs/peer-tests.md`` lists it with that
+reason. Nothing here computes a result itself.
+
+The runner installs these in place of the peers' functions
+(``plugin.py``); they are also usable on their own::
+
+    from adapters import IMAGEHASH
+    IMAGEHASH["average_hash"](PIL.Image.open("a.jpg"))
+"""
+import math
+import os
+import sys
+from typing import Any, Callable, Dict
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+import accel  # noqa: E402
+
+_CTX = None
+
+
+def ctx() -> Any:
+    """One CPU context for the whole run (results do not depend on it)."""
+    global _CTX
+    if _CTX is None:
+        _CTX = accel.Context(backend=os.environ.get("ACCEL_PEER_BACKEND", "cpu"))
+    return _CTX
+
+
+# ------------------------------------------------------------ imagehash
+
+def _pixels(image: Any) -> Any:
+    """A PIL image as the array libaccel hashes as imagehash hashes the image.
+
+    Modes 1, L, LA, RGB and RGBA go as they are (the library converts them
+    to gray, and to HSV for colorhash, as Pillow does). Other modes are
+    converted by Pillow first, to RGB(A) for their colours, as imagehash's
+    own first step (``image.convert("L")``/``("HSV")``) reads them.
+    """
+    if image.mode not in ("1", "L", "LA", "RGB", "RGBA"):
+        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+    return np.asarray(image)
+
+
+def _imagehash(kind: str, image: Any, size: int, binbits: int = 3) -> Any:
+    import imagehash
+    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits)
+    err = r.error(0)
+    if err is not None:
+        raise ValueError("%s: %s" % err)
+    if kind == "colorhash":
+        bits = accel.hex_to_bits(r.hex(0, kind), 14 * binbits)
+        return imagehash.ImageHash(bits.reshape((-1, binbits)))
+    bits = accel.hex_to_bits(r.hex(0, kind), size * size)
+    return imagehash.ImageHash(bits.reshape((size, size)))
+
+
+def average_hash(image: Any, hash_size: int = 8, mean: Callable[[Any], Any] = np.mean) -> Any:
+    if mean is not np.mean:
+        raise NotImplementedError("average_hash's mean= other than numpy.mean")
+    return _imagehash("ahash", image, hash_size)
+
+
+def phash(image: Any, hash_size: int = 8, highfreq_factor: int = 4) -> Any:
+    if highfreq_factor != 4:
+        raise NotImplementedError("phash's highfreq_factor other than 4")
+    return _imagehash("phash", image, hash_size)
+
+
+def dhash(image: Any, hash_size: int = 8) -> Any:
+    return _imagehash("dhash", image, hash_size)
+
+
+def dhash_vertical(image: Any, hash_size: int = 8) -> Any:
+    return _imagehash("dhash_vertical", image, hash_size)
+
+
+def whash(image: Any, hash_size: int = 8, image_scale: Any = None, mode: str = "haar",
+          remove_max_haar_ll: bool = True) -> Any:
+    # imagehash's assertions, with its messages (its tests match them)
+    natural = max(2 ** int(math.log2(min(image.size))), hash_size)
+    if image_scale is not None:
+        assert image_scale & (image_scale - 1) == 0, "image_scale is not power of 2"
+    assert hash_size & (hash_size - 1) == 0, "hash_size is not power of 2"
+    assert int(math.log2(hash_size)) <= int(math.log2(image_scale or natural)), "hash_size in a wrong range"
+    if image_scale is not None:
+        if image_scale != natural:
+            raise NotImplementedError("whash's image_scale other than the image's own power of two")
+    if mode != "haar":
+        raise NotImplementedError("whash's mode=%r (only Haar wavelets)" % (mode,))
+    if not remove_max_haar_ll:
+        raise NotImplementedError("whash's remove_max_haar_ll=False")
+    return _imagehash("whash", image, hash_size)
+
+
+def colorhash(image: Any, binbits: int = 3) -> Any:
+    return _imagehash("colorhash", image, 8, binbits)
+
+
+IMAGEHASH: Dict[str, Callable[..., Any]] = {
+    "average_hash": average_hash, "phash": phash, "dhash": dhash, "dhash_vertical": dhash_vertical,
+    "whash": whash, "colorhash": colorhash}
+
+
+# ------------------------------------------------------------ scipy.ndimage
+
+def distance_transform_edt(input: Any, sampling: Any = None, return_distances: bool = True,
+                           return_indices: bool = False, distances: Any = None, indices: Any = None) -> Any:
+    if return_indices or indices is not None:
+        raise NotImplementedError("distance_transform_edt's return_indices (the feature transform)")
+    if not return_distances:
+        raise RuntimeError("at least one of return_distances/return_indices must be True")
+    a = np.atleast_1d(np.asarray(input))  # as SciPy: a 0-d input gives a 1-element result
+    d = ctx().ct.edt(a != 0, sampling=sampling).astype(np.float64)
+    if distances is not None:
+        distances[...] = d
+        return None
+    return d
+
+
+def binary_fill_holes(input: Any, structure: Any = None, output: Any = None, origin: Any = 0, *,
+                      axes: Any = None) -> Any:
+    a = np.asarray(input)
+    if axes is not None and sorted(np.atleast_1d(axes) % max(a.ndim, 1)) != list(range(a.ndim)):
+        raise NotImplementedError("binary_fill_holes' axes (a subset of the array's axes)")
+    if np.any(np.asarray(origin) != 0):
+        raise NotImplementedError("binary_fill_holes' origin other than 0")
+    filled = ctx().ct.fill_holes(a != 0, structure=structure)
+    if output is not None:
+        output[...] = filled
+        return None
+    return filled
+
+
+SCIPY: Dict[str, Callable[..., Any]] = {
+    "distance_transform_edt": distance_transform_edt, "binary_fill_holes": binary_fill_holes}
+
+
+# ------------------------------------------------------------ scikit-image
+
+def watershed(image: Any, markers: Any = None, connectivity: int = 1, offset: Any = None, mask: Any = None,
+              compactness: float = 0, watershed_line: bool = False) -> Any:
+    if offset is not None:
+        raise NotImplementedError("watershed's offset")
+    image = np.asarray(image)
+    if not np.isscalar(connectivity):
+        connectivity = _footprint_connectivity(np.asarray(connectivity), image.ndim)
+    if markers is not None and not np.isscalar(markers):
+        markers = np.asarray(markers)
+        if markers.shape != image.shape:
+            raise ValueError("markers (shape %s) must have same shape as image (shape %s)"
+                             % (markers.shape, image.shape))
+    if mask is not None and np.asarray(mask).shape != image.shape:
+        raise ValueError("mask (shape %s) must have same shape as image (shape %s)"
+                         % (np.asarray(mask).shape, image.shape))
+    out = ctx().ct.watershed(image, markers, mask=mask, connectivity=int(connectivity),
+                             watershed_line=watershed_line, compactness=compactness)
+    # scikit-image returns the labels in the markers' integer dtype
+    if isinstance(markers, np.ndarray) and markers.dtype.kind in "iu":
+        out = out.astype(markers.dtype)
+    return out
+
+
+def _footprint_connectivity(footprint: Any, ndim: int) -> int:
+    """The connectivity k of a footprint that is scipy.ndimage's
+    generate_binary_structure(ndim, k): the 3^ndim neighbours at most k
+    orthogonal steps away. Other footprints are not implemented."""
+    if footprint.shape == (3,) * ndim:
+        steps = sum(np.abs(np.indices(footprint.shape) - 1))
+        for k in range(1, ndim + 1):
+            if np.array_equal(footprint != 0, steps <= k):
+                return k
+    raise NotImplementedError("watershed's connectivity as a footprint other than a 3^ndim ball of "
+                              "generate_binary_structure")
+
+
+def peak_local_max(image: Any, min_distance: int = 1, threshold_abs: Any = None, threshold_rel: Any = None,
+                   exclude_border: Any = True, num_peaks: Any = np.inf, footprint: Any = None, labels: Any = None,
+                   num_peaks_per_label: Any = np.inf, p_norm: float = np.inf) -> Any:
+    image = np.asarray(image)
+    for name, value, default in (("threshold_abs", threshold_abs, None), ("threshold_rel", threshold_rel, None),
+                                 ("num_peaks", num_peaks, np.inf), ("footprint", footprint, None),
+                                 ("num_peaks_per_label", num_peaks_per_label, np.inf)):
+        if value is not default and not (default is np.inf and value == np.inf):
+            raise NotImplementedError("peak_local_max's %s" % name)
+    if exclude_border is not False:
+        raise NotImplementedError("peak_local_max's exclude_border (only False)")
+    if image.ndim != 3:
+        raise NotImplementedError("peak_local_max of %d-D images (3-D only)" % image.ndim)
+    if p_norm != np.inf:
+        raise NotImplementedError("peak_local_max's p_norm (only the maximum norm)")
+    mask = np.ones(image.shape, np.uint8) if labels is None else (np.asarray(labels) != 0).astype(np.uint8)
+    markers, _ = ctx().ct.markers(image.astype(np.float32), mask, min_distance=min_distance)
+    coords = np.argwhere(markers > 0)
+    order = np.argsort(-image[tuple(coords.T)], kind="stable")
+    return coords[order]
+
+
+SKIMAGE: Dict[str, Callable[..., Any]] = {"watershed": watershed, "peak_local_max": peak_local_max}
