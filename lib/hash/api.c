@@ -4,11 +4,16 @@
 
 #include "accel/hash.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { HASH_OPTIONS_V1_SIZE = sizeof(accel_hash_options), DEFAULT_MAX_PIXELS = 256000000 };
+enum {
+  HASH_OPTIONS_V1_SIZE = offsetof(accel_hash_options, phash_highfreq_factor), /* the first release's */
+  DEFAULT_MAX_PIXELS = 256000000,
+  DEFAULT_HIGHFREQ = 4 /* imagehash's phash */
+};
 
 static const char *const KIND_NAMES[ACCEL_HASH_KIND_COUNT] = {"ahash", "dhash", "dhash_vertical",
                                                               "phash", "whash", "colorhash"};
@@ -78,6 +83,14 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
   spec->nkinds = (int)o->nkinds;
   spec->hash_size = o->hash_size;
   spec->binbits = o->color_binbits;
+  /* imagehash takes any positive factor; larger ones than these are not implemented */
+  spec->highfreq = o->phash_highfreq_factor ? o->phash_highfreq_factor : DEFAULT_HIGHFREQ;
+  if (spec->highfreq < 1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "phash_highfreq_factor %d is negative",
+                          (int)o->phash_highfreq_factor);
+  if (spec->highfreq > ACCEL_HASH_HIGHFREQ_MAX)
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "phash_highfreq_factor %d above the supported %d",
+                          (int)o->phash_highfreq_factor, ACCEL_HASH_HIGHFREQ_MAX);
   for (uint32_t k = 0; k < o->nkinds; k++) {
     uint32_t nbits = 0;
     accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
@@ -114,7 +127,7 @@ static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
     int64_t tw = 0, th = 0;
     if (spec->kinds[k] == ACCEL_HASH_WHASH) tw = th = spec->hash_size;
     else if (spec->kinds[k] != ACCEL_HASH_COLORHASH)
-      accel__hash_target(spec->kinds[k], spec->hash_size, 1, 1, &tw, &th);
+      accel__hash_target(spec->kinds[k], spec->hash_size, spec->highfreq, 1, 1, &tw, &th);
     if (tw > dw) dw = tw;
     if (th > dh) dh = th;
   }

@@ -36,25 +36,28 @@ void accel__colorhash(const accel__color_counts *c, int binbits, uint8_t *out) {
 
 /* ------------------------------------------------------------ phash, whash */
 
-double *accel__phash_cos_table(int n) {
-  const int N = 4 * n;
-  double *c = malloc(sizeof(double) * (size_t)(n * N));
-  if (c)
-    for (int k = 0; k < n; k++)
-      for (int i = 0; i < N; i++) c[k * N + i] = 2.0 * cos(M_PI * (double)k * (double)(2 * i + 1) / (double)(2 * N));
-  return c;
+accel_status accel__phash_plane(const uint8_t *px, int n, const accel__dct_plan *plan, uint8_t *out) {
+  double *scratch = malloc(sizeof(double) * (size_t)accel__phash_scratch(n, plan->n));
+  if (!scratch) return ACCEL_ERR_OUT_OF_MEMORY;
+  accel__phash(px, n, plan, scratch, out);
+  free(scratch);
+  return ACCEL_OK;
 }
 
-accel_status accel__phash_plane(const uint8_t *px, int n, uint8_t *out) {
-  accel__dct_plan plan;
-  const bool exact = accel__dct_plan_init(&plan, 4 * n);
-  double *cosk = exact ? NULL : accel__phash_cos_table(n);
-  double *scratch = malloc(sizeof(double) * (size_t)accel__phash_scratch(n));
+/* phash of the N x N plane with a plan of its own (a few microseconds next to the resize). */
+static accel_status phash_plane(const uint8_t *px, int n, int N, uint8_t *out, char *why) {
+  accel__dct_plan *plan = malloc(sizeof *plan);
   accel_status s = ACCEL_OK;
-  if (!scratch || (!exact && !cosk)) s = ACCEL_ERR_OUT_OF_MEMORY;
-  else accel__phash(px, n, exact ? &plan : NULL, cosk, scratch, out);
-  free(cosk);
-  free(scratch);
+  if (!plan) {
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+    accel__why(why, "out of memory in phash");
+  } else if (!accel__dct_plan_init(plan, N)) {
+    s = ACCEL_ERR_UNSUPPORTED;
+    accel__why(why, "phash: no DCT of length %d (hash_size * highfreq_factor) as scipy computes it", N);
+  } else if ((s = accel__phash_plane(px, n, plan, out)) != ACCEL_OK) {
+    accel__why(why, "out of memory in phash");
+  }
+  free(plan);
   return s;
 }
 
@@ -89,7 +92,7 @@ accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, uint8_t *ou
 
 /* ------------------------------------------------------------ the plan */
 
-void accel__hash_target(accel_hash_kind kind, int n, int64_t w, int64_t h, int64_t *tw, int64_t *th) {
+void accel__hash_target(accel_hash_kind kind, int n, int highfreq, int64_t w, int64_t h, int64_t *tw, int64_t *th) {
   switch (kind) {
   case ACCEL_HASH_AHASH:
     *tw = n;
@@ -104,8 +107,8 @@ void accel__hash_target(accel_hash_kind kind, int n, int64_t w, int64_t h, int64
     *th = n + 1;
     break;
   case ACCEL_HASH_PHASH:
-    *tw = 4 * n;
-    *th = 4 * n;
+    *tw = (int64_t)n * highfreq;
+    *th = (int64_t)n * highfreq;
     break;
   case ACCEL_HASH_WHASH: {
     /* image_scale = max(2 ** int(log2(min(size))), hash_size) */
@@ -136,7 +139,7 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
    *    over the union of the rows its targets' vertical passes read */
   bool done[ACCEL_HASH_KIND_COUNT] = {0};
   for (int k = 0; k < spec->nkinds; k++) {
-    accel__hash_target(spec->kinds[k], n, w, h, &tw[k], &th[k]);
+    accel__hash_target(spec->kinds[k], n, spec->highfreq, w, h, &tw[k], &th[k]);
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) done[k] = true;
   }
   for (int k = 0; k < spec->nkinds && !s; k++) {
@@ -202,9 +205,7 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
     case ACCEL_HASH_AHASH: accel__ahash(planes[k], n, out); break;
     case ACCEL_HASH_DHASH: accel__dhash(planes[k], n, out); break;
     case ACCEL_HASH_DHASH_VERTICAL: accel__dhash_vertical(planes[k], n, out); break;
-    case ACCEL_HASH_PHASH:
-      if ((s = accel__phash_plane(planes[k], n, out)) != ACCEL_OK) accel__why(why, "out of memory in phash");
-      break;
+    case ACCEL_HASH_PHASH: s = phash_plane(planes[k], n, (int)tw[k], out, why); break;
     case ACCEL_HASH_WHASH:
       if ((s = accel__whash_plane(planes[k], tw[k], n, out)) != ACCEL_OK) accel__why(why, "out of memory in whash");
       break;

@@ -50,9 +50,10 @@ def _pixels(image: Any) -> Any:
     return np.asarray(image)
 
 
-def _imagehash(kind: str, image: Any, size: int, binbits: int = 3) -> Any:
+def _imagehash(kind: str, image: Any, size: int, binbits: int = 3, highfreq_factor: int = 4) -> Any:
     import imagehash
-    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits)
+    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits,
+                          highfreq_factor=highfreq_factor)
     err = r.error(0)
     if err is not None:
         raise ValueError("%s: %s" % err)
@@ -70,9 +71,7 @@ def average_hash(image: Any, hash_size: int = 8, mean: Callable[[Any], Any] = np
 
 
 def phash(image: Any, hash_size: int = 8, highfreq_factor: int = 4) -> Any:
-    if highfreq_factor != 4:
-        raise NotImplementedError("phash's highfreq_factor other than 4")
-    return _imagehash("phash", image, hash_size)
+    return _imagehash("phash", image, hash_size, highfreq_factor=highfreq_factor)
 
 
 def dhash(image: Any, hash_size: int = 8) -> Any:

@@ -72,11 +72,10 @@ class BoolImages(unittest.TestCase):
         self.check(accel.HASH_KINDS)
 
     def test_other_sizes(self):
-        # phash only where 4 x size is a power of two (docs/hash.md: the other sizes' exact zeros)
         for size in (2, 4, 16):
             self.check(("ahash", "dhash", "dhash_vertical", "phash", "whash"), size=size)
-        for size in (3, 5, 13):
-            self.check(("ahash", "dhash", "dhash_vertical"), size=size)
+        for size in (3, 5, 13):  # every size: test_phash_peer.py
+            self.check(("ahash", "dhash", "dhash_vertical", "phash"), size=size)
 
     def test_colorhash_binbits(self):
         for binbits in (1, 2, 5, 8):
