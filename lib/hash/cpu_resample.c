@@ -113,7 +113,7 @@ static inline uint8_t clip8(int32_t ss) {
 #if defined(__x86_64__)
 #include <immintrin.h>
 
-static int32_t dot_sse2(const uint8_t *p, const int16_t *hi, const int16_t *lo, int kpad) {
+static inline int32_t dot_sse2(const uint8_t *p, const int16_t *hi, const int16_t *lo, int kpad) {
   const __m128i zero = _mm_setzero_si128();
   __m128i ah = zero, al = zero;
   for (int i = 0; i < kpad; i += 8) {
@@ -127,8 +127,8 @@ static int32_t dot_sse2(const uint8_t *p, const int16_t *hi, const int16_t *lo, 
   return (int32_t)(((int64_t)h[0] + h[1] + h[2] + h[3]) * 2048 + ((int64_t)l[0] + l[1] + l[2] + l[3]));
 }
 
-__attribute__((target("avx2"))) static int32_t dot_avx2(const uint8_t *p, const int16_t *hi, const int16_t *lo,
-                                                        int kpad) {
+__attribute__((target("avx2"))) static inline int32_t dot_avx2(const uint8_t *p, const int16_t *hi, const int16_t *lo,
+                                                               int kpad) {
   __m256i ah = _mm256_setzero_si256(), al = _mm256_setzero_si256();
   for (int i = 0; i < kpad; i += 16) {
     const __m256i px = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(p + i)));
@@ -148,27 +148,49 @@ __attribute__((target("avx2"))) static int32_t dot_avx2(const uint8_t *p, const 
 
 /* AVX-512 VNNI: vpdpwssd multiplies 32 int16 pairs and adds them to 16
  * int32 lanes in one instruction (the AVX2 path needs a multiply and an add
- * for 16). Per lane, 255 * 2^12 * 2 * kpad / 32 < 2^31 for kpad <= 4096. */
-__attribute__((target("avx512f,avx512bw,avx512vnni"))) static int32_t dot_vnni(const uint8_t *p, const int16_t *hi,
-                                                                               const int16_t *lo, int kpad) {
+ * for 16). The two accumulators are then joined lane by lane, hi * 2048 +
+ * lo, and summed in int32: every step wraps modulo 2^32, and the true sum
+ * (Pillow's own int32 accumulator less its rounding term) fits in an int32,
+ * so the wrapped result is the exact one. (GCC 12's AVX-512 shift and
+ * shuffle intrinsics pass an uninitialized vector as their unused merge
+ * source, which -Winit-self reports: silenced here only.) */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+__attribute__((target("avx512f,avx512bw,avx512vnni"))) static inline int32_t dot_vnni(const uint8_t *p,
+                                                                                      const int16_t *hi,
+                                                                                      const int16_t *lo, int kpad) {
   __m512i ah = _mm512_setzero_si512(), al = _mm512_setzero_si512();
   for (int i = 0; i < kpad; i += 32) {
     const __m512i px = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)(const void *)(p + i)));
     ah = _mm512_dpwssd_epi32(ah, px, _mm512_loadu_si512((const void *)(hi + i)));
     al = _mm512_dpwssd_epi32(al, px, _mm512_loadu_si512((const void *)(lo + i)));
   }
-  int32_t h[16], l[16]; /* (GCC 12's lane-extracting intrinsics trip -Winit-self: stored instead) */
-  _mm512_storeu_si512((void *)h, ah);
-  _mm512_storeu_si512((void *)l, al);
-  int64_t sh = 0, sl = 0;
-  for (int i = 0; i < 16; i++) {
-    sh += h[i];
-    sl += l[i];
-  }
-  return (int32_t)(sh * 2048 + sl);
+  __m512i v = _mm512_add_epi32(_mm512_slli_epi32(ah, 11), al);
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E)); /* 256-bit halves */
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xB1)); /* 128-bit quarters */
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1));
+  return _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
 }
 
-typedef int32_t (*dot_fn)(const uint8_t *, const int16_t *, const int16_t *, int);
+/* One row's outputs with a path's dot product inlined (a call per output
+ * cost as much as the products of short kernels). */
+#define ACCEL__ROW_FN(name, target, dot)                                                                               \
+  target static void name(const accel__axis *h, const uint8_t *src, uint8_t *dst) {                                    \
+    for (int64_t x = 0; x < h->out_size; x++)                                                                          \
+      dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +                                                               \
+                     dot(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad));                       \
+  }
+ACCEL__ROW_FN(row_sse2, , dot_sse2)
+ACCEL__ROW_FN(row_avx2, __attribute__((target("avx2"))), dot_avx2)
+ACCEL__ROW_FN(row_vnni, __attribute__((target("avx512f,avx512bw,avx512vnni"))), dot_vnni)
+#undef ACCEL__ROW_FN
+#pragma GCC diagnostic pop
+
+typedef void (*row_fn)(const accel__axis *, const uint8_t *, uint8_t *);
 
 bool accel__resample_path_available(int path) {
   switch (path) {
@@ -182,8 +204,8 @@ bool accel__resample_path_available(int path) {
   }
 }
 
-/* The dot product of the path in force (NULL: the scalar loop). */
-static dot_fn pick_dot(void) {
+/* The row function of the path in force (NULL: the scalar loop). */
+static row_fn pick_row(void) {
   static int best = -1;
   if (best < 0)
     best = accel__resample_path_available(ACCEL__RESAMPLE_VNNI)   ? ACCEL__RESAMPLE_VNNI
@@ -191,9 +213,9 @@ static dot_fn pick_dot(void) {
                                                                   : ACCEL__RESAMPLE_SSE2;
   const int path =
       accel__resample_path && accel__resample_path_available(accel__resample_path) ? accel__resample_path : best;
-  return path == ACCEL__RESAMPLE_VNNI   ? dot_vnni
-         : path == ACCEL__RESAMPLE_AVX2 ? dot_avx2
-         : path == ACCEL__RESAMPLE_SSE2 ? dot_sse2
+  return path == ACCEL__RESAMPLE_VNNI   ? row_vnni
+         : path == ACCEL__RESAMPLE_AVX2 ? row_avx2
+         : path == ACCEL__RESAMPLE_SSE2 ? row_sse2
                                         : NULL;
 }
 #else
@@ -206,16 +228,20 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
                           uint8_t *out, int64_t out_stride) {
   const int ksize = h->ksize;
 #if defined(__x86_64__)
-  /* each row copied into a zero-padded buffer, so kpad-wide reads stay inside it */
-  const dot_fn dot = pick_dot();
-  uint8_t *pad = h->hi && dot ? calloc((size_t)(h->in_size + h->kpad), 1) : NULL;
+  /* A dot product reads kpad bytes from its first pixel: up to kpad - 1
+   * past the row's end, where its weights are zero. They are read in place
+   * while the rows after it (up to row1) hold that many bytes, else from a
+   * zero-padded copy of the row. */
+  const row_fn row = h->hi ? pick_row() : NULL;
+  uint8_t *pad = row ? calloc((size_t)(h->in_size + h->kpad), 1) : NULL;
   if (pad) {
     for (int64_t y = row0; y < row1; y++) {
-      memcpy(pad, in + y * in_stride, (size_t)h->in_size);
-      uint8_t *dst = out + (y - row0) * out_stride;
-      for (int64_t x = 0; x < h->out_size; x++)
-        dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
-                       dot(pad + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad));
+      const uint8_t *src = in + y * in_stride;
+      if ((row1 - 1 - y) * in_stride < h->kpad) {
+        memcpy(pad, src, (size_t)h->in_size);
+        src = pad;
+      }
+      row(h, src, out + (y - row0) * out_stride);
     }
     free(pad);
     return;
