@@ -783,6 +783,8 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job
 
 /* markers (a smoothed map is smoothed on the host, as the CPU does) */
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job *job) {
+  if (job->general)
+    return accel__decline(call, "peak_local_max's parameters beyond the first version's (the CPU's general search)");
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   const float *map = job->image;
