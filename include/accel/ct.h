@@ -193,9 +193,10 @@ enum {
    * sees 0 (SciPy's mode 'constant'), equal values keep numpy 1.x's
    * quicksort order */
   ACCEL_CT_RULES_SKIMAGE_0_19 = 0,
-  /* scikit-image 0.20 and later: the window sees the nearest voxel inside
-   * (mode 'nearest'), equal values keep C order (a stable sort) */
-  ACCEL_CT_RULES_SKIMAGE_LATER = 1
+  /* scikit-image 0.22 and later: the window sees the nearest voxel inside
+   * (mode 'nearest', since 0.20), equal values keep C order (a stable
+   * sort, since 0.22) */
+  ACCEL_CT_RULES_SKIMAGE_0_22 = 1
 };
 
 ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *options, size_t struct_size);
@@ -216,7 +217,7 @@ ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *opt
  * num_peaks, num_peaks_per_label, footprint, labels (then `mask` is NULL;
  * with neither, the whole image is one region and scikit-image's labels=None
  * rules apply), p_norm, any real values (values = ACCEL_CT_VALUES_ANY), the
- * numbering in peak_local_max's order, and the later releases' rules. With
+ * numbering in peak_local_max's order, and scikit-image 0.22's rules. With
  * them, or for an F64 `edt`, or a 1-D or 2-D one (searched with the rules of
  * its own dimensionality: the window, the components and the flat-region
  * opening of that rank; mask, labels, footprint and out of that rank too),

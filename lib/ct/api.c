@@ -268,7 +268,7 @@ static accel_status check_trim(accel_ctx *ctx, const char *func, uint32_t trim, 
 
 /* The second version's options of a peak search. */
 static accel_status check_peak_options(accel_ctx *ctx, const char *func, const accel_ct_marker_options *o) {
-  if (o->values > ACCEL_CT_VALUES_ANY || o->order > ACCEL_CT_PEAKS_SORTED || o->rules > ACCEL_CT_RULES_SKIMAGE_LATER)
+  if (o->values > ACCEL_CT_VALUES_ANY || o->order > ACCEL_CT_PEAKS_SORTED || o->rules > ACCEL_CT_RULES_SKIMAGE_0_22)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "unknown values (%u), order (%u) or rules (%u)",
                           (unsigned)o->values, (unsigned)o->order, (unsigned)o->rules);
   for (int a = 0; a < 3; a++)
@@ -446,7 +446,7 @@ static accel_status markers_general(accel_ctx *ctx, const char *func, const acce
                                            : f64                 ? -DBL_MAX
                                                                  : -FLT_MAX,
                              .sorted = o->order == ACCEL_CT_PEAKS_SORTED,
-                             .later = o->rules == ACCEL_CT_RULES_SKIMAGE_LATER,
+                             .rules_0_22 = o->rules == ACCEL_CT_RULES_SKIMAGE_0_22,
                              .f32 = !f64};
   for (int a = 0; a < edt->ndim; a++) p.border[3 - edt->ndim + a] = o->exclude_border[a];
   accel__ct_markers_job job = {.d = d,

@@ -11,7 +11,7 @@
  * 2. Per voxel of a region: a candidate when it equals the maximum of the
  *    footprint's window, where the window sees the region's voxels, other
  *    voxels of the box as `background`, and beyond the box 0 (0.19's mode
- *    'constant') or the nearest voxel of the box (later releases' 'nearest').
+ *    'constant') or the nearest voxel of the box (0.20 and later: 'nearest').
  *    A footprint or a box of one voxel: every voxel is a candidate. When every
  *    voxel of a region is (a flat region), none is; with regions, those that
  *    a binary opening (the cross of the image's rank, in the box) removes
@@ -19,7 +19,7 @@
  * 3. Candidates must exceed the threshold (compared in float32 for float32
  *    maps); without regions, the excluded border is dropped now.
  * 4. Per region, candidates in C order are sorted by decreasing value
- *    (numpy 1.x's quicksort, or a stable sort) and kept greedily when no
+ *    (numpy 1.x's quicksort, or 0.22's stable sort) and kept greedily when no
  *    kept one is closer than min_distance (the p-norm), at most
  *    num_peaks_per_label of them (num_peaks without regions).
  * 5. With regions, more than num_peaks peaks in all: step 4 again over all
@@ -114,7 +114,7 @@ static uint8_t window_peak(const search *s, uint64_t i, int64_t r) {
       }
     }
     double w;
-    if (outside && !s->p->later) {
+    if (outside && !s->p->rules_0_22) {
       w = 0.0;
     } else {
       const uint64_t j = index_of(s->d, q);
@@ -307,15 +307,15 @@ static int cmp_keyed(const void *a, const void *b) {
 static accel_status select_peaks(search *s, const uint64_t *cl, uint64_t nc, int md, int64_t max_out) {
   double *keys = calloc(nc ? nc : 1, sizeof(double));
   int64_t *order = malloc((nc ? nc : 1) * sizeof(int64_t));
-  keyed *kd = s->p->later ? malloc((nc ? nc : 1) * sizeof(keyed)) : NULL;
-  if (!keys || !order || (s->p->later && !kd)) {
+  keyed *kd = s->p->rules_0_22 ? malloc((nc ? nc : 1) * sizeof(keyed)) : NULL;
+  if (!keys || !order || (s->p->rules_0_22 && !kd)) {
     free(keys);
     free(order);
     free(kd);
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   for (uint64_t j = 0; j < nc; j++) keys[j] = -s->v[cl[j]];
-  if (s->p->later) {
+  if (s->p->rules_0_22) {
     for (uint64_t j = 0; j < nc; j++) kd[j] = (keyed){keys[j], (int64_t)j};
     qsort(kd, nc, sizeof *kd, cmp_keyed);
     for (uint64_t j = 0; j < nc; j++) order[j] = kd[j].at;
@@ -365,7 +365,7 @@ static double threshold_of(const search *s, uint64_t n) {
   double t = isnan(s->p->threshold_abs) ? lo : s->p->threshold_abs;
   if (!isnan(s->p->threshold_rel)) {
     const double rel =
-        s->p->f32 && s->p->later ? (double)((float)s->p->threshold_rel * (float)hi) : s->p->threshold_rel * hi;
+        s->p->f32 && s->p->rules_0_22 ? (double)((float)s->p->threshold_rel * (float)hi) : s->p->threshold_rel * hi;
     if (rel > t) t = rel;
   }
   return t;

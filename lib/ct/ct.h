@@ -135,9 +135,9 @@ typedef struct accel__ct_peak_params {
   int64_t fshape[3];
   const int32_t *labels; /* NULL: the mask's components, or no regions when the mask is NULL too */
   double p_norm, background;
-  bool sorted; /* number in peak_local_max's order (else C order) */
-  bool later;  /* the later releases' rules (mode 'nearest', stable order) */
-  bool f32;    /* the map is float32: thresholds compare in float32 */
+  bool sorted;     /* number in peak_local_max's order (else C order) */
+  bool rules_0_22; /* scikit-image 0.22's rules (mode 'nearest', a stable order) */
+  bool f32;        /* the map is float32: thresholds compare in float32 */
 } accel__ct_peak_params;
 accel_status accel__ct_peaks_general_cpu(const double *image, const uint8_t *mask, accel__dims d, int min_distance,
                                          const accel__ct_peak_params *p, int threads, int32_t *out, uint32_t *count);

@@ -15,7 +15,7 @@ COMPARES = {">": 0, ">=": 1, "<": 2, "<=": 3}
 PORES = {"closed": 0, "all": 1}
 TIES = {"skimage": 0, "stable": 1}
 TRIMS = {"saddles": 1, "nearby": 2}
-PEAK_RULES = {"0.19": 0, "later": 1}
+PEAK_RULES = {"0.19": 0, "0.22": 1}
 
 CtMarkerOptions = c_struct("accel_ct_marker_options", """
     uint32_t struct_size; int32_t min_distance; double smooth_sigma; accel_progress_fn progress;
@@ -235,8 +235,9 @@ class CT(ContextCalls):
     (markers = peak_local_max, watershed), reproduced exactly. Inputs are
     numpy arrays of any strides or host DLPack arrays (results come back as
     the same kind); masks may have any numeric dtype (nonzero = true).
-    threshold, fill_holes, edt and watershed also take 1-D and 2-D arrays
-    with their own dimensionality; the other stages are 3-D only.
+    threshold, fill_holes, edt, markers, peak_local_max and watershed also
+    take 1-D and 2-D arrays with their own dimensionality; the other stages
+    are 3-D only.
 
     Examples
     --------
@@ -577,7 +578,7 @@ class CT(ContextCalls):
         (strongest first, equal values in numpy 1.x's quicksort order; with
         labels, label by label). 1-D, 2-D and 3-D images, each with its own
         dimensionality. docs/ct.md lists the rules and what later releases of
-        scikit-image changed (``rules="later"`` follows those).
+        scikit-image changed (``rules="0.22"`` follows those).
 
         Parameters
         ----------
@@ -601,8 +602,8 @@ class CT(ContextCalls):
             At most this many peaks per region.
         p_norm : float
             The Minkowski norm of the minimum distance, >= 1 (inf: Chebyshev).
-        rules : {"0.19", "later"}
-            "later": scikit-image 0.20 and later (the window sees the nearest
+        rules : {"0.19", "0.22"}
+            "0.22": scikit-image 0.22 and later (the window sees the nearest
             voxel beyond the border, equal values in C order).
 
         Returns

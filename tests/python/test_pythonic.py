@@ -356,8 +356,8 @@ class Pythonic(unittest.TestCase):
         # connectivity, watershed_line, compactness and markers as a count or None: test_watershed_options.py
         with self.assertRaises(NotImplementedError):
             self.ctx.ct.watershed(image, markers, connectivity=np.ones((3, 3), bool))
-        with self.assertRaises(NotImplementedError):
-            self.ctx.ct.markers(image.astype(np.float32), image)
+        with self.assertRaises(NotImplementedError):  # 2-D markers: test_peaks.py; the trims are 3-D rules
+            self.ctx.ct.markers(image.astype(np.float32), image, trim="saddles")
         with self.assertRaisesRegex(ValueError, "markers has values outside int32's range"):
             self.ctx.ct.watershed(image, markers.astype(np.int64) * 2 ** 40)
 
