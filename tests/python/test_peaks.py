@@ -11,7 +11,6 @@
 - ctx.ct.markers on 2-D and 1-D maps against peak_local_max with the mask's
   components as labels; the arguments scikit-image refuses, refused.
 """
-import json
 import os
 import sys
 import types
@@ -40,22 +39,6 @@ def _skimage_0_22():
     return peak_local_max if (major, minor) >= (0, 22) else None
 
 
-def _cases(refs):
-    """(image, args, arrays, ref) per stored case."""
-    k = 0
-    while "image_%d" % k in refs:
-        arrays = {name: refs["%s_%d" % (name, k)] for name in ("labels", "footprint") if "%s_%d" % (name, k) in refs}
-        yield k, refs["image_%d" % k], json.loads(str(refs["args_%d" % k])), arrays, refs["ref_%d" % k]
-        k += 1
-
-
-def _tuple_border(args):
-    """JSON made exclude_border's tuple a list: back to a tuple."""
-    if isinstance(args.get("exclude_border"), list):
-        args["exclude_border"] = tuple(args["exclude_border"])
-    return args
-
-
 class PeakLocalMax(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -75,12 +58,10 @@ class PeakLocalMax(unittest.TestCase):
         np.testing.assert_array_equal(got, ref, err_msg=what)
 
     def test_equals_skimage_0_19_3(self):
-        with np.load(REFS) as f:
-            refs = dict(f)
         n = 0
-        for k, image, args, arrays, ref in _cases(refs):
-            got = self.search(image, **_tuple_border(args), **arrays)
-            self.assert_same(got, ref, "case %d: %s %s %s" % (k, image.shape, args, sorted(arrays)))
+        for k, (image, args, arrays, ref) in enumerate(make_peak_refs.load(REFS)):
+            got = self.search(image, **args, **arrays)
+            self.assert_same(got, ref, "case %d: %s %s %s %s" % (k, image.shape, image.dtype, args, sorted(arrays)))
             n += 1
         self.assertGreaterEqual(n, 300)
 
@@ -88,9 +69,7 @@ class PeakLocalMax(unittest.TestCase):
         ref_fn = _skimage_0_22()
         if ref_fn is None:
             self.skipTest("needs scikit-image 0.22 or later")
-        with np.load(REFS) as f:
-            refs = dict(f)
-        stored = [(image, _tuple_border(args), arrays) for _, image, args, arrays, _ in _cases(refs)]
+        stored = [(image, args, arrays) for image, args, arrays, _ in make_peak_refs.load(REFS)]
         rs = np.random.RandomState(7)
         fresh = [make_peak_refs.draw_case(rs) for _ in range(300)]
         for k, (image, args, arrays) in enumerate(stored + fresh):

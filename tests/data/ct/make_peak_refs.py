@@ -1,10 +1,13 @@
 """Reference peaks for peak_local_max's parameters, made with scikit-image 0.19.3.
 
-Writes OUT (an .npz): per case k the inputs ``image_<k>`` (any of float64,
-float32, uint8, int16), ``labels_<k>`` and ``footprint_<k>`` when the case
-has them, ``args_<k>`` (the other arguments as JSON) and ``ref_<k>``, the
-coordinates skimage.feature.peak_local_max returned (int64, shape (n, ndim),
-or scikit-image's (0, 2) for labels without a region). The cases are random
+Writes OUT (an .npz): ``cases``, JSON with per case its arguments, the
+image's shape and dtype (float64, float32, uint8 or int16), the labels'
+dtype and the footprint's shape when it has them, and the shape of the
+coordinates skimage.feature.peak_local_max returned ((n, ndim), or
+scikit-image's (0, 2) for labels without a region); then the images, labels,
+footprints and coordinates of all cases raveled one after another
+(``images`` as float64, which holds every value exactly, ``labels`` int64,
+``footprints`` uint8, ``refs`` int64). load() reads them back. The cases are random
 (numpy's legacy RandomState, the same stream on every numpy): 1-D, 2-D and
 3-D images with plateaus (small integers), negative values and distinct
 values, with every parameter drawn: min_distance 0..3, exclude_border as a
@@ -40,7 +43,8 @@ def draw_image(rs, shape):
     if kind == 1:
         return (rs.randint(0, 4, shape) - 3).astype(np.float64)  # negative plateaus
     if kind == 2:
-        return rs.standard_normal(shape)  # distinct, negative too
+        n = int(np.prod(shape))
+        return (rs.permutation(n).reshape(shape) - n / 2) * 0.25  # distinct, negative too
     if kind == 3:
         return rs.randint(0, 4, shape).astype(np.float32) * np.float32(0.7)
     return rs.randint(0, 4, shape).astype(np.uint8 if rs.randint(2) else np.int16)
@@ -93,18 +97,51 @@ def main(out):
     keys[::3] = 1
     assert not np.array_equal(np.argsort(-keys), np.argsort(-keys, kind="stable")), "numpy's argsort is stable here"
     rs = np.random.RandomState(20261124)
-    store = {}
-    for k in range(CASES):
+    cases, images, labels, footprints, refs = [], [], [], [], []
+    for _ in range(CASES):
         image, args, arrays = draw_case(rs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ref = peak_local_max(image, **args, **arrays)
-        store["image_%d" % k] = image
-        for name, a in arrays.items():
-            store["%s_%d" % (name, k)] = a
-        store["args_%d" % k] = np.array(json.dumps(args))
-        store["ref_%d" % k] = np.asarray(ref, np.int64)
-    np.savez_compressed(out, **store)
+            ref = np.asarray(peak_local_max(image, **args, **arrays), np.int64)
+        case = {"args": args, "shape": image.shape, "dtype": image.dtype.name, "ref": ref.shape}
+        images.append(image.ravel().astype(np.float64))
+        refs.append(ref.ravel())
+        if "labels" in arrays:
+            case["labels"] = arrays["labels"].dtype.name
+            labels.append(arrays["labels"].ravel().astype(np.int64))
+        if "footprint" in arrays:
+            case["footprint"] = arrays["footprint"].shape
+            footprints.append(arrays["footprint"].ravel().astype(np.uint8))
+        cases.append(case)
+    np.savez_compressed(out, cases=np.array(json.dumps(cases)), images=np.concatenate(images),
+                        labels=np.concatenate(labels), footprints=np.concatenate(footprints),
+                        refs=np.concatenate(refs))
+
+
+def load(path):
+    """The cases of a file main() wrote: (image, args, arrays, ref) each."""
+    with np.load(path) as f:
+        cases, images, labels = json.loads(str(f["cases"])), f["images"], f["labels"]
+        footprints, refs = f["footprints"], f["refs"]
+    at = {"image": 0, "labels": 0, "footprint": 0, "ref": 0}
+
+    def take(name, data, shape, dtype):
+        n = int(np.prod(shape))
+        a = data[at[name]:at[name] + n].reshape(shape).astype(dtype)
+        at[name] += n
+        return a
+    for case in cases:
+        args = case["args"]
+        if isinstance(args["exclude_border"], list):
+            args["exclude_border"] = tuple(args["exclude_border"])
+        shape = tuple(case["shape"])
+        image = take("image", images, shape, case["dtype"])
+        arrays = {}
+        if "labels" in case:
+            arrays["labels"] = take("labels", labels, shape, case["labels"])
+        if "footprint" in case:
+            arrays["footprint"] = take("footprint", footprints, tuple(case["footprint"]), bool)
+        yield image, args, arrays, take("ref", refs, tuple(case["ref"]), np.int64)
 
 
 if __name__ == "__main__":
