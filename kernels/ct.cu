@@ -144,10 +144,17 @@ template <class T> struct cc_init_f {
   __host__ __device__ void operator()(uint64_t i) const { L[i] = sel(i) ? (T)i : none<T>(); }
 };
 
+/* Which neighbours connect: those at most `steps` orthogonal steps away (1:
+ * faces, 6-connected; 2: faces and edges, 18; 3: all 26). */
+struct reach {
+  int steps;
+};
+inline reach reach_of(int connectivity) { return reach{connectivity == 6 ? 1 : connectivity == 18 ? 2 : 3}; }
+
 /* Union each selected voxel with its selected backward neighbours. */
 template <class T> struct cc_merge_f {
   selected sel;
-  bool conn26;
+  reach conn;
   dims3 d;
   T *L;
   __host__ __device__ void operator()(uint64_t i) const {
@@ -158,7 +165,7 @@ template <class T> struct cc_merge_f {
       for (int dy = -1; dy <= 1; dy++)
         for (int dx = -1; dx <= 1; dx++) {
           if (dz == 0 && (dy > 0 || (dy == 0 && dx >= 0))) continue;
-          if (!conn26 && (dz != 0) + (dy != 0) + (dx != 0) != 1) continue;
+          if ((dz != 0) + (dy != 0) + (dx != 0) > conn.steps) continue;
           const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
           if (zz < 0 || yy < 0 || xx < 0 || yy >= d.ny || xx >= d.nx) continue;
           const uint64_t j = d.index(zz, yy, xx);
@@ -177,11 +184,11 @@ template <class T> struct cc_flatten_f {
 /* Components of the voxels whose mask value is selected: L = the smallest
  * voxel index of each (none<T>() elsewhere), indices local to the array. */
 template <class T>
-accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want_set, bool conn26, T *L, char *why) {
+accel_status components(accel__executor *x, const uint8_t *m, dims3 d, bool want_set, reach conn, T *L, char *why) {
   const uint64_t n = d.count();
   const selected sel = {m, want_set};
   accel_status s = each(x, n, cc_init_f<T>{sel, L}, why, "component labels");
-  if (!s) s = each(x, n, cc_merge_f<T>{sel, conn26, d, L}, why, "component merge");
+  if (!s) s = each(x, n, cc_merge_f<T>{sel, conn, d, L}, why, "component merge");
   if (!s) s = each(x, n, cc_flatten_f<T>{L}, why, "component roots");
   return s;
 }
@@ -224,13 +231,13 @@ struct pores_f {
 
 /* Whole volume on the device: mask in, filled out (may alias). */
 template <class T>
-accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, bool conn26, uint8_t *out, char *why) {
+accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, reach conn, uint8_t *out, char *why) {
   const uint64_t n = d.count();
   dbuf L, outside;
   accel_status s = L.get(x, n * sizeof(T), why);
   if (!s) s = outside.get(x, n, why);
   if (!s) s = accel__cuda_check(x->zero(outside.p, n), why, "memset");
-  if (!s) s = components(x, m, d, false, conn26, L.as<T>(), why);
+  if (!s) s = components(x, m, d, false, conn, L.as<T>(), why);
   if (!s) s = each(x, n, border_f<T>{L.as<T>(), d, true, true, outside.p}, why, "fill border");
   if (!s) s = each(x, n, fill_out_f<T>{m, L.as<T>(), outside.p, out}, why, "fill output");
   return s;
@@ -456,7 +463,7 @@ template <class T> struct host_uf {
  * roots that reach the volume's border; the host joins the labels across the
  * planes where slabs meet; pass 2 labels each slab again and writes it with
  * the joined answer (per voxel, whether its component is outside). */
-template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool conn26, uint8_t *out) {
+template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, reach conn, uint8_t *out) {
   char *why = r.call->why;
   const dims3 &d = r.d;
   const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
@@ -490,7 +497,7 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool
     const dims3 sd = {nzc, d.ny, d.nx};
     s = upload(r.x, dm.p, mask + base, cnt, why);
     if (!s) s = accel__cuda_check(r.x->zero(doutside.p, cnt), why, "memset");
-    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<T>(), why);
+    if (!s) s = components(r.x, dm.p, sd, false, conn, dl.as<T>(), why);
     if (!s) s = each(r.x, cnt, border_f<T>{dl.as<T>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
     if (!s) s = download(r.x, roots, dl.p, cnt * sizeof(T), why);
     if (!s) s = download(r.x, flags, doutside.p, cnt, why);
@@ -514,7 +521,7 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool
         if (mask[i]) continue;
         for (int dy = -1; dy <= 1; dy++)
           for (int dx = -1; dx <= 1; dx++) {
-            if (!conn26 && (dy || dx)) continue;
+            if (1 + (dy != 0) + (dx != 0) > conn.steps) continue;
             const int64_t yy = y + dy, xj = xx + dx;
             if (yy < 0 || xj < 0 || yy >= d.ny || xj >= d.nx) continue;
             const uint64_t j = d.index(z0 - 1, yy, xj);
@@ -530,7 +537,7 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, bool
       flags[i] = uf.parent[base + i] == none<T>() ? 0 : uf.flag[uf.find((T)(base + i))];
     s = upload(r.x, dm.p, mask + base, cnt, why);
     if (!s) s = upload(r.x, doutside.p, flags, cnt, why);
-    if (!s) s = components(r.x, dm.p, sd, false, conn26, dl.as<T>(), why);
+    if (!s) s = components(r.x, dm.p, sd, false, conn, dl.as<T>(), why);
     if (!s) s = each(r.x, cnt, fill_out_f<T>{dm.p, dl.as<T>(), doutside.p, dout.p}, why, "fill output");
     if (!s) s = download(r.x, out + base, dout.p, cnt, why);
   }
@@ -632,7 +639,7 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
     if (!s) s = dc.get(r.x, n, why);
     if (!s) s = upload(r.x, de.p, edt, n * 4, why);
     if (!s) s = upload(r.x, dm.p, pores, n, why);
-    if (!s) s = components(r.x, dm.p, d, true, true, dl.as<T>(), why);
+    if (!s) s = components(r.x, dm.p, d, true, reach{3}, dl.as<T>(), why);
     if (!s)
       s = each(r.x, n, window_f<T>{de.as<float>(), dm.p, dl.as<T>(), d, 0, doffs.as<int>(), noffs, dc.p}, why,
                "peak window");
@@ -767,13 +774,13 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *jo
     if (!s) s = dout.get(x, n, why);
     if (!s) s = upload(x, dm.p, job->mask, n, why);
     if (!s)
-      s = wide ? fill_device<uint64_t>(x, dm.p, r.d, job->connectivity == 26, dout.p, why)
-               : fill_device<uint32_t>(x, dm.p, r.d, job->connectivity == 26, dout.p, why);
+      s = wide ? fill_device<uint64_t>(x, dm.p, r.d, reach_of(job->connectivity), dout.p, why)
+               : fill_device<uint32_t>(x, dm.p, r.d, reach_of(job->connectivity), dout.p, why);
     if (!s) s = download(x, job->out, dout.p, n, why);
     return s;
   }
-  return wide ? fill_slabs<uint64_t>(r, job->mask, job->connectivity == 26, job->out)
-              : fill_slabs<uint32_t>(r, job->mask, job->connectivity == 26, job->out);
+  return wide ? fill_slabs<uint64_t>(r, job->mask, reach_of(job->connectivity), job->out)
+              : fill_slabs<uint32_t>(r, job->mask, reach_of(job->connectivity), job->out);
 }
 
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job) {
@@ -909,7 +916,7 @@ accel_status resident_peaks_t(accel__call *call, resident &res, const float *map
   if (!s) s = doffs.put(r.x, &offs[0][0], (size_t)noffs * 3, why, "upload");
   if (!s) s = dl.get(r.x, n * sizeof(T), why);
   if (!s) s = dc.get(r.x, n ? n : 1, why);
-  if (!s) s = components(r.x, res.pores.p, r.d, true, true, dl.as<T>(), why);
+  if (!s) s = components(r.x, res.pores.p, r.d, true, reach{3}, dl.as<T>(), why);
   if (!s)
     s = each(r.x, n, window_f<T>{res.edt.as<float>(), res.pores.p, dl.as<T>(), r.d, 0, doffs.as<int>(), noffs, dc.p},
              why, "peak window");
@@ -952,8 +959,8 @@ accel_status resident_stages(resident &res, accel__ct_pipeline_job *job, const w
     s = res.filled.get(r.x, n, why);
     if (!s)
       s = accel__ct_wide(n)
-              ? fill_device<uint64_t>(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why)
-              : fill_device<uint32_t>(r.x, res.solid.p, r.d, o->fill_connectivity == 26, res.filled.p, why);
+              ? fill_device<uint64_t>(r.x, res.solid.p, r.d, reach_of(o->fill_connectivity), res.filled.p, why)
+              : fill_device<uint32_t>(r.x, res.solid.p, r.d, reach_of(o->fill_connectivity), res.filled.p, why);
     if (!s && job->filled) s = download_pinned(r.x, res.pin, job->filled, res.filled.p, n, why);
   }
   if (!s && w.pores) {

@@ -58,9 +58,9 @@ struct vpass {
 };
 
 struct group_meta {
-  int32_t nimg, nh, nv, nkinds, hash_size, slot_bytes, need_color;
+  int32_t nimg, nh, nv, nkinds, hash_size, slot_bytes, need_color, whash_keep_ll;
   int32_t kinds[MAX_K];
-  int64_t descs_off, hpass_off, vpass_off, plan_off, cosk_off;
+  int64_t descs_off, hpass_off, vpass_off, plan_off;
 };
 
 template <typename T> __host__ __device__ inline T *at(uint8_t *arena, int64_t off) {
@@ -120,10 +120,8 @@ __host__ __device__ inline void simple_one(uint8_t *arena, const group_meta *m, 
 
 __host__ __device__ inline void phash_one(uint8_t *arena, const group_meta *m, int img, int k) {
   const img_desc *d = at<img_desc>(arena, m->descs_off) + img;
-  const accel__dct_plan *plan = m->plan_off >= 0 ? at<accel__dct_plan>(arena, m->plan_off) : nullptr;
-  const double *cosk = m->cosk_off >= 0 ? at<double>(arena, m->cosk_off) : nullptr;
-  accel__phash(arena + d->plane_off[k], m->hash_size, plan, cosk, at<double>(arena, d->phash_off),
-               arena + d->slots_off + (int64_t)k * m->slot_bytes);
+  accel__phash(arena + d->plane_off[k], m->hash_size, at<accel__dct_plan>(arena, m->plan_off),
+               at<double>(arena, d->phash_off), arena + d->slots_off + (int64_t)k * m->slot_bytes);
 }
 
 /* whash stages 1 and 3: block number i of the group (image i / n^2). */
@@ -141,7 +139,7 @@ __host__ __device__ inline void whash_block(uint8_t *arena, const group_meta *m,
     accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
     pyr[b] = blk[0];
   } else {
-    low[b] = accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
+    low[b] = m->whash_keep_ll ? pyr[b] : accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
   }
 }
 
@@ -153,8 +151,9 @@ __host__ __device__ inline void whash_image(uint8_t *arena, const group_meta *m,
   const accel__whash_geom g = accel__whash_geometry(d->tw[k], n);
   double *pyr = at<double>(arena, d->whash_off) + 2 * g.N * g.N, *ptmp = pyr + n * n, *low = ptmp + n * n,
          *sorted = low + n * n;
-  if (!bits_stage) accel__whash_top(pyr, n, g.ln, ptmp);
-  else accel__whash_bits(low, n, sorted, arena + d->slots_off + (int64_t)k * m->slot_bytes);
+  if (!bits_stage) {
+    if (!m->whash_keep_ll) accel__whash_top(pyr, n, g.ln, ptmp);
+  } else accel__whash_bits(low, n, sorted, arena + d->slots_off + (int64_t)k * m->slot_bytes);
 }
 
 #define GRID_Y(v, end)                                                                                                 \
@@ -225,7 +224,7 @@ struct group_plan {
   vpass *vp = nullptr;
   int nh = 0, nv = 0;
   group_meta meta;
-  int64_t meta_bytes = 0;   /* meta + descs + passes + plan + cosk + weights: uploaded first */
+  int64_t meta_bytes = 0;   /* meta + descs + passes + plan + weights: uploaded first */
   int64_t upload_bytes = 0; /* ... + pixels */
   int64_t total_bytes = 0;  /* ... + everything computed on the device */
 };
@@ -246,10 +245,10 @@ int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb
   for (int k = 0; k < spec->nkinds; k++) {
     int64_t tw, th;
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-    accel__hash_target(spec->kinds[k], spec->hash_size, w, h, &tw, &th);
+    accel__hash_target(spec, spec->kinds[k], w, h, &tw, &th);
     b += align_up(tw * th) + align_up(tw * h) + align_up((tw + th) * 8 * (6 * (w / tw + h / th) + 16));
     if (spec->kinds[k] == ACCEL_HASH_WHASH) b += align_up((2 * tw * tw + 4 * spec->hash_size * spec->hash_size) * 8);
-    if (spec->kinds[k] == ACCEL_HASH_PHASH) b += align_up(accel__phash_scratch(spec->hash_size) * 8);
+    if (spec->kinds[k] == ACCEL_HASH_PHASH) b += align_up(accel__phash_scratch(spec->hash_size, (int)tw) * 8);
   }
   return b;
 }
@@ -315,7 +314,7 @@ void plan_targets(const accel__hash_spec *spec, const accel__hash_image *im, img
   d->whash_k = -1;
   for (int k = 0; k < spec->nkinds; k++) {
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-    accel__hash_target(spec->kinds[k], spec->hash_size, d->w, d->h, &d->tw[k], &d->th[k]);
+    accel__hash_target(spec, spec->kinds[k], d->w, d->h, &d->tw[k], &d->th[k]);
     if (spec->kinds[k] == ACCEL_HASH_WHASH) d->whash_k = k;
   }
 }
@@ -401,11 +400,10 @@ bool plan_passes(group_builder &b, size_t i) {
   return true;
 }
 
-/* Arena offsets of the uploaded part: meta, descs, passes, plan, cosk,
- * weights, pixels. Returns its end (upload_bytes). */
-int64_t place_upload(group_builder &b, bool plan, bool cosk) {
+/* Arena offsets of the uploaded part: meta, descs, passes, plan, weights,
+ * pixels. Returns its end (upload_bytes). */
+int64_t place_upload(group_builder &b, bool plan) {
   group_plan *g = b.g;
-  const int n = b.spec->hash_size;
   int64_t off = align_up(sizeof(group_meta));
   g->meta.descs_off = off;
   off = align_up(off + (int64_t)(g->nimg * sizeof(img_desc)));
@@ -415,8 +413,6 @@ int64_t place_upload(group_builder &b, bool plan, bool cosk) {
   off = align_up(off + (int64_t)(g->nv * sizeof(vpass)));
   g->meta.plan_off = plan ? off : -1;
   if (plan) off = align_up(off + (int64_t)sizeof(accel__dct_plan));
-  g->meta.cosk_off = cosk ? off : -1;
-  if (cosk) off = align_up(off + (int64_t)(4 * n * n) * 8);
   for (int i = 0; i < b.w.n; i++) {
     b.w.e[i].off = off;
     off = align_up(off + b.w.bytes(i));
@@ -455,7 +451,7 @@ int64_t place_device(const accel__hash_spec *spec, group_plan *g, int64_t off) {
     for (int k = 0; k < K; k++) {
       if (spec->kinds[k] == ACCEL_HASH_PHASH) {
         d->phash_off = off;
-        off = align_up(off + accel__phash_scratch(n) * 8);
+        off = align_up(off + accel__phash_scratch(n, (int)d->tw[k]) * 8);
       }
       if (spec->kinds[k] == ACCEL_HASH_WHASH) {
         d->whash_off = off;
@@ -505,18 +501,17 @@ void fill_meta(const accel__hash_spec *spec, group_plan *g) {
   m->nv = g->nv;
   m->nkinds = spec->nkinds;
   m->hash_size = spec->hash_size;
+  m->whash_keep_ll = spec->whash_keep_ll ? 1 : 0;
   m->slot_bytes = (int32_t)spec->slot_bytes;
   m->need_color = spec->need_color;
   for (int k = 0; k < spec->nkinds; k++) m->kinds[k] = spec->kinds[k];
 }
 
 /* The host copy of the uploaded part, in pinned staging memory (grown as
- * needed): [meta | descs | passes | plan | cosk | weights | pixels]. */
-accel_status stage_group(executor *x, const group_builder &b, const accel__dct_plan *plan, const double *cosk,
-                         hbuf *staging, char *why) {
+ * needed): [meta | descs | passes | plan | weights | pixels]. */
+accel_status stage_group(executor *x, const group_builder &b, const accel__dct_plan *plan, hbuf *staging, char *why) {
   const group_plan *g = b.g;
   const group_meta *m = &g->meta;
-  const int n = b.spec->hash_size;
   const accel_status s = staging->reserve(x, (size_t)g->upload_bytes, why, "pinned staging memory");
   if (s) return s;
   uint8_t *to = staging->p;
@@ -525,7 +520,6 @@ accel_status stage_group(executor *x, const group_builder &b, const accel__dct_p
   memcpy(to + m->hpass_off, g->hp, g->nh * sizeof(hpass));
   memcpy(to + m->vpass_off, g->vp, g->nv * sizeof(vpass));
   if (plan) memcpy(to + m->plan_off, plan, sizeof *plan);
-  if (cosk) memcpy(to + m->cosk_off, cosk, (size_t)(4 * n * n) * 8);
   for (int i = 0; i < b.w.n; i++) memcpy(to + b.w.e[i].off, b.w.e[i].data, (size_t)b.w.bytes(i));
   for (size_t i = 0; i < g->nimg; i++) {
     const accel__hash_image *im = &g->img[i];
@@ -537,7 +531,7 @@ accel_status stage_group(executor *x, const group_builder &b, const accel__dct_p
 /* Plan the group of g->nimg images taken: its passes, arena layout and
  * metadata; then stage its upload. */
 accel_status build_group(const accel__hash_spec *spec, group_plan *g, accel__axis_cache *cache,
-                         const accel__dct_plan *plan, const double *cosk, executor *x, hbuf *staging, char *why) {
+                         const accel__dct_plan *plan, executor *x, hbuf *staging, char *why) {
   const size_t passes = g->nimg * (size_t)spec->nkinds;
   group_builder b(spec, cache, g);
   g->desc = (img_desc *)calloc(g->nimg, sizeof(img_desc));
@@ -555,9 +549,9 @@ accel_status build_group(const accel__hash_spec *spec, group_plan *g, accel__axi
     accel__why(why, "out of host memory staging %zu images", g->nimg);
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
-  place_passes(b, place_device(spec, g, place_upload(b, plan != nullptr, cosk != nullptr)));
+  place_passes(b, place_device(spec, g, place_upload(b, plan != nullptr)));
   fill_meta(spec, g);
-  return stage_group(x, b, plan, cosk, staging, why);
+  return stage_group(x, b, plan, staging, why);
 }
 
 /* ------------------------------------------------------------ host side: the kernels of a group */
@@ -759,7 +753,7 @@ struct decoder {
   }
 };
 
-/* What the groups of a batch share: phash's DCT plan (or cosine table),
+/* What the groups of a batch share: phash's DCT plan,
  * the axis cache, the largest group the budget leaves room for, the device
  * arena (grown as groups need) and the pinned staging and result memory. */
 struct batch_state {
@@ -767,29 +761,28 @@ struct batch_state {
   accel__call *call;
   accel__hash_job *job;
   accel__axis_cache cache = {};
-  accel__dct_plan plan;
-  bool exact_dct = false;
-  double *cosk = nullptr;
+  accel__dct_plan *plan = nullptr; /* with phash */
   int64_t group_cap = 0;
   dbuf arena;
   hbuf staging, results;
   batch_state(executor *ex, accel__call *c, accel__hash_job *j) : x(ex), call(c), job(j) {}
   ~batch_state() {
-    free(cosk);
+    free(plan);
     accel__axis_cache_free(&cache);
   }
-  bool init() {
-    const int n = job->spec.hash_size;
+  /* False: out of host memory, or (*unsupported) no DCT plan for phash's length. */
+  bool init(bool *unsupported) {
+    const int N = job->spec.hash_size * job->spec.highfreq;
     bool has_phash = false;
     for (int k = 0; k < job->spec.nkinds; k++) has_phash = has_phash || job->spec.kinds[k] == ACCEL_HASH_PHASH;
-    exact_dct = has_phash && accel__dct_plan_init(&plan, 4 * n);
-    cosk = has_phash && !exact_dct ? accel__phash_cos_table(n) : nullptr;
+    plan = has_phash ? (accel__dct_plan *)malloc(sizeof *plan) : nullptr;
+    *unsupported = plan && !accel__dct_plan_init(plan, N);
     /* groups of images up to 2 GiB (one image alone may need more), within
      * what the context's budget leaves */
     const uint64_t room = x->room();
     const int64_t slack = (int64_t)1 << 20; /* meta, plan, tables: a bound on what the estimate leaves out */
     group_cap = (int64_t)(room < ((uint64_t)2 << 30) ? room : ((uint64_t)2 << 30)) - slack;
-    return !(has_phash && !exact_dct && !cosk);
+    return !(has_phash && !plan) && !*unsupported;
   }
   size_t slots_bytes() const { return (size_t)job->spec.nkinds * job->spec.slot_bytes; }
   size_t result_bytes() const { return slots_bytes() + NCOUNTS * 8; } /* an image's slots and counts */
@@ -856,8 +849,7 @@ void store_group(batch_state &b, const group_plan &g) {
 accel_status run_group(batch_state &b, decoder &dec, group_plan &g) {
   const accel__hash_spec *spec = &b.job->spec;
   char *why = b.call->why;
-  accel_status s =
-      build_group(spec, &g, &b.cache, b.exact_dct ? &b.plan : nullptr, b.cosk, b.x, &b.staging, b.call->why);
+  accel_status s = build_group(spec, &g, &b.cache, b.plan, b.x, &b.staging, b.call->why);
   if (!s) s = grow_arena(b, g);
   if (!s) s = b.results.reserve(b.x, g.nimg * b.result_bytes(), why, "pinned result memory");
   if (!s) s = upload_group(b, g);
@@ -874,9 +866,13 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
   batch_state b(x, call, job);
   decoder dec(call, job);
   accel_status s = ACCEL_OK;
-  if (!b.init() || !dec.init()) {
-    s = ACCEL_ERR_OUT_OF_MEMORY;
-    accel__why(call->why, "out of host memory");
+  bool unsupported = false;
+  if (!b.init(&unsupported) || !dec.init()) {
+    s = unsupported ? ACCEL_ERR_UNSUPPORTED : ACCEL_ERR_OUT_OF_MEMORY;
+    if (unsupported)
+      accel__why(call->why, "phash: no DCT of length %d (hash_size * highfreq_factor) as scipy computes it",
+                 job->spec.hash_size * job->spec.highfreq);
+    else accel__why(call->why, "out of host memory");
   }
   group_plan g;
   while (!s) {

@@ -607,7 +607,7 @@ START_TEST(fill_holes_equals_a_flood_from_the_border) {
   accel_ctx *ctx = cpu_ctx();
   const accel__dims shapes[] = {{12, 13, 14}, {1, 30, 30}, {20, 1, 9}, {2, 2, 2}, {31, 8, 5}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
-    for (int conn = 0; conn < 2; conn++)
+    for (int conn = 0; conn < 3; conn++) /* 6, 26, 18: neighbours at most 1, 3, 2 steps away */
       for (int density = 40; density <= 70; density += 15) {
         const accel__dims d = shapes[si];
         const uint64_t n = accel__dims_count(d);
@@ -615,7 +615,9 @@ START_TEST(fill_holes_equals_a_flood_from_the_border) {
         accel_array m = new_volume(&md, ACCEL_DTYPE_U8, d), o = new_volume(&od, ACCEL_DTYPE_U8, d);
         uint8_t *mk = md;
         for (uint64_t i = 0; i < n; i++) mk[i] = (uint8_t)(rnd() % 100 < (uint32_t)density);
-        ck_assert_int_eq(accel_ct_fill_holes(ctx, &m, conn ? ACCEL_CT_CORNERS : ACCEL_CT_FACES, &o), ACCEL_OK);
+        const accel_ct_connectivity c = conn == 0 ? ACCEL_CT_FACES : conn == 1 ? ACCEL_CT_CORNERS : ACCEL_CT_EDGES;
+        const int steps = conn == 0 ? 1 : conn == 1 ? 3 : 2;
+        ck_assert_int_eq(accel_ct_fill_holes(ctx, &m, c, &o), ACCEL_OK);
         /* reference: flood the background from border voxels */
         uint8_t *out = malloc(n);
         uint64_t *queue = malloc(n * sizeof(uint64_t)), qh = 0, qt = 0;
@@ -634,7 +636,7 @@ START_TEST(fill_holes_equals_a_flood_from_the_border) {
           for (int dz = -1; dz <= 1; dz++)
             for (int dy = -1; dy <= 1; dy++)
               for (int dx = -1; dx <= 1; dx++) {
-                if (!conn && abs(dz) + abs(dy) + abs(dx) != 1) continue;
+                if (abs(dz) + abs(dy) + abs(dx) > steps) continue;
                 const int64_t zz = z + dz, yy = y + dy, xx = x + dx;
                 if (zz < 0 || yy < 0 || xx < 0 || zz >= d.nz || yy >= d.ny || xx >= d.nx) continue;
                 const uint64_t j = ((uint64_t)zz * (uint64_t)d.ny + (uint64_t)yy) * (uint64_t)d.nx + (uint64_t)xx;
@@ -646,7 +648,7 @@ START_TEST(fill_holes_equals_a_flood_from_the_border) {
         }
         ck_assert_msg(memcmp(out, od, n) == 0, "shape %zu conn %d density %d", si, conn, density);
         /* in place */
-        ck_assert_int_eq(accel_ct_fill_holes(ctx, &m, conn ? ACCEL_CT_CORNERS : ACCEL_CT_FACES, &m), ACCEL_OK);
+        ck_assert_int_eq(accel_ct_fill_holes(ctx, &m, c, &m), ACCEL_OK);
         ck_assert(memcmp(out, md, n) == 0);
         free(out);
         free(queue);
@@ -957,7 +959,7 @@ START_TEST(bad_arguments_are_errors) {
   ck_assert_int_eq(accel_ct_edt(ctx, &f32, NULL, &f32), ACCEL_ERR_INVALID_ARG);
   const double bad_sp[3] = {1, 0, 1};
   ck_assert_int_eq(accel_ct_edt(ctx, &u8, bad_sp, &f32), ACCEL_ERR_INVALID_ARG);
-  ck_assert_int_eq(accel_ct_fill_holes(ctx, &u8, (accel_ct_connectivity)18, &u8), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_ct_fill_holes(ctx, &u8, (accel_ct_connectivity)12, &u8), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_ct_threshold(ctx, &f32, NAN, ACCEL_CT_GREATER, &u8), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_ct_rescale(ctx, &f32, NULL, NULL, &f32), ACCEL_ERR_INVALID_ARG);
   ((float *)b)[3] = NAN;
@@ -1104,8 +1106,8 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
     accel_array solid = b8;
     void *fa_d, *fb_d;
     accel_array fa = new_volume(&fa_d, ACCEL_DTYPE_U8, fx.d), fb = new_volume(&fb_d, ACCEL_DTYPE_U8, fx.d);
-    for (int conn = 0; conn < 2; conn++) {
-      const accel_ct_connectivity c = conn ? ACCEL_CT_CORNERS : ACCEL_CT_FACES;
+    for (int conn = 0; conn < 3; conn++) {
+      const accel_ct_connectivity c = conn == 0 ? ACCEL_CT_FACES : conn == 1 ? ACCEL_CT_CORNERS : ACCEL_CT_EDGES;
       ck_assert_msg(accel_ct_fill_holes(gpu, &solid, c, &fa) == ACCEL_OK, "%s", accel_last_error(gpu));
       ck_assert_int_eq(accel_ct_fill_holes(cpu, &solid, c, &fb), ACCEL_OK);
       ck_assert_msg(memcmp(fa_d, fb_d, n) == 0, "%s %s: fill holes conn %d", what, fx.name, conn);

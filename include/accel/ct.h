@@ -65,6 +65,7 @@ typedef enum accel_ct_compare {
 
 typedef enum accel_ct_connectivity {
   ACCEL_CT_FACES = 6,   /* 6-connected: voxels sharing a face */
+  ACCEL_CT_EDGES = 18,  /* 18-connected: sharing a face or an edge */
   ACCEL_CT_CORNERS = 26 /* 26-connected: sharing a face, an edge or a corner */
 } accel_ct_connectivity;
 
@@ -87,7 +88,8 @@ ACCEL_API accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in,
 /* SciPy's binary_fill_holes: out = mask, plus every background voxel not
  * connected to the volume's border through background voxels (components
  * labelled with the given connectivity; SciPy's default is
- * ACCEL_CT_FACES; another value is ACCEL_ERR_INVALID_ARG). U8 in, U8 out
+ * ACCEL_CT_FACES; ACCEL_CT_EDGES and ACCEL_CT_CORNERS are the others; another
+ * value is ACCEL_ERR_INVALID_ARG). U8 in, U8 out
  * (may be the same array, not otherwise overlapping). */
 ACCEL_API accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_ct_connectivity connectivity,
                                            const accel_array *out);

@@ -8,16 +8,14 @@
  *   ahash            imagehash.average_hash(img, hash_size)
  *   dhash            imagehash.dhash(img, hash_size)
  *   dhash_vertical   imagehash.dhash_vertical(img, hash_size)
- *   phash            imagehash.phash(img, hash_size)       (highfreq_factor 4)
+ *   phash            imagehash.phash(img, hash_size, highfreq_factor)
  *   whash            imagehash.whash(img, hash_size)       (haar, max-level LL removed)
  *   colorhash        imagehash.colorhash(img, binbits)
  *
  * All are identical to imagehash's: the decoding, Pillow's convert('L') and
  * LANCZOS resize, scipy's DCT algorithm (phash) and pywt's Haar arithmetic
  * (whash) are reproduced operation for operation (docs/hash.md: 1617 of 1617
- * reference hashes). One exception: phash at sizes whose 4 * hash_size is not
- * a power of two sums the DCT directly, which can flip bits tied at the
- * median on flat images.
+ * reference hashes), at every hash_size and highfreq_factor accepted here.
  *
  * Bits and hex: a hash of n bits is imagehash's boolean array flattened in row
  * order, b[0] first. It is stored packed MSB first: byte j holds b[8j]..b[8j+7]
@@ -56,8 +54,9 @@ typedef enum accel_hash_kind {
 enum {
   ACCEL_HASH_KIND_COUNT = 6,
   ACCEL_HASH_SIZE_MIN = 2,
-  ACCEL_HASH_SIZE_MAX = 64,  /* hash_size; 64 gives 4096-bit hashes */
-  ACCEL_HASH_MAX_BYTES = 512 /* bytes of the largest hash */
+  ACCEL_HASH_SIZE_MAX = 64,    /* hash_size; 64 gives 4096-bit hashes */
+  ACCEL_HASH_MAX_BYTES = 512,  /* bytes of the largest hash */
+  ACCEL_HASH_HIGHFREQ_MAX = 16 /* phash's highfreq_factor: 1..16 */
 };
 
 /* "ahash", "dhash", "dhash_vertical", "phash", "whash", "colorhash";
@@ -92,6 +91,24 @@ typedef struct accel_hash_options {
   void *progress_user;
   accel_hash_error_fn on_error; /* optional: the message of each failed input */
   void *error_user;
+  /* phash's highfreq_factor, imagehash's phash(image, hash_size,
+   * highfreq_factor): the image is resized to hash_size * highfreq_factor
+   * pixels square before the DCT. 0 (default) means 4; else
+   * 1..ACCEL_HASH_HIGHFREQ_MAX (larger: ACCEL_ERR_UNSUPPORTED). (Added
+   * after the first layout: programs built without it get the default.) */
+  int32_t phash_highfreq_factor;
+  /* whash's image_scale (imagehash's whash(image, hash_size, image_scale)):
+   * the side of the square the image is resized to before the wavelet
+   * transform. 0 (default): imagehash's, the largest power of two not
+   * above the image's smaller side (at least hash_size); else a power of
+   * two >= hash_size (a smaller one or one that is not a power of two is
+   * ACCEL_ERR_INVALID_ARG; one whose square exceeds max_pixels,
+   * ACCEL_ERR_LIMIT). (Added after the second layout, as the next.) */
+  int32_t whash_image_scale;
+  /* 1: keep the coarsest Haar approximation, as imagehash's
+   * remove_max_haar_ll=False; 0 (default): remove it, as imagehash does by
+   * default. Only Haar wavelets are offered (imagehash's mode='db4' is not). */
+  int32_t whash_keep_max_ll;
 } accel_hash_options;
 
 ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size_t struct_size);
@@ -105,8 +122,9 @@ ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, 
 /* Bytes each hash occupies in a batch's output: the largest
  * ceil(bits / 8) over options->kinds (NULL options: the defaults). Fails as
  * a batch would for these options: ACCEL_ERR_INVALID_ARG (nkinds, a kind
- * listed twice, a size accel_hash_bits refuses, fast not 0 or 1),
- * ACCEL_ERR_VERSION. */
+ * listed twice, a size accel_hash_bits refuses, fast not 0 or 1, a negative
+ * phash_highfreq_factor), ACCEL_ERR_UNSUPPORTED (phash_highfreq_factor above
+ * ACCEL_HASH_HIGHFREQ_MAX), ACCEL_ERR_VERSION. */
 ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *slot_bytes);
 
 /*

@@ -171,8 +171,8 @@ accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double th
 accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_ct_connectivity connectivity,
                                  const accel_array *out) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
-  REQUIRE(ctx, connectivity == ACCEL_CT_FACES || connectivity == ACCEL_CT_CORNERS, ACCEL_ERR_INVALID_ARG,
-          "connectivity must be 6 or 26, not %d", (int)connectivity);
+  REQUIRE(ctx, connectivity == ACCEL_CT_FACES || connectivity == ACCEL_CT_EDGES || connectivity == ACCEL_CT_CORNERS,
+          ACCEL_ERR_INVALID_ARG, "connectivity must be 6, 18 or 26, not %d", (int)connectivity);
   accel__dims d;
   accel_status s = check_in_out(ctx, __func__, "mask", mask, U8, 1, out, U8, &d);
   accel__view v[2] = {ACCEL__IN("mask", mask), ACCEL__OUT("out", out)};
@@ -656,8 +656,10 @@ accel_status accel_ct_pipeline_create(accel_ctx *ctx, const accel_ct_pipeline_op
     return s;
   REQUIRE(ctx, !o.slope == !o.intercept, ACCEL_ERR_INVALID_ARG, "give slope and intercept together, or neither");
   if ((s = check_compare(ctx, __func__, o.compare, o.threshold))) return s;
-  REQUIRE(ctx, o.fill_connectivity == ACCEL_CT_FACES || o.fill_connectivity == ACCEL_CT_CORNERS, ACCEL_ERR_INVALID_ARG,
-          "fill_connectivity must be 6 or 26");
+  REQUIRE(ctx,
+          o.fill_connectivity == ACCEL_CT_FACES || o.fill_connectivity == ACCEL_CT_EDGES ||
+              o.fill_connectivity == ACCEL_CT_CORNERS,
+          ACCEL_ERR_INVALID_ARG, "fill_connectivity must be 6, 18 or 26");
   REQUIRE(ctx, o.pores == ACCEL_CT_PORES_CLOSED || o.pores == ACCEL_CT_PORES_ALL, ACCEL_ERR_INVALID_ARG,
           "unknown pores mode %d", (int)o.pores);
   REQUIRE(ctx, o.min_distance >= 0, ACCEL_ERR_INVALID_ARG, "min_distance < 0");

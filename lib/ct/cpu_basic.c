@@ -128,7 +128,9 @@ accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int co
       ok = face ? scan_row(state, d, z, y, 0, d.nx - 1, &st)
                 : (push_seed(&st, z, y, 0) && (d.nx == 1 || push_seed(&st, z, y, d.nx - 1)));
     }
-  const int64_t grow = connectivity == 26 ? 1 : 0;
+  /* rows at (dz, dy) m = |dz| + |dy| steps away connect when m is within
+   * the connectivity's reach, and then over x +-1 too while m + 1 is */
+  const int reach = connectivity == 6 ? 1 : connectivity == 18 ? 2 : 3;
   while (ok && st.n) {
     const seed sd = st.v[--st.n];
     uint8_t *row = state + ((uint64_t)sd.z * (uint64_t)d.ny + (uint64_t)sd.y) * (uint64_t)d.nx;
@@ -139,8 +141,9 @@ accel_status accel__ct_fill_holes_cpu(const uint8_t *mask, accel__dims d, int co
     memset(row + x0, OUT, (size_t)(x1 - x0 + 1));
     for (int64_t dz = -1; dz <= 1 && ok; dz++)
       for (int64_t dy = -1; dy <= 1 && ok; dy++) {
-        if (!dz && !dy) continue;
-        if (connectivity == 6 && dz && dy) continue; /* 6: only the 4 face rows */
+        const int m = (dz != 0) + (dy != 0);
+        if (!m || m > reach) continue;
+        const int64_t grow = m + 1 <= reach ? 1 : 0;
         ok = scan_row(state, d, sd.z + dz, sd.y + dy, x0 - grow, x1 + grow, &st);
       }
   }

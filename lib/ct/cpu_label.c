@@ -33,7 +33,7 @@ static back_nb backward_neighbours(int connectivity) {
       for (int dx = -1; dx <= 1; dx++) {
         if (dz == 0 && (dy > 0 || (dy == 0 && dx >= 0))) continue;
         const int manhattan = abs(dz) + abs(dy) + abs(dx);
-        if (connectivity == 6 && manhattan != 1) continue;
+        if (manhattan > (connectivity == 6 ? 1 : connectivity == 18 ? 2 : 3)) continue;
         b.dz[b.n] = dz;
         b.dy[b.n] = dy;
         b.dx[b.n] = dx;

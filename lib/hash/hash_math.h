@@ -102,42 +102,24 @@ ACCEL__MATH_HD double accel__median_inplace(double *v, int m) {
 
 /* ------------------------------------------------------------ phash */
 
-/* Scratch doubles accel__phash needs for hash size n. */
-ACCEL__MATH_HD int64_t accel__phash_scratch(int n) { return (int64_t)(4 * n) * (n + 2) + 2 * (int64_t)n * n; }
+/* Scratch doubles accel__phash needs for hash size n on an N x N plane. */
+ACCEL__MATH_HD int64_t accel__phash_scratch(int n, int N) { return (int64_t)N * (n + 2) + 2 * (int64_t)n * n; }
 
-/* The n lowest DCT-II terms of line[0..4n) into out[0], out[step], ...: by
- * the plan when given (line is overwritten), else by the cosk sums. */
-ACCEL__MATH_HD void accel__phash_low(const accel__dct_plan *plan, const double *cosk, int n, double *line, double *tmp,
-                                     double *out, int step) {
-  const int N = 4 * n;
-  if (plan) {
-    accel__dct2(plan, line, tmp);
-    for (int k = 0; k < n; k++) out[k * step] = line[k];
-    return;
-  }
-  for (int k = 0; k < n; k++) {
-    double s = 0.0;
-    for (int i = 0; i < N; i++) s += line[i] * cosk[k * N + i];
-    out[k * step] = s;
-  }
-}
-
-/* phash of the 4n x 4n plane: scipy.fftpack.dct along axis 0 then axis 1
- * (low n rows and columns kept), bits = coefficient > median. With a valid
- * plan (power-of-two 4n) the DCT is scipy's own algorithm; otherwise cosk
- * ([n][4n] of 2 cos(pi k (2i+1) / 8n)) gives the defining sum. */
-ACCEL__MATH_HD void accel__phash(const uint8_t *px, int n, const accel__dct_plan *plan, const double *cosk,
-                                 double *scratch, uint8_t *out) {
-  const int N = 4 * n;
-  const bool exact = plan && plan->n == N;
+/* phash of the N x N plane (N = n * highfreq_factor): scipy.fftpack.dct
+ * along axis 0 then axis 1 with scipy's own algorithm (the plan, of length
+ * N), the low n rows and columns kept, bits = coefficient > median. */
+ACCEL__MATH_HD void accel__phash(const uint8_t *px, int n, const accel__dct_plan *plan, double *scratch, uint8_t *out) {
+  const int N = plan->n;
   double *line = scratch, *tmp = line + N, *cols = tmp + N, *low = cols + (int64_t)n * N, *sorted = low + n * n;
   for (int j = 0; j < N; j++) { /* axis 0: every column, low k kept */
     for (int i = 0; i < N; i++) line[i] = (double)px[i * N + j];
-    accel__phash_low(exact ? plan : NULL, cosk, n, line, tmp, cols + j, N);
+    accel__dct2(plan, line, tmp);
+    for (int k = 0; k < n; k++) cols[k * N + j] = line[k];
   }
   for (int k = 0; k < n; k++) { /* axis 1: the low rows */
     for (int j = 0; j < N; j++) line[j] = cols[k * N + j];
-    accel__phash_low(exact ? plan : NULL, cosk, n, line, tmp, low + k * n, 1);
+    accel__dct2(plan, line, tmp);
+    for (int j = 0; j < n; j++) low[k * n + j] = line[j];
   }
   for (int i = 0; i < n * n; i++) sorted[i] = low[i];
   const double med = accel__median_inplace(sorted, n * n);

@@ -147,7 +147,7 @@ def _spacing_arg(sampling: Spacing, spacing: Spacing) -> Spacing:
 
 
 def _fill_connectivity(connectivity: Optional[int], structure: Any, ndim: int) -> int:
-    """The library's 6 or 26 for a fill of an ndim-D mask embedded in 3-D:
+    """The library's 6, 18 or 26 for a fill of an ndim-D mask embedded in 3-D:
     connectivity as scikit-image counts it (1: faces ... ndim: full), the
     neighbour counts (4, 8 in 2-D; 6, 26 in 3-D), or SciPy's structure."""
     import numpy as np
@@ -161,17 +161,16 @@ def _fill_connectivity(connectivity: Optional[int], structure: Any, ndim: int) -
             for v in (0, 1, 2):
                 idx[axis] = v
                 cross[tuple(idx)] = True
-        if st.shape == cross.shape and np.array_equal(st, cross):
-            return 6
-        if st.shape == cross.shape and st.all():
-            return 26
-        raise NotImplementedError("fill_holes takes the face-connected structure (SciPy's default) or the full "
-                                  "3x...x3 one; other structures are not implemented")
+        steps = sum(np.abs(np.indices((3,) * ndim) - 1))
+        for k, conn in ((1, 6), (2, 18), (3, 26)):
+            if k <= ndim and st.shape == cross.shape and np.array_equal(st, steps <= k):
+                return 26 if k == ndim else conn  # the full block of a 1-D or 2-D mask: every neighbour
+        raise NotImplementedError("fill_holes takes SciPy's generate_binary_structure(ndim, k) structures (the "
+                                  "face-connected default, faces and edges, the full 3x...x3 block); other "
+                                  "structures are not implemented")
     if connectivity is None:
         return 6
-    allowed = {1: {1: 6, 2: 6}, 2: {1: 6, 4: 6, 2: 26, 8: 26}, 3: {1: 6, 6: 6, 3: 26, 26: 26}}[ndim]
-    if ndim == 3 and connectivity in (2, 18):
-        raise NotImplementedError("18-connectivity (faces and edges) is not implemented; 1 (6) and 3 (26) are")
+    allowed = {1: {1: 6, 2: 6}, 2: {1: 6, 4: 6, 2: 26, 8: 26}, 3: {1: 6, 6: 6, 2: 18, 18: 18, 3: 26, 26: 26}}[ndim]
     if connectivity not in allowed:
         raise ValueError("connectivity for a %s mask must be one of %s, not %r"
                          % (_DIM_NAMES[ndim], ", ".join(str(k) for k in sorted(allowed)), connectivity))
@@ -348,7 +347,7 @@ class CT(ContextCalls):
         connectivity : int, optional
             As scikit-image counts it: 1 (faces; SciPy's default) or ndim
             (faces, edges and corners); also the neighbour counts 4 and 8 in
-            2-D, 6 and 26 in 3-D. 3-D's 2 (18 neighbours) is not implemented.
+            2-D, 6, 18 and 26 in 3-D (2 in 3-D: faces and edges).
         structure : array, optional
             SciPy's structuring element instead: the face-connected one or a
             full 3 x ... x 3 block.
@@ -811,8 +810,8 @@ class CT(ContextCalls):
         [1, 1, 0, 2, 2]
         """
         import numpy as np
-        conn = self._watershed_connectivity(connectivity)
         im, back = self._in(image, "image", (1, 2, 3))
+        conn = self._watershed_connectivity(connectivity, im.ndim)
         m = None if mask is None else mask_u8(self._in(mask, "mask", (1, 2, 3))[0])
         if m is not None and m.shape != im.shape:
             raise ValueError("mask has shape %s, the image %s" % (m.shape, im.shape))
@@ -839,11 +838,19 @@ class CT(ContextCalls):
         return back(out)
 
     @staticmethod
-    def _watershed_connectivity(connectivity: Any) -> int:
+    def _watershed_connectivity(connectivity: Any, ndim: int = 3) -> int:
+        import numpy as np
         if not isinstance(connectivity, numbers.Integral):
             if getattr(connectivity, "ndim", 0):
-                raise NotImplementedError("a footprint array as watershed connectivity is not implemented; "
-                                          "give an int (1, 2 or 3)")
+                # scikit-image's footprint: one of generate_binary_structure(ndim, k)'s balls
+                fp = np.asarray(connectivity) != 0
+                steps = sum(np.abs(np.indices((3,) * ndim) - 1))
+                for k in range(1, ndim + 1):
+                    if fp.shape == (3,) * ndim and np.array_equal(fp, steps <= k):
+                        return k
+                raise NotImplementedError("watershed takes as footprint the 3^ndim neighbourhoods at most k steps "
+                                          "away (scipy.ndimage.generate_binary_structure(ndim, k)); other "
+                                          "footprints are not implemented")
             raise TypeError("connectivity must be an int, not %s" % type(connectivity).__name__)
         if connectivity < 1:
             raise ValueError("connectivity must be >= 1, not %d" % connectivity)

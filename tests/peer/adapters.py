@@ -14,7 +14,6 @@ The runner installs these in place of the peers' functions
     from adapters import IMAGEHASH
     IMAGEHASH["average_hash"](PIL.Image.open("a.jpg"))
 """
-import math
 import os
 import sys
 from typing import Any, Callable, Dict
@@ -50,9 +49,10 @@ def _pixels(image: Any) -> Any:
     return np.asarray(image)
 
 
-def _imagehash(kind: str, image: Any, size: int, binbits: int = 3) -> Any:
+def _imagehash(kind: str, image: Any, size: int, binbits: int = 3, **options: Any) -> Any:
+    """`kind` of one PIL image through ctx.hash.arrays (options: its keywords)."""
     import imagehash
-    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits)
+    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits, **options)
     err = r.error(0)
     if err is not None:
         raise ValueError("%s: %s" % err)
@@ -70,9 +70,7 @@ def average_hash(image: Any, hash_size: int = 8, mean: Callable[[Any], Any] = np
 
 
 def phash(image: Any, hash_size: int = 8, highfreq_factor: int = 4) -> Any:
-    if highfreq_factor != 4:
-        raise NotImplementedError("phash's highfreq_factor other than 4")
-    return _imagehash("phash", image, hash_size)
+    return _imagehash("phash", image, hash_size, highfreq_factor=highfreq_factor)
 
 
 def dhash(image: Any, hash_size: int = 8) -> Any:
@@ -85,20 +83,10 @@ def dhash_vertical(image: Any, hash_size: int = 8) -> Any:
 
 def whash(image: Any, hash_size: int = 8, image_scale: Any = None, mode: str = "haar",
           remove_max_haar_ll: bool = True) -> Any:
-    # imagehash's assertions, with its messages (its tests match them)
-    natural = max(2 ** int(math.log2(min(image.size))), hash_size)
-    if image_scale is not None:
-        assert image_scale & (image_scale - 1) == 0, "image_scale is not power of 2"
-    assert hash_size & (hash_size - 1) == 0, "hash_size is not power of 2"
-    assert int(math.log2(hash_size)) <= int(math.log2(image_scale or natural)), "hash_size in a wrong range"
-    if image_scale is not None:
-        if image_scale != natural:
-            raise NotImplementedError("whash's image_scale other than the image's own power of two")
     if mode != "haar":
-        raise NotImplementedError("whash's mode=%r (only Haar wavelets)" % (mode,))
-    if not remove_max_haar_ll:
-        raise NotImplementedError("whash's remove_max_haar_ll=False")
-    return _imagehash("whash", image, hash_size)
+        raise NotImplementedError("whash's mode=%r (only Haar wavelets are offered)" % (mode,))
+    return _imagehash("whash", image, hash_size, whash_image_scale=image_scale,
+                      whash_remove_max_haar_ll=remove_max_haar_ll)
 
 
 def colorhash(image: Any, binbits: int = 3) -> Any:
@@ -161,8 +149,6 @@ def watershed(image: Any, markers: Any = None, connectivity: int = 1, offset: An
     if offset is not None:
         raise NotImplementedError("watershed's offset")
     image = np.asarray(image)
-    if not np.isscalar(connectivity):
-        connectivity = _footprint_connectivity(np.asarray(connectivity), image.ndim)
     if markers is not None and not np.isscalar(markers):
         markers = np.asarray(markers)
         if markers.shape != image.shape:
@@ -171,25 +157,12 @@ def watershed(image: Any, markers: Any = None, connectivity: int = 1, offset: An
     if mask is not None and np.asarray(mask).shape != image.shape:
         raise ValueError("mask (shape %s) must have same shape as image (shape %s)"
                          % (np.asarray(mask).shape, image.shape))
-    out = ctx().ct.watershed(image, markers, mask=mask, connectivity=int(connectivity),
+    out = ctx().ct.watershed(image, markers, mask=mask, connectivity=connectivity,
                              watershed_line=watershed_line, compactness=compactness)
     # scikit-image returns the labels in the markers' integer dtype
     if isinstance(markers, np.ndarray) and markers.dtype.kind in "iu":
         out = out.astype(markers.dtype)
     return out
-
-
-def _footprint_connectivity(footprint: Any, ndim: int) -> int:
-    """The connectivity k of a footprint that is scipy.ndimage's
-    generate_binary_structure(ndim, k): the 3^ndim neighbours at most k
-    orthogonal steps away. Other footprints are not implemented."""
-    if footprint.shape == (3,) * ndim:
-        steps = sum(np.abs(np.indices(footprint.shape) - 1))
-        for k in range(1, ndim + 1):
-            if np.array_equal(footprint != 0, steps <= k):
-                return k
-    raise NotImplementedError("watershed's connectivity as a footprint other than a 3^ndim ball of "
-                              "generate_binary_structure")
 
 
 def peak_local_max(image: Any, min_distance: int = 1, threshold_abs: Any = None, threshold_rel: Any = None,

@@ -332,8 +332,10 @@ class Pythonic(unittest.TestCase):
         self.assertTrue(self.ctx.ct.fill_holes(ring, connectivity=8).all())
         m3 = self.rng.random((4, 4, 4)) > 0.5
         np.testing.assert_array_equal(self.ctx.ct.fill_holes(m3, 26), self.ctx.ct.fill_holes(m3, connectivity=3))
-        with self.assertRaises(NotImplementedError):
-            self.ctx.ct.fill_holes(m3, connectivity=2)
+        if scipy_ndimage is not None:  # 18-connectivity: faces and edges
+            want = scipy_ndimage.binary_fill_holes(m3, structure=scipy_ndimage.generate_binary_structure(3, 2))
+            np.testing.assert_array_equal(self.ctx.ct.fill_holes(m3, connectivity=2), want)
+            np.testing.assert_array_equal(self.ctx.ct.fill_holes(m3, 18), want)
         with self.assertRaisesRegex(ValueError, "connectivity for a 2-D mask must be one of 1, 2, 4, 8"):
             self.ctx.ct.fill_holes(ring, connectivity=6)
         with self.assertRaises(NotImplementedError):
@@ -354,8 +356,10 @@ class Pythonic(unittest.TestCase):
                         image, markers, mask=None if m is None else m != 0))
         image, markers = np.zeros((4, 4)), np.eye(4, dtype=np.int32)
         # connectivity, watershed_line, compactness and markers as a count or None: test_watershed_options.py
-        with self.assertRaises(NotImplementedError):
-            self.ctx.ct.watershed(image, markers, connectivity=np.ones((3, 3), bool))
+        np.testing.assert_array_equal(self.ctx.ct.watershed(image, markers, connectivity=np.ones((3, 3), bool)),
+                                      self.ctx.ct.watershed(image, markers, connectivity=2))
+        with self.assertRaises(NotImplementedError):  # not a ball of generate_binary_structure
+            self.ctx.ct.watershed(image, markers, connectivity=np.eye(3, dtype=bool))
         with self.assertRaises(NotImplementedError):  # 2-D markers: test_peaks.py; the trims are 3-D rules
             self.ctx.ct.markers(image.astype(np.float32), image, trim="saddles")
         with self.assertRaisesRegex(ValueError, "markers has values outside int32's range"):

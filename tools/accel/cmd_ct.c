@@ -49,8 +49,8 @@ static bool parse_trim(const char *cmd, const cli_option *o, const char *v, void
 static bool parse_connectivity(const char *cmd, const cli_option *o, const char *v, void *field) {
   int c = 0;
   if (!cli_parse_int(cmd, o->name, v, 6, 26, &c)) return false;
-  if (c != 6 && c != 26) {
-    cli_error("%s: %s must be 6 or 26", cmd, o->name);
+  if (c != 6 && c != 18 && c != 26) {
+    cli_error("%s: %s must be 6, 18 or 26", cmd, o->name);
     return false;
   }
   *(accel_ct_connectivity *)field = (accel_ct_connectivity)c;
@@ -153,7 +153,7 @@ static const cli_option OPTIONS[] = {
      CLI_AT(segment_args, po.fill_connectivity),
      .parse = parse_connectivity,
      .arg = "C",
-     .help = "6 (default, SciPy's) or 26"},
+     .help = "6 (default, SciPy's), 18 or 26"},
     {.name = "--spacing",
      .kind = CLI_OPT_REAL,
      CLI_AT(segment_args, po.spacing),

@@ -6,8 +6,8 @@
 #include <string.h>
 
 static const char USAGE[] =
-    "usage: accel [global options] hash [--kinds K1,K2,...] [--size N] [--binbits B] [--fast]\n"
-    "                                   [--jobs N] [--format tsv|json] [--follow-links]\n"
+    "usage: accel [global options] hash [--kinds K1,K2,...] [--size N] [--binbits B] [--highfreq F]\n"
+    "                                   [--fast] [--jobs N] [--format tsv|json] [--follow-links]\n"
     "                                   [--files-from F [-0]] PATH...|-\n"
     "\n"
     "Perceptual hashes identical to Python's imagehash (4.3.2 on Pillow 9.4):\n"
@@ -50,6 +50,13 @@ static const cli_option OPTIONS[] = {
      .hi = 24,
      .arg = "B",
      .help = "colorhash's binbits, 1..24 (default 3)"},
+    {.name = "--highfreq",
+     .kind = CLI_OPT_INT,
+     CLI_AT(hash_args, hash.phash_highfreq_factor),
+     .lo = 1,
+     .hi = ACCEL_HASH_HIGHFREQ_MAX,
+     .arg = "F",
+     .help = "phash's highfreq_factor, 1..16 (default 4): the DCT of a size*F square"},
     {.name = "--fast",
      .kind = CLI_OPT_FLAG,
      CLI_AT(hash_args, hash.fast),

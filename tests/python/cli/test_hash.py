@@ -75,6 +75,27 @@ class CliHash(CliTest):
                                      (row["path"], binbits))
         self.assertEqual(run("hash", "--kinds", "colorhash", "--binbits", "25", files[0]).returncode, 2)
 
+    def test_phash_highfreq_as_imagehash(self):
+        try:
+            import PIL
+            import imagehash
+            from PIL import Image
+        except ImportError:
+            self.skipTest("imagehash is not installed")
+        if not PIL.__version__.startswith("9.4."):
+            self.skipTest("the hashes follow Pillow 9.4's resampling, not %s" % PIL.__version__)
+        files = [os.path.join(HASHDATA, f) for f in ("hopper.jpg", "pil_sample_cmyk.jpg", "gen_adam7_rgba16.png")]
+        for size, highfreq in ((8, 1), (5, 3), (12, 7)):
+            r = run("hash", "--kinds", "phash", "--size", str(size), "--highfreq", str(highfreq), *files)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            _, rows = parse_tsv(r.stdout)
+            for row in rows:
+                with Image.open(row["path"]) as im:
+                    self.assertEqual(row["phash"], str(imagehash.phash(im, size, highfreq)),
+                                     (row["path"], size, highfreq))
+        for bad in ("0", "17"):
+            self.assertEqual(run("hash", "--kinds", "phash", "--highfreq", bad, files[0]).returncode, 2)
+
     def test_directories_are_walked_recursively_in_order(self):
         os.makedirs(os.path.join(self.tmp, "b", "deep"))
         os.makedirs(os.path.join(self.tmp, "a"))
