@@ -323,7 +323,10 @@ static accel_status select_peaks(search *s, const uint64_t *cl, uint64_t nc, int
     accel__np_argsort_f64(keys, order, (int64_t)nc);
   }
   for (uint64_t j = 0; j < nc; j++) s->state[cl[j]] = 1;
-  const int near = md - 1, first = 3 - s->p->rank;
+  /* within the cube of radius md - 1 every voxel is closer than md; a finite
+   * p-norm's root may round an axis-aligned md to just below md (numpy's
+   * pow(pow(4, 3), 1 / 3.) < 4), so the cube grows to md for those */
+  const int near = isinf(s->p->p_norm) ? md - 1 : md, first = 3 - s->p->rank;
   const int64_t ext[3] = {s->d.nz, s->d.ny, s->d.nx};
   int64_t kept = 0;
   for (uint64_t j = 0; j < nc && (max_out < 0 || kept < max_out); j++) {

@@ -10,10 +10,10 @@ footprints and coordinates of all cases raveled one after another
 ``footprints`` uint8, ``refs`` int64). load() reads them back. The cases are random
 (numpy's legacy RandomState, the same stream on every numpy): 1-D, 2-D and
 3-D images with plateaus (small integers), negative values and distinct
-values, with every parameter drawn: min_distance 0..3, exclude_border as a
+values, with every parameter drawn: min_distance 0..5, exclude_border as a
 bool, an int or a tuple, threshold_abs, threshold_rel, num_peaks,
 num_peaks_per_label, footprints of odd and even extents with and without
-their centre, labels whose regions are not connected, p_norm 1, 2, 3, inf.
+their centre, labels whose regions are not connected, p_norm 1, 1.5, 2, 3, inf.
 
 scikit-image 0.19.3 builds with numpy 1.26, Cython < 3 and Python 3.11 (see
 make_watershed_refs.py):
@@ -65,7 +65,7 @@ def draw_case(rs):
     ndim = rs.randint(1, 4)
     shape = {1: (rs.randint(5, 40),), 2: tuple(rs.randint(4, 17, 2)), 3: tuple(rs.randint(3, 9, 3))}[ndim]
     image = draw_image(rs, shape)
-    args = {"min_distance": int(rs.randint(0, 4)), "exclude_border": draw_border(rs, ndim)}
+    args = {"min_distance": int(rs.randint(0, 6)), "exclude_border": draw_border(rs, ndim)}
     if rs.randint(4) == 0:
         args["threshold_abs"] = float(rs.randint(0, 3)) if image.dtype == np.uint8 else float(rs.randint(-2, 3))
     if rs.randint(4) == 0:
@@ -75,7 +75,7 @@ def draw_case(rs):
     if rs.randint(4) == 0:
         args["num_peaks_per_label"] = int(rs.randint(0, 4))
     if rs.randint(4) == 0:
-        args["p_norm"] = float(rs.choice([1.0, 2.0, 3.0]))
+        args["p_norm"] = float(rs.choice([1.0, 1.5, 2.0, 3.0]))
     arrays = {}
     if rs.randint(3) == 0:
         fp = rs.randint(0, 2, tuple(rs.randint(1, 5, ndim))).astype(bool)
