@@ -235,8 +235,64 @@ START_TEST(bad_peak_arguments) {
 END_TEST
 
 #if EXPECT_CUDA
-/* The GPU's window test takes the first version's search only: the general
- * one is declined (not a failure, even under DENY) and runs on the CPU. */
+/* A search the GPU's window test serves (the mask's components, the cube, no
+ * excluded border, a distance map): thresholds, counts, the 2-norm and the
+ * sorted numbering on the host after it, equal to the CPU's, whole and in
+ * slabs, 3-D and 2-D, counted as GPU runs. */
+START_TEST(gpu_window_serves_the_general_search) {
+  const accel__dims dims[2] = {{24, 20, 18}, {1, 60, 50}};
+  const uint64_t budgets[2] = {(uint64_t)1 << 30, 60000};
+  accel_ctx *cpu = cpu_ctx();
+  for (int b = 0; b < 2; b++) {
+    set_emulated_gpu_budget(budgets[b]);
+    log_capture cap = {0};
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+    for (int k = 0; k < 2; k++) {
+      const accel__dims d = dims[k];
+      const uint64_t n = accel__dims_count(d);
+      const int rank = k ? 2 : 3;
+      const int64_t shape3[3] = {d.nz, d.ny, d.nx}, *shape = shape3 + 3 - rank;
+      uint8_t *m = malloc(n);
+      float *e = malloc(n * 4);
+      int32_t *oa = malloc(n * 4), *ob = malloc(n * 4);
+      fill_random(m, n, 7 + (uint32_t)k);
+      for (uint64_t i = 0; i < n; i++) m[i] = m[i] < 170;
+      accel_array mask = array_of(m, ACCEL_DTYPE_U8, rank, shape), edt = array_of(e, ACCEL_DTYPE_F32, rank, shape),
+                  a = array_of(oa, ACCEL_DTYPE_I32, rank, shape), bb = array_of(ob, ACCEL_DTYPE_I32, rank, shape);
+      accel_array m3 = array_of(m, ACCEL_DTYPE_U8, 3, shape3), e3 = array_of(e, ACCEL_DTYPE_F32, 3, shape3);
+      ck_assert_int_eq(accel_ct_edt(cpu, &m3, NULL, &e3), ACCEL_OK);
+      accel_ct_marker_options o;
+      accel_ct_marker_options_init(&o, sizeof o);
+      o.min_distance = 2;
+      o.order = ACCEL_CT_PEAKS_SORTED;
+      o.threshold_rel = 0.3;
+      o.num_peaks = 40;
+      o.num_peaks_per_label = 25;
+      o.p_norm = 2;
+      uint32_t ca = 0, cb = 0;
+      ck_assert_msg(accel_ct_markers(gpu, &edt, &mask, &o, &a, &ca) == ACCEL_OK, "%s", accel_last_error(gpu));
+      ck_assert_int_eq(accel_ct_markers(cpu, &edt, &mask, &o, &bb, &cb), ACCEL_OK);
+      ck_assert_msg(ca == cb && ca > 3 && memcmp(oa, ob, n * 4) == 0, "budget %llu, %d-D: %u peaks, the CPU %u",
+                    (unsigned long long)budgets[b], rank, ca, cb);
+      free(m);
+      free(e);
+      free(oa);
+      free(ob);
+    }
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "ct.markers", &st), ACCEL_OK);
+    ck_assert_msg(st.gpu_runs == 2 && st.cpu_runs == 0 && st.fallbacks == 0, "gpu %llu, cpu %llu",
+                  (unsigned long long)st.gpu_runs, (unsigned long long)st.cpu_runs);
+    accel_ctx_destroy(gpu);
+  }
+  set_emulated_gpu_budget((uint64_t)1 << 30);
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
+/* Other general searches are declined (not a failure, even under DENY) and
+ * run on the CPU. */
 START_TEST(gpu_declines_the_general_search) {
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
@@ -265,6 +321,7 @@ static Suite *suite_ct_peaks(void) {
   tcase_add_test(tc, general_search_equals_the_fast_path);
   tcase_add_test(tc, bad_peak_arguments);
 #if EXPECT_CUDA
+  tcase_add_test(tc, gpu_window_serves_the_general_search);
   tcase_add_test(tc, gpu_declines_the_general_search);
 #endif
   return suite_of("ct_peaks", tc);

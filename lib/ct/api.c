@@ -447,7 +447,8 @@ static accel_status markers_general(accel_ctx *ctx, const char *func, const acce
                                                                  : -FLT_MAX,
                              .sorted = o->order == ACCEL_CT_PEAKS_SORTED,
                              .rules_0_22 = o->rules == ACCEL_CT_RULES_SKIMAGE_0_22,
-                             .f32 = !f64};
+                             .f32 = !f64,
+                             .distances = o->values == ACCEL_CT_VALUES_DISTANCES};
   for (int a = 0; a < edt->ndim; a++) p.border[3 - edt->ndim + a] = o->exclude_border[a];
   accel__ct_markers_job job = {.d = d,
                                .image = f64 ? NULL : v[0].data,

@@ -415,7 +415,7 @@ static accel_status search_all(search *s, int md, int threads, int32_t *out, uin
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 4096)
   for (uint64_t k = 0; k < s->nmem; k++) {
     const uint64_t i = s->mem[k];
-    s->cand[i] = window_peak(s, i, s->rid ? s->rid[i] : 0);
+    s->cand[i] = s->p->window ? s->p->window[i] : window_peak(s, i, s->rid ? s->rid[i] : 0);
   }
   uint64_t *cl = malloc((s->nmem ? s->nmem : 1) * sizeof(uint64_t));
   accel_status st = cl ? ACCEL_OK : ACCEL_ERR_OUT_OF_MEMORY;

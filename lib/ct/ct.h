@@ -138,9 +138,22 @@ typedef struct accel__ct_peak_params {
   bool sorted;     /* number in peak_local_max's order (else C order) */
   bool rules_0_22; /* scikit-image 0.22's rules (mode 'nearest', a stable order) */
   bool f32;        /* the map is float32: thresholds compare in float32 */
+  bool distances;  /* the map is not negative (ACCEL_CT_VALUES_DISTANCES) */
+  /* the window test already done (1 = a candidate, at the mask's voxels),
+   * by the GPU; NULL: done here */
+  const uint8_t *window;
 } accel__ct_peak_params;
 accel_status accel__ct_peaks_general_cpu(const double *image, const uint8_t *mask, accel__dims d, int min_distance,
                                          const accel__ct_peak_params *p, int threads, int32_t *out, uint32_t *count);
+/* Is the first version's window test (each voxel against the higher voxels
+ * of its component in the cube, the rest of the window ignored) the general
+ * search's for these parameters? The mask's components, the cube, no
+ * excluded border, and values that are not negative (0 beyond the box never
+ * wins) or the 0.22 rules (the nearest voxel of the box is in the cube). */
+static inline bool accel__ct_peaks_window_shared(const accel__ct_peak_params *p, const uint8_t *mask) {
+  return mask && !p->labels && !p->footprint && !p->border[0] && !p->border[1] && !p->border[2] &&
+         (p->distances || p->rules_0_22);
+}
 
 /* SNOW's trims (see accel_ct_trim_markers) of the peak voxels of markers
  * (nonzero), renumbered in place; *count receives the survivors' count.
