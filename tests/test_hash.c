@@ -11,6 +11,7 @@
 
 #include "hash/job.h"
 #include "hash/ops.h"
+#include "hash/resample.h"
 
 #include <dirent.h>
 #include <stddef.h>
@@ -717,6 +718,42 @@ START_TEST(saturation_table_equals_the_formula_everywhere) {
 }
 END_TEST
 
+/* The horizontal pass's dot products (scalar, SSE2, AVX2, AVX-512 VNNI),
+ * each forced in turn where the CPU has it, equal the scalar loop to the
+ * bit on random rows, downscales short and long, upscales and odd widths. */
+START_TEST(resample_paths_equal_the_scalar_loop) {
+  const int64_t sizes[][2] = {{2560, 8}, {2560, 9}, {2560, 32}, {2560, 1024}, {1600, 1024}, {4000, 2048},
+                              {37, 5},   {5, 37},   {3, 17},    {100, 99},    {64, 64},     {7000, 3}};
+  uint32_t seed = 2026;
+  for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+    const int64_t in = sizes[c][0], out = sizes[c][1], rows = 3;
+    accel__axis ax;
+    ck_assert_int_eq(accel__axis_init(&ax, in, out), ACCEL_OK);
+    uint8_t *src = malloc((size_t)(in * rows)), *want = malloc((size_t)(out * rows)),
+            *got = malloc((size_t)(out * rows));
+    for (int64_t i = 0; i < in * rows; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      src[i] = (uint8_t)(i % 97 < 40 ? (seed >> 24) : (i / 13) % 2 * 255); /* noise, and hard edges */
+    }
+    accel__resample_path = ACCEL__RESAMPLE_SCALAR;
+    accel__resample_rows(&ax, src, in, 0, rows, want, out);
+    for (int path = ACCEL__RESAMPLE_SSE2; path <= ACCEL__RESAMPLE_VNNI; path++) {
+      if (!accel__resample_path_available(path)) continue;
+      accel__resample_path = path;
+      memset(got, 0xA5, (size_t)(out * rows));
+      accel__resample_rows(&ax, src, in, 0, rows, got, out);
+      ck_assert_msg(memcmp(got, want, (size_t)(out * rows)) == 0, "%lld -> %lld: path %d differs from the scalar loop",
+                    (long long)in, (long long)out, path);
+    }
+    accel__resample_path = ACCEL__RESAMPLE_AUTO;
+    accel__axis_free(&ax);
+    free(src);
+    free(want);
+    free(got);
+  }
+}
+END_TEST
+
 #if EXPECT_CUDA
 /* The CUDA batch pipeline (decode rounds, grouping, arena layout, one
  * upload, every kernel's per-thread code, downloads) run on the host through
@@ -884,6 +921,7 @@ END_TEST
 
 Suite *suite_hash(void) {
   TCase *tc = new_case("hash", 120, NULL, NULL);
+  tcase_add_test(tc, resample_paths_equal_the_scalar_loop);
   tcase_add_test(tc, committed_subset_matches_imagehash);
   tcase_add_test(tc, decoded_pixels_match_pillow);
   tcase_add_test(tc, png_robustness_follows_pillow);

@@ -34,7 +34,7 @@ typedef struct accel__axis {
   int32_t *count;  /* [out_size] */
   int32_t *weight; /* [out_size * ksize] */
   /* For SIMD dot products: each weight split exactly as hi * 2048 + lo
-   * (both int16), padded with zeros to kpad (a multiple of 16). */
+   * (both int16), padded with zeros to kpad (a multiple of 32). */
   int kpad;
   int16_t *hi, *lo; /* [out_size * kpad] */
 } accel__axis;
@@ -59,6 +59,19 @@ void accel__axis_cache_free(accel__axis_cache *cache);
 
 /* Rows of the input the vertical pass of `v` reads: [*begin, *end). */
 void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end);
+
+/* The horizontal pass's dot products, chosen at run time from the CPU's
+ * features (AUTO: the fastest available); tests force each one in turn and
+ * compare them, bit for bit, with the scalar loop. */
+enum {
+  ACCEL__RESAMPLE_AUTO = 0,
+  ACCEL__RESAMPLE_SCALAR = 1,
+  ACCEL__RESAMPLE_SSE2 = 2,
+  ACCEL__RESAMPLE_AVX2 = 3,
+  ACCEL__RESAMPLE_VNNI = 4 /* AVX-512 VNNI */
+};
+extern int accel__resample_path; /* a test switch: a path, or AUTO */
+bool accel__resample_path_available(int path);
 
 /* Horizontal pass: rows [row0, row1) of in (width h->in_size, stride
  * in_stride) into out (width h->out_size, stride out_stride), out row 0 being

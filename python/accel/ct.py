@@ -270,7 +270,8 @@ class CT(ContextCalls):
         Parameters
         ----------
         volume : array
-            int16 or uint16 (z, y, x); bool, uint8 and int8 are taken as int16.
+            int16 or uint16 (z, y, x), or one (y, x) slice; bool, uint8 and
+            int8 are taken as int16.
         slope, intercept : float or sequence of float, optional
             Per slice, or one value for all (default 1 and 0).
 
@@ -287,7 +288,9 @@ class CT(ContextCalls):
         [9.0, 19.0]
         """
         import numpy as np
-        v, back = self._in(volume, "volume")
+        v, back = self._in(volume, "volume", (2, 3))
+        shape = v.shape
+        v = self._as3d(v)  # a slice is a volume of one
         if v.dtype.name not in ("int16", "uint16") or not v.dtype.isnative:
             if v.dtype.name not in ("bool", "uint8", "int8"):
                 raise TypeError("volume must be int16 or uint16 (DICOM's stored values), not %s" % v.dtype)
@@ -298,7 +301,7 @@ class CT(ContextCalls):
         out = np.empty(v.shape, np.float32)
         self._call(lib.accel_ct_rescale, ref(v), None if sl is None else sl.ctypes.data,
                    None if ic is None else ic.ctypes.data, ref(out, True))
-        return back(out)
+        return back(out.reshape(shape))
 
     def threshold(self, volume: Any, threshold: float, compare: str = ">") -> Any:
         """``volume <compare> threshold`` as a bool array.

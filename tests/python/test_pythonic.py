@@ -316,6 +316,15 @@ class Pythonic(unittest.TestCase):
         with self.assertRaises(ValueError):  # the library's check: positive and finite
             self.ctx.ct.edt(mask, sampling=-1)
 
+    def test_rescale_of_a_slice_and_a_volume(self):
+        vol = self.rng.integers(-1000, 3000, (3, 5, 4)).astype(np.int16)
+        slope, intercept = np.array([1.0, 0.5, 2.0]), np.array([-1024.0, 0.0, 3.5])
+        want = (vol * slope[:, None, None] + intercept[:, None, None]).astype(np.float32)
+        np.testing.assert_array_equal(self.ctx.ct.rescale(vol, slope, intercept), want)
+        np.testing.assert_array_equal(self.ctx.ct.rescale(vol[1], 0.5, 0.0), want[1])  # one (y, x) slice
+        with self.assertRaises(ValueError):
+            self.ctx.ct.rescale(vol[0, 0])
+
     def test_fill_holes_in_1d_2d_3d_and_connectivity(self):
         for shape in ((40,), (23, 19), (9, 10, 11)):
             mask = self.rng.random(shape) > 0.45
