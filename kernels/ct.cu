@@ -18,7 +18,10 @@
  *   and along z with its scratch interleaved with its neighbours' (coalesced).
  * - markers: the window-maximum test per voxel on the GPU; the rest (numpy's
  *   order of ties and the minimum distance, a sequential greedy choice over a
- *   few candidates) on the host, from the downloaded roots and flags.
+ *   few candidates) on the host, from the downloaded roots and flags. The
+ *   general search (peak_local_max's other parameters) uses the same window
+ *   test where it is the same (accel__ct_peaks_window_shared) and is
+ *   declined to the CPU otherwise.
  * - the watershed stays on the CPU (scikit-image's tie order is a sequential
  *   binary heap's), and so does the network.
  *
@@ -788,8 +791,41 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job
   return edt_host(r, job->mask, job->spacing, job->out);
 }
 
+/* The general search with the window test on the device (where it is the
+ * first version's: accel__ct_peaks_window_shared), the rest on the host. */
+template <class T> accel_status general_host_t(run_ctx &r, const float *map, accel__ct_markers_job *job) {
+  const uint64_t n = r.d.count(), nb = n ? n : 1;
+  T *root = (T *)malloc(nb * sizeof(T));
+  uint8_t *cand = (uint8_t *)calloc(nb, 1);
+  double *v = (double *)malloc(nb * sizeof(double));
+  accel_status s = ACCEL_OK;
+  if (!root || !cand || !v) {
+    accel__why(r.call->why, "out of host memory");
+    s = ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  if (!s) s = window_host(r, map, job->mask, job->min_distance, root, cand, false);
+  if (!s) {
+    for (uint64_t i = 0; i < n; i++) v[i] = map[i];
+    accel__ct_peak_params p = *job->general;
+    p.window = cand;
+    s = accel__ct_peaks_general_cpu(v, job->mask, job->d, job->min_distance, &p, r.call->threads, job->out,
+                                    &job->count);
+    if (s)
+      accel__why(r.call->why, s == ACCEL_ERR_LIMIT ? "more than 2^31 - 1 markers: their numbers exceed int32"
+                                                   : "out of host memory");
+  }
+  free(root);
+  free(cand);
+  free(v);
+  return s;
+}
+
 /* markers (a smoothed map is smoothed on the host, as the CPU does) */
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job *job) {
+  if (job->general && (!job->image || !accel__ct_peaks_window_shared(job->general, job->mask)))
+    return accel__decline(call,
+                          "the peak search with labels, a footprint, an excluded border, no mask, a float64 "
+                          "map or negative values under 0.19.3's rules (the CPU's general search)");
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   const float *map = job->image;
@@ -803,7 +839,9 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job 
     }
     map = smooth;
   }
-  accel_status s = markers_host(r, map, job->mask, job->min_distance, job->out, &job->count);
+  accel_status s = !job->general ? markers_host(r, map, job->mask, job->min_distance, job->out, &job->count)
+                   : accel__ct_wide(r.d.count()) ? general_host_t<uint64_t>(r, map, job)
+                                                 : general_host_t<uint32_t>(r, map, job);
   free(smooth);
   return s;
 }

@@ -150,7 +150,56 @@ typedef struct accel_ct_marker_options {
   /* voxel size (z, y, x) for the distance between peaks in the nearby trim,
    * in the distance map's unit; default 1, 1, 1 (PoreSpy's voxel units) */
   double spacing[3];
+  /* Appended in the second version (callers built against the first get
+   * the defaults, which are the first version's behaviour): the rest of
+   * scikit-image's peak_local_max (see accel_ct_markers). */
+  uint32_t values;             /* ACCEL_CT_VALUES_* (default DISTANCES) */
+  uint32_t order;              /* ACCEL_CT_PEAKS_* numbering (default C_ORDER) */
+  uint32_t rules;              /* ACCEL_CT_RULES_* (default SKIMAGE_0_19) */
+  int32_t exclude_border[3];   /* per axis of the image, in its own order (voxels, >= 0); default 0 */
+  double threshold_abs;        /* NaN (default): None, the image's minimum */
+  double threshold_rel;        /* NaN (default): None; else max(threshold, threshold_rel * max) */
+  int64_t num_peaks;           /* -1 (default): no limit; else >= 0 */
+  int64_t num_peaks_per_label; /* -1 (default): no limit; else >= 0 */
+  /* The window: U8 (nonzero = in) with the image's dimensions, each axis
+   * centred at extent / 2 as SciPy's filters centre it; NULL (default): the
+   * (2 min_distance + 1) cube of the image's dimensions. */
+  const accel_array *footprint;
+  /* The regions as values (> 0; 0 and negatives are outside every region)
+   * of an I32 array of the image's shape, as peak_local_max's `labels`; the
+   * `mask` argument must then be NULL. NULL (default): the mask's connected
+   * components (full connectivity), or no regions when mask is NULL too. */
+  const accel_array *labels;
+  double p_norm; /* the minimum distance's Minkowski norm, >= 1; default INFINITY */
+  /* Inside a region's box, the value of voxels of other regions (scikit-image
+   * masks them with the lowest value of the image's dtype); NaN (default):
+   * the lowest finite value of the map's dtype. */
+  double background;
 } accel_ct_marker_options;
+
+/* Values a peak search accepts (accel_ct_marker_options.values). */
+enum {
+  ACCEL_CT_VALUES_DISTANCES = 0, /* a distance map: finite, not negative */
+  ACCEL_CT_VALUES_ANY = 1        /* any value but NaN (infinities too) */
+};
+
+/* How the peaks are numbered (accel_ct_marker_options.order). */
+enum {
+  ACCEL_CT_PEAKS_C_ORDER = 0, /* 1..n in C order of their voxels */
+  ACCEL_CT_PEAKS_SORTED = 1   /* 1..n in the order peak_local_max returns them */
+};
+
+/* Whose peak_local_max (accel_ct_marker_options.rules). */
+enum {
+  /* scikit-image 0.19.3: beyond the image (or a region's box) the window
+   * sees 0 (SciPy's mode 'constant'), equal values keep numpy 1.x's
+   * quicksort order */
+  ACCEL_CT_RULES_SKIMAGE_0_19 = 0,
+  /* scikit-image 0.22 and later: the window sees the nearest voxel inside
+   * (mode 'nearest', since 0.20), equal values keep C order (a stable
+   * sort, since 0.22) */
+  ACCEL_CT_RULES_SKIMAGE_0_22 = 1
+};
 
 ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *options, size_t struct_size);
 
@@ -164,9 +213,31 @@ ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *opt
  * finite and not negative; `mask`: U8; `out` overlaps neither. *count (may
  * be NULL) receives n. `options` may be NULL for the defaults; with
  * options->trim the trims of accel_ct_trim_markers follow (stage "ct.trim").
+ *
+ * The second version's options give peak_local_max's other parameters
+ * (docs/ct.md has the rules): threshold_abs, threshold_rel, exclude_border,
+ * num_peaks, num_peaks_per_label, footprint, labels (then `mask` is NULL;
+ * with neither, the whole image is one region and scikit-image's labels=None
+ * rules apply), p_norm, any real values (values = ACCEL_CT_VALUES_ANY), the
+ * numbering in peak_local_max's order, and scikit-image 0.22's rules. With
+ * them, or for an F64 `edt`, or a 1-D or 2-D one (searched with the rules of
+ * its own dimensionality: the window, the components and the flat-region
+ * opening of that rank; mask, labels, footprint and out of that rank too),
+ * a general search runs; on a GPU its window test runs on the device with
+ * the mask's components, the cube, no excluded border and an F32 distance
+ * map (or the 0.22 rules), the whole search on the CPU otherwise. Voxels
+ * outside every region are never peaks (scikit-image makes them peaks when
+ * the threshold is below `background`). Smoothing and the trims take 3-D F32 distance maps only
+ * (ACCEL_ERR_UNSUPPORTED otherwise).
+ *
  * ACCEL_ERR_INVALID_ARG also for a negative min_distance, a smooth_sigma or
  * nearby_factor that is negative or not finite, saddle_iterations < 1,
- * unknown trim flags, an edt value that is negative, NaN or infinite. */
+ * unknown trim flags, values, order or rules, an edt value that is negative,
+ * NaN or infinite (ACCEL_CT_VALUES_ANY: NaN), a negative exclude_border (or
+ * one past the image's rank that is not 0), num_peaks or
+ * num_peaks_per_label below -1, p_norm below 1 or NaN, both a mask and
+ * labels, a footprint that is not U8 of the image's rank or has elements
+ * but none set. */
 ACCEL_API accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
                                         const accel_ct_marker_options *options, const accel_array *out,
                                         uint32_t *count);

@@ -1,6 +1,7 @@
 /* CT stages and the pipeline: argument checks, contiguous views, dispatch. */
 #include "ct/ops.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -93,6 +94,26 @@ static accel_status check_ties(accel_ctx *ctx, const char *func, accel_ct_ties t
   if (ties != ACCEL_CT_TIES_SKIMAGE && ties != ACCEL_CT_TIES_STABLE)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "unknown ties rule %d", (int)ties);
   return ACCEL_OK;
+}
+
+/* A 1-D or 2-D array as a (1, 1, n) or (1, ny, nx) volume (the strides of
+ * the added axes do not matter: their extent is 1); 3-D and others as they
+ * are (check_volume judges them). */
+static accel_array as_volume(const accel_array *a) {
+  accel_array v = *a;
+  if (a->ndim >= 1 && a->ndim < 3) {
+    const int add = 3 - a->ndim;
+    for (int i = 2; i >= add; i--) {
+      v.shape[i] = a->shape[i - add];
+      v.strides[i] = a->strides[i - add];
+    }
+    for (int i = 0; i < add; i++) {
+      v.shape[i] = 1;
+      v.strides[i] = 0;
+    }
+    v.ndim = 3;
+  }
+  return v;
 }
 
 /* ------------------------------------------------------------ dispatch */
@@ -215,15 +236,23 @@ accel_status accel_ct_feature_transform(accel_ctx *ctx, const accel_array *mask,
 }
 
 enum {
-  MARKER_OPTIONS_V1 = sizeof(accel_ct_marker_options),
+  MARKER_OPTIONS_V1 = offsetof(accel_ct_marker_options, values),             /* the first release's */
   WATERSHED_OPTIONS_V1 = offsetof(accel_ct_watershed_options, connectivity), /* the first release's */
   PIPELINE_OPTIONS_V1 = sizeof(accel_ct_pipeline_options),
   OUTPUTS_V1 = sizeof(accel_ct_outputs)
 };
 
 accel_status accel_ct_marker_options_init(accel_ct_marker_options *o, size_t struct_size) {
-  static const accel_ct_marker_options DEFAULTS = {
-      .min_distance = 3, .saddle_iterations = 20, .nearby_factor = 1.0, .spacing = {1.0, 1.0, 1.0}};
+  static const accel_ct_marker_options DEFAULTS = {.min_distance = 3,
+                                                   .saddle_iterations = 20,
+                                                   .nearby_factor = 1.0,
+                                                   .spacing = {1.0, 1.0, 1.0},
+                                                   .threshold_abs = NAN,
+                                                   .threshold_rel = NAN,
+                                                   .num_peaks = -1,
+                                                   .num_peaks_per_label = -1,
+                                                   .p_norm = INFINITY,
+                                                   .background = NAN};
   return accel__versioned_init(__func__, o, struct_size, &DEFAULTS, sizeof DEFAULTS, MARKER_OPTIONS_V1);
 }
 
@@ -234,6 +263,23 @@ static accel_status check_trim(accel_ctx *ctx, const char *func, uint32_t trim, 
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "saddle_iterations %d must be >= 1", (int)iterations);
   if (!(factor >= 0) || isinf(factor))
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "nearby_factor %g must be finite and >= 0", factor);
+  return ACCEL_OK;
+}
+
+/* The second version's options of a peak search. */
+static accel_status check_peak_options(accel_ctx *ctx, const char *func, const accel_ct_marker_options *o) {
+  if (o->values > ACCEL_CT_VALUES_ANY || o->order > ACCEL_CT_PEAKS_SORTED || o->rules > ACCEL_CT_RULES_SKIMAGE_0_22)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "unknown values (%u), order (%u) or rules (%u)",
+                          (unsigned)o->values, (unsigned)o->order, (unsigned)o->rules);
+  for (int a = 0; a < 3; a++)
+    if (o->exclude_border[a] < 0)
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "exclude_border[%d] = %d < 0", a,
+                            (int)o->exclude_border[a]);
+  if (o->num_peaks < -1 || o->num_peaks_per_label < -1)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "num_peaks %lld or num_peaks_per_label %lld < -1",
+                          (long long)o->num_peaks, (long long)o->num_peaks_per_label);
+  if (!(o->p_norm >= 1))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "p_norm %g must be >= 1 (or INFINITY)", o->p_norm);
   return ACCEL_OK;
 }
 
@@ -248,6 +294,7 @@ static accel_status read_marker_options(accel_ctx *ctx, const char *func, const 
   if (search && (!(o->smooth_sigma >= 0) || isinf(o->smooth_sigma)))
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "smooth_sigma %g must be >= 0", o->smooth_sigma);
   if ((s = check_trim(ctx, func, o->trim, o->saddle_iterations, o->nearby_factor))) return s;
+  if (search && (s = check_peak_options(ctx, func, o))) return s;
   return check_spacing(ctx, func, o->spacing, sp);
 }
 
@@ -295,6 +342,128 @@ static accel_status check_markers(accel_ctx *ctx, const char *func, const accel_
   return s;
 }
 
+/* Does a peak search need the general search (second-version options, or
+ * arrays the first version did not take)? */
+static bool wants_general(const accel_ct_marker_options *o, const accel_array *edt, const accel_array *mask) {
+  return !mask || !edt || edt->ndim != 3 || edt->dtype != ACCEL_DTYPE_F32 || o->values || o->order || o->rules ||
+         o->exclude_border[0] || o->exclude_border[1] || o->exclude_border[2] || !isnan(o->threshold_abs) ||
+         !isnan(o->threshold_rel) || o->num_peaks >= 0 || o->num_peaks_per_label >= 0 || o->footprint || o->labels ||
+         !isinf(o->p_norm);
+}
+
+/* The map's values: finite and not negative (DISTANCES) or not NaN (ANY). */
+static accel_status check_values(accel_ctx *ctx, const char *func, const void *data, bool f64, uint64_t n, bool any) {
+  for (uint64_t i = 0; i < n; i++) {
+    const double v = f64 ? ((const double *)data)[i] : ((const float *)data)[i];
+    if (any ? isnan(v) : !(v >= 0) || isinf(v))
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "edt[%llu] = %g: %s", (unsigned long long)i, v,
+                            any ? "NaN has no order" : "a distance map is finite and not negative");
+  }
+  return ACCEL_OK;
+}
+
+/* The footprint: U8 with the image's rank, its extents into f (z, y, x). */
+static accel_status check_footprint(accel_ctx *ctx, const char *func, const accel_array *fp, int rank, int64_t f[3]) {
+  f[0] = f[1] = f[2] = 1;
+  if (!fp) return ACCEL_OK;
+  accel_status s = accel__array_check(ctx, func, "options->footprint", fp);
+  if (s) return s;
+  if (fp->ndim != rank || fp->dtype != ACCEL_DTYPE_U8)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "options->footprint must be U8 of the image's %d dimensions", rank);
+  for (int a = 0; a < rank; a++) {
+    if (fp->shape[a] < 1 || fp->shape[a] > INT32_MAX)
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "options->footprint's extents must be 1 .. 2^31 - 1");
+    f[3 - rank + a] = fp->shape[a];
+  }
+  return ACCEL_OK;
+}
+
+/* The general search's arrays (any of 1-D to 3-D): d their shape. */
+static accel_status check_general(accel_ctx *ctx, const char *func, const accel_ct_marker_options *o,
+                                  const accel_array *edt, const accel_array *mask, const accel_array *out,
+                                  accel_array a3[4], accel__dims *d) {
+  static const accel_dtype reals[] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_F64};
+  REQUIRE(ctx, edt && out, ACCEL_ERR_INVALID_ARG, "edt and out must not be NULL");
+  REQUIRE(ctx, !(mask && o->labels), ACCEL_ERR_INVALID_ARG, "give the mask or options->labels, not both");
+  const int rank = edt->ndim;
+  REQUIRE(ctx, rank >= 1 && rank <= 3, ACCEL_ERR_INVALID_ARG, "edt must be 1-D, 2-D or 3-D, not %d-D", rank);
+  REQUIRE(ctx, out->ndim == rank && (!mask || mask->ndim == rank) && (!o->labels || o->labels->ndim == rank),
+          ACCEL_ERR_INVALID_ARG, "mask, options->labels and out must have the image's %d dimensions", rank);
+  for (int a = rank; a < 3; a++)
+    REQUIRE(ctx, o->exclude_border[a] == 0, ACCEL_ERR_INVALID_ARG,
+            "exclude_border[%d] must be 0: the image has %d dimensions", a, rank);
+  REQUIRE(ctx, !o->trim || (rank == 3 && edt->dtype == ACCEL_DTYPE_F32 && !o->values), ACCEL_ERR_UNSUPPORTED,
+          "the trims take a 3-D float32 distance map");
+  REQUIRE(ctx, !(o->smooth_sigma > 0) || (rank == 3 && edt->dtype == ACCEL_DTYPE_F32), ACCEL_ERR_UNSUPPORTED,
+          "smoothing takes a 3-D float32 map");
+  a3[0] = as_volume(edt);
+  a3[1] = as_volume(out);
+  a3[2] = mask ? as_volume(mask) : a3[0];
+  a3[3] = o->labels ? as_volume(o->labels) : a3[0];
+  accel_status s = check_volume(ctx, func, "edt", &a3[0], reals, 2, d, true);
+  if (!s && mask) s = check_volume(ctx, func, "mask", &a3[2], U8, 1, d, false);
+  if (!s && o->labels) s = check_volume(ctx, func, "options->labels", &a3[3], I32, 1, d, false);
+  if (!s) s = check_volume(ctx, func, "out", &a3[1], I32, 1, d, false);
+  if (!s) s = check_overlap(ctx, func, &a3[1], &a3[0], "edt", false);
+  if (!s && mask) s = check_overlap(ctx, func, &a3[1], &a3[2], "mask", false);
+  if (!s && o->labels) s = check_overlap(ctx, func, &a3[1], &a3[3], "options->labels", false);
+  if (!s && o->footprint) s = check_overlap(ctx, func, &a3[1], o->footprint, "options->footprint", false);
+  return s;
+}
+
+/* accel_ct_markers with the general search. */
+static accel_status markers_general(accel_ctx *ctx, const char *func, const accel_ct_marker_options *o,
+                                    const double sp[3], const accel_array *edt, const accel_array *mask,
+                                    const accel_array *out, uint32_t *count) {
+  accel_array a3[4];
+  accel__dims d;
+  int64_t f[3];
+  accel_status s = check_general(ctx, func, o, edt, mask, out, a3, &d);
+  if (!s) s = check_footprint(ctx, func, o->footprint, edt->ndim, f);
+  if (s) return s;
+  const bool f64 = edt->dtype == ACCEL_DTYPE_F64;
+  accel__view v[5] = {ACCEL__IN("edt", &a3[0]), ACCEL__IN("mask", mask ? &a3[2] : NULL),
+                      ACCEL__IN("options->labels", o->labels ? &a3[3] : NULL),
+                      ACCEL__IN("options->footprint", o->footprint), ACCEL__OUT("out", &a3[1])};
+  if ((s = accel__views_open(ctx, func, v, 5))) return s;
+  s = check_values(ctx, func, v[0].data, f64, accel__dims_count(d), o->values == ACCEL_CT_VALUES_ANY);
+  const uint64_t fn = (uint64_t)(f[0] * f[1] * f[2]);
+  uint64_t set = 0;
+  for (uint64_t k = 0; k < fn && v[3].data; k++) set += ((const uint8_t *)v[3].data)[k] != 0;
+  if (!s && v[3].data && fn > 1 && !set)
+    s = accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "options->footprint has no element set");
+  accel__ct_peak_params p = {.rank = edt->ndim,
+                             .threshold_abs = o->threshold_abs,
+                             .threshold_rel = o->threshold_rel,
+                             .num_peaks = o->num_peaks,
+                             .per_label = o->num_peaks_per_label,
+                             .footprint = v[3].data,
+                             .fshape = {f[0], f[1], f[2]},
+                             .labels = v[2].data,
+                             .p_norm = o->p_norm,
+                             .background = !isnan(o->background) ? o->background
+                                           : f64                 ? -DBL_MAX
+                                                                 : -FLT_MAX,
+                             .sorted = o->order == ACCEL_CT_PEAKS_SORTED,
+                             .rules_0_22 = o->rules == ACCEL_CT_RULES_SKIMAGE_0_22,
+                             .f32 = !f64,
+                             .distances = o->values == ACCEL_CT_VALUES_DISTANCES};
+  for (int a = 0; a < edt->ndim; a++) p.border[3 - edt->ndim + a] = o->exclude_border[a];
+  accel__ct_markers_job job = {.d = d,
+                               .image = f64 ? NULL : v[0].data,
+                               .image64 = f64 ? v[0].data : NULL,
+                               .mask = v[1].data,
+                               .min_distance = o->min_distance,
+                               .sigma = o->smooth_sigma,
+                               .general = &p,
+                               .out = v[4].data};
+  if (!s) s = accel__dispatch(ctx, "ct.markers", run_markers, &job);
+  if (!s && o->trim) s = run_trim(ctx, func, job.image, d, o, sp, job.out, &job.count);
+  if (!s && count) *count = job.count;
+  return accel__views_close(v, 5, s);
+}
+
 accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const accel_array *mask,
                               const accel_ct_marker_options *options, const accel_array *out, uint32_t *count) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
@@ -302,7 +471,10 @@ accel_status accel_ct_markers(accel_ctx *ctx, const accel_array *edt, const acce
   accel_ct_marker_options_init(&o, sizeof o);
   double sp[3];
   accel__dims d;
-  accel_status s = check_markers(ctx, __func__, options, true, &o, sp, edt, mask, out, &d);
+  accel_status s = read_marker_options(ctx, __func__, options, true, &o, sp);
+  if (s) return s;
+  if (wants_general(&o, edt, mask)) return markers_general(ctx, __func__, &o, sp, edt, mask, out, count);
+  s = check_markers(ctx, __func__, options, true, &o, sp, edt, mask, out, &d);
   accel__view v[3] = {ACCEL__IN("edt", edt), ACCEL__IN("mask", mask), ACCEL__OUT("out", out)};
   if (s || (s = open_edt(ctx, __func__, v, 3, d))) return s;
   accel__ct_markers_job job = {.d = d,
@@ -374,26 +546,6 @@ static accel_status check_watershed_options(accel_ctx *ctx, const char *func, co
   if (!(o->compactness >= 0) || isinf(o->compactness))
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "compactness %g must be finite and >= 0", o->compactness);
   return ACCEL_OK;
-}
-
-/* A 1-D or 2-D array as a (1, 1, n) or (1, ny, nx) volume (the strides of
- * the added axes do not matter: their extent is 1); 3-D and others as they
- * are (check_volume judges them). */
-static accel_array as_volume(const accel_array *a) {
-  accel_array v = *a;
-  if (a->ndim >= 1 && a->ndim < 3) {
-    const int add = 3 - a->ndim;
-    for (int i = 2; i >= add; i--) {
-      v.shape[i] = a->shape[i - add];
-      v.strides[i] = a->strides[i - add];
-    }
-    for (int i = 0; i < add; i++) {
-      v.shape[i] = 1;
-      v.strides[i] = 0;
-    }
-    v.ndim = 3;
-  }
-  return v;
 }
 
 accel_status accel_ct_watershed(accel_ctx *ctx, const accel_array *image, const accel_array *markers,

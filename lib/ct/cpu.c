@@ -55,7 +55,30 @@ static accel_status markers_of(accel__call *call, const float *map, const uint8_
   return s ? peaks_failed(call, s, "the peak search") : ACCEL_OK;
 }
 
+/* The general search (the api has refused smoothing with it, except of
+ * float32 volumes). */
+static accel_status general_markers(accel__call *call, accel__ct_markers_job *job) {
+  const uint64_t n = accel__dims_count(job->d), nb = n ? n : 1;
+  double *v = job->image64 ? NULL : malloc(nb * sizeof(double));
+  float *smooth = job->sigma > 0 ? malloc(nb * sizeof(float)) : NULL;
+  if ((!job->image64 && !v) ||
+      (job->sigma > 0 && (!smooth || accel__ct_gaussian_cpu(job->image, job->d, job->sigma, call->threads, smooth)))) {
+    free(v);
+    free(smooth);
+    return oom(call, "the peak search's values");
+  }
+  const float *f = smooth ? smooth : job->image;
+  if (v)
+    for (uint64_t i = 0; i < n; i++) v[i] = f[i];
+  free(smooth);
+  accel_status s = accel__ct_peaks_general_cpu(job->image64 ? job->image64 : v, job->mask, job->d, job->min_distance,
+                                               job->general, call->threads, job->out, &job->count);
+  free(v);
+  return s ? peaks_failed(call, s, "the peak search") : ACCEL_OK;
+}
+
 static accel_status cpu_markers(accel__call *call, accel__ct_markers_job *job) {
+  if (job->general) return general_markers(call, job);
   return markers_of(call, job->image, job->mask, job->d, job->min_distance, job->sigma, job->out, &job->count);
 }
 

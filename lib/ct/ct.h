@@ -123,6 +123,38 @@ accel_status accel__ct_markers_finish_wide(const float *edt, const uint8_t *mask
 accel_status accel__ct_markers_cpu(const float *edt, const uint8_t *mask, accel__dims d, int min_distance, int threads,
                                    int32_t *out, uint32_t *count);
 
+/* peak_local_max with all its parameters (cpu_markers_general.c): the
+ * image in double (float32 maps converted), d (1, 1, n) or (1, ny, nx)
+ * below rank 3, every axis in (z, y, x) order. */
+typedef struct accel__ct_peak_params {
+  int rank;                            /* 1..3: the image's own dimensionality */
+  double threshold_abs, threshold_rel; /* NaN: None */
+  int64_t border[3];                   /* excluded border per axis */
+  int64_t num_peaks, per_label;        /* -1: no limit */
+  const uint8_t *footprint;            /* C order of fshape; NULL: the cube of min_distance */
+  int64_t fshape[3];
+  const int32_t *labels; /* NULL: the mask's components, or no regions when the mask is NULL too */
+  double p_norm, background;
+  bool sorted;     /* number in peak_local_max's order (else C order) */
+  bool rules_0_22; /* scikit-image 0.22's rules (mode 'nearest', a stable order) */
+  bool f32;        /* the map is float32: thresholds compare in float32 */
+  bool distances;  /* the map is not negative (ACCEL_CT_VALUES_DISTANCES) */
+  /* the window test already done (1 = a candidate, at the mask's voxels),
+   * by the GPU; NULL: done here */
+  const uint8_t *window;
+} accel__ct_peak_params;
+accel_status accel__ct_peaks_general_cpu(const double *image, const uint8_t *mask, accel__dims d, int min_distance,
+                                         const accel__ct_peak_params *p, int threads, int32_t *out, uint32_t *count);
+/* Is the first version's window test (each voxel against the higher voxels
+ * of its component in the cube, the rest of the window ignored) the general
+ * search's for these parameters? The mask's components, the cube, no
+ * excluded border, and values that are not negative (0 beyond the box never
+ * wins) or the 0.22 rules (the nearest voxel of the box is in the cube). */
+static inline bool accel__ct_peaks_window_shared(const accel__ct_peak_params *p, const uint8_t *mask) {
+  return mask && !p->labels && !p->footprint && !p->border[0] && !p->border[1] && !p->border[2] &&
+         (p->distances || p->rules_0_22);
+}
+
 /* SNOW's trims (see accel_ct_trim_markers) of the peak voxels of markers
  * (nonzero), renumbered in place; *count receives the survivors' count.
  * ACCEL_ERR_OUT_OF_MEMORY, or ACCEL_ERR_LIMIT past 2^31 - 1 survivors. */
@@ -157,6 +189,7 @@ accel_status accel__ct_watershed_ext_cpu(const accel__ct_watershed_src *src, acc
  * introsort (median of three, insertion sort below 16, heapsort beyond the
  * depth limit) whose order of equal keys peak_local_max inherits. */
 void accel__np_argsort_f32(const float *keys, int64_t *order, int64_t n);
+void accel__np_argsort_f64(const double *keys, int64_t *order, int64_t n);
 
 /* The network (see accel/ct.h). */
 accel_status accel__ct_network_cpu(const int32_t *labels, const float *edt, accel__dims d, const double spacing[3],

@@ -42,10 +42,14 @@ typedef struct accel__ct_edt_job {
 
 typedef struct accel__ct_markers_job {
   accel__dims d;
-  const float *image; /* the distance map */
-  const uint8_t *mask;
+  const float *image;    /* the distance map (F32) */
+  const double *image64; /* or an F64 map (then image is NULL; only with general) */
+  const uint8_t *mask;   /* NULL: no regions (only with general) */
   int min_distance;
   double sigma; /* smoothing before the search */
+  /* peak_local_max's other parameters; NULL: the first version's search
+   * (a GPU op declines any other: accel__decline) */
+  const accel__ct_peak_params *general;
   int32_t *out;
   uint32_t count; /* out: how many markers */
 } accel__ct_markers_job;

@@ -15,10 +15,14 @@ COMPARES = {">": 0, ">=": 1, "<": 2, "<=": 3}
 PORES = {"closed": 0, "all": 1}
 TIES = {"skimage": 0, "stable": 1}
 TRIMS = {"saddles": 1, "nearby": 2}
+PEAK_RULES = {"0.19": 0, "0.22": 1}
 
 CtMarkerOptions = c_struct("accel_ct_marker_options", """
     uint32_t struct_size; int32_t min_distance; double smooth_sigma; accel_progress_fn progress;
-    void *progress_user; uint32_t trim; int32_t saddle_iterations; double nearby_factor; double spacing[3];""")
+    void *progress_user; uint32_t trim; int32_t saddle_iterations; double nearby_factor; double spacing[3];
+    uint32_t values; uint32_t order; uint32_t rules; int32_t exclude_border[3]; double threshold_abs;
+    double threshold_rel; int64_t num_peaks; int64_t num_peaks_per_label; const accel_array *footprint;
+    const accel_array *labels; double p_norm; double background;""")
 CtWatershedOptions = c_struct("accel_ct_watershed_options", """
     uint32_t struct_size; accel_ct_ties ties; accel_progress_fn progress; void *progress_user;
     uint32_t connectivity; uint32_t watershed_line; double compactness;""")
@@ -173,6 +177,56 @@ def _fill_connectivity(connectivity: Optional[int], structure: Any, ndim: int) -
     return allowed[connectivity]
 
 
+def _border_width(ndim: int, min_distance: int, exclude_border: Any) -> Tuple[int, ...]:
+    """peak_local_max's exclude_border as one width per axis (its checks and errors)."""
+    if isinstance(exclude_border, bool):
+        return (min_distance if exclude_border else 0,) * ndim
+    if isinstance(exclude_border, int):
+        if exclude_border < 0:
+            raise ValueError("`exclude_border` cannot be a negative value")
+        return (exclude_border,) * ndim
+    if isinstance(exclude_border, tuple):
+        if len(exclude_border) != ndim:
+            raise ValueError("`exclude_border` should have the same length as the dimensionality of the image.")
+        for exclude in exclude_border:
+            if not isinstance(exclude, int):
+                raise ValueError("`exclude_border`, when expressed as a tuple, must only contain ints.")
+            if exclude < 0:
+                raise ValueError("`exclude_border` can not be a negative value")
+        return tuple(exclude_border)
+    raise TypeError("`exclude_border` must be bool, int, or tuple with the same length as the dimensionality of "
+                    "the image.")
+
+
+def _count(what: str, value: Any) -> int:
+    """A whole number >= 0 that fits int32."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not 0 <= int(value) < 2 ** 31:
+        raise ValueError("%s must be an integer >= 0, not %r" % (what, value))
+    return int(value)
+
+
+def _limit(what: str, value: Any) -> int:
+    """A peak count limit: inf as -1 (none), else int(value) >= 0."""
+    if isinstance(value, numbers.Real) and value == float("inf"):
+        return -1
+    if not isinstance(value, numbers.Real) or value != value or value < 0:
+        raise ValueError("%s must be >= 0 or inf, not %r" % (what, value))
+    return int(value)
+
+
+def _interior(labels: Any, border: Sequence[int]) -> Any:
+    """labels > 0 without the excluded border."""
+    keep = labels > 0
+    for axis, width in enumerate(border):
+        if width:
+            index = [slice(None)] * labels.ndim
+            index[axis] = slice(None, width)
+            keep[tuple(index)] = False
+            index[axis] = slice(-width, None)
+            keep[tuple(index)] = False
+    return keep
+
+
 class CT(ContextCalls):
     """CT pore segmentation on arrays indexed (z, y, x) (include/accel/ct.h).
 
@@ -180,8 +234,9 @@ class CT(ContextCalls):
     (markers = peak_local_max, watershed), reproduced exactly. Inputs are
     numpy arrays of any strides or host DLPack arrays (results come back as
     the same kind); masks may have any numeric dtype (nonzero = true).
-    threshold, fill_holes, edt and watershed also take 1-D and 2-D arrays
-    with their own dimensionality; the other stages are 3-D only.
+    threshold, fill_holes, edt, markers, peak_local_max and watershed also
+    take 1-D and 2-D arrays with their own dimensionality; the other stages
+    are 3-D only.
 
     Examples
     --------
@@ -464,17 +519,22 @@ class CT(ContextCalls):
         ``peak_local_max(edt, min_distance, exclude_border=False,
         labels=label(mask, connectivity=3))``, numbered 1..n in C order.
 
+        1-D and 2-D maps follow peak_local_max's rules for their own
+        dimensionality (components of full connectivity, the window and the
+        flat-region opening of that rank); :meth:`peak_local_max` takes every
+        other parameter.
+
         Parameters
         ----------
         edt : array
-            The distance map, 3-D, real (taken as float32), finite, >= 0.
+            The distance map, 1-D, 2-D or 3-D, real (taken as float32), finite, >= 0.
         mask : array
-            3-D, any numeric dtype (nonzero = true).
+            Of the map's shape, any numeric dtype (nonzero = true).
         min_distance : int
         smooth_sigma : float
-            The peak search sees ``gaussian_filter(edt, sigma)`` (0: none).
+            The peak search sees ``gaussian_filter(edt, sigma)`` (0: none; 3-D only).
         trim : str or sequence of {"saddles", "nearby"}
-            SNOW's trims (see :meth:`trim_markers`) of the peaks found.
+            SNOW's trims (see :meth:`trim_markers`) of the peaks found (3-D only).
         saddle_iterations, nearby_factor, spacing
             The trims' parameters (spacing: a scalar or 3 values).
         progress : None, True or callable(stage, fraction)
@@ -487,8 +547,7 @@ class CT(ContextCalls):
         Raises
         ------
         NotImplementedError
-            For 2-D input: scikit-image's flat-peak rule on a 2-D image is not
-            the 3-D rule on a one-voxel slab.
+            For smoothing or trims of a 1-D or 2-D map.
 
         Examples
         --------
@@ -500,16 +559,142 @@ class CT(ContextCalls):
         1
         """
         e, back = self._in(edt, "edt", (1, 2, 3))
-        if e.ndim != 3:
-            raise NotImplementedError("markers of 2-D images are not implemented (the 3-D peak rules on a "
-                                      "one-voxel slab differ from peak_local_max's 2-D rules)")
         e = real_as_f32(e, "edt")
-        m = mask_u8(self._in(mask, "mask")[0])
+        m = mask_u8(self._in(mask, "mask", (e.ndim,))[0])
         o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
+        if e.ndim != 3 and (o.trim or smooth_sigma > 0):
+            raise NotImplementedError("the trims and smoothing of markers take a 3-D map, not %d-D" % e.ndim)
         o.min_distance = min_distance
         o.smooth_sigma = smooth_sigma
         out, n = self._numbered(lib.accel_ct_markers, e, m, o, Call(progress))
         return back(out), n
+
+    def peak_local_max(self, image: Any, min_distance: int = 1, threshold_abs: Optional[float] = None,
+                       threshold_rel: Optional[float] = None, exclude_border: Any = True,
+                       num_peaks: float = float("inf"), footprint: Any = None, labels: Any = None,
+                       num_peaks_per_label: float = float("inf"), p_norm: float = float("inf"), *,
+                       rules: str = "0.19") -> Any:
+        """scikit-image's ``peak_local_max``, every parameter, as 0.19.3 computes it.
+
+        The coordinates of the peaks, in the order scikit-image returns them
+        (strongest first, equal values in numpy 1.x's quicksort order; with
+        labels, label by label). 1-D, 2-D and 3-D images, each with its own
+        dimensionality. docs/ct.md lists the rules and what later releases of
+        scikit-image changed (``rules="0.22"`` follows those).
+
+        Parameters
+        ----------
+        image : array
+            1-D, 2-D or 3-D, real or integer, without NaN. float32 is searched
+            as float32, other dtypes as float64 (integers beyond 2**53 are refused).
+        min_distance : int
+            Peaks closer than this (in the p-norm) to a stronger kept one are dropped;
+            the window is the ``2 * min_distance + 1`` cube unless `footprint` is given.
+        threshold_abs, threshold_rel : float, optional
+            Peaks must exceed ``max(threshold_abs or image.min(), threshold_rel * image.max())``.
+        exclude_border : bool, int or tuple of int
+            Peaks this close to the border are dropped (True: min_distance).
+        num_peaks : int or inf
+            At most this many peaks, the strongest.
+        footprint : array of bool, optional
+            The window (the image's dimensionality; centred at ``shape // 2``).
+        labels : array of int, optional
+            Regions by value (> 0), searched separately.
+        num_peaks_per_label : int or inf
+            At most this many peaks per region.
+        p_norm : float
+            The Minkowski norm of the minimum distance, >= 1 (inf: Chebyshev).
+        rules : {"0.19", "0.22"}
+            "0.22": scikit-image 0.22 and later (the window sees the nearest
+            voxel beyond the border, equal values in C order).
+
+        Returns
+        -------
+        array
+            (n, image.ndim) int64 coordinates.
+
+        Raises
+        ------
+        NotImplementedError
+            For 4-D and larger images, and for thresholds below the lowest
+            value of an integer dtype (where scikit-image's ``-image`` wraps).
+
+        Examples
+        --------
+        >>> import accel, numpy as np
+        >>> img = np.zeros((7, 7)); img[3, 4] = 1; img[3, 2] = 1.5
+        >>> with accel.Context() as ctx:
+        ...     ctx.ct.peak_local_max(img, min_distance=1).tolist()
+        [[3, 2], [3, 4]]
+        """
+        import numpy as np
+        im, _ = host(image, "image")
+        if im.ndim > 3:
+            raise NotImplementedError("peak_local_max of %d-D images: the library's images are 1-D to 3-D" % im.ndim)
+        im3, values, background = self._peak_image(im)
+        if (footprint is None or np.asarray(footprint).size == 1) and min_distance < 1:
+            import warnings
+            warnings.warn("When min_distance < 1, peak_local_max acts as finding "
+                          "image > max(threshold_abs, threshold_rel * max(image)).", RuntimeWarning, stacklevel=2)
+        border = _border_width(im.ndim, min_distance, exclude_border)
+        if im.dtype.kind in "iub" and threshold_abs is not None and threshold_abs < background:
+            raise NotImplementedError("a threshold below %s's lowest value (scikit-image's -image wraps around)"
+                                      % im.dtype)
+        o = CtMarkerOptions.defaults()
+        o.min_distance = _count("min_distance", min_distance)
+        o.values, o.order, o.rules = 1, 1, choice("rules", PEAK_RULES, rules)
+        for i, b in enumerate(border):
+            o.exclude_border[i] = b
+        o.threshold_abs = float("nan") if threshold_abs is None else float(threshold_abs)
+        o.threshold_rel = float("nan") if threshold_rel is None else float(threshold_rel)
+        o.num_peaks, o.num_peaks_per_label = _limit("num_peaks", num_peaks), _limit("num_peaks_per_label",
+                                                                                      num_peaks_per_label)
+        if not float(p_norm) >= 1:
+            raise ValueError("p_norm must be >= 1 (scipy's KD-tree takes 1 <= p <= inf), not %r" % (p_norm,))
+        o.p_norm, o.background = float(p_norm), background
+        keep = []
+        if footprint is not None:
+            fp = np.asarray(footprint)
+            if fp.ndim != im.ndim:
+                raise RuntimeError("footprint array has incorrect shape.")
+            fp = (fp != 0).astype(np.uint8)
+            keep.append(as_array(fp))
+            o.footprint = ctypes.addressof(keep[-1])
+        lab = None
+        if labels is not None:
+            lab = np.asarray(labels)
+            if lab.dtype.kind not in "iub":
+                raise TypeError("Cannot cast array data from dtype(%r) to dtype('int64') according to the rule "
+                                "'safe'" % lab.dtype.name)
+            if lab.shape != im.shape:
+                raise ValueError("labels has shape %s, the image %s" % (lab.shape, im.shape))
+            lab = integer_as(lab, "int32", "labels")
+            keep.append(as_array(lab))
+            o.labels = ctypes.addressof(keep[-1])
+        out, n = self._numbered(lib.accel_ct_markers, im3, None, o)
+        flat = np.flatnonzero(out)
+        coords = np.stack(np.unravel_index(flat[np.argsort(out.ravel()[flat])], im.shape), axis=1).astype(np.intp)
+        coords = coords.reshape(n, im.ndim)
+        if lab is not None and n == 0 and not _interior(lab, border).any():
+            return np.empty((0, 2), dtype=int)  # scikit-image's shape when no region remains
+        return coords
+
+    @staticmethod
+    def _peak_image(im: Any) -> Tuple[Any, int, float]:
+        """The image as the library searches it, its values kind and the
+        background scikit-image gives other regions (the dtype's lowest)."""
+        import numpy as np
+        if im.dtype.kind == "f":
+            lowest = float(np.finfo(im.dtype).min)
+            return (im if im.dtype == np.float32 and im.dtype.isnative else
+                    im.astype(np.float32 if im.dtype.itemsize < 4 else np.float64)), 1, lowest
+        if im.dtype.kind == "b":
+            return im.astype(np.float64), 1, 0.0
+        if im.dtype.kind not in "iu":
+            raise TypeError("image must be real numbers, not %s" % im.dtype)
+        if im.dtype.itemsize == 8 and im.size and (int(im.max()) > 2 ** 53 or int(im.min()) < -2 ** 53):
+            raise NotImplementedError("integer images beyond 2**53 (searched as float64, they would lose values)")
+        return im.astype(np.float64), 1, float(np.iinfo(im.dtype).min)
 
     def trim_markers(self, edt: Any, peaks: Any, trim: Union[str, Sequence[str]] = ("saddles", "nearby"),
                      saddle_iterations: int = 20, nearby_factor: float = 1.0,

@@ -168,23 +168,11 @@ def watershed(image: Any, markers: Any = None, connectivity: int = 1, offset: An
 def peak_local_max(image: Any, min_distance: int = 1, threshold_abs: Any = None, threshold_rel: Any = None,
                    exclude_border: Any = True, num_peaks: Any = np.inf, footprint: Any = None, labels: Any = None,
                    num_peaks_per_label: Any = np.inf, p_norm: float = np.inf) -> Any:
-    image = np.asarray(image)
-    for name, value, default in (("threshold_abs", threshold_abs, None), ("threshold_rel", threshold_rel, None),
-                                 ("num_peaks", num_peaks, np.inf), ("footprint", footprint, None),
-                                 ("num_peaks_per_label", num_peaks_per_label, np.inf)):
-        if value is not default and not (default is np.inf and value == np.inf):
-            raise NotImplementedError("peak_local_max's %s" % name)
-    if exclude_border is not False:
-        raise NotImplementedError("peak_local_max's exclude_border (only False)")
-    if image.ndim != 3:
-        raise NotImplementedError("peak_local_max of %d-D images (3-D only)" % image.ndim)
-    if p_norm != np.inf:
-        raise NotImplementedError("peak_local_max's p_norm (only the maximum norm)")
-    mask = np.ones(image.shape, np.uint8) if labels is None else (np.asarray(labels) != 0).astype(np.uint8)
-    markers, _ = ctx().ct.markers(image.astype(np.float32), mask, min_distance=min_distance)
-    coords = np.argwhere(markers > 0)
-    order = np.argsort(-image[tuple(coords.T)], kind="stable")
-    return coords[order]
+    """Every parameter passes through; the library follows scikit-image 0.19.3 (docs/ct.md)."""
+    return ctx().ct.peak_local_max(image, min_distance=min_distance, threshold_abs=threshold_abs,
+                                   threshold_rel=threshold_rel, exclude_border=exclude_border, num_peaks=num_peaks,
+                                   footprint=footprint, labels=labels, num_peaks_per_label=num_peaks_per_label,
+                                   p_norm=p_norm)
 
 
 SKIMAGE: Dict[str, Callable[..., Any]] = {"watershed": watershed, "peak_local_max": peak_local_max}

@@ -369,8 +369,8 @@ class Pythonic(unittest.TestCase):
                                       self.ctx.ct.watershed(image, markers, connectivity=2))
         with self.assertRaises(NotImplementedError):  # not a ball of generate_binary_structure
             self.ctx.ct.watershed(image, markers, connectivity=np.eye(3, dtype=bool))
-        with self.assertRaises(NotImplementedError):
-            self.ctx.ct.markers(image.astype(np.float32), image)
+        with self.assertRaises(NotImplementedError):  # 2-D markers: test_peaks.py; the trims are 3-D rules
+            self.ctx.ct.markers(image.astype(np.float32), image, trim="saddles")
         with self.assertRaisesRegex(ValueError, "markers has values outside int32's range"):
             self.ctx.ct.watershed(image, markers.astype(np.int64) * 2 ** 40)
 
