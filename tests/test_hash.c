@@ -583,7 +583,9 @@ START_TEST(options_and_sizes_are_validated) {
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 3, &bits), ACCEL_OK);
   ck_assert_uint_eq(bits, 42);
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_AHASH, 1, 3, &bits), ACCEL_ERR_INVALID_ARG);
-  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_DHASH, 65, 3, &bits), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_DHASH, 65, 3, &bits), ACCEL_OK); /* sizes above 64, as imagehash */
+  ck_assert_uint_eq(bits, 65 * 65);
+  ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_DHASH, ACCEL_HASH_SIZE_MAX + 1, 3, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_WHASH, 12, 3, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 25, &bits), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_hash_bits(ACCEL_HASH_COLORHASH, 8, 0, &bits), ACCEL_ERR_INVALID_ARG);
@@ -825,6 +827,7 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
       {(uint64_t)1 << 30, 13, 3, {1, 0, 0}},  /* highfreq_factor 1: the generic pass alone (13) */
       {(uint64_t)1 << 30, 8, 3, {0, 64, 1}},  /* whash at image_scale 64, keeping the coarsest approximation */
       {(uint64_t)1 << 30, 4, 3, {0, 512, 0}}, /* whash at image_scale 512 (upscaling small images) */
+      {(uint64_t)1 << 30, 128, 3, {0, 0, 0}}, /* 16384-bit hashes, a 512-point DCT */
   };
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     set_emulated_gpu_budget(runs[r].budget);

@@ -54,8 +54,11 @@ typedef enum accel_hash_kind {
 enum {
   ACCEL_HASH_KIND_COUNT = 6,
   ACCEL_HASH_SIZE_MIN = 2,
-  ACCEL_HASH_SIZE_MAX = 64,    /* hash_size; 64 gives 4096-bit hashes */
-  ACCEL_HASH_MAX_BYTES = 512,  /* bytes of the largest hash */
+  /* hash_size; 256 gives 65536-bit hashes. (The first release's maximum was
+   * 64 and 512 bytes: programs built with those constants never ask for
+   * more, and the library never writes more than they ask for.) */
+  ACCEL_HASH_SIZE_MAX = 256,
+  ACCEL_HASH_MAX_BYTES = 8192, /* bytes of the largest hash */
   ACCEL_HASH_HIGHFREQ_MAX = 16 /* phash's highfreq_factor: 1..16 */
 };
 

@@ -161,6 +161,26 @@ class Ranges(unittest.TestCase):
             self.ctx.hash.arrays(self.images[0], kinds="colorhash", binbits=25)
 
 
+class LargeSizes(unittest.TestCase):
+    """Hash sizes above 64 (up to ACCEL_HASH_SIZE_MAX, 256), as imagehash computes them."""
+
+    def test_sizes_65_to_256(self):
+        rng = np.random.default_rng(9)
+        images = [rng.integers(0, 256, (300, 420, 3), dtype=np.uint8),
+                  (np.arange(520)[None, :] // 7 % 2 * 255).repeat(270, 0).astype(np.uint8)]
+        with accel.Context(backend="cpu") as ctx:
+            for a in images:
+                image = Image.fromarray(a)
+                for size in (65, 100, 128, 256):
+                    kinds = [k for k in PEER if k != "whash" or size & (size - 1) == 0]
+                    r = ctx.hash.arrays(a, kinds=kinds, size=size)
+                    for k in kinds:
+                        with self.subTest(kind=k, size=size, shape=a.shape):
+                            self.assertEqual(r.hex(0, k), str(PEER[k](image, size)))
+            with self.assertRaises(ValueError):
+                ctx.hash.arrays(images[0], kinds="ahash", size=257)
+
+
 class WhashOptions(unittest.TestCase):
     """whash's image_scale and remove_max_haar_ll against imagehash's whash."""
 
