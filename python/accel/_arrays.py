@@ -11,12 +11,17 @@ Inputs (see docs/python.md, "Arrays in and out"):
   copy; the results come back as the same kind of array (through the
   ``from_dlpack`` of the input's module), sharing the result's memory.
 - Device arrays (``__cuda_array_interface__``, or ``__dlpack_device__``
-  naming a GPU): on a build or machine without a usable CUDA device they
-  are refused with DeviceArrayError (a TypeError) that says how to move them
-  to the host. With a device, the C ABI still takes host memory only, so
-  they are staged through the host through their own library (CuPy's
-  ``.get()``, PyTorch's ``.cpu()``) and the results are put back on the
-  same device as the same kind of array.
+  naming a GPU): on a context whose backend is CUDA, the stages with a GPU
+  path (ct.threshold, ct.fill_holes, ct.edt, ct.pipeline) use them in place
+  (``device_in``: C-contiguous, a dtype the stage takes as it is, no mask)
+  and allocate their results as the same kind of array on the same device
+  (``device_empty``). Elsewhere, on a build or machine without a usable
+  CUDA device they are refused with DeviceArrayError (a TypeError) that
+  says how to move them to the host; with a device but a CPU context (or a
+  stage without a device path, or an array it cannot take in place) they
+  are staged through the host through their own library (CuPy's ``.get()``,
+  PyTorch's ``.cpu()``) and the results are put back on the same device as
+  the same kind of array.
 - Anything else numpy can convert (lists, scalars, ``__array__``) goes
   through ``numpy.asarray``.
 """
@@ -34,6 +39,7 @@ Array = c_struct("accel_array", """
     void *data; accel_dtype dtype; int32_t ndim; int64_t shape[ACCEL_ARRAY_MAX_DIMS], strides[ACCEL_ARRAY_MAX_DIMS];""")
 
 declare({
+    "accel_array_on_device": (c_status, [P(Array)]),
     "accel_buffer_view": (c_status, [ctypes.c_void_p, P(Array)]),
     "accel_buffer_destroy": (None, [ctypes.c_void_p]),
     "accel_raw_load": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int32,
@@ -240,3 +246,126 @@ def real_as_f32(a: Any, what: str) -> Any:
     if a.dtype.kind not in "biuf":
         raise TypeError("%s must be real numbers, not %s" % (what, a.dtype))
     return a.astype(np.float32)
+
+
+# ------------------------------------------------------------ device arrays in place
+
+
+def _cuda_interface(obj: Any) -> Any:
+    """obj's ``__cuda_array_interface__`` (of its detached view for a PyTorch
+    tensor that requires grad), or None."""
+    if not hasattr(type(obj), "__cuda_array_interface__") and not hasattr(obj, "__cuda_array_interface__"):
+        return None
+    try:
+        return obj.__cuda_array_interface__
+    except (AttributeError, RuntimeError):  # PyTorch: a tensor that requires grad
+        detach = getattr(obj, "detach", None)
+        return None if detach is None else getattr(detach(), "__cuda_array_interface__", None)
+
+
+def _module_of(obj: Any) -> Any:
+    return sys.modules.get(type(obj).__module__.split(".")[0])
+
+
+def _can_allocate_like(obj: Any) -> bool:
+    """Whether results of obj's kind can be allocated (device_empty)."""
+    module = _module_of(obj)
+    return module is not None and callable(getattr(module, "empty", None))
+
+
+def on_cuda(ctx: Any) -> bool:
+    """Whether the context runs stages on a CUDA backend (a GPU, or its host
+    emulation in the test suites)."""
+    return ctx.info()["backend"] == "cuda"
+
+
+class DeviceView:
+    """A device array described for the C side in place: its accel_array
+    (marked with accel_array_on_device, as 3-D when asked), its own shape
+    and its numpy dtype name.
+
+    Examples
+    --------
+    >>> DeviceView.__name__
+    'DeviceView'
+    """
+
+    def __init__(self, obj: Any, pointer: int, shape: Tuple[int, ...], dtype: str, as3d: bool) -> None:
+        import numpy as np
+        self.obj, self.shape, self.dtype = obj, shape, dtype
+        full = (1,) * (3 - len(shape)) + shape if as3d else shape
+        self.array = Array()
+        self.array.data = pointer
+        self.array.dtype = DTYPES[dtype]
+        self.array.ndim = len(full)
+        stride = np.dtype(dtype).itemsize
+        for i in reversed(range(len(full))):
+            self.array.shape[i] = full[i]
+            self.array.strides[i] = stride
+            stride *= full[i]
+        check_status = lib.accel_array_on_device(ctypes.byref(self.array))
+        if check_status:
+            raise ValueError("cannot mark %s as device memory (status %d)" % (dtype, check_status))
+
+    def ref(self) -> Any:
+        """A pointer to the description, to pass."""
+        return ctypes.byref(self.array)
+
+
+def _contiguous(shape: Tuple[int, ...], strides: Any, itemsize: int) -> bool:
+    if strides is None:
+        return True
+    expect = itemsize
+    for n, st in zip(reversed(shape), reversed(tuple(strides))):
+        if n != 1 and st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...] = (3,),
+              as3d: bool = True) -> Any:
+    """A DeviceView of `obj` when it is a device array this context can use in
+    place: a CUDA context, ``__cuda_array_interface__`` version 2 or later
+    without a mask, C-contiguous, one of `dtypes` (bool counts as uint8 when
+    uint8 is one), `ndims` dimensions, and results of its kind can be
+    allocated. None otherwise (the caller then takes the host path)."""
+    import numpy as np
+    iface = _cuda_interface(obj)
+    if iface is None or not on_cuda(ctx):
+        return None
+    if int(iface.get("version", 0)) < 2 or iface.get("mask") is not None:
+        return None
+    shape = tuple(int(n) for n in iface["shape"])
+    try:
+        dt = np.dtype(iface["typestr"])
+    except TypeError:
+        return None
+    name = "uint8" if dt == np.bool_ and "uint8" in dtypes else dt.name
+    if name not in dtypes or not dt.isnative or len(shape) not in ndims:
+        return None
+    if not _contiguous(shape, iface.get("strides"), dt.itemsize) or not _can_allocate_like(obj):
+        return None
+    return DeviceView(obj, int(iface["data"][0]), shape, name, as3d)  # read-only is fine: an input
+
+
+def device_empty(like: Any, shape: Tuple[int, ...], dtype: str, as3d: bool = True) -> DeviceView:
+    """A new array of `like`'s kind on its device (CuPy: cupy.empty under
+    its device; PyTorch: torch.empty(device=...); another library: its
+    module's ``empty``), described for the C side as an output."""
+    import numpy as np
+    module = _module_of(like)
+    if module is not None and module.__name__ == "torch":
+        arr = module.empty(shape, dtype=getattr(module, dtype), device=like.device)
+    else:
+        device = getattr(like, "device", None)
+        if device is not None and hasattr(device, "__enter__"):
+            with device:
+                arr = module.empty(shape, dtype=np.dtype(dtype))
+        else:
+            arr = module.empty(shape, dtype=np.dtype(dtype))
+    iface = _cuda_interface(arr)
+    if iface is None:
+        raise DeviceArrayError("%s.empty made no CUDA array" % module.__name__)
+    name = "uint8" if dtype == "bool" else dtype
+    return DeviceView(arr, int(iface["data"][0]), tuple(shape), name, as3d)
