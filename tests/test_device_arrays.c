@@ -90,7 +90,73 @@ START_TEST(the_cpu_refuses_device_arrays_unread) {
 }
 END_TEST
 
+static void check_refusal(accel_ctx *ctx, const char *call, accel_status got, accel_status want, const char *needle) {
+  ck_assert_msg(got == want && strstr(accel_last_error(ctx), needle), "%s: %s (%s), expected %s with \"%s\"", call,
+                accel_status_string(got), accel_last_error(ctx), accel_status_string(want), needle);
+}
+
+/* Every other function taking arrays, with a device array among valid
+ * host arguments: the refusal names the device memory (the data pointer
+ * would crash on a read). */
+static void refuse_everywhere(accel_ctx *ctx, accel_status want, const char *needle) {
+  static uint8_t host8[N];
+  static float hostf[N];
+  static int32_t host32[N];
+  void *bogus = (void *)(uintptr_t)16;
+  accel_array d8 = volume(bogus, ACCEL_DTYPE_U8, true), df = volume(bogus, ACCEL_DTYPE_F32, true);
+  accel_array hf = volume(hostf, ACCEL_DTYPE_F32, false);
+  accel_array h32 = volume(host32, ACCEL_DTYPE_I32, false);
+  accel_array img;
+  ck_assert_int_eq(accel_array_init(&img, bogus, ACCEL_DTYPE_U8, 2, (int64_t[]){NY, NX}), ACCEL_OK);
+  ck_assert_int_eq(accel_array_on_device(&img), ACCEL_OK);
+  accel_array himg;
+  ck_assert_int_eq(accel_array_init(&himg, host8, ACCEL_DTYPE_U8, 2, (int64_t[]){NY, NX}), ACCEL_OK);
+  uint32_t count = 0;
+  uint8_t hash[64];
+  accel_status st[1];
+  accel_ct_network *net = NULL;
+  accel_reg_transform *t = NULL;
+  const accel_array *grids[1] = {&img};
+  accel_svf_options so;
+  accel_svf_options_init(&so, sizeof so);
+  so.pixel_size = 1;
+#define REFUSED(call) check_refusal(ctx, #call, (call), want, needle)
+  REFUSED(accel_ct_rescale(ctx, &d8, NULL, NULL, &hf));
+  REFUSED(accel_ct_feature_transform(ctx, &d8, NULL, NULL, &hf));
+  REFUSED(accel_ct_markers(ctx, &df, NULL, NULL, &h32, &count));
+  REFUSED(accel_ct_trim_markers(ctx, &df, &h32, NULL, &h32, &count));
+  REFUSED(accel_ct_watershed(ctx, &df, &h32, NULL, NULL, &h32));
+  REFUSED(accel_ct_network_build(ctx, &h32, &df, NULL, &net));
+  REFUSED(accel_hash_arrays(ctx, &img, 1, NULL, hash, sizeof hash, st));
+  REFUSED(accel_image_to_gray(ctx, &img, &himg));
+  REFUSED(accel_npy_save(ctx, "/nonexistent/x.npy", &d8));
+  REFUSED(accel_raw_save(ctx, "/nonexistent/x.raw", &d8));
+  REFUSED(accel_pnm_save(ctx, "/nonexistent/x.pgm", &img));
+  REFUSED(accel_tiff_save(ctx, "/nonexistent/x.tif", &img, NULL));
+  REFUSED(accel_tiff_save_image(ctx, "/nonexistent/x.tif", &img, NULL));
+  REFUSED(accel_reg_register(ctx, &img, &himg, NULL, NULL, NULL, &t, NULL));
+  REFUSED(accel_svf_shadows(ctx, &img, NULL, NULL, 90, 45, &so, &himg, NULL, NULL));
+  REFUSED(accel_svf_sky(ctx, &img, NULL, NULL, &so, grids, NULL));
+#undef REFUSED
+  ck_assert_ptr_null(net);
+  ck_assert_ptr_null(t);
+}
+
+START_TEST(every_function_refuses_device_arrays_on_the_cpu) {
+  accel_ctx *cpu = cpu_ctx();
+  refuse_everywhere(cpu, ACCEL_ERR_INVALID_ARG, "device memory");
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
 #if EXPECT_CUDA
+START_TEST(every_other_function_refuses_device_arrays_on_the_gpu) {
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, NULL);
+  refuse_everywhere(gpu, ACCEL_ERR_UNSUPPORTED, "device arrays are not supported by");
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
 /* A stage's byte counters and runs after one call. */
 static accel_stage_stats stats_of(accel_ctx *ctx, const char *stage) {
   accel_stage_stats st;
@@ -401,7 +467,9 @@ static Suite *suite_device_arrays(void) {
   TCase *tc = new_case("device_arrays", 120, NULL, NULL);
   tcase_add_test(tc, the_flag_is_a_bit_of_the_dtype);
   tcase_add_test(tc, the_cpu_refuses_device_arrays_unread);
+  tcase_add_test(tc, every_function_refuses_device_arrays_on_the_cpu);
 #if EXPECT_CUDA
+  tcase_add_test(tc, every_other_function_refuses_device_arrays_on_the_gpu);
   tcase_add_test(tc, stages_use_device_arrays_in_place);
   tcase_add_test(tc, slabs_copy_device_arrays_through_the_host);
   tcase_add_test(tc, the_gpu_refuses_what_it_cannot_take);

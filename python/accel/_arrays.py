@@ -293,6 +293,7 @@ class DeviceView:
     def __init__(self, obj: Any, pointer: int, shape: Tuple[int, ...], dtype: str, as3d: bool) -> None:
         import numpy as np
         self.obj, self.shape, self.dtype = obj, shape, dtype
+        self.keep: Any = None  # what must live while the library reads the array (a DLPack capsule)
         full = (1,) * (3 - len(shape)) + shape if as3d else shape
         self.array = Array()
         self.array.data = pointer
@@ -323,18 +324,75 @@ def _contiguous(shape: Tuple[int, ...], strides: Any, itemsize: int) -> bool:
     return True
 
 
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+# DLPack's type codes (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLBool) as numpy kinds
+_DL_KINDS = {0: "int", 1: "uint", 2: "float", 6: "bool"}
+_DLPACK_CUDA = 2  # kDLCUDA
+
+
+def _dlpack_interface(obj: Any) -> Any:
+    """A CUDA array interface (version 3) read from obj's DLPack capsule, for
+    a device array of kind CUDA that has no ``__cuda_array_interface__``; the
+    capsule is kept in "capsule" (its producer frees the tensor with it).
+    None when obj is no such array or the capsule cannot be read."""
+    try:
+        dev = obj.__dlpack_device__()
+        if int(dev[0]) != _DLPACK_CUDA:
+            return None
+        try:
+            capsule = obj.__dlpack__(stream=1)  # ordered after the legacy default stream
+        except (TypeError, BufferError, RuntimeError):
+            capsule = obj.__dlpack__()
+    except Exception:  # not a DLPack producer, or one that refuses: the host rules decide
+        return None
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        address = get(capsule, b"dltensor")
+    except ValueError:  # a capsule of another name (used, or versioned)
+        return None
+    t = _DLTensor.from_address(address)  # DLManagedTensor begins with its DLTensor
+    kind = _DL_KINDS.get(t.dtype.code)
+    if kind is None or t.dtype.lanes != 1:
+        return None
+    typestr = "|b1" if kind == "bool" else "%s%s%d" % ("<" if sys.byteorder == "little" else ">",
+                                                      {"int": "i", "uint": "u", "float": "f"}[kind],
+                                                      t.dtype.bits // 8)
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    item = max(t.dtype.bits // 8, 1)
+    strides = None if not t.strides else tuple(t.strides[i] * item for i in range(t.ndim))
+    return {"shape": shape, "typestr": typestr, "data": ((t.data or 0) + t.byte_offset, False),
+            "strides": strides, "version": 3, "capsule": capsule}
+
+
 def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...] = (3,),
               as3d: bool = True) -> Any:
     """A DeviceView of `obj` when it is a device array this context can use in
     place: a CUDA context, ``__cuda_array_interface__`` version 2 or later
-    without a mask, C-contiguous, one of `dtypes` (bool counts as uint8 when
-    uint8 is one), `ndims` dimensions, and results of its kind can be
-    allocated. None otherwise (the caller then takes the host path)."""
+    without a mask (or a DLPack array of device kind CUDA), C-contiguous, one
+    of `dtypes` (bool counts as uint8 when uint8 is one), `ndims` dimensions,
+    and results of its kind can be allocated. None otherwise (the caller
+    then takes the host path)."""
     import numpy as np
-    iface = _cuda_interface(obj)
-    if iface is None or not on_cuda(ctx):
+    if _device_kind(obj) != _DLPACK_CUDA or not _can_allocate_like(obj) or not on_cuda(ctx):
         return None
-    if int(iface.get("version", 0)) < 2 or iface.get("mask") is not None:
+    iface = _cuda_interface(obj)
+    if iface is None:
+        iface = _dlpack_interface(obj)
+    if iface is None or int(iface.get("version", 0)) < 2 or iface.get("mask") is not None:
         return None
     shape = tuple(int(n) for n in iface["shape"])
     try:
@@ -344,9 +402,11 @@ def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...
     name = "uint8" if dt == np.bool_ and "uint8" in dtypes else dt.name
     if name not in dtypes or not dt.isnative or len(shape) not in ndims:
         return None
-    if not _contiguous(shape, iface.get("strides"), dt.itemsize) or not _can_allocate_like(obj):
+    if not _contiguous(shape, iface.get("strides"), dt.itemsize):
         return None
-    return DeviceView(obj, int(iface["data"][0]), shape, name, as3d)  # read-only is fine: an input
+    view = DeviceView(obj, int(iface["data"][0]), shape, name, as3d)  # read-only is fine: an input
+    view.keep = iface.get("capsule")
+    return view
 
 
 def device_empty(like: Any, shape: Tuple[int, ...], dtype: str, as3d: bool = True) -> DeviceView:
@@ -366,6 +426,10 @@ def device_empty(like: Any, shape: Tuple[int, ...], dtype: str, as3d: bool = Tru
             arr = module.empty(shape, dtype=np.dtype(dtype))
     iface = _cuda_interface(arr)
     if iface is None:
+        iface = _dlpack_interface(arr)
+    if iface is None:
         raise DeviceArrayError("%s.empty made no CUDA array" % module.__name__)
     name = "uint8" if dtype == "bool" else dtype
-    return DeviceView(arr, int(iface["data"][0]), tuple(shape), name, as3d)
+    view = DeviceView(arr, int(iface["data"][0]), tuple(shape), name, as3d)
+    view.keep = iface.get("capsule")
+    return view

@@ -51,6 +51,28 @@ class FakeDeviceArray:
         return self._a.copy()
 
 
+class FakeDlpackDeviceArray:
+    """A device array that speaks only DLPack, on device type 2 (kDLCUDA), its
+    memory numpy's; its module allocates with empty()."""
+
+    def __init__(self, a):
+        self._a = a if isinstance(a, np.ndarray) else np.array(a)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._a.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def get(self):
+        return self._a.copy()
+
+
+fake_dlpack_module = types.ModuleType("fakedlpacklib")
+fake_dlpack_module.empty = lambda shape, dtype: FakeDlpackDeviceArray(np.empty(shape, dtype))
+FakeDlpackDeviceArray.__module__ = "fakedlpacklib"
+sys.modules["fakedlpacklib"] = fake_dlpack_module
+
 fake_module = types.ModuleType("fakedevlib")
 
 
@@ -146,6 +168,12 @@ class DeviceArraysInPlace(unittest.TestCase):
         given = FakeDeviceArray(want["labels"])
         again = self.gpu.ct.pipeline(FakeDeviceArray(self.vol), 100, markers=given, outputs=("labels",))
         np.testing.assert_array_equal(again["labels"].get(), want["labels"])
+
+    def test_dlpack_cuda_arrays_in_place(self):
+        pores = (self.filled & ~self.solid).astype(np.uint8)
+        d = self.gpu.ct.edt(FakeDlpackDeviceArray(pores))
+        np.testing.assert_array_equal(d.get(), self.cpu.ct.edt(pores))
+        self.assert_no_copies("ct.edt")
 
     def test_what_cannot_be_taken_in_place_is_not(self):
         # a dtype the stage converts, a strided or masked array, a version-1 interface: never
