@@ -19,6 +19,7 @@ static accel_array volume(void *data, accel_dtype dtype, bool device) {
   return a;
 }
 
+#if EXPECT_CUDA
 /* Gray values with solid walls and closed pores: thresholds at 100 give
  * pores that fill holes closes and an EDT with some range. */
 static void make_gray(uint8_t *g) {
@@ -33,6 +34,8 @@ static void make_gray(uint8_t *g) {
         else *v = 20;
       }
 }
+
+#endif
 
 START_TEST(the_flag_is_a_bit_of_the_dtype) {
   uint8_t byte = 0;
