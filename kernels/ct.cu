@@ -869,6 +869,10 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *jo
                : fill_device<uint32_t>(x, dm.p, r.d, reach_of(job->connectivity), dout.p, why);
     return s ? s : stage_result(x, dev, job->out, dout, n, why);
   }
+  if (dev && slab_planes(r, 1 + (wide ? 8 : 4) + 3, 0) < 1) { /* fill_slabs' own test, before any copy */
+    accel__why(why, "one plane of fill holes needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
   return through_host(x, dev, &job->mask, n, &job->out, n, why, [&] {
     return wide ? fill_slabs<uint64_t>(r, job->mask, reach_of(job->connectivity), job->out)
                 : fill_slabs<uint32_t>(r, job->mask, reach_of(job->connectivity), job->out);
@@ -888,6 +892,10 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job
     dm.reset();
     if (!s) s = edt_pass(x, df.as<float>(), r.d, 0, job->spacing[0], true, why);
     return s ? s : stage_result(x, dev, job->out, df, n * 4, why);
+  }
+  if (dev && slab_planes(r, 1 + 4 + 4, 0) < 1) { /* edt_host's own test, before any copy */
+    accel__why(call->why, "one plane of the distance transform needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
   }
   return through_host(x, dev, &job->mask, n, &job->out, n * 4, call->why,
                       [&] { return edt_host(r, job->mask, job->spacing, job->out); });

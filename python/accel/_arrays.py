@@ -279,6 +279,26 @@ def on_cuda(ctx: Any) -> bool:
     return ctx.info()["backend"] == "cuda"
 
 
+def _device_index(obj: Any) -> Any:
+    """The CUDA device index obj says it lives on (CuPy's device.id, PyTorch's
+    device.index, DLPack's device id), or None when it does not say."""
+    dev = getattr(obj, "device", None)
+    for attr in ("id", "index"):
+        value = getattr(dev, attr, None)
+        if isinstance(value, int):
+            return value
+    try:
+        return int(obj.__dlpack_device__()[1])
+    except Exception:  # no DLPack, or a producer that cannot say
+        return None
+
+
+def _same_device(ctx: Any, obj: Any) -> bool:
+    """Whether obj is on the context's CUDA device (or does not say)."""
+    index = _device_index(obj)
+    return index is None or index == ctx.info()["device"]
+
+
 class DeviceView:
     """A device array described for the C side in place: its accel_array
     (marked with accel_array_on_device, as 3-D when asked), its own shape
@@ -381,14 +401,17 @@ def _dlpack_interface(obj: Any) -> Any:
 def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...] = (3,),
               as3d: bool = True) -> Any:
     """A DeviceView of `obj` when it is a device array this context can use in
-    place: a CUDA context, ``__cuda_array_interface__`` version 2 or later
-    without a mask (or a DLPack array of device kind CUDA), C-contiguous, one
-    of `dtypes` (bool counts as uint8 when uint8 is one), `ndims` dimensions,
-    and results of its kind can be allocated. None otherwise (the caller
+    place: a CUDA context, on its device (as far as obj says),
+    ``__cuda_array_interface__`` version 2 or later without a mask (or a
+    DLPack array of device kind CUDA), C-contiguous, one of `dtypes` (bool
+    counts as uint8 when uint8 is one), `ndims` dimensions, and results of
+    its kind can be allocated. None otherwise (the caller
     then takes the host path)."""
     import numpy as np
     if _device_kind(obj) != _DLPACK_CUDA or not _can_allocate_like(obj) or not on_cuda(ctx):
         return None
+    if not _same_device(ctx, obj):
+        return None  # another device's memory: staged through the host
     iface = _cuda_interface(obj)
     if iface is None:
         iface = _dlpack_interface(obj)
