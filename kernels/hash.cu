@@ -58,7 +58,7 @@ struct vpass {
 };
 
 struct group_meta {
-  int32_t nimg, nh, nv, nkinds, hash_size, slot_bytes, need_color;
+  int32_t nimg, nh, nv, nkinds, hash_size, slot_bytes, need_color, whash_keep_ll;
   int32_t kinds[MAX_K];
   int64_t descs_off, hpass_off, vpass_off, plan_off;
 };
@@ -139,7 +139,7 @@ __host__ __device__ inline void whash_block(uint8_t *arena, const group_meta *m,
     accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
     pyr[b] = blk[0];
   } else {
-    low[b] = accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
+    low[b] = m->whash_keep_ll ? pyr[b] : accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
   }
 }
 
@@ -151,8 +151,9 @@ __host__ __device__ inline void whash_image(uint8_t *arena, const group_meta *m,
   const accel__whash_geom g = accel__whash_geometry(d->tw[k], n);
   double *pyr = at<double>(arena, d->whash_off) + 2 * g.N * g.N, *ptmp = pyr + n * n, *low = ptmp + n * n,
          *sorted = low + n * n;
-  if (!bits_stage) accel__whash_top(pyr, n, g.ln, ptmp);
-  else accel__whash_bits(low, n, sorted, arena + d->slots_off + (int64_t)k * m->slot_bytes);
+  if (!bits_stage) {
+    if (!m->whash_keep_ll) accel__whash_top(pyr, n, g.ln, ptmp);
+  } else accel__whash_bits(low, n, sorted, arena + d->slots_off + (int64_t)k * m->slot_bytes);
 }
 
 #define GRID_Y(v, end)                                                                                                 \
@@ -244,7 +245,7 @@ int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb
   for (int k = 0; k < spec->nkinds; k++) {
     int64_t tw, th;
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-    accel__hash_target(spec->kinds[k], spec->hash_size, spec->highfreq, w, h, &tw, &th);
+    accel__hash_target(spec, spec->kinds[k], w, h, &tw, &th);
     b += align_up(tw * th) + align_up(tw * h) + align_up((tw + th) * 8 * (6 * (w / tw + h / th) + 16));
     if (spec->kinds[k] == ACCEL_HASH_WHASH) b += align_up((2 * tw * tw + 4 * spec->hash_size * spec->hash_size) * 8);
     if (spec->kinds[k] == ACCEL_HASH_PHASH) b += align_up(accel__phash_scratch(spec->hash_size, (int)tw) * 8);
@@ -313,7 +314,7 @@ void plan_targets(const accel__hash_spec *spec, const accel__hash_image *im, img
   d->whash_k = -1;
   for (int k = 0; k < spec->nkinds; k++) {
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
-    accel__hash_target(spec->kinds[k], spec->hash_size, spec->highfreq, d->w, d->h, &d->tw[k], &d->th[k]);
+    accel__hash_target(spec, spec->kinds[k], d->w, d->h, &d->tw[k], &d->th[k]);
     if (spec->kinds[k] == ACCEL_HASH_WHASH) d->whash_k = k;
   }
 }
@@ -500,6 +501,7 @@ void fill_meta(const accel__hash_spec *spec, group_plan *g) {
   m->nv = g->nv;
   m->nkinds = spec->nkinds;
   m->hash_size = spec->hash_size;
+  m->whash_keep_ll = spec->whash_keep_ll ? 1 : 0;
   m->slot_bytes = (int32_t)spec->slot_bytes;
   m->need_color = spec->need_color;
   for (int k = 0; k < spec->nkinds; k++) m->kinds[k] = spec->kinds[k];

@@ -624,6 +624,25 @@ START_TEST(options_and_sizes_are_validated) {
   ck_assert_uint_eq(o.struct_size, offsetof(accel_hash_options, phash_highfreq_factor));
   o.phash_highfreq_factor = -1; /* past the caller's struct: never read */
   ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+  /* whash's image_scale: 0 (imagehash's default) or a power of two not below hash_size, within max_pixels */
+  accel_hash_options_init(&o, sizeof o);
+  ck_assert_int_eq(o.whash_image_scale, 0);
+  ck_assert_int_eq(o.whash_keep_max_ll, 0);
+  const int32_t scales[][2] = {{8, ACCEL_OK},
+                               {64, ACCEL_OK},
+                               {8192, ACCEL_OK},
+                               {12, ACCEL_ERR_INVALID_ARG},
+                               {4, ACCEL_ERR_INVALID_ARG},
+                               {-8, ACCEL_ERR_INVALID_ARG},
+                               {32768, ACCEL_ERR_LIMIT}};
+  for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) {
+    o.whash_image_scale = scales[i][0];
+    ck_assert_msg(accel_hash_slot_bytes(&o, &slot) == (accel_status)scales[i][1], "image_scale %d", scales[i][0]);
+  }
+  /* a caller built before the whash fields gets the defaults */
+  ck_assert_int_eq(accel_hash_options_init(&o, offsetof(accel_hash_options, whash_image_scale)), ACCEL_OK);
+  o.whash_image_scale = 12; /* past the caller's struct: never read */
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
   accel_hash_kind k;
   ck_assert_int_eq(accel_hash_kind_from_string("average_hash", &k), ACCEL_OK);
   ck_assert_int_eq(k, ACCEL_HASH_AHASH);
@@ -703,8 +722,9 @@ END_TEST
  * upload, every kernel's per-thread code, downloads) run on the host through
  * a test backend, against the CPU backend. Only the launch geometry and the
  * CUDA calls themselves are left to the GPU suite. */
-static void compare_pipelines(const char **paths, size_t n, int size, int binbits, int highfreq, log_capture *cap,
+static void compare_pipelines(const char **paths, size_t n, int size, int binbits, const int whash[3], log_capture *cap,
                               uint64_t *fallbacks) {
+  const int highfreq = whash[0]; /* phash's factor, then whash's image_scale and keep_max_ll */
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
   accel_ctx *cpu = cpu_ctx();
   accel_hash_options h = hash_options(ALL6, 6);
@@ -713,6 +733,8 @@ static void compare_pipelines(const char **paths, size_t n, int size, int binbit
   h.hash_size = size;
   h.color_binbits = binbits;
   h.phash_highfreq_factor = highfreq;
+  h.whash_image_scale = whash[1];
+  h.whash_keep_max_ll = whash[2];
   size_t slot;
   ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
   uint8_t *a = malloc(n * 6 * slot), *b = malloc(n * 6 * slot);
@@ -756,27 +778,29 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
   }
   const struct {
     uint64_t budget;
-    int size, binbits, highfreq;
+    int size, binbits, opt[3]; /* highfreq_factor, whash_image_scale, whash_keep_max_ll */
   } runs[] = {
-      {(uint64_t)1 << 30, 8, 3, 0},  /* everything in large groups */
-      {(uint64_t)1 << 30, 16, 3, 0}, /* 256-bit hashes, 64x64 DCT */
-      {(uint64_t)6 << 20, 8, 3, 0},  /* a small budget: many groups, some of one image */
-      {(uint64_t)1 << 30, 6, 4, 0},  /* a non-power-of-two size: radix-3 and radix-2 passes */
-      {(uint64_t)1 << 30, 7, 3, 5},  /* highfreq_factor 5: radix 5 and the generic pass (7) */
-      {(uint64_t)1 << 30, 13, 3, 1}, /* highfreq_factor 1: the generic pass alone (13) */
+      {(uint64_t)1 << 30, 8, 3, {0, 0, 0}},   /* everything in large groups */
+      {(uint64_t)1 << 30, 16, 3, {0, 0, 0}},  /* 256-bit hashes, 64x64 DCT */
+      {(uint64_t)6 << 20, 8, 3, {0, 0, 0}},   /* a small budget: many groups, some of one image */
+      {(uint64_t)1 << 30, 6, 4, {0, 0, 0}},   /* a non-power-of-two size: radix-3 and radix-2 passes */
+      {(uint64_t)1 << 30, 7, 3, {5, 0, 0}},   /* highfreq_factor 5: radix 5 and the generic pass (7) */
+      {(uint64_t)1 << 30, 13, 3, {1, 0, 0}},  /* highfreq_factor 1: the generic pass alone (13) */
+      {(uint64_t)1 << 30, 8, 3, {0, 64, 1}},  /* whash at image_scale 64, keeping the coarsest approximation */
+      {(uint64_t)1 << 30, 4, 3, {0, 512, 0}}, /* whash at image_scale 512 (upscaling small images) */
   };
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     set_emulated_gpu_budget(runs[r].budget);
     log_capture cap = {0};
     uint64_t fallbacks = 0;
-    compare_pipelines(paths, (size_t)t.n, runs[r].size, runs[r].binbits, runs[r].highfreq, &cap, &fallbacks);
+    compare_pipelines(paths, (size_t)t.n, runs[r].size, runs[r].binbits, runs[r].opt, &cap, &fallbacks);
     ck_assert_msg(fallbacks == 0, "run %zu fell back to the CPU: %s", r, cap.n ? cap.line[0] : "");
   }
   /* a budget no image fits in: the one fallback policy, and still the right answer */
   set_emulated_gpu_budget(64 << 10);
   log_capture cap = {0};
   uint64_t fallbacks = 0;
-  compare_pipelines(paths, 4, 8, 3, 0, &cap, &fallbacks);
+  compare_pipelines(paths, 4, 8, 3, (const int[3]){0, 0, 0}, &cap, &fallbacks);
   ck_assert_uint_eq(fallbacks, 1);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] hash.batch failed: "), 1);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "device memory"), 1);

@@ -97,6 +97,18 @@ typedef struct accel_hash_options {
    * 1..ACCEL_HASH_HIGHFREQ_MAX (larger: ACCEL_ERR_UNSUPPORTED). (Added
    * after the first layout: programs built without it get the default.) */
   int32_t phash_highfreq_factor;
+  /* whash's image_scale (imagehash's whash(image, hash_size, image_scale)):
+   * the side of the square the image is resized to before the wavelet
+   * transform. 0 (default): imagehash's, the largest power of two not
+   * above the image's smaller side (at least hash_size); else a power of
+   * two >= hash_size (a smaller one or one that is not a power of two is
+   * ACCEL_ERR_INVALID_ARG; one whose square exceeds max_pixels,
+   * ACCEL_ERR_LIMIT). (Added after the second layout, as the next.) */
+  int32_t whash_image_scale;
+  /* 1: keep the coarsest Haar approximation, as imagehash's
+   * remove_max_haar_ll=False; 0 (default): remove it, as imagehash does by
+   * default. Only Haar wavelets are offered (imagehash's mode='db4' is not). */
+  int32_t whash_keep_max_ll;
 } accel_hash_options;
 
 ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size_t struct_size);

@@ -91,6 +91,19 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
   if (spec->highfreq > ACCEL_HASH_HIGHFREQ_MAX)
     return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "phash_highfreq_factor %d above the supported %d",
                           (int)o->phash_highfreq_factor, ACCEL_HASH_HIGHFREQ_MAX);
+  if (o->whash_image_scale && (!power_of_two(o->whash_image_scale) || o->whash_image_scale < o->hash_size))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "whash_image_scale %d must be a power of two not below hash_size %d (imagehash: "
+                          "\"image_scale is not power of 2\", \"hash_size in a wrong range\")",
+                          (int)o->whash_image_scale, (int)o->hash_size);
+  const uint64_t cap = o->max_pixels ? o->max_pixels : DEFAULT_MAX_PIXELS;
+  if (o->whash_image_scale && (uint64_t)o->whash_image_scale * (uint64_t)o->whash_image_scale > cap)
+    return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "whash_image_scale %d: %llu pixels, above max_pixels %llu",
+                          (int)o->whash_image_scale,
+                          (unsigned long long)o->whash_image_scale * (unsigned long long)o->whash_image_scale,
+                          (unsigned long long)cap);
+  spec->whash_scale = o->whash_image_scale;
+  spec->whash_keep_ll = o->whash_keep_max_ll != 0;
   for (uint32_t k = 0; k < o->nkinds; k++) {
     uint32_t nbits = 0;
     accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
@@ -125,9 +138,8 @@ static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
   int64_t dw = 0, dh = 0;
   for (int k = 0; k < spec->nkinds; k++) {
     int64_t tw = 0, th = 0;
-    if (spec->kinds[k] == ACCEL_HASH_WHASH) tw = th = spec->hash_size;
-    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH)
-      accel__hash_target(spec->kinds[k], spec->hash_size, spec->highfreq, 1, 1, &tw, &th);
+    if (spec->kinds[k] == ACCEL_HASH_WHASH) tw = th = spec->whash_scale ? spec->whash_scale : spec->hash_size;
+    else if (spec->kinds[k] != ACCEL_HASH_COLORHASH) accel__hash_target(spec, spec->kinds[k], 1, 1, &tw, &th);
     if (tw > dw) dw = tw;
     if (th > dh) dh = th;
   }

@@ -64,7 +64,7 @@ static accel_status phash_plane(const uint8_t *px, int n, int N, uint8_t *out, c
 /* Block by block (memory of one block, not of the N x N double image), with
  * exactly the operations pywt performs on the whole image: Haar is local, so
  * below level m a block's coefficients depend on the block alone. */
-accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, uint8_t *out) {
+accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
   const accel__whash_geom g = accel__whash_geometry(N, n);
   double *blk = malloc(sizeof(double) * (size_t)(g.B * g.B)), *tmp = malloc(sizeof(double) * (size_t)(g.B * g.B));
   double *pyr = calloc((size_t)(3 * n * n), sizeof(double));
@@ -78,11 +78,15 @@ accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, uint8_t *ou
         accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
         pyr[bi * n + bj] = blk[0];
       }
-    accel__whash_top(pyr, n, g.ln, ptmp);
-    for (int bi = 0; bi < n; bi++)
-      for (int bj = 0; bj < n; bj++)
-        low[bi * n + bj] = accel__whash_block_final(px, &g, bi, bj, pyr[bi * n + bj], blk, tmp);
-    accel__whash_bits(low, n, ptmp, out);
+    if (keep_ll) { /* remove_max_haar_ll=False: the approximation of the pixels themselves */
+      accel__whash_bits(pyr, n, ptmp, out);
+    } else {
+      accel__whash_top(pyr, n, g.ln, ptmp);
+      for (int bi = 0; bi < n; bi++)
+        for (int bj = 0; bj < n; bj++)
+          low[bi * n + bj] = accel__whash_block_final(px, &g, bi, bj, pyr[bi * n + bj], blk, tmp);
+      accel__whash_bits(low, n, ptmp, out);
+    }
   }
   free(blk);
   free(tmp);
@@ -92,7 +96,9 @@ accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, uint8_t *ou
 
 /* ------------------------------------------------------------ the plan */
 
-void accel__hash_target(accel_hash_kind kind, int n, int highfreq, int64_t w, int64_t h, int64_t *tw, int64_t *th) {
+void accel__hash_target(const accel__hash_spec *spec, accel_hash_kind kind, int64_t w, int64_t h, int64_t *tw,
+                        int64_t *th) {
+  const int n = spec->hash_size, highfreq = spec->highfreq;
   switch (kind) {
   case ACCEL_HASH_AHASH:
     *tw = n;
@@ -111,6 +117,10 @@ void accel__hash_target(accel_hash_kind kind, int n, int highfreq, int64_t w, in
     *th = (int64_t)n * highfreq;
     break;
   case ACCEL_HASH_WHASH: {
+    if (spec->whash_scale) {
+      *tw = *th = spec->whash_scale;
+      break;
+    }
     /* image_scale = max(2 ** int(log2(min(size))), hash_size) */
     int64_t m = w < h ? w : h, s = 1;
     while (s * 2 <= m) s *= 2;
@@ -139,7 +149,7 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
    *    over the union of the rows its targets' vertical passes read */
   bool done[ACCEL_HASH_KIND_COUNT] = {0};
   for (int k = 0; k < spec->nkinds; k++) {
-    accel__hash_target(spec->kinds[k], n, spec->highfreq, w, h, &tw[k], &th[k]);
+    accel__hash_target(spec, spec->kinds[k], w, h, &tw[k], &th[k]);
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) done[k] = true;
   }
   for (int k = 0; k < spec->nkinds && !s; k++) {
@@ -207,7 +217,8 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
     case ACCEL_HASH_DHASH_VERTICAL: accel__dhash_vertical(planes[k], n, out); break;
     case ACCEL_HASH_PHASH: s = phash_plane(planes[k], n, (int)tw[k], out, why); break;
     case ACCEL_HASH_WHASH:
-      if ((s = accel__whash_plane(planes[k], tw[k], n, out)) != ACCEL_OK) accel__why(why, "out of memory in whash");
+      if ((s = accel__whash_plane(planes[k], tw[k], n, spec->whash_keep_ll, out)) != ACCEL_OK)
+        accel__why(why, "out of memory in whash");
       break;
     case ACCEL_HASH_COLORHASH: accel__colorhash(color, spec->binbits, out); break;
     }

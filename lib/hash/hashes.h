@@ -19,7 +19,9 @@ typedef struct accel__hash_spec {
   int nkinds;
   accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT];
   int hash_size;
-  int highfreq; /* phash's highfreq_factor: it hashes a hash_size * highfreq square */
+  int highfreq;        /* phash's highfreq_factor: it hashes a hash_size * highfreq square */
+  int64_t whash_scale; /* whash's image_scale; 0: imagehash's default for the image */
+  bool whash_keep_ll;  /* whash without removing the coarsest approximation */
   int binbits;
   size_t slot_bytes;
   bool need_gray;  /* any kind but colorhash */
@@ -39,14 +41,14 @@ void accel__colorhash(const accel__color_counts *c, int binbits, uint8_t *out);
 
 /* The resize target (width, height) a kind needs from a w x h image
  * (highfreq: phash's highfreq_factor). */
-void accel__hash_target(accel_hash_kind kind, int hash_size, int highfreq, int64_t w, int64_t h, int64_t *tw,
+void accel__hash_target(const accel__hash_spec *spec, accel_hash_kind kind, int64_t w, int64_t h, int64_t *tw,
                         int64_t *th);
 
 /* phash of an N x N plane (the plan's length, N = n * highfreq_factor) and
  * whash of a scale x scale plane (the arithmetic is in hash_math.h; these
  * allocate its scratch). */
 accel_status accel__phash_plane(const uint8_t *px, int n, const accel__dct_plan *plan, uint8_t *out);
-accel_status accel__whash_plane(const uint8_t *px, int64_t scale, int n, uint8_t *out);
+accel_status accel__whash_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
 
 /* Every requested kind of one image: gray plane, colour counts (may be NULL
  * without colorhash), the calling thread's axis cache. Writes nkinds slots

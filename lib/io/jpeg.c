@@ -122,14 +122,20 @@ accel_status accel__decode_jpeg(const uint8_t *data, size_t size, const accel__d
   const int bpp = cinfo.output_components;
   const size_t stride = (size_t)cinfo.output_width * (size_t)bpp;
   const int batch = cinfo.rec_outbuf_height > 0 ? cinfo.rec_outbuf_height : 1;
-  rows = malloc(stride * (size_t)batch);
+  /* Every row starts 16 bytes past a 32-byte boundary: libjpeg-turbo's AVX2
+   * colour converters write a row with non-temporal (streaming) stores when
+   * it is 32-byte aligned, which sends it to DRAM just before the sink
+   * reads it back; misaligned rows stay in the cache. */
+  const size_t pitch = (stride + 31) / 32 * 32;
+  rows = malloc(pitch * (size_t)batch + 64);
   if (!rows) {
     accel__why(why, "out of memory for JPEG rows");
     status = ACCEL_ERR_OUT_OF_MEMORY;
     longjmp(err.jump, 1);
   }
+  uint8_t *first = (uint8_t *)(((uintptr_t)rows + 31) / 32 * 32) + 16;
   JSAMPROW ptrs[16];
-  for (int i = 0; i < batch && i < 16; i++) ptrs[i] = rows + (size_t)i * stride;
+  for (int i = 0; i < batch && i < 16; i++) ptrs[i] = first + (size_t)i * pitch;
   while (cinfo.output_scanline < cinfo.output_height) {
     int64_t y0 = cinfo.output_scanline;
     JDIMENSION got = jpeg_read_scanlines(&cinfo, ptrs, (JDIMENSION)(batch < 16 ? batch : 16));

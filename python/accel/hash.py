@@ -21,7 +21,8 @@ HASH_ERROR_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_size_t, ctypes.
 HashOptions = c_struct("accel_hash_options", """
     uint32_t struct_size; uint32_t nkinds; accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT]; int32_t hash_size;
     int32_t color_binbits; int32_t fast; uint64_t max_pixels; accel_progress_fn progress; void *progress_user;
-    accel_hash_error_fn on_error; void *error_user; int32_t phash_highfreq_factor;""",
+    accel_hash_error_fn on_error; void *error_user; int32_t phash_highfreq_factor;
+    int32_t whash_image_scale; int32_t whash_keep_max_ll;""",
                        ACCEL_HASH_KIND_COUNT=HASH_KIND_COUNT, accel_hash_error_fn=HASH_ERROR_FN)
 
 _OUTPUTS = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]  # hashes, slot bytes, statuses
@@ -238,7 +239,8 @@ def _check_whash_size(kinds: Sequence[str], size: Any) -> None:
     """Raise HashSizeAssertionError (a ValueError and an AssertionError) for a
     whash size that is not a power of two, where imagehash's whash asserts."""
     if "whash" in kinds and isinstance(size, int) and size > 0 and size & (size - 1):
-        raise HashSizeAssertionError(ACCEL_ERR_INVALID_ARG, "whash needs a power-of-two hash_size, not %d" % size)
+        raise HashSizeAssertionError(ACCEL_ERR_INVALID_ARG, "hash_size is not power of 2: whash needs a power-of-two "
+                                     "hash_size, not %d" % size)
 
 
 def _as_mode_1(a: Any) -> Any:
@@ -259,7 +261,18 @@ def _check_highfreq(highfreq_factor: Any) -> None:
                          % highfreq_factor)
 
 
-def _options(kinds, size, binbits, fast, max_pixels, highfreq_factor=4):
+def _check_whash_scale(kinds: Sequence[str], size: Any, scale: Any) -> None:
+    """imagehash's assertions on whash's image_scale, with its messages."""
+    if scale is None or "whash" not in kinds:
+        return
+    if not isinstance(scale, int) or scale < 1 or scale & (scale - 1):
+        raise HashSizeAssertionError(ACCEL_ERR_INVALID_ARG, "image_scale is not power of 2")
+    if isinstance(size, int) and size > scale:
+        raise HashSizeAssertionError(ACCEL_ERR_INVALID_ARG, "hash_size in a wrong range")
+
+
+def _options(kinds, size, binbits, fast, max_pixels, highfreq_factor=4, whash_image_scale=None,
+             whash_remove_max_haar_ll=True):
     o = HashOptions.defaults()
     if not 1 <= len(kinds) <= len(HASH_KINDS):
         raise ValueError("between 1 and %d kinds" % len(HASH_KINDS))
@@ -275,6 +288,9 @@ def _options(kinds, size, binbits, fast, max_pixels, highfreq_factor=4):
     o.max_pixels = max_pixels
     _check_highfreq(highfreq_factor)
     o.phash_highfreq_factor = highfreq_factor
+    _check_whash_scale(kinds, size, whash_image_scale)
+    o.whash_image_scale = whash_image_scale or 0
+    o.whash_keep_max_ll = 0 if whash_remove_max_haar_ll else 1
     return o
 
 
@@ -301,7 +317,15 @@ _KINDS_DOC = """kinds : str or sequence of str
         phash's ``highfreq_factor`` (imagehash's default 4): the image is
         resized to ``size * highfreq_factor`` pixels square for the DCT;
         1 to 16 (larger ones raise :class:`accel.UnsupportedError`, a
-        NotImplementedError)."""
+        NotImplementedError).
+    whash_image_scale : int, optional
+        whash's ``image_scale``: the side of the square the image is
+        resized to (a power of two, not below `size`; else
+        :class:`accel.HashSizeAssertionError` with imagehash's message).
+        Default: imagehash's, from the image's smaller side.
+    whash_remove_max_haar_ll : bool
+        whash's ``remove_max_haar_ll`` (default True). Only Haar wavelets are
+        offered (imagehash's ``mode="db4"`` is not)."""
 
 
 class Hash(ContextCalls):
@@ -320,10 +344,11 @@ class Hash(ContextCalls):
     '0000000000000000'
     """
 
-    def _run(self, fn, inputs, n, kinds, size, binbits, fast, max_pixels, progress, highfreq_factor=4):
+    def _run(self, fn, inputs, n, kinds, size, binbits, fast, max_pixels, progress, highfreq_factor=4,
+             whash=(None, True)):
         import numpy as np
         kinds = _kinds(kinds)
-        o = _options(kinds, size, binbits, fast, max_pixels, highfreq_factor)
+        o = _options(kinds, size, binbits, fast, max_pixels, highfreq_factor, *whash)
         messages = {}
 
         def on_error(user, index, status, message):
@@ -341,7 +366,8 @@ class Hash(ContextCalls):
 
     def files(self, paths: Union[PathLike, Iterable[PathLike]], kinds: Union[str, Sequence[str]] = DEFAULT_KINDS,
               size: int = 8, binbits: int = 3, fast: bool = False, max_pixels: int = 0,
-              progress: ProgressArg = None, highfreq_factor: int = 4) -> HashResult:
+              progress: ProgressArg = None, highfreq_factor: int = 4, whash_image_scale: Optional[int] = None,
+              whash_remove_max_haar_ll: bool = True) -> HashResult:
         """Hash image files (JPEG, PNG, TIFF), bit-exact with imagehash.
 
         Parameters
@@ -373,11 +399,12 @@ class Hash(ContextCalls):
         encoded: List[bytes] = [os.fsencode(p) for p in _one_or_many(paths, (str, bytes, os.PathLike), "paths")]
         arr = (ctypes.c_char_p * len(encoded))(*encoded)
         return self._run(lib.accel_hash_files, (arr,), len(encoded), kinds, size, binbits, fast, max_pixels, progress,
-                         highfreq_factor)
+                         highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll))
 
     def bytes(self, blobs: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8, binbits: int = 3,
               fast: bool = False, max_pixels: int = 0, progress: ProgressArg = None,
-              highfreq_factor: int = 4) -> HashResult:
+              highfreq_factor: int = 4, whash_image_scale: Optional[int] = None,
+              whash_remove_max_haar_ll: bool = True) -> HashResult:
         """Hash encoded images (the bytes of JPEG, PNG or TIFF files).
 
         Parameters
@@ -402,10 +429,11 @@ class Hash(ContextCalls):
         ptrs = (ctypes.c_void_p * len(blobs))(*[ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) for b in blobs])
         sizes = (ctypes.c_size_t * len(blobs))(*[len(b) for b in blobs])
         return self._run(lib.accel_hash_buffers, (ptrs, sizes), len(blobs), kinds, size, binbits, fast, max_pixels,
-                         progress, highfreq_factor)
+                         progress, highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll))
 
     def arrays(self, images: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8,
-               binbits: int = 3, progress: ProgressArg = None, highfreq_factor: int = 4) -> HashResult:
+               binbits: int = 3, progress: ProgressArg = None, highfreq_factor: int = 4,
+               whash_image_scale: Optional[int] = None, whash_remove_max_haar_ll: bool = True) -> HashResult:
         """Hash decoded images, as imagehash hashes ``PIL.Image.fromarray(array)``.
 
         Parameters
@@ -458,7 +486,7 @@ class Hash(ContextCalls):
         descs = [as_array(a) for a in arrays]
         arr = (Array * len(descs))(*descs)
         return self._run(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress,
-                         highfreq_factor)
+                         highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll))
 
     for _m in (files, bytes, arrays):
         _m.__doc__ = (_m.__doc__ or "").replace("{kinds}", _KINDS_DOC)

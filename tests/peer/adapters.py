@@ -14,7 +14,6 @@ The runner installs these in place of the peers' functions
     from adapters import IMAGEHASH
     IMAGEHASH["average_hash"](PIL.Image.open("a.jpg"))
 """
-import math
 import os
 import sys
 from typing import Any, Callable, Dict
@@ -50,10 +49,10 @@ def _pixels(image: Any) -> Any:
     return np.asarray(image)
 
 
-def _imagehash(kind: str, image: Any, size: int, binbits: int = 3, highfreq_factor: int = 4) -> Any:
+def _imagehash(kind: str, image: Any, size: int, binbits: int = 3, **options: Any) -> Any:
+    """`kind` of one PIL image through ctx.hash.arrays (options: its keywords)."""
     import imagehash
-    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits,
-                          highfreq_factor=highfreq_factor)
+    r = ctx().hash.arrays([_pixels(image)], kinds=(kind,), size=size, binbits=binbits, **options)
     err = r.error(0)
     if err is not None:
         raise ValueError("%s: %s" % err)
@@ -84,20 +83,10 @@ def dhash_vertical(image: Any, hash_size: int = 8) -> Any:
 
 def whash(image: Any, hash_size: int = 8, image_scale: Any = None, mode: str = "haar",
           remove_max_haar_ll: bool = True) -> Any:
-    # imagehash's assertions, with its messages (its tests match them)
-    natural = max(2 ** int(math.log2(min(image.size))), hash_size)
-    if image_scale is not None:
-        assert image_scale & (image_scale - 1) == 0, "image_scale is not power of 2"
-    assert hash_size & (hash_size - 1) == 0, "hash_size is not power of 2"
-    assert int(math.log2(hash_size)) <= int(math.log2(image_scale or natural)), "hash_size in a wrong range"
-    if image_scale is not None:
-        if image_scale != natural:
-            raise NotImplementedError("whash's image_scale other than the image's own power of two")
     if mode != "haar":
-        raise NotImplementedError("whash's mode=%r (only Haar wavelets)" % (mode,))
-    if not remove_max_haar_ll:
-        raise NotImplementedError("whash's remove_max_haar_ll=False")
-    return _imagehash("whash", image, hash_size)
+        raise NotImplementedError("whash's mode=%r (only Haar wavelets are offered)" % (mode,))
+    return _imagehash("whash", image, hash_size, whash_image_scale=image_scale,
+                      whash_remove_max_haar_ll=remove_max_haar_ll)
 
 
 def colorhash(image: Any, binbits: int = 3) -> Any:

@@ -161,6 +161,45 @@ class Ranges(unittest.TestCase):
             self.ctx.hash.arrays(self.images[0], kinds="colorhash", binbits=25)
 
 
+class WhashOptions(unittest.TestCase):
+    """whash's image_scale and remove_max_haar_ll against imagehash's whash."""
+
+    def test_image_scale_and_remove_max_haar_ll(self):
+        rng = np.random.default_rng(77)
+        diffs, n = [], 0
+        with accel.Context(backend="cpu") as ctx:
+            for t in range(40):
+                h, w = (int(v) for v in rng.integers(1, 200, 2))
+                a = rng.integers(0, 256, (h, w), dtype=np.uint8)
+                if t % 3 == 0:  # stripes: ties at the median
+                    a = (np.arange(w)[None, :] // 3 % 2 * 255).repeat(h, 0).astype(np.uint8)
+                image = Image.fromarray(a)
+                for size in (1, 2, 4, 8, 16):
+                    for scale in (None, size, 2 * size, 128):
+                        if scale is not None and scale < size:
+                            continue
+                        for remove in (True, False):
+                            want = str(imagehash.whash(image, size, image_scale=scale, remove_max_haar_ll=remove))
+                            got = ctx.hash.arrays(a, kinds="whash", size=size, whash_image_scale=scale,
+                                                  whash_remove_max_haar_ll=remove).hex(0, "whash")
+                            n += 1
+                            if got != want:
+                                diffs.append((a.shape, size, scale, remove, got, want))
+        self.assertGreater(n, 1000)
+        self.assertEqual(diffs, [])
+
+    def test_image_scale_errors_as_imagehash(self):
+        image = Image.fromarray(np.zeros((40, 40), np.uint8))
+        with accel.Context(backend="cpu") as ctx:
+            for scale, size, message in ((24, 8, "image_scale is not power of 2"), (4, 8, "hash_size in a wrong range")):
+                with self.assertRaisesRegex(AssertionError, message):
+                    imagehash.whash(image, size, image_scale=scale)
+                with self.assertRaisesRegex(AssertionError, message):
+                    ctx.hash.arrays(np.asarray(image), kinds="whash", size=size, whash_image_scale=scale)
+            with self.assertRaisesRegex(AssertionError, "hash_size is not power of 2"):
+                ctx.hash.arrays(np.asarray(image), kinds="whash", size=3)
+
+
 class Errors(unittest.TestCase):
     """Where imagehash raises ValueError or AssertionError, the library raises
     an exception of that type too (and an AccelError)."""
