@@ -119,7 +119,11 @@ def _identity(a: Any) -> Any:
 
 def _device_kind(obj: Any) -> int:
     """0 for host data, else the DLPack device type of a device array (2 for CUDA)."""
-    if hasattr(obj, "__cuda_array_interface__"):
+    try:
+        cuda = hasattr(obj, "__cuda_array_interface__")
+    except Exception:  # a property that refuses (PyTorch: a tensor that requires grad) still names a GPU array
+        cuda = True
+    if cuda:
         return 2
     dev = getattr(obj, "__dlpack_device__", None)
     if dev is not None and hasattr(obj, "__dlpack__"):
@@ -254,11 +258,11 @@ def real_as_f32(a: Any, what: str) -> Any:
 def _cuda_interface(obj: Any) -> Any:
     """obj's ``__cuda_array_interface__`` (of its detached view for a PyTorch
     tensor that requires grad), or None."""
-    if not hasattr(type(obj), "__cuda_array_interface__") and not hasattr(obj, "__cuda_array_interface__"):
-        return None
     try:
         return obj.__cuda_array_interface__
-    except (AttributeError, RuntimeError):  # PyTorch: a tensor that requires grad
+    except AttributeError:
+        return None
+    except RuntimeError:  # PyTorch: a tensor that requires grad
         detach = getattr(obj, "detach", None)
         return None if detach is None else getattr(detach(), "__cuda_array_interface__", None)
 

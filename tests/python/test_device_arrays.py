@@ -51,6 +51,25 @@ class FakeDeviceArray:
         return self._a.copy()
 
 
+class FakeGradTensor:
+    """A PyTorch-like tensor that requires grad: its CUDA array interface
+    refuses (RuntimeError), its detached view has one."""
+
+    def __init__(self, a):
+        self._inner = FakeDeviceArray(a)
+        self.device = self._inner.device
+
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+
+    def detach(self):
+        return self._inner
+
+
+FakeGradTensor.__module__ = "fakedevlib"
+
+
 class FakeDlpackDeviceArray:
     """A device array that speaks only DLPack, on device type 2 (kDLCUDA), its
     memory numpy's; its module allocates with empty()."""
@@ -168,6 +187,12 @@ class DeviceArraysInPlace(unittest.TestCase):
         given = FakeDeviceArray(want["labels"])
         again = self.gpu.ct.pipeline(FakeDeviceArray(self.vol), 100, markers=given, outputs=("labels",))
         np.testing.assert_array_equal(again["labels"].get(), want["labels"])
+
+    def test_tensors_that_require_grad_in_place(self):
+        got = self.gpu.ct.threshold(FakeGradTensor(self.vol), 100)
+        self.assertIsInstance(got, FakeDeviceArray)
+        np.testing.assert_array_equal(got.get(), self.vol > 100)
+        self.assert_no_copies("ct.threshold")
 
     def test_dlpack_cuda_arrays_in_place(self):
         pores = (self.filled & ~self.solid).astype(np.uint8)
