@@ -26,6 +26,7 @@ Inputs (see docs/python.md, "Arrays in and out"):
   through ``numpy.asarray``.
 """
 import ctypes
+import functools
 import sys
 from typing import Any, Callable, Tuple
 
@@ -348,18 +349,21 @@ def _contiguous(shape: Tuple[int, ...], strides: Any, itemsize: int) -> bool:
     return True
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+@functools.lru_cache(maxsize=None)
+def _dl_tensor() -> Any:
+    """dlpack.h's DLTensor as a ctypes struct (made here, not at module level:
+    the package's module-level structs are those of libaccel's ABI)."""
+    class DLDevice(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
+    class DLDataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
 
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
-class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                    ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    return DLTensor
 
 
 # DLPack's type codes (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLBool) as numpy kinds
@@ -388,7 +392,7 @@ def _dlpack_interface(obj: Any) -> Any:
         address = get(capsule, b"dltensor")
     except ValueError:  # a capsule of another name (used, or versioned)
         return None
-    t = _DLTensor.from_address(address)  # DLManagedTensor begins with its DLTensor
+    t = _dl_tensor().from_address(address)  # DLManagedTensor begins with its DLTensor
     kind = _DL_KINDS.get(t.dtype.code)
     if kind is None or t.dtype.lanes != 1:
         return None
