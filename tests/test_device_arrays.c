@@ -457,10 +457,15 @@ START_TEST(every_failure_with_device_arrays_falls_back_right) {
   refs *r = malloc(sizeof *r);
   make_refs(r);
   static const char *const stages[] = {"ct.threshold", "ct.fill_holes", "ct.edt", "ct.pipeline"};
-  for (int op = 0; op < 4; op++) {
-    sweep_case c = {r, op};
-    ck_assert_int_ge(emulated_fault_sweep(stages[op], run_with_device_arrays, &c), 2);
+  static const uint64_t budgets[] = {0, 4 * NY * NX * 12}; /* whole; slabs of a few planes, through the host */
+  for (int b = 0; b < 2; b++) {
+    set_emulated_gpu_budget(budgets[b]);
+    for (int op = 0; op < 4; op++) {
+      sweep_case c = {r, op};
+      ck_assert_int_ge(emulated_fault_sweep(stages[op], run_with_device_arrays, &c), 2);
+    }
   }
+  set_emulated_gpu_budget(0);
   free(r);
 }
 END_TEST
