@@ -308,6 +308,22 @@ dim3 accel__grid2d(int64_t width, int64_t height, dim3 block) {
   return dim3((unsigned)gx, (unsigned)gy, 1);
 }
 
+/* The dispatcher's copies of device arrays for a CPU run (backend.h). */
+static accel_status cuda_copy(accel__call *call, void *dst, const void *src, size_t n, bool to_device) {
+  const accel__cuda_site stage_failure = failed_at; /* the failed GPU op's, which the copies do not replace */
+  const accel_status s = with_device(call, [&](accel__executor *x) {
+    if (!to_device) { /* after the caller's work on the array; waited for */
+      accel_status s = accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize");
+      return s ? s : download(x, dst, src, n, call->why);
+    }
+    accel_status s = upload(x, dst, src, n, call->why);
+    if (!s) s = accel__cuda_check(x->sync(), call->why, "upload");
+    return s;
+  });
+  if (!s) failed_at = stage_failure;
+  return s;
+}
+
 extern "C" const accel__backend accel__cuda_backend = {
     /* .version = */ ACCEL__BACKEND_VERSION,
     /* .name = */ "cuda",
@@ -322,6 +338,7 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .ct = */ &accel__cuda_ct_ops,
     /* .svf = */ &accel__cuda_svf_ops,
     /* .reg = */ &accel__cuda_reg_ops,
+    /* .copy = */ cuda_copy,
 };
 
 /* ------------------------------------------------------------ the host emulation, for tests */

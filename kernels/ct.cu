@@ -376,12 +376,66 @@ int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
   return fit < 1 ? 0 : fit > r.d.nz ? r.d.nz : fit;
 }
 
+/* Host copies of device arrays (accel_array_on_device) for the parts of a
+ * stage that read and write host memory (the slab paths beyond the budget,
+ * the pipeline's host stages): down() moves each job pointer added to a
+ * host copy (an input's contents downloaded), up() uploads the outputs
+ * when the stage succeeded and puts the device pointers back. */
+struct host_copies {
+  accel__executor *x;
+  struct slot {
+    void **ptr;
+    size_t bytes;
+    bool in;
+    void *dev;
+  } s[8];
+  int n = 0;
+  bool moved = false;
+  explicit host_copies(accel__executor *ex) : x(ex) {}
+  host_copies(const host_copies &) = delete;
+  host_copies &operator=(const host_copies &) = delete;
+  template <class T> void add(T **ptr, size_t bytes, bool in) { s[n++] = slot{(void **)ptr, bytes, in, (void *)*ptr}; }
+  [[nodiscard]] accel_status down(char *why) {
+    accel_status st = ACCEL_OK;
+    for (int i = 0; i < n; i++) *s[i].ptr = nullptr;
+    moved = true;
+    for (int i = 0; i < n && !st; i++) {
+      if (!(*s[i].ptr = malloc(s[i].bytes ? s[i].bytes : 1))) {
+        accel__why(why, "out of host memory for a copy of a device array");
+        st = ACCEL_ERR_OUT_OF_MEMORY;
+      } else if (s[i].in && s[i].bytes) {
+        st = download(x, *s[i].ptr, s[i].dev, s[i].bytes, why);
+      }
+    }
+    return st;
+  }
+  [[nodiscard]] accel_status up(char *why, accel_status st) {
+    if (!moved) return st;
+    for (int i = 0; i < n && !st; i++)
+      if (!s[i].in && s[i].bytes) st = upload(x, s[i].dev, *s[i].ptr, s[i].bytes, why);
+    if (!st && n) st = accel__cuda_check(x->sync(), why, "upload"); /* before the host copies go */
+    restore();
+    return st;
+  }
+  void restore() {
+    if (!moved) return;
+    if (n) x->drain();
+    for (int i = 0; i < n; i++) {
+      free(*s[i].ptr);
+      *s[i].ptr = s[i].dev;
+    }
+    moved = false;
+  }
+  ~host_copies() { restore(); }
+};
+
 /* ------------------------------------------------------------ stages over host volumes */
 
 /* Threshold (with the optional rescale first) of host `in` into host
  * `solid`, in chunks of whole planes. */
 accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const double *slope, const double *intercept,
-                            double t, int cmp, uint8_t *solid) {
+                            double t, int cmp, uint8_t *solid, unsigned dev = 0) {
+  const bool in_dev = dev & ACCEL__CT_DEV_IN, out_dev = dev & ACCEL__CT_DEV_OUT; /* used in place */
   char *why = r.call->why;
   const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
   const uint64_t isz = accel_dtype_size(dt);
@@ -395,7 +449,7 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
     if (!s) s = upload(r.x, di.p, intercept, (size_t)r.d.nz * 8, why);
     if (s) return s;
   }
-  const uint64_t per_voxel = isz + 1 + (rescale ? 4 : 0);
+  const uint64_t per_voxel = (in_dev ? 0 : isz) + (out_dev ? 0 : 1) + (rescale ? 4 : 0);
   const uint64_t plane_bytes = plane * per_voxel;
   int64_t planes = (int64_t)(r.x->room() / 10 * 9 / (plane_bytes ? plane_bytes : 1));
   if (planes < 1) {
@@ -404,25 +458,27 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
   }
   if (planes > r.d.nz) planes = r.d.nz;
   dbuf din, dout, dflt;
-  s = din.get(r.x, (uint64_t)planes * plane * isz, why);
-  if (!s) s = dout.get(r.x, (uint64_t)planes * plane, why);
+  if (!in_dev) s = din.get(r.x, (uint64_t)planes * plane * isz, why);
+  if (!s && !out_dev) s = dout.get(r.x, (uint64_t)planes * plane, why);
   if (!s && rescale) s = dflt.get(r.x, (uint64_t)planes * plane * 4, why);
   if (s) return s;
   for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
     const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
     const uint64_t cnt = (uint64_t)nzc * plane;
-    s = upload(r.x, din.p, (const uint8_t *)in + (uint64_t)z0 * plane * isz, cnt * isz, why);
-    const void *src = din.p;
+    const uint8_t *chunk = (const uint8_t *)in + (uint64_t)z0 * plane * isz;
+    uint8_t *to = out_dev ? solid + (uint64_t)z0 * plane : dout.p;
+    if (!in_dev) s = upload(r.x, din.p, chunk, cnt * isz, why);
+    const void *src = in_dev ? (const void *)chunk : (const void *)din.p;
     accel_dtype sdt = dt;
     if (!s && rescale) {
       s = each(r.x, cnt,
-               rescale_f{din.p, dt == ACCEL_DTYPE_I16, ds.as<double>(), di.as<double>(), dflt.as<float>(), plane, z0},
+               rescale_f{src, dt == ACCEL_DTYPE_I16, ds.as<double>(), di.as<double>(), dflt.as<float>(), plane, z0},
                why, "rescale");
       src = dflt.p;
       sdt = ACCEL_DTYPE_F32;
     }
-    if (!s) s = each(r.x, cnt, threshold_f{src, sdt, t, cmp, dout.p}, why, "threshold");
-    if (!s) s = download(r.x, solid + (uint64_t)z0 * plane, dout.p, cnt, why);
+    if (!s) s = each(r.x, cnt, threshold_f{src, sdt, t, cmp, to}, why, "threshold");
+    if (!s && !out_dev) s = download(r.x, solid + (uint64_t)z0 * plane, dout.p, cnt, why);
   }
   return s;
 }
@@ -763,32 +819,89 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_rescale_job 
 
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_threshold_job *job) {
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
-  return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare, job->out);
+  return threshold_host(r, job->in, job->in_dtype, nullptr, nullptr, job->threshold, (int)job->compare, job->out,
+                        job->device);
+}
+
+/* The input and output of a one-input stage on the device: the caller's
+ * device arrays in place, else buffers of ours (the input uploaded). */
+accel_status stage_buffers(accel__executor *x, unsigned dev, dbuf &din, const void *in, size_t in_bytes, dbuf &dout,
+                           void *out, size_t out_bytes, char *why) {
+  accel_status s = ACCEL_OK;
+  if (dev & ACCEL__CT_DEV_IN) din.borrow((void *)in);
+  else if (!(s = din.get(x, in_bytes, why))) s = upload(x, din.p, in, in_bytes, why);
+  if (s) return s;
+  if (dev & ACCEL__CT_DEV_OUT) dout.borrow(out);
+  else s = dout.get(x, out_bytes, why);
+  return s;
+}
+
+/* The output of a one-input stage: downloaded unless it is a device array. */
+accel_status stage_result(accel__executor *x, unsigned dev, void *out, const dbuf &dout, size_t bytes, char *why) {
+  return dev & ACCEL__CT_DEV_OUT ? ACCEL_OK : download(x, out, dout.p, bytes, why);
+}
+
+/* Device bytes a one-input stage saves with device arrays. */
+uint64_t borrowed(unsigned dev, uint64_t in_bytes, uint64_t out_bytes) {
+  return (dev & ACCEL__CT_DEV_IN ? in_bytes : 0) + (dev & ACCEL__CT_DEV_OUT ? out_bytes : 0);
+}
+
+/* A one-input stage's device arrays as host copies, for its slab path. */
+template <class I, class O, class F>
+accel_status through_host(accel__executor *x, unsigned dev, I **in, size_t in_bytes, O **out, size_t out_bytes,
+                          char *why, F f) {
+  host_copies hc(x);
+  if (dev & ACCEL__CT_DEV_IN) hc.add(in, in_bytes, true);
+  if (dev & ACCEL__CT_DEV_OUT) hc.add(out, out_bytes, false);
+  accel_status s = hc.down(why);
+  if (!s) s = f();
+  return hc.up(why, s);
 }
 
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *job) {
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   char *why = call->why;
-  const bool wide = accel__ct_wide(n);    /* 64-bit labels */
-  if (n * (wide ? 12 : 8) <= x->room()) { /* whole: mask, labels, outside flags, out */
+  const bool wide = accel__ct_wide(n); /* 64-bit labels */
+  const unsigned dev = job->device;
+  if (n * (wide ? 12 : 8) - borrowed(dev, n, n) <= x->room()) { /* whole: mask, labels, outside flags, out */
     dbuf dm, dout;
-    accel_status s = dm.get(x, n, why);
-    if (!s) s = dout.get(x, n, why);
-    if (!s) s = upload(x, dm.p, job->mask, n, why);
+    accel_status s = stage_buffers(x, dev, dm, job->mask, n, dout, job->out, n, why);
     if (!s)
       s = wide ? fill_device<uint64_t>(x, dm.p, r.d, reach_of(job->connectivity), dout.p, why)
                : fill_device<uint32_t>(x, dm.p, r.d, reach_of(job->connectivity), dout.p, why);
-    if (!s) s = download(x, job->out, dout.p, n, why);
-    return s;
+    return s ? s : stage_result(x, dev, job->out, dout, n, why);
   }
-  return wide ? fill_slabs<uint64_t>(r, job->mask, reach_of(job->connectivity), job->out)
-              : fill_slabs<uint32_t>(r, job->mask, reach_of(job->connectivity), job->out);
+  if (dev && slab_planes(r, 1 + (wide ? 8 : 4) + 3, 0) < 1) { /* fill_slabs' own test, before any copy */
+    accel__why(why, "one plane of fill holes needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  return through_host(x, dev, &job->mask, n, &job->out, n, why, [&] {
+    return wide ? fill_slabs<uint64_t>(r, job->mask, reach_of(job->connectivity), job->out)
+                : fill_slabs<uint32_t>(r, job->mask, reach_of(job->connectivity), job->out);
+  });
 }
 
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job) {
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
-  return edt_host(r, job->mask, job->spacing, job->out);
+  const uint64_t n = r.d.count();
+  const unsigned dev = job->device;
+  const uint64_t line_scratch = (uint64_t)(r.d.nz > r.d.ny ? r.d.nz : r.d.ny) * 40;
+  if (dev && n * 9 + line_scratch * 1024 - borrowed(dev, n, n * 4) <= x->room()) { /* whole, in place */
+    char *why = call->why;
+    dbuf dm, df;
+    accel_status s = stage_buffers(x, dev, dm, job->mask, n, df, job->out, n * 4, why);
+    if (!s) s = edt_xy(x, dm.p, df.as<float>(), r.d, job->spacing, why);
+    dm.reset();
+    if (!s) s = edt_pass(x, df.as<float>(), r.d, 0, job->spacing[0], true, why);
+    return s ? s : stage_result(x, dev, job->out, df, n * 4, why);
+  }
+  if (dev && slab_planes(r, 1 + 4 + 4, 0) < 1) { /* edt_host's own test, before any copy */
+    accel__why(call->why, "one plane of the distance transform needs more than the device budget");
+    return ACCEL_ERR_DEVICE_MEMORY;
+  }
+  return through_host(x, dev, &job->mask, n, &job->out, n * 4, call->why,
+                      [&] { return edt_host(r, job->mask, job->spacing, job->out); });
 }
 
 /* The general search with the window test on the device (where it is the
@@ -897,6 +1010,17 @@ struct resident {
   hbuf pin;
   dbuf solid, filled, pores, edt;
   const float *host_edt; /* the map the host stages read */
+  unsigned dev;          /* the job's device arrays used in place (ACCEL__CT_DEV_*) */
+  /* volume `bit`, the caller's device array `mem` when it is one, else a buffer of ours */
+  [[nodiscard]] accel_status volume(dbuf &b, unsigned bit, void *mem, size_t bytes, char *why) {
+    if (!(dev & bit)) return b.get(r->x, bytes, why);
+    b.borrow(mem);
+    return ACCEL_OK;
+  }
+  /* the caller's host output `to` (if any) gets volume `b` */
+  [[nodiscard]] accel_status out(void *to, unsigned bit, const dbuf &b, size_t bytes, char *why) {
+    return to && !(dev & bit) ? download_pinned(r->x, pin, to, b.p, bytes, why) : ACCEL_OK;
+  }
 };
 
 /* Threshold (after the optional rescale) of the uploaded input into
@@ -908,8 +1032,8 @@ accel_status resident_threshold(resident &res, const accel__ct_pipeline_job *job
   const uint64_t n = r.d.count(), plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx;
   const bool rescale = o->slope != nullptr;
   dbuf din, ds, di, dflt;
-  accel_status s = din.get(r.x, n * accel_dtype_size(job->in_dtype), why);
-  if (!s) s = upload_pinned(r.x, res.pin, din.p, job->in, din.n, why);
+  accel_status s = res.volume(din, ACCEL__CT_DEV_INPUT, (void *)job->in, n * accel_dtype_size(job->in_dtype), why);
+  if (!s && !(res.dev & ACCEL__CT_DEV_INPUT)) s = upload_pinned(r.x, res.pin, din.p, job->in, din.n, why);
   const void *src = din.p;
   accel_dtype sdt = job->in_dtype;
   if (!s && rescale) {
@@ -923,7 +1047,7 @@ accel_status resident_threshold(resident &res, const accel__ct_pipeline_job *job
                why, "rescale");
     src = dflt.p, sdt = ACCEL_DTYPE_F32;
   }
-  if (!s) s = res.solid.get(r.x, n, why);
+  if (!s) s = res.volume(res.solid, ACCEL__CT_DEV_SOLID, job->solid, n, why);
   if (!s) s = each(r.x, n, threshold_f{src, sdt, o->threshold, (int)o->compare, res.solid.p}, why, "threshold");
   return s;
 }
@@ -988,30 +1112,29 @@ accel_status resident_stages(resident &res, accel__ct_pipeline_job *job, const w
   char *why = r.call->why;
   const uint64_t n = r.d.count();
   const accel_ct_pipeline_options *o = &job->o;
-  const bool host_pores = job->pores || w.markers || w.labels, host_edt = job->edt || w.markers || w.labels;
   accel_status s = resident_threshold(res, job);
-  if (!s && job->solid) s = download_pinned(r.x, res.pin, job->solid, res.solid.p, n, why);
+  if (!s) s = res.out(job->solid, ACCEL__CT_DEV_SOLID, res.solid, n, why);
   if (!s && w.filled && !(s = step(job, "ct.fill_holes", 0.05, why))) {
-    s = res.filled.get(r.x, n, why);
+    s = res.volume(res.filled, ACCEL__CT_DEV_FILLED, job->filled, n, why);
     if (!s)
       s = accel__ct_wide(n)
               ? fill_device<uint64_t>(r.x, res.solid.p, r.d, reach_of(o->fill_connectivity), res.filled.p, why)
               : fill_device<uint32_t>(r.x, res.solid.p, r.d, reach_of(o->fill_connectivity), res.filled.p, why);
-    if (!s && job->filled) s = download_pinned(r.x, res.pin, job->filled, res.filled.p, n, why);
+    if (!s) s = res.out(job->filled, ACCEL__CT_DEV_FILLED, res.filled, n, why);
   }
-  if (!s && w.pores) {
-    s = res.pores.get(r.x, n, why);
+  if (!s && w.pores) { /* pores, edt: the host's copies when it wants them (not device arrays) */
+    s = res.volume(res.pores, ACCEL__CT_DEV_PORES, job->pores, n, why);
     const uint8_t *filled = o->pores == ACCEL_CT_PORES_CLOSED ? res.filled.p : nullptr;
     if (!s) s = each(r.x, n, pores_f{res.solid.p, filled, res.pores.p}, why, "pores");
     res.solid.reset();
     res.filled.reset();
-    if (!s && host_pores) s = download_pinned(r.x, res.pin, pores, res.pores.p, n, why);
+    if (!s) s = res.out(pores, 0, res.pores, n, why);
   }
   if (!s && w.edt && !(s = step(job, "ct.edt", 0.15, why))) {
-    s = res.edt.get(r.x, n * 4, why);
+    s = res.volume(res.edt, ACCEL__CT_DEV_EDT, job->edt, n * 4, why);
     if (!s) s = edt_xy(r.x, res.pores.p, res.edt.as<float>(), r.d, o->spacing, why);
     if (!s) s = edt_pass(r.x, res.edt.as<float>(), r.d, 0, o->spacing[0], true, why);
-    if (!s && host_edt) s = download_pinned(r.x, res.pin, edt, res.edt.p, n * 4, why);
+    if (!s) s = res.out(edt, 0, res.edt, n * 4, why);
   }
   return s;
 }
@@ -1027,7 +1150,7 @@ accel_status staged_stages(run_ctx &r, accel__ct_pipeline_job *job, const wants 
   accel_status s =
       threshold_host(r, job->in, job->in_dtype, o->slope, o->intercept, o->threshold, (int)o->compare, solid);
   if (!s && w.filled && !(s = step(job, "ct.fill_holes", 0.05, why))) {
-    accel__ct_fill_job fj = {job->d, solid, (int)o->fill_connectivity, filled};
+    accel__ct_fill_job fj = {job->d, solid, (int)o->fill_connectivity, filled, 0};
     s = stage(r.x, r.call, &fj);
   }
   if (!s && w.pores)
@@ -1035,6 +1158,19 @@ accel_status staged_stages(run_ctx &r, accel__ct_pipeline_job *job, const wants 
       pores[i] = (uint8_t)(o->pores == ACCEL_CT_PORES_CLOSED ? filled[i] && !solid[i] : !solid[i]);
   if (!s && w.edt && !(s = step(job, "ct.edt", 0.15, why))) s = edt_host(r, pores, o->spacing, edt);
   return s;
+}
+
+/* Host copies of the job's device arrays of `bits` (n voxels). */
+void add_copies(host_copies &hc, accel__ct_pipeline_job *job, unsigned bits, uint64_t n) {
+  const size_t isz = accel_dtype_size(job->in_dtype);
+  if (bits & ACCEL__CT_DEV_INPUT) hc.add(&job->in, n * isz, true);
+  if (bits & ACCEL__CT_DEV_GIVEN) hc.add(&job->given_markers, n * 4, true);
+  if (bits & ACCEL__CT_DEV_SOLID) hc.add(&job->solid, n, false);
+  if (bits & ACCEL__CT_DEV_FILLED) hc.add(&job->filled, n, false);
+  if (bits & ACCEL__CT_DEV_PORES) hc.add(&job->pores, n, false);
+  if (bits & ACCEL__CT_DEV_EDT) hc.add(&job->edt, n * 4, false);
+  if (bits & ACCEL__CT_DEV_MARKERS) hc.add(&job->markers, n * 4, false);
+  if (bits & ACCEL__CT_DEV_LABELS) hc.add(&job->labels, n * 4, false);
 }
 
 /* The pipeline: threshold, fill, pores, EDT and the peak window on the
@@ -1048,19 +1184,32 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   const wants w(job);
   const bool fits = resident_bytes(r.d, job->in_dtype, job->o.slope != nullptr) <= x->room();
   char *why = call->why;
-  /* host volumes: the outputs asked for, and what the host stages read */
+  /* device arrays: the resident stages use the input and the volumes made
+   * on the device in place; what host code reads or writes (the given
+   * markers, the markers and labels, everything on the staged path) is
+   * copied through the host */
+  host_copies hc(x);
+  const unsigned dev =
+      fits ? job->device & ~(unsigned)(ACCEL__CT_DEV_GIVEN | ACCEL__CT_DEV_MARKERS | ACCEL__CT_DEV_LABELS) : 0;
+  add_copies(hc, job, job->device & ~dev, n);
+  accel_status s = hc.down(why);
+  /* host volumes: the outputs asked for (not device arrays), and what the host stages read */
   const bool host_solid = !fits, host_filled = !fits && w.filled;
-  const bool host_pores = fits ? job->pores || w.markers || w.labels : w.pores;
-  const bool host_edt = fits ? job->edt || w.markers || w.labels : w.edt;
-  uint8_t *solid = job->solid ? job->solid : host_solid ? (uint8_t *)malloc(nb) : nullptr;
-  uint8_t *filled = job->filled ? job->filled : host_filled ? (uint8_t *)malloc(nb) : nullptr;
-  uint8_t *pores = job->pores ? job->pores : host_pores ? (uint8_t *)malloc(nb) : nullptr;
-  float *edt = job->edt ? job->edt : host_edt ? (float *)malloc(nb * 4) : nullptr;
+  const bool host_pores = fits ? w.markers || w.labels : w.pores, host_edt = fits ? w.markers || w.labels : w.edt;
+  uint8_t *solid = job->solid && !(dev & ACCEL__CT_DEV_SOLID) ? job->solid
+                   : host_solid                               ? (uint8_t *)malloc(nb)
+                                                              : nullptr;
+  uint8_t *filled = job->filled && !(dev & ACCEL__CT_DEV_FILLED) ? job->filled
+                    : host_filled                                ? (uint8_t *)malloc(nb)
+                                                                 : nullptr;
+  uint8_t *pores = job->pores && !(dev & ACCEL__CT_DEV_PORES) ? job->pores
+                   : host_pores                               ? (uint8_t *)malloc(nb)
+                                                              : nullptr;
+  float *edt = job->edt && !(dev & ACCEL__CT_DEV_EDT) ? job->edt : host_edt ? (float *)malloc(nb * 4) : nullptr;
   int32_t *markers = job->markers ? job->markers : w.markers ? (int32_t *)malloc(nb * 4) : nullptr;
   int32_t *labels = job->labels ? job->labels : w.labels ? (int32_t *)malloc(nb * 4) : nullptr;
-  accel_status s = ACCEL_OK;
-  if ((host_solid && !solid) || (host_filled && !filled) || (host_pores && !pores) || (host_edt && !edt) ||
-      (w.markers && !markers) || (w.labels && !labels)) {
+  if (!s && ((host_solid && !solid) || (host_filled && !filled) || (host_pores && !pores) || (host_edt && !edt) ||
+             (w.markers && !markers) || (w.labels && !labels))) {
     accel__why(why, "out of host memory for the pipeline's volumes");
     s = ACCEL_ERR_OUT_OF_MEMORY;
   }
@@ -1068,26 +1217,48 @@ accel_status pipeline(accel__executor *x, accel__call *call, accel__ct_pipeline_
   resident res;
   res.r = &r;
   res.host_edt = edt;
+  res.dev = dev;
   if (!s) s = fits ? resident_stages(res, job, w, pores, edt) : staged_stages(r, job, w, solid, filled, pores, edt);
   if (!s)
     s = fits ? accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, resident_peaks, &res)
              : accel__ct_pipeline_finish(call, job, pores, edt, markers, labels, device_peaks, &r);
+  if (solid != job->solid) free(solid); /* ours, not the caller's nor host copies (hc's) */
+  if (filled != job->filled) free(filled);
+  if (pores != job->pores) free(pores);
+  if (edt != job->edt) free(edt);
+  if (markers != job->markers) free(markers);
+  if (labels != job->labels) free(labels);
+  s = hc.up(why, s);
   if (!s && job->o.progress) job->o.progress(job->o.progress_user, "ct.pipeline", 1.0);
-  if (!job->solid) free(solid);
-  if (!job->filled) free(filled);
-  if (!job->pores) free(pores);
-  if (!job->edt) free(edt);
-  if (!job->markers) free(markers);
-  if (!job->labels) free(labels);
+  return s;
+}
+
+/* The job's device arrays (accel_array_on_device), for the streams' order. */
+template <class JOB> unsigned device_arrays(const JOB *) { return 0; }
+unsigned device_arrays(const accel__ct_threshold_job *job) { return job->device; }
+unsigned device_arrays(const accel__ct_fill_job *job) { return job->device; }
+unsigned device_arrays(const accel__ct_edt_job *job) { return job->device; }
+
+/* f() after every stream's work on the device (what makes the caller's
+ * device arrays ready), and waited for (the outputs are written when the
+ * call returns), when the job has device arrays. */
+template <class F> accel_status ordered(accel__executor *x, char *why, unsigned dev, F f) {
+  accel_status s = dev ? accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize") : ACCEL_OK;
+  if (!s) s = f();
+  if (!s && dev) s = accel__cuda_check(x->sync(), why, "cudaStreamSynchronize");
   return s;
 }
 
 template <class JOB> accel_status on_device(accel__call *call, JOB *job) {
-  return with_device(call, [&](accel__executor *x) { return stage(x, call, job); });
+  return with_device(call, [&](accel__executor *x) {
+    return ordered(x, call->why, device_arrays(job), [&] { return stage(x, call, job); });
+  });
 }
 
 accel_status pipeline_on_device(accel__call *call, accel__ct_pipeline_job *job) {
-  return with_device(call, [&](accel__executor *x) { return pipeline(x, call, job); });
+  return with_device(call, [&](accel__executor *x) {
+    return ordered(x, call->why, job->device, [&] { return pipeline(x, call, job); });
+  });
 }
 
 } // namespace

@@ -251,6 +251,12 @@ struct accel__executor {
     if (const cudaError_t e = accel__cuda_fault()) return e;
     return st ? cudaStreamSynchronize(st->stream) : cudaSuccess;
   }
+  /* Wait for all work on the device, of every stream: the caller's work
+   * that produces a device array (accel_array_on_device) we read next. */
+  [[nodiscard]] cudaError_t device_sync() {
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    return st ? cudaDeviceSynchronize() : cudaSuccess;
+  }
   /* Wait for the stream before freeing what its work uses, on the way out of
    * a stage that failed: the error that matters was reported already. */
   void drain() {
@@ -349,6 +355,12 @@ struct dbuf {
     return s;
   }
   template <class T> T *as() const { return (T *)(void *)p; }
+  /* The caller's device memory (a device array) in place of a buffer of
+   * ours: used as one, never released. */
+  void borrow(void *mem) {
+    reset();
+    p = (uint8_t *)mem;
+  }
   void reset() {
     if (x) x->release(p, n);
     x = nullptr;

@@ -395,7 +395,11 @@ typedef enum accel_dtype {
   ACCEL_DTYPE_U64 = 7,     /* uint64_t, numpy uint64 */
   ACCEL_DTYPE_I64 = 8,     /* int64_t, numpy int64 */
   ACCEL_DTYPE_F32 = 9,     /* float, numpy float32 */
-  ACCEL_DTYPE_F64 = 10     /* double, numpy float64 */
+  ACCEL_DTYPE_F64 = 10,    /* double, numpy float64 */
+  /* Not a dtype: the bit accel_array_on_device sets in an array's dtype to
+   * mark its data as device memory (listed here so that every value an
+   * accel_dtype field can hold is within the enumeration, also in C++). */
+  ACCEL_DTYPE_DEVICE_FLAG = 0x10000
 } accel_dtype;
 
 enum { ACCEL_ARRAY_MAX_DIMS = 8 };
@@ -421,7 +425,9 @@ typedef struct accel_array {
   int64_t strides[ACCEL_ARRAY_MAX_DIMS]; /* bytes */
 } accel_array;
 
-/* Bytes per element of `dtype`; 0 for an invalid dtype. */
+/* Bytes per element of `dtype`; 0 for an invalid dtype. The device flag
+ * (ACCEL_DTYPE_DEVICE_FLAG) is ignored: a device array's dtype has the size
+ * of its plain dtype. */
 ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
 /* Describe a C-contiguous (row-major) array: copies the shape, computes the
  * strides; `data` is stored as given. ACCEL_ERR_INVALID_ARG for a NULL
@@ -430,6 +436,50 @@ ACCEL_API size_t accel_dtype_size(accel_dtype dtype);
  * *array is then zeroed (when not NULL). */
 ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dtype dtype, int32_t ndim,
                                         const int64_t *shape);
+
+/* ------------------------------------------------------- device arrays
+ *
+ * An accel_array may also describe memory of the context's CUDA device (a
+ * CuPy array, a PyTorch CUDA tensor, cudaMalloc'd memory): its layout stays
+ * as it is, and the bit ACCEL_DTYPE_DEVICE_FLAG of its dtype says where the
+ * data lives. accel_array_on_device sets it; accel_dtype_size and the
+ * element layout see the plain dtype. A library older than these functions
+ * refuses such a dtype as invalid (ACCEL_ERR_INVALID_ARG), never reading
+ * device memory on the host.
+ *
+ * What the functions taking arrays do with a device array:
+ * - On a context whose backend is the CPU (including every context of a
+ *   build without CUDA), and on calls without a context:
+ *   ACCEL_ERR_INVALID_ARG ("<what> is device memory, but ..."). The data is
+ *   never read.
+ * - On a CUDA context, the stages with a GPU path read device inputs and
+ *   write device outputs in place, without copies through the host:
+ *   accel_ct_threshold, accel_ct_fill_holes, accel_ct_edt and
+ *   accel_ct_pipeline_run (its input, the given markers and every output;
+ *   the markers and labels are made on the host and go up, and the host
+ *   stages read the pore mask and the distance map, which come down). The
+ *   stage statistics' bytes_uploaded and bytes_downloaded show it: device
+ *   arrays are never counted. Device arrays must be C-contiguous
+ *   (ACCEL_ERR_UNSUPPORTED otherwise). When the GPU op fails and the
+ *   fallback policy is ALLOW, the CPU rerun copies the device inputs to the
+ *   host and its outputs back (counted in the same statistics).
+ * - Every other function: ACCEL_ERR_UNSUPPORTED ("device arrays are not
+ *   supported by <function>; copy <what> to the host").
+ * - Streams: the library's work is ordered after all work queued on the
+ *   device before the call (it synchronizes the device before it reads a
+ *   device array), and the call returns only once its device outputs are
+ *   written. Produce the inputs on any stream; read the outputs after the
+ *   call returns.
+ * The device is the context's (accel_ctx_options.device); memory of another
+ * device is not detected and must not be passed. */
+
+/* Mark `array` as device memory: sets ACCEL_DTYPE_DEVICE_FLAG in its dtype
+ * (again: no change). Errors: ACCEL_ERR_INVALID_ARG for NULL or an array
+ * whose plain dtype is invalid (nothing changes). */
+ACCEL_API accel_status accel_array_on_device(accel_array *array);
+/* 1 if `array` is marked as device memory, 0 otherwise (also for NULL).
+ * Sets no message. */
+ACCEL_API int32_t accel_array_is_device(const accel_array *array);
 
 /* An array the library allocated (file loaders return these). */
 typedef struct accel_buffer accel_buffer;

@@ -23,6 +23,12 @@
  * indices, with the same results. Label and marker values are I32: more
  * than 2^31 - 1 markers (or trimmed peaks) is ACCEL_ERR_LIMIT.
  *
+ * Device arrays (core.h, accel_array_on_device): on a CUDA context,
+ * accel_ct_threshold, accel_ct_fill_holes, accel_ct_edt and
+ * accel_ct_pipeline_run (input, markers, every output) read and write
+ * C-contiguous device arrays in place; every other function here refuses
+ * them (ACCEL_ERR_UNSUPPORTED; ACCEL_ERR_INVALID_ARG on a CPU context).
+ *
  * Errors (core.h has the general rules). The stage functions and
  * accel_ct_network_build need a context (a NULL one is ACCEL_ERR_INVALID_ARG,
  * reported through accel_last_error(NULL)); the pipeline reports through

@@ -6,8 +6,23 @@
 
 static const size_t DTYPE_SIZE[] = {0, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
+/* The dtype without the device flag. */
+static unsigned plain_dtype(accel_dtype dtype) { return (unsigned)dtype & ~(unsigned)ACCEL_DTYPE_DEVICE_FLAG; }
+
 size_t accel_dtype_size(accel_dtype dtype) {
-  return (unsigned)dtype < sizeof DTYPE_SIZE / sizeof DTYPE_SIZE[0] ? DTYPE_SIZE[dtype] : 0;
+  const unsigned d = plain_dtype(dtype);
+  return d < sizeof DTYPE_SIZE / sizeof DTYPE_SIZE[0] ? DTYPE_SIZE[d] : 0;
+}
+
+accel_status accel_array_on_device(accel_array *a) {
+  REQUIRE(NULL, a, ACCEL_ERR_INVALID_ARG, "array is NULL");
+  REQUIRE(NULL, accel_dtype_size(a->dtype), ACCEL_ERR_INVALID_ARG, "invalid dtype %d", (int)a->dtype);
+  a->dtype = (accel_dtype)((unsigned)a->dtype | (unsigned)ACCEL_DTYPE_DEVICE_FLAG);
+  return ACCEL_OK;
+}
+
+int32_t accel_array_is_device(const accel_array *a) {
+  return a && ((unsigned)a->dtype & (unsigned)ACCEL_DTYPE_DEVICE_FLAG) ? 1 : 0;
 }
 
 static const char *dtype_name(accel_dtype d) {
@@ -18,7 +33,7 @@ static const char *dtype_name(accel_dtype d) {
 accel_status accel_array_init(accel_array *a, void *data, accel_dtype dtype, int32_t ndim, const int64_t *shape) {
   REQUIRE(NULL, a, ACCEL_ERR_INVALID_ARG, "array is NULL");
   memset(a, 0, sizeof *a);
-  size_t item = accel_dtype_size(dtype);
+  size_t item = plain_dtype(dtype) == (unsigned)dtype ? accel_dtype_size(dtype) : 0; /* no device flag here */
   REQUIRE(NULL, item, ACCEL_ERR_INVALID_ARG, "invalid dtype %d", (int)dtype);
   if (ndim < 0 || ndim > ACCEL_ARRAY_MAX_DIMS)
     return FAIL(NULL, ACCEL_ERR_INVALID_ARG, "ndim %d outside 0..%d", (int)ndim, ACCEL_ARRAY_MAX_DIMS);
@@ -49,8 +64,43 @@ int64_t accel__array_count(const accel_array *a) {
   return n;
 }
 
+/* A device array where host memory is needed: the CPU's refusal or the GPU's. */
+static accel_status refuse_device(const accel_ctx *ctx, const char *func, const char *what) {
+  if (!accel__ctx_on_gpu(ctx))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "%s is device memory (accel_array_on_device), but %s; copy it to the host", what,
+                          ctx ? "the context runs on the CPU" : "this call has no CUDA context");
+  return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "device arrays are not supported by %s; copy %s to the host",
+                        func, what);
+}
+
 accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a) {
   if (!a) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", what);
+  if (accel_array_is_device(a) && accel_dtype_size(a->dtype)) return refuse_device(ctx, func, what);
+  return accel__array_check_memory(ctx, func, what, a);
+}
+
+accel_status accel__array_accept(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                                 accel_array *plain, const accel_array **use, bool *device) {
+  *use = a;
+  *device = false;
+  if (!a || !accel_array_is_device(a) || !accel_dtype_size(a->dtype)) return ACCEL_OK;
+  if (!accel__ctx_on_gpu(ctx)) return refuse_device(ctx, func, what);
+  *plain = *a;
+  plain->dtype = (accel_dtype)plain_dtype(a->dtype);
+  accel_status s = accel__array_check_memory(ctx, func, what, plain);
+  if (s) return s;
+  if (!accel__array_is_contiguous(plain))
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                          "%s is a strided device array; device arrays must be C-contiguous (copy it to a "
+                          "contiguous one)",
+                          what);
+  *use = plain;
+  *device = true;
+  return ACCEL_OK;
+}
+
+accel_status accel__array_check_memory(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a) {
   size_t item = accel_dtype_size(a->dtype);
   if (!item) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has invalid dtype %d", what, (int)a->dtype);
   if (a->ndim < 0 || a->ndim > ACCEL_ARRAY_MAX_DIMS)

@@ -23,7 +23,7 @@ extern "C" {
 #endif
 
 /* Bumped whenever the layout of accel__backend or of an ops table changes. */
-enum { ACCEL__BACKEND_VERSION = 4 };
+enum { ACCEL__BACKEND_VERSION = 5 };
 
 /* One run of one stage on one backend. */
 typedef struct accel__call {
@@ -71,6 +71,12 @@ typedef struct accel__backend {
    * table) mean "this backend does not implement the stage", and the CPU
    * runs it. */
   ACCEL__DOMAINS(ACCEL__OPS_MEMBER)
+  /* Copy n bytes between host memory and the context's device (to_device:
+   * host `src` to device `dst`, else device `src` to host `dst`), waited
+   * for, counted in call->bytes_up / bytes_down; on failure, call->why.
+   * The dispatcher stages device arrays through it for a CPU run. NULL on
+   * backends without device memory. */
+  accel_status (*copy)(accel__call *call, void *dst, const void *src, size_t n, bool to_device);
 } accel__backend;
 
 /* Each domain's ops tables: accel__cpu_<d>_ops (lib/<d>/cpu.c) and, when the
@@ -81,6 +87,8 @@ ACCEL__DOMAINS(ACCEL__OPS_TABLES)
 extern const accel__backend accel__cpu_backend;
 #if defined(ACCEL_HAVE_CUDA) && ACCEL_HAVE_CUDA
 extern const accel__backend accel__cuda_backend;
+/* The CUDA backend's ops in host emulation (kernels/testing.h). */
+const accel__backend *accel__cuda_emulated_backend(void);
 #endif
 
 #ifdef __cplusplus

@@ -171,6 +171,10 @@ accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__
 
 accel_status accel_ctx_create(const accel_ctx_options *opts, accel_ctx **out) {
 #if ACCEL_HAVE_CUDA
+  /* Test-only (docs/backends.md): the CUDA backend's ops in host emulation,
+   * for tests of bindings that cannot reach accel__cuda_emulated_backend. */
+  const char *emulate = getenv("ACCEL_CUDA_EMULATE");
+  if (emulate && strcmp(emulate, "1") == 0) return accel__ctx_create_with(opts, accel__cuda_emulated_backend(), out);
   return accel__ctx_create_with(opts, &accel__cuda_backend, out);
 #else
   return accel__ctx_create_with(opts, NULL, out);
@@ -187,6 +191,8 @@ void accel_ctx_destroy(accel_ctx *ctx) {
 }
 
 int accel__ctx_threads(const accel_ctx *ctx) { return ctx->threads; }
+
+bool accel__ctx_on_gpu(const accel_ctx *ctx) { return ctx && ctx->backend && ctx->backend != &accel__cpu_backend; }
 
 uint64_t accel__ctx_max_pixels(const accel_ctx *ctx) {
   return ctx ? ctx->max_pixels : (uint64_t)ACCEL_DEFAULT_MAX_PIXELS;

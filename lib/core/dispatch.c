@@ -13,6 +13,7 @@
  */
 #include "context.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static void strip_period(char *why) {
@@ -29,7 +30,83 @@ static int run_on(accel_ctx *ctx, const accel__backend *b, void *state, accel__s
   return fn(b, call, job);
 }
 
+/* Device arrays for a CPU run: each slot's host copy (inputs copied down),
+ * the job's pointer moved to it. On failure (call->why set) everything
+ * is undone. */
+static accel_status stage_down(accel_ctx *ctx, const accel__device_slot *slots, int n, void **host, accel__call *call) {
+  accel_status s = ACCEL_OK;
+  for (int i = 0; i < n; i++) host[i] = NULL;
+  for (int i = 0; i < n && !s; i++) {
+    if (!(host[i] = malloc(slots[i].bytes ? slots[i].bytes : 1))) {
+      accel__why(call->why, "out of host memory for a copy of a device array");
+      s = ACCEL_ERR_OUT_OF_MEMORY;
+    } else if (slots[i].in && slots[i].bytes) {
+      s = ctx->backend->copy(call, host[i], *slots[i].ptr, slots[i].bytes, false);
+    }
+  }
+  if (s) {
+    for (int i = 0; i < n; i++) free(host[i]);
+    return s;
+  }
+  for (int i = 0; i < n; i++) {
+    void *dev = *slots[i].ptr;
+    *slots[i].ptr = host[i];
+    host[i] = dev; /* host[] now keeps the device pointers to restore */
+  }
+  return ACCEL_OK;
+}
+
+/* After the CPU run: outputs copied up (when it succeeded), the job's
+ * pointers restored, the host copies freed. */
+static accel_status stage_up(accel_ctx *ctx, const accel__device_slot *slots, int n, void **dev, accel__call *call,
+                             accel_status s) {
+  for (int i = 0; i < n; i++) {
+    void *h = *slots[i].ptr;
+    if (!s && slots[i].out && slots[i].bytes) s = ctx->backend->copy(call, dev[i], h, slots[i].bytes, true);
+    *slots[i].ptr = dev[i];
+    free(h);
+  }
+  return s;
+}
+
+/* The CPU run of a stage whose job holds device arrays (slots), staged
+ * through host copies with the GPU backend's copies, counted in d. */
+static int run_cpu_staged(accel_ctx *ctx, accel__stage_fn fn, void *job, const accel__device_slot *slots, int n,
+                          accel__call *call, accel__stats_delta *d) {
+  void *ptrs[ACCEL__DEVICE_SLOTS_MAX];
+  accel__call xfer;
+  memset(&xfer, 0, sizeof xfer);
+  xfer.ctx = ctx;
+  xfer.state = ctx->backend_state;
+  xfer.threads = ctx->threads;
+  if (n > ACCEL__DEVICE_SLOTS_MAX || !ctx->backend->copy) {
+    memset(call, 0, sizeof *call);
+    accel__why(call->why, "device arrays on a backend without copies");
+    return ACCEL_ERR_INTERNAL;
+  }
+  int rc = stage_down(ctx, slots, n, ptrs, &xfer);
+  if (rc == ACCEL_OK) {
+    rc = run_on(ctx, &accel__cpu_backend, NULL, fn, job, call);
+    if (rc == ACCEL__NOT_IMPLEMENTED) { /* restore the pointers; the caller reports it */
+      stage_up(ctx, slots, n, ptrs, &xfer, ACCEL_ERR_INTERNAL);
+    } else {
+      const accel_status up = stage_up(ctx, slots, n, ptrs, &xfer, (accel_status)rc);
+      if (rc == ACCEL_OK && up != ACCEL_OK) rc = up, accel__strlcpy(call->why, xfer.why, sizeof call->why);
+    }
+  } else {
+    memset(call, 0, sizeof *call);
+    accel__strlcpy(call->why, xfer.why, sizeof call->why);
+  }
+  d->bytes_up += xfer.bytes_up, d->bytes_down += xfer.bytes_down;
+  return rc;
+}
+
 accel_status accel__dispatch(accel_ctx *ctx, const char *stage, accel__stage_fn fn, void *job) {
+  return accel__dispatch_device(ctx, stage, fn, job, NULL, 0);
+}
+
+accel_status accel__dispatch_device(accel_ctx *ctx, const char *stage, accel__stage_fn fn, void *job,
+                                    const accel__device_slot *slots, int nslots) {
   accel__stats_delta d = {.runs = 1};
   double t0 = accel__now();
   accel__call call;
@@ -66,7 +143,8 @@ accel_status accel__dispatch(accel_ctx *ctx, const char *stage, accel__stage_fn 
     }
   }
 
-  rc = run_on(ctx, &accel__cpu_backend, NULL, fn, job, &call);
+  rc = nslots ? run_cpu_staged(ctx, fn, job, slots, nslots, &call, &d)
+              : run_on(ctx, &accel__cpu_backend, NULL, fn, job, &call);
   if (rc == ACCEL__NOT_IMPLEMENTED) {
     rc = accel__fail(ctx, ACCEL_ERR_INTERNAL, "%s: no CPU implementation", stage);
     d.failures = 1;

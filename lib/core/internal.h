@@ -81,6 +81,25 @@ accel_status accel__decline(accel__call *call, const char *fmt, ...) __attribute
  * CPU reruns (ALLOW) or errors (DENY), get logged and counted. */
 accel_status accel__dispatch(accel_ctx *ctx, const char *stage, accel__stage_fn fn, void *job);
 
+/* A device array of a stage's job (accel_array_on_device): where the job
+ * keeps its pointer, its size, and whether the stage reads it (in) and
+ * writes it (out). */
+enum { ACCEL__DEVICE_SLOTS_MAX = 8 };
+typedef struct accel__device_slot {
+  void **ptr;
+  size_t bytes;
+  bool in, out;
+} accel__device_slot;
+
+/* accel__dispatch for a job that holds device arrays (slots[0..nslots),
+ * at most ACCEL__DEVICE_SLOTS_MAX, on a GPU context): the GPU op reads and
+ * writes them in place; a CPU run (a fallback, or a stage the GPU leaves to
+ * the CPU) gets host copies of them, the inputs copied down before it and
+ * the outputs up after it through the GPU backend's copies, counted in the
+ * stage's statistics. A failed copy is the stage's failure. */
+accel_status accel__dispatch_device(accel_ctx *ctx, const char *stage, accel__stage_fn fn, void *job,
+                                    const accel__device_slot *slots, int nslots);
+
 /* True for statuses that mean "the backend failed", as opposed to "the input
  * or the caller is at fault"; only those fall back. */
 bool accel__is_backend_failure(accel_status status);
@@ -98,6 +117,8 @@ void accel__stats_add(accel_ctx *ctx, const char *stage, const accel__stats_delt
 /* ---- context accessors (context.c) */
 
 int accel__ctx_threads(const accel_ctx *ctx);
+/* True when ctx (may be NULL: false) runs stages on a GPU backend. */
+bool accel__ctx_on_gpu(const accel_ctx *ctx);
 /* The pixel limit of image and raster loaders (ctx may be NULL: the default). */
 uint64_t accel__ctx_max_pixels(const accel_ctx *ctx);
 
@@ -111,8 +132,23 @@ accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__
 /* Number of elements; 0 if any dimension is 0. Assumes a checked array. */
 int64_t accel__array_count(const accel_array *a);
 /* Validate dtype, ndim, shape, data; `what` names the argument in messages.
- * Returns ACCEL_OK or ACCEL_ERR_INVALID_ARG (recorded for ctx). */
+ * Returns ACCEL_OK or ACCEL_ERR_INVALID_ARG (recorded for ctx). A device
+ * array (accel_array_on_device) is refused: ACCEL_ERR_INVALID_ARG without a
+ * context or on a CPU one, ACCEL_ERR_UNSUPPORTED on a GPU one ("device
+ * arrays are not supported by <func>; copy <what> to the host"). */
 accel_status accel__array_check(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a);
+/* Validate a host array's layout and memory (accel__array_check without
+ * the test of its memory kind; `a` not NULL). */
+accel_status accel__array_check_memory(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a);
+/* For the stages that take device arrays (accel_array_on_device): `a`
+ * (may be NULL) as they see it. A host array (or NULL) is left as it is:
+ * *use = a, *device = false, ACCEL_OK, nothing checked (the caller's
+ * checks follow). A device array is accepted on a context with a GPU
+ * backend only (ACCEL_ERR_INVALID_ARG otherwise), validated, and must be
+ * C-contiguous (ACCEL_ERR_UNSUPPORTED otherwise): then *plain is its copy
+ * without the device flag, *use = plain and *device = true. */
+accel_status accel__array_accept(const accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
+                                 accel_array *plain, const accel_array **use, bool *device);
 /* Byte range [*lo, *hi) touched by the array relative to data. */
 void accel__array_extent(const accel_array *a, int64_t *lo, int64_t *hi);
 /* True if the memory ranges of two arrays intersect. */

@@ -116,6 +116,33 @@ static accel_array as_volume(const accel_array *a) {
   return v;
 }
 
+/* ------------------------------------------------------------ device arrays */
+
+/* A stage's arrays that may be device memory: the caller's (arg) as the
+ * checks and the job see them (a), their host copies' slots for a CPU run. */
+typedef struct dev_args {
+  accel_array plain[2 + 6];
+  accel__device_slot slots[2 + 6];
+  int nslots;
+  unsigned device; /* the job's bits */
+} dev_args;
+
+/* Accept `arg` (host or device memory) as *a; a device array sets `bit`. */
+static accel_status accept_arg(accel_ctx *ctx, const char *func, const char *what, const accel_array *arg, dev_args *dv,
+                               int k, unsigned bit, const accel_array **a) {
+  bool dev = false;
+  accel_status s = accel__array_accept(ctx, func, what, arg, &dv->plain[k], a, &dev);
+  if (!s && dev) dv->device |= bit;
+  return s;
+}
+
+/* The slot of a device array whose data the job reaches through *ptr. */
+static void add_slot(dev_args *dv, unsigned bit, void *ptr, const accel_array *a, bool in) {
+  if (!(dv->device & bit) || !a) return;
+  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
+  dv->slots[dv->nslots++] = (accel__device_slot){(void **)ptr, bytes, in, !in};
+}
+
 /* ------------------------------------------------------------ dispatch */
 
 ACCEL__STAGE_FN(run_rescale, ct, rescale, job)
@@ -153,19 +180,38 @@ accel_status accel_ct_rescale(accel_ctx *ctx, const accel_array *in, const doubl
   return accel__views_close(v, 2, accel__dispatch(ctx, "ct.rescale", run_rescale, &job));
 }
 
+/* The input and output of a one-input stage that takes device arrays. */
+static accel_status accept_in_out(accel_ctx *ctx, const char *func, const char *what, const accel_array **in,
+                                  const accel_array **out, dev_args *dv) {
+  dv->nslots = 0;
+  dv->device = 0;
+  accel_status s = accept_arg(ctx, func, what, *in, dv, 0, ACCEL__CT_DEV_IN, in);
+  if (!s) s = accept_arg(ctx, func, "out", *out, dv, 1, ACCEL__CT_DEV_OUT, out);
+  return s;
+}
+
 accel_status accel_ct_threshold(accel_ctx *ctx, const accel_array *in, double threshold, accel_ct_compare compare,
                                 const accel_array *out) {
   static const accel_dtype ok[] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_I16, ACCEL_DTYPE_U16, ACCEL_DTYPE_I32, ACCEL_DTYPE_F32};
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   accel_status s = check_compare(ctx, __func__, compare, threshold);
-  if (s) return s;
+  dev_args dv;
+  if (s || (s = accept_in_out(ctx, __func__, "in", &in, &out, &dv))) return s;
   accel__dims d;
   s = check_in_out(ctx, __func__, "in", in, ok, 5, out, U8, &d);
   accel__view v[2] = {ACCEL__IN("in", in), ACCEL__OUT("out", out)};
   if (s || (s = accel__views_open(ctx, __func__, v, 2))) return s;
-  accel__ct_threshold_job job = {
-      .d = d, .in = v[0].data, .in_dtype = in->dtype, .threshold = threshold, .compare = compare, .out = v[1].data};
-  return accel__views_close(v, 2, accel__dispatch(ctx, "ct.threshold", run_threshold, &job));
+  accel__ct_threshold_job job = {.d = d,
+                                 .in = v[0].data,
+                                 .in_dtype = in->dtype,
+                                 .threshold = threshold,
+                                 .compare = compare,
+                                 .out = v[1].data,
+                                 .device = dv.device};
+  add_slot(&dv, ACCEL__CT_DEV_IN, &job.in, in, true);
+  add_slot(&dv, ACCEL__CT_DEV_OUT, &job.out, out, false);
+  s = accel__dispatch_device(ctx, "ct.threshold", run_threshold, &job, dv.slots, dv.nslots);
+  return accel__views_close(v, 2, s);
 }
 
 accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_ct_connectivity connectivity,
@@ -173,26 +219,39 @@ accel_status accel_ct_fill_holes(accel_ctx *ctx, const accel_array *mask, accel_
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   REQUIRE(ctx, connectivity == ACCEL_CT_FACES || connectivity == ACCEL_CT_EDGES || connectivity == ACCEL_CT_CORNERS,
           ACCEL_ERR_INVALID_ARG, "connectivity must be 6, 18 or 26, not %d", (int)connectivity);
+  dev_args dv;
+  accel_status s = accept_in_out(ctx, __func__, "mask", &mask, &out, &dv);
+  if (s) return s;
   accel__dims d;
-  accel_status s = check_in_out(ctx, __func__, "mask", mask, U8, 1, out, U8, &d);
+  s = check_in_out(ctx, __func__, "mask", mask, U8, 1, out, U8, &d);
   accel__view v[2] = {ACCEL__IN("mask", mask), ACCEL__OUT("out", out)};
   if (s || (s = accel__views_open(ctx, __func__, v, 2))) return s;
-  accel__ct_fill_job job = {.d = d, .mask = v[0].data, .connectivity = (int)connectivity, .out = v[1].data};
-  return accel__views_close(v, 2, accel__dispatch(ctx, "ct.fill_holes", run_fill_holes, &job));
+  accel__ct_fill_job job = {
+      .d = d, .mask = v[0].data, .connectivity = (int)connectivity, .out = v[1].data, .device = dv.device};
+  add_slot(&dv, ACCEL__CT_DEV_IN, &job.mask, mask, true);
+  add_slot(&dv, ACCEL__CT_DEV_OUT, &job.out, out, false);
+  s = accel__dispatch_device(ctx, "ct.fill_holes", run_fill_holes, &job, dv.slots, dv.nslots);
+  return accel__views_close(v, 2, s);
 }
 
 accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, const double *spacing, const accel_array *out) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   accel__dims d;
   accel__ct_edt_job job;
-  accel_status s = check_in_out(ctx, __func__, "mask", mask, U8, 1, out, F32, &d);
+  dev_args dv;
+  accel_status s = accept_in_out(ctx, __func__, "mask", &mask, &out, &dv);
+  if (!s) s = check_in_out(ctx, __func__, "mask", mask, U8, 1, out, F32, &d);
   if (!s) s = check_spacing(ctx, __func__, spacing, job.spacing);
   accel__view v[2] = {ACCEL__IN("mask", mask), ACCEL__OUT("out", out)};
   if (s || (s = accel__views_open(ctx, __func__, v, 2))) return s;
   job.d = d;
   job.mask = v[0].data;
   job.out = v[1].data;
-  return accel__views_close(v, 2, accel__dispatch(ctx, "ct.edt", run_edt, &job));
+  job.device = dv.device;
+  add_slot(&dv, ACCEL__CT_DEV_IN, &job.mask, mask, true);
+  add_slot(&dv, ACCEL__CT_DEV_OUT, &job.out, out, false);
+  s = accel__dispatch_device(ctx, "ct.edt", run_edt, &job, dv.slots, dv.nslots);
+  return accel__views_close(v, 2, s);
 }
 
 /* The feature transform's outputs: (3, Z, Y, X) I32 indices, (Z, Y, X) F64 distances. */
@@ -718,6 +777,21 @@ static accel_status check_run_outputs(accel_ctx *ctx, const char *func, const ac
   return ACCEL_OK;
 }
 
+/* The run's input, markers and outputs in host or device memory. */
+static accel_status accept_run_arrays(accel_ctx *ctx, const char *func, const accel_array **input,
+                                      const accel_array **markers, accel_ct_outputs *o, dev_args *dv) {
+  dv->nslots = 0;
+  dv->device = 0;
+  accel_status s = accept_arg(ctx, func, "input", *input, dv, 0, ACCEL__CT_DEV_INPUT, input);
+  if (!s) s = accept_arg(ctx, func, "markers", *markers, dv, 1, ACCEL__CT_DEV_GIVEN, markers);
+  const accel_array **outs[NOUT] = {&o->solid, &o->filled, &o->pores, &o->edt, &o->markers, &o->labels};
+  static const char *const names[NOUT] = {"outputs.solid", "outputs.filled",  "outputs.pores",
+                                          "outputs.edt",   "outputs.markers", "outputs.labels"};
+  for (int k = 0; k < NOUT && !s; k++)
+    s = accept_arg(ctx, func, names[k], *outs[k], dv, 2 + k, ACCEL__CT_DEV_SOLID << k, outs[k]);
+  return s;
+}
+
 accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *input, const accel_array *markers,
                                    accel_ct_outputs *outputs) {
   REQUIRE(p ? p->ctx : NULL, p && outputs, ACCEL_ERR_INVALID_ARG, "NULL argument");
@@ -725,8 +799,12 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
   accel_ct_outputs o;
   accel_ct_outputs_init(&o, sizeof o);
   accel_status s = accel__versioned_in(ctx, __func__, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
+  dev_args dv;
   accel__dims d;
-  if (s || (s = check_run_inputs(p, __func__, input, markers, &d))) return s;
+  accel_ct_outputs given = o; /* the caller's pointers, written back */
+  if (s || (s = accept_run_arrays(ctx, __func__, &input, &markers, &o, &dv)) ||
+      (s = check_run_inputs(p, __func__, input, markers, &d)))
+    return s;
   accel__view v[2 + NOUT] = {ACCEL__IN("input", input),
                              ACCEL__IN("markers", markers),
                              ACCEL__OUT("outputs.solid", o.solid),
@@ -755,12 +833,18 @@ accel_status accel_ct_pipeline_run(accel_ct_pipeline *p, const accel_array *inpu
   job.markers = v[6].data;
   job.labels = v[7].data;
   job.want_network = o.network != NULL;
-  s = accel__views_close(v, 2 + NOUT, accel__dispatch(ctx, "ct.pipeline", run_pipeline, &job));
+  job.device = dv.device;
+  add_slot(&dv, ACCEL__CT_DEV_INPUT, &job.in, input, true);
+  add_slot(&dv, ACCEL__CT_DEV_GIVEN, &job.given_markers, markers, true);
+  void *const out_ptrs[NOUT] = {&job.solid, &job.filled, &job.pores, &job.edt, &job.markers, &job.labels};
+  for (int k = 0; k < NOUT; k++) add_slot(&dv, ACCEL__CT_DEV_SOLID << k, out_ptrs[k], v[2 + k].a, false);
+  s = accel__dispatch_device(ctx, "ct.pipeline", run_pipeline, &job, dv.slots, dv.nslots);
+  s = accel__views_close(v, 2 + NOUT, s);
   if (s) {
     accel_ct_network_destroy(job.network);
     return s;
   }
   if (o.network) *o.network = job.network;
-  o.marker_count = job.marker_count;
-  return accel__versioned_out(ctx, __func__, "outputs", outputs, &o, sizeof o, OUTPUTS_V1);
+  given.marker_count = job.marker_count;
+  return accel__versioned_out(ctx, __func__, "outputs", outputs, &given, sizeof given, OUTPUTS_V1);
 }

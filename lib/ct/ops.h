@@ -8,7 +8,23 @@
 extern "C" {
 #endif
 
-/* The stages as the backends see them: contiguous host volumes of shape d. */
+/* The stages as the backends see them: contiguous volumes of shape d, in
+ * host memory, or in device memory where a job's `device` bit says so (an
+ * accel_array_on_device array, on a GPU context; a CPU run gets host copies
+ * of those, made by the dispatcher). */
+enum {
+  ACCEL__CT_DEV_IN = 1,  /* threshold, fill, EDT: the input (in, mask) */
+  ACCEL__CT_DEV_OUT = 2, /* their output */
+  /* the pipeline's */
+  ACCEL__CT_DEV_INPUT = 1,
+  ACCEL__CT_DEV_GIVEN = 2, /* given_markers */
+  ACCEL__CT_DEV_SOLID = 4,
+  ACCEL__CT_DEV_FILLED = 8,
+  ACCEL__CT_DEV_PORES = 16,
+  ACCEL__CT_DEV_EDT = 32,
+  ACCEL__CT_DEV_MARKERS = 64,
+  ACCEL__CT_DEV_LABELS = 128
+};
 typedef struct accel__ct_rescale_job {
   accel__dims d;
   const void *in; /* I16 or U16 */
@@ -24,6 +40,7 @@ typedef struct accel__ct_threshold_job {
   double threshold;
   accel_ct_compare compare;
   uint8_t *out;
+  unsigned device; /* ACCEL__CT_DEV_IN, ACCEL__CT_DEV_OUT */
 } accel__ct_threshold_job;
 
 typedef struct accel__ct_fill_job {
@@ -31,6 +48,7 @@ typedef struct accel__ct_fill_job {
   const uint8_t *mask;
   int connectivity; /* 6 or 26 */
   uint8_t *out;     /* may be the mask */
+  unsigned device;  /* ACCEL__CT_DEV_IN, ACCEL__CT_DEV_OUT */
 } accel__ct_fill_job;
 
 typedef struct accel__ct_edt_job {
@@ -38,6 +56,7 @@ typedef struct accel__ct_edt_job {
   const uint8_t *mask;
   double spacing[3]; /* (z, y, x) */
   float *out;
+  unsigned device; /* ACCEL__CT_DEV_IN, ACCEL__CT_DEV_OUT */
 } accel__ct_edt_job;
 
 typedef struct accel__ct_markers_job {
@@ -88,6 +107,7 @@ typedef struct accel__ct_pipeline_job {
   uint32_t marker_count;     /* out */
   /* the stage currently running, for progress and fallback messages */
   const char *current;
+  unsigned device; /* ACCEL__CT_DEV_INPUT ... ACCEL__CT_DEV_LABELS */
 } accel__ct_pipeline_job;
 
 typedef struct accel__ct_ops {

@@ -11,16 +11,22 @@ Inputs (see docs/python.md, "Arrays in and out"):
   copy; the results come back as the same kind of array (through the
   ``from_dlpack`` of the input's module), sharing the result's memory.
 - Device arrays (``__cuda_array_interface__``, or ``__dlpack_device__``
-  naming a GPU): on a build or machine without a usable CUDA device they
-  are refused with DeviceArrayError (a TypeError) that says how to move them
-  to the host. With a device, the C ABI still takes host memory only, so
-  they are staged through the host through their own library (CuPy's
-  ``.get()``, PyTorch's ``.cpu()``) and the results are put back on the
-  same device as the same kind of array.
+  naming a GPU): on a context whose backend is CUDA, the stages with a GPU
+  path (ct.threshold, ct.fill_holes, ct.edt, ct.pipeline) use them in place
+  (``device_in``: C-contiguous, a dtype the stage takes as it is, no mask)
+  and allocate their results as the same kind of array on the same device
+  (``device_empty``). Elsewhere, on a build or machine without a usable
+  CUDA device they are refused with DeviceArrayError (a TypeError) that
+  says how to move them to the host; with a device but a CPU context (or a
+  stage without a device path, or an array it cannot take in place) they
+  are staged through the host through their own library (CuPy's ``.get()``,
+  PyTorch's ``.cpu()``) and the results are put back on the same device as
+  the same kind of array.
 - Anything else numpy can convert (lists, scalars, ``__array__``) goes
   through ``numpy.asarray``.
 """
 import ctypes
+import functools
 import sys
 from typing import Any, Callable, Tuple
 
@@ -34,6 +40,7 @@ Array = c_struct("accel_array", """
     void *data; accel_dtype dtype; int32_t ndim; int64_t shape[ACCEL_ARRAY_MAX_DIMS], strides[ACCEL_ARRAY_MAX_DIMS];""")
 
 declare({
+    "accel_array_on_device": (c_status, [P(Array)]),
     "accel_buffer_view": (c_status, [ctypes.c_void_p, P(Array)]),
     "accel_buffer_destroy": (None, [ctypes.c_void_p]),
     "accel_raw_load": (c_status, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int, ctypes.c_int32,
@@ -113,7 +120,11 @@ def _identity(a: Any) -> Any:
 
 def _device_kind(obj: Any) -> int:
     """0 for host data, else the DLPack device type of a device array (2 for CUDA)."""
-    if hasattr(obj, "__cuda_array_interface__"):
+    try:
+        cuda = hasattr(obj, "__cuda_array_interface__")
+    except Exception:  # a property that refuses (PyTorch: a tensor that requires grad) still names a GPU array
+        cuda = True
+    if cuda:
         return 2
     dev = getattr(obj, "__dlpack_device__", None)
     if dev is not None and hasattr(obj, "__dlpack__"):
@@ -240,3 +251,216 @@ def real_as_f32(a: Any, what: str) -> Any:
     if a.dtype.kind not in "biuf":
         raise TypeError("%s must be real numbers, not %s" % (what, a.dtype))
     return a.astype(np.float32)
+
+
+# ------------------------------------------------------------ device arrays in place
+
+
+def _cuda_interface(obj: Any) -> Any:
+    """obj's ``__cuda_array_interface__`` (of its detached view for a PyTorch
+    tensor that requires grad), or None."""
+    try:
+        return obj.__cuda_array_interface__
+    except AttributeError:
+        return None
+    except RuntimeError:  # PyTorch: a tensor that requires grad
+        detach = getattr(obj, "detach", None)
+        return None if detach is None else getattr(detach(), "__cuda_array_interface__", None)
+
+
+def _module_of(obj: Any) -> Any:
+    return sys.modules.get(type(obj).__module__.split(".")[0])
+
+
+def _can_allocate_like(obj: Any) -> bool:
+    """Whether results of obj's kind can be allocated (device_empty)."""
+    module = _module_of(obj)
+    return module is not None and callable(getattr(module, "empty", None))
+
+
+def on_cuda(ctx: Any) -> bool:
+    """Whether the context runs stages on a CUDA backend (a GPU, or its host
+    emulation in the test suites)."""
+    return ctx.info()["backend"] == "cuda"
+
+
+def _device_index(obj: Any) -> Any:
+    """The CUDA device index obj says it lives on (CuPy's device.id, PyTorch's
+    device.index, DLPack's device id), or None when it does not say."""
+    dev = getattr(obj, "device", None)
+    for attr in ("id", "index"):
+        value = getattr(dev, attr, None)
+        if isinstance(value, int):
+            return value
+    try:
+        return int(obj.__dlpack_device__()[1])
+    except Exception:  # no DLPack, or a producer that cannot say
+        return None
+
+
+def _same_device(ctx: Any, obj: Any) -> bool:
+    """Whether obj is on the context's CUDA device (or does not say)."""
+    index = _device_index(obj)
+    return index is None or index == ctx.info()["device"]
+
+
+class DeviceView:
+    """A device array described for the C side in place: its accel_array
+    (marked with accel_array_on_device, as 3-D when asked), its own shape
+    and its numpy dtype name.
+
+    Examples
+    --------
+    >>> DeviceView.__name__
+    'DeviceView'
+    """
+
+    def __init__(self, obj: Any, pointer: int, shape: Tuple[int, ...], dtype: str, as3d: bool) -> None:
+        import numpy as np
+        self.obj, self.shape, self.dtype = obj, shape, dtype
+        self.keep: Any = None  # what must live while the library reads the array (a DLPack capsule)
+        full = (1,) * (3 - len(shape)) + shape if as3d else shape
+        self.array = Array()
+        self.array.data = pointer
+        self.array.dtype = DTYPES[dtype]
+        self.array.ndim = len(full)
+        stride = np.dtype(dtype).itemsize
+        for i in reversed(range(len(full))):
+            self.array.shape[i] = full[i]
+            self.array.strides[i] = stride
+            stride *= full[i]
+        check_status = lib.accel_array_on_device(ctypes.byref(self.array))
+        if check_status:
+            raise ValueError("cannot mark %s as device memory (status %d)" % (dtype, check_status))
+
+    def ref(self) -> Any:
+        """A pointer to the description, to pass."""
+        return ctypes.byref(self.array)
+
+
+def _contiguous(shape: Tuple[int, ...], strides: Any, itemsize: int) -> bool:
+    if strides is None:
+        return True
+    expect = itemsize
+    for n, st in zip(reversed(shape), reversed(tuple(strides))):
+        if n != 1 and st != expect:
+            return False
+        expect *= n
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _dl_tensor() -> Any:
+    """dlpack.h's DLTensor as a ctypes struct (made here, not at module level:
+    the package's module-level structs are those of libaccel's ABI)."""
+    class DLDevice(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+    class DLDataType(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+    class DLTensor(ctypes.Structure):
+        _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                    ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                    ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+    return DLTensor
+
+
+# DLPack's type codes (dlpack.h: kDLInt, kDLUInt, kDLFloat, kDLBool) as numpy kinds
+_DL_KINDS = {0: "int", 1: "uint", 2: "float", 6: "bool"}
+_DLPACK_CUDA = 2  # kDLCUDA
+
+
+def _dlpack_interface(obj: Any) -> Any:
+    """A CUDA array interface (version 3) read from obj's DLPack capsule, for
+    a device array of kind CUDA that has no ``__cuda_array_interface__``; the
+    capsule is kept in "capsule" (its producer frees the tensor with it).
+    None when obj is no such array or the capsule cannot be read."""
+    try:
+        dev = obj.__dlpack_device__()
+        if int(dev[0]) != _DLPACK_CUDA:
+            return None
+        try:
+            capsule = obj.__dlpack__(stream=1)  # ordered after the legacy default stream
+        except (TypeError, BufferError, RuntimeError):
+            capsule = obj.__dlpack__()
+    except Exception:  # not a DLPack producer, or one that refuses: the host rules decide
+        return None
+    get = ctypes.pythonapi.PyCapsule_GetPointer
+    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    try:
+        address = get(capsule, b"dltensor")
+    except ValueError:  # a capsule of another name (used, or versioned)
+        return None
+    t = _dl_tensor().from_address(address)  # DLManagedTensor begins with its DLTensor
+    kind = _DL_KINDS.get(t.dtype.code)
+    if kind is None or t.dtype.lanes != 1:
+        return None
+    typestr = "|b1" if kind == "bool" else "%s%s%d" % ("<" if sys.byteorder == "little" else ">",
+                                                      {"int": "i", "uint": "u", "float": "f"}[kind],
+                                                      t.dtype.bits // 8)
+    shape = tuple(t.shape[i] for i in range(t.ndim))
+    item = max(t.dtype.bits // 8, 1)
+    strides = None if not t.strides else tuple(t.strides[i] * item for i in range(t.ndim))
+    return {"shape": shape, "typestr": typestr, "data": ((t.data or 0) + t.byte_offset, False),
+            "strides": strides, "version": 3, "capsule": capsule}
+
+
+def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...] = (3,),
+              as3d: bool = True) -> Any:
+    """A DeviceView of `obj` when it is a device array this context can use in
+    place: a CUDA context, on its device (as far as obj says),
+    ``__cuda_array_interface__`` version 2 or later without a mask (or a
+    DLPack array of device kind CUDA), C-contiguous, one of `dtypes` (bool
+    counts as uint8 when uint8 is one), `ndims` dimensions, and results of
+    its kind can be allocated. None otherwise (the caller
+    then takes the host path)."""
+    import numpy as np
+    if _device_kind(obj) != _DLPACK_CUDA or not _can_allocate_like(obj) or not on_cuda(ctx):
+        return None
+    if not _same_device(ctx, obj):
+        return None  # another device's memory: staged through the host
+    iface = _cuda_interface(obj)
+    if iface is None:
+        iface = _dlpack_interface(obj)
+    if iface is None or int(iface.get("version", 0)) < 2 or iface.get("mask") is not None:
+        return None
+    shape = tuple(int(n) for n in iface["shape"])
+    try:
+        dt = np.dtype(iface["typestr"])
+    except TypeError:
+        return None
+    name = "uint8" if dt == np.bool_ and "uint8" in dtypes else dt.name
+    if name not in dtypes or not dt.isnative or len(shape) not in ndims:
+        return None
+    if not _contiguous(shape, iface.get("strides"), dt.itemsize):
+        return None
+    view = DeviceView(obj, int(iface["data"][0]), shape, name, as3d)  # read-only is fine: an input
+    view.keep = iface.get("capsule")
+    return view
+
+
+def device_empty(like: Any, shape: Tuple[int, ...], dtype: str, as3d: bool = True) -> DeviceView:
+    """A new array of `like`'s kind on its device (CuPy: cupy.empty under
+    its device; PyTorch: torch.empty(device=...); another library: its
+    module's ``empty``), described for the C side as an output."""
+    import numpy as np
+    module = _module_of(like)
+    if module is not None and module.__name__ == "torch":
+        arr = module.empty(shape, dtype=getattr(module, dtype), device=like.device)
+    else:
+        device = getattr(like, "device", None)
+        if device is not None and hasattr(device, "__enter__"):
+            with device:
+                arr = module.empty(shape, dtype=np.dtype(dtype))
+        else:
+            arr = module.empty(shape, dtype=np.dtype(dtype))
+    iface = _cuda_interface(arr)
+    if iface is None:
+        iface = _dlpack_interface(arr)
+    if iface is None:
+        raise DeviceArrayError("%s.empty made no CUDA array" % module.__name__)
+    name = "uint8" if dtype == "bool" else dtype
+    view = DeviceView(arr, int(iface["data"][0]), tuple(shape), name, as3d)
+    view.keep = iface.get("capsule")
+    return view

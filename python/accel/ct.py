@@ -4,7 +4,7 @@ import ctypes
 import numbers
 from typing import Any, Callable, Dict, Iterable, Optional, Sequence, Tuple, Union, cast
 
-from ._arrays import Array, as_array, host, integer_as, mask_u8, real_as_f32, ref
+from ._arrays import Array, as_array, device_empty, device_in, host, integer_as, mask_u8, real_as_f32, ref
 from ._errors import ContextCalls, check, choice
 from ._native import P, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
@@ -330,10 +330,15 @@ class CT(ContextCalls):
         [False, True, True]
         """
         import numpy as np
+        op = choice("compare", COMPARES, compare)
+        dv = device_in(self._ctx, volume, _VOLUME_DTYPES, (1, 2, 3))
+        if dv is not None:  # a GPU array in place, the result on its device
+            res = device_empty(volume, dv.shape, "bool")
+            self._call(lib.accel_ct_threshold, dv.ref(), float(threshold), op, res.ref())
+            return res.obj
         v, back = self._in(volume, "volume", (1, 2, 3))
         shape = v.shape
         v = self._as3d(_volume_dtype(v, "volume"))
-        op = choice("compare", COMPARES, compare)
         out = np.empty(v.shape, bool)
         self._call(lib.accel_ct_threshold, ref(v), float(threshold), op, ref(out, True))
         return back(out.reshape(shape))
@@ -381,6 +386,12 @@ class CT(ContextCalls):
         True
         """
         import numpy as np
+        dv = device_in(self._ctx, mask, ("uint8",)) if axes is None else None
+        if dv is not None:  # a 3-D GPU mask in place, the result on its device
+            conn = _fill_connectivity(connectivity, structure, 3)
+            res = device_empty(mask, dv.shape, "bool")
+            self._call(lib.accel_ct_fill_holes, dv.ref(), conn, res.ref())
+            return res.obj
         m, back = self._in(mask, "mask", (1, 2, 3))
         if axes is not None:
             picked = sorted({int(a) % m.ndim for a in np.atleast_1d(axes)})
@@ -458,6 +469,12 @@ class CT(ContextCalls):
         want64 = np.dtype(dtype or np.float32)
         if want64 not in (np.dtype(np.float32), np.dtype(np.float64)):
             raise TypeError("dtype must be float32 or float64, not %s" % want64)
+        dv = device_in(self._ctx, mask, ("uint8",), (1, 2, 3))
+        if dv is not None and not return_indices and want64 == np.float32:  # in place, the result on its device
+            sp = _c_spacing(_sampling(_spacing_arg(sampling, spacing), len(dv.shape)))
+            res = device_empty(mask, dv.shape, "float32")
+            self._call(lib.accel_ct_edt, dv.ref(), sp, res.ref())
+            return res.obj
         m, back = self._in(mask, "mask", (1, 2, 3))
         sp = _c_spacing(_sampling(_spacing_arg(sampling, spacing), m.ndim))
         shape, rank = m.shape, m.ndim
@@ -932,9 +949,10 @@ class CT(ContextCalls):
         return o, keep
 
     @staticmethod
-    def _outputs(shape, outputs):
-        """The accel_ct_outputs for the requested outputs, the numpy arrays they
-        fill (by name), what must stay alive, and the network handle's holder."""
+    def _outputs(shape, outputs, like=None):
+        """The accel_ct_outputs for the requested outputs, the arrays they
+        fill (by name: numpy, or device arrays of `like`'s kind), what must
+        stay alive, and the network handle's holder."""
         import numpy as np
         out = CtOutputs.defaults()
         result, descs = {}, []
@@ -942,8 +960,13 @@ class CT(ContextCalls):
             if name == "network":
                 continue
             choice("output", _OUTPUT_DTYPES, name)
-            result[name] = np.empty(shape, _OUTPUT_DTYPES[name])
-            d = as_array(result[name], True)
+            if like is not None:
+                view = device_empty(like, shape, _OUTPUT_DTYPES[name])
+                result[name], d = view.obj, view.array
+                descs.append(view)
+            else:
+                result[name] = np.empty(shape, _OUTPUT_DTYPES[name])
+                d = as_array(result[name], True)
             descs.append(d)
             setattr(out, name, ctypes.cast(ctypes.pointer(d), ctypes.c_void_p))
         net = ctypes.c_void_p()
@@ -998,7 +1021,8 @@ class CT(ContextCalls):
         >>> r["marker_count"], len(r["network"]["regions"])
         (1, 1)
         """
-        v = _volume_dtype(self._in(volume, "volume")[0], "volume")
+        dv = device_in(self._ctx, volume, _VOLUME_DTYPES)  # a GPU array in place, the results on its device
+        v = dv if dv is not None else _volume_dtype(self._in(volume, "volume")[0], "volume")
         outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)
         o, keep = self._pipeline_options(v, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
                                          fill_connectivity, slope, intercept, trim, saddle_iterations, nearby_factor)
@@ -1007,9 +1031,12 @@ class CT(ContextCalls):
             o.progress = c.fn
             self._call(lib.accel_ct_pipeline_create, ctypes.byref(o), ctypes.byref(p))
             try:
-                out, result, descs, net = self._outputs(v.shape, outputs)
-                mk = None if markers is None else integer_as(self._in(markers, "markers")[0], "int32", "markers")
-                check(lib.accel_ct_pipeline_run(p, ref(v), ref(mk), ctypes.byref(out)), self._h())
+                out, result, descs, net = self._outputs(v.shape, outputs, None if dv is None else volume)
+                dm = None if markers is None or dv is None else device_in(self._ctx, markers, ("int32",))
+                mk = None if markers is None or dm is not None else \
+                    integer_as(self._in(markers, "markers")[0], "int32", "markers")
+                check(lib.accel_ct_pipeline_run(p, ref(v) if dv is None else dv.ref(),
+                                                ref(mk) if dm is None else dm.ref(), ctypes.byref(out)), self._h())
                 if "network" in outputs:
                     result["network"] = _network_dict(net)
                 result["marker_count"] = out.marker_count
