@@ -921,6 +921,46 @@ class CT(ContextCalls):
                    ctypes.byref(h))
         return _network_dict(h)
 
+    def _pipeline_2d(self, image, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
+                     fill_connectivity, slope, intercept, markers, outputs, trim) -> Dict[str, Any]:
+        """The pipeline of a 2-D image, stage by stage with 2-D rules."""
+        import numpy as np
+        outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)
+        unknown = set(outputs) - {"solid", "filled", "pores", "edt", "markers", "labels", "network"}
+        if unknown:
+            raise ValueError("unknown outputs %s" % sorted(unknown))
+        if "network" in outputs or smooth_sigma > 0 or self._trim_flags(trim):
+            raise NotImplementedError("the pore network, smoothing and trims of a 2-D image are not implemented "
+                                      "(3-D volumes only)")
+        conn = {6: 1, 1: 1, 18: 2, 26: 2, 2: 2, 3: 2}.get(fill_connectivity)
+        if conn is None:
+            raise ValueError("fill_connectivity must be 6, 18 or 26 (1, 2 or 3), not %r" % (fill_connectivity,))
+        sp = _sampling(spacing, 3, "spacing") if np.ndim(spacing) and len(spacing) == 3 else \
+            _sampling(spacing, 2, "spacing")
+        sp = (1.0, 1.0) if sp is None else tuple(sp)[-2:]
+        img, back = self._in(image, "volume", (2,))
+        if slope is not None or intercept is not None:
+            img = self.rescale(img, 1.0 if slope is None else slope, 0.0 if intercept is None else intercept)
+        r: Dict[str, Any] = {}
+        closed = choice("pores", PORES, pores) == PORES["closed"]
+        solid = self.threshold(img, threshold, compare)
+        filled = self.fill_holes(solid, connectivity=conn) if closed or "filled" in outputs else None
+        pore = filled & ~solid if closed else ~solid
+        edt = self.edt(pore, sampling=sp)
+        if markers is not None:
+            mk = integer_as(self._in(markers, "markers", (2,))[0], "int32", "markers")
+            count = int(np.count_nonzero(mk))
+        else:
+            mk, count = self.markers(edt, pore, min_distance=min_distance)
+        wants_labels = "labels" in outputs
+        labels = self.watershed(-edt, mk, mask=pore, ties=ties) if wants_labels else None
+        for name, value in (("solid", solid), ("filled", filled), ("pores", pore), ("edt", edt), ("markers", mk),
+                            ("labels", labels)):
+            if name in outputs:
+                r[name] = back(value)
+        r["marker_count"] = count
+        return r
+
     def _pipeline_options(self, volume, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
                           fill_connectivity, slope, intercept, trim, saddle_iterations, nearby_factor):
         """The pipeline's options, and the per-slice arrays they point to (keep them)."""
@@ -986,7 +1026,8 @@ class CT(ContextCalls):
         Parameters
         ----------
         volume : array
-            3-D, a dtype :meth:`threshold` takes.
+            3-D, or a 2-D image (the same stages with the image's own 2-D
+            neighbourhoods, see Notes); a dtype :meth:`threshold` takes.
         threshold : float
         compare : {">", ">=", "<", "<="}
         pores : {"closed", "all"}
@@ -1012,6 +1053,14 @@ class CT(ContextCalls):
             The requested outputs (the network as :meth:`network` gives it)
             and "marker_count".
 
+        Notes
+        -----
+        A 2-D image runs the stages one by one with their 2-D rules: fill
+        holes with the 2-D neighbourhood of `fill_connectivity` (6: 4
+        neighbours, 18 or 26: 8), the 2-D EDT with the last two spacings,
+        the peak search's 2-D rules, the watershed 4-connected. Smoothing,
+        trims and the network are 3-D only (NotImplementedError).
+
         Examples
         --------
         >>> import accel, numpy as np
@@ -1021,6 +1070,9 @@ class CT(ContextCalls):
         >>> r["marker_count"], len(r["network"]["regions"])
         (1, 1)
         """
+        if getattr(volume, "ndim", 3) == 2 and device_in(self._ctx, volume, _VOLUME_DTYPES) is None:
+            return self._pipeline_2d(volume, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
+                                     fill_connectivity, slope, intercept, markers, outputs, trim)
         dv = device_in(self._ctx, volume, _VOLUME_DTYPES)  # a GPU array in place, the results on its device
         v = dv if dv is not None else _volume_dtype(self._in(volume, "volume")[0], "volume")
         outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)

@@ -91,5 +91,34 @@ class AgainstSciPyAndScikitImage(unittest.TestCase):
         self.assertEqual(diffs, [])
 
 
+class Pipeline2D(unittest.TestCase):
+    """The pipeline of a 2-D image against SciPy and scikit-image stage by stage."""
+
+    def test_against_scipy_and_scikit_image(self):
+        rng = np.random.default_rng(104)
+        with accel.Context(backend="cpu") as ctx:
+            for t in range(6):
+                image = (ndimage.gaussian_filter(rng.random((60 + 7 * t, 90 - 5 * t)), 2 + t % 3) * 1000)
+                image = image.astype(np.float32)
+                thr = float(np.percentile(image, 40 + 3 * t))
+                closed = t % 2 == 0
+                sp = (1.0, 0.5 + 0.25 * t)
+                r = ctx.ct.pipeline(image, thr, pores="closed" if closed else "all", spacing=sp,
+                                    fill_connectivity=6 if t < 3 else 26,
+                                    outputs=("solid", "filled", "pores", "edt", "markers", "labels"))
+                solid = image > thr
+                filled = ndimage.binary_fill_holes(solid, ndimage.generate_binary_structure(2, 1 if t < 3 else 2))
+                pores = filled & ~solid if closed else ~solid
+                edt = ndimage.distance_transform_edt(pores, sampling=sp).astype(np.float32)
+                np.testing.assert_array_equal(r["solid"], solid)
+                np.testing.assert_array_equal(r["filled"], filled)
+                np.testing.assert_array_equal(r["pores"], pores)
+                np.testing.assert_array_equal(r["edt"], edt)
+                self.assertEqual(r["marker_count"], int(np.count_nonzero(r["markers"])))
+                np.testing.assert_array_equal(r["labels"], segmentation.watershed(-edt, r["markers"], mask=pores))
+            with self.assertRaises(NotImplementedError):
+                ctx.ct.pipeline(np.zeros((8, 8), np.uint8), 1, outputs=("network",))
+
+
 if __name__ == "__main__":
     unittest.main()
