@@ -899,6 +899,9 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
 } // namespace
 
 static accel_status cuda_hash_batch(accel__call *call, accel__hash_job *job) {
+  for (int k = 0; k < job->spec.nkinds; k++)
+    if (job->spec.kinds[k] == ACCEL_HASH_WHASH && job->spec.whash_db4)
+      return accel__decline(call, "whash with Daubechies-4 wavelets runs on the CPU");
   return with_device(call, [&](executor *x) { return run_pipeline(x, call, job); });
 }
 

@@ -642,6 +642,15 @@ START_TEST(options_and_sizes_are_validated) {
     o.whash_image_scale = scales[i][0];
     ck_assert_msg(accel_hash_slot_bytes(&o, &slot) == (accel_status)scales[i][1], "image_scale %d", scales[i][0]);
   }
+  /* whash_mode: Haar or db4, whose hashes have (hash_size + 6)^2 bits */
+  accel_hash_options_init(&o, sizeof o);
+  o.kinds[0] = ACCEL_HASH_WHASH;
+  o.nkinds = 1;
+  o.whash_mode = ACCEL_HASH_WHASH_DB4;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+  ck_assert_uint_eq(slot, (14 * 14 + 7) / 8);
+  o.whash_mode = 2;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_ERR_INVALID_ARG);
   /* a caller built before the whash fields gets the defaults */
   ck_assert_int_eq(accel_hash_options_init(&o, offsetof(accel_hash_options, whash_image_scale)), ACCEL_OK);
   o.whash_image_scale = 12; /* past the caller's struct: never read */

@@ -110,9 +110,18 @@ typedef struct accel_hash_options {
   int32_t whash_image_scale;
   /* 1: keep the coarsest Haar approximation, as imagehash's
    * remove_max_haar_ll=False; 0 (default): remove it, as imagehash does by
-   * default. Only Haar wavelets are offered (imagehash's mode='db4' is not). */
+   * default. */
   int32_t whash_keep_max_ll;
+  /* whash's wavelets: ACCEL_HASH_WHASH_HAAR (0, default) or
+   * ACCEL_HASH_WHASH_DB4 (imagehash's mode="db4", on the CPU). A db4 hash
+   * has (hash_size + 6)^2 bits, as imagehash's (its approximation's side
+   * grows by 7 / 2 per level); an image whose image_scale is below
+   * 8 x hash_size (fewer than three levels, a smaller hash) gets
+   * ACCEL_ERR_UNSUPPORTED. */
+  int32_t whash_mode;
 } accel_hash_options;
+
+enum { ACCEL_HASH_WHASH_HAAR = 0, ACCEL_HASH_WHASH_DB4 = 1 };
 
 ACCEL_API accel_status accel_hash_options_init(accel_hash_options *options, size_t struct_size);
 

@@ -104,10 +104,16 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
                           (unsigned long long)cap);
   spec->whash_scale = o->whash_image_scale;
   spec->whash_keep_ll = o->whash_keep_max_ll != 0;
+  if (o->whash_mode != ACCEL_HASH_WHASH_HAAR && o->whash_mode != ACCEL_HASH_WHASH_DB4)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "whash_mode %d is neither Haar (0) nor db4 (1)",
+                          (int)o->whash_mode);
+  spec->whash_db4 = o->whash_mode == ACCEL_HASH_WHASH_DB4;
   for (uint32_t k = 0; k < o->nkinds; k++) {
     uint32_t nbits = 0;
     accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
     if (s) return s;
+    if (o->kinds[k] == ACCEL_HASH_WHASH && spec->whash_db4)
+      nbits = (uint32_t)((o->hash_size + 6) * (o->hash_size + 6)); /* db4's approximation side: hash_size + 6 */
     for (uint32_t j = 0; j < k; j++)
       if (o->kinds[j] == o->kinds[k])
         return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "kind %s is listed twice",

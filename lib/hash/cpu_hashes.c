@@ -217,8 +217,14 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
     case ACCEL_HASH_DHASH_VERTICAL: accel__dhash_vertical(planes[k], n, out); break;
     case ACCEL_HASH_PHASH: s = phash_plane(planes[k], n, (int)tw[k], out, why); break;
     case ACCEL_HASH_WHASH:
-      if ((s = accel__whash_plane(planes[k], tw[k], n, spec->whash_keep_ll, out)) != ACCEL_OK)
+      if (spec->whash_db4 && tw[k] < 8 * (int64_t)n) {
+        s = ACCEL_ERR_UNSUPPORTED;
+        accel__why(why, "whash db4 at image_scale %lld, below 8 x hash_size %d: a smaller hash than the batch's",
+                   (long long)tw[k], n);
+      } else if ((s = spec->whash_db4 ? accel__whash_db4_plane(planes[k], tw[k], n, spec->whash_keep_ll, out)
+                                      : accel__whash_plane(planes[k], tw[k], n, spec->whash_keep_ll, out))) {
         accel__why(why, "out of memory in whash");
+      }
       break;
     case ACCEL_HASH_COLORHASH: accel__colorhash(color, spec->binbits, out); break;
     }

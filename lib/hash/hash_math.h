@@ -244,6 +244,22 @@ ACCEL__MATH_HD void accel__whash_top(double *pyr, int n, int ln, double *tmp) {
   for (int k = 0, s = 1; k < ln; k++, s *= 2) accel__haar_synthesize(pyr, n, s, tmp);
 }
 
+/* Block (bi, bj) of the pixels pywt's waverec2 gives back (the level-m
+ * approximation replaced by `approx`), or of the pixels / 255 themselves
+ * (keep: nothing removed), into blk. */
+ACCEL__MATH_HD void accel__whash_block_pixels(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
+                                              double approx, bool keep, double *blk, double *tmp) {
+  if (keep) {
+    const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
+    for (int64_t i = 0; i < g->B; i++)
+      for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;
+    return;
+  }
+  accel__whash_block_analyze(px, g, bi, bj, blk, tmp);
+  blk[0] = approx;
+  for (int k = 0, s = 1; k < g->m; k++, s *= 2) accel__haar_synthesize(blk, g->B, s, tmp);
+}
+
 /* Block (bi, bj) again: its details, the reconstructed approximation on top,
  * synthesis to pixels', analysis to level m; returns the block's value of
  * the final wavedec2's approximation. */

@@ -22,6 +22,7 @@ typedef struct accel__hash_spec {
   int highfreq;        /* phash's highfreq_factor: it hashes a hash_size * highfreq square */
   int64_t whash_scale; /* whash's image_scale; 0: imagehash's default for the image */
   bool whash_keep_ll;  /* whash without removing the coarsest approximation */
+  bool whash_db4;      /* whash with Daubechies-4 wavelets (CPU) */
   int binbits;
   size_t slot_bytes;
   bool need_gray;  /* any kind but colorhash */
@@ -49,6 +50,9 @@ void accel__hash_target(const accel__hash_spec *spec, accel_hash_kind kind, int6
  * allocate its scratch). */
 accel_status accel__phash_plane(const uint8_t *px, int n, const accel__dct_plan *plan, uint8_t *out);
 accel_status accel__whash_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
+/* The same with Daubechies-4 wavelets (cpu_whash_db4.c): (n + 6)^2 bits;
+ * scale >= 8 n. */
+accel_status accel__whash_db4_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
 
 /* Every requested kind of one image: gray plane, colour counts (may be NULL
  * without colorhash), the calling thread's axis cache. Writes nkinds slots

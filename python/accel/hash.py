@@ -6,7 +6,7 @@ import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
 from ._arrays import Array, as_array, host_only
-from ._errors import AccelError, ContextCalls, HashSizeAssertionError, check
+from ._errors import AccelError, ContextCalls, HashSizeAssertionError, check, choice
 from ._native import P, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
 
@@ -22,7 +22,7 @@ HashOptions = c_struct("accel_hash_options", """
     uint32_t struct_size; uint32_t nkinds; accel_hash_kind kinds[ACCEL_HASH_KIND_COUNT]; int32_t hash_size;
     int32_t color_binbits; int32_t fast; uint64_t max_pixels; accel_progress_fn progress; void *progress_user;
     accel_hash_error_fn on_error; void *error_user; int32_t phash_highfreq_factor;
-    int32_t whash_image_scale; int32_t whash_keep_max_ll;""",
+    int32_t whash_image_scale; int32_t whash_keep_max_ll; int32_t whash_mode;""",
                        ACCEL_HASH_KIND_COUNT=HASH_KIND_COUNT, accel_hash_error_fn=HASH_ERROR_FN)
 
 _OUTPUTS = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]  # hashes, slot bytes, statuses
@@ -137,9 +137,15 @@ class HashResult:
     """
 
     def __init__(self, kinds: Sequence[str], size: int, binbits: int, hashes: Any, status: Any,
-                 messages: Dict[int, str]) -> None:
+                 messages: Dict[int, str], whash_mode: str = "haar") -> None:
         self.kinds, self.size, self.binbits = tuple(kinds), size, binbits
         self.hashes, self.status, self.messages = hashes, status, messages
+        self.whash_mode = whash_mode
+
+    def _bits(self, kind: str) -> int:
+        if kind == "whash" and self.whash_mode == "db4":
+            return (self.size + 6) ** 2  # db4's approximation: hash_size + 6 a side
+        return _nbits(kind, self.size, self.binbits)
 
     def __len__(self) -> int:
         return len(self.status)
@@ -184,7 +190,7 @@ class HashResult:
         if not self.ok(i):
             return None
         k = self.kinds.index(kind)
-        nbits = _nbits(kind, self.size, self.binbits)
+        nbits = self._bits(kind)
         out = ctypes.create_string_buffer((nbits + 3) // 4 + 1)
         row = self.hashes[i, k]
         check(lib.accel_hash_to_hex(row.ctypes.data, nbits, out, len(out)))
@@ -202,7 +208,7 @@ class HashResult:
         [18446744073709551615, 0]
         """
         import numpy as np
-        if _nbits(kind, self.size, self.binbits) != 64:
+        if self._bits(kind) != 64:
             raise ValueError("%s at this size is not a 64-bit hash" % kind)
         k = self.kinds.index(kind)
         return np.ascontiguousarray(self.hashes[:, k, :8]).view(">u8").reshape(-1).astype(np.uint64)
@@ -271,8 +277,11 @@ def _check_whash_scale(kinds: Sequence[str], size: Any, scale: Any) -> None:
         raise HashSizeAssertionError(ACCEL_ERR_INVALID_ARG, "hash_size in a wrong range")
 
 
+WHASH_MODES = {"haar": 0, "db4": 1}
+
+
 def _options(kinds, size, binbits, fast, max_pixels, highfreq_factor=4, whash_image_scale=None,
-             whash_remove_max_haar_ll=True):
+             whash_remove_max_haar_ll=True, whash_mode="haar"):
     o = HashOptions.defaults()
     if not 1 <= len(kinds) <= len(HASH_KINDS):
         raise ValueError("between 1 and %d kinds" % len(HASH_KINDS))
@@ -291,6 +300,7 @@ def _options(kinds, size, binbits, fast, max_pixels, highfreq_factor=4, whash_im
     _check_whash_scale(kinds, size, whash_image_scale)
     o.whash_image_scale = whash_image_scale or 0
     o.whash_keep_max_ll = 0 if whash_remove_max_haar_ll else 1
+    o.whash_mode = choice("whash_mode", WHASH_MODES, whash_mode)
     return o
 
 
@@ -324,8 +334,12 @@ _KINDS_DOC = """kinds : str or sequence of str
         :class:`accel.HashSizeAssertionError` with imagehash's message).
         Default: imagehash's, from the image's smaller side.
     whash_remove_max_haar_ll : bool
-        whash's ``remove_max_haar_ll`` (default True). Only Haar wavelets are
-        offered (imagehash's ``mode="db4"`` is not)."""
+        whash's ``remove_max_haar_ll`` (default True).
+    whash_mode : {"haar", "db4"}
+        whash's ``mode``: Haar (default) or Daubechies-4 wavelets (on the
+        CPU), whose hash has ``(size + 6) ** 2`` bits as imagehash's; an
+        image whose image_scale is below ``8 * size`` fails with
+        ACCEL_ERR_UNSUPPORTED (its db4 hash would be smaller)."""
 
 
 class Hash(ContextCalls):
@@ -345,7 +359,7 @@ class Hash(ContextCalls):
     """
 
     def _run(self, fn, inputs, n, kinds, size, binbits, fast, max_pixels, progress, highfreq_factor=4,
-             whash=(None, True)):
+             whash=(None, True, "haar")):
         import numpy as np
         kinds = _kinds(kinds)
         o = _options(kinds, size, binbits, fast, max_pixels, highfreq_factor, *whash)
@@ -362,12 +376,12 @@ class Hash(ContextCalls):
         with Call(progress) as c:
             o.progress = c.fn
             self._call(fn, *inputs, n, ctypes.byref(o), hashes.ctypes.data, slot.value, status.ctypes.data)
-        return HashResult(kinds, size, binbits, hashes, status, messages)
+        return HashResult(kinds, size, binbits, hashes, status, messages, whash[2])
 
     def files(self, paths: Union[PathLike, Iterable[PathLike]], kinds: Union[str, Sequence[str]] = DEFAULT_KINDS,
               size: int = 8, binbits: int = 3, fast: bool = False, max_pixels: int = 0,
               progress: ProgressArg = None, highfreq_factor: int = 4, whash_image_scale: Optional[int] = None,
-              whash_remove_max_haar_ll: bool = True) -> HashResult:
+              whash_remove_max_haar_ll: bool = True, whash_mode: str = "haar") -> HashResult:
         """Hash image files (JPEG, PNG, TIFF), bit-exact with imagehash.
 
         Parameters
@@ -399,12 +413,12 @@ class Hash(ContextCalls):
         encoded: List[bytes] = [os.fsencode(p) for p in _one_or_many(paths, (str, bytes, os.PathLike), "paths")]
         arr = (ctypes.c_char_p * len(encoded))(*encoded)
         return self._run(lib.accel_hash_files, (arr,), len(encoded), kinds, size, binbits, fast, max_pixels, progress,
-                         highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll))
+                         highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll, whash_mode))
 
     def bytes(self, blobs: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8, binbits: int = 3,
               fast: bool = False, max_pixels: int = 0, progress: ProgressArg = None,
               highfreq_factor: int = 4, whash_image_scale: Optional[int] = None,
-              whash_remove_max_haar_ll: bool = True) -> HashResult:
+              whash_remove_max_haar_ll: bool = True, whash_mode: str = "haar") -> HashResult:
         """Hash encoded images (the bytes of JPEG, PNG or TIFF files).
 
         Parameters
@@ -429,11 +443,11 @@ class Hash(ContextCalls):
         ptrs = (ctypes.c_void_p * len(blobs))(*[ctypes.cast(ctypes.c_char_p(b), ctypes.c_void_p) for b in blobs])
         sizes = (ctypes.c_size_t * len(blobs))(*[len(b) for b in blobs])
         return self._run(lib.accel_hash_buffers, (ptrs, sizes), len(blobs), kinds, size, binbits, fast, max_pixels,
-                         progress, highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll))
+                         progress, highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll, whash_mode))
 
     def arrays(self, images: Any, kinds: Union[str, Sequence[str]] = DEFAULT_KINDS, size: int = 8,
                binbits: int = 3, progress: ProgressArg = None, highfreq_factor: int = 4,
-               whash_image_scale: Optional[int] = None, whash_remove_max_haar_ll: bool = True) -> HashResult:
+               whash_image_scale: Optional[int] = None, whash_remove_max_haar_ll: bool = True, whash_mode: str = "haar") -> HashResult:
         """Hash decoded images, as imagehash hashes ``PIL.Image.fromarray(array)``.
 
         Parameters
@@ -486,7 +500,7 @@ class Hash(ContextCalls):
         descs = [as_array(a) for a in arrays]
         arr = (Array * len(descs))(*descs)
         return self._run(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress,
-                         highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll))
+                         highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll, whash_mode))
 
     for _m in (files, bytes, arrays):
         _m.__doc__ = (_m.__doc__ or "").replace("{kinds}", _KINDS_DOC)

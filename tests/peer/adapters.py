@@ -59,8 +59,9 @@ def _imagehash(kind: str, image: Any, size: int, binbits: int = 3, **options: An
     if kind == "colorhash":
         bits = accel.hex_to_bits(r.hex(0, kind), 14 * binbits)
         return imagehash.ImageHash(bits.reshape((-1, binbits)))
-    bits = accel.hex_to_bits(r.hex(0, kind), size * size)
-    return imagehash.ImageHash(bits.reshape((size, size)))
+    side = size + 6 if kind == "whash" and options.get("whash_mode") == "db4" else size
+    bits = accel.hex_to_bits(r.hex(0, kind), side * side)
+    return imagehash.ImageHash(bits.reshape((side, side)))
 
 
 def average_hash(image: Any, hash_size: int = 8, mean: Callable[[Any], Any] = np.mean) -> Any:
@@ -83,10 +84,8 @@ def dhash_vertical(image: Any, hash_size: int = 8) -> Any:
 
 def whash(image: Any, hash_size: int = 8, image_scale: Any = None, mode: str = "haar",
           remove_max_haar_ll: bool = True) -> Any:
-    if mode != "haar":
-        raise NotImplementedError("whash's mode=%r (only Haar wavelets are offered)" % (mode,))
     return _imagehash("whash", image, hash_size, whash_image_scale=image_scale,
-                      whash_remove_max_haar_ll=remove_max_haar_ll)
+                      whash_remove_max_haar_ll=remove_max_haar_ll, whash_mode=mode)
 
 
 def colorhash(image: Any, binbits: int = 3) -> Any:

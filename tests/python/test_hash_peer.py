@@ -208,6 +208,36 @@ class WhashOptions(unittest.TestCase):
         self.assertGreater(n, 1000)
         self.assertEqual(diffs, [])
 
+    def test_db4(self):
+        """mode="db4": (size + 6)^2 bits where image_scale >= 8 x size, as imagehash's."""
+        rng = np.random.default_rng(78)
+        diffs, n = [], 0
+        with accel.Context(backend="cpu") as ctx, warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pywt: "Level value of ... is too high"
+            for t in range(12):
+                h, w = (int(v) for v in rng.integers(16, 300, 2))
+                a = rng.integers(0, 256, (h, w), dtype=np.uint8)
+                if t % 3 == 0:
+                    a = (np.arange(w)[None, :] // 5 % 2 * 255).repeat(h, 0).astype(np.uint8)
+                image = Image.fromarray(a)
+                natural = 2 ** int(np.log2(min(h, w)))
+                for size in (1, 2, 4, 8):
+                    for scale in (None, 8 * size, 16 * size, 64):
+                        if (scale or max(natural, size)) < 8 * size:
+                            continue
+                        for remove in (True, False):
+                            want = str(imagehash.whash(image, size, image_scale=scale, mode="db4",
+                                                       remove_max_haar_ll=remove))
+                            got = ctx.hash.arrays(a, kinds="whash", size=size, whash_image_scale=scale,
+                                                  whash_remove_max_haar_ll=remove, whash_mode="db4").hex(0, "whash")
+                            n += 1
+                            if got != want:
+                                diffs.append((a.shape, size, scale, remove, got, want))
+            small = ctx.hash.arrays(np.zeros((20, 20), np.uint8), kinds="whash", size=8, whash_mode="db4")
+            self.assertEqual(small.error(0)[0], "ACCEL_ERR_UNSUPPORTED")  # image_scale 16 < 8 x 8
+        self.assertGreater(n, 100)
+        self.assertEqual(diffs, [])
+
     def test_image_scale_errors_as_imagehash(self):
         image = Image.fromarray(np.zeros((40, 40), np.uint8))
         with accel.Context(backend="cpu") as ctx:
