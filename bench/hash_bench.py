@@ -6,7 +6,8 @@
 Installs the peers at pinned versions (bench/requirements-hash.txt) into a
 virtual environment (build/bench-venv), makes 12-megapixel JPEGs from the
 sample photos of ../shared/data/hash (resized to 4000x3000, with sensor-like
-noise so that they decode like real photos), and measures on each corpus:
+noise so that they decode like real photos) and 2560x1600 baseline JPEGs, and
+measures on each corpus:
 
   * per kind, single thread: imagehash as users call it (Image.open + the hash
     function, so each kind decodes the file again) against accel_hash_files
@@ -39,8 +40,9 @@ DEFAULT_KINDS = ["ahash", "dhash", "phash", "whash"]
 BAD = {"broken.png", "broken_data_stream.png", "truncated_end_chunk.png", "truncated_image.png", "truncated_jpeg.jpg"}
 
 
-def make_12mp(src_dir, out_dir):
-    """4000x3000 JPEGs (quality 92, 4:2:0) from the corpus's original photos."""
+def make_12mp(src_dir, out_dir, size=(4000, 3000), quality=92, noise=6, tag="12mp"):
+    """4000x3000 JPEGs (quality 92, 4:2:0) from the corpus's original photos
+    (or another size: baseline JPEGs as cameras and phones write them)."""
     import numpy as np
     from PIL import Image
     os.makedirs(out_dir, exist_ok=True)
@@ -52,11 +54,11 @@ def make_12mp(src_dir, out_dir):
                     os.path.exists(os.path.join(src_dir, stem + e))), None)
         if not src:
             continue
-        dst = os.path.join(out_dir, stem + "_12mp.jpg")
+        dst = os.path.join(out_dir, "%s_%s.jpg" % (stem, tag))
         if not os.path.exists(dst):
-            im = Image.open(src).convert("RGB").resize((4000, 3000), Image.LANCZOS)
-            a = np.asarray(im).astype(np.int16) + rng.normal(0, 6, (3000, 4000, 3)).astype(np.int16)
-            Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)).save(dst, quality=92)
+            im = Image.open(src).convert("RGB").resize(size, Image.LANCZOS)
+            a = np.asarray(im).astype(np.int16) + rng.normal(0, noise, (size[1], size[0], 3)).astype(np.int16)
+            Image.fromarray(np.clip(a, 0, 255).astype(np.uint8)).save(dst, quality=quality)
         out.append(dst)
     return out
 
@@ -220,8 +222,9 @@ def main():
         sys.exit("bench: %s is missing (../shared beside the checkout)" % src)
     corpus = sorted(os.path.join(src, f) for f in os.listdir(src) if f not in BAD)
     big = make_12mp(src, os.path.join(ROOT, args.build, "bench-data", "12mp"))
+    wide = make_12mp(src, os.path.join(ROOT, args.build, "bench-data", "2560"), (2560, 1600), 90, 4, "2560")
     if args.quick:
-        corpus, big, args.repeat = corpus[::3], big[::3], 1
+        corpus, big, wide, args.repeat = corpus[::3], big[::3], wide[::3], 1
     cores = os.cpu_count() or 1
     ctx1 = accel.Context(backend=args.backend, strict=True, threads=1)
     ctxn = accel.Context(backend=args.backend, strict=True, threads=0)
@@ -232,7 +235,9 @@ def main():
                measure_corpus("corpus photos (the nine photos and their near-duplicate variants)", photos, ctx1, ctxn,
                               args.repeat, cores),
                measure_corpus("12-megapixel JPEGs (4000x3000, made from the corpus photos)", big, ctx1, ctxn,
-                              args.repeat, cores)]
+                              args.repeat, cores),
+               measure_corpus("2560x1600 baseline JPEGs (quality 90, made from the corpus photos)", wide, ctx1,
+                              ctxn, args.repeat, cores)]
     cpu = cpu_name()
     devs = accel.devices()
     meta = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "cpu": cpu, "cores": cores,
