@@ -7,6 +7,7 @@
 
 static const char USAGE[] =
     "usage: accel [global options] hash [--kinds K1,K2,...] [--size N] [--binbits B] [--highfreq F]\n"
+    "                                   [--whash-scale S] [--whash-keep-ll] [--whash-mode haar|db4]\n"
     "                                   [--fast] [--jobs N] [--format tsv|json] [--follow-links]\n"
     "                                   [--files-from F [-0]] PATH...|-\n"
     "\n"
@@ -27,6 +28,8 @@ typedef struct hash_args {
   int jobs;
   bool follow, json;
 } hash_args;
+
+static const cli_choice WHASH_MODES[] = {{"haar", ACCEL_HASH_WHASH_HAAR}, {"db4", ACCEL_HASH_WHASH_DB4}, {NULL, 0}};
 
 static const cli_option OPTIONS[] = {
     {.name = "--kinds",
@@ -57,6 +60,25 @@ static const cli_option OPTIONS[] = {
      .hi = ACCEL_HASH_HIGHFREQ_MAX,
      .arg = "F",
      .help = "phash's highfreq_factor, 1..16 (default 4): the DCT of a size*F square"},
+    {.name = "--whash-scale",
+     .kind = CLI_OPT_INT,
+     CLI_AT(hash_args, hash.whash_image_scale),
+     .lo = 1,
+     .hi = 1 << 16,
+     .arg = "S",
+     .help = "whash's image_scale: a power of two, at least --size (default: the\n"
+             "image's own, the largest power of two not above its smaller side)"},
+    {.name = "--whash-keep-ll",
+     .kind = CLI_OPT_FLAG,
+     CLI_AT(hash_args, hash.whash_keep_max_ll),
+     .help = "keep whash's coarsest Haar approximation (imagehash's remove_max_haar_ll=False)"},
+    {.name = "--whash-mode",
+     .kind = CLI_OPT_CHOICE,
+     CLI_AT(hash_args, hash.whash_mode),
+     .choices = WHASH_MODES,
+     .arg = "M",
+     .help = "whash's wavelets: haar (default) or db4 ((size + 6)^2-bit hashes, where\n"
+             "the image_scale is at least 8 x size; on the CPU)"},
     {.name = "--fast",
      .kind = CLI_OPT_FLAG,
      CLI_AT(hash_args, hash.fast),
@@ -95,8 +117,11 @@ typedef struct printer {
 
 /* TSV: the header; JSON: the opening bracket. */
 static void print_start(printer *p) {
-  for (uint32_t k = 0; k < p->o->nkinds; k++)
+  for (uint32_t k = 0; k < p->o->nkinds; k++) {
     accel_hash_bits(p->o->kinds[k], p->o->hash_size, p->o->color_binbits, &p->nbits[k]);
+    if (p->o->kinds[k] == ACCEL_HASH_WHASH && p->o->whash_mode == ACCEL_HASH_WHASH_DB4) /* a side of size + 6 */
+      p->nbits[k] = (uint32_t)((p->o->hash_size + 6) * (p->o->hash_size + 6));
+  }
   if (p->json) {
     cli_json_begin();
     printf("[");

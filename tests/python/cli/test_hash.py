@@ -96,6 +96,33 @@ class CliHash(CliTest):
         for bad in ("0", "17"):
             self.assertEqual(run("hash", "--kinds", "phash", "--highfreq", bad, files[0]).returncode, 2)
 
+    def test_whash_options_as_imagehash(self):
+        try:
+            import warnings
+            import PIL
+            import imagehash
+            from PIL import Image
+        except ImportError:
+            self.skipTest("imagehash is not installed")
+        if not PIL.__version__.startswith("9.4."):
+            self.skipTest("the hashes follow Pillow 9.4's resampling, not %s" % PIL.__version__)
+        files = [os.path.join(HASHDATA, f) for f in ("hopper.jpg", "pil_sample_cmyk.jpg")]
+        cases = (([], dict()), (["--whash-scale", "64"], dict(image_scale=64)),
+                 (["--whash-keep-ll"], dict(remove_max_haar_ll=False)),
+                 (["--whash-mode", "db4"], dict(mode="db4")),
+                 (["--whash-mode", "db4", "--whash-scale", "128", "--whash-keep-ll"],
+                  dict(mode="db4", image_scale=128, remove_max_haar_ll=False)))
+        for args, kw in cases:
+            r = run("hash", "--kinds", "whash", "--size", "8", *args, *files)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            _, rows = parse_tsv(r.stdout)
+            for row in rows:
+                with Image.open(row["path"]) as im, warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    self.assertEqual(row["whash"], str(imagehash.whash(im, 8, **kw)), (row["path"], args))
+        self.assertEqual(run("hash", "--kinds", "whash", "--whash-scale", "24", files[0]).returncode, 2)
+        self.assertEqual(run("hash", "--kinds", "whash", "--whash-mode", "db6", files[0]).returncode, 2)
+
     def test_directories_are_walked_recursively_in_order(self):
         os.makedirs(os.path.join(self.tmp, "b", "deep"))
         os.makedirs(os.path.join(self.tmp, "a"))
