@@ -677,6 +677,63 @@ START_TEST(options_and_sizes_are_validated) {
 }
 END_TEST
 
+/* whash with Daubechies-4 wavelets of a committed image against imagehash
+ * 4.3.2's whash(Image.open(...), size, image_scale, mode="db4",
+ * remove_max_haar_ll) (Pillow 9.4.0, PyWavelets 1.8.0); and an image_scale
+ * below 8 x hash_size refused for the image alone. */
+START_TEST(whash_db4_matches_imagehash) {
+  const struct {
+    int size, scale, keep;
+    const char *hex;
+  } cases[] = {
+      {8, 0, 0, "01fc03f01fc07f00ffe7f001ff3f01fc0ff00cfe31fa84a01"},
+      {8, 0, 1, "01fc03f01fc07f00ffe7f001ff3f01fc0ff00cfe31fa84a01"},
+      {4, 128, 0, "03c0f03c0f03c0ffbc0ff97e1"},
+      {2, 64, 0, "0707070703ffff09"},
+      {16, 256, 0,
+       "0017fc005ff0017fc005ff0017fc007fffc3ffc0a03f0000fff0fbffa1ffc01ffff8fffc03fff00fffc0849f001e0fe0403f"
+       "c0c07f7201f80087e0001"},
+  };
+  accel_ctx *ctx = cpu_ctx();
+  const char *p = data_path("hash/hopper.png");
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    accel_hash_options o;
+    accel_hash_options_init(&o, sizeof o);
+    o.nkinds = 1;
+    o.kinds[0] = ACCEL_HASH_WHASH;
+    o.hash_size = cases[c].size;
+    o.whash_image_scale = cases[c].scale;
+    o.whash_keep_max_ll = cases[c].keep;
+    o.whash_mode = ACCEL_HASH_WHASH_DB4;
+    size_t slot;
+    ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+    uint8_t out[ACCEL_HASH_MAX_BYTES];
+    accel_status st;
+    ck_assert_msg(accel_hash_files(ctx, &p, 1, &o, out, slot, &st) == ACCEL_OK, "%s", accel_last_error(ctx));
+    ck_assert_msg(st == ACCEL_OK, "case %zu: %s", c, accel_status_string(st));
+    const uint32_t side = (uint32_t)cases[c].size + 6;
+    char hex[ACCEL_HASH_MAX_BYTES * 2 + 1];
+    ck_assert_int_eq(accel_hash_to_hex(out, side * side, hex, sizeof hex), ACCEL_OK);
+    ck_assert_msg(strcmp(hex, cases[c].hex) == 0, "case %zu: %s, imagehash %s", c, hex, cases[c].hex);
+  }
+  /* 128 x 128 at hash size 32: image_scale 128 < 8 x 32, a smaller db4 hash than the slots hold */
+  accel_hash_options o;
+  accel_hash_options_init(&o, sizeof o);
+  o.nkinds = 1;
+  o.kinds[0] = ACCEL_HASH_WHASH;
+  o.hash_size = 32;
+  o.whash_mode = ACCEL_HASH_WHASH_DB4;
+  size_t slot;
+  ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
+  uint8_t *out = malloc(slot);
+  accel_status st;
+  ck_assert_int_eq(accel_hash_files(ctx, &p, 1, &o, out, slot, &st), ACCEL_OK);
+  ck_assert_int_eq(st, ACCEL_ERR_UNSUPPORTED);
+  free(out);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(hex_and_distance_follow_imagehash) {
   /* worked examples: imagehash's str() of known arrays */
   uint8_t h[8] = {0x81, 0, 0, 0, 0, 0, 0, 0x01}; /* bits [0][0], [0][7], [7][7] */
@@ -934,6 +991,7 @@ END_TEST
 Suite *suite_hash(void) {
   TCase *tc = new_case("hash", 120, NULL, NULL);
   tcase_add_test(tc, resample_paths_equal_the_scalar_loop);
+  tcase_add_test(tc, whash_db4_matches_imagehash);
   tcase_add_test(tc, committed_subset_matches_imagehash);
   tcase_add_test(tc, decoded_pixels_match_pillow);
   tcase_add_test(tc, png_robustness_follows_pillow);
