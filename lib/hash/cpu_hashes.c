@@ -61,10 +61,24 @@ static accel_status phash_plane(const uint8_t *px, int n, int N, uint8_t *out, c
   return s;
 }
 
+/* The Haar steps vectorise (no fused multiply-adds: the build contracts
+ * none), so whash is compiled for AVX-512 and AVX2 too and picked at run
+ * time; the operations, and so the bits, are the same on every path. GCC
+ * only (clang 14 leaves callers of clones in other files unresolved), not
+ * under the sanitizers. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define WHASH_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), visibility("hidden")))
+#endif
+#endif
+#ifndef WHASH_CLONES
+#define WHASH_CLONES
+#endif
+
 /* Block by block (memory of one block, not of the N x N double image), with
  * exactly the operations pywt performs on the whole image: Haar is local, so
  * below level m a block's coefficients depend on the block alone. */
-accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
+WHASH_CLONES accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
   const accel__whash_geom g = accel__whash_geometry(N, n);
   double *blk = malloc(sizeof(double) * (size_t)(g.B * g.B)), *tmp = malloc(sizeof(double) * (size_t)(g.B * g.B));
   double *pyr = calloc((size_t)(3 * n * n), sizeof(double));
