@@ -805,7 +805,7 @@ START_TEST(resample_paths_equal_the_scalar_loop) {
     }
     accel__resample_path = ACCEL__RESAMPLE_SCALAR;
     accel__resample_rows(&ax, src, in, 0, rows, want, out);
-    for (int path = ACCEL__RESAMPLE_SSE2; path <= ACCEL__RESAMPLE_VNNI; path++) {
+    for (int path = ACCEL__RESAMPLE_SSE2; path <= ACCEL__RESAMPLE_VBMI; path++) {
       if (!accel__resample_path_available(path)) continue;
       accel__resample_path = path;
       memset(got, 0xA5, (size_t)(out * rows));

@@ -13,6 +13,20 @@ static double sinc(double x) {
 
 static double lanczos(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3) : 0.0; }
 
+/* The transposed weights of the 16-output blocks (accel__axis.wt) when
+ * every full block's pixels fit in the 64 bytes from its first; tails and
+ * other axes take the dot products. */
+static void transpose_short(accel__axis *a) {
+  const int64_t blocks = a->out_size / 16;
+  if (blocks == 0 || a->ksize > 64) return;
+  for (int64_t b = 0; b < blocks; b++)
+    if (a->first[b * 16 + 15] - a->first[b * 16] + a->ksize > 64) return;
+  if (!(a->wt = malloc(sizeof(int32_t) * (size_t)(blocks * 16 * a->ksize)))) return; /* optional: dots then */
+  for (int64_t b = 0; b < blocks; b++)
+    for (int t = 0; t < a->ksize; t++)
+      for (int l = 0; l < 16; l++) a->wt[(b * a->ksize + t) * 16 + l] = a->weight[(b * 16 + l) * a->ksize + t];
+}
+
 accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size) {
   memset(a, 0, sizeof *a);
   a->in_size = in_size;
@@ -62,6 +76,7 @@ accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size)
       accel__axis_free(a);
       return ACCEL_ERR_OUT_OF_MEMORY;
     }
+    transpose_short(a);
     for (int64_t x = 0; x < out_size; x++)
       for (int i = 0; i < a->count[x]; i++) {
         const int32_t k = a->weight[x * a->ksize + i];
@@ -78,6 +93,7 @@ void accel__axis_free(accel__axis *a) {
   free(a->weight);
   free(a->hi);
   free(a->lo);
+  free(a->wt);
   memset(a, 0, sizeof *a);
 }
 
@@ -188,6 +204,33 @@ ACCEL__ROW_FN(row_sse2, , dot_sse2)
 ACCEL__ROW_FN(row_avx2, __attribute__((target("avx2"))), dot_avx2)
 ACCEL__ROW_FN(row_vnni, __attribute__((target("avx512f,avx512bw,avx512vnni"))), dot_vnni)
 #undef ACCEL__ROW_FN
+
+/* Short kernels, 16 outputs at once: the block's 64 bytes of pixels loaded
+ * once, each tap's 16 pixels picked into int32 lanes by vpermb, multiplied
+ * by the tap's 16 weights and added (int32 products and sums: Pillow's own
+ * accumulator, exact), then clipped as clip8 clips. Tails take the dots. */
+#define VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni")))
+VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8_t *dst) {
+  const int64_t blocks = h->wt ? h->out_size / 16 : 0;
+  for (int64_t b = 0; b < blocks; b++) {
+    const int32_t *first = h->first + b * 16, *w = h->wt + b * 16 * h->ksize;
+    const __m512i win = _mm512_loadu_si512((const void *)(src + first[0]));
+    /* byte 4 l of the index: output l's first pixel within the window (the other bytes are masked off) */
+    __m512i idx = _mm512_sub_epi32(_mm512_loadu_si512((const void *)first), _mm512_set1_epi32(first[0]));
+    __m512i acc = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
+    for (int t = 0; t < h->ksize; t++) {
+      const __m512i px = _mm512_maskz_permutexvar_epi8((__mmask64)0x1111111111111111ULL, idx, win);
+      acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(px, _mm512_loadu_si512((const void *)(w + t * 16))));
+      idx = _mm512_add_epi32(idx, _mm512_set1_epi32(1));
+    }
+    const __m512i v =
+        _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(acc, _mm512_setzero_si512()), 22), _mm512_set1_epi32(255));
+    _mm_storeu_si128((__m128i *)(void *)(dst + b * 16), _mm512_cvtepi32_epi8(v));
+  }
+  for (int64_t x = blocks * 16; x < h->out_size; x++)
+    dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
+                   dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad));
+}
 #pragma GCC diagnostic pop
 
 typedef void (*row_fn)(const accel__axis *, const uint8_t *, uint8_t *);
@@ -200,6 +243,8 @@ bool accel__resample_path_available(int path) {
   case ACCEL__RESAMPLE_VNNI:
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
            __builtin_cpu_supports("avx512vnni");
+  case ACCEL__RESAMPLE_VBMI:
+    return accel__resample_path_available(ACCEL__RESAMPLE_VNNI) && __builtin_cpu_supports("avx512vbmi");
   default: return false;
   }
 }
@@ -208,12 +253,14 @@ bool accel__resample_path_available(int path) {
 static row_fn pick_row(void) {
   static int best = -1;
   if (best < 0)
-    best = accel__resample_path_available(ACCEL__RESAMPLE_VNNI)   ? ACCEL__RESAMPLE_VNNI
+    best = accel__resample_path_available(ACCEL__RESAMPLE_VBMI)   ? ACCEL__RESAMPLE_VBMI
+           : accel__resample_path_available(ACCEL__RESAMPLE_VNNI) ? ACCEL__RESAMPLE_VNNI
            : accel__resample_path_available(ACCEL__RESAMPLE_AVX2) ? ACCEL__RESAMPLE_AVX2
                                                                   : ACCEL__RESAMPLE_SSE2;
   const int path =
       accel__resample_path && accel__resample_path_available(accel__resample_path) ? accel__resample_path : best;
-  return path == ACCEL__RESAMPLE_VNNI   ? row_vnni
+  return path == ACCEL__RESAMPLE_VBMI   ? row_vbmi
+         : path == ACCEL__RESAMPLE_VNNI ? row_vnni
          : path == ACCEL__RESAMPLE_AVX2 ? row_avx2
          : path == ACCEL__RESAMPLE_SSE2 ? row_sse2
                                         : NULL;
@@ -233,11 +280,12 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
    * while the rows after it (up to row1) hold that many bytes, else from a
    * zero-padded copy of the row. */
   const row_fn row = h->hi ? pick_row() : NULL;
-  uint8_t *pad = row ? calloc((size_t)(h->in_size + h->kpad), 1) : NULL;
+  const int64_t reach = h->kpad > 64 ? h->kpad : 64; /* the 16-output blocks read 64 bytes */
+  uint8_t *pad = row ? calloc((size_t)(h->in_size + reach), 1) : NULL;
   if (pad) {
     for (int64_t y = row0; y < row1; y++) {
       const uint8_t *src = in + y * in_stride;
-      if ((row1 - 1 - y) * in_stride < h->kpad) {
+      if ((row1 - 1 - y) * in_stride < reach) {
         memcpy(pad, src, (size_t)h->in_size);
         src = pad;
       }

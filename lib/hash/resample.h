@@ -37,6 +37,10 @@ typedef struct accel__axis {
    * (both int16), padded with zeros to kpad (a multiple of 32). */
   int kpad;
   int16_t *hi, *lo; /* [out_size * kpad] */
+  /* For short kernels (whash's): the weights of each block of 16 outputs
+   * transposed, tap by tap ([out_size / 16][ksize][16] int32), when every
+   * block's pixels lie within 64 bytes of its first; else NULL. */
+  int32_t *wt;
 } accel__axis;
 
 accel_status accel__axis_init(accel__axis *axis, int64_t in_size, int64_t out_size);
@@ -68,7 +72,8 @@ enum {
   ACCEL__RESAMPLE_SCALAR = 1,
   ACCEL__RESAMPLE_SSE2 = 2,
   ACCEL__RESAMPLE_AVX2 = 3,
-  ACCEL__RESAMPLE_VNNI = 4 /* AVX-512 VNNI */
+  ACCEL__RESAMPLE_VNNI = 4, /* AVX-512 VNNI */
+  ACCEL__RESAMPLE_VBMI = 5  /* AVX-512 VBMI: 16 outputs at once where the kernels are short */
 };
 extern int accel__resample_path; /* a test switch: a path, or AUTO */
 bool accel__resample_path_available(int path);
