@@ -27,6 +27,24 @@ static void transpose_short(accel__axis *a) {
       for (int l = 0; l < 16; l++) a->wt[(b * a->ksize + t) * 16 + l] = a->weight[(b * 16 + l) * a->ksize + t];
 }
 
+/* The three int8 parts of every weight (accel__axis.w8) when each lies in
+ * [-2^21, 2^21) and the kernels are long enough for 64-byte steps to pay. */
+static void split_bytes(accel__axis *a) {
+  if (a->ksize < 64) return;
+  for (int64_t i = 0; i < a->out_size * a->ksize; i++)
+    if (a->weight[i] < -(1 << 21) || a->weight[i] >= (1 << 21)) return;
+  a->k64 = (a->ksize + 63) / 64 * 64;
+  if (!(a->w8 = calloc((size_t)(a->out_size * 3 * a->k64), 1))) return; /* optional: the int16 dots then */
+  for (int64_t x = 0; x < a->out_size; x++)
+    for (int i = 0; i < a->count[x]; i++) {
+      const int32_t k = a->weight[x * a->ksize + i];
+      int8_t *p = a->w8 + x * 3 * a->k64 + i;
+      p[0] = (int8_t)(k >> 14); /* arithmetic shift: k = a * 2^14 + b * 2^7 + c */
+      p[a->k64] = (int8_t)((k >> 7) & 127);
+      p[2 * a->k64] = (int8_t)(k & 127);
+    }
+}
+
 accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size) {
   memset(a, 0, sizeof *a);
   a->in_size = in_size;
@@ -77,6 +95,7 @@ accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size)
       return ACCEL_ERR_OUT_OF_MEMORY;
     }
     transpose_short(a);
+    split_bytes(a);
     for (int64_t x = 0; x < out_size; x++)
       for (int i = 0; i < a->count[x]; i++) {
         const int32_t k = a->weight[x * a->ksize + i];
@@ -94,6 +113,7 @@ void accel__axis_free(accel__axis *a) {
   free(a->hi);
   free(a->lo);
   free(a->wt);
+  free(a->w8);
   memset(a, 0, sizeof *a);
 }
 
@@ -205,11 +225,32 @@ ACCEL__ROW_FN(row_avx2, __attribute__((target("avx2"))), dot_avx2)
 ACCEL__ROW_FN(row_vnni, __attribute__((target("avx512f,avx512bw,avx512vnni"))), dot_vnni)
 #undef ACCEL__ROW_FN
 
+#define VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni")))
+
+/* Long kernels with byte-sized weight parts: vpdpbusd multiplies 64 pixels
+ * (uint8) by 64 weight bytes (int8) and adds them to 16 int32 lanes, for
+ * each of the three parts; the lanes are joined a * 2^14 + b * 2^7 + c and
+ * summed, modulo 2^32 at every step and exact since the true sum fits. */
+VBMI_TARGET static inline int32_t dot_bytes(const uint8_t *p, const int8_t *w, int k64) {
+  __m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512(), sc = _mm512_setzero_si512();
+  for (int i = 0; i < k64; i += 64) {
+    const __m512i px = _mm512_loadu_si512((const void *)(p + i));
+    sa = _mm512_dpbusd_epi32(sa, px, _mm512_loadu_si512((const void *)(w + i)));
+    sb = _mm512_dpbusd_epi32(sb, px, _mm512_loadu_si512((const void *)(w + k64 + i)));
+    sc = _mm512_dpbusd_epi32(sc, px, _mm512_loadu_si512((const void *)(w + 2 * k64 + i)));
+  }
+  __m512i v = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(sa, 14), _mm512_slli_epi32(sb, 7)), sc);
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xB1));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1));
+  return _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
+}
+
 /* Short kernels, 16 outputs at once: the block's 64 bytes of pixels loaded
  * once, each tap's 16 pixels picked into int32 lanes by vpermb, multiplied
  * by the tap's 16 weights and added (int32 products and sums: Pillow's own
  * accumulator, exact), then clipped as clip8 clips. Tails take the dots. */
-#define VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni")))
 VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8_t *dst) {
   const int64_t blocks = h->wt ? h->out_size / 16 : 0;
   for (int64_t b = 0; b < blocks; b++) {
@@ -229,7 +270,8 @@ VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8
   }
   for (int64_t x = blocks * 16; x < h->out_size; x++)
     dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
-                   dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad));
+                   (h->w8 ? dot_bytes(src + h->first[x], h->w8 + x * 3 * h->k64, h->k64)
+                          : dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad)));
 }
 #pragma GCC diagnostic pop
 
@@ -280,7 +322,8 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
    * while the rows after it (up to row1) hold that many bytes, else from a
    * zero-padded copy of the row. */
   const row_fn row = h->hi ? pick_row() : NULL;
-  const int64_t reach = h->kpad > 64 ? h->kpad : 64; /* the 16-output blocks read 64 bytes */
+  int64_t reach = h->kpad > 64 ? h->kpad : 64; /* the 16-output blocks read 64 bytes */
+  if (h->k64 > reach) reach = h->k64;          /* the byte dot products, k64 */
   uint8_t *pad = row ? calloc((size_t)(h->in_size + reach), 1) : NULL;
   if (pad) {
     for (int64_t y = row0; y < row1; y++) {

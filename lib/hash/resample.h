@@ -41,6 +41,11 @@ typedef struct accel__axis {
    * transposed, tap by tap ([out_size / 16][ksize][16] int32), when every
    * block's pixels lie within 64 bytes of its first; else NULL. */
   int32_t *wt;
+  /* For long kernels whose weights lie in [-2^21, 2^21): each split exactly
+   * as a * 2^14 + b * 2^7 + c (a signed, b and c in 0..127, int8 each),
+   * padded with zeros to k64 taps (a multiple of 64); else NULL. */
+  int k64;
+  int8_t *w8; /* [out_size][3][k64]: a, b, c */
 } accel__axis;
 
 accel_status accel__axis_init(accel__axis *axis, int64_t in_size, int64_t out_size);
