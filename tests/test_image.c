@@ -4,6 +4,8 @@
 #include "emulated_gpu.h"
 #include "testutil.h"
 
+#include "image/convert.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,9 +232,39 @@ START_TEST(gpu_gray_in_emulation) {
 END_TEST
 #endif
 
+/* The RGB-to-gray row conversion's vector paths (AVX2, AVX-512), each forced
+ * where the CPU has it, equal the scalar formula at every width. */
+START_TEST(gray_paths_equal_the_scalar_formula) {
+  uint32_t seed = 77;
+  const int64_t widths[] = {1, 7, 8, 10, 11, 15, 16, 21, 22, 23, 31, 32, 63, 64, 65, 100, 2560};
+  for (size_t c = 0; c < sizeof widths / sizeof widths[0]; c++) {
+    const int64_t w = widths[c];
+    uint8_t *rgb = malloc((size_t)(3 * w)), *want = malloc((size_t)w), *got = malloc((size_t)w);
+    for (int64_t i = 0; i < 3 * w; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      rgb[i] = (uint8_t)(i % 5 == 0 ? 255 : i % 7 == 0 ? 0 : seed >> 24); /* extremes and noise */
+    }
+    accel__gray_path = ACCEL__GRAY_SCALAR;
+    accel__rgb_row_to_gray(rgb, w, want);
+    for (int path = ACCEL__GRAY_AVX2; path <= ACCEL__GRAY_AVX512; path++) {
+      if (!accel__gray_path_available(path)) continue;
+      accel__gray_path = path;
+      memset(got, 0xA5, (size_t)w);
+      accel__rgb_row_to_gray(rgb, w, got);
+      ck_assert_msg(memcmp(got, want, (size_t)w) == 0, "width %lld: path %d differs", (long long)w, path);
+    }
+    accel__gray_path = ACCEL__GRAY_AUTO;
+    free(rgb);
+    free(want);
+    free(got);
+  }
+}
+END_TEST
+
 Suite *suite_image(void) {
   TCase *tc = new_case("gray", 0, setup, teardown);
   tcase_add_test(tc, rgb_matches_pillow);
+  tcase_add_test(tc, gray_paths_equal_the_scalar_formula);
   tcase_add_test(tc, rgba_matches_pillow_alpha_ignored);
   tcase_add_test(tc, gray_alpha_matches_pillow);
   tcase_add_test(tc, sample_photo_matches_pillow);
