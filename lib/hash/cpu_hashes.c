@@ -80,38 +80,28 @@ static accel_status phash_plane(const uint8_t *px, int n, int N, uint8_t *out, c
  * below level m a block's coefficients depend on the block alone. */
 WHASH_CLONES accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
   const accel__whash_geom g = accel__whash_geometry(N, n);
-  const size_t BB = (size_t)(g.B * g.B);
-  /* Up to 2048 x 2048 (32 MiB), every block's analysis is kept for its
-   * reconstruction; larger planes analyse each block again instead. */
-  const bool keep = !keep_ll && N <= 2048;
-  double *all = keep ? malloc(sizeof(double) * BB * (size_t)(n * n)) : NULL;
-  double *blk = malloc(sizeof(double) * BB), *tmp = malloc(sizeof(double) * BB);
+  double *blk = malloc(sizeof(double) * (size_t)(g.B * g.B)), *tmp = malloc(sizeof(double) * (size_t)(g.B * g.B));
   double *pyr = calloc((size_t)(3 * n * n), sizeof(double));
   accel_status s = ACCEL_OK;
-  if (!blk || !tmp || !pyr || (keep && !all)) {
+  if (!blk || !tmp || !pyr) {
     s = ACCEL_ERR_OUT_OF_MEMORY;
   } else {
     double *ptmp = pyr + n * n, *low = ptmp + n * n;
     for (int bi = 0; bi < n; bi++)
       for (int bj = 0; bj < n; bj++) {
-        double *b = keep ? all + (size_t)(bi * n + bj) * BB : blk;
-        accel__whash_block_analyze(px, &g, bi, bj, b, tmp);
-        pyr[bi * n + bj] = b[0];
+        accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
+        pyr[bi * n + bj] = blk[0];
       }
     if (keep_ll) { /* remove_max_haar_ll=False: the approximation of the pixels themselves */
       accel__whash_bits(pyr, n, ptmp, out);
     } else {
       accel__whash_top(pyr, n, g.ln, ptmp);
       for (int bi = 0; bi < n; bi++)
-        for (int bj = 0; bj < n; bj++) {
-          const int b = bi * n + bj;
-          low[b] = keep ? accel__whash_block_rebuilt(&g, all + (size_t)b * BB, pyr[b], tmp)
-                        : accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
-        }
+        for (int bj = 0; bj < n; bj++)
+          low[bi * n + bj] = accel__whash_block_final(px, &g, bi, bj, pyr[bi * n + bj], blk, tmp);
       accel__whash_bits(low, n, ptmp, out);
     }
   }
-  free(all);
   free(blk);
   free(tmp);
   free(pyr);

@@ -263,15 +263,9 @@ ACCEL__MATH_HD void accel__whash_block_pixels(const uint8_t *px, const accel__wh
 /* Block (bi, bj) again: its details, the reconstructed approximation on top,
  * synthesis to pixels', analysis to level m; returns the block's value of
  * the final wavedec2's approximation. */
-ACCEL__MATH_HD double accel__whash_block_rebuilt(const accel__whash_geom *g, double *blk, double approx, double *tmp);
 ACCEL__MATH_HD double accel__whash_block_final(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
                                                double approx, double *blk, double *tmp) {
   accel__whash_block_analyze(px, g, bi, bj, blk, tmp);
-  return accel__whash_block_rebuilt(g, blk, approx, tmp);
-}
-
-/* The same from the block's analysis (blk, overwritten). */
-ACCEL__MATH_HD double accel__whash_block_rebuilt(const accel__whash_geom *g, double *blk, double approx, double *tmp) {
   blk[0] = approx;
   for (int k = 0, s = 1; k < g->m; k++, s *= 2) accel__haar_synthesize(blk, g->B, s, tmp);
   /* only the approximation is read: the details of this analysis are not computed */
