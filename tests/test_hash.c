@@ -9,6 +9,7 @@
 #include "emulated_gpu.h"
 #include "testutil.h"
 
+#include "hash/hashes.h"
 #include "hash/job.h"
 #include "hash/ops.h"
 #include "hash/resample.h"
@@ -693,6 +694,11 @@ START_TEST(whash_db4_matches_imagehash) {
       {16, 256, 0,
        "0017fc005ff0017fc005ff0017fc007fffc3ffc0a03f0000fff0fbffa1ffc01ffff8fffc03fff00fffc0849f001e0fe0403f"
        "c0c07f7201f80087e0001"},
+      /* explicit image_scales below 8 x size: fewer levels, smaller sides (11, 2, 4, 9) */
+      {8, 16, 0, "00ddcf83f33e05c1fc7f8fe0e488804"},
+      {2, 2, 0, "5"},
+      {1, 2, 0, "5555"},
+      {4, 16, 0, "0af37abc9eafa793c0000"},
   };
   accel_ctx *ctx = cpu_ctx();
   const char *p = data_path("hash/hopper.png");
@@ -711,7 +717,8 @@ START_TEST(whash_db4_matches_imagehash) {
     accel_status st;
     ck_assert_msg(accel_hash_files(ctx, &p, 1, &o, out, slot, &st) == ACCEL_OK, "%s", accel_last_error(ctx));
     ck_assert_msg(st == ACCEL_OK, "case %zu: %s", c, accel_status_string(st));
-    const uint32_t side = (uint32_t)cases[c].size + 6;
+    const uint32_t side =
+        (uint32_t)(cases[c].scale ? accel__whash_db4_side(cases[c].size, cases[c].scale) : cases[c].size + 6);
     char hex[ACCEL_HASH_MAX_BYTES * 2 + 1];
     ck_assert_int_eq(accel_hash_to_hex(out, side * side, hex, sizeof hex), ACCEL_OK);
     ck_assert_msg(strcmp(hex, cases[c].hex) == 0, "case %zu: %s, imagehash %s", c, hex, cases[c].hex);

@@ -114,10 +114,11 @@ typedef struct accel_hash_options {
   int32_t whash_keep_max_ll;
   /* whash's wavelets: ACCEL_HASH_WHASH_HAAR (0, default) or
    * ACCEL_HASH_WHASH_DB4 (imagehash's mode="db4", on the CPU). A db4 hash
-   * has (hash_size + 6)^2 bits, as imagehash's (its approximation's side
-   * grows by 7 / 2 per level); an image whose image_scale is below
-   * 8 x hash_size (fewer than three levels, a smaller hash) gets
-   * ACCEL_ERR_UNSUPPORTED. */
+   * has side^2 bits, as imagehash's: its approximation's side becomes
+   * (side + 7) / 2 per level, hash_size + 6 from the third level on. With
+   * whash_image_scale given, side follows from it; without, it is
+   * hash_size + 6, and an image whose own image_scale is below
+   * 8 x hash_size (a smaller hash) gets ACCEL_ERR_UNSUPPORTED. */
   int32_t whash_mode;
 } accel_hash_options;
 

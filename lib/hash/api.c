@@ -112,8 +112,11 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
     uint32_t nbits = 0;
     accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
     if (s) return s;
-    if (o->kinds[k] == ACCEL_HASH_WHASH && spec->whash_db4)
-      nbits = (uint32_t)((o->hash_size + 6) * (o->hash_size + 6)); /* db4's approximation side: hash_size + 6 */
+    if (o->kinds[k] == ACCEL_HASH_WHASH && spec->whash_db4) { /* db4's approximation side */
+      const int side =
+          o->whash_image_scale ? accel__whash_db4_side(o->hash_size, o->whash_image_scale) : o->hash_size + 6;
+      nbits = (uint32_t)(side * side);
+    }
     for (uint32_t j = 0; j < k; j++)
       if (o->kinds[j] == o->kinds[k])
         return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "kind %s is listed twice",

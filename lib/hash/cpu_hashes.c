@@ -231,7 +231,7 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
     case ACCEL_HASH_DHASH_VERTICAL: accel__dhash_vertical(planes[k], n, out); break;
     case ACCEL_HASH_PHASH: s = phash_plane(planes[k], n, (int)tw[k], out, why); break;
     case ACCEL_HASH_WHASH:
-      if (spec->whash_db4 && tw[k] < 8 * (int64_t)n) {
+      if (spec->whash_db4 && !spec->whash_scale && tw[k] < 8 * (int64_t)n) {
         s = ACCEL_ERR_UNSUPPORTED;
         accel__why(why, "whash db4 at image_scale %lld, below 8 x hash_size %d: a smaller hash than the batch's",
                    (long long)tw[k], n);

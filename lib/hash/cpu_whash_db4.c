@@ -15,10 +15,9 @@
  * pywt's to the bit. A 2-D level runs along axis 0 (every column), then
  * axis 1 (every row), as pywt.dwtn does.
  *
- * The approximation of level l has (N + 7) / 2 values a side per level, so
- * from the third level on its side is hash_size + 6 (for any image size):
- * the library offers db4 where image_scale is at least 8 x hash_size, and
- * the hash then has (hash_size + 6)^2 bits, as imagehash's has.
+ * The approximation has (N + 7) / 2 values a side per level, so from the
+ * third level on its side is hash_size + 6 (for any image size); the hash
+ * has side^2 bits, as imagehash's has (accel__whash_db4_side).
  */
 #include "hash/hashes.h"
 
@@ -97,10 +96,13 @@ static void db4_level(const double *a, size_t rows, size_t cols, double *b, doub
 
 accel_status accel__whash_db4_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
   const accel__whash_geom g = accel__whash_geometry(N, n);
-  const size_t NN = (size_t)N * (size_t)N, BB = (size_t)(g.B * g.B);
+  /* a level's output side (s + 7) / 2 exceeds its input's while s < 7
+   * (small planes at small hash sizes): room for the larger of the two */
+  const int64_t M = N > n + 8 ? N : n + 8;
+  const size_t NN = (size_t)M * (size_t)M, BB = (size_t)(g.B * g.B);
   double *img = malloc(sizeof(double) * NN), *b = malloc(sizeof(double) * NN), *tmp = malloc(sizeof(double) * NN);
   double *blk = malloc(sizeof(double) * BB), *btmp = malloc(sizeof(double) * BB * 4);
-  double *pyr = calloc((size_t)(2 * n * n), sizeof(double)), *line = malloc(sizeof(double) * (size_t)(2 * N + 16));
+  double *pyr = calloc((size_t)(2 * n * n), sizeof(double)), *line = malloc(sizeof(double) * (size_t)(2 * M + 16));
   accel_status s = ACCEL_OK;
   if (!img || !b || !tmp || !blk || !btmp || !pyr || !line) {
     s = ACCEL_ERR_OUT_OF_MEMORY;

@@ -50,8 +50,15 @@ void accel__hash_target(const accel__hash_spec *spec, accel_hash_kind kind, int6
  * allocate its scratch). */
 accel_status accel__phash_plane(const uint8_t *px, int n, const accel__dct_plan *plan, uint8_t *out);
 accel_status accel__whash_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
-/* The same with Daubechies-4 wavelets (cpu_whash_db4.c): (n + 6)^2 bits;
- * scale >= 8 n. */
+/* The side of whash's db4 approximation of a scale x scale plane at hash
+ * size n: (side + 7) / 2 per level, log2(scale / n) levels (n + 6 from the
+ * third level on). */
+static inline int accel__whash_db4_side(int n, int64_t scale) {
+  int64_t side = scale;
+  for (int64_t s = scale; s > n; s /= 2) side = (side + 7) / 2;
+  return (int)side;
+}
+/* The same with Daubechies-4 wavelets (cpu_whash_db4.c): side^2 bits. */
 accel_status accel__whash_db4_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
 
 /* Every requested kind of one image: gray plane, colour counts (may be NULL

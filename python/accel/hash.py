@@ -137,14 +137,17 @@ class HashResult:
     """
 
     def __init__(self, kinds: Sequence[str], size: int, binbits: int, hashes: Any, status: Any,
-                 messages: Dict[int, str], whash_mode: str = "haar") -> None:
+                 messages: Dict[int, str], whash_mode: str = "haar", whash_scale: Optional[int] = None) -> None:
         self.kinds, self.size, self.binbits = tuple(kinds), size, binbits
         self.hashes, self.status, self.messages = hashes, status, messages
-        self.whash_mode = whash_mode
+        self.whash_mode, self.whash_scale = whash_mode, whash_scale
 
     def _bits(self, kind: str) -> int:
         if kind == "whash" and self.whash_mode == "db4":
-            return (self.size + 6) ** 2  # db4's approximation: hash_size + 6 a side
+            side, s = (self.size + 6, 0) if not self.whash_scale else (self.whash_scale, self.whash_scale)
+            while s > self.size:  # db4's approximation: (side + 7) // 2 a level
+                side, s = (side + 7) // 2, s // 2
+            return side * side
         return _nbits(kind, self.size, self.binbits)
 
     def __len__(self) -> int:
@@ -337,9 +340,10 @@ _KINDS_DOC = """kinds : str or sequence of str
         whash's ``remove_max_haar_ll`` (default True).
     whash_mode : {"haar", "db4"}
         whash's ``mode``: Haar (default) or Daubechies-4 wavelets (on the
-        CPU), whose hash has ``(size + 6) ** 2`` bits as imagehash's; an
-        image whose image_scale is below ``8 * size`` fails with
-        ACCEL_ERR_UNSUPPORTED (its db4 hash would be smaller)."""
+        CPU), whose hash has as many bits as imagehash's: ``(size + 6) ** 2``,
+        or less for an explicit `whash_image_scale` below ``8 * size``;
+        without one, an image whose own image_scale is below ``8 * size``
+        fails with ACCEL_ERR_UNSUPPORTED (its hash would be smaller)."""
 
 
 class Hash(ContextCalls):
@@ -376,7 +380,7 @@ class Hash(ContextCalls):
         with Call(progress) as c:
             o.progress = c.fn
             self._call(fn, *inputs, n, ctypes.byref(o), hashes.ctypes.data, slot.value, status.ctypes.data)
-        return HashResult(kinds, size, binbits, hashes, status, messages, whash[2])
+        return HashResult(kinds, size, binbits, hashes, status, messages, whash[2], whash[0])
 
     def files(self, paths: Union[PathLike, Iterable[PathLike]], kinds: Union[str, Sequence[str]] = DEFAULT_KINDS,
               size: int = 8, binbits: int = 3, fast: bool = False, max_pixels: int = 0,

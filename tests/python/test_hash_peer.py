@@ -222,8 +222,10 @@ class WhashOptions(unittest.TestCase):
                 image = Image.fromarray(a)
                 natural = 2 ** int(np.log2(min(h, w)))
                 for size in (1, 2, 4, 8):
-                    for scale in (None, 8 * size, 16 * size, 64):
-                        if (scale or max(natural, size)) < 8 * size:
+                    for scale in (None, size, 2 * size, 4 * size, 8 * size, 16 * size, 64):
+                        if scale is None and max(natural, size) < 8 * size:
+                            continue  # refused: see below
+                        if scale is not None and scale < size:
                             continue
                         for remove in (True, False):
                             want = str(imagehash.whash(image, size, image_scale=scale, mode="db4",
