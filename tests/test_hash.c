@@ -573,6 +573,36 @@ START_TEST(fast_mode_changes_only_jpegs) {
 }
 END_TEST
 
+/* each kind's bits under options: whash db4's approximation side is hash_size + 6, or halved from an
+ * explicit image_scale down to hash_size ((s + 7) / 2 a level); Haar's and the others', accel_hash_bits' */
+START_TEST(kind_bits_follow_the_options) {
+  uint32_t nb = 0;
+  accel_hash_options o;
+  accel_hash_options_init(&o, sizeof o);
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_WHASH, &nb), ACCEL_OK);
+  ck_assert_uint_eq(nb, 64);
+  ck_assert_int_eq(accel_hash_kind_bits(NULL, ACCEL_HASH_COLORHASH, &nb), ACCEL_OK);
+  ck_assert_uint_eq(nb, 42);
+  o.whash_mode = ACCEL_HASH_WHASH_DB4;
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_WHASH, &nb), ACCEL_OK);
+  ck_assert_uint_eq(nb, 14 * 14);
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_PHASH, &nb), ACCEL_OK); /* not among kinds */
+  ck_assert_uint_eq(nb, 64);
+  o.whash_image_scale = 16;
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_WHASH, &nb), ACCEL_OK);
+  ck_assert_uint_eq(nb, 11 * 11);
+  o.whash_image_scale = 64; /* 64 -> 35 -> 21 -> 14 */
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_WHASH, &nb), ACCEL_OK);
+  ck_assert_uint_eq(nb, 14 * 14);
+  nb = 7;
+  ck_assert_int_eq(accel_hash_kind_bits(&o, (accel_hash_kind)9, &nb), ACCEL_ERR_INVALID_ARG);
+  ck_assert_uint_eq(nb, 7);
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_WHASH, NULL), ACCEL_ERR_INVALID_ARG);
+  o.whash_image_scale = 12; /* not a power of two: the options are refused */
+  ck_assert_int_eq(accel_hash_kind_bits(&o, ACCEL_HASH_WHASH, &nb), ACCEL_ERR_INVALID_ARG);
+}
+END_TEST
+
 /* ------------------------------------------------------------ helpers */
 
 START_TEST(options_and_sizes_are_validated) {
@@ -1010,6 +1040,7 @@ Suite *suite_hash(void) {
   tcase_add_test(tc, buffers_and_arrays_hash_like_files);
   tcase_add_test(tc, fast_mode_changes_only_jpegs);
   tcase_add_test(tc, options_and_sizes_are_validated);
+  tcase_add_test(tc, kind_bits_follow_the_options);
   tcase_add_test(tc, hex_and_distance_follow_imagehash);
   tcase_add_test(tc, saturation_table_equals_the_formula_everywhere);
 #if EXPECT_CUDA

@@ -139,6 +139,14 @@ ACCEL_API accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, 
  * phash_highfreq_factor), ACCEL_ERR_UNSUPPORTED (phash_highfreq_factor above
  * ACCEL_HASH_HIGHFREQ_MAX), ACCEL_ERR_VERSION. */
 ACCEL_API accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *slot_bytes);
+/* Bits of each hash of `kind` a batch with these options writes (NULL: the
+ * defaults): accel_hash_bits of their hash_size and color_binbits, except
+ * whash with ACCEL_HASH_WHASH_DB4, whose approximation is side x side (side
+ * hash_size + 6, or what an explicit whash_image_scale gives). `kind` need
+ * not be among options->kinds. Fails as accel_hash_slot_bytes does, and
+ * with ACCEL_ERR_INVALID_ARG for an unknown kind or NULL nbits (*nbits is
+ * then left as it was). */
+ACCEL_API accel_status accel_hash_kind_bits(const accel_hash_options *options, accel_hash_kind kind, uint32_t *nbits);
 
 /*
  * Hash a batch of inputs. Outputs, caller-allocated:

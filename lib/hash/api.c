@@ -68,6 +68,14 @@ accel_status accel_hash_bits(accel_hash_kind kind, int32_t hash_size, int32_t co
   return bits_of(NULL, kind, hash_size, color_binbits, nbits);
 }
 
+/* whash's bits under these options: db4's approximation is side x side
+ * (from an explicit image_scale, else hash_size + 6); Haar's, nbits. */
+static uint32_t whash_bits(const accel_hash_options *o, uint32_t nbits) {
+  if (o->whash_mode != ACCEL_HASH_WHASH_DB4) return nbits;
+  const int side = o->whash_image_scale ? accel__whash_db4_side(o->hash_size, o->whash_image_scale) : o->hash_size + 6;
+  return (uint32_t)(side * side);
+}
+
 /* Validate options (NULL = defaults) into a spec. */
 static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_hash_options *in, accel_hash_options *o,
                             accel__hash_spec *spec) {
@@ -112,11 +120,7 @@ static accel_status resolve(const accel_ctx *ctx, const char *func, const accel_
     uint32_t nbits = 0;
     accel_status s = bits_of(ctx, o->kinds[k], o->hash_size, o->color_binbits, &nbits);
     if (s) return s;
-    if (o->kinds[k] == ACCEL_HASH_WHASH && spec->whash_db4) { /* db4's approximation side */
-      const int side =
-          o->whash_image_scale ? accel__whash_db4_side(o->hash_size, o->whash_image_scale) : o->hash_size + 6;
-      nbits = (uint32_t)(side * side);
-    }
+    if (o->kinds[k] == ACCEL_HASH_WHASH) nbits = whash_bits(o, nbits);
     for (uint32_t j = 0; j < k; j++)
       if (o->kinds[j] == o->kinds[k])
         return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "kind %s is listed twice",
@@ -138,6 +142,18 @@ accel_status accel_hash_slot_bytes(const accel_hash_options *options, size_t *sl
   accel_status s = resolve(NULL, __func__, options, &o, &spec);
   if (s) return s;
   *slot_bytes = spec.slot_bytes;
+  return ACCEL_OK;
+}
+
+accel_status accel_hash_kind_bits(const accel_hash_options *options, accel_hash_kind kind, uint32_t *nbits) {
+  REQUIRE(NULL, nbits, ACCEL_ERR_INVALID_ARG, "nbits is NULL");
+  accel_hash_options o;
+  accel__hash_spec spec;
+  accel_status s = resolve(NULL, __func__, options, &o, &spec);
+  if (s) return s;
+  uint32_t n = 0;
+  if ((s = bits_of(NULL, kind, o.hash_size, o.color_binbits, &n))) return s;
+  *nbits = kind == ACCEL_HASH_WHASH ? whash_bits(&o, n) : n;
   return ACCEL_OK;
 }
 

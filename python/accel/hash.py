@@ -31,6 +31,7 @@ declare({
     "accel_hash_kind_from_string": (c_status, [ctypes.c_char_p, P(ctypes.c_int)]),
     "accel_hash_bits": (c_status, [ctypes.c_int, ctypes.c_int32, ctypes.c_int32, P(ctypes.c_uint32)]),
     "accel_hash_slot_bytes": (c_status, [P(HashOptions), P(ctypes.c_size_t)]),
+    "accel_hash_kind_bits": (c_status, [P(HashOptions), ctypes.c_int, P(ctypes.c_uint32)]),
     "accel_hash_files": (c_status, [ctypes.c_void_p, P(ctypes.c_char_p), ctypes.c_size_t, P(HashOptions)] + _OUTPUTS),
     "accel_hash_buffers": (c_status, [ctypes.c_void_p, P(ctypes.c_void_p), P(ctypes.c_size_t), ctypes.c_size_t,
                                       P(HashOptions)] + _OUTPUTS),
@@ -137,18 +138,13 @@ class HashResult:
     """
 
     def __init__(self, kinds: Sequence[str], size: int, binbits: int, hashes: Any, status: Any,
-                 messages: Dict[int, str], whash_mode: str = "haar", whash_scale: Optional[int] = None) -> None:
+                 messages: Dict[int, str], bits: Optional[Dict[str, int]] = None) -> None:
         self.kinds, self.size, self.binbits = tuple(kinds), size, binbits
         self.hashes, self.status, self.messages = hashes, status, messages
-        self.whash_mode, self.whash_scale = whash_mode, whash_scale
+        self.bits = bits or {}  # each kind's bits under the batch's options (whash db4's differ)
 
     def _bits(self, kind: str) -> int:
-        if kind == "whash" and self.whash_mode == "db4":
-            side, s = (self.size + 6, 0) if not self.whash_scale else (self.whash_scale, self.whash_scale)
-            while s > self.size:  # db4's approximation: (side + 7) // 2 a level
-                side, s = (side + 7) // 2, s // 2
-            return side * side
-        return _nbits(kind, self.size, self.binbits)
+        return self.bits[kind] if kind in self.bits else _nbits(kind, self.size, self.binbits)
 
     def __len__(self) -> int:
         return len(self.status)
@@ -380,7 +376,12 @@ class Hash(ContextCalls):
         with Call(progress) as c:
             o.progress = c.fn
             self._call(fn, *inputs, n, ctypes.byref(o), hashes.ctypes.data, slot.value, status.ctypes.data)
-        return HashResult(kinds, size, binbits, hashes, status, messages, whash[2], whash[0])
+        bits = {}
+        for k in kinds:
+            nb = ctypes.c_uint32()
+            check(lib.accel_hash_kind_bits(ctypes.byref(o), HASH_KINDS.index(k), ctypes.byref(nb)))
+            bits[k] = nb.value
+        return HashResult(kinds, size, binbits, hashes, status, messages, bits)
 
     def files(self, paths: Union[PathLike, Iterable[PathLike]], kinds: Union[str, Sequence[str]] = DEFAULT_KINDS,
               size: int = 8, binbits: int = 3, fast: bool = False, max_pixels: int = 0,

@@ -117,14 +117,7 @@ typedef struct printer {
 
 /* TSV: the header; JSON: the opening bracket. */
 static void print_start(printer *p) {
-  for (uint32_t k = 0; k < p->o->nkinds; k++) {
-    accel_hash_bits(p->o->kinds[k], p->o->hash_size, p->o->color_binbits, &p->nbits[k]);
-    if (p->o->kinds[k] == ACCEL_HASH_WHASH && p->o->whash_mode == ACCEL_HASH_WHASH_DB4) { /* db4's side */
-      int64_t side = p->o->whash_image_scale ? p->o->whash_image_scale : p->o->hash_size + 6;
-      for (int64_t s = p->o->whash_image_scale; s > p->o->hash_size; s /= 2) side = (side + 7) / 2;
-      p->nbits[k] = (uint32_t)(side * side);
-    }
-  }
+  for (uint32_t k = 0; k < p->o->nkinds; k++) accel_hash_kind_bits(p->o, p->o->kinds[k], &p->nbits[k]);
   if (p->json) {
     cli_json_begin();
     printf("[");
