@@ -480,7 +480,8 @@ START_TEST(register_equals_cpu_in_emulation) {
     accel_stage_stats st;
     accel_stage_stats_init(&st, sizeof st);
     ck_assert_int_eq(accel_ctx_stats_find(gpu, stages[k], &st), ACCEL_OK);
-    ck_assert_int_eq((int)st.gpu_runs, k ? 4 : 8);
+    /* two registrations of two levels; the finest level reads the F32 fixed image in place */
+    ck_assert_int_eq((int)st.gpu_runs, k ? 4 : 6);
     ck_assert_int_eq((int)st.fallbacks, 0);
   }
   accel_ctx_destroy(cpu);

@@ -126,8 +126,14 @@ ACCEL_API accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const a
  * Photometric interpretation min-is-black (1 to 4 samples) or RGB (3 or 4);
  * the orientation tag is ignored (rows as stored). The checks of
  * accel_tiff_load come first (pixel limit, strips and tiles inside the
- * file and large enough, tile sizes). Memory: the file is read, not
- * mapped, and the pixels are decoded straight into the buffer strip by
+ * file and large enough, tile sizes). Memory: an uncompressed image of
+ * 64 MiB or more whose strips follow one another in the file, samples
+ * interleaved, in the host's byte order and starting at a multiple of the
+ * sample size (what tifffile, libtiff and this library write by default)
+ * is mapped (POSIX mmap, private: writing to the buffer never changes the
+ * file), so that it costs no copy and no memory beyond the page cache;
+ * the file must then not be truncated while the buffer lives. Other files
+ * are read, and their pixels decoded straight into the buffer strip by
  * strip or tile by tile; the peak is the image plus one strip or tile
  * (plus its compressed bytes; strips of separate planes over 4 MiB are read
  * a band of rows at a time). Multi-image files: the first image only.

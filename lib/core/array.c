@@ -4,6 +4,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__unix__) || defined(__APPLE__)
+#define ACCEL_HAVE_MMAP 1
+#include <sys/mman.h>
+#else
+#define ACCEL_HAVE_MMAP 0
+#endif
+
 static const size_t DTYPE_SIZE[] = {0, 1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
 
 /* The dtype without the device flag. */
@@ -192,30 +199,71 @@ void accel__array_unpack(const void *src, const accel_array *a) {
 
 struct accel_buffer {
   accel_array view;
+  void *map; /* a file mapping (accel__buffer_wrap_mapping), or NULL: view.data is the buffer's own */
+  size_t map_bytes;
 };
 
-accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out) {
+/* The byte size of a C-contiguous array of this shape, with the view. */
+static accel_status buffer_layout(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_array *a,
+                                  size_t *bytes) {
+  accel_status s = accel_array_init(a, NULL, dtype, ndim, shape);
+  if (s) return s;
+  *bytes = accel_dtype_size(dtype);
+  for (int i = 0; i < ndim; i++)
+    if (accel__mul_overflow(*bytes, (size_t)shape[i], bytes))
+      return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "size overflows");
+  return ACCEL_OK;
+}
+
+static accel_status buffer_new(accel_dtype dtype, int32_t ndim, const int64_t *shape, bool zero, accel_buffer **out) {
   REQUIRE(NULL, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
   accel_array a;
-  accel_status s = accel_array_init(&a, NULL, dtype, ndim, shape);
+  size_t bytes;
+  accel_status s = buffer_layout(dtype, ndim, shape, &a, &bytes);
   if (s) return s;
-  size_t bytes = accel_dtype_size(dtype);
-  for (int i = 0; i < ndim; i++)
-    if (accel__mul_overflow(bytes, (size_t)shape[i], &bytes))
-      return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "size overflows");
   accel_buffer *b = malloc(sizeof *b);
   void *mem = NULL;
   if (!b || posix_memalign(&mem, 64, bytes ? bytes : 1)) {
     free(b);
     return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes", bytes);
   }
-  memset(mem, 0, bytes);
+  if (zero) memset(mem, 0, bytes);
   a.data = mem;
   b->view = a;
+  b->map = NULL, b->map_bytes = 0;
   *out = b;
   return ACCEL_OK;
 }
+
+accel_status accel_buffer_create(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out) {
+  return buffer_new(dtype, ndim, shape, true, out);
+}
+
+accel_status accel__buffer_create_uninit(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out) {
+  return buffer_new(dtype, ndim, shape, false, out);
+}
+
+accel_status accel__buffer_wrap_mapping(accel_dtype dtype, int32_t ndim, const int64_t *shape, void *map,
+                                        size_t map_bytes, size_t offset, accel_buffer **out) {
+  REQUIRE(NULL, out && map, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  *out = NULL;
+  accel_array a;
+  size_t bytes;
+  accel_status s = buffer_layout(dtype, ndim, shape, &a, &bytes);
+  if (s) return s;
+  REQUIRE(NULL, offset <= map_bytes && bytes <= map_bytes - offset, ACCEL_ERR_INVALID_ARG,
+          "%zu bytes at %zu do not fit a mapping of %zu", bytes, offset, map_bytes);
+  accel_buffer *b = malloc(sizeof *b);
+  if (!b) return FAIL(NULL, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+  a.data = (char *)map + offset;
+  b->view = a;
+  b->map = map, b->map_bytes = map_bytes;
+  *out = b;
+  return ACCEL_OK;
+}
+
+bool accel__buffer_is_mapped(const accel_buffer *b) { return b && b->map; }
 
 accel_status accel_buffer_view(const accel_buffer *buffer, accel_array *view) {
   REQUIRE(NULL, buffer && view, ACCEL_ERR_INVALID_ARG, "NULL argument");
@@ -225,7 +273,11 @@ accel_status accel_buffer_view(const accel_buffer *buffer, accel_array *view) {
 
 void accel_buffer_destroy(accel_buffer *buffer) {
   if (!buffer) return;
-  free(buffer->view.data);
+#if ACCEL_HAVE_MMAP
+  if (buffer->map) munmap(buffer->map, buffer->map_bytes);
+  else
+#endif
+    free(buffer->view.data);
   free(buffer);
 }
 

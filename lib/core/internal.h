@@ -158,6 +158,16 @@ bool accel__array_is_contiguous(const accel_array *a);
 /* Copy the array's elements in C order into/out of a packed buffer. */
 void accel__array_pack(const accel_array *a, void *dst);
 void accel__array_unpack(const void *src, const accel_array *a);
+/* A buffer as accel_buffer_create makes it, not zero-filled (for loaders
+ * that write every byte). */
+accel_status accel__buffer_create_uninit(accel_dtype dtype, int32_t ndim, const int64_t *shape, accel_buffer **out);
+/* A C-contiguous buffer over a private file mapping (map, map_bytes; POSIX
+ * mmap), its data at map + offset; accel_buffer_destroy unmaps it. On
+ * failure the mapping is left to the caller. */
+/* Whether a buffer is a file mapping (tests). */
+bool accel__buffer_is_mapped(const accel_buffer *b);
+accel_status accel__buffer_wrap_mapping(accel_dtype dtype, int32_t ndim, const int64_t *shape, void *map,
+                                        size_t map_bytes, size_t offset, accel_buffer **out);
 /* A contiguous view of a caller's array: its memory when C-contiguous, else
  * a packed copy (IN: what a stage reads), a scratch buffer (OUT: what it
  * writes) or both (INOUT: an output that starts as the array's contents).

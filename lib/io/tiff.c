@@ -19,6 +19,9 @@ enum { TIFF_SAVE_V1_SIZE = offsetof(accel_tiff_save_options, geo) }; /* the firs
 #include <tiffio.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#endif
 
 /* The GeoTIFF tags (OGC GeoTIFF 1.1), which libtiff does not know by itself. */
 enum {
@@ -570,6 +573,53 @@ static accel_status read_tiles(accel_ctx *ctx, const char *func, const char *pat
   return s;
 }
 
+uint64_t accel__tiff_map_min = (uint64_t)64 << 20;
+
+/* An uncompressed image whose strips lie in the file one after the other,
+ * in the host's byte order, samples interleaved: the raster is the file's
+ * bytes, and it is mapped rather than read (copying a large image costs
+ * its size in fresh memory, and the time to fault it in, on top of the
+ * page cache that already holds it). The mapping is private: writes to
+ * the buffer never reach the file. NULL when the layout does not allow it
+ * or mapping fails (the caller reads the strips). */
+static accel_buffer *map_strips(TIFF *tif, const image_layout *L, uint64_t file_size) {
+#if defined(__unix__) || defined(__APPLE__)
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const uint64_t row = (uint64_t)L->w * L->spp * L->es, bytes = row * L->h;
+  if (TIFFIsTiled(tif) || compression != COMPRESSION_NONE || (L->planar == PLANARCONFIG_SEPARATE && L->spp > 1) ||
+      TIFFIsByteSwapped(tif) || bytes < accel__tiff_map_min || bytes > (uint64_t)SIZE_MAX)
+    return NULL;
+  uint32_t rps = 0;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+  if (!rps || rps > L->h) rps = L->h;
+  const uint64_t *offsets = NULL, *counts = NULL;
+  const uint32_t n = TIFFNumberOfStrips(tif);
+  if (n != (L->h + rps - 1) / rps || !TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) ||
+      !TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
+    return NULL;
+  const uint64_t start = offsets[0];
+  if (start % L->es || start > file_size || bytes > file_size - start) return NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint64_t rows = L->h - (uint64_t)i * rps < rps ? L->h - (uint64_t)i * rps : rps;
+    if (offsets[i] != start + (uint64_t)i * rps * row || counts[i] < rows * row) return NULL;
+  }
+  const size_t map_bytes = (size_t)(start + bytes);
+  void *map = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, TIFFFileno(tif), 0);
+  if (map == MAP_FAILED) return NULL;
+  const int64_t shape[3] = {L->h, L->w, L->spp};
+  accel_buffer *b = NULL;
+  if (accel__buffer_wrap_mapping(L->dtype, L->spp == 1 ? 2 : 3, shape, map, map_bytes, (size_t)start, &b)) {
+    munmap(map, map_bytes);
+    return NULL;
+  }
+  return b;
+#else
+  (void)tif, (void)L, (void)file_size;
+  return NULL;
+#endif
+}
+
 accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffer **out) {
   REQUIRE(ctx, path && out, ACCEL_ERR_INVALID_ARG, "path and out are required");
   *out = NULL;
@@ -591,9 +641,14 @@ accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffe
   const char *bad = s ? NULL : check_layout(tif, L.w, L.h, chunk_bps, (uint64_t)file_size, why, sizeof why);
   if (bad) s = FAIL(ctx, ACCEL_ERR_FORMAT, "%s: %s", path, bad);
   accel_buffer *b = NULL;
+  if (!s && (b = map_strips(tif, &L, (uint64_t)file_size))) {
+    TIFFClose(tif);
+    *out = b;
+    return ACCEL_OK;
+  }
   if (!s) {
     const int64_t shape[3] = {L.h, L.w, L.spp};
-    if ((s = accel_buffer_create(L.dtype, L.spp == 1 ? 2 : 3, shape, &b)))
+    if ((s = accel__buffer_create_uninit(L.dtype, L.spp == 1 ? 2 : 3, shape, &b)))
       FAIL(ctx, s, "no memory for %s (%u x %u x %u %s)", path, L.h, L.w, L.spp, accel__dtype_name(L.dtype));
   }
   if (!s) {
@@ -926,6 +981,53 @@ accel_status accel_geo_pixel_size(const accel_geo *g, double *x, double *y) {
 }
 
 void accel_geo_destroy(accel_geo *g) { (void)g; }
+
+uint64_t accel__tiff_map_min = (uint64_t)64 << 20;
+
+/* An uncompressed image whose strips lie in the file one after the other,
+ * in the host's byte order, samples interleaved: the raster is the file's
+ * bytes, and it is mapped rather than read (copying a large image costs
+ * its size in fresh memory, and the time to fault it in, on top of the
+ * page cache that already holds it). The mapping is private: writes to
+ * the buffer never reach the file. NULL when the layout does not allow it
+ * or mapping fails (the caller reads the strips). */
+static accel_buffer *map_strips(TIFF *tif, const image_layout *L, uint64_t file_size) {
+#if defined(__unix__) || defined(__APPLE__)
+  uint16_t compression = COMPRESSION_NONE;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  const uint64_t row = (uint64_t)L->w * L->spp * L->es, bytes = row * L->h;
+  if (TIFFIsTiled(tif) || compression != COMPRESSION_NONE || (L->planar == PLANARCONFIG_SEPARATE && L->spp > 1) ||
+      TIFFIsByteSwapped(tif) || bytes < accel__tiff_map_min || bytes > (uint64_t)SIZE_MAX)
+    return NULL;
+  uint32_t rps = 0;
+  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
+  if (!rps || rps > L->h) rps = L->h;
+  const uint64_t *offsets = NULL, *counts = NULL;
+  const uint32_t n = TIFFNumberOfStrips(tif);
+  if (n != (L->h + rps - 1) / rps || !TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) ||
+      !TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
+    return NULL;
+  const uint64_t start = offsets[0];
+  if (start % L->es || start > file_size || bytes > file_size - start) return NULL;
+  for (uint32_t i = 0; i < n; i++) {
+    const uint64_t rows = L->h - (uint64_t)i * rps < rps ? L->h - (uint64_t)i * rps : rps;
+    if (offsets[i] != start + (uint64_t)i * rps * row || counts[i] < rows * row) return NULL;
+  }
+  const size_t map_bytes = (size_t)(start + bytes);
+  void *map = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, TIFFFileno(tif), 0);
+  if (map == MAP_FAILED) return NULL;
+  const int64_t shape[3] = {L->h, L->w, L->spp};
+  accel_buffer *b = NULL;
+  if (accel__buffer_wrap_mapping(L->dtype, L->spp == 1 ? 2 : 3, shape, map, map_bytes, (size_t)start, &b)) {
+    munmap(map, map_bytes);
+    return NULL;
+  }
+  return b;
+#else
+  (void)tif, (void)L, (void)file_size;
+  return NULL;
+#endif
+}
 
 accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffer **out) {
   (void)path;

@@ -8,5 +8,8 @@
  * stays at or below this (UINT32_MAX: classic TIFF's 32-bit offsets), BigTIFF
  * above. Tests lower it to see the switch without writing 4 GiB. */
 extern uint64_t accel__tiff_classic_max;
+/* Uncompressed images of at least this many bytes, laid out as the raster,
+ * are mapped rather than read (tests lower it). */
+extern uint64_t accel__tiff_map_min;
 
 #endif /* ACCEL_IO_TIFF_H */

@@ -286,18 +286,28 @@ static accel_status prealign(reg_run *r, const float *fixed, const frame *fr) {
                              : accel_reg_transform_set_initial(r->ctx, r->t, ACCEL_REG_LINEAR_RIGID, pa, centre);
 }
 
+/* Whether a level's fixed image is the caller's own: unsmoothed, not
+ * downsampled, float32 with packed rows (the pyramid would copy it
+ * unchanged; at the finest level of a large image the copy is a second
+ * image's memory to fault in). */
+static bool fixed_in_place(const accel_array *fixed, const frame *fr) {
+  return fr->sigma == 0 && fr->factor == 1 && fr->offset == 0 && fixed->dtype == ACCEL_DTYPE_F32 &&
+         fixed->strides[1] == (int64_t)sizeof(float) && fixed->strides[0] == fixed->shape[1] * (int64_t)sizeof(float);
+}
+
 static accel_status one_level(reg_run *r, int32_t l) {
   const char *func = "accel_reg_register";
   frame fr;
   level_frame(r->o, l, r->fixed->shape[1], r->fixed->shape[0], r->moving->shape[1], r->moving->shape[0], &fr);
-  float *fimg = r->fimg, *mimg = r->mimg;
+  const bool direct = fixed_in_place(r->fixed, &fr);
+  float *fimg = direct ? (float *)r->fixed->data : r->fimg, *mimg = r->mimg;
   uint8_t *mask = r->mask ? level_mask(r->mask, &fr) : NULL;
   accel_status s = ACCEL_OK;
   if (r->mask && !mask)
     s = accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for level %d's mask", (int)l);
   accel__reg_pyramid_job pf = {r->fixed, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0};
   accel__reg_pyramid_job pm = {r->moving, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1};
-  if (!s) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pf);
+  if (!s && !direct) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pf);
   if (!s) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pm);
   if (!s && l == 0 && r->o->prealign) s = prealign(r, fimg, &fr);
   const lgrid *g = &r->grids[l];
@@ -398,14 +408,20 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     accel_reg_report_init(&r.report, sizeof r.report);
     r.report.levels = o.levels;
     /* The finest level's images are the largest; one allocation serves
-     * every level, so that its memory is faulted in once. */
-    frame fr;
+     * every level, so that its memory is faulted in once (the fixed image's
+     * the largest level that copies it). */
+    frame fr, ff;
     level_frame(&o, o.levels - 1, W, H, moving->shape[1], moving->shape[0], &fr);
-    r.fimg = malloc((size_t)(fr.fw * fr.fh) * sizeof(float));
+    ff = fr;
+    if (fixed_in_place(fixed, &fr)) {
+      if (o.levels > 1) level_frame(&o, o.levels - 2, W, H, moving->shape[1], moving->shape[0], &ff);
+      else ff.fw = ff.fh = 1;
+    }
+    r.fimg = malloc((size_t)(ff.fw * ff.fh) * sizeof(float));
     r.mimg = malloc((size_t)(fr.mw * fr.mh) * sizeof(float));
     if (!r.fimg || !r.mimg)
       s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the level images (%lld pixels)",
-                         (long long)(fr.fw * fr.fh + fr.mw * fr.mh));
+                         (long long)(ff.fw * ff.fh + fr.mw * fr.mh));
     for (int32_t l = 0; l < o.levels && !s; l++) s = one_level(&r, l);
     free(r.fimg);
     free(r.mimg);
