@@ -984,51 +984,6 @@ void accel_geo_destroy(accel_geo *g) { (void)g; }
 
 uint64_t accel__tiff_map_min = (uint64_t)64 << 20;
 
-/* An uncompressed image whose strips lie in the file one after the other,
- * in the host's byte order, samples interleaved: the raster is the file's
- * bytes, and it is mapped rather than read (copying a large image costs
- * its size in fresh memory, and the time to fault it in, on top of the
- * page cache that already holds it). The mapping is private: writes to
- * the buffer never reach the file. NULL when the layout does not allow it
- * or mapping fails (the caller reads the strips). */
-static accel_buffer *map_strips(TIFF *tif, const image_layout *L, uint64_t file_size) {
-#if defined(__unix__) || defined(__APPLE__)
-  uint16_t compression = COMPRESSION_NONE;
-  TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
-  const uint64_t row = (uint64_t)L->w * L->spp * L->es, bytes = row * L->h;
-  if (TIFFIsTiled(tif) || compression != COMPRESSION_NONE || (L->planar == PLANARCONFIG_SEPARATE && L->spp > 1) ||
-      TIFFIsByteSwapped(tif) || bytes < accel__tiff_map_min || bytes > (uint64_t)SIZE_MAX)
-    return NULL;
-  uint32_t rps = 0;
-  TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
-  if (!rps || rps > L->h) rps = L->h;
-  const uint64_t *offsets = NULL, *counts = NULL;
-  const uint32_t n = TIFFNumberOfStrips(tif);
-  if (n != (L->h + rps - 1) / rps || !TIFFGetField(tif, TIFFTAG_STRIPOFFSETS, &offsets) ||
-      !TIFFGetField(tif, TIFFTAG_STRIPBYTECOUNTS, &counts) || !offsets || !counts)
-    return NULL;
-  const uint64_t start = offsets[0];
-  if (start % L->es || start > file_size || bytes > file_size - start) return NULL;
-  for (uint32_t i = 0; i < n; i++) {
-    const uint64_t rows = L->h - (uint64_t)i * rps < rps ? L->h - (uint64_t)i * rps : rps;
-    if (offsets[i] != start + (uint64_t)i * rps * row || counts[i] < rows * row) return NULL;
-  }
-  const size_t map_bytes = (size_t)(start + bytes);
-  void *map = mmap(NULL, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE, TIFFFileno(tif), 0);
-  if (map == MAP_FAILED) return NULL;
-  const int64_t shape[3] = {L->h, L->w, L->spp};
-  accel_buffer *b = NULL;
-  if (accel__buffer_wrap_mapping(L->dtype, L->spp == 1 ? 2 : 3, shape, map, map_bytes, (size_t)start, &b)) {
-    munmap(map, map_bytes);
-    return NULL;
-  }
-  return b;
-#else
-  (void)tif, (void)L, (void)file_size;
-  return NULL;
-#endif
-}
-
 accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffer **out) {
   (void)path;
   if (out) *out = NULL;
