@@ -225,7 +225,10 @@ typedef struct accel_reg_options {
    * `window` evaluations (default 3) falls below `tolerance` (default
    * 1e-3). Gauss-Newton evaluates it after every iteration; ASGD every 10
    * iterations. tolerance 0 = off: every iteration runs (Gauss-Newton may
-   * still stop when no step improves the objective). */
+   * still stop when no step improves the objective). Gauss-Newton's finest
+   * level also stops 2 window + 1 iterations after the decrease first falls
+   * below 10 x tolerance, and returns the mean of those iterates where its
+   * objective is the lower (docs/reg.md). */
   double tolerance;
   int32_t window;
   int64_t validation_samples;
