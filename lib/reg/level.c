@@ -344,12 +344,18 @@ typedef struct stopper {
   double *hist; /* n values so far */
 } stopper;
 
+/* Whether the last value's relative decrease over the window is below
+ * `factor` times the tolerance (never with tolerance 0). */
+static bool stopper_below(const stopper *s, double factor) {
+  if (!(s->tolerance > 0) || s->n <= s->window) return false;
+  const double old = s->hist[s->n - 1 - s->window];
+  return old - s->hist[s->n - 1] < factor * s->tolerance * fabs(old);
+}
+
 /* Record v; true when the level has converged. */
 static bool stopper_push(stopper *s, double v) {
   s->hist[s->n++] = v;
-  if (!(s->tolerance > 0) || s->n <= s->window) return false;
-  const double old = s->hist[s->n - 1 - s->window];
-  return old - v < s->tolerance * fabs(old);
+  return stopper_below(s, 1.0);
 }
 
 static accel_status progress(accel__call *call, const accel__reg_level_job *job, int32_t it, double value) {
@@ -454,10 +460,7 @@ typedef struct averager {
  * Not without a validation set: the mean and the last iterate would be
  * compared on different training samples. */
 static bool averaging_starts(const stopper *s, const accel__reg_level_job *job, const accel__reg_geom *g) {
-  const accel_reg_options *o = job->options;
-  if (job->level != o->levels - 1 || g->valid == 0 || !(s->tolerance > 0) || s->n <= s->window) return false;
-  const double old = s->hist[s->n - 1 - s->window], v = s->hist[s->n - 1];
-  return old - v < AVG_ENTER * s->tolerance * fabs(old);
+  return job->level == job->options->levels - 1 && g->valid > 0 && stopper_below(s, AVG_ENTER);
 }
 
 static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, const accel__reg_geom *g,
