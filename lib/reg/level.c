@@ -275,7 +275,7 @@ static double dot(const double *a, const double *b, int64_t n, int threads) {
  * gradients take one product per iteration, and a parallel region of less
  * work costs more than it saves (on a busy machine, a descheduled thread's
  * time slice). */
-#define NORMAL_APPLY_PARALLEL 16384
+#define NORMAL_APPLY_PARALLEL 2048
 
 /* y = (N + diag(damp)) x in the node-block layout. */
 static void normal_apply(const double *N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
