@@ -823,17 +823,20 @@ START_TEST(saturation_table_equals_the_formula_everywhere) {
 }
 END_TEST
 
-/* The horizontal pass's dot products (scalar, SSE2, AVX2, AVX-512 VNNI),
- * each forced in turn where the CPU has it, equal the scalar loop to the
- * bit on random rows, downscales short and long, upscales and odd widths. */
+/* The horizontal pass's dot products (scalar, SSE2, AVX2, AVX-512 VNNI and
+ * VBMI, the byte products with three weight parts and with two), each
+ * forced in turn where the CPU has it, equal the scalar loop to the bit on
+ * random rows, downscales short and long, upscales and odd widths. */
 START_TEST(resample_paths_equal_the_scalar_loop) {
-  const int64_t sizes[][2] = {{2560, 8}, {2560, 9}, {2560, 32}, {2560, 1024}, {1600, 1024}, {4000, 2048},
-                              {37, 5},   {5, 37},   {3, 17},    {100, 99},    {64, 64},     {7000, 3}};
+  const int64_t sizes[][2] = {{2560, 8}, {2560, 9}, {2560, 32}, {2560, 1024}, {1600, 1024}, {4000, 2048}, {37, 5},
+                              {5, 37},   {3, 17},   {100, 99},  {64, 64},     {7000, 3},    {4000, 8},    {3000, 9}};
   uint32_t seed = 2026;
+  int split[4] = {0}; /* axes with 0, -, 2, 3 byte parts */
   for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
     const int64_t in = sizes[c][0], out = sizes[c][1], rows = 3;
     accel__axis ax;
     ck_assert_int_eq(accel__axis_init(&ax, in, out), ACCEL_OK);
+    split[ax.w8 ? ax.w8_parts : 0]++;
     uint8_t *src = malloc((size_t)(in * rows)), *want = malloc((size_t)(out * rows)),
             *got = malloc((size_t)(out * rows));
     for (int64_t i = 0; i < in * rows; i++) {
@@ -856,6 +859,9 @@ START_TEST(resample_paths_equal_the_scalar_loop) {
     free(want);
     free(got);
   }
+  /* both splits of the long kernels ran (2560 -> 8: two parts; 2560 -> 32: three) */
+  ck_assert_int_gt(split[2], 0);
+  ck_assert_int_gt(split[3], 0);
 }
 END_TEST
 

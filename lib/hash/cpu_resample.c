@@ -27,21 +27,28 @@ static void transpose_short(accel__axis *a) {
       for (int l = 0; l < 16; l++) a->wt[(b * a->ksize + t) * 16 + l] = a->weight[(b * 16 + l) * a->ksize + t];
 }
 
-/* The three int8 parts of every weight (accel__axis.w8) when each lies in
- * [-2^21, 2^21) and the kernels are long enough for 64-byte steps to pay. */
+/* The int8 parts of every weight (accel__axis.w8) when each lies in
+ * [-2^21, 2^21) and the kernels are long enough for 64-byte steps to pay:
+ * three, or two where every weight lies in [-2^14, 2^14). */
 static void split_bytes(accel__axis *a) {
   if (a->ksize < 64) return;
-  for (int64_t i = 0; i < a->out_size * a->ksize; i++)
+  bool two = true;
+  for (int64_t i = 0; i < a->out_size * a->ksize; i++) {
     if (a->weight[i] < -(1 << 21) || a->weight[i] >= (1 << 21)) return;
+    two = two && a->weight[i] >= -(1 << 14) && a->weight[i] < (1 << 14);
+  }
+  const int parts = two ? 2 : 3;
   a->k64 = (a->ksize + 63) / 64 * 64;
-  if (!(a->w8 = calloc((size_t)(a->out_size * 3 * a->k64), 1))) return; /* optional: the int16 dots then */
+  if (!(a->w8 = calloc((size_t)(a->out_size * parts * a->k64), 1))) return; /* optional: the int16 dots then */
+  a->w8_parts = parts;
   for (int64_t x = 0; x < a->out_size; x++)
     for (int i = 0; i < a->count[x]; i++) {
       const int32_t k = a->weight[x * a->ksize + i];
-      int8_t *p = a->w8 + x * 3 * a->k64 + i;
-      p[0] = (int8_t)(k >> 14); /* arithmetic shift: k = a * 2^14 + b * 2^7 + c */
-      p[a->k64] = (int8_t)((k >> 7) & 127);
-      p[2 * a->k64] = (int8_t)(k & 127);
+      int8_t *p = a->w8 + x * parts * a->k64 + i;
+      /* arithmetic shifts: k = a * 2^14 + b * 2^7 + c, or b * 2^7 + c with b signed */
+      if (parts == 3) *p = (int8_t)(k >> 14), p += a->k64;
+      p[0] = (int8_t)(parts == 3 ? (k >> 7) & 127 : k >> 7);
+      p[a->k64] = (int8_t)(k & 127);
     }
 }
 
@@ -247,6 +254,24 @@ VBMI_TARGET static inline int32_t dot_bytes(const uint8_t *p, const int8_t *w, i
   return _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
 }
 
+/* The same with two parts, b * 2^7 + c (accel__axis.w8_parts 2): a third
+ * fewer products for the longest kernels (ahash's and dhash's of large
+ * images). */
+VBMI_TARGET static inline int32_t dot_bytes2(const uint8_t *p, const int8_t *w, int k64) {
+  __m512i sb = _mm512_setzero_si512(), sc = _mm512_setzero_si512();
+  for (int i = 0; i < k64; i += 64) {
+    const __m512i px = _mm512_loadu_si512((const void *)(p + i));
+    sb = _mm512_dpbusd_epi32(sb, px, _mm512_loadu_si512((const void *)(w + i)));
+    sc = _mm512_dpbusd_epi32(sc, px, _mm512_loadu_si512((const void *)(w + k64 + i)));
+  }
+  __m512i v = _mm512_add_epi32(_mm512_slli_epi32(sb, 7), sc);
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
+  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xB1));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E));
+  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1));
+  return _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
+}
+
 /* Short kernels, 16 outputs at once: the block's 64 bytes of pixels loaded
  * once, each tap's 16 pixels picked into int32 lanes by vpermb, multiplied
  * by the tap's 16 weights and added (int32 products and sums: Pillow's own
@@ -270,8 +295,9 @@ VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8
   }
   for (int64_t x = blocks * 16; x < h->out_size; x++)
     dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
-                   (h->w8 ? dot_bytes(src + h->first[x], h->w8 + x * 3 * h->k64, h->k64)
-                          : dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad)));
+                   (!h->w8             ? dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad)
+                    : h->w8_parts == 2 ? dot_bytes2(src + h->first[x], h->w8 + x * 2 * h->k64, h->k64)
+                                       : dot_bytes(src + h->first[x], h->w8 + x * 3 * h->k64, h->k64)));
 }
 #pragma GCC diagnostic pop
 

@@ -42,10 +42,13 @@ typedef struct accel__axis {
    * block's pixels lie within 64 bytes of its first; else NULL. */
   int32_t *wt;
   /* For long kernels whose weights lie in [-2^21, 2^21): each split exactly
-   * as a * 2^14 + b * 2^7 + c (a signed, b and c in 0..127, int8 each),
+   * as a * 2^14 + b * 2^7 + c (a signed, b and c in 0..127, int8 each), or,
+   * when every weight lies in [-2^14, 2^14) (downscales by more than about
+   * 260, where no tap weighs much), as b * 2^7 + c (b signed) in two parts;
    * padded with zeros to k64 taps (a multiple of 64); else NULL. */
   int k64;
-  int8_t *w8; /* [out_size][3][k64]: a, b, c */
+  int w8_parts; /* 3 or 2 */
+  int8_t *w8;   /* [out_size][w8_parts][k64]: a, b, c or b, c */
 } accel__axis;
 
 accel_status accel__axis_init(accel__axis *axis, int64_t in_size, int64_t out_size);
