@@ -136,8 +136,7 @@ __host__ __device__ inline void whash_block(uint8_t *arena, const group_meta *m,
   double *pyr = scratch + 2 * g.N * g.N, *low = pyr + 2 * n * n;
   const uint8_t *px = arena + d->plane_off[k];
   if (!final_stage) {
-    accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
-    pyr[b] = blk[0];
+    pyr[b] = accel__whash_block_ll(px, &g, bi, bj, blk, tmp);
   } else {
     low[b] = m->whash_keep_ll ? pyr[b] : accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
   }

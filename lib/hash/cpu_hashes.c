@@ -88,10 +88,7 @@ WHASH_CLONES accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n
   } else {
     double *ptmp = pyr + n * n, *low = ptmp + n * n;
     for (int bi = 0; bi < n; bi++)
-      for (int bj = 0; bj < n; bj++) {
-        accel__whash_block_analyze(px, &g, bi, bj, blk, tmp);
-        pyr[bi * n + bj] = blk[0];
-      }
+      for (int bj = 0; bj < n; bj++) pyr[bi * n + bj] = accel__whash_block_ll(px, &g, bi, bj, blk, tmp);
     if (keep_ll) { /* remove_max_haar_ll=False: the approximation of the pixels themselves */
       accel__whash_bits(pyr, n, ptmp, out);
     } else {

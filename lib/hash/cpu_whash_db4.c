@@ -110,10 +110,7 @@ accel_status accel__whash_db4_plane(const uint8_t *px, int64_t N, int n, bool ke
   }
   /* the pixels / 255, with the coarsest Haar approximation removed as for the Haar hash */
   for (int bi = 0; bi < n; bi++)
-    for (int bj = 0; bj < n; bj++) {
-      accel__whash_block_analyze(px, &g, bi, bj, blk, btmp);
-      pyr[bi * n + bj] = blk[0];
-    }
+    for (int bj = 0; bj < n; bj++) pyr[bi * n + bj] = accel__whash_block_ll(px, &g, bi, bj, blk, btmp);
   if (!keep_ll) accel__whash_top(pyr, n, g.ln, pyr + n * n);
   for (int bi = 0; bi < n; bi++)
     for (int bj = 0; bj < n; bj++) {

@@ -236,6 +236,17 @@ ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__w
   for (int k = 0, s = (int)g->B; k < g->m; k++, s /= 2) accel__haar_analyze(blk, g->B, s, tmp);
 }
 
+/* The same block's level-m approximation alone (blk[0]), with the same
+ * operations: the details of this analysis are not read. */
+ACCEL__MATH_HD double accel__whash_block_ll(const uint8_t *px, const accel__whash_geom *g, int bi, int bj, double *blk,
+                                            double *tmp) {
+  const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
+  for (int64_t i = 0; i < g->B; i++)
+    for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;
+  for (int k = 0, s = (int)g->B; k < g->m; k++, s /= 2) accel__haar_analyze_ll(blk, g->B, s, tmp);
+  return blk[0];
+}
+
 /* The n x n level-m approximations: analysed to the top, the top zeroed
  * (imagehash's remove_max_haar_ll), synthesized back. tmp: n*n doubles. */
 ACCEL__MATH_HD void accel__whash_top(double *pyr, int n, int ln, double *tmp) {
