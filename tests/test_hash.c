@@ -823,6 +823,27 @@ START_TEST(saturation_table_equals_the_formula_everywhere) {
 }
 END_TEST
 
+/* An axis handed out by the cache stays valid for the next calls, also when
+ * it was a hit on an old entry (the resizes of an image keep every axis they
+ * looked up): a full cache, hits on its oldest entry and on one in the
+ * middle, then new sizes. */
+START_TEST(axis_cache_keeps_what_it_handed_out) {
+  accel__axis_cache cache = {0};
+  for (int k = 0; k < ACCEL__AXIS_CACHE_SIZE; k++) ck_assert_ptr_nonnull(accel__axis_cached(&cache, 100 + k, 8));
+  const accel__axis *b = accel__axis_cached(&cache, 102, 8); /* a hit in the middle */
+  const accel__axis *a = accel__axis_cached(&cache, 100, 8); /* a hit on the oldest */
+  ck_assert_ptr_nonnull(a);
+  ck_assert_ptr_nonnull(b);
+  const accel__axis *held[ACCEL__AXIS_CACHE_SIZE - 2];
+  for (int k = 0; k < ACCEL__AXIS_CACHE_SIZE - 2; k++) held[k] = accel__axis_cached(&cache, 500 + k, 9);
+  ck_assert_int_eq(a->in_size, 100);
+  ck_assert_int_eq(a->out_size, 8);
+  ck_assert_int_eq(b->in_size, 102);
+  for (int k = 0; k < ACCEL__AXIS_CACHE_SIZE - 2; k++) ck_assert_int_eq(held[k]->in_size, 500 + k);
+  accel__axis_cache_free(&cache);
+}
+END_TEST
+
 /* The horizontal pass's dot products (scalar, SSE2, AVX2, AVX-512 VNNI and
  * VBMI, the byte products with three weight parts and with two), each
  * forced in turn where the CPU has it, equal the scalar loop to the bit on
@@ -1034,6 +1055,7 @@ END_TEST
 Suite *suite_hash(void) {
   TCase *tc = new_case("hash", 120, NULL, NULL);
   tcase_add_test(tc, resample_paths_equal_the_scalar_loop);
+  tcase_add_test(tc, axis_cache_keeps_what_it_handed_out);
   tcase_add_test(tc, whash_db4_matches_imagehash);
   tcase_add_test(tc, committed_subset_matches_imagehash);
   tcase_add_test(tc, decoded_pixels_match_pillow);

@@ -1,5 +1,6 @@
 /* The CPU hash batch: inputs decoded and hashed in parallel, one per thread
- * at a time (dynamic schedule: image sizes vary). */
+ * at a time (dynamic schedule: image sizes vary), each resized band by band
+ * as its rows are decoded (accel__hash_rows). */
 #include "hash/ops.h"
 #include "hash/resample.h"
 
@@ -15,15 +16,14 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
 #pragma omp parallel num_threads(call->threads)
   {
     accel__axis_cache cache = {0}; /* per thread: weights reused across same-sized images */
+    accel__hash_rows rows = {0};   /* per thread: decoded rows resized band by band, buffers reused */
 #pragma omp for schedule(dynamic, 1)
     for (long long i = 0; i < n; i++) {
       if (__atomic_load_n(&cancelled, __ATOMIC_RELAXED)) continue;
       char why[ACCEL_REASON_MAX] = "";
       accel__hash_image img;
-      accel_status s = accel__hash_load(job, (size_t)i, false, &img, why);
-      if (!s)
-        s = accel__hash_compute(&job->spec, img.gray, img.w, img.h, img.w, &img.color, &cache,
-                                accel__hash_slots(job, (size_t)i), why);
+      accel_status s = accel__hash_load_fused(job, (size_t)i, &cache, &img, &rows, why);
+      if (!s) s = accel__hash_rows_finish(&job->spec, &rows, &img.color, accel__hash_slots(job, (size_t)i), why);
       accel__hash_image_free(&img);
       accel__hash_record(job, (size_t)i, s, why);
       size_t d = __atomic_add_fetch(&done, 1, __ATOMIC_RELAXED);
@@ -39,6 +39,7 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
       }
     }
     accel__axis_cache_free(&cache);
+    accel__hash_rows_free(&rows);
   }
   if (cancelled) {
     accel__why(call->why, "cancelled by the progress callback after %zu of %zu inputs", done, job->n);

@@ -147,76 +147,107 @@ void accel__hash_target(const accel__hash_spec *spec, accel_hash_kind kind, int6
   }
 }
 
+void accel__hash_rows_free(accel__hash_rows *r) {
+  free(r->arena);
+  r->arena = NULL;
+  r->arena_cap = 0;
+  r->ngroups = 0;
+}
+
+accel_status accel__hash_rows_begin(const accel__hash_spec *spec, int64_t w, int64_t h, accel__axis_cache *cache,
+                                    accel__hash_rows *r) {
+  uint8_t *arena = r->arena;
+  const size_t cap = r->arena_cap;
+  memset(r, 0, sizeof *r);
+  r->arena = arena, r->arena_cap = cap;
+  r->w = w, r->h = h;
+  for (int k = 0; k < spec->nkinds; k++) {
+    r->group_of[k] = -1;
+    if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
+    accel__hash_target(spec, spec->kinds[k], w, h, &r->tw[k], &r->th[k]);
+    int64_t y0 = 0, y1 = h;
+    if (r->th[k] != h) {
+      if (!(r->ay[k] = accel__axis_cached(cache, h, r->th[k]))) return ACCEL_ERR_OUT_OF_MEMORY;
+      accel__axis_span(r->ay[k], &y0, &y1);
+    }
+    int g = 0;
+    while (g < r->ngroups && r->group[g].tw != r->tw[k]) g++;
+    if (g == r->ngroups) { /* a new width: its horizontal axis */
+      r->ngroups++;
+      r->group[g].tw = r->tw[k], r->group[g].y0 = y0, r->group[g].y1 = y1;
+      if (r->tw[k] != w && !(r->group[g].ax = accel__axis_cached(cache, w, r->tw[k]))) return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    accel__hash_rows_group *gr = &r->group[g];
+    gr->y0 = y0 < gr->y0 ? y0 : gr->y0;
+    gr->y1 = y1 > gr->y1 ? y1 : gr->y1;
+    r->group_of[k] = g;
+  }
+  /* the groups' rows, then the planes, 64-byte aligned */
+  size_t need = 0, at[2 * ACCEL_HASH_KIND_COUNT];
+  for (int g = 0; g < r->ngroups; g++)
+    at[g] = need, need += ((size_t)(r->group[g].tw * (r->group[g].y1 - r->group[g].y0)) + 63) / 64 * 64;
+  for (int k = 0; k < spec->nkinds; k++)
+    if (r->group_of[k] >= 0)
+      at[ACCEL_HASH_KIND_COUNT + k] = need, need += ((size_t)(r->tw[k] * r->th[k]) + 63) / 64 * 64;
+  if (need > r->arena_cap) {
+    free(r->arena);
+    r->arena_cap = 0;
+    if (!(r->arena = malloc(need))) return ACCEL_ERR_OUT_OF_MEMORY;
+    r->arena_cap = need;
+  }
+  for (int g = 0; g < r->ngroups; g++) r->group[g].buf = r->arena + at[g];
+  for (int k = 0; k < spec->nkinds; k++)
+    if (r->group_of[k] >= 0) r->plane[k] = r->arena + at[ACCEL_HASH_KIND_COUNT + k];
+  return ACCEL_OK;
+}
+
+void accel__hash_rows_feed(accel__hash_rows *r, const uint8_t *rows, int64_t stride, int64_t y0, int64_t count) {
+  for (int g = 0; g < r->ngroups; g++) {
+    const accel__hash_rows_group *gr = &r->group[g];
+    const int64_t a = y0 > gr->y0 ? y0 : gr->y0, b = y0 + count < gr->y1 ? y0 + count : gr->y1;
+    if (a >= b) continue;
+    uint8_t *out = gr->buf + (a - gr->y0) * gr->tw;
+    if (gr->ax) {
+      accel__resample_rows(gr->ax, rows + (a - y0) * stride, stride, 0, b - a, out, gr->tw);
+    } else {
+      for (int64_t y = a; y < b; y++) memcpy(out + (y - a) * gr->tw, rows + (y - y0) * stride, (size_t)gr->tw);
+    }
+  }
+}
+
 accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
                                  int64_t stride, const accel__color_counts *color, accel__axis_cache *cache,
                                  uint8_t *slots, char *why) {
+  accel__hash_rows r = {0};
+  accel_status s = accel__hash_rows_begin(spec, w, h, cache, &r);
+  if (s) {
+    memset(slots, 0, spec->slot_bytes * (size_t)spec->nkinds);
+    accel__why(why, "out of memory resizing a %lldx%lld image", (long long)w, (long long)h);
+  } else {
+    accel__hash_rows_feed(&r, gray, stride, 0, h);
+    s = accel__hash_rows_finish(spec, &r, color, slots, why);
+  }
+  accel__hash_rows_free(&r);
+  return s;
+}
+
+accel_status accel__hash_rows_finish(const accel__hash_spec *spec, accel__hash_rows *r,
+                                     const accel__color_counts *color, uint8_t *slots, char *why) {
   const int n = spec->hash_size;
-  int64_t tw[ACCEL_HASH_KIND_COUNT], th[ACCEL_HASH_KIND_COUNT];
-  uint8_t *planes[ACCEL_HASH_KIND_COUNT] = {0};
+  const int64_t *tw = r->tw, h = r->h;
+  uint8_t *const *planes = r->plane;
   accel_status s = ACCEL_OK;
   memset(slots, 0, spec->slot_bytes * (size_t)spec->nkinds);
 
-  /* 1. resized planes; each distinct target width shares one horizontal pass
-   *    over the union of the rows its targets' vertical passes read */
-  bool done[ACCEL_HASH_KIND_COUNT] = {0};
+  /* 1. the vertical passes from the groups' rows */
   for (int k = 0; k < spec->nkinds; k++) {
-    accel__hash_target(spec, spec->kinds[k], w, h, &tw[k], &th[k]);
-    if (spec->kinds[k] == ACCEL_HASH_COLORHASH) done[k] = true;
-  }
-  for (int k = 0; k < spec->nkinds && !s; k++) {
-    if (done[k]) continue;
-    int group[ACCEL_HASH_KIND_COUNT], ng = 0;
-    for (int j = k; j < spec->nkinds; j++)
-      if (!done[j] && tw[j] == tw[k]) group[ng++] = j;
-    int64_t y0 = h, y1 = 0;
-    for (int g = 0; g < ng && !s; g++) {
-      int j = group[g];
-      planes[j] = malloc((size_t)(tw[j] * th[j]));
-      if (!planes[j]) {
-        s = ACCEL_ERR_OUT_OF_MEMORY;
-      } else if (th[j] == h) {
-        y0 = 0;
-        y1 = h;
-      } else {
-        const accel__axis *ay = accel__axis_cached(cache, h, th[j]);
-        if (!ay) {
-          s = ACCEL_ERR_OUT_OF_MEMORY;
-          break;
-        }
-        int64_t a, b;
-        accel__axis_span(ay, &a, &b);
-        if (a < y0) y0 = a;
-        if (b > y1) y1 = b;
-      }
+    if (r->group_of[k] < 0) continue;
+    const accel__hash_rows_group *gr = &r->group[r->group_of[k]];
+    if (r->th[k] == h) {
+      memcpy(planes[k], gr->buf, (size_t)(tw[k] * h)); /* the group's rows are all of them */
+    } else {
+      accel__resample_cols(r->ay[k], gr->buf, gr->tw, gr->y0, tw[k], planes[k], tw[k]);
     }
-    uint8_t *tmp = NULL;
-    const uint8_t *rows = gray; /* the horizontally resampled rows [rows0, y1) */
-    int64_t rows_stride = stride, rows0 = 0;
-    if (!s && tw[k] != w) {
-      const accel__axis *ax = accel__axis_cached(cache, w, tw[k]);
-      tmp = ax ? malloc((size_t)(tw[k] * (y1 - y0))) : NULL;
-      if (!tmp) {
-        s = ACCEL_ERR_OUT_OF_MEMORY;
-      } else {
-        accel__resample_rows(ax, gray, stride, y0, y1, tmp, tw[k]);
-        rows = tmp;
-        rows_stride = tw[k];
-        rows0 = y0;
-      }
-    }
-    for (int g = 0; g < ng && !s; g++) {
-      int j = group[g];
-      if (th[j] == h) {
-        for (int64_t y = 0; y < h; y++) memcpy(planes[j] + y * tw[j], rows + (y - rows0) * rows_stride, (size_t)tw[j]);
-      } else {
-        const accel__axis *ay = accel__axis_cached(cache, h, th[j]);
-        if (!ay) s = ACCEL_ERR_OUT_OF_MEMORY;
-        else accel__resample_cols(ay, rows, rows_stride, rows0, tw[j], planes[j], tw[j]);
-      }
-      done[j] = true;
-    }
-    free(tmp);
-    if (s) accel__why(why, "out of memory resizing a %lldx%lld image", (long long)w, (long long)h);
   }
 
   /* 2. bits */
@@ -240,6 +271,5 @@ accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gr
     case ACCEL_HASH_COLORHASH: accel__colorhash(color, spec->binbits, out); break;
     }
   }
-  for (int k = 0; k < spec->nkinds; k++) free(planes[k]);
   return s;
 }

@@ -3,6 +3,7 @@
 
 #include "image/convert.h"
 #include "hash/hash_math.h"
+#include "hash/resample.h"
 #include "image/pillow.h"
 
 #include <pthread.h>
@@ -49,12 +50,22 @@ static inline void count_pixel(accel__color_counts *c, unsigned r, unsigned g, u
 
 /* ---------------------------------------------------------- the sink */
 
+/* Gray rows handed to the resizes at a time in the fused mode: the band
+ * stays in the cache between the colour conversion and the horizontal
+ * passes. */
+#define BAND_ROWS 128
+
 typedef struct load_ctx {
   const accel__hash_spec *spec;
   bool want_rgb;
   accel__hash_image *img;
   accel__image_header hdr;
   uint8_t *scratch; /* one RGB row */
+  /* fused mode (fuse != NULL): no gray plane, the rows go to the resizes band by band */
+  accel__hash_rows *fuse;
+  accel__axis_cache *cache;
+  uint8_t *band; /* BAND_ROWS rows of the image's width */
+  int64_t band_y0;
 } load_ctx;
 
 static accel_status on_begin(void *user, const accel__image_header *hdr, char *why) {
@@ -68,7 +79,18 @@ static accel_status on_begin(void *user, const accel__image_header *hdr, char *w
   if (c->want_rgb && !gray_mode) {
     img->rgb = malloc(px * 3);
   } else {
-    img->gray = malloc(px);
+    if (c->fuse) {
+      accel_status s = accel__hash_rows_begin(c->spec, hdr->width, hdr->height, c->cache, c->fuse);
+      if (s) {
+        c->fuse = NULL;
+        accel__why(why, "out of memory resizing a %lldx%lld image", (long long)hdr->width, (long long)hdr->height);
+        return s;
+      }
+      img->gray = c->band = malloc((size_t)hdr->width * BAND_ROWS);
+      c->band_y0 = 0;
+    } else {
+      img->gray = malloc(px);
+    }
     if (c->spec->need_color && !gray_mode) {
       c->scratch = malloc((size_t)hdr->width * 3);
       pthread_once(&sat_once, build_sat_table);
@@ -90,8 +112,12 @@ static void on_row(void *user, int64_t y, const void *pixels) {
     accel__row_to_rgb(&c->hdr, pixels, w, img->rgb + (size_t)y * (size_t)w * 3);
     return;
   }
-  uint8_t *g = img->gray + (size_t)y * (size_t)w;
+  uint8_t *g = c->band ? c->band + (size_t)(y - c->band_y0) * (size_t)w : img->gray + (size_t)y * (size_t)w;
   accel__row_to_gray(&c->hdr, pixels, w, g);
+  if (c->band && (y - c->band_y0 == BAND_ROWS - 1 || y == img->h - 1)) { /* a full band, or the last */
+    accel__hash_rows_feed(c->fuse, c->band, w, c->band_y0, y + 1 - c->band_y0);
+    c->band_y0 = y + 1;
+  }
   if (!img->have_color) return;
   accel__color_counts *cc = &img->color;
   if (accel__mode_is_gray(c->hdr.mode)) { /* R = G = B: saturation 0, so black or gray */
@@ -136,9 +162,10 @@ static accel_status load_array(load_ctx *c, const accel_array *a, char *why) {
   return ACCEL_OK;
 }
 
-accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why) {
+static accel_status load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img,
+                         accel__hash_rows *fuse, accel__axis_cache *cache, char *why) {
   memset(img, 0, sizeof *img);
-  load_ctx c = {.spec = &job->spec, .want_rgb = want_rgb, .img = img};
+  load_ctx c = {.spec = &job->spec, .want_rgb = want_rgb, .img = img, .fuse = fuse, .cache = cache};
   accel__decode_sink sink = {on_begin, on_row, &c};
   accel_status s;
   if (job->source == ACCEL__SRC_ARRAYS) {
@@ -157,6 +184,15 @@ accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rg
   free(c.scratch);
   if (s) accel__hash_image_free(img);
   return s;
+}
+
+accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why) {
+  return load(job, i, want_rgb, img, NULL, NULL, why);
+}
+
+accel_status accel__hash_load_fused(const accel__hash_job *job, size_t i, accel__axis_cache *cache,
+                                    accel__hash_image *img, accel__hash_rows *rows, char *why) {
+  return load(job, i, false, img, rows, cache, why);
 }
 
 void accel__hash_load_range(accel__hash_job *job, size_t from, size_t to, bool want_rgb, accel__hash_image *img,

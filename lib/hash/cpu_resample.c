@@ -125,18 +125,30 @@ void accel__axis_free(accel__axis *a) {
 }
 
 const accel__axis *accel__axis_cached(accel__axis_cache *c, int64_t in_size, int64_t out_size) {
-  for (int i = 0; i < ACCEL__AXIS_CACHE_SIZE; i++)
-    if (c->entry[i].weight && c->entry[i].in_size == in_size && c->entry[i].out_size == out_size) return &c->entry[i];
-  accel__axis *slot = &c->entry[c->next];
-  c->next = (c->next + 1) % ACCEL__AXIS_CACHE_SIZE;
+  const uint64_t now = ++c->clock;
+  int victim = 0;
+  for (int i = 0; i < ACCEL__AXIS_CACHE_SIZE; i++) {
+    if (c->entry[i].weight && c->entry[i].in_size == in_size && c->entry[i].out_size == out_size) {
+      c->used[i] = now;
+      return &c->entry[i];
+    }
+    if (c->used[i] < c->used[victim]) victim = i; /* empty slots were never used: 0 */
+  }
+  accel__axis *slot = &c->entry[victim];
   if (slot->weight) accel__axis_free(slot);
-  return accel__axis_init(slot, in_size, out_size) == ACCEL_OK ? slot : NULL;
+  if (accel__axis_init(slot, in_size, out_size) != ACCEL_OK) {
+    c->used[victim] = 0;
+    return NULL;
+  }
+  c->used[victim] = now;
+  return slot;
 }
 
 void accel__axis_cache_free(accel__axis_cache *c) {
   for (int i = 0; i < ACCEL__AXIS_CACHE_SIZE; i++)
     if (c->entry[i].weight) accel__axis_free(&c->entry[i]);
-  c->next = 0;
+  memset(c->used, 0, sizeof c->used);
+  c->clock = 0;
 }
 
 void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end) {

@@ -61,10 +61,56 @@ static inline int accel__whash_db4_side(int n, int64_t scale) {
 /* The same with Daubechies-4 wavelets (cpu_whash_db4.c): side^2 bits. */
 accel_status accel__whash_db4_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
 
+struct accel__axis_cache;
+struct accel__axis;
+
+/* The resizes of one image, fed with its gray rows in order (a band at a
+ * time, straight from the decoder, so that the full-size gray plane need
+ * never exist): the kinds that share a target width form a group whose
+ * horizontal pass runs on each band as it comes, over the rows [y0, y1)
+ * that the group's vertical passes read, into the group's buffer (tw x
+ * (y1 - y0)); the vertical passes and the bits follow at the end. The
+ * integer arithmetic is the same whatever the bands, so the hashes are. */
+typedef struct accel__hash_rows_group {
+  int64_t tw, y0, y1;
+  const struct accel__axis *ax; /* NULL: the width is kept (rows copied) */
+  uint8_t *buf;
+} accel__hash_rows_group;
+
+typedef struct accel__hash_rows {
+  int64_t w, h;
+  int ngroups;
+  int group_of[ACCEL_HASH_KIND_COUNT]; /* each kind's group; -1: colorhash */
+  int64_t tw[ACCEL_HASH_KIND_COUNT], th[ACCEL_HASH_KIND_COUNT];
+  const struct accel__axis *ay[ACCEL_HASH_KIND_COUNT]; /* NULL: the height is kept */
+  accel__hash_rows_group group[ACCEL_HASH_KIND_COUNT];
+  uint8_t *plane[ACCEL_HASH_KIND_COUNT]; /* each kind's resized plane */
+  /* The groups' buffers and the planes, one allocation kept from image to
+   * image (a thread's images are mostly alike: no page faults for fresh
+   * memory each time); freed by accel__hash_rows_free. */
+  uint8_t *arena;
+  size_t arena_cap;
+} accel__hash_rows;
+
+/* Plan the resizes of a w x h image with the calling thread's axis cache
+ * (every axis is taken from it here: fewer than its size); *r starts
+ * zeroed, and may have served other images since. */
+accel_status accel__hash_rows_begin(const accel__hash_spec *spec, int64_t w, int64_t h, struct accel__axis_cache *cache,
+                                    accel__hash_rows *r);
+/* The image's rows y0 .. y0 + count - 1 (in order, after those before),
+ * row stride `stride`; the bytes past each row's end up to the next row's
+ * start may be read (zeros or pixels: their weights are zero). */
+void accel__hash_rows_feed(accel__hash_rows *r, const uint8_t *rows, int64_t stride, int64_t y0, int64_t count);
+/* The vertical passes and every kind's bits (colour counts: may be NULL
+ * without colorhash); writes nkinds slots of spec->slot_bytes. */
+accel_status accel__hash_rows_finish(const accel__hash_spec *spec, accel__hash_rows *r,
+                                     const accel__color_counts *color, uint8_t *slots, char *why);
+/* Release the arena (after the last image). */
+void accel__hash_rows_free(accel__hash_rows *r);
+
 /* Every requested kind of one image: gray plane, colour counts (may be NULL
  * without colorhash), the calling thread's axis cache. Writes nkinds slots
- * of spec->slot_bytes. */
-struct accel__axis_cache;
+ * of spec->slot_bytes. (accel__hash_rows over the whole plane.) */
 accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
                                  int64_t stride, const accel__color_counts *color, struct accel__axis_cache *cache,
                                  uint8_t *slots, char *why);

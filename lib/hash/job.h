@@ -40,6 +40,12 @@ typedef struct accel__hash_image {
 } accel__hash_image;
 
 accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why);
+/* The same without a gray plane: the rows go to `rows` (the thread's,
+ * planned with its axis cache) band by band as they are decoded, and the
+ * image's gray is a band buffer; finish with accel__hash_rows_finish. */
+struct accel__axis_cache;
+accel_status accel__hash_load_fused(const accel__hash_job *job, size_t i, struct accel__axis_cache *cache,
+                                    accel__hash_image *img, accel__hash_rows *rows, char *why);
 void accel__hash_image_free(accel__hash_image *img);
 /* Inputs [from, to) decoded on `threads` threads into img[0 .. to-from);
  * failures recorded in the job (their img stays empty). */

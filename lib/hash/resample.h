@@ -59,13 +59,15 @@ void accel__axis_free(accel__axis *axis);
  * One cache per thread; not thread safe. */
 enum { ACCEL__AXIS_CACHE_SIZE = 16 };
 typedef struct accel__axis_cache {
-  int next;
+  uint64_t clock;                            /* calls so far */
+  uint64_t used[ACCEL__AXIS_CACHE_SIZE];     /* the call that last returned each entry */
   accel__axis entry[ACCEL__AXIS_CACHE_SIZE]; /* weight == NULL: empty */
 } accel__axis_cache;
 
-/* The axis for in_size -> out_size, from the cache or computed into it;
- * valid until the cache computes ACCEL__AXIS_CACHE_SIZE others. NULL when
- * out of memory. */
+/* The axis for in_size -> out_size, from the cache or computed into it
+ * (in an empty slot, else in the least recently returned one): valid for
+ * the next ACCEL__AXIS_CACHE_SIZE - 1 calls at least. NULL when out of
+ * memory. */
 const accel__axis *accel__axis_cached(accel__axis_cache *cache, int64_t in_size, int64_t out_size);
 void accel__axis_cache_free(accel__axis_cache *cache);
 
