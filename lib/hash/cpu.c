@@ -15,14 +15,16 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
   const long long n = (long long)job->n;
 #pragma omp parallel num_threads(call->threads)
   {
-    accel__axis_cache cache = {0}; /* per thread: weights reused across same-sized images */
+    accel__axis_cache local = {0}; /* without a thread's own cache (out of memory): this call's */
+    accel__axis_cache *cache = accel__axis_cache_thread();
+    if (!cache) cache = &local; /* the weights are reused across same-sized images, and calls */
     accel__hash_rows rows = {0};   /* per thread: decoded rows resized band by band, buffers reused */
 #pragma omp for schedule(dynamic, 1)
     for (long long i = 0; i < n; i++) {
       if (__atomic_load_n(&cancelled, __ATOMIC_RELAXED)) continue;
       char why[ACCEL_REASON_MAX] = "";
       accel__hash_image img;
-      accel_status s = accel__hash_load_fused(job, (size_t)i, &cache, &img, &rows, why);
+      accel_status s = accel__hash_load_fused(job, (size_t)i, cache, &img, &rows, why);
       if (!s) s = accel__hash_rows_finish(&job->spec, &rows, &img.color, accel__hash_slots(job, (size_t)i), why);
       accel__hash_image_free(&img);
       accel__hash_record(job, (size_t)i, s, why);
@@ -38,7 +40,7 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
           __atomic_store_n(&cancelled, 1, __ATOMIC_RELAXED);
       }
     }
-    accel__axis_cache_free(&cache);
+    accel__axis_cache_free(&local);
     accel__hash_rows_free(&rows);
   }
   if (cancelled) {

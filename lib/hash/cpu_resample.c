@@ -2,6 +2,7 @@
 #include "hash/resample.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,33 @@ const accel__axis *accel__axis_cached(accel__axis_cache *c, int64_t in_size, int
   }
   c->used[victim] = now;
   return slot;
+}
+
+/* One cache per thread that hashes, kept from call to call (OpenMP's
+ * threads live on between parallel regions): the weights of a 2560-pixel
+ * row's axes take some 3 ms to compute, more than a fifth of hashing the
+ * image, and callers often hash a few files per call. Freed when the
+ * thread exits. */
+static pthread_key_t thread_cache_key;
+static pthread_once_t thread_cache_once = PTHREAD_ONCE_INIT;
+static bool thread_cache_ok;
+
+static void thread_cache_release(void *p) {
+  accel__axis_cache_free(p);
+  free(p);
+}
+
+static void thread_cache_init(void) { thread_cache_ok = pthread_key_create(&thread_cache_key, thread_cache_release) == 0; }
+
+accel__axis_cache *accel__axis_cache_thread(void) {
+  pthread_once(&thread_cache_once, thread_cache_init);
+  if (!thread_cache_ok) return NULL;
+  accel__axis_cache *c = pthread_getspecific(thread_cache_key);
+  if (!c && (c = calloc(1, sizeof *c)) && pthread_setspecific(thread_cache_key, c) != 0) {
+    free(c);
+    c = NULL;
+  }
+  return c;
 }
 
 void accel__axis_cache_free(accel__axis_cache *c) {

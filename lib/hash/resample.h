@@ -70,6 +70,9 @@ typedef struct accel__axis_cache {
  * memory. */
 const accel__axis *accel__axis_cached(accel__axis_cache *cache, int64_t in_size, int64_t out_size);
 void accel__axis_cache_free(accel__axis_cache *cache);
+/* The calling thread's own cache, kept until the thread exits (NULL when
+ * out of memory). */
+accel__axis_cache *accel__axis_cache_thread(void);
 
 /* Rows of the input the vertical pass of `v` reads: [*begin, *end). */
 void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end);
