@@ -17,8 +17,8 @@ static accel_status cpu_batch(accel__call *call, accel__hash_job *job) {
   {
     accel__axis_cache local = {0}; /* without a thread's own cache (out of memory): this call's */
     accel__axis_cache *cache = accel__axis_cache_thread();
-    if (!cache) cache = &local; /* the weights are reused across same-sized images, and calls */
-    accel__hash_rows rows = {0};   /* per thread: decoded rows resized band by band, buffers reused */
+    if (!cache) cache = &local;  /* the weights are reused across same-sized images, and calls */
+    accel__hash_rows rows = {0}; /* per thread: decoded rows resized band by band, buffers reused */
 #pragma omp for schedule(dynamic, 1)
     for (long long i = 0; i < n; i++) {
       if (__atomic_load_n(&cancelled, __ATOMIC_RELAXED)) continue;

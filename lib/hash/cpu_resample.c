@@ -159,7 +159,9 @@ static void thread_cache_release(void *p) {
   free(p);
 }
 
-static void thread_cache_init(void) { thread_cache_ok = pthread_key_create(&thread_cache_key, thread_cache_release) == 0; }
+static void thread_cache_init(void) {
+  thread_cache_ok = pthread_key_create(&thread_cache_key, thread_cache_release) == 0;
+}
 
 accel__axis_cache *accel__axis_cache_thread(void) {
   pthread_once(&thread_cache_once, thread_cache_init);
