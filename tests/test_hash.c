@@ -823,6 +823,58 @@ START_TEST(saturation_table_equals_the_formula_everywhere) {
 }
 END_TEST
 
+/* The resizes fed band by band, as the decoder feeds them (1, 7 and 128
+ * rows at a time, each band in a buffer of its own), give the hashes of the
+ * whole plane fed at once, to the bit: shapes short and long, up- and
+ * downscales, hash sizes 8 and 16, one accel__hash_rows reused throughout
+ * (its buffers holding the previous image's rows). */
+START_TEST(band_fed_resizes_equal_the_whole_plane) {
+  const int64_t shapes[][2] = {{700, 1000}, {5, 300}, {300, 5}, {3, 5}, {48, 64}, {1600, 37}};
+  const int bands[] = {1, 7, 128};
+  accel__axis_cache cache = {0};
+  accel__hash_rows rows = {0};
+  uint32_t seed = 7;
+  for (size_t c = 0; c < sizeof shapes / sizeof shapes[0]; c++) {
+    const int64_t h = shapes[c][0], w = shapes[c][1];
+    uint8_t *plane = malloc((size_t)(w * h));
+    for (int64_t i = 0; i < w * h; i++) {
+      seed = seed * 1664525u + 1013904223u;
+      plane[i] = (uint8_t)(i % 89 < 50 ? (seed >> 24) : (i / w + i % w) % 3 * 120);
+    }
+    for (int size = 8; size <= 16; size += 8) {
+      accel_hash_options o = hash_options(ALL6, 5); /* colorhash needs the colour counts */
+      o.hash_size = size;
+      accel__hash_spec spec = {.nkinds = 5, .hash_size = size, .highfreq = 4, .binbits = 3, .need_gray = true};
+      memcpy(spec.kinds, o.kinds, sizeof spec.kinds);
+      ck_assert_int_eq(accel_hash_slot_bytes(&o, &spec.slot_bytes), ACCEL_OK);
+      uint8_t *want = calloc(5, spec.slot_bytes), *got = calloc(5, spec.slot_bytes);
+      char why[ACCEL_REASON_MAX] = "";
+      ck_assert_int_eq(accel__hash_rows_begin(&spec, w, h, &cache, &rows), ACCEL_OK);
+      accel__hash_rows_feed(&rows, plane, w, 0, h);
+      ck_assert_int_eq(accel__hash_rows_finish(&spec, &rows, NULL, want, why), ACCEL_OK);
+      for (size_t b = 0; b < sizeof bands / sizeof bands[0]; b++) {
+        ck_assert_int_eq(accel__hash_rows_begin(&spec, w, h, &cache, &rows), ACCEL_OK);
+        for (int64_t y0 = 0; y0 < h; y0 += bands[b]) {
+          const int64_t n = h - y0 < bands[b] ? h - y0 : bands[b];
+          uint8_t *band = malloc((size_t)(w * n));
+          memcpy(band, plane + y0 * w, (size_t)(w * n));
+          accel__hash_rows_feed(&rows, band, w, y0, n);
+          free(band);
+        }
+        ck_assert_int_eq(accel__hash_rows_finish(&spec, &rows, NULL, got, why), ACCEL_OK);
+        ck_assert_msg(memcmp(got, want, 5 * spec.slot_bytes) == 0, "%lldx%lld size %d, bands of %d: hashes differ",
+                      (long long)w, (long long)h, size, bands[b]);
+      }
+      free(want);
+      free(got);
+    }
+    free(plane);
+  }
+  accel__hash_rows_free(&rows);
+  accel__axis_cache_free(&cache);
+}
+END_TEST
+
 /* An axis handed out by the cache stays valid for the next calls, also when
  * it was a hit on an old entry (the resizes of an image keep every axis they
  * looked up): a full cache, hits on its oldest entry and on one in the
@@ -1056,6 +1108,7 @@ Suite *suite_hash(void) {
   TCase *tc = new_case("hash", 120, NULL, NULL);
   tcase_add_test(tc, resample_paths_equal_the_scalar_loop);
   tcase_add_test(tc, axis_cache_keeps_what_it_handed_out);
+  tcase_add_test(tc, band_fed_resizes_equal_the_whole_plane);
   tcase_add_test(tc, whash_db4_matches_imagehash);
   tcase_add_test(tc, committed_subset_matches_imagehash);
   tcase_add_test(tc, decoded_pixels_match_pillow);

@@ -234,6 +234,26 @@ static inline int accel__cmp_u64_pair(uint64_t a1, uint64_t a2, uint64_t b1, uin
 /* The first position of sorted v[0..n) whose value is not below key (util.c). */
 size_t accel__lower_bound_u64(const uint64_t *v, size_t n, uint64_t key);
 
+/* ---- run-time clones
+ * A function compiled for wider vector units as well, the widest the
+ * processor has picked at load time (GCC's target_clones):
+ *   ACCEL__CLONES("avx2", "default") void f(...)
+ * The arithmetic must not depend on the vector width (no contraction: the
+ * build passes -ffp-contract=off). GCC on x86-64 only, and not under
+ * AddressSanitizer: clang 14 leaves callers of clones in other files
+ * unresolved. Elsewhere the plain function. GCC gives the clones'
+ * dispatcher of an external function default visibility: mark those
+ * ACCEL__HIDDEN too. */
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define ACCEL__CLONES(...) __attribute__((target_clones(__VA_ARGS__)))
+#endif
+#endif
+#define ACCEL__HIDDEN __attribute__((visibility("hidden")))
+#ifndef ACCEL__CLONES
+#define ACCEL__CLONES(...)
+#endif
+
 /* ---- small utilities (util.c) */
 
 double accel__now(void); /* monotonic seconds */

@@ -61,24 +61,15 @@ static accel_status phash_plane(const uint8_t *px, int n, int N, uint8_t *out, c
   return s;
 }
 
-/* The Haar steps vectorise (no fused multiply-adds: the build contracts
- * none), so whash is compiled for AVX-512 and AVX2 too and picked at run
- * time; the operations, and so the bits, are the same on every path. GCC
- * only (clang 14 leaves callers of clones in other files unresolved), not
- * under the sanitizers. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define WHASH_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), visibility("hidden")))
-#endif
-#endif
-#ifndef WHASH_CLONES
-#define WHASH_CLONES
-#endif
+/* The Haar steps vectorise, so whash is compiled for AVX-512 and AVX2 too
+ * (ACCEL__CLONES); the operations, and so the bits, are the same on every
+ * path. */
 
 /* Block by block (memory of one block, not of the N x N double image), with
  * exactly the operations pywt performs on the whole image: Haar is local, so
  * below level m a block's coefficients depend on the block alone. */
-WHASH_CLONES accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
+ACCEL__CLONES("avx512f", "avx2", "default")
+ACCEL__HIDDEN accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
   const accel__whash_geom g = accel__whash_geometry(N, n);
   double *blk = malloc(sizeof(double) * (size_t)(g.B * g.B)), *tmp = malloc(sizeof(double) * (size_t)(g.B * g.B));
   double *pyr = calloc((size_t)(3 * n * n), sizeof(double));
@@ -213,22 +204,6 @@ void accel__hash_rows_feed(accel__hash_rows *r, const uint8_t *rows, int64_t str
       for (int64_t y = a; y < b; y++) memcpy(out + (y - a) * gr->tw, rows + (y - y0) * stride, (size_t)gr->tw);
     }
   }
-}
-
-accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
-                                 int64_t stride, const accel__color_counts *color, accel__axis_cache *cache,
-                                 uint8_t *slots, char *why) {
-  accel__hash_rows r = {0};
-  accel_status s = accel__hash_rows_begin(spec, w, h, cache, &r);
-  if (s) {
-    memset(slots, 0, spec->slot_bytes * (size_t)spec->nkinds);
-    accel__why(why, "out of memory resizing a %lldx%lld image", (long long)w, (long long)h);
-  } else {
-    accel__hash_rows_feed(&r, gray, stride, 0, h);
-    s = accel__hash_rows_finish(spec, &r, color, slots, why);
-  }
-  accel__hash_rows_free(&r);
-  return s;
 }
 
 accel_status accel__hash_rows_finish(const accel__hash_spec *spec, accel__hash_rows *r,

@@ -82,7 +82,6 @@ static accel_status on_begin(void *user, const accel__image_header *hdr, char *w
     if (c->fuse) {
       accel_status s = accel__hash_rows_begin(c->spec, hdr->width, hdr->height, c->cache, c->fuse);
       if (s) {
-        c->fuse = NULL;
         accel__why(why, "out of memory resizing a %lldx%lld image", (long long)hdr->width, (long long)hdr->height);
         return s;
       }

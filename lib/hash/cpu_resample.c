@@ -278,35 +278,20 @@ ACCEL__ROW_FN(row_vnni, __attribute__((target("avx512f,avx512bw,avx512vnni"))), 
 
 /* Long kernels with byte-sized weight parts: vpdpbusd multiplies 64 pixels
  * (uint8) by 64 weight bytes (int8) and adds them to 16 int32 lanes, for
- * each of the three parts; the lanes are joined a * 2^14 + b * 2^7 + c and
- * summed, modulo 2^32 at every step and exact since the true sum fits. */
-VBMI_TARGET static inline int32_t dot_bytes(const uint8_t *p, const int8_t *w, int k64) {
+ * each of the parts (3: a, b, c; 2: b, c); the lanes are joined a * 2^14 +
+ * b * 2^7 + c and summed, modulo 2^32 at every step and exact since the
+ * true sum fits. Two parts are a third fewer products (ahash's and dhash's
+ * kernels on large images). */
+VBMI_TARGET static inline int32_t dot_bytes(const uint8_t *p, const int8_t *w, int k64, int parts) {
+  const int8_t *wb = w + (parts - 2) * k64, *wc = wb + k64;
   __m512i sa = _mm512_setzero_si512(), sb = _mm512_setzero_si512(), sc = _mm512_setzero_si512();
   for (int i = 0; i < k64; i += 64) {
     const __m512i px = _mm512_loadu_si512((const void *)(p + i));
-    sa = _mm512_dpbusd_epi32(sa, px, _mm512_loadu_si512((const void *)(w + i)));
-    sb = _mm512_dpbusd_epi32(sb, px, _mm512_loadu_si512((const void *)(w + k64 + i)));
-    sc = _mm512_dpbusd_epi32(sc, px, _mm512_loadu_si512((const void *)(w + 2 * k64 + i)));
+    if (parts == 3) sa = _mm512_dpbusd_epi32(sa, px, _mm512_loadu_si512((const void *)(w + i)));
+    sb = _mm512_dpbusd_epi32(sb, px, _mm512_loadu_si512((const void *)(wb + i)));
+    sc = _mm512_dpbusd_epi32(sc, px, _mm512_loadu_si512((const void *)(wc + i)));
   }
   __m512i v = _mm512_add_epi32(_mm512_add_epi32(_mm512_slli_epi32(sa, 14), _mm512_slli_epi32(sb, 7)), sc);
-  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
-  v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xB1));
-  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E));
-  v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0xB1));
-  return _mm_cvtsi128_si32(_mm512_castsi512_si128(v));
-}
-
-/* The same with two parts, b * 2^7 + c (accel__axis.w8_parts 2): a third
- * fewer products for the longest kernels (ahash's and dhash's of large
- * images). */
-VBMI_TARGET static inline int32_t dot_bytes2(const uint8_t *p, const int8_t *w, int k64) {
-  __m512i sb = _mm512_setzero_si512(), sc = _mm512_setzero_si512();
-  for (int i = 0; i < k64; i += 64) {
-    const __m512i px = _mm512_loadu_si512((const void *)(p + i));
-    sb = _mm512_dpbusd_epi32(sb, px, _mm512_loadu_si512((const void *)(w + i)));
-    sc = _mm512_dpbusd_epi32(sc, px, _mm512_loadu_si512((const void *)(w + k64 + i)));
-  }
-  __m512i v = _mm512_add_epi32(_mm512_slli_epi32(sb, 7), sc);
   v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0x4E));
   v = _mm512_add_epi32(v, _mm512_shuffle_i32x4(v, v, 0xB1));
   v = _mm512_add_epi32(v, _mm512_shuffle_epi32(v, (_MM_PERM_ENUM)0x4E));
@@ -337,9 +322,8 @@ VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8
   }
   for (int64_t x = blocks * 16; x < h->out_size; x++)
     dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
-                   (!h->w8             ? dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad)
-                    : h->w8_parts == 2 ? dot_bytes2(src + h->first[x], h->w8 + x * 2 * h->k64, h->k64)
-                                       : dot_bytes(src + h->first[x], h->w8 + x * 3 * h->k64, h->k64)));
+                   (h->w8 ? dot_bytes(src + h->first[x], h->w8 + x * h->w8_parts * h->k64, h->k64, h->w8_parts)
+                          : dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad)));
 }
 #pragma GCC diagnostic pop
 
@@ -421,21 +405,10 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
 }
 
 /* The vertical pass vectorizes across columns; compiled for AVX2 as well
- * (explicitly hidden: GCC gives the clones' dispatcher default visibility; not with
- * clang 14, whose target_clones on an external function leaves callers in other
- * files unresolved). */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define ACCEL__CLONES __attribute__((target_clones("avx2", "default"), visibility("hidden")))
-#endif
-#endif
-#ifndef ACCEL__CLONES
-#define ACCEL__CLONES
-#endif
-
-ACCEL__CLONES
-void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0, int64_t w,
-                          uint8_t *out, int64_t out_stride) {
+ * (ACCEL__CLONES). */
+ACCEL__CLONES("avx2", "default")
+ACCEL__HIDDEN void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0,
+                                        int64_t w, uint8_t *out, int64_t out_stride) {
   int32_t *acc = malloc(sizeof(int32_t) * (size_t)(w > 0 ? w : 1));
   if (!acc) { /* tiny fallback without the row accumulator */
     for (int64_t yy = 0; yy < v->out_size; yy++)

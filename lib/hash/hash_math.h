@@ -226,23 +226,27 @@ ACCEL__MATH_HD accel__whash_geom accel__whash_geometry(int64_t N, int n) {
   return g;
 }
 
-/* Block (bi, bj) of the N x N plane analysed to level m; its level-m
- * approximation is left in blk[0]. blk, tmp: B*B doubles each. */
-ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
-                                               double *blk, double *tmp) {
+/* Block (bi, bj) of the N x N plane, the pixels / 255, into blk (B*B). */
+ACCEL__MATH_HD void accel__whash_block_load(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
+                                            double *blk) {
   const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
   for (int64_t i = 0; i < g->B; i++)
     for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;
+}
+
+/* Block (bi, bj) analysed to level m; its level-m approximation is left in
+ * blk[0]. blk, tmp: B*B doubles each. */
+ACCEL__MATH_HD void accel__whash_block_analyze(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
+                                               double *blk, double *tmp) {
+  accel__whash_block_load(px, g, bi, bj, blk);
   for (int k = 0, s = (int)g->B; k < g->m; k++, s /= 2) accel__haar_analyze(blk, g->B, s, tmp);
 }
 
-/* The same block's level-m approximation alone (blk[0]), with the same
- * operations: the details of this analysis are not read. */
+/* The same block's level-m approximation alone, with the same operations:
+ * the details of this analysis are not read. */
 ACCEL__MATH_HD double accel__whash_block_ll(const uint8_t *px, const accel__whash_geom *g, int bi, int bj, double *blk,
                                             double *tmp) {
-  const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
-  for (int64_t i = 0; i < g->B; i++)
-    for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;
+  accel__whash_block_load(px, g, bi, bj, blk);
   for (int k = 0, s = (int)g->B; k < g->m; k++, s /= 2) accel__haar_analyze_ll(blk, g->B, s, tmp);
   return blk[0];
 }
@@ -261,9 +265,7 @@ ACCEL__MATH_HD void accel__whash_top(double *pyr, int n, int ln, double *tmp) {
 ACCEL__MATH_HD void accel__whash_block_pixels(const uint8_t *px, const accel__whash_geom *g, int bi, int bj,
                                               double approx, bool keep, double *blk, double *tmp) {
   if (keep) {
-    const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
-    for (int64_t i = 0; i < g->B; i++)
-      for (int64_t j = 0; j < g->B; j++) blk[i * g->B + j] = (double)src[i * g->N + j] / 255.;
+    accel__whash_block_load(px, g, bi, bj, blk);
     return;
   }
   accel__whash_block_analyze(px, g, bi, bj, blk, tmp);

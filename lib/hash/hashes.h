@@ -108,13 +108,6 @@ accel_status accel__hash_rows_finish(const accel__hash_spec *spec, accel__hash_r
 /* Release the arena (after the last image). */
 void accel__hash_rows_free(accel__hash_rows *r);
 
-/* Every requested kind of one image: gray plane, colour counts (may be NULL
- * without colorhash), the calling thread's axis cache. Writes nkinds slots
- * of spec->slot_bytes. (accel__hash_rows over the whole plane.) */
-accel_status accel__hash_compute(const accel__hash_spec *spec, const uint8_t *gray, int64_t w, int64_t h,
-                                 int64_t stride, const accel__color_counts *color, struct accel__axis_cache *cache,
-                                 uint8_t *slots, char *why);
-
 #ifdef __cplusplus
 }
 #endif

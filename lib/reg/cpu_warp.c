@@ -13,18 +13,6 @@
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
 
-/* The per-pixel loops are compiled for AVX2 as well and picked at run time
- * (element-wise arithmetic without contraction: the same bits on every
- * path). GCC only, not under the sanitizers. */
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && !defined(__clang__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define WARP_CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef WARP_CLONES
-#define WARP_CLONES
-#endif
-
 /* Two doubles, four floats: the same operations on each lane as the scalar
  * code would do (GCC's and Clang's vector extension). */
 typedef double v2d __attribute__((vector_size(16)));
@@ -218,8 +206,9 @@ ALWAYS_INLINE int64_t max4(const int64_t v[4]) {
  * and the weights in each axis - accel__reg_inside and accel__reg_cubic_axis
  * (before mirroring), in loops the compiler can vectorise: positions are
  * clamped to [-1, n] first (enough for any inside one; the others are
- * filled) so that their floor fits 32 bits. */
-WARP_CLONES static void cubic_setup(const warp_geo *g, tile_tab *tt) {
+ * filled) so that their floor fits 32 bits. Compiled for AVX2 as well
+ * (four doubles a step; the same bits). */
+ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile_tab *tt) {
   const int64_t n = tt->w;
   const double *restrict X = tt->X, *restrict Y = tt->Y;
   int32_t *restrict ix = tt->ix, *restrict iy = tt->iy;
