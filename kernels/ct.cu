@@ -36,6 +36,7 @@
 #include "cuda_util.h"
 
 #include "ct/edt_line.h"
+#include "ct/ft_line.h"
 #include "ct/ops.h"
 #include "ct/union_find.h"
 
@@ -904,6 +905,95 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_edt_job *job
                       [&] { return edt_host(r, job->mask, job->spacing, job->out); });
 }
 
+/* ------------------------------------------------------------ feature transform */
+
+struct ft_init_f {
+  const uint8_t *m;
+  int32_t *ft;
+  uint64_t n;
+  int64_t ny, nx;
+  __host__ __device__ void operator()(uint64_t i) const { accel__ft_init(m, ft, n, i, ny, nx); }
+};
+
+/* Lines [first, first + count) of the pass along `axis`, each line's
+ * scratch interleaved with its neighbours' (coalesced). */
+struct ft_lines_f {
+  int32_t *ft;
+  uint64_t n;
+  dims3 d;
+  int axis;
+  uint64_t first, count;
+  double sp[3];
+  int32_t *f, *keep;
+  __host__ __device__ void operator()(uint64_t t) const {
+    int64_t coor[3], stride, len;
+    uint64_t base;
+    accel__ft_line_of((int64_t)(first + t), axis, d.nz, d.ny, d.nx, coor, &base, &stride, &len);
+    accel__ft_line(ft, n, base, stride, len, axis, coor, sp, accel__ft_scratch{f + t, keep + t, (int64_t)count});
+  }
+};
+
+struct ft_distance_f {
+  const int32_t *ft;
+  uint64_t n;
+  int64_t ny, nx;
+  double sp[3];
+  double *out;
+  __host__ __device__ void operator()(uint64_t i) const { out[i] = accel__ft_distance(ft, n, i, ny, nx, sp); }
+};
+
+/* The feature transform on the device: the whole volume's features (12
+ * bytes a voxel) within the budget, the passes' lines in chunks whose
+ * scratch fits what remains of it; larger volumes are left to the CPU. */
+accel_status stage(accel__executor *x, accel__call *call, accel__ct_ft_job *job) {
+  const dims3 d{job->d.nz, job->d.ny, job->d.nx};
+  const uint64_t n = d.count();
+  const int64_t longest = d.nz > d.ny ? (d.nz > d.nx ? d.nz : d.nx) : (d.ny > d.nx ? d.ny : d.nx);
+  const uint64_t per_line = (uint64_t)longest * 16; /* 3 coordinates and a stack entry per element */
+  const uint64_t peak = n * 12 + (job->distances ? n * 8 : n) + per_line * 256;
+  if (n == 0) return ACCEL_OK;
+  if (peak > x->room())
+    return accel__decline(call, "the feature transform of %.1f MiB exceeds the device budget", peak / 1048576.0);
+  char *why = call->why;
+  const double *sp = job->spacing;
+  dbuf dm, dft;
+  accel_status s = dm.put(x, job->mask, n, why, "upload");
+  if (!s) s = dft.get(x, n * 12, why);
+  if (!s) s = each(x, n, ft_init_f{dm.p, dft.as<int32_t>(), n, d.ny, d.nx}, why, "feature transform start");
+  dm.reset();
+  for (int axis = 0; axis < 3 && !s; axis++) {
+    const int64_t len = axis == 0 ? d.nz : axis == 1 ? d.ny : d.nx;
+    const uint64_t lines = len ? n / (uint64_t)len : 0, line_bytes = (uint64_t)len * 16;
+    uint64_t chunk = x->room() / (line_bytes ? line_bytes : 1);
+    if (chunk > lines) chunk = lines;
+    if (!chunk && lines) {
+      accel__why(why, "no room left for the feature transform's line scratch");
+      s = ACCEL_ERR_DEVICE_MEMORY;
+    }
+    dbuf f, keep;
+    if (!s && chunk) s = f.get(x, chunk * (uint64_t)len * 12, why);
+    if (!s && chunk) s = keep.get(x, chunk * (uint64_t)len * 4, why);
+    for (uint64_t first = 0; !s && first < lines; first += chunk) {
+      const uint64_t cnt = lines - first < chunk ? lines - first : chunk;
+      s = each(
+          x, cnt,
+          ft_lines_f{
+              dft.as<int32_t>(), n, d, axis, first, cnt, {sp[0], sp[1], sp[2]}, f.as<int32_t>(), keep.as<int32_t>()},
+          why, "feature transform lines");
+    }
+  }
+  if (!s && job->distances) {
+    dbuf dd;
+    s = dd.get(x, n * 8, why);
+    if (!s)
+      s = each(x, n, ft_distance_f{dft.as<int32_t>(), n, d.ny, d.nx, {sp[0], sp[1], sp[2]}, dd.as<double>()}, why,
+               "feature transform distances");
+    if (!s) s = download(x, job->distances, dd.p, n * 8, why);
+  }
+  if (!s && job->indices) s = download(x, job->indices, dft.p, n * 12, why);
+  return s;
+}
+
 /* The general search with the window test on the device (where it is the
  * first version's: accel__ct_peaks_window_shared), the rest on the host. */
 template <class T> accel_status general_host_t(run_ctx &r, const float *map, accel__ct_markers_job *job) {
@@ -1271,4 +1361,5 @@ extern "C" const accel__ct_ops accel__cuda_ct_ops = {
     /* .markers = */ on_device<accel__ct_markers_job>,
     /* .watershed = */ nullptr,
     /* .pipeline = */ pipeline_on_device,
+    /* .feature_transform = */ on_device<accel__ct_ft_job>,
 };

@@ -1084,6 +1084,35 @@ END_TEST
 /* ------------------------------------------------------------ the CUDA pipeline in emulation */
 
 #if EXPECT_CUDA
+/* The feature transform on the emulated GPU equals the CPU's: indices and
+ * float64 distances, together and alone. */
+static void ft_gpu_equals_cpu(accel_ctx *gpu, accel_ctx *cpu, const accel_array *pores, accel__dims d,
+                              const double sp[3], const char *what, const char *name) {
+  const uint64_t n = accel__dims_count(d);
+  int32_t *ia_d = malloc(n * 12), *ib_d = malloc(n * 12);
+  double *da_d = malloc(n * 8), *db_d = malloc(n * 8);
+  accel_array ia, ib, da, db;
+  const int64_t ishape[4] = {3, d.nz, d.ny, d.nx}, vshape[3] = {d.nz, d.ny, d.nx};
+  accel_array_init(&ia, ia_d, ACCEL_DTYPE_I32, 4, ishape);
+  accel_array_init(&ib, ib_d, ACCEL_DTYPE_I32, 4, ishape);
+  accel_array_init(&da, da_d, ACCEL_DTYPE_F64, 3, vshape);
+  accel_array_init(&db, db_d, ACCEL_DTYPE_F64, 3, vshape);
+  ck_assert_msg(accel_ct_feature_transform(gpu, pores, sp, &ia, &da) == ACCEL_OK, "%s", accel_last_error(gpu));
+  ck_assert_int_eq(accel_ct_feature_transform(cpu, pores, sp, &ib, &db), ACCEL_OK);
+  ck_assert_msg(memcmp(ia_d, ib_d, n * 12) == 0 && memcmp(da_d, db_d, n * 8) == 0, "%s %s: feature transform", what,
+                name);
+  memset(da_d, 0, n * 8);
+  ck_assert_int_eq(accel_ct_feature_transform(gpu, pores, sp, NULL, &da), ACCEL_OK);
+  ck_assert_msg(memcmp(da_d, db_d, n * 8) == 0, "%s %s: feature transform distances alone", what, name);
+  memset(ia_d, 0, n * 12);
+  ck_assert_int_eq(accel_ct_feature_transform(gpu, pores, sp, &ia, NULL), ACCEL_OK);
+  ck_assert_msg(memcmp(ia_d, ib_d, n * 12) == 0, "%s %s: feature transform indices alone", what, name);
+  free(ia_d);
+  free(ib_d);
+  free(da_d);
+  free(db_d);
+}
+
 /* Every GPU stage and the GPU pipeline (their host emulation: the kernels'
  * per-voxel code in loops) equal the CPU, whole and in slabs. */
 static void gpu_equals_cpu(uint64_t budget, const char *what) {
@@ -1121,6 +1150,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
     ck_assert_msg(accel_ct_edt(gpu, &ref_pores, fx.spacing, &ea) == ACCEL_OK, "%s", accel_last_error(gpu));
     ck_assert_int_eq(accel_ct_edt(cpu, &ref_pores, fx.spacing, &eb), ACCEL_OK);
     ck_assert_msg(memcmp(ea_d, eb_d, n * 4) == 0, "%s %s: edt", what, fx.name);
+    ft_gpu_equals_cpu(gpu, cpu, &ref_pores, fx.d, fx.spacing, what, fx.name);
     void *ma_d, *mb_d;
     accel_array ma = new_volume(&ma_d, ACCEL_DTYPE_I32, fx.d), mb = new_volume(&mb_d, ACCEL_DTYPE_I32, fx.d);
     uint32_t ca = 0, cb = 0;
@@ -1169,9 +1199,12 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
     free(lb_d);
     free_fixture(&fx);
   }
-  /* every stage ran on the "GPU": no fallback (the policy is DENY anyway) */
-  const char *stages[] = {"ct.threshold", "ct.fill_holes", "ct.edt", "ct.markers", "ct.pipeline"};
-  for (int k = 0; k < 5; k++) {
+  /* every stage ran on the "GPU": no fallback (the policy is DENY anyway); the
+   * feature transform leaves a volume over the budget to the CPU, declined */
+  const bool whole = budget >= ((uint64_t)1 << 30);
+  const char *stages[] = {"ct.threshold", "ct.fill_holes", "ct.edt",
+                          "ct.markers",   "ct.pipeline",   "ct.feature_transform"};
+  for (int k = 0; k < (whole ? 6 : 5); k++) {
     accel_stage_stats st;
     accel_stage_stats_init(&st, sizeof st);
     ck_assert_int_eq(accel_ctx_stats_find(gpu, stages[k], &st), ACCEL_OK);
@@ -1207,6 +1240,18 @@ START_TEST(gpu_too_small_a_budget_falls_back) {
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, ". CPU fallback."), 1);
   accel_ctx *strict = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
   ck_assert_int_eq(accel_ct_edt(strict, &pores, NULL, &e), ACCEL_ERR_DEVICE_MEMORY);
+  /* the feature transform over the budget is declined: the CPU answers, even under DENY, with no warning */
+  double *fd = malloc(fx.n * 8);
+  accel_array dist;
+  accel_array_init(&dist, fd, ACCEL_DTYPE_F64, 3, (int64_t[]){fx.d.nz, fx.d.ny, fx.d.nx});
+  ck_assert_int_eq(accel_ct_feature_transform(strict, &pores, NULL, NULL, &dist), ACCEL_OK);
+  for (uint64_t i = 0; i < fx.n; i++)
+    ck_assert_msg((float)fd[i] == ((const float *)ref.data)[i], "voxel %llu", (unsigned long long)i);
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(strict, "ct.feature_transform", &st), ACCEL_OK);
+  ck_assert(st.runs == 1 && st.cpu_runs == 1 && st.gpu_runs == 0 && st.fallbacks == 0);
+  free(fd);
   accel_ctx_destroy(strict);
   free(e_d);
   free_fixture(&fx);
@@ -1325,18 +1370,18 @@ START_TEST(gpu_pipeline_uploads_once_downloads_what_is_asked) {
 END_TEST
 
 /* One CT stage on a small volume of blobs, and the CPU's answer. */
-enum { CT_STAGES = 7 };
+enum { CT_STAGES = 8 };
 typedef struct ct_case {
   accel__dims d;
-  int op; /* rescale, threshold, fill 6, fill 26, edt, markers, pipeline */
+  int op; /* rescale, threshold, fill 6, fill 26, edt, markers, pipeline, feature transform */
   void *raw_d, *solid_d, *pores_d, *edt_d;
   accel_array raw, solid, pores, edt;
   double slope[64], intercept[64];
   void *want_d[CT_STAGES], *want2_d; /* the CPU's outputs (the pipeline's labels and filled volume) */
 } ct_case;
 
-static const accel_dtype CT_OUT[CT_STAGES] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8, ACCEL_DTYPE_U8,
-                                              ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32};
+static const accel_dtype CT_OUT[CT_STAGES] = {ACCEL_DTYPE_F32, ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,  ACCEL_DTYPE_U8,
+                                              ACCEL_DTYPE_F32, ACCEL_DTYPE_I32, ACCEL_DTYPE_I32, ACCEL_DTYPE_F64};
 
 static accel_status ct_stage(accel_ctx *ctx, ct_case *c, int op, void *out_d, void *out2_d) {
   accel_array out, out2;
@@ -1351,6 +1396,7 @@ static accel_status ct_stage(accel_ctx *ctx, ct_case *c, int op, void *out_d, vo
   case 3: return accel_ct_fill_holes(ctx, &c->solid, ACCEL_CT_CORNERS, &out);
   case 4: return accel_ct_edt(ctx, &c->pores, sp, &out);
   case 5: return accel_ct_markers(ctx, &c->edt, &c->pores, NULL, &out, NULL);
+  case 7: return accel_ct_feature_transform(ctx, &c->pores, sp, NULL, &out);
   default: {
     accel_ct_pipeline_options po;
     accel_ct_pipeline_options_init(&po, sizeof po);
@@ -1423,12 +1469,14 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
   for (int op = 0; op < CT_STAGES; op++) ck_assert_int_eq(ct_stage(cpu, &c, op, c.want_d[op], c.want2_d), ACCEL_OK);
   accel_ctx_destroy(cpu);
   static const char *const stages[CT_STAGES] = {"ct.rescale", "ct.threshold", "ct.fill_holes", "ct.fill_holes",
-                                                "ct.edt",     "ct.markers",   "ct.pipeline"};
+                                                "ct.edt",     "ct.markers",   "ct.pipeline",   "ct.feature_transform"};
   /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs */
   const uint64_t budgets[2] = {(uint64_t)1 << 30, 100000};
   for (int b = 0; b < 2; b++) {
     set_emulated_gpu_budget(budgets[b]);
-    for (c.op = 0; c.op < CT_STAGES; c.op++) ck_assert_int_ge(emulated_fault_sweep(stages[c.op], ct_on_gpu, &c), 3);
+    for (c.op = 0; c.op < CT_STAGES; c.op++)
+      if (b == 0 || c.op != 7) /* the feature transform leaves volumes over the budget to the CPU */
+        ck_assert_int_ge(emulated_fault_sweep(stages[c.op], ct_on_gpu, &c), 3);
   }
   set_emulated_gpu_budget((uint64_t)1 << 30);
   for (int op = 0; op < CT_STAGES; op++) free(c.want_d[op]);

@@ -121,8 +121,11 @@ ACCEL_API accel_status accel_ct_edt(accel_ctx *ctx, const accel_array *mask, con
  * indices as SciPy computes them. Either may be NULL (not both). A mask
  * without zero voxels gives SciPy's placeholder index (-1, 0, 0) everywhere
  * (and distances to it). `spacing` may be NULL for (1, 1, 1). Outputs must
- * not overlap the mask or each other. On the CPU on every backend (stage
- * "ct.feature_transform"); it holds 12 bytes per voxel. */
+ * not overlap the mask or each other. Stage "ct.feature_transform"; it holds 12
+ * bytes per voxel. On a CUDA context the volume's features and the
+ * distances (20 bytes per voxel) must fit the device memory budget: larger
+ * volumes run on the CPU (declined, not a fallback). Both give the same
+ * indices and distances, to the bit. */
 ACCEL_API accel_status accel_ct_feature_transform(accel_ctx *ctx, const accel_array *mask, const double *spacing,
                                                   const accel_array *indices, const accel_array *distances);
 

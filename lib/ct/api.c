@@ -152,6 +152,7 @@ ACCEL__STAGE_FN(run_edt, ct, edt, job)
 ACCEL__STAGE_FN(run_markers, ct, markers, job)
 ACCEL__STAGE_FN(run_watershed, ct, watershed, job)
 ACCEL__STAGE_FN(run_pipeline, ct, pipeline, job)
+ACCEL__STAGE_FN(run_feature_transform, ct, feature_transform, job)
 
 /* ------------------------------------------------------------ stages */
 
@@ -279,18 +280,18 @@ static accel_status check_ft_out(accel_ctx *ctx, const char *func, const accel_a
 accel_status accel_ct_feature_transform(accel_ctx *ctx, const accel_array *mask, const double *spacing,
                                         const accel_array *indices, const accel_array *distances) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
-  accel__dims d;
-  double sp[3];
-  accel_status s = check_volume(ctx, __func__, "mask", mask, U8, 1, &d, true);
-  if (!s) s = check_spacing(ctx, __func__, spacing, sp);
-  if (!s) s = check_ft_out(ctx, __func__, mask, indices, distances, d);
+  accel__ct_ft_job job;
+  accel_status s = check_volume(ctx, __func__, "mask", mask, U8, 1, &job.d, true);
+  if (!s && (job.d.nz > INT32_MAX || job.d.ny > INT32_MAX || job.d.nx > INT32_MAX))
+    s = accel__fail_in(ctx, __func__, ACCEL_ERR_LIMIT, "mask has a side over 2^31 - 1: beyond the I32 indices");
+  if (!s) s = check_spacing(ctx, __func__, spacing, job.spacing);
+  if (!s) s = check_ft_out(ctx, __func__, mask, indices, distances, job.d);
   accel__view v[3] = {ACCEL__IN("mask", mask), ACCEL__OUT("indices", indices), ACCEL__OUT("distances", distances)};
   if (s || (s = accel__views_open(ctx, __func__, v, 3))) return s;
-  const double t0 = accel__now();
-  s = accel__ct_feature_transform_cpu(v[0].data, d, sp, accel__ctx_threads(ctx), v[1].data, v[2].data);
-  accel__stats_delta delta = {.runs = 1, .cpu_runs = s ? 0 : 1, .failures = s ? 1 : 0, .seconds = accel__now() - t0};
-  accel__stats_add(ctx, "ct.feature_transform", &delta);
-  if (s) s = accel__fail_in(ctx, __func__, s, "out of memory for the feature transform's lines");
+  job.mask = v[0].data;
+  job.indices = v[1].data;
+  job.distances = v[2].data;
+  s = accel__dispatch(ctx, "ct.feature_transform", run_feature_transform, &job);
   return accel__views_close(v, 3, s);
 }
 

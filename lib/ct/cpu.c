@@ -38,6 +38,12 @@ static accel_status cpu_edt(accel__call *call, accel__ct_edt_job *job) {
   return s ? oom(call, "the distance transform's line buffers") : ACCEL_OK;
 }
 
+static accel_status cpu_ft(accel__call *call, accel__ct_ft_job *job) {
+  accel_status s =
+      accel__ct_feature_transform_cpu(job->mask, job->d, job->spacing, call->threads, job->indices, job->distances);
+  return s ? oom(call, "the feature transform's lines") : ACCEL_OK;
+}
+
 /* Markers of a (possibly smoothed) map. */
 static accel_status markers_of(accel__call *call, const float *map, const uint8_t *mask, accel__dims d, int md,
                                double sigma, int32_t *out, uint32_t *count) {
@@ -285,4 +291,5 @@ const accel__ct_ops accel__cpu_ct_ops = {
     .markers = cpu_markers,
     .watershed = cpu_watershed,
     .pipeline = accel__ct_pipeline_cpu,
+    .feature_transform = cpu_ft,
 };

@@ -59,6 +59,15 @@ typedef struct accel__ct_edt_job {
   unsigned device; /* ACCEL__CT_DEV_IN, ACCEL__CT_DEV_OUT */
 } accel__ct_edt_job;
 
+/* SciPy's feature transform (accel_ct_feature_transform); host arrays. */
+typedef struct accel__ct_ft_job {
+  accel__dims d;
+  const uint8_t *mask;
+  double spacing[3]; /* (z, y, x) */
+  int32_t *indices;  /* (3, nz, ny, nx), or NULL */
+  double *distances; /* or NULL (not both) */
+} accel__ct_ft_job;
+
 typedef struct accel__ct_markers_job {
   accel__dims d;
   const float *image;    /* the distance map (F32) */
@@ -118,6 +127,7 @@ typedef struct accel__ct_ops {
   accel_status (*markers)(accel__call *call, accel__ct_markers_job *job);
   accel_status (*watershed)(accel__call *call, accel__ct_watershed_job *job);
   accel_status (*pipeline)(accel__call *call, accel__ct_pipeline_job *job);
+  accel_status (*feature_transform)(accel__call *call, accel__ct_ft_job *job);
 } accel__ct_ops;
 
 /* A pipeline's peak search: markers of `map` within `mask` (numbered, count

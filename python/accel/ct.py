@@ -438,12 +438,12 @@ class CT(ContextCalls):
             float32 (default): SciPy's distances rounded to float32, by the
             fast transform (on the GPU where there is one). float64: SciPy's
             float64 distances to the bit, derived from the feature transform
-            as SciPy derives them (CPU).
+            as SciPy derives them (on the GPU when it fits the budget).
         return_distances, return_indices : bool
             As SciPy: the distances, the feature transform (int32 of shape
             ``(mask.ndim,) + mask.shape``: for each element the index of the
             zero element SciPy picks as nearest), or both as a tuple. The
-            indices come from SciPy's algorithm, ties included (CPU).
+            indices come from SciPy's algorithm, ties included.
 
         Returns
         -------
