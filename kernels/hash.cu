@@ -9,7 +9,8 @@
  *   colorhash's pixel classes (per-block histograms, then atomics),
  *   the horizontal and vertical LANCZOS passes of every target,
  *   ahash/dhash/dhash_vertical, phash (scipy's DCT algorithm, one thread
- *   per image), whash (pywt's Haar steps, one thread per block of the plane);
+ *   per image), whash (pywt's Haar steps, one thread per block of the plane;
+ *   with db4, then one thread per column and per row of each level);
  * and one download of the hash bits and colour counts. Every per-sample and
  * per-plane computation is the host/device code of lib/hash/hash_math.h that
  * the CPU backend runs too, compiled without fused multiply-adds, so the
@@ -39,7 +40,7 @@ struct img_desc {
   int64_t slots_off;  /* nkinds * slot_bytes of hash bits */
   int64_t counts_off; /* NCOUNTS uint64 colour class counts, or -1 */
   int64_t phash_off;  /* phash scratch (doubles), or -1 */
-  int64_t whash_off;  /* whash scratch: 2 * N * N doubles of blocks, then 4 * n * n */
+  int64_t whash_off;  /* whash scratch (whash_doubles): the blocks', 4 * n * n, db4's image */
   int32_t whash_k;    /* the kind index of whash, or -1 */
 };
 
@@ -58,7 +59,7 @@ struct vpass {
 };
 
 struct group_meta {
-  int32_t nimg, nh, nv, nkinds, hash_size, slot_bytes, need_color, whash_keep_ll;
+  int32_t nimg, nh, nv, nkinds, hash_size, slot_bytes, need_color, whash_keep_ll, whash_db4;
   int32_t kinds[MAX_K];
   int64_t descs_off, hpass_off, vpass_off, plan_off;
 };
@@ -124,35 +125,88 @@ __host__ __device__ inline void phash_one(uint8_t *arena, const group_meta *m, i
                at<double>(arena, d->phash_off), arena + d->slots_off + (int64_t)k * m->slot_bytes);
 }
 
-/* whash stages 1 and 3: block number i of the group (image i / n^2). */
+/* whash scratch of an image_scale N plane at hash size n, in doubles: the
+ * blocks' (blk and tmp, B^2 each per block: 2 N^2; with db4 at least two
+ * M^2 planes, M = max(N, n + 8), which its levels reuse as their output and
+ * column pass), then pyr, ptmp, low and sorted (n^2 each), then with db4
+ * the image its levels start from (M^2). */
+__host__ __device__ inline int64_t whash_side_room(int64_t N, int n, bool db4) { return db4 && N < n + 8 ? n + 8 : N; }
+__host__ __device__ inline int64_t whash_blocks_doubles(int64_t N, int n, bool db4) {
+  const int64_t M = whash_side_room(N, n, db4);
+  return 2 * M * M;
+}
+__host__ __device__ inline int64_t whash_doubles(int64_t N, int n, bool db4) {
+  const int64_t M = whash_side_room(N, n, db4);
+  return whash_blocks_doubles(N, n, db4) + 4 * (int64_t)n * n + (db4 ? M * M : 0);
+}
+
+/* An image's whash scratch, as whash_doubles lays it out. */
+struct whash_parts {
+  accel__whash_geom g;
+  int64_t M;
+  double *blocks, *pyr, *image; /* image: db4's level 0 */
+};
+__host__ __device__ inline whash_parts whash_parts_of(uint8_t *arena, const group_meta *m, const img_desc *d) {
+  whash_parts w;
+  const int n = m->hash_size;
+  w.g = accel__whash_geometry(d->tw[d->whash_k], n);
+  w.M = whash_side_room(w.g.N, n, m->whash_db4);
+  w.blocks = at<double>(arena, d->whash_off);
+  w.pyr = w.blocks + whash_blocks_doubles(w.g.N, n, m->whash_db4);
+  w.image = w.pyr + 4 * (int64_t)n * n;
+  return w;
+}
+
+/* whash stages 1 and 3: block number i of the group (image i / n^2); db4's
+ * stage 3 writes the block's pixels into the image its levels start from. */
 __host__ __device__ inline void whash_block(uint8_t *arena, const group_meta *m, int64_t i, int final_stage) {
   const int n = m->hash_size;
   const int img = (int)(i / (n * n)), b = (int)(i % (n * n)), bi = b / n, bj = b % n;
   const img_desc *d = at<img_desc>(arena, m->descs_off) + img;
-  const int k = d->whash_k;
-  const accel__whash_geom g = accel__whash_geometry(d->tw[k], n);
-  double *scratch = at<double>(arena, d->whash_off);
-  double *blk = scratch + (int64_t)b * 2 * g.B * g.B, *tmp = blk + g.B * g.B;
-  double *pyr = scratch + 2 * g.N * g.N, *low = pyr + 2 * n * n;
-  const uint8_t *px = arena + d->plane_off[k];
+  const whash_parts w = whash_parts_of(arena, m, d);
+  const accel__whash_geom g = w.g;
+  double *blk = w.blocks + (int64_t)b * 2 * g.B * g.B, *tmp = blk + g.B * g.B;
+  double *pyr = w.pyr, *low = pyr + 2 * n * n;
+  const uint8_t *px = arena + d->plane_off[d->whash_k];
   if (!final_stage) {
     pyr[b] = accel__whash_block_ll(px, &g, bi, bj, blk, tmp);
+  } else if (m->whash_db4) {
+    accel__whash_block_pixels(px, &g, bi, bj, pyr[b], m->whash_keep_ll, blk, tmp);
+    for (int64_t r = 0; r < g.B; r++)
+      for (int64_t c = 0; c < g.B; c++) w.image[(bi * g.B + r) * g.N + bj * g.B + c] = blk[r * g.B + c];
   } else {
     low[b] = m->whash_keep_ll ? pyr[b] : accel__whash_block_final(px, &g, bi, bj, pyr[b], blk, tmp);
   }
+}
+
+/* db4 level `level` of image img: column t (axis 0: image or the previous
+ * level into the column pass's plane) or row t (axis 1: into the level's
+ * output). Levels alternate between the first blocks plane and the image. */
+__host__ __device__ inline void db4_line(uint8_t *arena, const group_meta *m, int img, int level, int axis, int64_t t) {
+  const img_desc *d = at<img_desc>(arena, m->descs_off) + img;
+  const whash_parts w = whash_parts_of(arena, m, d);
+  if (level >= w.g.m) return;
+  const int64_t side = accel__db4_side_after(w.g.N, level);
+  double *src = level % 2 ? w.blocks : w.image, *dst = level % 2 ? w.image : w.blocks, *tmp = w.blocks + w.M * w.M;
+  if (axis == 0 && t < side) accel__db4_column(src, side, t, tmp);
+  if (axis == 1 && t < (side + 7) / 2) accel__db4_row(tmp, side, t, dst);
 }
 
 /* whash stages 2 (the top of the pyramid) and 4 (bits) of an image. */
 __host__ __device__ inline void whash_image(uint8_t *arena, const group_meta *m, int img, int bits_stage) {
   const int n = m->hash_size;
   const img_desc *d = at<img_desc>(arena, m->descs_off) + img;
-  const int k = d->whash_k;
-  const accel__whash_geom g = accel__whash_geometry(d->tw[k], n);
-  double *pyr = at<double>(arena, d->whash_off) + 2 * g.N * g.N, *ptmp = pyr + n * n, *low = ptmp + n * n,
-         *sorted = low + n * n;
+  const whash_parts w = whash_parts_of(arena, m, d);
+  double *pyr = w.pyr, *ptmp = pyr + n * n, *low = ptmp + n * n, *sorted = low + n * n;
+  uint8_t *out = arena + d->slots_off + (int64_t)d->whash_k * m->slot_bytes;
   if (!bits_stage) {
-    if (!m->whash_keep_ll) accel__whash_top(pyr, n, g.ln, ptmp);
-  } else accel__whash_bits(low, n, sorted, arena + d->slots_off + (int64_t)k * m->slot_bytes);
+    if (!m->whash_keep_ll) accel__whash_top(pyr, n, w.g.ln, ptmp);
+  } else if (m->whash_db4) { /* the last level's output, its side; the column plane as scratch */
+    accel__whash_bits(w.g.m % 2 ? w.blocks : w.image, (int)accel__db4_side_after(w.g.N, w.g.m), w.blocks + w.M * w.M,
+                      out);
+  } else {
+    accel__whash_bits(low, n, sorted, out);
+  }
 }
 
 #define GRID_Y(v, end)                                                                                                 \
@@ -202,6 +256,12 @@ __global__ void k_whash_blocks(uint8_t *arena, const group_meta *m, int final_st
   if (i < (int64_t)m->nimg * m->hash_size * m->hash_size) whash_block(arena, m, i, final_stage);
 }
 
+/* db4 lines: (image, line) i of nimg x lines. */
+__global__ void k_db4(uint8_t *arena, const group_meta *m, int level, int axis, int64_t lines) {
+  const int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (i < (int64_t)m->nimg * lines) db4_line(arena, m, (int)(i / lines), level, axis, i % lines);
+}
+
 __global__ void k_whash_image(uint8_t *arena, const group_meta *m, int bits_stage) {
   const int img = blockIdx.x * blockDim.x + threadIdx.x;
   if (img < m->nimg) whash_image(arena, m, img, bits_stage);
@@ -246,7 +306,7 @@ int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb
     if (spec->kinds[k] == ACCEL_HASH_COLORHASH) continue;
     accel__hash_target(spec, spec->kinds[k], w, h, &tw, &th);
     b += align_up(tw * th) + align_up(tw * h) + align_up((tw + th) * 8 * (6 * (w / tw + h / th) + 16));
-    if (spec->kinds[k] == ACCEL_HASH_WHASH) b += align_up((2 * tw * tw + 4 * spec->hash_size * spec->hash_size) * 8);
+    if (spec->kinds[k] == ACCEL_HASH_WHASH) b += align_up(whash_doubles(tw, spec->hash_size, spec->whash_db4) * 8);
     if (spec->kinds[k] == ACCEL_HASH_PHASH) b += align_up(accel__phash_scratch(spec->hash_size, (int)tw) * 8);
   }
   return b;
@@ -454,7 +514,7 @@ int64_t place_device(const accel__hash_spec *spec, group_plan *g, int64_t off) {
       }
       if (spec->kinds[k] == ACCEL_HASH_WHASH) {
         d->whash_off = off;
-        off = align_up(off + (2 * d->tw[k] * d->tw[k] + 4 * (int64_t)n * n) * 8);
+        off = align_up(off + whash_doubles(d->tw[k], n, spec->whash_db4) * 8);
       }
     }
   }
@@ -501,6 +561,7 @@ void fill_meta(const accel__hash_spec *spec, group_plan *g) {
   m->nkinds = spec->nkinds;
   m->hash_size = spec->hash_size;
   m->whash_keep_ll = spec->whash_keep_ll ? 1 : 0;
+  m->whash_db4 = spec->whash_db4 ? 1 : 0;
   m->slot_bytes = (int32_t)spec->slot_bytes;
   m->need_color = spec->need_color;
   for (int k = 0; k < spec->nkinds; k++) m->kinds[k] = spec->kinds[k];
@@ -615,6 +676,33 @@ accel_status run_planes(executor *x, uint8_t *arena, const group_plan *g, bool n
   return s;
 }
 
+/* whash db4's levels of a group (whash is kind k): per level, a column
+ * pass and then a row pass over every image's lines (images with fewer
+ * levels or shorter lines leave their threads idle). */
+accel_status run_db4(executor *x, uint8_t *arena, const group_plan *g, int k, int n, char *why) {
+  const group_meta *m = (const group_meta *)(void *)arena;
+  int64_t lines = 1;
+  int levels = 0;
+  for (size_t i = 0; i < g->nimg; i++) {
+    const accel__whash_geom geo = accel__whash_geometry(g->desc[i].tw[k], n);
+    const int64_t M = whash_side_room(geo.N, n, true);
+    lines = M > lines ? M : lines;
+    levels = geo.m > levels ? geo.m : levels;
+  }
+  const int64_t total = (int64_t)g->nimg * lines;
+  accel_status s = ACCEL_OK;
+  for (int level = 0; level < levels && !s; level++)
+    for (int axis = 0; axis < 2 && !s; axis++) {
+      const auto host = [&] {
+        for (int64_t i = 0; i < total; i++) db4_line(arena, m, (int)(i / lines), level, axis, i % lines);
+      };
+      s = accel__cuda_check(
+          x->launch(host, k_db4, dim3((unsigned)((total + 127) / 128)), dim3(128), 0, arena, m, level, axis, lines),
+          why, "whash db4 kernel launch");
+    }
+  return s;
+}
+
 /* The hashes of every (image, kind) from the planes: ahash and dhash, then
  * phash and whash per kind, launched or emulated as run_planes does. */
 accel_status run_hashes(executor *x, uint8_t *arena, const group_plan *g, const accel__hash_spec *spec, char *why) {
@@ -645,6 +733,7 @@ accel_status run_hashes(executor *x, uint8_t *arena, const group_plan *g, const 
       s = accel__cuda_check(
           x->launch(blocks_host, k_whash_blocks, dim3((unsigned)((blocks + 63) / 64)), dim3(64), 0, arena, m, stage),
           why, "whash block kernel launch");
+      if (!s && stage == 1 && spec->whash_db4) s = run_db4(x, arena, g, k, n, why);
       if (!s)
         s = accel__cuda_check(x->launch(image_host, k_whash_image, dim3(img_blocks), dim3(64), 0, arena, m, stage), why,
                               "whash kernel launch");
@@ -704,11 +793,17 @@ struct decoder {
       return ACCEL_ERR_OUT_OF_MEMORY;
     }
     accel__hash_load_range(job, from, to, true, tmp, call->threads);
-    for (size_t i = 0; i < to - from; i++)
-      if (tmp[i].gray || tmp[i].rgb) {
-        pending[npending] = tmp[i];
-        index[npending++] = from + i;
+    for (size_t i = 0; i < to - from; i++) {
+      char why[ACCEL_REASON_MAX];
+      if (!tmp[i].gray && !tmp[i].rgb) continue;                           /* recorded by the loader */
+      if (accel__whash_db4_refused(&job->spec, tmp[i].w, tmp[i].h, why)) { /* as the CPU refuses it */
+        accel__hash_record(job, from + i, ACCEL_ERR_UNSUPPORTED, why);
+        accel__hash_image_free(&tmp[i]);
+        continue;
       }
+      pending[npending] = tmp[i];
+      index[npending++] = from + i;
+    }
     free(tmp);
     return ACCEL_OK;
   }
@@ -898,9 +993,6 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
 } // namespace
 
 static accel_status cuda_hash_batch(accel__call *call, accel__hash_job *job) {
-  for (int k = 0; k < job->spec.nkinds; k++)
-    if (job->spec.kinds[k] == ACCEL_HASH_WHASH && job->spec.whash_db4)
-      return accel__decline(call, "whash with Daubechies-4 wavelets runs on the CPU");
   return with_device(call, [&](executor *x) { return run_pipeline(x, call, job); });
 }
 

@@ -184,7 +184,9 @@ START_TEST(hash_batch_equals_cpu) {
   }
   closedir(d);
   ck_assert_int_gt(n, 30);
-  const struct { int size, binbits, nkinds; } runs[] = {{8, 3, 6}, {16, 5, 6}, {6, 3, 5}};
+  const struct {
+    int size, binbits, nkinds, db4;
+  } runs[] = {{8, 3, 6, 0}, {16, 5, 6, 0}, {6, 3, 5, 0}, {8, 3, 6, 1}, {4, 3, 6, 1}};
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     accel_hash_options o;
     accel_hash_options_init(&o, sizeof o);
@@ -198,6 +200,7 @@ START_TEST(hash_batch_equals_cpu) {
     memcpy(o.kinds, all, sizeof all);
     o.hash_size = runs[r].size;
     o.color_binbits = runs[r].binbits;
+    o.whash_mode = runs[r].db4 ? ACCEL_HASH_WHASH_DB4 : ACCEL_HASH_WHASH_HAAR;
     size_t slot;
     ck_assert_int_eq(accel_hash_slot_bytes(&o, &slot), ACCEL_OK);
     uint8_t *a = malloc((size_t)n * 6 * slot), *b = malloc((size_t)n * 6 * slot);
@@ -212,7 +215,7 @@ START_TEST(hash_batch_equals_cpu) {
     free(a);
     free(b);
   }
-  expect_gpu_runs(gpu, "hash.batch", 3);
+  expect_gpu_runs(gpu, "hash.batch", 5);
 }
 END_TEST
 
@@ -393,6 +396,24 @@ START_TEST(ct_equals_cpu) {
     ck_assert_msg(accel_ct_edt(g, &p, sp, &ae) == ACCEL_OK, "%s", accel_last_error(g));
     ck_assert_int_eq(accel_ct_edt(cpu, &p, sp, &be), ACCEL_OK);
     ck_assert_msg(memcmp(ea, eb, n * 4) == 0, "edt differs (slabs %d)", slabs);
+    if (!slabs) { /* the feature transform (whole volumes only: larger ones are declined to the CPU) */
+      int32_t *ia = malloc(n * 12), *ib = malloc(n * 12);
+      double *da = malloc(n * 8), *db = malloc(n * 8);
+      accel_array aia, bia, ada, bda;
+      const int64_t ishape[4] = {3, shape[0], shape[1], shape[2]};
+      accel_array_init(&aia, ia, ACCEL_DTYPE_I32, 4, ishape);
+      accel_array_init(&bia, ib, ACCEL_DTYPE_I32, 4, ishape);
+      accel_array_init(&ada, da, ACCEL_DTYPE_F64, 3, shape);
+      accel_array_init(&bda, db, ACCEL_DTYPE_F64, 3, shape);
+      ck_assert_msg(accel_ct_feature_transform(g, &p, sp, &aia, &ada) == ACCEL_OK, "%s", accel_last_error(g));
+      ck_assert_int_eq(accel_ct_feature_transform(cpu, &p, sp, &bia, &bda), ACCEL_OK);
+      ck_assert_msg(memcmp(ia, ib, n * 12) == 0 && memcmp(da, db, n * 8) == 0, "feature transform differs");
+      expect_gpu_runs(g, "ct.feature_transform", 1);
+      free(ia);
+      free(ib);
+      free(da);
+      free(db);
+    }
     int32_t *ma = malloc(n * 4), *mb = malloc(n * 4);
     accel_array am, bm;
     accel_array_init(&am, ma, ACCEL_DTYPE_I32, 3, shape);

@@ -943,9 +943,9 @@ END_TEST
  * upload, every kernel's per-thread code, downloads) run on the host through
  * a test backend, against the CPU backend. Only the launch geometry and the
  * CUDA calls themselves are left to the GPU suite. */
-static void compare_pipelines(const char **paths, size_t n, int size, int binbits, const int whash[3], log_capture *cap,
+static void compare_pipelines(const char **paths, size_t n, int size, int binbits, const int whash[4], log_capture *cap,
                               uint64_t *fallbacks) {
-  const int highfreq = whash[0]; /* phash's factor, then whash's image_scale and keep_max_ll */
+  const int highfreq = whash[0]; /* phash's factor, then whash's image_scale, keep_max_ll and mode */
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, cap);
   accel_ctx *cpu = cpu_ctx();
   accel_hash_options h = hash_options(ALL6, 6);
@@ -956,6 +956,7 @@ static void compare_pipelines(const char **paths, size_t n, int size, int binbit
   h.phash_highfreq_factor = highfreq;
   h.whash_image_scale = whash[1];
   h.whash_keep_max_ll = whash[2];
+  h.whash_mode = whash[3];
   size_t slot;
   ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
   uint8_t *a = malloc(n * 6 * slot), *b = malloc(n * 6 * slot);
@@ -968,7 +969,7 @@ static void compare_pipelines(const char **paths, size_t n, int size, int binbit
       const uint8_t *x = a + (i * h.nkinds + k) * slot, *y = b + (i * h.nkinds + k) * slot;
       if (memcmp(x, y, slot) == 0) continue;
       uint32_t nbits;
-      accel_hash_bits(h.kinds[k], size, binbits, &nbits);
+      accel_hash_kind_bits(&h, h.kinds[k], &nbits);
       char hx[ACCEL_HASH_MAX_BYTES * 2 + 1], hy[ACCEL_HASH_MAX_BYTES * 2 + 1];
       accel_hash_to_hex(x, nbits, hx, sizeof hx);
       accel_hash_to_hex(y, nbits, hy, sizeof hy);
@@ -999,7 +1000,7 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
   }
   const struct {
     uint64_t budget;
-    int size, binbits, opt[3]; /* highfreq_factor, whash_image_scale, whash_keep_max_ll */
+    int size, binbits, opt[4]; /* highfreq_factor, whash_image_scale, whash_keep_max_ll, whash_mode */
   } runs[] = {
       {(uint64_t)1 << 30, 8, 3, {0, 0, 0}},   /* everything in large groups */
       {(uint64_t)1 << 30, 16, 3, {0, 0, 0}},  /* 256-bit hashes, 64x64 DCT */
@@ -1010,6 +1011,13 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
       {(uint64_t)1 << 30, 8, 3, {0, 64, 1}},  /* whash at image_scale 64, keeping the coarsest approximation */
       {(uint64_t)1 << 30, 4, 3, {0, 512, 0}}, /* whash at image_scale 512 (upscaling small images) */
       {(uint64_t)1 << 30, 128, 3, {0, 0, 0}}, /* 16384-bit hashes, a 512-point DCT */
+      /* whash db4: images below image_scale 64 refused as on the CPU; explicit scales, some below 8 x size */
+      {(uint64_t)1 << 30, 8, 3, {0, 0, 0, ACCEL_HASH_WHASH_DB4}},
+      {(uint64_t)1 << 30, 2, 3, {0, 0, 1, ACCEL_HASH_WHASH_DB4}},
+      {(uint64_t)1 << 30, 4, 3, {0, 128, 0, ACCEL_HASH_WHASH_DB4}},
+      {(uint64_t)1 << 30, 8, 3, {0, 16, 0, ACCEL_HASH_WHASH_DB4}},
+      {(uint64_t)1 << 30, 2, 3, {0, 4, 1, ACCEL_HASH_WHASH_DB4}},
+      {(uint64_t)6 << 20, 4, 3, {0, 0, 0, ACCEL_HASH_WHASH_DB4}}, /* small groups */
   };
   for (size_t r = 0; r < sizeof runs / sizeof runs[0]; r++) {
     set_emulated_gpu_budget(runs[r].budget);
@@ -1022,7 +1030,7 @@ START_TEST(gpu_pipeline_equals_cpu_in_emulation) {
   set_emulated_gpu_budget(64 << 10);
   log_capture cap = {0};
   uint64_t fallbacks = 0;
-  compare_pipelines(paths, 4, 8, 3, (const int[3]){0, 0, 0}, &cap, &fallbacks);
+  compare_pipelines(paths, 4, 8, 3, (const int[4]){0, 0, 0, 0}, &cap, &fallbacks);
   ck_assert_uint_eq(fallbacks, 1);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] hash.batch failed: "), 1);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "device memory"), 1);

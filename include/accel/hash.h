@@ -113,7 +113,7 @@ typedef struct accel_hash_options {
    * default. */
   int32_t whash_keep_max_ll;
   /* whash's wavelets: ACCEL_HASH_WHASH_HAAR (0, default) or
-   * ACCEL_HASH_WHASH_DB4 (imagehash's mode="db4", on the CPU). A db4 hash
+   * ACCEL_HASH_WHASH_DB4 (imagehash's mode="db4"). A db4 hash
    * has side^2 bits, as imagehash's: its approximation's side becomes
    * (side + 7) / 2 per level, hash_size + 6 from the third level on. With
    * whash_image_scale given, side follows from it; without, it is

@@ -145,6 +145,18 @@ void accel__hash_rows_free(accel__hash_rows *r) {
   r->ngroups = 0;
 }
 
+bool accel__whash_db4_refused(const accel__hash_spec *spec, int64_t w, int64_t h, char *why) {
+  bool whash = false;
+  for (int k = 0; k < spec->nkinds; k++) whash = whash || spec->kinds[k] == ACCEL_HASH_WHASH;
+  if (!whash || !spec->whash_db4 || spec->whash_scale) return false;
+  int64_t tw, th;
+  accel__hash_target(spec, ACCEL_HASH_WHASH, w, h, &tw, &th);
+  if (tw >= 8 * (int64_t)spec->hash_size) return false;
+  accel__why(why, "whash db4 at image_scale %lld, below 8 x hash_size %d: a smaller hash than the batch's",
+             (long long)tw, spec->hash_size);
+  return true;
+}
+
 accel_status accel__hash_rows_begin(const accel__hash_spec *spec, int64_t w, int64_t h, accel__axis_cache *cache,
                                     accel__hash_rows *r) {
   uint8_t *arena = r->arena;
@@ -234,10 +246,8 @@ accel_status accel__hash_rows_finish(const accel__hash_spec *spec, accel__hash_r
     case ACCEL_HASH_DHASH_VERTICAL: accel__dhash_vertical(planes[k], n, out); break;
     case ACCEL_HASH_PHASH: s = phash_plane(planes[k], n, (int)tw[k], out, why); break;
     case ACCEL_HASH_WHASH:
-      if (spec->whash_db4 && !spec->whash_scale && tw[k] < 8 * (int64_t)n) {
+      if (accel__whash_db4_refused(spec, r->w, h, why)) {
         s = ACCEL_ERR_UNSUPPORTED;
-        accel__why(why, "whash db4 at image_scale %lld, below 8 x hash_size %d: a smaller hash than the batch's",
-                   (long long)tw[k], n);
       } else if ((s = spec->whash_db4 ? accel__whash_db4_plane(planes[k], tw[k], n, spec->whash_keep_ll, out)
                                       : accel__whash_plane(planes[k], tw[k], n, spec->whash_keep_ll, out))) {
         accel__why(why, "out of memory in whash");

@@ -294,6 +294,90 @@ ACCEL__MATH_HD void accel__whash_bits(const double *low, int n, double *sorted, 
   for (int i = 0; i < n * n; i++) accel__set_bit(out, i, low[i] > med);
 }
 
+/* ------------------------------------------------------------ whash db4 */
+
+/* pywt's db4 analysis of one signal of length N, as pywt computes it in its
+ * default "symmetric" mode: a convolution with the 8 decomposition low-pass
+ * taps at every second position (1, 3, ..., N + 6), the signal extended by
+ * half-sample symmetry at both ends, (N + 7) / 2 outputs. The sums take
+ * pywt's terms in pywt's order (the taps that reach past the left end after
+ * the in-range ones, those past the right end before them, the extension
+ * reflected as often as a short signal needs), in double without fused
+ * multiply-adds, so the coefficients are pywt's to the bit. Signal entries
+ * and outputs are `xs` and `os` apart. */
+
+/* pywt's db4 dec_lo, as the float64 values pywt holds. */
+ACCEL__MATH_HD double accel__db4_tap(int64_t j) {
+  const double k[8] = {-0x1.5b41730b72e29p-7, 0x1.0d60ac768117bp-5, 0x1.f94e2196383a9p-6, -0x1.7f0c1b7c604d4p-3,
+                       -0x1.ca7c6f9db5bfbp-6, 0x1.4302cdd3de43ap-1, 0x1.6e005ea45d748p-1, 0x1.d7d052af15ec0p-3};
+  return k[j];
+}
+
+/* The taps past the left end, j from *j on: the extension x[0], x[1], ...,
+ * then x[N-1], x[N-2], ..., alternately (half-sample symmetric). */
+ACCEL__MATH_HD double accel__db4_left_tail(const double *x, int64_t xs, int64_t N, int64_t *j, double sum) {
+  while (*j < 8) {
+    for (int64_t k = 0; k < N && *j < 8; ++*j, ++k) sum += accel__db4_tap(*j) * x[k * xs];
+    for (int64_t k = 0; k < N && *j < 8; ++k, ++*j) sum += accel__db4_tap(*j) * x[(N - 1 - k) * xs];
+  }
+  return sum;
+}
+
+/* The taps past the right end (taps i - N, i - N - 1, ..., 0, j counting
+ * them): x[N-1], x[N-2], ..., then x[0], x[1], ..., alternately. */
+ACCEL__MATH_HD double accel__db4_right_head(const double *x, int64_t xs, int64_t N, int64_t i, int64_t *j, double sum) {
+  while (i - *j >= N) {
+    for (int64_t k = 0; k < N && i - *j >= N; ++*j, ++k) sum += accel__db4_tap(i - N - *j) * x[(N - 1 - k) * xs];
+    for (int64_t k = 0; k < N && i - *j >= N; ++*j, ++k) sum += accel__db4_tap(i - N - *j) * x[k * xs];
+  }
+  return sum;
+}
+
+/* x[0..N) into out[0 .. (N + 7) / 2). */
+ACCEL__MATH_HD void accel__db4_dec_a(const double *x, int64_t xs, int64_t N, double *out, int64_t os) {
+  int64_t i = 1, o = 0;
+  for (; i < 8 && i < N; i += 2, ++o) { /* left boundary */
+    double sum = 0;
+    int64_t j;
+    for (j = 0; j <= i; ++j) sum += accel__db4_tap(j) * x[(i - j) * xs];
+    out[o * os] = accel__db4_left_tail(x, xs, N, &j, sum);
+  }
+  for (; i < N; i += 2, ++o) { /* inside (N >= 8) */
+    double sum = 0;
+    for (int64_t j = 0; j < 8; ++j) sum += x[(i - j) * xs] * accel__db4_tap(j);
+    out[o * os] = sum;
+  }
+  for (; i < 8; i += 2, ++o) { /* a signal shorter than the filter: both ends at once */
+    int64_t j = 0;
+    double sum = accel__db4_right_head(x, xs, N, i, &j, 0);
+    for (; j <= i; ++j) sum += accel__db4_tap(j) * x[(i - j) * xs];
+    out[o * os] = accel__db4_left_tail(x, xs, N, &j, sum);
+  }
+  for (; i < N + 7; i += 2, ++o) { /* right boundary */
+    int64_t j = 0;
+    double sum = accel__db4_right_head(x, xs, N, i, &j, 0);
+    for (; j < 8; ++j) sum += accel__db4_tap(j) * x[(i - j) * xs];
+    out[o * os] = sum;
+  }
+}
+
+/* One 2-D level of pywt.dwtn's approximation, as pywt runs it: axis 0
+ * (every column), then axis 1 (every row). Column c of a (side x side,
+ * packed) into tmp ((side + 7) / 2 x side), then row r of tmp into b
+ * ((side + 7) / 2 a side, packed). */
+ACCEL__MATH_HD void accel__db4_column(const double *a, int64_t side, int64_t c, double *tmp) {
+  accel__db4_dec_a(a + c, side, side, tmp + c, side);
+}
+ACCEL__MATH_HD void accel__db4_row(const double *tmp, int64_t side, int64_t r, double *b) {
+  accel__db4_dec_a(tmp + r * side, 1, side, b + r * ((side + 7) / 2), 1);
+}
+
+/* The side of whash's db4 approximation after `levels` levels from `side`. */
+ACCEL__MATH_HD int64_t accel__db4_side_after(int64_t side, int levels) {
+  for (int l = 0; l < levels; l++) side = (side + 7) / 2;
+  return side;
+}
+
 /* ------------------------------------------------------------ colorhash */
 
 /* colorhash's class of a pixel (RGB and its L): 0 black (L < 32), 1 gray

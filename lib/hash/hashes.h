@@ -22,7 +22,7 @@ typedef struct accel__hash_spec {
   int highfreq;        /* phash's highfreq_factor: it hashes a hash_size * highfreq square */
   int64_t whash_scale; /* whash's image_scale; 0: imagehash's default for the image */
   bool whash_keep_ll;  /* whash without removing the coarsest approximation */
-  bool whash_db4;      /* whash with Daubechies-4 wavelets (CPU) */
+  bool whash_db4;      /* whash with Daubechies-4 wavelets */
   int binbits;
   size_t slot_bytes;
   bool need_gray;  /* any kind but colorhash */
@@ -58,6 +58,11 @@ static inline int accel__whash_db4_side(int n, int64_t scale) {
   for (int64_t s = scale; s > n; s /= 2) side = (side + 7) / 2;
   return (int)side;
 }
+/* whash db4 without an explicit image_scale takes images whose own
+ * image_scale is at least 8 x hash_size (their hashes have the batch's
+ * (hash_size + 6)^2 bits): true, with the reason in why, for a w x h image
+ * it refuses (a smaller hash than the slots hold: ACCEL_ERR_UNSUPPORTED). */
+bool accel__whash_db4_refused(const accel__hash_spec *spec, int64_t w, int64_t h, char *why);
 /* The same with Daubechies-4 wavelets (cpu_whash_db4.c): side^2 bits. */
 accel_status accel__whash_db4_plane(const uint8_t *px, int64_t scale, int n, bool keep_ll, uint8_t *out);
 
