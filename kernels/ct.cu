@@ -20,8 +20,8 @@
  *   order of ties and the minimum distance, a sequential greedy choice over a
  *   few candidates) on the host, from the downloaded roots and flags. The
  *   general search (peak_local_max's other parameters) uses the same window
- *   test where it is the same (accel__ct_peaks_window_shared) and is
- *   declined to the CPU otherwise.
+ *   test where it is the same (accel__ct_peaks_window_shared), and its own
+ *   (lib/ct/peak_window.h, over the regions the host builds) otherwise.
  * - the watershed stays on the CPU (scikit-image's tie order is a sequential
  *   binary heap's), and so does the network.
  *
@@ -38,6 +38,7 @@
 #include "ct/edt_line.h"
 #include "ct/ft_line.h"
 #include "ct/ops.h"
+#include "ct/peak_window.h"
 #include "ct/union_find.h"
 
 #include <math.h>
@@ -1023,12 +1024,78 @@ template <class T> accel_status general_host_t(run_ctx &r, const float *map, acc
   return s;
 }
 
+/* The general search's own window test (labels, a footprint, an excluded
+ * border, no mask, negative values or a float64 map: accel__ct_peak_window),
+ * one thread per voxel of the regions. */
+struct peak_window_f {
+  accel__ct_peak_window w;
+  uint8_t *cand;
+  __host__ __device__ void operator()(uint64_t k) const {
+    const uint64_t i = w.mem[k];
+    cand[i] = accel__ct_peak_window_test(&w, i, w.rid ? w.rid[i] : 0);
+  }
+};
+
+/* The window test of w on the device into the host's cand (n bytes). */
+accel_status peak_window_device(run_ctx &r, const accel__ct_peak_window &w, uint8_t *cand) {
+  char *why = r.call->why;
+  const uint64_t n = r.d.count();
+  const uint64_t need = n * 8 + (w.rid ? n * 8 : 0) + w.nreg * sizeof(accel__ct_peak_region) + (uint64_t)w.noffs * 12 +
+                        w.nmem * 8 + n + 4096;
+  if (need > r.x->room())
+    return accel__decline(r.call, "the peak search's window test needs %.1f MiB, over the device budget",
+                          need / 1048576.0);
+  dbuf dv, drid, dreg, doffs, dmem, dcand;
+  accel_status s = dv.put(r.x, w.v, n, why, "upload");
+  if (!s && w.rid) s = drid.put(r.x, w.rid, n, why, "upload");
+  if (!s) s = dreg.put(r.x, w.reg, w.nreg, why, "upload");
+  if (!s) s = doffs.put(r.x, w.offs, (size_t)w.noffs * 3, why, "upload");
+  if (!s) s = dmem.put(r.x, w.mem, w.nmem, why, "upload");
+  if (!s) s = dcand.get(r.x, n ? n : 1, why);
+  if (!s) {
+    accel__ct_peak_window dw = w;
+    dw.v = dv.as<double>();
+    dw.rid = w.rid ? drid.as<int64_t>() : nullptr;
+    dw.reg = dreg.as<accel__ct_peak_region>();
+    dw.offs = doffs.as<int32_t>();
+    dw.mem = dmem.as<uint64_t>();
+    s = each(r.x, w.nmem, peak_window_f{dw, dcand.p}, why, "peak window test");
+  }
+  if (!s) s = download(r.x, cand, dcand.p, n, why);
+  return s;
+}
+
+/* The general search: its regions and footprint on the host, its window
+ * test on the device, the rest on the host (map: the float32 map, or NULL
+ * for job->image64). */
+accel_status general_device(run_ctx &r, const float *map, accel__ct_markers_job *job) {
+  char *why = r.call->why;
+  const uint64_t n = r.d.count(), nb = n ? n : 1;
+  double *v = map ? (double *)malloc(nb * sizeof(double)) : nullptr;
+  uint8_t *cand = (uint8_t *)calloc(nb, 1);
+  accel__ct_peak_search *ps = nullptr;
+  accel__ct_peak_window w;
+  accel_status s = (map && !v) || !cand ? ACCEL_ERR_OUT_OF_MEMORY : ACCEL_OK;
+  if (!s && map)
+    for (uint64_t i = 0; i < n; i++) v[i] = map[i];
+  if (!s)
+    s = accel__ct_peak_search_begin(map ? v : job->image64, job->mask, job->d, job->min_distance, job->general,
+                                    r.call->threads, &ps, &w);
+  if (s) accel__why(why, "out of host memory");
+  if (!s) s = peak_window_device(r, w, cand);
+  if (!s && (s = accel__ct_peak_search_finish(ps, cand, job->min_distance, r.call->threads, job->out, &job->count)))
+    accel__why(why,
+               s == ACCEL_ERR_LIMIT ? "more than 2^31 - 1 markers: their numbers exceed int32" : "out of host memory");
+  accel__ct_peak_search_free(ps);
+  free(v);
+  free(cand);
+  return s;
+}
+
 /* markers (a smoothed map is smoothed on the host, as the CPU does) */
 accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job *job) {
-  if (job->general && (!job->image || !accel__ct_peaks_window_shared(job->general, job->mask)))
-    return accel__decline(call,
-                          "the peak search with labels, a footprint, an excluded border, no mask, a float64 "
-                          "map or negative values under 0.19.3's rules (the CPU's general search)");
+  /* searches the first version's window test does not serve run their own */
+  const bool own_window = job->general && (!job->image || !accel__ct_peaks_window_shared(job->general, job->mask));
   run_ctx r{x, call, dims3{job->d.nz, job->d.ny, job->d.nx}};
   const uint64_t n = r.d.count();
   const float *map = job->image;
@@ -1042,7 +1109,8 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_markers_job 
     }
     map = smooth;
   }
-  accel_status s = !job->general ? markers_host(r, map, job->mask, job->min_distance, job->out, &job->count)
+  accel_status s = own_window      ? general_device(r, map, job)
+                   : !job->general ? markers_host(r, map, job->mask, job->min_distance, job->out, &job->count)
                    : accel__ct_wide(r.d.count()) ? general_host_t<uint64_t>(r, map, job)
                                                  : general_host_t<uint32_t>(r, map, job);
   free(smooth);

@@ -2,7 +2,7 @@
  * (the second version of accel_ct_marker_options): small cases whose peaks
  * scikit-image computed (0.19.3, and 0.24 for the 0.22 rules), the general
  * search against the first version's fast path on the committed fixtures,
- * the emulated GPU declining it, and the refused arguments.
+ * the emulated GPU running it, and the refused arguments.
  * tests/python/test_peaks.py compares hundreds of random cases with
  * scikit-image itself. */
 #include "emulated_gpu.h"
@@ -91,8 +91,7 @@ END_TEST
 
 /* Labels whose regions are not connected (7: two blobs), thresholds, counts,
  * the 1-norm and a footprint without its centre. */
-START_TEST(labels_and_parameters) {
-  accel_ctx *ctx = cpu_ctx();
+static void labels_and_parameters_on(accel_ctx *ctx) {
   int32_t lab[30] = {7, 7, 0, 3, 3, 0, 7, 0, 0, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 7, 7, 0, 0, 0, 0, 7, 7, 0, 0, 0};
   double v[30] = {1, 2, 0, 5, 5, 0, 3, 0, 0, 4, 1, 0, 0, 0, 0, 0, 0, 0, 0, 6, 1, 0, 0, 0, 0, 2, 6, 0, 0, 0};
   const int64_t shape[2] = {5, 6};
@@ -119,6 +118,11 @@ START_TEST(labels_and_parameters) {
   expect_peaks(ctx, &im, NULL, &o, (const int64_t[]){3, 4}, 2, "footprint without its centre, 0.19.3");
   o.rules = ACCEL_CT_RULES_SKIMAGE_0_22; /* beyond the border: the nearest pixel, (1, 0) itself */
   expect_peaks(ctx, &im, NULL, &o, (const int64_t[]){3, 4, 6}, 3, "footprint without its centre, 0.22");
+}
+
+START_TEST(labels_and_parameters) {
+  accel_ctx *ctx = cpu_ctx();
+  labels_and_parameters_on(ctx);
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -126,8 +130,7 @@ END_TEST
 /* scikit-image's test_peak_at_border: a negative image. 0.19.3 sees 0 beyond
  * the border (no peak within min_distance of it), 0.20 and later the
  * nearest pixel. */
-START_TEST(negative_image_at_the_border) {
-  accel_ctx *ctx = cpu_ctx();
+static void negative_image_at_the_border_on(accel_ctx *ctx) {
   int16_t v[100];
   double d[100];
   for (int i = 0; i < 100; i++) v[i] = -2;
@@ -139,6 +142,11 @@ START_TEST(negative_image_at_the_border) {
   expect_peaks(ctx, &im, NULL, &o, NULL, 0, "0.19.3 rules");
   o.rules = ACCEL_CT_RULES_SKIMAGE_0_22;
   expect_peaks(ctx, &im, NULL, &o, (const int64_t[]){24, 30}, 2, "0.22 rules");
+}
+
+START_TEST(negative_image_at_the_border) {
+  accel_ctx *ctx = cpu_ctx();
+  negative_image_at_the_border_on(ctx);
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -291,22 +299,89 @@ START_TEST(gpu_window_serves_the_general_search) {
 }
 END_TEST
 
-/* Other general searches are declined (not a failure, even under DENY) and
- * run on the CPU. */
-START_TEST(gpu_declines_the_general_search) {
+static accel_stage_stats markers_stats(accel_ctx *ctx) {
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(ctx, "ct.markers", &st), ACCEL_OK);
+  return st;
+}
+
+/* A random 3-D search with labels, a footprint, an excluded border and
+ * negative values (rules: 0.19.3's or 0.22's) on the GPU and the CPU. */
+static void general_gpu_equals_cpu(accel_ctx *gpu, accel_ctx *cpu, uint32_t rules, bool f64) {
+  const int64_t shape[3] = {14, 17, 19};
+  const uint64_t n = 14 * 17 * 19;
+  uint8_t *r = malloc(n), fp[45];
+  float *v = malloc(n * 4);
+  double *v64 = malloc(n * 8);
+  int32_t *lab = malloc(n * 4), *oa = malloc(n * 4), *ob = malloc(n * 4);
+  fill_random(r, n, 41 + rules);
+  for (uint64_t i = 0; i < n; i++) {
+    const int64_t z = (int64_t)i / (17 * 19), y = (int64_t)i / 19 % 17, x = (int64_t)i % 19;
+    v[i] = (float)(sin(0.7 * x) * cos(0.5 * y) + 0.3 * sin(0.9 * z) + (r[i] % 8) * 0.01 - 0.6); /* negatives */
+    v64[i] = v[i];
+    lab[i] = r[i] < 20 ? 0 : 1 + (int32_t)(x / 7 + 3 * (y / 6)) + (z > 8 ? 10 : 0); /* boxes that overlap */
+  }
+  fill_random(fp, sizeof fp, 5);
+  for (int k = 0; k < 45; k++) fp[k] = fp[k] < 160;
+  fp[22] = 1;
+  accel_array im = array_of(f64 ? (void *)v64 : (void *)v, f64 ? ACCEL_DTYPE_F64 : ACCEL_DTYPE_F32, 3, shape),
+              la = array_of(lab, ACCEL_DTYPE_I32, 3, shape),
+              foot = array_of(fp, ACCEL_DTYPE_U8, 3, (const int64_t[]){3, 3, 5}),
+              a = array_of(oa, ACCEL_DTYPE_I32, 3, shape), b = array_of(ob, ACCEL_DTYPE_I32, 3, shape);
+  for (int variant = 0; variant < 3; variant++) {
+    accel_ct_marker_options o = general_options(2);
+    o.rules = rules;
+    o.background = -0.25;
+    if (variant == 0) o.labels = &la, o.num_peaks_per_label = 3;
+    if (variant == 1) o.footprint = &foot, o.exclude_border[0] = 1, o.exclude_border[2] = 2;
+    if (variant == 2) o.labels = &la, o.footprint = &foot, o.threshold_rel = 0.2, o.num_peaks = 30;
+    uint32_t ca = 0, cb = 0;
+    ck_assert_msg(accel_ct_markers(gpu, &im, NULL, &o, &a, &ca) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_ct_markers(cpu, &im, NULL, &o, &b, &cb), ACCEL_OK);
+    ck_assert_msg(ca == cb && ca > 2 && memcmp(oa, ob, n * 4) == 0, "rules %u, variant %d: %u peaks, the CPU %u", rules,
+                  variant, ca, cb);
+  }
+  free(r);
+  free(v);
+  free(v64);
+  free(lab);
+  free(oa);
+  free(ob);
+}
+
+/* Every other general search runs its own window test on the GPU (a GPU
+ * run, even under DENY): scikit-image's values, and the CPU's on random
+ * volumes; one whose arrays exceed the budget is declined to the CPU (no
+ * fallback, no warning). */
+START_TEST(gpu_runs_the_general_search) {
   log_capture cap = {0};
-  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap), *cpu = cpu_ctx();
   double v[7] = {0, 2, 2, 0, 3, 0, 1};
   accel_array im = array_of(v, ACCEL_DTYPE_F64, 1, (const int64_t[]){7});
   accel_ct_marker_options o = general_options(1);
   expect_peaks(gpu, &im, NULL, &o, (const int64_t[]){4, 1, 2, 6}, 4, "emulated GPU");
-  accel_stage_stats st;
-  accel_stage_stats_init(&st, sizeof st);
-  ck_assert_int_eq(accel_ctx_stats_find(gpu, "ct.markers", &st), ACCEL_OK);
-  ck_assert_msg(st.cpu_runs == 1 && st.gpu_runs == 0 && st.fallbacks == 0 && st.failures == 0,
+  labels_and_parameters_on(gpu);
+  negative_image_at_the_border_on(gpu);
+  for (int f64 = 0; f64 < 2; f64++) {
+    general_gpu_equals_cpu(gpu, cpu, ACCEL_CT_RULES_SKIMAGE_0_19, f64);
+    general_gpu_equals_cpu(gpu, cpu, ACCEL_CT_RULES_SKIMAGE_0_22, f64);
+  }
+  accel_stage_stats st = markers_stats(gpu);
+  ck_assert_msg(st.gpu_runs == st.runs && st.runs >= 20 && st.cpu_runs == 0 && st.fallbacks == 0,
                 "runs %llu, cpu %llu, gpu %llu, fallbacks %llu", (unsigned long long)st.runs,
                 (unsigned long long)st.cpu_runs, (unsigned long long)st.gpu_runs, (unsigned long long)st.fallbacks);
   accel_ctx_destroy(gpu);
+  set_emulated_gpu_budget(20000);
+  gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+  general_gpu_equals_cpu(gpu, cpu, ACCEL_CT_RULES_SKIMAGE_0_19, false);
+  st = markers_stats(gpu);
+  ck_assert_msg(st.cpu_runs == st.runs && st.gpu_runs == 0 && st.fallbacks == 0 && cap.n == 0,
+                "over the budget: runs %llu, cpu %llu, gpu %llu", (unsigned long long)st.runs,
+                (unsigned long long)st.cpu_runs, (unsigned long long)st.gpu_runs);
+  set_emulated_gpu_budget((uint64_t)1 << 30);
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
 }
 END_TEST
 #endif
@@ -322,7 +397,7 @@ static Suite *suite_ct_peaks(void) {
   tcase_add_test(tc, bad_peak_arguments);
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_window_serves_the_general_search);
-  tcase_add_test(tc, gpu_declines_the_general_search);
+  tcase_add_test(tc, gpu_runs_the_general_search);
 #endif
   return suite_of("ct_peaks", tc);
 }

@@ -232,9 +232,9 @@ ACCEL_API accel_status accel_ct_marker_options_init(accel_ct_marker_options *opt
  * them, or for an F64 `edt`, or a 1-D or 2-D one (searched with the rules of
  * its own dimensionality: the window, the components and the flat-region
  * opening of that rank; mask, labels, footprint and out of that rank too),
- * a general search runs; on a GPU its window test runs on the device with
- * the mask's components, the cube, no excluded border and an F32 distance
- * map (or the 0.22 rules), the whole search on the CPU otherwise. Voxels
+ * a general search runs; on a GPU its window test runs on the device (the
+ * regions and the selection on the host), unless its arrays (about 25 bytes
+ * per voxel) exceed the device budget: then the CPU runs it. Voxels
  * outside every region are never peaks (scikit-image makes them peaks when
  * the threshold is below `background`). Smoothing and the trims take 3-D F32 distance maps only
  * (ACCEL_ERR_UNSUPPORTED otherwise).

@@ -26,23 +26,21 @@
  *    of them, at most num_peaks.
  */
 #include "ct/ct.h"
+#include "ct/peak_window.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct region {
-  int64_t lo[3], hi[3]; /* bounding box, inclusive */
-  uint64_t off, count;  /* its voxels: mem[off .. off + count) */
-} region;
+typedef accel__ct_peak_region region;
 
-typedef struct search {
+struct accel__ct_peak_search {
   const double *v;
   accel__dims d;
   const accel__ct_peak_params *p;
   double bg;
   int64_t *rid; /* region of each voxel (-1: none); NULL: one region, the whole image */
-  int (*offs)[3];
+  int32_t (*offs)[3];
   int noffs;
   bool center;    /* the footprint holds its centre */
   uint64_t fsize; /* the footprint's size, zeros included */
@@ -50,7 +48,8 @@ typedef struct search {
   uint64_t nreg, *mem, nmem;
   uint8_t *cand, *state;
   uint64_t *res, nres; /* the peaks in peak_local_max's order */
-} search;
+};
+typedef accel__ct_peak_search search;
 
 static void coords_of(accel__dims d, uint64_t i, int64_t c[3]) {
   c[2] = (int64_t)(i % (uint64_t)d.nx);
@@ -97,33 +96,20 @@ static accel_status footprint_offsets(search *s, int md) {
   return ACCEL_OK;
 }
 
-/* Step 2's test of voxel i of region r. */
-static uint8_t window_peak(const search *s, uint64_t i, int64_t r) {
-  const region *g = &s->reg[r];
-  int64_t c[3], q[3];
-  coords_of(s->d, i, c);
-  const double v = s->v[i];
-  bool equal = s->center;
-  for (int k = 0; k < s->noffs; k++) {
-    bool outside = false;
-    for (int a = 0; a < 3; a++) {
-      q[a] = c[a] + s->offs[k][a];
-      if (q[a] < g->lo[a] || q[a] > g->hi[a]) {
-        outside = true;
-        q[a] = q[a] < g->lo[a] ? g->lo[a] : g->hi[a];
-      }
-    }
-    double w;
-    if (outside && !s->p->rules_0_22) {
-      w = 0.0;
-    } else {
-      const uint64_t j = index_of(s->d, q);
-      w = s->rid && s->rid[j] != r ? s->bg : s->v[j];
-    }
-    if (w > v) return 0;
-    equal = equal || w == v;
-  }
-  return equal;
+/* What step 2's test reads. */
+static accel__ct_peak_window window_of(const search *s) {
+  return (accel__ct_peak_window){.d = s->d,
+                                 .v = s->v,
+                                 .rid = s->rid,
+                                 .reg = s->reg,
+                                 .nreg = s->nreg,
+                                 .offs = (const int32_t *)s->offs,
+                                 .noffs = s->noffs,
+                                 .center = s->center,
+                                 .bg = s->bg,
+                                 .nearest = s->p->rules_0_22,
+                                 .mem = s->mem,
+                                 .nmem = s->nmem};
 }
 
 static int cmp_i64(const void *a, const void *b) {
@@ -408,14 +394,17 @@ static int cmp_u64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Steps 2 to 5 over the regions, then the numbering. */
-static accel_status search_all(search *s, int md, int threads, int32_t *out, uint32_t *count) {
+/* Steps 2 to 5 over the regions, then the numbering; window: step 2's
+ * results, or NULL to compute them. */
+static accel_status search_all(search *s, const uint8_t *window, int md, int threads, int32_t *out, uint32_t *count) {
+  (void)threads; /* read by OpenMP pragmas only */
   const uint64_t n = accel__dims_count(s->d);
   const double t = threshold_of(s, n);
+  const accel__ct_peak_window w = window_of(s);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 4096)
   for (uint64_t k = 0; k < s->nmem; k++) {
     const uint64_t i = s->mem[k];
-    s->cand[i] = s->p->window ? s->p->window[i] : window_peak(s, i, s->rid ? s->rid[i] : 0);
+    s->cand[i] = window ? window[i] : accel__ct_peak_window_test(&w, i, s->rid ? s->rid[i] : 0);
   }
   uint64_t *cl = malloc((s->nmem ? s->nmem : 1) * sizeof(uint64_t));
   accel_status st = cl ? ACCEL_OK : ACCEL_ERR_OUT_OF_MEMORY;
@@ -437,26 +426,53 @@ static accel_status search_all(search *s, int md, int threads, int32_t *out, uin
   return ACCEL_OK;
 }
 
+void accel__ct_peak_search_free(search *s) {
+  if (!s) return;
+  free(s->cand);
+  free(s->state);
+  free(s->res);
+  free(s->rid);
+  free(s->offs);
+  free(s->reg);
+  free(s->mem);
+  free(s);
+}
+
+accel_status accel__ct_peak_search_begin(const double *image, const uint8_t *mask, accel__dims d, int md,
+                                         const accel__ct_peak_params *p, int threads, search **out,
+                                         accel__ct_peak_window *w) {
+  const uint64_t n = accel__dims_count(d), nb = n ? n : 1;
+  *out = NULL;
+  search *s = calloc(1, sizeof *s);
+  if (!s) return ACCEL_ERR_OUT_OF_MEMORY;
+  *s = (search){.v = image, .d = d, .p = p, .bg = p->background};
+  accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
+  s->cand = calloc(nb, 1);
+  s->state = calloc(nb, 1);
+  s->res = malloc(nb * sizeof(uint64_t));
+  const bool regions = p->labels || mask;
+  if (regions && !(s->rid = malloc(nb * sizeof(int64_t)))) goto fail;
+  if (!s->cand || !s->state || !s->res || (st = footprint_offsets(s, md))) goto fail;
+  if ((st = regions ? build_regions(s, mask, threads) : whole_region(s))) goto fail;
+  *w = window_of(s);
+  *out = s;
+  return ACCEL_OK;
+fail:
+  accel__ct_peak_search_free(s);
+  return st;
+}
+
+accel_status accel__ct_peak_search_finish(search *s, const uint8_t *window, int md, int threads, int32_t *out,
+                                          uint32_t *count) {
+  return search_all(s, window, md, threads, out, count);
+}
+
 accel_status accel__ct_peaks_general_cpu(const double *image, const uint8_t *mask, accel__dims d, int md,
                                          const accel__ct_peak_params *p, int threads, int32_t *out, uint32_t *count) {
-  const uint64_t n = accel__dims_count(d), nb = n ? n : 1;
-  search s = {.v = image, .d = d, .p = p, .bg = p->background};
-  accel_status st = ACCEL_ERR_OUT_OF_MEMORY;
-  s.cand = calloc(nb, 1);
-  s.state = calloc(nb, 1);
-  s.res = malloc(nb * sizeof(uint64_t));
-  const bool regions = p->labels || mask;
-  if (regions && !(s.rid = malloc(nb * sizeof(int64_t)))) goto done;
-  if (!s.cand || !s.state || !s.res || (st = footprint_offsets(&s, md))) goto done;
-  if ((st = regions ? build_regions(&s, mask, threads) : whole_region(&s))) goto done;
-  st = search_all(&s, md, threads, out, count);
-done:
-  free(s.cand);
-  free(s.state);
-  free(s.res);
-  free(s.rid);
-  free(s.offs);
-  free(s.reg);
-  free(s.mem);
+  search *s = NULL;
+  accel__ct_peak_window w;
+  accel_status st = accel__ct_peak_search_begin(image, mask, d, md, p, threads, &s, &w);
+  if (!st) st = search_all(s, p->window, md, threads, out, count);
+  accel__ct_peak_search_free(s);
   return st;
 }
