@@ -625,22 +625,33 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
     if (!s) s = download(r.x, out, df.p, n * 4, why);
     return s;
   }
-  /* x and y per slab */
-  int64_t planes = slab_planes(r, 1 + 4 + 4, 0);
+  /* x and y per slab, the next slab's pores uploaded while the current one's kernels run */
+  int64_t planes = slab_planes(r, 2 + 4 + 4, 0);
   accel_status s = ACCEL_OK;
   if (planes < 1) {
     accel__why(why, "one plane of the distance transform needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
   }
   {
-    dbuf dm, df;
-    s = dm.get(r.x, (uint64_t)planes * plane, why);
+    slab_stager sg;
+    dbuf df;
+    const auto depth = [&](int64_t z0) { return d.nz - z0 < planes ? d.nz - z0 : planes; }; /* planes from z0 */
+    const auto put = [&](int64_t k) {
+      const uint64_t base = (uint64_t)(k * planes) * plane, cnt = (uint64_t)depth(k * planes) * plane;
+      return sg.put(
+          k, cnt, [&](uint8_t *p) { memcpy(p, pores + base, cnt); }, why);
+    };
+    s = sg.init(r.x, (uint64_t)planes * plane, why);
     if (!s) s = df.get(r.x, (uint64_t)planes * plane * 4, why);
-    for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
-      const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+    if (!s) s = put(0);
+    for (int64_t k = 0, z0 = 0; z0 < d.nz && !s; k++, z0 += planes) {
+      const int64_t nzc = depth(z0);
       const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
-      s = upload(r.x, dm.p, pores + base, cnt, why);
-      if (!s) s = edt_xy(r.x, dm.p, df.as<float>(), dims3{nzc, d.ny, d.nx}, sp, why);
+      uint8_t *dm = nullptr;
+      s = sg.ready(k, &dm, why);
+      if (!s) s = edt_xy(r.x, dm, df.as<float>(), dims3{nzc, d.ny, d.nx}, sp, why);
+      if (!s) s = sg.done(k, why);
+      if (!s && z0 + planes < d.nz) s = put(k + 1);
       if (!s) s = download(r.x, out + base, df.p, cnt * 4, why);
     }
   }

@@ -257,6 +257,50 @@ struct accel__executor {
     if (const cudaError_t e = accel__cuda_fault()) return e;
     return st ? cudaDeviceSynchronize() : cudaSuccess;
   }
+  /* A second stream and events, for copies that overlap the kernels of the
+   * main stream (slab_stager). In emulation every copy is done when it is
+   * issued, so the stream and events are null and their calls succeed. */
+  [[nodiscard]] cudaError_t stream_create(cudaStream_t *s) {
+    *s = nullptr;
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    return st ? cudaStreamCreateWithFlags(s, cudaStreamNonBlocking) : cudaSuccess;
+  }
+  void stream_destroy(cudaStream_t s) {
+    if (!st || !s) return;
+    (void)accel__cuda_check(cudaStreamSynchronize(s), nullptr, "cudaStreamSynchronize");
+    (void)accel__cuda_check(cudaStreamDestroy(s), nullptr, "cudaStreamDestroy");
+  }
+  [[nodiscard]] cudaError_t event_create(cudaEvent_t *ev) {
+    *ev = nullptr;
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    return st ? cudaEventCreateWithFlags(ev, cudaEventDisableTiming) : cudaSuccess;
+  }
+  void event_destroy(cudaEvent_t ev) {
+    if (st && ev) (void)accel__cuda_check(cudaEventDestroy(ev), nullptr, "cudaEventDestroy");
+  }
+  /* ev marks the work queued so far on s (nullptr: the main stream). */
+  [[nodiscard]] cudaError_t record(cudaEvent_t ev, cudaStream_t s) {
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    return st ? cudaEventRecord(ev, s ? s : st->stream) : cudaSuccess;
+  }
+  /* Work queued next on s (nullptr: the main stream) waits for ev. */
+  [[nodiscard]] cudaError_t wait(cudaStream_t s, cudaEvent_t ev) {
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    return st ? cudaStreamWaitEvent(s ? s : st->stream, ev, 0) : cudaSuccess;
+  }
+  /* The host waits for ev. */
+  [[nodiscard]] cudaError_t event_sync(cudaEvent_t ev) {
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    return st ? cudaEventSynchronize(ev) : cudaSuccess;
+  }
+  /* upload() on stream s. */
+  [[nodiscard]] cudaError_t upload_on(cudaStream_t s, void *d, const void *h, size_t n) {
+    if (const cudaError_t e = accel__cuda_fault()) return e;
+    call->bytes_up += n;
+    if (st) return cudaMemcpyAsync(d, h, n, cudaMemcpyHostToDevice, s);
+    memcpy(d, h, n);
+    return cudaSuccess;
+  }
   /* Wait for the stream before freeing what its work uses, on the way out of
    * a stage that failed: the error that matters was reported already. */
   void drain() {
@@ -392,6 +436,83 @@ struct hbuf {
     n = 0;
   }
   ~hbuf() { reset(); }
+};
+
+/* Uploads of consecutive slabs (or tiles) that overlap the kernels on the
+ * previous one: two device buffers and two pinned host buffers, the copies
+ * on a second stream, ordered by events:
+ *
+ *   slab_stager sg;
+ *   s = sg.init(x, bytes, why);                       // room for the largest slab
+ *   if (!s) s = sg.put(0, n0, fill0, why);            // slab 0 on its way
+ *   for (k = 0; ...; k++) {
+ *     if (!s) s = sg.ready(k, &dev, why);             // the main stream waits for slab k
+ *     ... kernels on dev (main stream) ...
+ *     if (!s) s = sg.done(k, why);                    // after them, slab k's buffer is free
+ *     if (!s && more) s = sg.put(k + 1, n, fill, why); // fill() writes slab k + 1 on the host meanwhile
+ *     ... downloads of slab k's results ...
+ *   }
+ *
+ * put() waits (host) for the upload that last read its pinned buffer, lets
+ * fill(p) write the slab there, and queues the upload after the kernels
+ * that last read its device buffer (slab k - 1's). The destructor waits for
+ * the copy stream before anything is freed. */
+struct slab_stager {
+  accel__executor *x = nullptr;
+  cudaStream_t copy = nullptr;
+  cudaEvent_t up[2] = {nullptr, nullptr}, used[2] = {nullptr, nullptr};
+  dbuf dev[2];
+  hbuf pin[2];
+  size_t cap = 0;
+  slab_stager() = default;
+  slab_stager(const slab_stager &) = delete;
+  slab_stager &operator=(const slab_stager &) = delete;
+  [[nodiscard]] accel_status init(accel__executor *ex, size_t bytes, char *why,
+                                  accel__cuda_site at = accel__cuda_here()) {
+    x = ex;
+    cap = bytes;
+    accel_status s = accel__cuda_check(x->stream_create(&copy), why, "cudaStreamCreate", at);
+    for (int b = 0; b < 2 && !s; b++) {
+      s = dev[b].get(x, bytes ? bytes : 1, why, at);
+      if (!s) s = pin[b].reserve(x, bytes ? bytes : 1, why, "pinned staging buffer", at);
+      if (!s) s = accel__cuda_check(x->event_create(&up[b]), why, "cudaEventCreate", at);
+      if (!s) s = accel__cuda_check(x->event_create(&used[b]), why, "cudaEventCreate", at);
+      /* the buffers exist for the copy stream once the main stream got them */
+      if (!s) s = accel__cuda_check(x->record(used[b], nullptr), why, "cudaEventRecord", at);
+      if (!s) s = accel__cuda_check(x->record(up[b], copy), why, "cudaEventRecord", at);
+    }
+    return s;
+  }
+  template <class F>
+  [[nodiscard]] accel_status put(int64_t k, size_t bytes, F fill, char *why, accel__cuda_site at = accel__cuda_here()) {
+    const int b = (int)(k & 1);
+    if (bytes > cap) {
+      accel__why(why, "a slab of %zu bytes exceeds its staging buffer of %zu", bytes, cap);
+      return ACCEL_ERR_INTERNAL;
+    }
+    accel_status s = accel__cuda_check(x->event_sync(up[b]), why, "cudaEventSynchronize", at);
+    if (!s) fill(pin[b].p);
+    if (!s) s = accel__cuda_check(x->wait(copy, used[b]), why, "cudaStreamWaitEvent", at);
+    if (!s) s = accel__cuda_check(x->upload_on(copy, dev[b].p, pin[b].p, bytes), why, "upload", at);
+    if (!s) s = accel__cuda_check(x->record(up[b], copy), why, "cudaEventRecord", at);
+    return s;
+  }
+  [[nodiscard]] accel_status ready(int64_t k, uint8_t **p, char *why, accel__cuda_site at = accel__cuda_here()) {
+    const int b = (int)(k & 1);
+    *p = dev[b].p;
+    return accel__cuda_check(x->wait(nullptr, up[b]), why, "cudaStreamWaitEvent", at);
+  }
+  [[nodiscard]] accel_status done(int64_t k, char *why, accel__cuda_site at = accel__cuda_here()) {
+    return accel__cuda_check(x->record(used[k & 1], nullptr), why, "cudaEventRecord", at);
+  }
+  ~slab_stager() {
+    if (!x) return;
+    x->stream_destroy(copy); /* waits for its copies: then the buffers may go */
+    for (int b = 0; b < 2; b++) {
+      x->event_destroy(up[b]);
+      x->event_destroy(used[b]);
+    }
+  }
 };
 
 /* n bytes from the host to the device. */

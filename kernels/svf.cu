@@ -10,8 +10,10 @@
  * cells at every step (parallel rays), so loads coalesce.
  *
  * Tiles: the largest square tile whose window (tile plus halo, three double
- * grids) and outputs fit the device memory budget; each tile's window is
- * uploaded, computed and its outputs downloaded into the caller's grids.
+ * grids) and outputs fit the device memory budget, with room for a second
+ * window: the next tile's is made on the host and uploaded on a second
+ * stream while this tile's kernel runs (slab_stager); each tile's outputs
+ * are downloaded into the caller's grids.
  */
 #include "cuda_util.h"
 
@@ -98,13 +100,14 @@ struct sky_px {
   }
 };
 
-/* Device bytes a tile of side t needs. */
+/* Device bytes a tile of side t needs: two windows (the next tile's is
+ * uploaded while this one's kernel runs) and its outputs. */
 uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat) {
   const int64_t tr = t < job->rows ? t : job->rows, tc = t < job->cols ? t : job->cols;
   const int64_t wr = tr + 2 * job->plan->halo_rows < job->rows ? tr + 2 * job->plan->halo_rows : job->rows;
   const int64_t wc = tc + 2 * job->plan->halo_cols < job->cols ? tc + 2 * job->plan->halo_cols : job->cols;
   const uint64_t window = (uint64_t)wr * (uint64_t)(wc + 2 * ACCEL__SVF_PAD) * 8u * (job->veg ? 3u : 1u);
-  return window + (uint64_t)tr * (uint64_t)tc * (4u * (uint64_t)nout + (uint64_t)nmat * (uint64_t)job->mat_bytes);
+  return 2 * window + (uint64_t)tr * (uint64_t)tc * (4u * (uint64_t)nout + (uint64_t)nmat * (uint64_t)job->mat_bytes);
 }
 
 /* The plan's tables uploaded, and their device view. */
@@ -145,26 +148,39 @@ accel_status tile_side(accel__executor *x, const accel__svf_job *job, int nout, 
   return ACCEL_OK;
 }
 
-/* One tile: its window uploaded (through host, the window's host copy,
- * made again for each tile), the kernel over its pixels, its outputs
- * downloaded into the caller's grids. */
-accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan &dp, const accel__svf_tile &t,
-                      double **host, char *why) {
+/* Bytes of a tile's window (ngrid grids of doubles). */
+size_t window_bytes(const accel__svf_job *job, const accel__svf_tile &t) {
   const int64_t wr = t.wr1 - t.wr0, pitch = t.wc1 - t.wc0 + 2 * ACCEL__SVF_PAD;
-  const size_t cells = (size_t)wr * (size_t)pitch, ngrid = job->veg ? 3 : 1;
-  free(*host);
-  if (!(*host = (double *)malloc(sizeof(double) * cells * ngrid))) {
-    accel__why(why, "out of host memory for a tile's window");
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  accel__svf_window hw;
-  accel__svf_window_copy(job, &t, *host, *host + cells, *host + 2 * cells, &hw);
-  dbuf dwin;
-  accel_status s = dwin.put(x, *host, cells * ngrid, why, "upload a tile");
+  return sizeof(double) * (size_t)wr * (size_t)pitch * (job->veg ? 3u : 1u);
+}
+
+/* Tile k's window made on the host into the stager's pinned buffer and
+ * uploaded on its stream; *hw: the window's layout (host pointers). */
+accel_status put_window(slab_stager &sg, const accel__svf_job *job, const accel__svf_tile &t, int64_t k,
+                        accel__svf_window *hw, char *why) {
+  const size_t bytes = window_bytes(job, t), cells = bytes / sizeof(double) / (job->veg ? 3u : 1u);
+  return sg.put(
+      k, bytes,
+      [&](uint8_t *p) {
+        double *h = (double *)(void *)p;
+        accel__svf_window_copy(job, &t, h, h + cells, h + 2 * cells, hw);
+      },
+      why);
+}
+
+/* One tile whose window (layout hw) is on its way in the stager's buffer k:
+ * the kernel over its pixels, the next tile's window put while it runs,
+ * its outputs downloaded into the caller's grids. */
+accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan &dp, const accel__svf_tile &t,
+                      slab_stager &sg, int64_t k, const accel__svf_window &hw, char *why, const accel__svf_tile *next,
+                      accel__svf_window *next_hw) {
+  const size_t cells = window_bytes(job, t) / sizeof(double) / (job->veg ? 3u : 1u);
+  uint8_t *win = nullptr;
+  accel_status s = sg.ready(k, &win, why);
   accel__svf_window dw = hw;
-  dw.dsm = dwin.as<double>();
-  dw.canopy = job->veg ? dwin.as<double>() + cells : nullptr;
-  dw.trunk = job->veg ? dwin.as<double>() + 2 * cells : nullptr;
+  dw.dsm = (const double *)(void *)win;
+  dw.canopy = job->veg ? dw.dsm + cells : nullptr;
+  dw.trunk = job->veg ? dw.dsm + 2 * cells : nullptr;
   const int64_t tr = t.r1 - t.r0, tc = t.c1 - t.c0;
   const px_base base = {dw, job->rows, job->cols, t.r0, t.c0, tc, job->hmax, dp};
   dbuf dout[ACCEL_SVF_GRIDS], dmat[ACCEL_SVF_MATRICES];
@@ -192,6 +208,8 @@ accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan
     f.mb = job->mat_bytes;
     s = each2d(x, tr, tc, f, why, "the sky view factor kernel");
   }
+  if (!s) s = sg.done(k, why);
+  if (!s && next) s = put_window(sg, job, *next, k + 1, next_hw, why);
   for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
     if (po[g])
       s = accel__cuda_check(
@@ -221,19 +239,32 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   accel_status s = upload_plan(x, job->plan, pb, &dp, why);
   if (!s) s = tile_side(x, job, nout, nmat, &side, why);
   if (s) return s;
-  const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
-  const int64_t tiles = accel__svf_tile_count(job, side >= whole ? 0 : side);
-  double *host = nullptr;
-  for (int64_t i = 0; i < tiles && !s; i++) {
+  const int64_t whole = job->rows > job->cols ? job->rows : job->cols, tside = side >= whole ? 0 : side;
+  const int64_t tiles = accel__svf_tile_count(job, tside);
+  size_t largest = 0;
+  for (int64_t i = 0; i < tiles; i++) {
     accel__svf_tile t;
-    accel__svf_tile_at(job, side >= whole ? 0 : side, i, &t);
-    s = run_tile(x, job, dp, t, &host, why);
+    accel__svf_tile_at(job, tside, i, &t);
+    const size_t b = window_bytes(job, t);
+    largest = b > largest ? b : largest;
+  }
+  slab_stager sg;
+  accel__svf_tile t[2];
+  accel__svf_window hw[2];
+  s = sg.init(x, largest, why);
+  if (!s && tiles) {
+    accel__svf_tile_at(job, tside, 0, &t[0]);
+    s = put_window(sg, job, t[0], 0, &hw[0], why);
+  }
+  for (int64_t i = 0; i < tiles && !s; i++) {
+    const int b = (int)(i & 1);
+    if (i + 1 < tiles) accel__svf_tile_at(job, tside, i + 1, &t[1 - b]);
+    s = run_tile(x, job, dp, t[b], sg, i, hw[b], why, i + 1 < tiles ? &t[1 - b] : nullptr, &hw[1 - b]);
     if (!s && job->progress && job->progress(job->progress_user, job->stage, (double)(i + 1) / (double)tiles)) {
       accel__why(why, "cancelled by the progress callback");
       s = ACCEL_ERR_CANCELLED;
     }
   }
-  free(host);
   return s;
 }
 

@@ -601,7 +601,7 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
 START_TEST(gpu_equals_cpu_in_emulation) { gpu_equals_cpu((uint64_t)1 << 30, "whole grid"); }
 END_TEST
 
-START_TEST(gpu_tiles_equal_cpu_in_emulation) { gpu_equals_cpu(700000, "tiles from the budget"); }
+START_TEST(gpu_tiles_equal_cpu_in_emulation) { gpu_equals_cpu(1000000, "tiles from the budget"); }
 END_TEST
 
 START_TEST(gpu_too_small_a_budget_falls_back) {
