@@ -378,6 +378,22 @@ int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
   return fit < 1 ? 0 : fit > r.d.nz ? r.d.nz : fit;
 }
 
+/* Z planes per slab for `staged` bytes a voxel that slab_stager uploads
+ * (with `halo` planes a side) and `fixed` bytes a voxel of the slab's own:
+ * when the volume takes several slabs and two staged ones fit beside the
+ * rest, as many as fit so (*overlap); else slab_planes' single-buffer count. */
+int64_t staged_planes(const run_ctx &r, uint64_t staged, uint64_t fixed, int64_t halo, bool *overlap) {
+  const int64_t one = slab_planes(r, staged + fixed, halo);
+  *overlap = false;
+  if (one < 1 || one >= r.d.nz) return one;
+  const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx, room = r.x->room() / 10 * 9;
+  const uint64_t per = plane * (2 * staged + fixed), extra = 4 * (uint64_t)halo * plane * staged;
+  if (room <= extra || (room - extra) / per < 1) return one;
+  *overlap = true;
+  const int64_t two = (int64_t)((room - extra) / per);
+  return two > r.d.nz ? r.d.nz : two;
+}
+
 /* Host copies of device arrays (accel_array_on_device) for the parts of a
  * stage that read and write host memory (the slab paths beyond the budget,
  * the pipeline's host stages): down() moves each job pointer added to a
@@ -451,26 +467,35 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
     if (!s) s = upload(r.x, di.p, intercept, (size_t)r.d.nz * 8, why);
     if (s) return s;
   }
+  /* the whole volume at once, or chunks (with room for two of the input's: slab_stager) */
   const uint64_t per_voxel = (in_dev ? 0 : isz) + (out_dev ? 0 : 1) + (rescale ? 4 : 0);
-  const uint64_t plane_bytes = plane * per_voxel;
-  int64_t planes = (int64_t)(r.x->room() / 10 * 9 / (plane_bytes ? plane_bytes : 1));
+  bool overlap = false;
+  int64_t planes = staged_planes(r, in_dev ? 0 : isz, per_voxel - (in_dev ? 0 : isz), 0, &overlap);
+  if (plane * per_voxel == 0) planes = r.d.nz;
   if (planes < 1) {
     accel__why(why, "one plane needs %.1f MiB, over the budget", plane * per_voxel / 1048576.0);
     return ACCEL_ERR_DEVICE_MEMORY;
   }
   if (planes > r.d.nz) planes = r.d.nz;
-  dbuf din, dout, dflt;
-  if (!in_dev) s = din.get(r.x, (uint64_t)planes * plane * isz, why);
+  slab_stager sg; /* host input: the next chunk uploaded while this one is thresholded */
+  dbuf dout, dflt;
+  const auto depth = [&](int64_t z0) { return r.d.nz - z0 < planes ? r.d.nz - z0 : planes; };
+  const auto put = [&](int64_t k) {
+    const uint8_t *from = (const uint8_t *)in + (uint64_t)(k * planes) * plane * isz;
+    return sg.put(k, (uint64_t)depth(k * planes) * plane * isz, from, why);
+  };
+  if (!in_dev) s = sg.init(r.x, (uint64_t)planes * plane * isz, overlap, why);
   if (!s && !out_dev) s = dout.get(r.x, (uint64_t)planes * plane, why);
   if (!s && rescale) s = dflt.get(r.x, (uint64_t)planes * plane * 4, why);
+  if (!s && !in_dev) s = put(0);
   if (s) return s;
-  for (int64_t z0 = 0; z0 < r.d.nz && !s; z0 += planes) {
-    const int64_t nzc = r.d.nz - z0 < planes ? r.d.nz - z0 : planes;
+  for (int64_t k = 0, z0 = 0; z0 < r.d.nz && !s; k++, z0 += planes) {
+    const int64_t nzc = depth(z0);
     const uint64_t cnt = (uint64_t)nzc * plane;
     const uint8_t *chunk = (const uint8_t *)in + (uint64_t)z0 * plane * isz;
-    uint8_t *to = out_dev ? solid + (uint64_t)z0 * plane : dout.p;
-    if (!in_dev) s = upload(r.x, din.p, chunk, cnt * isz, why);
-    const void *src = in_dev ? (const void *)chunk : (const void *)din.p;
+    uint8_t *to = out_dev ? solid + (uint64_t)z0 * plane : dout.p, *staged = nullptr;
+    if (!in_dev) s = sg.ready(k, &staged, why);
+    const void *src = in_dev ? (const void *)chunk : (const void *)staged;
     accel_dtype sdt = dt;
     if (!s && rescale) {
       s = each(r.x, cnt,
@@ -480,6 +505,8 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
       sdt = ACCEL_DTYPE_F32;
     }
     if (!s) s = each(r.x, cnt, threshold_f{src, sdt, t, cmp, to}, why, "threshold");
+    if (!s && !in_dev) s = sg.done(k, why);
+    if (!s && !in_dev && z0 + planes < r.d.nz) s = put(k + 1);
     if (!s && !out_dev) s = download(r.x, solid + (uint64_t)z0 * plane, dout.p, cnt, why);
   }
   return s;
@@ -528,7 +555,9 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, reac
   char *why = r.call->why;
   const dims3 &d = r.d;
   const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx, n = d.count();
-  const int64_t planes = slab_planes(r, 1 + sizeof(T) + 1 + 1 + 1, 0); /* mask, labels, outside, out, bitmap */
+  /* staged slabs of mask and outside flags (slab_stager), labels, outside, out, bitmap */
+  bool overlap = false;
+  const int64_t planes = staged_planes(r, 2, sizeof(T) + 1 + 1 + 1, 0, &overlap);
   if (planes < 1) {
     accel__why(why, "one plane of fill holes needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
@@ -539,8 +568,11 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, reac
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   const uint64_t cap = (uint64_t)planes * plane;
-  dbuf dm, dl, dout, doutside;
-  accel_status s = dm.get(r.x, cap, why);
+  const int64_t slabs = (d.nz + planes - 1) / planes;
+  const auto depth = [&](int64_t z0) { return d.nz - z0 < planes ? d.nz - z0 : planes; }; /* planes from z0 */
+  slab_stager sg; /* pass 1's slab k is put k, pass 2's slab k is put slabs + k */
+  dbuf dl, dout, doutside;
+  accel_status s = sg.init(r.x, 2 * cap, overlap, why);
   if (!s) s = dl.get(r.x, cap * sizeof(T), why);
   if (!s) s = doutside.get(r.x, cap, why);
   if (!s) s = dout.get(r.x, cap, why);
@@ -552,13 +584,17 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, reac
   }
   /* pass 1: per slab, roots of every voxel (brought back), border roots;
    * the host links each slab's voxels to their roots (global indices) */
-  for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
-    const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+  if (!s) s = sg.put(0, (uint64_t)depth(0) * plane, mask, why);
+  for (int64_t k = 0, z0 = 0; z0 < d.nz && !s; k++, z0 += planes) {
+    const int64_t nzc = depth(z0);
     const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
     const dims3 sd = {nzc, d.ny, d.nx};
-    s = upload(r.x, dm.p, mask + base, cnt, why);
+    uint8_t *dm = nullptr;
+    s = sg.ready(k, &dm, why);
     if (!s) s = accel__cuda_check(r.x->zero(doutside.p, cnt), why, "memset");
-    if (!s) s = components(r.x, dm.p, sd, false, conn, dl.as<T>(), why);
+    if (!s) s = components(r.x, dm, sd, false, conn, dl.as<T>(), why);
+    if (!s) s = sg.done(k, why);
+    if (!s && z0 + planes < d.nz) s = sg.put(k + 1, (uint64_t)depth(z0 + planes) * plane, mask + base + cnt, why);
     if (!s) s = each(r.x, cnt, border_f<T>{dl.as<T>(), sd, z0 == 0, z0 + nzc == d.nz, doutside.p}, why, "border");
     if (!s) s = download(r.x, roots, dl.p, cnt * sizeof(T), why);
     if (!s) s = download(r.x, flags, doutside.p, cnt, why);
@@ -589,17 +625,30 @@ template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, reac
             if (!mask[j]) uf.unite((T)i, (T)j);
           }
       }
-  /* pass 2: each slab with its roots' merged answers */
-  for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
-    const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
+  /* pass 2: each slab with its roots' merged answers: the mask and, after
+   * it, whether each voxel's component is outside, staged together */
+  const auto put2 = [&](int64_t k) {
+    const uint64_t cnt = (uint64_t)depth(k * planes) * plane, base = (uint64_t)(k * planes) * plane;
+    return sg.put(
+        slabs + k, 2 * cnt, nullptr,
+        [&](uint8_t *p) {
+          memcpy(p, mask + base, cnt);
+          for (uint64_t i = 0; i < cnt; i++) /* at every background voxel (its local root's among them) */
+            p[cnt + i] = uf.parent[base + i] == none<T>() ? 0 : uf.flag[uf.find((T)(base + i))];
+        },
+        why);
+  };
+  if (!s) s = put2(0);
+  for (int64_t k = 0, z0 = 0; z0 < d.nz && !s; k++, z0 += planes) {
+    const int64_t nzc = depth(z0);
     const uint64_t cnt = (uint64_t)nzc * plane, base = (uint64_t)z0 * plane;
     const dims3 sd = {nzc, d.ny, d.nx};
-    for (uint64_t i = 0; i < cnt; i++) /* at every background voxel (its local root's among them): outside */
-      flags[i] = uf.parent[base + i] == none<T>() ? 0 : uf.flag[uf.find((T)(base + i))];
-    s = upload(r.x, dm.p, mask + base, cnt, why);
-    if (!s) s = upload(r.x, doutside.p, flags, cnt, why);
-    if (!s) s = components(r.x, dm.p, sd, false, conn, dl.as<T>(), why);
-    if (!s) s = each(r.x, cnt, fill_out_f<T>{dm.p, dl.as<T>(), doutside.p, dout.p}, why, "fill output");
+    uint8_t *dm = nullptr;
+    s = sg.ready(slabs + k, &dm, why);
+    if (!s) s = components(r.x, dm, sd, false, conn, dl.as<T>(), why);
+    if (!s) s = each(r.x, cnt, fill_out_f<T>{dm, dl.as<T>(), dm + cnt, dout.p}, why, "fill output");
+    if (!s) s = sg.done(slabs + k, why);
+    if (!s && z0 + planes < d.nz) s = put2(k + 1);
     if (!s) s = download(r.x, out + base, dout.p, cnt, why);
   }
   free(roots);
@@ -626,7 +675,8 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
     return s;
   }
   /* x and y per slab, the next slab's pores uploaded while the current one's kernels run */
-  int64_t planes = slab_planes(r, 2 + 4 + 4, 0);
+  bool overlap = false;
+  int64_t planes = staged_planes(r, 1, 4 + 4, 0, &overlap);
   accel_status s = ACCEL_OK;
   if (planes < 1) {
     accel__why(why, "one plane of the distance transform needs more than the device budget");
@@ -637,11 +687,9 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
     dbuf df;
     const auto depth = [&](int64_t z0) { return d.nz - z0 < planes ? d.nz - z0 : planes; }; /* planes from z0 */
     const auto put = [&](int64_t k) {
-      const uint64_t base = (uint64_t)(k * planes) * plane, cnt = (uint64_t)depth(k * planes) * plane;
-      return sg.put(
-          k, cnt, [&](uint8_t *p) { memcpy(p, pores + base, cnt); }, why);
+      return sg.put(k, (uint64_t)depth(k * planes) * plane, pores + (uint64_t)(k * planes) * plane, why);
     };
-    s = sg.init(r.x, (uint64_t)planes * plane, why);
+    s = sg.init(r.x, (uint64_t)planes * plane, overlap, why);
     if (!s) s = df.get(r.x, (uint64_t)planes * plane * 4, why);
     if (!s) s = put(0);
     for (int64_t k = 0, z0 = 0; z0 < d.nz && !s; k++, z0 += planes) {
@@ -656,28 +704,46 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
     }
   }
   if (s) return s;
-  /* z per block of rows: all planes, rows [y0, y1) */
-  const uint64_t col_bytes = (uint64_t)d.nz * (uint64_t)d.nx * 4 + (uint64_t)d.nx * ((uint64_t)d.nz * 28 + 8);
-  int64_t rows = (int64_t)(r.x->room() / 10 * 9 / (col_bytes ? col_bytes : 1));
+  /* z per block of rows: all planes, rows [y0, y1); the next block gathered
+   * and uploaded while this one's lines run (two blocks: slab_stager) */
+  const uint64_t block_row = (uint64_t)d.nz * (uint64_t)d.nx * 4, room = r.x->room() / 10 * 9;
+  const uint64_t col_bytes = block_row + (uint64_t)d.nx * ((uint64_t)d.nz * 28 + 8);
+  int64_t rows = (int64_t)(room / (col_bytes ? col_bytes : 1));
+  const bool zoverlap = rows < d.ny && room / (col_bytes + block_row) >= 1;
+  if (zoverlap) rows = (int64_t)(room / (col_bytes + block_row));
   if (rows < 1) {
     accel__why(why, "one row block of the distance transform needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
   }
   if (rows > d.ny) rows = d.ny;
-  dbuf df;
-  s = df.get(r.x, (uint64_t)d.nz * (uint64_t)rows * (uint64_t)d.nx * 4, why);
-  for (int64_t y0 = 0; y0 < d.ny && !s; y0 += rows) {
+  const auto width = [&](int64_t y0) { return (size_t)(d.ny - y0 < rows ? d.ny - y0 : rows) * (size_t)d.nx * 4; };
+  const auto put = [&](slab_stager &sg, int64_t k) {
+    const int64_t y0 = k * rows;
+    const size_t w = width(y0);
+    return sg.put(
+        k, w * (size_t)d.nz, nullptr,
+        [&](uint8_t *p) {
+          for (int64_t z = 0; z < d.nz; z++)
+            memcpy(p + (size_t)z * w, out + (uint64_t)z * plane + (uint64_t)y0 * (uint64_t)d.nx, w);
+        },
+        why);
+  };
+  slab_stager sg;
+  s = sg.init(r.x, (size_t)d.nz * (size_t)rows * (size_t)d.nx * 4, zoverlap, why);
+  if (!s) s = put(sg, 0);
+  for (int64_t k = 0, y0 = 0; y0 < d.ny && !s; k++, y0 += rows) {
     const int64_t nyc = d.ny - y0 < rows ? d.ny - y0 : rows;
-    const size_t w = (size_t)nyc * (size_t)d.nx * 4;
-    s = accel__cuda_check(
-        r.x->copy2d(df.p, w, out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, w, (size_t)d.nz, cudaMemcpyHostToDevice),
-        why, "upload");
-    if (!s) s = edt_pass(r.x, df.as<float>(), dims3{d.nz, nyc, d.nx}, 0, sp[0], true, why);
+    const size_t w = width(y0);
+    uint8_t *df = nullptr;
+    s = sg.ready(k, &df, why);
+    if (!s) s = edt_pass(r.x, (float *)(void *)df, dims3{d.nz, nyc, d.nx}, 0, sp[0], true, why);
+    if (!s && y0 + rows < d.ny) s = put(sg, k + 1);
     if (!s)
       s = accel__cuda_check(
-          r.x->copy2d(out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df.p, w, w, (size_t)d.nz, cudaMemcpyDeviceToHost),
+          r.x->copy2d(out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df, w, w, (size_t)d.nz, cudaMemcpyDeviceToHost),
           why, "download");
     if (!s) s = accel__cuda_check(r.x->sync(), why, "download");
+    if (!s) s = sg.done(k, why); /* the block's buffer was read last by that download */
   }
   return s;
 }
@@ -733,31 +799,60 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
       return s;
     }
   }
-  const int64_t planes = slab_planes(r, 4 + 1 + sizeof(T) + 1, rad);
+  /* staged slabs with their halos (slab_stager), each the map, the pores
+   * and the roots one after the other, and the flags */
+  bool overlap = false;
+  const int64_t planes = staged_planes(r, 4 + 1 + sizeof(T), 1, rad, &overlap);
   if (planes < 1) {
     accel__why(why, "one plane of the peak search (with its halo) needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
   }
   const uint64_t cap = (uint64_t)(planes + 2 * rad) * plane;
-  dbuf de, dm, dl, dc;
-  s = de.get(r.x, cap * 4, why);
-  if (!s) s = dm.get(r.x, cap, why);
-  if (!s) s = dl.get(r.x, cap * sizeof(T), why);
+  /* planes [b0, b1) of slab k (planes [z0, z0 + nzc) and the halo), and where its roots start in the staging */
+  struct block {
+    int64_t z0, nzc, b0, b1;
+    uint64_t cnt, roots_at;
+  };
+  const auto block_of = [&](int64_t k) {
+    block b;
+    b.z0 = k * planes;
+    b.nzc = d.nz - b.z0 < planes ? d.nz - b.z0 : planes;
+    b.b0 = b.z0 - rad < 0 ? 0 : b.z0 - rad;
+    b.b1 = b.z0 + b.nzc + rad > d.nz ? d.nz : b.z0 + b.nzc + rad;
+    b.cnt = (uint64_t)(b.b1 - b.b0) * plane;
+    b.roots_at = (b.cnt * 5 + 7) / 8 * 8;
+    return b;
+  };
+  const auto put = [&](slab_stager &sg, int64_t k) {
+    const block b = block_of(k);
+    const uint64_t at = (uint64_t)b.b0 * plane;
+    return sg.put(
+        k, b.roots_at + b.cnt * sizeof(T), nullptr,
+        [&](uint8_t *p) {
+          memcpy(p, edt + at, b.cnt * 4);
+          memcpy(p + b.cnt * 4, pores + at, b.cnt);
+          memcpy(p + b.roots_at, root + at, b.cnt * sizeof(T));
+        },
+        why);
+  };
+  slab_stager sg;
+  dbuf dc;
+  s = sg.init(r.x, (cap * 5 + 7) / 8 * 8 + cap * sizeof(T), overlap, why);
   if (!s) s = dc.get(r.x, (uint64_t)planes * plane, why);
+  if (!s) s = put(sg, 0);
   /* roots at non-pore voxels are never read: the host's are garbage there */
-  for (int64_t z0 = 0; z0 < d.nz && !s; z0 += planes) {
-    const int64_t nzc = d.nz - z0 < planes ? d.nz - z0 : planes;
-    const int64_t b0 = z0 - rad < 0 ? 0 : z0 - rad, b1 = z0 + nzc + rad > d.nz ? d.nz : z0 + nzc + rad;
-    const uint64_t bcnt = (uint64_t)(b1 - b0) * plane, bbase = (uint64_t)b0 * plane;
-    s = upload(r.x, de.p, edt + bbase, bcnt * 4, why);
-    if (!s) s = upload(r.x, dm.p, pores + bbase, bcnt, why);
-    if (!s) s = upload(r.x, dl.p, root + bbase, bcnt * sizeof(T), why);
+  for (int64_t k = 0; k * planes < d.nz && !s; k++) {
+    const block b = block_of(k);
+    uint8_t *p = nullptr;
+    s = sg.ready(k, &p, why);
     if (!s)
-      s = each(r.x, (uint64_t)nzc * plane,
-               window_f<T>{de.as<float>(), dm.p, dl.as<T>(), dims3{b1 - b0, d.ny, d.nx}, z0 - b0, doffs.as<int>(),
-                           noffs, dc.p},
+      s = each(r.x, (uint64_t)b.nzc * plane,
+               window_f<T>{(const float *)(void *)p, p + b.cnt * 4, (const T *)(void *)(p + b.roots_at),
+                           dims3{b.b1 - b.b0, d.ny, d.nx}, b.z0 - b.b0, doffs.as<int>(), noffs, dc.p},
                why, "peak window");
-    if (!s) s = download(r.x, cand + (uint64_t)z0 * plane, dc.p, (uint64_t)nzc * plane, why);
+    if (!s) s = sg.done(k, why);
+    if (!s && (k + 1) * planes < d.nz) s = put(sg, k + 1);
+    if (!s) s = download(r.x, cand + (uint64_t)b.z0 * plane, dc.p, (uint64_t)b.nzc * plane, why);
   }
   return s;
 }

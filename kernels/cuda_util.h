@@ -443,22 +443,27 @@ struct hbuf {
  * on a second stream, ordered by events:
  *
  *   slab_stager sg;
- *   s = sg.init(x, bytes, why);                       // room for the largest slab
- *   if (!s) s = sg.put(0, n0, fill0, why);            // slab 0 on its way
+ *   s = sg.init(x, bytes, overlap, why);                   // room for the largest slab
+ *   if (!s) s = sg.put(0, n0, src0, fill0, why);          // slab 0 on its way
  *   for (k = 0; ...; k++) {
- *     if (!s) s = sg.ready(k, &dev, why);             // the main stream waits for slab k
+ *     if (!s) s = sg.ready(k, &dev, why);                  // the main stream waits for slab k
  *     ... kernels on dev (main stream) ...
- *     if (!s) s = sg.done(k, why);                    // after them, slab k's buffer is free
- *     if (!s && more) s = sg.put(k + 1, n, fill, why); // fill() writes slab k + 1 on the host meanwhile
+ *     if (!s) s = sg.done(k, why);                         // after them, slab k's buffer is free
+ *     if (!s && more) s = sg.put(k + 1, n, src, fill, why); // made on the host meanwhile
  *     ... downloads of slab k's results ...
  *   }
  *
- * put() waits (host) for the upload that last read its pinned buffer, lets
- * fill(p) write the slab there, and queues the upload after the kernels
- * that last read its device buffer (slab k - 1's). The destructor waits for
- * the copy stream before anything is freed. */
+ * put() waits (host) for the upload that last read its pinned buffer,
+ * copies the slab there from src (or lets fill(p) write it when src is
+ * null), and queues the upload after the kernels that last read its device
+ * buffer (slab k - 1's). The destructor waits for the copy stream before
+ * anything is freed. Without overlap (one slab alone, or no room for two)
+ * one device buffer and no pinned memory: each slab is uploaded from src
+ * (or from a host buffer that fill writes) on the main stream, after the
+ * kernels on the previous one, as a plain copy. */
 struct slab_stager {
   accel__executor *x = nullptr;
+  bool staged = false;
   cudaStream_t copy = nullptr;
   cudaEvent_t up[2] = {nullptr, nullptr}, used[2] = {nullptr, nullptr};
   dbuf dev[2];
@@ -467,10 +472,12 @@ struct slab_stager {
   slab_stager() = default;
   slab_stager(const slab_stager &) = delete;
   slab_stager &operator=(const slab_stager &) = delete;
-  [[nodiscard]] accel_status init(accel__executor *ex, size_t bytes, char *why,
+  [[nodiscard]] accel_status init(accel__executor *ex, size_t bytes, bool overlap, char *why,
                                   accel__cuda_site at = accel__cuda_here()) {
     x = ex;
     cap = bytes;
+    staged = overlap;
+    if (!staged) return dev[0].get(x, bytes ? bytes : 1, why, at);
     accel_status s = accel__cuda_check(x->stream_create(&copy), why, "cudaStreamCreate", at);
     for (int b = 0; b < 2 && !s; b++) {
       s = dev[b].get(x, bytes ? bytes : 1, why, at);
@@ -484,34 +491,56 @@ struct slab_stager {
     return s;
   }
   template <class F>
-  [[nodiscard]] accel_status put(int64_t k, size_t bytes, F fill, char *why, accel__cuda_site at = accel__cuda_here()) {
+  [[nodiscard]] accel_status put(int64_t k, size_t bytes, const void *src, F fill, char *why,
+                                 accel__cuda_site at = accel__cuda_here()) {
     const int b = (int)(k & 1);
     if (bytes > cap) {
       accel__why(why, "a slab of %zu bytes exceeds its staging buffer of %zu", bytes, cap);
       return ACCEL_ERR_INTERNAL;
     }
+    if (!staged) return direct(bytes, src, fill, why, at);
     accel_status s = accel__cuda_check(x->event_sync(up[b]), why, "cudaEventSynchronize", at);
-    if (!s) fill(pin[b].p);
+    if (!s && src) memcpy(pin[b].p, src, bytes);
+    if (!s && !src) fill(pin[b].p);
     if (!s) s = accel__cuda_check(x->wait(copy, used[b]), why, "cudaStreamWaitEvent", at);
     if (!s) s = accel__cuda_check(x->upload_on(copy, dev[b].p, pin[b].p, bytes), why, "upload", at);
     if (!s) s = accel__cuda_check(x->record(up[b], copy), why, "cudaEventRecord", at);
     return s;
   }
+  [[nodiscard]] accel_status put(int64_t k, size_t bytes, const void *src, char *why,
+                                 accel__cuda_site at = accel__cuda_here()) {
+    return put(
+        k, bytes, src, [](uint8_t *) {}, why, at);
+  }
   [[nodiscard]] accel_status ready(int64_t k, uint8_t **p, char *why, accel__cuda_site at = accel__cuda_here()) {
-    const int b = (int)(k & 1);
+    const int b = staged ? (int)(k & 1) : 0;
     *p = dev[b].p;
-    return accel__cuda_check(x->wait(nullptr, up[b]), why, "cudaStreamWaitEvent", at);
+    return staged ? accel__cuda_check(x->wait(nullptr, up[b]), why, "cudaStreamWaitEvent", at) : ACCEL_OK;
   }
   [[nodiscard]] accel_status done(int64_t k, char *why, accel__cuda_site at = accel__cuda_here()) {
-    return accel__cuda_check(x->record(used[k & 1], nullptr), why, "cudaEventRecord", at);
+    return staged ? accel__cuda_check(x->record(used[k & 1], nullptr), why, "cudaEventRecord", at) : ACCEL_OK;
   }
   ~slab_stager() {
-    if (!x) return;
+    if (!x || !staged) return;
     x->stream_destroy(copy); /* waits for its copies: then the buffers may go */
     for (int b = 0; b < 2; b++) {
       x->event_destroy(up[b]);
       x->event_destroy(used[b]);
     }
+  }
+
+ private:
+  template <class F> accel_status direct(size_t bytes, const void *src, F fill, char *why, accel__cuda_site at) {
+    void *tmp = src ? nullptr : malloc(bytes ? bytes : 1);
+    if (!src && !tmp) {
+      accel__why(why, "out of host memory for a slab");
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    if (tmp) fill((uint8_t *)tmp);
+    accel_status s = accel__cuda_check(x->upload(dev[0].p, src ? src : tmp, bytes), why, "upload", at);
+    if (!s && tmp) s = accel__cuda_check(x->sync(), why, "upload", at); /* before tmp goes */
+    free(tmp);
+    return s;
   }
 };
 

@@ -100,14 +100,15 @@ struct sky_px {
   }
 };
 
-/* Device bytes a tile of side t needs: two windows (the next tile's is
- * uploaded while this one's kernel runs) and its outputs. */
-uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat) {
+/* Device bytes a tile of side t needs: its window (two with overlap: the
+ * next tile's is uploaded while this one's kernel runs) and its outputs. */
+uint64_t tile_bytes(const accel__svf_job *job, int64_t t, int nout, int nmat, bool overlap) {
   const int64_t tr = t < job->rows ? t : job->rows, tc = t < job->cols ? t : job->cols;
   const int64_t wr = tr + 2 * job->plan->halo_rows < job->rows ? tr + 2 * job->plan->halo_rows : job->rows;
   const int64_t wc = tc + 2 * job->plan->halo_cols < job->cols ? tc + 2 * job->plan->halo_cols : job->cols;
   const uint64_t window = (uint64_t)wr * (uint64_t)(wc + 2 * ACCEL__SVF_PAD) * 8u * (job->veg ? 3u : 1u);
-  return 2 * window + (uint64_t)tr * (uint64_t)tc * (4u * (uint64_t)nout + (uint64_t)nmat * (uint64_t)job->mat_bytes);
+  return (overlap ? 2 : 1) * window +
+         (uint64_t)tr * (uint64_t)tc * (4u * (uint64_t)nout + (uint64_t)nmat * (uint64_t)job->mat_bytes);
 }
 
 /* The plan's tables uploaded, and their device view. */
@@ -132,20 +133,29 @@ accel_status upload_plan(accel__executor *x, const accel__svf_plan *pl, plan_buf
   return s;
 }
 
-/* The tile side: what was asked for (else the whole grid), halved until it
- * fits what the budget leaves. */
-accel_status tile_side(accel__executor *x, const accel__svf_job *job, int nout, int nmat, int64_t *side, char *why) {
+/* The tile side: the whole grid when it fits; else what was asked for (or
+ * the whole grid), halved until it fits what the budget leaves, with room
+ * for two windows (*overlap) when a tile of at least 32 pixels fits so. */
+accel_status tile_side(accel__executor *x, const accel__svf_job *job, int nout, int nmat, int64_t *side, bool *overlap,
+                       char *why) {
   const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
-  *side = job->tile > 0 && job->tile < whole ? job->tile : whole;
+  const int64_t asked = job->tile > 0 && job->tile < whole ? job->tile : whole;
   const uint64_t room = x->room();
-  while (*side > 32 && tile_bytes(job, *side, nout, nmat) > room) *side = (*side + 1) / 2;
-  if (tile_bytes(job, *side, nout, nmat) > room) {
-    accel__why(why, "a %lld-pixel tile with its %lld x %lld halo needs %.1f MiB, over the %.1f MiB left of the budget",
-               (long long)*side, (long long)job->plan->halo_rows, (long long)job->plan->halo_cols,
-               tile_bytes(job, *side, nout, nmat) / 1048576.0, room / 1048576.0);
-    return ACCEL_ERR_DEVICE_MEMORY;
+  *overlap = false;
+  *side = asked;
+  if (asked == whole && tile_bytes(job, whole, nout, nmat, false) <= room) return ACCEL_OK; /* one tile */
+  for (int two = 1; two >= 0; two--) {
+    *side = asked;
+    while (*side > 32 && tile_bytes(job, *side, nout, nmat, two) > room) *side = (*side + 1) / 2;
+    if (tile_bytes(job, *side, nout, nmat, two) <= room) {
+      *overlap = two;
+      return ACCEL_OK;
+    }
   }
-  return ACCEL_OK;
+  accel__why(why, "a %lld-pixel tile with its %lld x %lld halo needs %.1f MiB, over the %.1f MiB left of the budget",
+             (long long)*side, (long long)job->plan->halo_rows, (long long)job->plan->halo_cols,
+             tile_bytes(job, *side, nout, nmat, false) / 1048576.0, room / 1048576.0);
+  return ACCEL_ERR_DEVICE_MEMORY;
 }
 
 /* Bytes of a tile's window (ngrid grids of doubles). */
@@ -160,7 +170,7 @@ accel_status put_window(slab_stager &sg, const accel__svf_job *job, const accel_
                         accel__svf_window *hw, char *why) {
   const size_t bytes = window_bytes(job, t), cells = bytes / sizeof(double) / (job->veg ? 3u : 1u);
   return sg.put(
-      k, bytes,
+      k, bytes, nullptr,
       [&](uint8_t *p) {
         double *h = (double *)(void *)p;
         accel__svf_window_copy(job, &t, h, h + cells, h + 2 * cells, hw);
@@ -236,8 +246,9 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   for (int g = 0; g < ACCEL_SVF_GRIDS; g++) nout += job->out[g] != nullptr;
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++) nmat += job->mat[m] != nullptr;
   int64_t side = 0;
+  bool overlap = false;
   accel_status s = upload_plan(x, job->plan, pb, &dp, why);
-  if (!s) s = tile_side(x, job, nout, nmat, &side, why);
+  if (!s) s = tile_side(x, job, nout, nmat, &side, &overlap, why);
   if (s) return s;
   const int64_t whole = job->rows > job->cols ? job->rows : job->cols, tside = side >= whole ? 0 : side;
   const int64_t tiles = accel__svf_tile_count(job, tside);
@@ -251,7 +262,7 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   slab_stager sg;
   accel__svf_tile t[2];
   accel__svf_window hw[2];
-  s = sg.init(x, largest, why);
+  s = sg.init(x, largest, overlap && tiles > 1, why);
   if (!s && tiles) {
     accel__svf_tile_at(job, tside, 0, &t[0]);
     s = put_window(sg, job, t[0], 0, &hw[0], why);
