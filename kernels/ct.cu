@@ -385,12 +385,15 @@ int64_t slab_planes(const run_ctx &r, uint64_t per_voxel, int64_t halo) {
 int64_t staged_planes(const run_ctx &r, uint64_t staged, uint64_t fixed, int64_t halo, bool *overlap) {
   const int64_t one = slab_planes(r, staged + fixed, halo);
   *overlap = false;
-  if (one < 1 || one >= r.d.nz) return one;
+  if (one < 1 || one >= r.d.nz || !staged) return one;
   const uint64_t plane = (uint64_t)r.d.ny * (uint64_t)r.d.nx, room = r.x->room() / 10 * 9;
   const uint64_t per = plane * (2 * staged + fixed), extra = 4 * (uint64_t)halo * plane * staged;
   if (room <= extra || (room - extra) / per < 1) return one;
+  int64_t two = (int64_t)((room - extra) / per);
+  const int64_t pinned = (int64_t)(slab_stager::max_bytes / (plane * staged)) - 2 * halo; /* planes a staging holds */
+  if (pinned < 1) return one;
+  two = two > pinned ? pinned : two;
   *overlap = true;
-  const int64_t two = (int64_t)((room - extra) / per);
   return two > r.d.nz ? r.d.nz : two;
 }
 
@@ -709,8 +712,10 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
   const uint64_t block_row = (uint64_t)d.nz * (uint64_t)d.nx * 4, room = r.x->room() / 10 * 9;
   const uint64_t col_bytes = block_row + (uint64_t)d.nx * ((uint64_t)d.nz * 28 + 8);
   int64_t rows = (int64_t)(room / (col_bytes ? col_bytes : 1));
-  const bool zoverlap = rows < d.ny && room / (col_bytes + block_row) >= 1;
+  const uint64_t pinned_rows = slab_stager::max_bytes / (block_row ? block_row : 1);
+  const bool zoverlap = rows < d.ny && room / (col_bytes + block_row) >= 1 && pinned_rows >= 1;
   if (zoverlap) rows = (int64_t)(room / (col_bytes + block_row));
+  if (zoverlap && (uint64_t)rows > pinned_rows) rows = (int64_t)pinned_rows;
   if (rows < 1) {
     accel__why(why, "one row block of the distance transform needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;

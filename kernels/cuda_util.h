@@ -462,6 +462,9 @@ struct hbuf {
  * (or from a host buffer that fill writes) on the main stream, after the
  * kernels on the previous one, as a plain copy. */
 struct slab_stager {
+  /* the most pinned memory one staging buffer takes (page-locking is slow
+   * and host memory finite): larger slabs are uploaded without overlap */
+  static constexpr uint64_t max_bytes = (uint64_t)1 << 30;
   accel__executor *x = nullptr;
   bool staged = false;
   cudaStream_t copy = nullptr;
@@ -476,7 +479,7 @@ struct slab_stager {
                                   accel__cuda_site at = accel__cuda_here()) {
     x = ex;
     cap = bytes;
-    staged = overlap;
+    staged = overlap && bytes <= max_bytes;
     if (!staged) return dev[0].get(x, bytes ? bytes : 1, why, at);
     accel_status s = accel__cuda_check(x->stream_create(&copy), why, "cudaStreamCreate", at);
     for (int b = 0; b < 2 && !s; b++) {
