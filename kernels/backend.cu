@@ -68,6 +68,7 @@ extern "C" accel_status accel__cuda_error_reason(int err, char *why, const char 
 
 extern "C" int64_t accel__cuda_fault_at = -1;
 extern "C" size_t accel__cuda_pin_chunk = (size_t)16 << 20;
+extern "C" bool accel__cuda_overlap = true;
 extern "C" int accel__cuda_fault_error = cudaErrorLaunchFailure;
 static thread_local cudaError_t emulated_last_error = cudaSuccess;
 static thread_local accel__cuda_site failed_at = {nullptr, 0};

@@ -742,13 +742,16 @@ accel_status edt_host(run_ctx &r, const uint8_t *pores, const double sp[3], floa
     uint8_t *df = nullptr;
     s = sg.ready(k, &df, why);
     if (!s) s = edt_pass(r.x, (float *)(void *)df, dims3{d.nz, nyc, d.nx}, 0, sp[0], true, why);
-    if (!s && y0 + rows < d.ny) s = put(sg, k + 1);
+    /* staged, the next block goes to the other buffer now; unstaged, it
+     * replaces this one's results (the pass runs in place) after their download */
+    if (!s && sg.staged && y0 + rows < d.ny) s = put(sg, k + 1);
     if (!s)
       s = accel__cuda_check(
           r.x->copy2d(out + (uint64_t)y0 * (uint64_t)d.nx, plane * 4, df, w, w, (size_t)d.nz, cudaMemcpyDeviceToHost),
           why, "download");
     if (!s) s = accel__cuda_check(r.x->sync(), why, "download");
     if (!s) s = sg.done(k, why); /* the block's buffer was read last by that download */
+    if (!s && !sg.staged && y0 + rows < d.ny) s = put(sg, k + 1);
   }
   return s;
 }

@@ -479,7 +479,7 @@ struct slab_stager {
                                   accel__cuda_site at = accel__cuda_here()) {
     x = ex;
     cap = bytes;
-    staged = overlap && bytes <= max_bytes;
+    staged = overlap && bytes <= max_bytes && accel__cuda_overlap;
     if (!staged) return dev[0].get(x, bytes ? bytes : 1, why, at);
     accel_status s = accel__cuda_check(x->stream_create(&copy), why, "cudaStreamCreate", at);
     for (int b = 0; b < 2 && !s; b++) {

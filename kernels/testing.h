@@ -35,6 +35,11 @@ extern int accel__cuda_fault_error;
  * in (16 MiB); tests lower it so small volumes take the chunked path. */
 extern size_t accel__cuda_pin_chunk;
 
+/* false: slab and tile loops upload each slab after the kernels on the
+ * previous one, as they do when two staged slabs do not fit (slab_stager);
+ * tests run both ways. Default true. */
+extern bool accel__cuda_overlap;
+
 /* "kernels/<file>.cu:<line>" of the last failed CUDA call that a stage
  * reported on this thread (accel__cuda_check), "" when none has since the
  * thread's last stage began. */

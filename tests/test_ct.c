@@ -1220,8 +1220,14 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
 START_TEST(gpu_stages_equal_cpu_in_emulation) { gpu_equals_cpu((uint64_t)1 << 30, "whole volume"); }
 END_TEST
 
-/* A budget of a few planes: every stage goes through its slab path. */
-START_TEST(gpu_slabs_equal_cpu_in_emulation) { gpu_equals_cpu(1200000, "slabs"); }
+/* A budget of a few planes: every stage goes through its slab path, with
+ * each next slab staged while the current one runs, and without. */
+START_TEST(gpu_slabs_equal_cpu_in_emulation) {
+  gpu_equals_cpu(1200000, "slabs");
+  accel__cuda_overlap = false;
+  gpu_equals_cpu(1200000, "slabs one after the other");
+  accel__cuda_overlap = true;
+}
 END_TEST
 
 /* A budget below one plane: the GPU stage fails, the CPU answers, the line is logged. */
@@ -1470,14 +1476,17 @@ START_TEST(gpu_stage_failures_fall_back_in_emulation) {
   accel_ctx_destroy(cpu);
   static const char *const stages[CT_STAGES] = {"ct.rescale", "ct.threshold", "ct.fill_holes", "ct.fill_holes",
                                                 "ct.edt",     "ct.markers",   "ct.pipeline",   "ct.feature_transform"};
-  /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs */
-  const uint64_t budgets[2] = {(uint64_t)1 << 30, 100000};
-  for (int b = 0; b < 2; b++) {
+  /* the whole volume, then a budget that sends fill holes, the EDT and the peak window through slabs
+   * (staged while the previous slab runs, then one after the other) */
+  const uint64_t budgets[3] = {(uint64_t)1 << 30, 100000, 100000};
+  for (int b = 0; b < 3; b++) {
     set_emulated_gpu_budget(budgets[b]);
+    accel__cuda_overlap = b < 2;
     for (c.op = 0; c.op < CT_STAGES; c.op++)
       if (b == 0 || c.op != 7) /* the feature transform leaves volumes over the budget to the CPU */
         ck_assert_int_ge(emulated_fault_sweep(stages[c.op], ct_on_gpu, &c), 3);
   }
+  accel__cuda_overlap = true;
   set_emulated_gpu_budget((uint64_t)1 << 30);
   for (int op = 0; op < CT_STAGES; op++) free(c.want_d[op]);
   free(c.want2_d);

@@ -601,7 +601,12 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
 START_TEST(gpu_equals_cpu_in_emulation) { gpu_equals_cpu((uint64_t)1 << 30, "whole grid"); }
 END_TEST
 
-START_TEST(gpu_tiles_equal_cpu_in_emulation) { gpu_equals_cpu(1000000, "tiles from the budget"); }
+START_TEST(gpu_tiles_equal_cpu_in_emulation) {
+  gpu_equals_cpu(1000000, "tiles from the budget");
+  accel__cuda_overlap = false; /* each window uploaded after the previous tile's kernel */
+  gpu_equals_cpu(1000000, "tiles one after the other");
+  accel__cuda_overlap = true;
+}
 END_TEST
 
 START_TEST(gpu_too_small_a_budget_falls_back) {
