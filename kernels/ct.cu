@@ -390,7 +390,8 @@ int64_t staged_planes(const run_ctx &r, uint64_t staged, uint64_t fixed, int64_t
   const uint64_t per = plane * (2 * staged + fixed), extra = 4 * (uint64_t)halo * plane * staged;
   if (room <= extra || (room - extra) / per < 1) return one;
   int64_t two = (int64_t)((room - extra) / per);
-  const int64_t pinned = (int64_t)(slab_stager::max_bytes / (plane * staged)) - 2 * halo; /* planes a staging holds */
+  /* planes a staging holds (8 bytes spare: window_host aligns its roots) */
+  const int64_t pinned = (int64_t)((slab_stager::max_bytes - 8) / (plane * staged)) - 2 * halo;
   if (pinned < 1) return one;
   two = two > pinned ? pinned : two;
   *overlap = true;

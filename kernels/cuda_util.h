@@ -460,7 +460,9 @@ struct hbuf {
  * anything is freed. Without overlap (one slab alone, or no room for two)
  * one device buffer and no pinned memory: each slab is uploaded from src
  * (or from a host buffer that fill writes) on the main stream, after the
- * kernels on the previous one, as a plain copy. */
+ * kernels on the previous one, as a plain copy; put(k + 1) then overwrites
+ * the only buffer, so a loop whose results stay in the staged buffer (read
+ * by its downloads) calls it after them when !staged. */
 struct slab_stager {
   /* the most pinned memory one staging buffer takes (page-locking is slow
    * and host memory finite): larger slabs are uploaded without overlap */
