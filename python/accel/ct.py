@@ -551,9 +551,10 @@ class CT(ContextCalls):
         smooth_sigma : float
             The peak search sees ``gaussian_filter(edt, sigma)`` (0: none; 3-D only).
         trim : str or sequence of {"saddles", "nearby"}
-            SNOW's trims (see :meth:`trim_markers`) of the peaks found (3-D only).
+            SNOW's trims (see :meth:`trim_markers`) of the peaks found (2-D
+            and 3-D).
         saddle_iterations, nearby_factor, spacing
-            The trims' parameters (spacing: a scalar or 3 values).
+            The trims' parameters (spacing: a scalar or one value per axis).
         progress : None, True or callable(stage, fraction)
 
         Returns
@@ -564,7 +565,7 @@ class CT(ContextCalls):
         Raises
         ------
         NotImplementedError
-            For smoothing or trims of a 1-D or 2-D map.
+            For smoothing of a 1-D or 2-D map, or trims of a 1-D one.
 
         Examples
         --------
@@ -578,12 +579,18 @@ class CT(ContextCalls):
         e, back = self._in(edt, "edt", (1, 2, 3))
         e = real_as_f32(e, "edt")
         m = mask_u8(self._in(mask, "mask", (e.ndim,))[0])
-        o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
-        if e.ndim != 3 and (o.trim or smooth_sigma > 0):
-            raise NotImplementedError("the trims and smoothing of markers take a 3-D map, not %d-D" % e.ndim)
+        o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing, e.ndim)
+        if (e.ndim != 3 and smooth_sigma > 0) or (e.ndim == 1 and o.trim):
+            raise NotImplementedError("smoothing takes a 3-D map and the trims a 2-D or 3-D one, not %d-D" % e.ndim)
+        trims = o.trim if e.ndim == 2 else 0  # 2-D: the peaks, then the trims of a one-plane volume
+        o.trim = 0 if trims else o.trim
         o.min_distance = min_distance
         o.smooth_sigma = smooth_sigma
         out, n = self._numbered(lib.accel_ct_markers, e, m, o, Call(progress))
+        if trims:
+            o.trim = trims
+            out, n = self._numbered(lib.accel_ct_trim_markers, self._as3d(e), self._as3d(out), o)
+            out = out.reshape(e.shape)
         return back(out), n
 
     def peak_local_max(self, image: Any, min_distance: int = 1, threshold_abs: Optional[float] = None,
@@ -718,22 +725,27 @@ class CT(ContextCalls):
                      spacing: Spacing = None) -> Tuple[Any, int]:
         """SNOW's trims of given peaks with PoreSpy 3's rules.
 
+        2-D images follow PoreSpy's 2-D rules (a 3 x 3 square, 4-connected
+        groups for the saddles, 8-connected for the nearby peaks and the
+        numbering), as a volume of one plane computes them.
+
         Parameters
         ----------
         edt : array
-            The distance map, 3-D, real (taken as float32).
+            The distance map, 2-D or 3-D, real (taken as float32).
         peaks : array
-            3-D integers (nonzero = a peak voxel).
+            Integers of the map's shape (nonzero = a peak voxel).
         trim : str or sequence of {"saddles", "nearby"}
             trim_saddle_points and trim_nearby_peaks.
         saddle_iterations : int
         nearby_factor : float
-        spacing : float or sequence of 3 floats, optional
+        spacing : float or sequence of one value per axis, optional
 
         Returns
         -------
         (array, int)
-            int32 volume numbered by 26-connected group in C order, and the count.
+            int32 of the map's shape, numbered by fully connected group in C
+            order, and the count.
 
         Examples
         --------
@@ -743,12 +755,16 @@ class CT(ContextCalls):
         >>> with accel.Context() as ctx:
         ...     ctx.ct.trim_markers(edt, peaks, trim="saddles")[1]
         1
+        >>> with accel.Context() as ctx:  # a 2-D image
+        ...     ctx.ct.trim_markers(edt[2], peaks[2], trim="saddles")[1]
+        1
         """
-        e, back = self._edt_3d(edt)
-        pk = integer_as(self._in(peaks, "peaks")[0], "int32", "peaks")
-        o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing)
-        out, n = self._numbered(lib.accel_ct_trim_markers, e, pk, o)
-        return back(out), n
+        e, back = self._in(edt, "edt", (2, 3))
+        e = real_as_f32(e, "edt")
+        pk = integer_as(self._in(peaks, "peaks", (e.ndim,))[0], "int32", "peaks")
+        o = self._marker_options(trim, saddle_iterations, nearby_factor, spacing, e.ndim)
+        out, n = self._numbered(lib.accel_ct_trim_markers, self._as3d(e), self._as3d(pk), o)
+        return back(out.reshape(e.shape)), n
 
     @staticmethod
     def _trim_flags(trim: Union[str, Sequence[str]]) -> int:
@@ -759,13 +775,14 @@ class CT(ContextCalls):
             flags |= choice("trim", TRIMS, t)
         return flags
 
-    def _marker_options(self, trim, saddle_iterations, nearby_factor, spacing):
+    def _marker_options(self, trim, saddle_iterations, nearby_factor, spacing, ndim=3):
         o = CtMarkerOptions.defaults()
         o.trim = self._trim_flags(trim)
         o.saddle_iterations = saddle_iterations
         o.nearby_factor = nearby_factor
-        sp = _sampling(spacing, 3, "spacing")
+        sp = _sampling(spacing, ndim, "spacing")
         if sp is not None:
+            sp = (1.0,) * (3 - ndim) + sp
             for i in range(3):
                 o.spacing[i] = sp[i]
         return o
@@ -890,20 +907,25 @@ class CT(ContextCalls):
         return integer_as(self._in(markers, "markers", (1, 2, 3))[0], "int32", "markers")
 
     def network(self, labels: Any, edt: Any, spacing: Spacing = None) -> Dict[str, Any]:
-        """The pore network of a label volume.
+        """The pore network of a label image.
 
         Parameters
         ----------
         labels : array
-            3-D integers (0 or negative: not pore), taken as int32.
+            2-D or 3-D integers (0 or negative: not pore), taken as int32.
         edt : array
-            The distance map, 3-D, real (taken as float32).
-        spacing : float or sequence of 3 floats, optional
+            The distance map, of the labels' shape, real (taken as float32).
+        spacing : float or sequence of one value per axis, optional
 
         Returns
         -------
         dict
             ``{"porosity", "regions": [dict...], "throats": [dict...]}``.
+            In 2-D the measures are the image's own: a region's "volume" is
+            its area (pixels x sy x sx), "equivalent_radius" the radius of the
+            disk of that area, "centroid" is (y, x); a throat's "faces" are
+            the pixel edges its regions share and its "area" their length
+            (each edge's length is the spacing along it).
 
         Examples
         --------
@@ -913,25 +935,34 @@ class CT(ContextCalls):
         ...     net = ctx.ct.network(lab, np.ones(lab.shape, np.float32))
         >>> len(net["regions"]), net["throats"][0]["faces"]
         (2, 9)
+        >>> with accel.Context() as ctx:  # a 2-D image: 3 shared edges
+        ...     ctx.ct.network(lab[0], np.ones(lab[0].shape, np.float32))["throats"][0]["faces"]
+        3
         """
-        lab = integer_as(self._in(labels, "labels")[0], "int32", "labels")
-        e = self._edt_3d(edt)[0]
+        import math
+        lab = integer_as(self._in(labels, "labels", (2, 3))[0], "int32", "labels")
+        e = real_as_f32(self._in(edt, "edt", (lab.ndim,))[0], "edt")
         h = ctypes.c_void_p()
-        self._call(lib.accel_ct_network_build, ref(lab), ref(e), _c_spacing(_sampling(spacing, 3, "spacing")),
-                   ctypes.byref(h))
-        return _network_dict(h)
+        self._call(lib.accel_ct_network_build, ref(self._as3d(lab)), ref(self._as3d(e)),
+                   _c_spacing(_sampling(spacing, lab.ndim, "spacing")), ctypes.byref(h))
+        net = _network_dict(h)
+        if lab.ndim == 2:  # the one-plane volume's measures are the image's, but for the disk and the centroid
+            for r in net["regions"]:
+                r["equivalent_radius"] = math.sqrt(r["volume"] / math.pi)
+                r["centroid"] = tuple(r["centroid"][1:])
+        return net
 
     def _pipeline_2d(self, image, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
-                     fill_connectivity, slope, intercept, markers, outputs, trim) -> Dict[str, Any]:
+                     fill_connectivity, slope, intercept, markers, outputs, trim, saddle_iterations,
+                     nearby_factor) -> Dict[str, Any]:
         """The pipeline of a 2-D image, stage by stage with 2-D rules."""
         import numpy as np
         outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)
         unknown = set(outputs) - {"solid", "filled", "pores", "edt", "markers", "labels", "network"}
         if unknown:
             raise ValueError("unknown outputs %s" % sorted(unknown))
-        if "network" in outputs or smooth_sigma > 0 or self._trim_flags(trim):
-            raise NotImplementedError("the pore network, smoothing and trims of a 2-D image are not implemented "
-                                      "(3-D volumes only)")
+        if smooth_sigma > 0:
+            raise NotImplementedError("smoothing of a 2-D image is not implemented (3-D volumes only)")
         conn = {6: 1, 1: 1, 18: 2, 26: 2, 2: 2, 3: 2}.get(fill_connectivity)
         if conn is None:
             raise ValueError("fill_connectivity must be 6, 18 or 26 (1, 2 or 3), not %r" % (fill_connectivity,))
@@ -951,9 +982,12 @@ class CT(ContextCalls):
             mk = integer_as(self._in(markers, "markers", (2,))[0], "int32", "markers")
             count = int(np.count_nonzero(mk))
         else:
-            mk, count = self.markers(edt, pore, min_distance=min_distance)
-        wants_labels = "labels" in outputs
+            mk, count = self.markers(edt, pore, min_distance=min_distance, trim=trim,
+                                     saddle_iterations=saddle_iterations, nearby_factor=nearby_factor, spacing=sp)
+        wants_labels = "labels" in outputs or "network" in outputs
         labels = self.watershed(-edt, mk, mask=pore, ties=ties) if wants_labels else None
+        if "network" in outputs:
+            r["network"] = self.network(labels, edt, spacing=sp)
         for name, value in (("solid", solid), ("filled", filled), ("pores", pore), ("edt", edt), ("markers", mk),
                             ("labels", labels)):
             if name in outputs:
@@ -1058,8 +1092,9 @@ class CT(ContextCalls):
         A 2-D image runs the stages one by one with their 2-D rules: fill
         holes with the 2-D neighbourhood of `fill_connectivity` (6: 4
         neighbours, 18 or 26: 8), the 2-D EDT with the last two spacings,
-        the peak search's 2-D rules, the watershed 4-connected. Smoothing,
-        trims and the network are 3-D only (NotImplementedError).
+        the peak search's 2-D rules (and the trims' PoreSpy 2-D rules), the
+        watershed 4-connected, the network of :meth:`network`'s 2-D
+        measures. Smoothing is 3-D only (NotImplementedError).
 
         Examples
         --------
@@ -1072,7 +1107,8 @@ class CT(ContextCalls):
         """
         if getattr(volume, "ndim", 3) == 2 and device_in(self._ctx, volume, _VOLUME_DTYPES) is None:
             return self._pipeline_2d(volume, threshold, compare, pores, spacing, min_distance, smooth_sigma, ties,
-                                     fill_connectivity, slope, intercept, markers, outputs, trim)
+                                     fill_connectivity, slope, intercept, markers, outputs, trim, saddle_iterations,
+                                     nearby_factor)
         dv = device_in(self._ctx, volume, _VOLUME_DTYPES)  # a GPU array in place, the results on its device
         v = dv if dv is not None else _volume_dtype(self._in(volume, "volume")[0], "volume")
         outputs = (outputs,) if isinstance(outputs, str) else tuple(outputs)

@@ -450,6 +450,75 @@ class CT(unittest.TestCase):
         with self.assertRaises(ValueError):
             ct.trim_markers(a["edt"], a["markers"], trim="peaks")
 
+    def test_2d_trims_equal_porespy(self):
+        """PoreSpy 3.2.0's 2-D trims (tests/data/ct/make_trim_refs_2d.py) of three porous images."""
+        r = np.load(os.path.join(CTDATA, "trim_refs_2d.npz"))
+        ct = self.ctx.ct
+        for k in range(3):
+            edt, peaks = r["edt_%d" % k], r["peaks_%d" % k]
+            for trim, kind in (("saddles", "saddles"), ("nearby", "nearby"), (("saddles", "nearby"), "both")):
+                got, n = ct.trim_markers(edt, peaks, trim=trim)
+                want = r["%s_%d" % (kind, k)]
+                self.assertEqual(got.shape, edt.shape)
+                np.testing.assert_array_equal(got, want, err_msg="%s %d" % (kind, k))
+                self.assertEqual(n, want.max())
+        # the markers' own trims are trim_markers' of the peaks found
+        edt = r["edt_0"]
+        pores = edt > 0
+        found, _ = ct.markers(edt, pores, min_distance=1)
+        got, n = ct.markers(edt, pores, min_distance=1, trim=("saddles", "nearby"))
+        want, m = ct.trim_markers(edt, found, trim=("saddles", "nearby"))
+        np.testing.assert_array_equal(got, want)
+        self.assertEqual(n, m)
+        with self.assertRaises(ValueError):
+            ct.trim_markers(edt, peaks[:, :-1])
+
+    def test_2d_network_measures(self):
+        """A 2-D label image's network against measures computed here with numpy."""
+        import math
+        rng = np.random.default_rng(4)
+        lab = rng.integers(0, 5, (23, 31)).astype(np.int32)
+        lab[rng.random(lab.shape) < 0.4] = 0
+        edt = rng.random(lab.shape).astype(np.float32) * 3
+        sy, sx = 0.5, 2.0
+        net = self.ctx.ct.network(lab, edt, spacing=(sy, sx))
+        self.assertAlmostEqual(net["porosity"], float((lab > 0).mean()), places=12)
+        ys, xs = np.indices(lab.shape)
+        for reg in net["regions"]:
+            on = lab == reg["label"]
+            area = on.sum() * sy * sx
+            self.assertEqual(reg["voxels"], on.sum())
+            self.assertAlmostEqual(reg["volume"], area, places=9)
+            self.assertAlmostEqual(reg["equivalent_radius"], math.sqrt(area / math.pi), places=9)
+            self.assertEqual(len(reg["centroid"]), 2)
+            self.assertAlmostEqual(reg["centroid"][0], ys[on].mean() * sy, places=9)
+            self.assertAlmostEqual(reg["centroid"][1], xs[on].mean() * sx, places=9)
+            self.assertEqual(reg["inscribed_radius"], edt[on].max())
+        want = {}
+        for a, b, ea, eb, length in ((lab[:-1], lab[1:], edt[:-1], edt[1:], sx), (lab[:, :-1], lab[:, 1:], edt[:, :-1],
+                                                                                   edt[:, 1:], sy)):
+            for i, j, u, v in zip(a.ravel(), b.ravel(), ea.ravel(), eb.ravel()):
+                if i > 0 and j > 0 and i != j:
+                    key = (min(i, j), max(i, j))
+                    t = want.setdefault(key, [0, 0.0, 0.0])
+                    t[0] += 1
+                    t[1] += length
+                    t[2] = max(t[2], float(min(u, v)))
+        got = {(t["a"], t["b"]): t for t in net["throats"]}
+        self.assertEqual(sorted(got), sorted(want))
+        for key, (edges, length, radius) in want.items():
+            self.assertEqual(got[key]["faces"], edges)
+            self.assertAlmostEqual(got[key]["area"], length, places=9)
+            self.assertEqual(got[key]["inscribed_radius"], radius)
+        # the 2-D pipeline's trims and network are those of its own outputs
+        img = np.where(edt > 0.8, 0, 200).astype(np.uint8)
+        r = self.ctx.ct.pipeline(img, 100, trim=("saddles", "nearby"), min_distance=1,
+                                 outputs=("edt", "markers", "labels", "network"))
+        pores = r["edt"] > 0
+        want_markers, _ = self.ctx.ct.markers(r["edt"], pores, min_distance=1, trim=("saddles", "nearby"))
+        np.testing.assert_array_equal(r["markers"], want_markers)
+        self.assertEqual(r["network"], self.ctx.ct.network(r["labels"], r["edt"]))
+
     def test_strided_views_rescale_and_errors(self):
         a, _, _, _ = ct_fixture("berea_pore")
         pores = a["pores"].astype(bool)

@@ -369,8 +369,10 @@ class Pythonic(unittest.TestCase):
                                       self.ctx.ct.watershed(image, markers, connectivity=2))
         with self.assertRaises(NotImplementedError):  # not a ball of generate_binary_structure
             self.ctx.ct.watershed(image, markers, connectivity=np.eye(3, dtype=bool))
-        with self.assertRaises(NotImplementedError):  # 2-D markers: test_peaks.py; the trims are 3-D rules
-            self.ctx.ct.markers(image.astype(np.float32), image, trim="saddles")
+        with self.assertRaises(NotImplementedError):  # 2-D markers: test_peaks.py; smoothing is 3-D only
+            self.ctx.ct.markers(image.astype(np.float32), image, smooth_sigma=1.0)
+        with self.assertRaises(NotImplementedError):  # the trims take 2-D and 3-D maps
+            self.ctx.ct.markers(np.ones(5, np.float32), np.ones(5), trim="saddles")
         with self.assertRaisesRegex(ValueError, "markers has values outside int32's range"):
             self.ctx.ct.watershed(image, markers.astype(np.int64) * 2 ** 40)
 
