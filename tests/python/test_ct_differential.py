@@ -116,8 +116,8 @@ class Pipeline2D(unittest.TestCase):
                 np.testing.assert_array_equal(r["edt"], edt)
                 self.assertEqual(r["marker_count"], int(np.count_nonzero(r["markers"])))
                 np.testing.assert_array_equal(r["labels"], segmentation.watershed(-edt, r["markers"], mask=pores))
-            with self.assertRaises(NotImplementedError):
-                ctx.ct.pipeline(np.zeros((8, 8), np.uint8), 1, outputs=("network",))
+            with self.assertRaises(NotImplementedError):  # smoothing stays 3-D
+                ctx.ct.pipeline(np.zeros((8, 8), np.uint8), 1, smooth_sigma=1.0, outputs=("labels",))
 
 
 if __name__ == "__main__":
