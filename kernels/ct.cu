@@ -475,7 +475,6 @@ accel_status threshold_host(run_ctx &r, const void *in, accel_dtype dt, const do
   const uint64_t per_voxel = (in_dev ? 0 : isz) + (out_dev ? 0 : 1) + (rescale ? 4 : 0);
   bool overlap = false;
   int64_t planes = staged_planes(r, in_dev ? 0 : isz, per_voxel - (in_dev ? 0 : isz), 0, &overlap);
-  if (plane * per_voxel == 0) planes = r.d.nz;
   if (planes < 1) {
     accel__why(why, "one plane needs %.1f MiB, over the budget", plane * per_voxel / 1048576.0);
     return ACCEL_ERR_DEVICE_MEMORY;

@@ -17,11 +17,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__CUDACC__)
-#define ACCEL__HD __host__ __device__
-#else
-#define ACCEL__HD
-#endif
+#include "ct/hd.h"
 
 /* Scratch of one line (up to n values): entry k of each array at [k * step]
  * (the GPU interleaves the scratch of neighbouring lines). */
@@ -34,7 +30,8 @@ typedef struct accel__edt_scratch {
 } accel__edt_scratch;
 
 /* The envelope of f[0 .. n) (entries fstride apart), in place. */
-static inline ACCEL__HD void accel__edt_envelope(float *f, int64_t fstride, int64_t n, double s, accel__edt_scratch w) {
+static inline ACCEL__CT_HD void accel__edt_envelope(float *f, int64_t fstride, int64_t n, double s,
+                                                    accel__edt_scratch w) {
   const double s2 = s * s, s2x2 = 2.0 * s2;
   const int64_t st = w.step;
   int64_t k = -1;
@@ -66,7 +63,7 @@ static inline ACCEL__HD void accel__edt_envelope(float *f, int64_t fstride, int6
 }
 
 /* The whole line: each run of nonzero values with its bounding zeros. */
-static inline ACCEL__HD void accel__edt_line(float *f, int64_t fstride, int64_t n, double s, accel__edt_scratch w) {
+static inline ACCEL__CT_HD void accel__edt_line(float *f, int64_t fstride, int64_t n, double s, accel__edt_scratch w) {
   int64_t i = 0;
   while (i < n) {
     if (fstride == 1) /* zeros here are +0.0: four of them have all bits clear */
@@ -90,8 +87,8 @@ static inline ACCEL__HD void accel__edt_line(float *f, int64_t fstride, int64_t 
 /* Squared distance along x of one row, for the first pass: the distance in
  * voxels to the row's nearest zero of m (two sweeps), scaled by sx and
  * squared; +inf in a row without zeros. dist: n int32 of scratch. */
-static inline ACCEL__HD void accel__edt_row(const uint8_t *m, float *o, int64_t n, double sx, int32_t *dist,
-                                            int64_t dstep) {
+static inline ACCEL__CT_HD void accel__edt_row(const uint8_t *m, float *o, int64_t n, double sx, int32_t *dist,
+                                               int64_t dstep) {
   const int32_t far = 0x3fffffff;
   int32_t run = far;
   for (int64_t x = 0; x < n; x++) {

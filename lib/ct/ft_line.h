@@ -31,13 +31,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef ACCEL__HD
-#if defined(__CUDACC__)
-#define ACCEL__HD __host__ __device__
-#else
-#define ACCEL__HD
-#endif
-#endif
+#include "ct/hd.h"
 
 /* Scratch of one line of up to n elements: entry k of each array at
  * [k * step] (the GPU interleaves the scratch of neighbouring lines). */
@@ -48,8 +42,8 @@ typedef struct accel__ft_scratch {
 } accel__ft_scratch;
 
 /* A voxel's initial feature: itself when it is zero, the placeholder else. */
-static inline ACCEL__HD void accel__ft_init(const uint8_t *mask, int32_t *ft, uint64_t nvox, uint64_t i, int64_t ny,
-                                            int64_t nx) {
+static inline ACCEL__CT_HD void accel__ft_init(const uint8_t *mask, int32_t *ft, uint64_t nvox, uint64_t i, int64_t ny,
+                                               int64_t nx) {
   const bool zero = mask[i] == 0;
   const int64_t plane = ny * nx;
   ft[i] = zero ? (int32_t)((int64_t)i / plane) : -1;
@@ -59,8 +53,8 @@ static inline ACCEL__HD void accel__ft_init(const uint8_t *mask, int32_t *ft, ui
 
 /* Squared, scaled distance of feature `f` (entries `step` apart) to the line
  * through `coor`, leaving out axis `skip` (-1: none). */
-static inline ACCEL__HD double accel__ft_off_line(const int32_t *f, int64_t step, const int64_t coor[3],
-                                                  const double sp[3], int skip) {
+static inline ACCEL__CT_HD double accel__ft_off_line(const int32_t *f, int64_t step, const int64_t coor[3],
+                                                     const double sp[3], int skip) {
   double r = 0.0;
   for (int c = 0; c < 3; c++) {
     if (c == skip) continue;
@@ -71,8 +65,8 @@ static inline ACCEL__HD double accel__ft_off_line(const int32_t *f, int64_t step
 }
 
 /* Squared, scaled distance of feature `f` to element `p` of the line along `axis`. */
-static inline ACCEL__HD double accel__ft_to_point(const int32_t *f, int64_t step, const int64_t coor[3], int axis,
-                                                  int64_t p, const double sp[3]) {
+static inline ACCEL__CT_HD double accel__ft_to_point(const int32_t *f, int64_t step, const int64_t coor[3], int axis,
+                                                     int64_t p, const double sp[3]) {
   double r = 0.0;
   for (int c = 0; c < 3; c++) {
     const double t = (double)((int64_t)f[c * step] - (c == axis ? p : coor[c])) * sp[c];
@@ -84,8 +78,9 @@ static inline ACCEL__HD double accel__ft_to_point(const int32_t *f, int64_t step
 /* One line of length n along `axis` whose element i is voxel base + i *
  * stride of the features ft; coor: the line's coordinates (coor[axis]
  * unused). */
-static inline ACCEL__HD void accel__ft_line(int32_t *ft, uint64_t nvox, uint64_t base, int64_t stride, int64_t n,
-                                            int axis, const int64_t coor[3], const double sp[3], accel__ft_scratch w) {
+static inline ACCEL__CT_HD void accel__ft_line(int32_t *ft, uint64_t nvox, uint64_t base, int64_t stride, int64_t n,
+                                               int axis, const int64_t coor[3], const double sp[3],
+                                               accel__ft_scratch w) {
   const int64_t st = w.step;
   for (int64_t i = 0; i < n; i++)
     for (int c = 0; c < 3; c++) w.f[(3 * i + c) * st] = ft[(uint64_t)c * nvox + base + (uint64_t)(i * stride)];
@@ -123,8 +118,8 @@ static inline ACCEL__HD void accel__ft_line(int32_t *ft, uint64_t nvox, uint64_t
 /* Line k of the pass along `axis` of a (nz, ny, nx) volume: its coordinates
  * (coor[axis] = 0), its first voxel, stride and length. Lines are numbered
  * so that consecutive ones are neighbours along x (along y for the x pass). */
-static inline ACCEL__HD void accel__ft_line_of(int64_t k, int axis, int64_t nz, int64_t ny, int64_t nx, int64_t coor[3],
-                                               uint64_t *base, int64_t *stride, int64_t *len) {
+static inline ACCEL__CT_HD void accel__ft_line_of(int64_t k, int axis, int64_t nz, int64_t ny, int64_t nx,
+                                                  int64_t coor[3], uint64_t *base, int64_t *stride, int64_t *len) {
   if (axis == 0) coor[0] = 0, coor[1] = k / nx, coor[2] = k % nx;
   else if (axis == 1) coor[0] = k / nx, coor[1] = 0, coor[2] = k % nx;
   else coor[0] = k / ny, coor[1] = k % ny, coor[2] = 0;
@@ -135,8 +130,8 @@ static inline ACCEL__HD void accel__ft_line_of(int64_t k, int axis, int64_t nz, 
 
 /* Voxel i's distance to its feature, as numpy computes it from the indices:
  * int32 differences, in float64, scaled, squared and summed z first. */
-static inline ACCEL__HD double accel__ft_distance(const int32_t *ft, uint64_t nvox, uint64_t i, int64_t ny, int64_t nx,
-                                                  const double sp[3]) {
+static inline ACCEL__CT_HD double accel__ft_distance(const int32_t *ft, uint64_t nvox, uint64_t i, int64_t ny,
+                                                     int64_t nx, const double sp[3]) {
   const int64_t plane = ny * nx;
   const int32_t z = (int32_t)((int64_t)i / plane), y = (int32_t)((int64_t)i % plane / nx),
                 x = (int32_t)((int64_t)i % nx);

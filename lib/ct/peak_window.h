@@ -12,13 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#ifndef ACCEL__HD
-#if defined(__CUDACC__)
-#define ACCEL__HD __host__ __device__
-#else
-#define ACCEL__HD
-#endif
-#endif
+#include "ct/hd.h"
 
 /* A region of the search: its bounding box (inclusive) and its voxels,
  * mem[off .. off + count) of the search's list. */
@@ -46,7 +40,7 @@ typedef struct accel__ct_peak_window {
 /* 1 when voxel i of region r equals the maximum of its footprint's window:
  * the window sees the region's voxels, other voxels of the box as bg, and
  * beyond the box 0 or the box's nearest voxel. */
-static inline ACCEL__HD uint8_t accel__ct_peak_window_test(const accel__ct_peak_window *w, uint64_t i, int64_t r) {
+static inline ACCEL__CT_HD uint8_t accel__ct_peak_window_test(const accel__ct_peak_window *w, uint64_t i, int64_t r) {
   const accel__ct_peak_region *g = &w->reg[r];
   const uint64_t plane = (uint64_t)w->d.ny * (uint64_t)w->d.nx;
   const int64_t c[3] = {(int64_t)(i / plane), (int64_t)(i % plane / (uint64_t)w->d.nx),

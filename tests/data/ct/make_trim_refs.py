@@ -40,11 +40,11 @@ def label26(peaks):
 
 
 def without_ties(peaks):
-    """Drop peak groups (26-connected) with equally near nearest neighbours until none remain."""
+    """Drop peak groups (fully connected) with equally near nearest neighbours until none remain."""
     import scipy.spatial as sptl
     peaks = peaks.copy()
     while True:
-        lab, n = ndi.label(peaks, structure=np.ones((3, 3, 3), bool))
+        lab, n = ndi.label(peaks, structure=np.ones((3,) * peaks.ndim, bool))
         if n < 3:
             return peaks
         crds = np.vstack(ndi.center_of_mass(peaks, labels=lab, index=np.arange(1, n + 1))).astype(int)

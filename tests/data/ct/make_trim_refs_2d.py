@@ -20,25 +20,10 @@ import sys
 import numpy as np
 import porespy as ps
 import scipy.ndimage as ndi
-import scipy.spatial as sptl
+from make_trim_refs import without_ties  # the same rule, in 2-D
 from skimage.feature import peak_local_max
 
 SQUARE = np.ones((3, 3), bool)
-
-
-def without_ties(peaks):
-    """Drop peak groups (8-connected) with equally near nearest neighbours until none remain."""
-    peaks = peaks.copy()
-    while True:
-        lab, n = ndi.label(peaks, structure=SQUARE)
-        if n < 3:
-            return peaks
-        crds = np.vstack(ndi.center_of_mass(peaks, labels=lab, index=np.arange(1, n + 1))).astype(int)
-        dist, _ = sptl.KDTree(crds).query(crds, k=3)
-        tied = np.where(dist[:, 1] == dist[:, 2])[0]
-        if len(tied) == 0:
-            return peaks
-        peaks[lab == tied[0] + 1] = False
 
 
 def main():
