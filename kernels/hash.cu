@@ -298,6 +298,10 @@ void plan_free(group_plan *g) {
   *g = group_plan();
 }
 
+/* Whether the group holds an image as RGB: a colour image decoded so, or a
+ * colour device array (RGB, RGBA); gray modes are a gray plane. */
+bool as_rgb(const accel__hash_image *im) { return im->rgb || (im->device && im->channels >= 3); }
+
 /* Device bytes one decoded image needs (to decide group sizes). */
 int64_t image_bytes(const accel__hash_spec *spec, int64_t w, int64_t h, bool rgb) {
   int64_t b = align_up(w * h * (rgb ? 3 : 1)) + (rgb ? align_up(w * h) : 0) + 4096;
@@ -368,7 +372,7 @@ struct group_builder {
 void plan_targets(const accel__hash_spec *spec, const accel__hash_image *im, img_desc *d) {
   d->w = im->w;
   d->h = im->h;
-  d->channels = im->rgb ? 3 : 1;
+  d->channels = as_rgb(im) ? 3 : 1;
   d->counts_off = d->phash_off = d->whash_off = -1;
   d->whash_k = -1;
   for (int k = 0; k < spec->nkinds; k++) {
@@ -477,6 +481,7 @@ int64_t place_upload(group_builder &b, bool plan) {
     off = align_up(off + b.w.bytes(i));
   }
   for (size_t i = 0; i < g->nimg; i++) {
+    if (g->img[i].device) continue; /* not uploaded: place_device */
     g->desc[i].px_off = off;
     off = align_up(off + g->desc[i].w * g->desc[i].h * g->desc[i].channels);
   }
@@ -484,10 +489,16 @@ int64_t place_upload(group_builder &b, bool plan) {
 }
 
 /* Arena offsets, from off, of what only the device writes per image: the
- * gray plane of colour images, target planes, hash slots, colour counts,
- * phash and whash scratch. Returns their end. */
+ * pixels of device-array images, the gray plane of colour images, target
+ * planes, hash slots, colour counts, phash and whash scratch. Returns their
+ * end. */
 int64_t place_device(const accel__hash_spec *spec, group_plan *g, int64_t off) {
   const int n = spec->hash_size, K = spec->nkinds;
+  for (size_t i = 0; i < g->nimg; i++)
+    if (g->img[i].device) {
+      g->desc[i].px_off = off;
+      off = align_up(off + g->desc[i].w * g->desc[i].h * g->desc[i].channels);
+    }
   for (size_t i = 0; i < g->nimg; i++) {
     img_desc *d = &g->desc[i];
     if (d->channels == 3) {
@@ -583,6 +594,7 @@ accel_status stage_group(executor *x, const group_builder &b, const accel__dct_p
   for (int i = 0; i < b.w.n; i++) memcpy(to + b.w.e[i].off, b.w.e[i].data, (size_t)b.w.bytes(i));
   for (size_t i = 0; i < g->nimg; i++) {
     const accel__hash_image *im = &g->img[i];
+    if (im->device) continue; /* converted on the device (device_pixels) */
     memcpy(to + g->desc[i].px_off, im->rgb ? im->rgb : im->gray, (size_t)(im->w * im->h * (im->rgb ? 3 : 1)));
   }
   return ACCEL_OK;
@@ -795,7 +807,7 @@ struct decoder {
     accel__hash_load_range(job, from, to, true, tmp, call->threads);
     for (size_t i = 0; i < to - from; i++) {
       char why[ACCEL_REASON_MAX];
-      if (!tmp[i].gray && !tmp[i].rgb) continue;                           /* recorded by the loader */
+      if (!tmp[i].gray && !tmp[i].rgb && !tmp[i].device) continue;         /* recorded by the loader */
       if (accel__whash_db4_refused(&job->spec, tmp[i].w, tmp[i].h, why)) { /* as the CPU refuses it */
         accel__hash_record(job, from + i, ACCEL_ERR_UNSUPPORTED, why);
         accel__hash_image_free(&tmp[i]);
@@ -822,7 +834,7 @@ struct decoder {
     size_t n = 0;
     int64_t need = 0;
     while (n < npending) {
-      need += image_bytes(&job->spec, pending[n].w, pending[n].h, pending[n].rgb != nullptr);
+      need += image_bytes(&job->spec, pending[n].w, pending[n].h, as_rgb(&pending[n]));
       if (need > cap && n > 0) break;
       n++;
     }
@@ -896,11 +908,38 @@ accel_status grow_arena(batch_state &b, const group_plan &g) {
   return s;
 }
 
-/* One upload of the staged group, and its hash slots (their padding too)
- * and colour counts zeroed: queued on the stream. */
+/* A device array's pixels (L, LA, RGB or RGBA) as the group holds them:
+ * gray (L; LA's L) or RGB (RGBA's alpha dropped), as the CPU converts an
+ * array (accel__row_to_gray, accel__row_to_rgb). */
+struct device_px {
+  const uint8_t *src;
+  uint8_t *dst;
+  int32_t in_ch, out_ch;
+  __host__ __device__ void operator()(uint64_t i) const {
+    for (int32_t k = 0; k < out_ch; k++) dst[i * out_ch + k] = src[i * in_ch + k];
+  }
+};
+
+/* The group's device-array images into their place in the arena: queued
+ * on the stream after the upload. */
+accel_status device_pixels(batch_state &b, const group_plan &g) {
+  accel_status s = ACCEL_OK;
+  for (size_t i = 0; i < g.nimg && !s; i++) {
+    const accel__hash_image *im = &g.img[i];
+    if (!im->device) continue;
+    const device_px f = {im->device, b.arena.p + g.desc[i].px_off, im->channels, g.desc[i].channels};
+    s = each(b.x, (uint64_t)(im->w * im->h), f, b.call->why, "convert a device image");
+  }
+  return s;
+}
+
+/* One upload of the staged group, its device-array images put in place,
+ * and its hash slots (their padding too) and colour counts zeroed: queued
+ * on the stream. */
 accel_status upload_group(batch_state &b, const group_plan &g) {
   char *why = b.call->why;
   accel_status s = upload(b.x, b.arena.p, b.staging.p, (size_t)g.upload_bytes, why);
+  if (!s) s = device_pixels(b, g);
   for (size_t i = 0; i < g.nimg && !s; i++) {
     s = accel__cuda_check(b.x->zero(b.arena.p + g.desc[i].slots_off, b.slots_bytes()), why, "memset");
     if (!s && b.job->spec.need_color)
@@ -968,6 +1007,8 @@ accel_status run_pipeline(executor *x, accel__call *call, accel__hash_job *job) 
                  job->spec.hash_size * job->spec.highfreq);
     else accel__why(call->why, "out of host memory");
   }
+  if (!s && job->on_device) /* the caller's work that writes the device images comes first */
+    s = accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize");
   group_plan g;
   while (!s) {
     if (dec.npending == 0) { /* nothing decoded waits: decode the next inputs (no GPU work to overlap) */

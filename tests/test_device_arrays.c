@@ -101,7 +101,7 @@ static void check_refusal(accel_ctx *ctx, const char *call, accel_status got, ac
 /* Every other function taking arrays, with a device array among valid
  * host arguments: the refusal names the device memory (the data pointer
  * would crash on a read). */
-static void refuse_everywhere(accel_ctx *ctx, accel_status want, const char *needle) {
+static void refuse_everywhere(accel_ctx *ctx, accel_status want, const char *needle, bool gpu) {
   static uint8_t host8[N];
   static float hostf[N];
   static int32_t host32[N];
@@ -130,7 +130,7 @@ static void refuse_everywhere(accel_ctx *ctx, accel_status want, const char *nee
   REFUSED(accel_ct_trim_markers(ctx, &df, &h32, NULL, &h32, &count));
   REFUSED(accel_ct_watershed(ctx, &df, &h32, NULL, NULL, &h32));
   REFUSED(accel_ct_network_build(ctx, &h32, &df, NULL, &net));
-  REFUSED(accel_hash_arrays(ctx, &img, 1, NULL, hash, sizeof hash, st));
+  if (!gpu) REFUSED(accel_hash_arrays(ctx, &img, 1, NULL, hash, sizeof hash, st));
   REFUSED(accel_image_to_gray(ctx, &img, &himg));
   REFUSED(accel_npy_save(ctx, "/nonexistent/x.npy", &d8));
   REFUSED(accel_raw_save(ctx, "/nonexistent/x.raw", &d8));
@@ -147,7 +147,7 @@ static void refuse_everywhere(accel_ctx *ctx, accel_status want, const char *nee
 
 START_TEST(every_function_refuses_device_arrays_on_the_cpu) {
   accel_ctx *cpu = cpu_ctx();
-  refuse_everywhere(cpu, ACCEL_ERR_INVALID_ARG, "device memory");
+  refuse_everywhere(cpu, ACCEL_ERR_INVALID_ARG, "device memory", false);
   accel_ctx_destroy(cpu);
 }
 END_TEST
@@ -155,7 +155,7 @@ END_TEST
 #if EXPECT_CUDA
 START_TEST(every_other_function_refuses_device_arrays_on_the_gpu) {
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, NULL);
-  refuse_everywhere(gpu, ACCEL_ERR_UNSUPPORTED, "device arrays are not supported by");
+  refuse_everywhere(gpu, ACCEL_ERR_UNSUPPORTED, "device arrays are not supported by", true);
   accel_ctx_destroy(gpu);
 }
 END_TEST
@@ -469,6 +469,126 @@ START_TEST(every_failure_with_device_arrays_falls_back_right) {
   free(r);
 }
 END_TEST
+
+/* ---- hashing images that are device arrays */
+
+enum { HIMG = 5, HW = 96, HH = 72, HKINDS = 5 };
+
+/* Five images of every layout an array can have (L, LA, RGB, RGBA, and L
+ * again), filled with smooth gradients and noise so the hashes differ. */
+static void make_images(uint8_t *px[HIMG], accel_array img[HIMG], bool device) {
+  static const int channels[HIMG] = {1, 2, 3, 4, 1};
+  for (int i = 0; i < HIMG; i++) {
+    const int c = channels[i];
+    px[i] = malloc((size_t)(HW * HH * c));
+    fill_random(px[i], HW * HH * c, 100 + i);
+    for (int y = 0; y < HH; y++)
+      for (int x = 0; x < HW; x++)
+        for (int k = 0; k < c; k++) {
+          uint8_t *v = &px[i][(y * HW + x) * c + k];
+          *v = (uint8_t)((*v & 31) + (x * (k + 1) * 2 + y * (i + 1)) % 200);
+        }
+    const int64_t shape[3] = {HH, HW, c};
+    ck_assert_int_eq(accel_array_init(&img[i], px[i], ACCEL_DTYPE_U8, c == 1 ? 2 : 3, shape), ACCEL_OK);
+    if (device && i != 4)
+      ck_assert_int_eq(accel_array_on_device(&img[i]), ACCEL_OK); /* the last one stays on the host */
+  }
+}
+
+static void hash_options(accel_hash_options *o) {
+  accel_hash_options_init(o, sizeof *o);
+  static const accel_hash_kind kinds[HKINDS] = {ACCEL_HASH_AHASH, ACCEL_HASH_DHASH, ACCEL_HASH_PHASH, ACCEL_HASH_WHASH,
+                                                ACCEL_HASH_COLORHASH};
+  o->nkinds = HKINDS;
+  memcpy(o->kinds, kinds, sizeof kinds);
+}
+
+enum { HSLOT = 16 };
+
+/* The CPU's hashes of the five images, from host arrays. */
+static void hash_refs(uint8_t want[HIMG * HKINDS * HSLOT]) {
+  uint8_t *px[HIMG];
+  accel_array img[HIMG];
+  make_images(px, img, false);
+  accel_ctx *cpu = cpu_ctx();
+  accel_hash_options o;
+  hash_options(&o);
+  accel_status st[HIMG];
+  ck_assert_int_eq(accel_hash_arrays(cpu, img, HIMG, &o, want, HSLOT, st), ACCEL_OK);
+  for (int i = 0; i < HIMG; i++) ck_assert_int_eq(st[i], ACCEL_OK);
+  accel_ctx_destroy(cpu);
+  for (int i = 0; i < HIMG; i++) free(px[i]);
+}
+
+static accel_status hash_on(accel_ctx *ctx, bool device, uint8_t got[HIMG * HKINDS * HSLOT]) {
+  uint8_t *px[HIMG];
+  accel_array img[HIMG];
+  make_images(px, img, device);
+  accel_hash_options o;
+  hash_options(&o);
+  accel_status st[HIMG];
+  memset(got, 0xEE, HIMG * HKINDS * HSLOT);
+  const accel_status s = accel_hash_arrays(ctx, img, HIMG, &o, got, HSLOT, st);
+  for (int i = 0; i < HIMG && !s; i++) ck_assert_int_eq(st[i], ACCEL_OK);
+  for (int i = 0; i < HIMG; i++) free(px[i]);
+  return s;
+}
+
+/* Device images (gray, LA, RGB, RGBA, among a host one) hashed in place:
+ * the CPU's hashes from host arrays, and their pixels never uploaded (the
+ * host run uploads at least their bytes more). */
+START_TEST(hash_arrays_reads_device_images_in_place) {
+  uint8_t *want = malloc(HIMG * HKINDS * HSLOT), *got = malloc(HIMG * HKINDS * HSLOT);
+  hash_refs(want);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  ck_assert_int_eq(hash_on(gpu, false, got), ACCEL_OK);
+  ck_assert_mem_eq(got, want, HIMG * HKINDS * HSLOT);
+  const accel_stage_stats host = stats_of(gpu, "hash.batch");
+  ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
+  ck_assert_int_eq(hash_on(gpu, true, got), ACCEL_OK);
+  ck_assert_mem_eq(got, want, HIMG * HKINDS * HSLOT);
+  const accel_stage_stats dev = stats_of(gpu, "hash.batch");
+  ck_assert_uint_eq(dev.gpu_runs, 1);
+  ck_assert_uint_eq(dev.bytes_downloaded, host.bytes_downloaded);
+  /* device images 0..3 hold L, L (from LA), RGB, RGB (from RGBA) on the device */
+  const uint64_t device_px = (uint64_t)HW * HH * (1 + 1 + 3 + 3);
+  ck_assert_uint_le(dev.bytes_uploaded + device_px, host.bytes_uploaded);
+  free(want);
+  free(got);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
+static accel_status hash_device_images(accel_ctx *ctx, void *user) {
+  const uint8_t *want = user;
+  uint8_t got[HIMG * HKINDS * HSLOT];
+  const accel_status s = hash_on(ctx, true, got);
+  if (s == ACCEL_OK) ck_assert_mem_eq(got, want, sizeof got);
+  return s;
+}
+
+/* Every CUDA call of the batch made to fail in turn with device images: the
+ * CPU reruns it on host copies of them, with the same hashes. */
+START_TEST(hash_arrays_with_device_images_fall_back_right) {
+  uint8_t *want = malloc(HIMG * HKINDS * HSLOT);
+  hash_refs(want);
+  ck_assert_int_ge(emulated_fault_sweep("hash.batch", hash_device_images, want), 2);
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  accel__cuda_fault_error = CUDA_ERROR_LAUNCH_FAILURE;
+  accel__cuda_fault_at = 0;
+  uint8_t got[HIMG * HKINDS * HSLOT];
+  ck_assert_int_eq(hash_on(gpu, true, got), ACCEL_OK);
+  accel__cuda_fault_at = -1;
+  ck_assert_mem_eq(got, want, sizeof got);
+  const accel_stage_stats st = stats_of(gpu, "hash.batch");
+  ck_assert_uint_eq(st.fallbacks, 1);
+  ck_assert_uint_eq(st.bytes_downloaded, (uint64_t)HW * HH * (1 + 2 + 3 + 4)); /* the device images, down */
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] hash.batch failed: "), 1);
+  free(want);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
 #endif
 
 static Suite *suite_device_arrays(void) {
@@ -484,6 +604,8 @@ static Suite *suite_device_arrays(void) {
   tcase_add_test(tc, pipeline_uses_device_arrays_in_place);
   tcase_add_test(tc, fallback_stages_device_arrays_through_the_host);
   tcase_add_test(tc, every_failure_with_device_arrays_falls_back_right);
+  tcase_add_test(tc, hash_arrays_reads_device_images_in_place);
+  tcase_add_test(tc, hash_arrays_with_device_images_fall_back_right);
 #endif
   return suite_of("device_arrays", tc);
 }

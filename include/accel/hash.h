@@ -185,7 +185,11 @@ ACCEL_API accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *dat
 /* The same for decoded images: U8 arrays of shape (H, W) or (H, W, 1) ("L"),
  * (H, W, 2) ("LA"), (H, W, 3) ("RGB") or (H, W, 4) ("RGBA"), hashed as
  * imagehash hashes PIL.Image.fromarray(array). Any strides. Any other or an
- * empty array is ACCEL_ERR_INVALID_ARG for the whole call. */
+ * empty array is ACCEL_ERR_INVALID_ARG for the whole call. On a CUDA
+ * context an image may be a device array (core.h, accel_array_on_device;
+ * C-contiguous), mixed with host ones: the GPU reads it in place (its pixels
+ * are never copied through the host; a CPU fallback copies them down). The
+ * hashes and statuses are host memory, as always. */
 ACCEL_API accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t n,
                                          const accel_hash_options *options, uint8_t *hashes, size_t slot_bytes,
                                          accel_status *statuses);

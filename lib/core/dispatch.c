@@ -73,16 +73,17 @@ static accel_status stage_up(accel_ctx *ctx, const accel__device_slot *slots, in
  * through host copies with the GPU backend's copies, counted in d. */
 static int run_cpu_staged(accel_ctx *ctx, accel__stage_fn fn, void *job, const accel__device_slot *slots, int n,
                           accel__call *call, accel__stats_delta *d) {
-  void *ptrs[ACCEL__DEVICE_SLOTS_MAX];
+  void *few[ACCEL__DEVICE_SLOTS_MAX], **ptrs = n > ACCEL__DEVICE_SLOTS_MAX ? malloc(sizeof(void *) * (size_t)n) : few;
   accel__call xfer;
   memset(&xfer, 0, sizeof xfer);
   xfer.ctx = ctx;
   xfer.state = ctx->backend_state;
   xfer.threads = ctx->threads;
-  if (n > ACCEL__DEVICE_SLOTS_MAX || !ctx->backend->copy) {
+  if (!ptrs || !ctx->backend->copy) {
     memset(call, 0, sizeof *call);
-    accel__why(call->why, "device arrays on a backend without copies");
-    return ACCEL_ERR_INTERNAL;
+    accel__why(call->why, ptrs ? "device arrays on a backend without copies" : "out of host memory");
+    if (ptrs != few) free(ptrs);
+    return ptrs ? ACCEL_ERR_INTERNAL : ACCEL_ERR_OUT_OF_MEMORY;
   }
   int rc = stage_down(ctx, slots, n, ptrs, &xfer);
   if (rc == ACCEL_OK) {
@@ -98,6 +99,7 @@ static int run_cpu_staged(accel_ctx *ctx, accel__stage_fn fn, void *job, const a
     accel__strlcpy(call->why, xfer.why, sizeof call->why);
   }
   d->bytes_up += xfer.bytes_up, d->bytes_down += xfer.bytes_down;
+  if (ptrs != few) free(ptrs);
   return rc;
 }
 

@@ -92,7 +92,8 @@ typedef struct accel__device_slot {
 } accel__device_slot;
 
 /* accel__dispatch for a job that holds device arrays (slots[0..nslots),
- * at most ACCEL__DEVICE_SLOTS_MAX, on a GPU context): the GPU op reads and
+ * any number: ACCEL__DEVICE_SLOTS_MAX is what a stage's fixed table holds,
+ * on a GPU context): the GPU op reads and
  * writes them in place; a CPU run (a fallback, or a stage the GPU leaves to
  * the CPU) gets host copies of them, the inputs copied down before it and
  * the outputs up after it through the GPU backend's copies, counted in the

@@ -175,7 +175,8 @@ static void draft_size(const accel__hash_spec *spec, int64_t *w, int64_t *h) {
 ACCEL__STAGE_FN(run_batch, hash, batch, job)
 
 static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job *job, const accel_hash_options *in,
-                               uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
+                               uint8_t *hashes, size_t slot_bytes, accel_status *statuses,
+                               const accel__device_slot *slots, int nslots) {
   accel_hash_options o;
   accel_status s = resolve(ctx, func, in, &o, &job->spec);
   if (s) return s;
@@ -198,7 +199,7 @@ static accel_status hash_batch(accel_ctx *ctx, const char *func, accel__hash_job
   memset(hashes, 0, job->n * (size_t)job->spec.nkinds * slot_bytes);
   for (size_t i = 0; i < job->n; i++) statuses[i] = ACCEL_ERR_INTERNAL;
 
-  s = accel__dispatch(ctx, "hash.batch", run_batch, job);
+  s = accel__dispatch_device(ctx, "hash.batch", run_batch, job, slots, nslots);
   if (s == ACCEL_OK && o.on_error)
     for (size_t i = 0; i < job->n; i++)
       if (statuses[i] != ACCEL_OK) o.on_error(o.error_user, i, statuses[i], job->messages[i] ? job->messages[i] : "");
@@ -213,7 +214,7 @@ accel_status accel_hash_files(accel_ctx *ctx, const char *const *paths, size_t n
   if (n && !paths) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "paths is NULL");
   for (size_t i = 0; i < n; i++) REQUIRE(ctx, paths[i], ACCEL_ERR_INVALID_ARG, "paths[%zu] is NULL", i);
   accel__hash_job job = {.source = ACCEL__SRC_FILES, .n = n, .paths = paths};
-  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
+  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses, NULL, 0);
 }
 
 accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *data, const size_t *sizes, size_t n,
@@ -224,26 +225,54 @@ accel_status accel_hash_buffers(accel_ctx *ctx, const void *const *data, const s
   for (size_t i = 0; i < n; i++)
     if (!data[i] && sizes[i]) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "data[%zu] is NULL", i);
   accel__hash_job job = {.source = ACCEL__SRC_BUFFERS, .n = n, .data = data, .sizes = sizes};
-  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
+  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses, NULL, 0);
+}
+
+/* The images of accel_hash_arrays checked; device images (accepted on a
+ * GPU context) described in plain[] with a slot each for a CPU run. */
+static accel_status check_images(accel_ctx *ctx, const char *func, const accel_array *images, size_t n,
+                                 accel_array *plain, bool *on_device, accel__device_slot *slots, int *nslots) {
+  for (size_t i = 0; i < n; i++) {
+    char what[32];
+    snprintf(what, sizeof what, "images[%zu]", i);
+    const accel_array *a;
+    accel_status s = accel__array_accept(ctx, func, what, &images[i], &plain[i], &a, &on_device[i]);
+    if (!s && !on_device[i]) s = accel__array_check(ctx, func, what, a);
+    if (s) return s;
+    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) ||
+        (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) || a->shape[0] < 1 || a->shape[1] < 1)
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be a non-empty U8 (H, W) or (H, W, C) array with C in 1..4",
+                  what);
+    if (!on_device[i]) {
+      plain[i] = images[i];
+      continue;
+    }
+    const int64_t bytes = a->shape[0] * a->shape[1] * (a->ndim == 3 ? a->shape[2] : 1);
+    slots[(*nslots)++] = (accel__device_slot){.ptr = &plain[i].data, .bytes = (size_t)bytes, .in = true};
+  }
+  return ACCEL_OK;
 }
 
 accel_status accel_hash_arrays(accel_ctx *ctx, const accel_array *images, size_t n, const accel_hash_options *options,
                                uint8_t *hashes, size_t slot_bytes, accel_status *statuses) {
   REQUIRE(NULL, ctx, ACCEL_ERR_INVALID_ARG, "ctx is NULL");
   if (n && !images) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "images is NULL");
-  for (size_t i = 0; i < n; i++) {
-    char what[32];
-    snprintf(what, sizeof what, "images[%zu]", i);
-    accel_status s = accel__array_check(ctx, __func__, what, &images[i]);
-    if (s) return s;
-    const accel_array *a = &images[i];
-    if (a->dtype != ACCEL_DTYPE_U8 || (a->ndim != 2 && a->ndim != 3) ||
-        (a->ndim == 3 && (a->shape[2] < 1 || a->shape[2] > 4)) || a->shape[0] < 1 || a->shape[1] < 1)
-      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be a non-empty U8 (H, W) or (H, W, C) array with C in 1..4",
-                  what);
+  accel_array *plain = n ? malloc(n * sizeof *plain) : NULL;
+  bool *on_device = n ? calloc(n, sizeof *on_device) : NULL;
+  accel__device_slot *slots = n ? malloc(n * sizeof *slots) : NULL;
+  if (n && (!plain || !on_device || !slots)) {
+    free(plain), free(on_device), free(slots);
+    return FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for %zu image descriptions", n);
   }
-  accel__hash_job job = {.source = ACCEL__SRC_ARRAYS, .n = n, .arrays = images};
-  return hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses);
+  int nslots = 0;
+  accel_status s = check_images(ctx, __func__, images, n, plain, on_device, slots, &nslots);
+  if (!s) {
+    accel__hash_job job = {
+        .source = ACCEL__SRC_ARRAYS, .n = n, .arrays = plain, .on_device = nslots ? on_device : NULL};
+    s = hash_batch(ctx, __func__, &job, options, hashes, slot_bytes, statuses, slots, nslots);
+  }
+  free(plain), free(on_device), free(slots);
+  return s;
 }
 
 /* ------------------------------------------------------------ hex, distance */

@@ -200,6 +200,16 @@ void accel__hash_load_range(accel__hash_job *job, size_t from, size_t to, bool w
   const long long n = (long long)(to - from);
 #pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
   for (long long i = 0; i < n; i++) {
+    const size_t k = from + (size_t)i;
+    if (job->on_device && job->on_device[k]) { /* described, not read: the GPU converts it */
+      const accel_array *a = &job->arrays[k];
+      memset(&img[i], 0, sizeof img[i]);
+      img[i].w = a->shape[1];
+      img[i].h = a->shape[0];
+      img[i].device = a->data;
+      img[i].channels = a->ndim == 2 ? 1 : (int32_t)a->shape[2];
+      continue;
+    }
     char why[ACCEL_REASON_MAX] = "";
     accel_status s = accel__hash_load(job, from + (size_t)i, want_rgb, &img[i], why);
     if (s) accel__hash_record(job, from + (size_t)i, s, why);

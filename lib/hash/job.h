@@ -18,6 +18,10 @@ typedef struct accel__hash_job {
   const void *const *data;
   const size_t *sizes;
   const accel_array *arrays;
+  /* [n] or NULL: arrays[i] is device memory (accel_array_on_device, plain
+   * dtype, contiguous). Only the GPU's loader looks: a CPU run gets host
+   * copies of them in arrays[i].data. */
+  const bool *on_device;
   accel__hash_spec spec;
   accel__decode_options decode;
   uint8_t *hashes;        /* [n][nkinds][slot_bytes] */
@@ -37,6 +41,11 @@ typedef struct accel__hash_image {
   uint8_t *rgb;
   bool have_color; /* color holds the counts */
   accel__color_counts color;
+  /* A device array input (the GPU's loader only): its pixels, contiguous
+   * (h, w, channels), left where they are (gray and rgb stay NULL); the
+   * GPU converts them as the CPU converts an array (L, LA, RGB, RGBA). */
+  const uint8_t *device;
+  int32_t channels;
 } accel__hash_image;
 
 accel_status accel__hash_load(const accel__hash_job *job, size_t i, bool want_rgb, accel__hash_image *img, char *why);

@@ -407,12 +407,13 @@ def _dlpack_interface(obj: Any) -> Any:
 
 
 def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...] = (3,),
-              as3d: bool = True) -> Any:
+              as3d: bool = True, bool_as_uint8: bool = True) -> Any:
     """A DeviceView of `obj` when it is a device array this context can use in
     place: a CUDA context, on its device (as far as obj says),
     ``__cuda_array_interface__`` version 2 or later without a mask (or a
     DLPack array of device kind CUDA), C-contiguous, one of `dtypes` (bool
-    counts as uint8 when uint8 is one), `ndims` dimensions, and results of
+    counts as uint8 when uint8 is one and `bool_as_uint8`), `ndims`
+    dimensions, and results of
     its kind can be allocated. None otherwise (the caller
     then takes the host path)."""
     import numpy as np
@@ -430,7 +431,7 @@ def device_in(ctx: Any, obj: Any, dtypes: Tuple[str, ...], ndims: Tuple[int, ...
         dt = np.dtype(iface["typestr"])
     except TypeError:
         return None
-    name = "uint8" if dt == np.bool_ and "uint8" in dtypes else dt.name
+    name = "uint8" if dt == np.bool_ and "uint8" in dtypes and bool_as_uint8 else dt.name
     if name not in dtypes or not dt.isnative or len(shape) not in ndims:
         return None
     if not _contiguous(shape, iface.get("strides"), dt.itemsize):

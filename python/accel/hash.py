@@ -5,7 +5,7 @@ import ctypes
 import os
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple, Union
 
-from ._arrays import Array, as_array, host_only
+from ._arrays import Array, DeviceView, as_array, device_in, host_only
 from ._errors import AccelError, ContextCalls, HashSizeAssertionError, check, choice
 from ._native import P, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
@@ -496,13 +496,15 @@ class Hash(ContextCalls):
         if isinstance(images, np.ndarray) or hasattr(images, "__dlpack__") \
                 or hasattr(images, "__cuda_array_interface__"):
             images = [images]
-        arrays = [host_only(a, "image") for a in images]
+        # uint8 GPU arrays on this context's device are read in place; others through the host
+        views = [device_in(self._ctx, a, ("uint8",), (2, 3), as3d=False, bool_as_uint8=False) for a in images]
+        arrays = [v if v is not None else host_only(a, "image") for v, a in zip(views, images)]
         for a in arrays:
-            if a.dtype not in (np.uint8, np.bool_):
+            if a.dtype not in (np.uint8, np.bool_, "uint8"):
                 raise TypeError("images must be uint8 (imagehash hashes other dtypes in other modes), not %s"
                                 % a.dtype)
-        arrays = [_as_mode_1(a) if a.dtype == np.bool_ else a for a in arrays]
-        descs = [as_array(a) for a in arrays]
+        arrays = [_as_mode_1(a) if getattr(a, "dtype", None) == np.bool_ else a for a in arrays]
+        descs = [a.array if isinstance(a, DeviceView) else as_array(a) for a in arrays]
         arr = (Array * len(descs))(*descs)
         return self._run(lib.accel_hash_arrays, (arr,), len(descs), kinds, size, binbits, False, 0, progress,
                          highfreq_factor, (whash_image_scale, whash_remove_max_haar_ll, whash_mode))

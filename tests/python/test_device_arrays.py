@@ -231,6 +231,28 @@ class DeviceArraysInPlace(unittest.TestCase):
         with self.assertRaises(accel.DeviceArrayError):
             self.cpu.ct.threshold(FakeDeviceArray(self.vol), 100)
 
+    def test_hash_arrays_in_place(self):
+        rng = np.random.default_rng(3)
+        imgs = [rng.integers(0, 256, shape, dtype=np.uint8) for shape in ((40, 50), (41, 37, 2), (40, 50, 3),
+                                                                           (33, 64, 4))]
+        kinds = ("ahash", "dhash", "phash", "whash", "colorhash")
+        want = self.cpu.hash.arrays(imgs, kinds=kinds)
+        host = self.gpu.hash.arrays(imgs, kinds=kinds)
+        up_host = self.gpu.stats()["hash.batch"]["bytes_uploaded"]
+        self.gpu.reset_stats()
+        got = self.gpu.hash.arrays([FakeDeviceArray(a) for a in imgs], kinds=kinds)
+        st = self.gpu.stats()["hash.batch"]
+        self.assertEqual((st["gpu_runs"], st["fallbacks"]), (1, 0))
+        for k in kinds:
+            for i in range(len(imgs)):
+                self.assertEqual(got.hex(i, k), want.hex(i, k), (k, i))
+                self.assertEqual(host.hex(i, k), want.hex(i, k), (k, i))
+        # the device images' pixels (as L or RGB) were never uploaded
+        self.assertLessEqual(st["bytes_uploaded"] + 40 * 50 + 41 * 37 + 40 * 50 * 3 + 33 * 64 * 3, up_host)
+        one = self.gpu.hash.arrays(FakeDeviceArray(imgs[2]), kinds=kinds)  # one array is one image
+        self.assertEqual(len(one), 1)
+        self.assertEqual(one.hex(0, "phash"), want.hex(2, "phash"))
+
     def test_other_stages_stage_or_refuse(self):
         # svf has no device path: the array goes through the host rules
         if accel.backends()["cuda"]["available"]:
