@@ -89,11 +89,16 @@ void move_block(const accel_array *a, const layout &l, int64_t r0, int64_t r1, i
 
 /* Rows [r0, r1) of a caller's array into packed device rows at d. Staging
  * holds the packed rows when the array's rows are not pitched; the copy may
- * still read it until the stream is synchronized. */
+ * still read it until the stream is synchronized. A device array (`device`:
+ * C-contiguous) is copied on the device. */
 accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, uint8_t *d, hbuf &staging,
-                         char *why) {
+                         char *why, bool device = false) {
   const layout l = layout_of(a);
   const size_t n = (size_t)(r1 - r0);
+  if (device)
+    return accel__cuda_check(x->copy2d(d, l.row_bytes, (const uint8_t *)a->data + r0 * a->strides[0],
+                                       (size_t)a->strides[0], l.row_bytes, n, cudaMemcpyDeviceToDevice),
+                             why, "copy rows of a device array");
   if (l.pitched)
     return accel__cuda_check(x->copy2d(d, l.row_bytes, (const uint8_t *)a->data + r0 * a->strides[0],
                                        (size_t)a->strides[0], l.row_bytes, n, cudaMemcpyHostToDevice),
@@ -108,14 +113,14 @@ accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, i
 /* A packed device block (rows [r0, r1), columns [c0, c1)) into a caller's
  * array, waited for. */
 accel_status download_block(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
-                            const uint8_t *d, hbuf &staging, char *why) {
+                            const uint8_t *d, hbuf &staging, char *why, bool device = false) {
   const layout l = layout_of(a);
   const size_t w = (size_t)((c1 - c0) * l.ch) * l.es, n = (size_t)(r1 - r0);
   accel_status s;
-  if (l.pitched) {
+  if (l.pitched || device) { /* a device array is C-contiguous: pitched */
     s = accel__cuda_check(x->copy2d((uint8_t *)a->data + r0 * a->strides[0] + c0 * a->strides[1], (size_t)a->strides[0],
-                                    d, w, w, n, cudaMemcpyDeviceToHost),
-                          why, "download a tile");
+                                    d, w, w, n, device ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost),
+                          why, device ? "write a tile of a device array" : "download a tile");
     if (!s) s = accel__cuda_check(x->sync(), why, "download a tile");
     return s;
   }
@@ -224,7 +229,7 @@ accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float
   accel_status s = din.get(x, p.in.row_bytes * (size_t)(hi - lo + 1), why);
   if (!s) s = dtmp.get(x, sizeof(float) * (size_t)(n * p.in.cols), why);
   if (!s) s = dout.get(x, sizeof(float) * (size_t)(n * job->width), why);
-  if (!s) s = upload_rows(x, job->in, lo, hi + 1, din.p, staging, why);
+  if (!s) s = upload_rows(x, job->in, lo, hi + 1, din.p, staging, why, job->in_device != 0);
   if (!s)
     s = each2d(x, n, p.in.cols,
                smooth_cols_f{din.p, job->in->dtype, lo, p.in.rows, p.in.cols, dk, p.radius, job->offset, job->factor,
@@ -294,7 +299,50 @@ accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_j
 }
 
 accel_status pyramid_on_device(accel__call *call, accel__reg_pyramid_job *job) {
-  return with_device(call, [&](accel__executor *x) { return pyramid(x, call, job); });
+  return with_device(call, [&](accel__executor *x) {
+    /* the caller's work that writes a device image comes first */
+    accel_status s =
+        job->in_device ? accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize") : ACCEL_OK;
+    return s ? s : pyramid(x, call, job);
+  });
+}
+
+/* A device image's first non-finite value: a thread per row finds its
+ * row's first (or w), then the host the first row that has one. */
+struct first_bad_f {
+  const float *img;
+  int64_t w;
+  int64_t *col;
+  __host__ __device__ void operator()(uint64_t r) const {
+    int64_t c = 0;
+    while (c < w && isfinite(img[(int64_t)r * w + c])) c++;
+    col[r] = c;
+  }
+};
+
+accel_status finite_on_device(accel__call *call, accel__reg_finite_job *job) {
+  if (!job->device) return accel__decline(call, "a host image is checked on the host");
+  return with_device(call, [&](accel__executor *x) {
+    const int64_t h = job->image->shape[0], w = job->image->shape[1];
+    char *why = call->why;
+    dbuf dcol;
+    int64_t *col = (int64_t *)malloc(sizeof(int64_t) * (size_t)h);
+    if (!col) {
+      accel__why(why, "out of host memory");
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    accel_status s = accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize");
+    if (!s) s = dcol.get(x, sizeof(int64_t) * (size_t)h, why);
+    if (!s)
+      s = each(x, (uint64_t)h, first_bad_f{(const float *)job->image->data, w, dcol.as<int64_t>()}, why,
+               "look for non-finite values");
+    if (!s) s = download(x, col, dcol.p, sizeof(int64_t) * (size_t)h, why, "download the rows' findings");
+    job->bad = -1;
+    for (int64_t r = 0; r < h && !s && job->bad < 0; r++)
+      if (col[r] < w) job->bad = r * w + col[r];
+    free(col);
+    return s;
+  });
 }
 
 /* ---------------------------------------------------------------- warp */
@@ -414,7 +462,7 @@ accel_status upload_source(accel__executor *x, const warp_plan &p, int64_t lo, i
   accel_status s = band.get(x, bytes, why);
   if (s) return s;
   if (p.job->coef) return upload(x, band.p, (const uint8_t *)p.job->coef + p.s_row * (size_t)(lo - p.y0), bytes, why);
-  return upload_rows(x, p.job->in, lo, hi + 1, band.p, staging, why);
+  return upload_rows(x, p.job->in, lo, hi + 1, band.p, staging, why, p.job->in_device != 0);
 }
 
 /* The source band a tile reaches (rows [*lo, *hi]; *hi < *lo when none). */
@@ -470,7 +518,7 @@ accel_status warp_tile(accel__executor *x, const warp_plan &p, const accel__reg_
       dxf,    band,           job->interp == ACCEL_REG_INTERP_CUBIC, (float)job->fill, job->x0 + c0, job->y0 + r0, tc,
       dout.p, job->out->dtype};
   if (!s) s = each2d(x, tr, tc, f, why, "the warp kernel");
-  if (!s) s = download_block(x, job->out, r0, r0 + tr, c0, c0 + tc, dout.p, out_stage, why);
+  if (!s) s = download_block(x, job->out, r0, r0 + tr, c0, c0 + tc, dout.p, out_stage, why, job->out_device != 0);
   return s;
 }
 
@@ -515,7 +563,12 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
 }
 
 accel_status warp_on_device(accel__call *call, accel__reg_warp_job *job) {
-  return with_device(call, [&](accel__executor *x) { return warp(x, call, job); });
+  return with_device(call, [&](accel__executor *x) {
+    /* the caller's work on device layers comes first */
+    const bool dev = job->in_device || job->out_device;
+    accel_status s = dev ? accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize") : ACCEL_OK;
+    return s ? s : warp(x, call, job);
+  });
 }
 
 /* ---------------------------------------------------------------- level */
@@ -727,4 +780,5 @@ extern "C" const accel__reg_ops accel__cuda_reg_ops = {
     /* .level = */ level_on_device,
     /* .warp = */ warp_on_device,
     /* .prealign = */ accel__reg_cuda_prealign,
+    /* .finite = */ finite_on_device,
 };

@@ -158,8 +158,19 @@ static void pyramid_equals_cpu(uint64_t budget) {
         pyr_case c;
         pyr_case_init(&c, dts[d], layout, 71, 93, PYR[k].factor, PYR[k].offset, PYR[k].sigma, (int32_t)(k + d) % 2);
         ck_assert_msg(pyr_on_gpu(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
-        pyr_case_free(&c);
         runs++;
+        if (layout == LAYOUT_DENSE) { /* the input as device memory, its rows copied on the device */
+          const size_t bytes = (size_t)(71 * 93) * accel_dtype_size(dts[d]);
+          accel_array dev = c.in.a;
+          dev.data = malloc(bytes);
+          memcpy(dev.data, c.in.a.data, bytes);
+          c.job.in = &dev;
+          c.job.in_device = 1;
+          ck_assert_msg(pyr_on_gpu(gpu, &c) == ACCEL_OK, "device input: %s", accel_last_error(gpu));
+          free(dev.data);
+          runs++;
+        }
+        pyr_case_free(&c);
       }
   accel_stage_stats st;
   accel_stage_stats_init(&st, sizeof st);
@@ -701,6 +712,141 @@ START_TEST(failures_fall_back_in_emulation) {
   free(l);
 }
 END_TEST
+
+/* ---------------------------------------------------------------- device arrays */
+
+/* A copy of a contiguous array marked as device memory (the emulated GPU's
+ * device memory is host memory); free its data. */
+static accel_array on_device_copy(const accel_array *a) {
+  const size_t bytes = (size_t)accel__array_count(a) * accel_dtype_size(a->dtype);
+  accel_array d = *a;
+  d.data = malloc(bytes);
+  memcpy(d.data, a->data, bytes);
+  ck_assert_int_eq(accel_array_on_device(&d), ACCEL_OK);
+  return d;
+}
+
+static uint64_t uploaded(accel_ctx *ctx, const char *stage) {
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(ctx, stage, &st), ACCEL_OK);
+  return st.bytes_uploaded;
+}
+
+/* Registration of device images (F32 fixed, U8 moving): the CPU's
+ * transform from host arrays to the bit, the full-resolution images never
+ * uploaded (the pyramid copies their rows on the device), a non-finite
+ * device value refused as on the host. */
+START_TEST(register_reads_device_images_in_place) {
+  enum { H = 96, W = 104 };
+  image fixed = make_image(ACCEL_DTYPE_F32, H, W, 1, LAYOUT_DENSE, 5);
+  image moving = make_image(ACCEL_DTYPE_U8, H, W, 1, LAYOUT_DENSE, 9);
+  accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 2, o.grid_spacing = 32, o.iterations = 10, o.samples = 1000;
+  accel_reg_transform *tc = NULL, *tg = NULL;
+  ck_assert_int_eq(accel_reg_register(cpu, &fixed.a, &moving.a, NULL, NULL, &o, &tc, NULL), ACCEL_OK);
+  accel_array df = on_device_copy(&fixed.a), dm = on_device_copy(&moving.a);
+  ck_assert_msg(accel_reg_register(gpu, &df, &dm, NULL, NULL, &o, &tg, NULL) == ACCEL_OK, "%s", accel_last_error(gpu));
+  const int64_t n = accel_reg_transform_count(tc);
+  double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+  ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+  ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "the device images' transform differs");
+  /* the same from host arrays uploads the F32 fixed image's rows at the
+   * coarse level (the finest reads it in place, skipping a job and its one
+   * tap) and the U8 moving image's at both; the device run copies them on
+   * the device (what both upload is the taps and the moving levels'
+   * coefficients) */
+  const uint64_t device_up = uploaded(gpu, "reg.pyramid");
+  ck_assert_uint_eq(uploaded(gpu, "reg.check"), 0); /* the F32 image's finiteness, checked on the device */
+  ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
+  accel_reg_transform *th = NULL;
+  ck_assert_int_eq(accel_reg_register(gpu, &fixed.a, &moving.a, NULL, NULL, &o, &th, NULL), ACCEL_OK);
+  accel_reg_transform_destroy(th);
+  ck_assert_uint_eq(uploaded(gpu, "reg.pyramid") + sizeof(float), device_up + (uint64_t)(H * W) * (4 + 2));
+  /* a NaN in the device image: refused as the host refuses it */
+  ((float *)df.data)[7 * W + 3] = NAN;
+  ((float *)fixed.a.data)[7 * W + 3] = NAN;
+  accel_reg_transform *bad = NULL;
+  ck_assert_int_eq(accel_reg_register(cpu, &fixed.a, &moving.a, NULL, NULL, &o, &bad, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(cpu), "fixed[7, 3] is not finite"));
+  ck_assert_int_eq(accel_reg_register(gpu, &df, &dm, NULL, NULL, &o, &bad, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "fixed[7, 3] is not finite"));
+  ck_assert_ptr_null(bad);
+  free(pg), free(pc), free(df.data), free(dm.data);
+  accel_reg_transform_destroy(tc);
+  accel_reg_transform_destroy(tg);
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+  free(fixed.mem), free(moving.mem);
+}
+END_TEST
+
+/* A linear warp of device layers (RGB U8 in, F32 out; and a host output):
+ * the CPU's pixels, nothing of the layers on the bus; cubic refuses them. */
+typedef struct dwarp_case {
+  const accel_reg_transform *t;
+  const accel_array *in;
+  const accel_array *want;
+} dwarp_case;
+
+static accel_status warp_device_layers(accel_ctx *ctx, void *user) {
+  const dwarp_case *c = user;
+  accel_array din = on_device_copy(c->in), dout = on_device_copy(c->want);
+  memset(dout.data, 0xEE, (size_t)accel__array_count(c->want) * 4);
+  const accel_array *in[1] = {&din}, *out[1] = {&dout};
+  accel_reg_warp_options wo;
+  accel_reg_warp_options_init(&wo, sizeof wo);
+  wo.interp = ACCEL_REG_INTERP_LINEAR;
+  wo.tile = 16;
+  const accel_status s = accel_reg_warp(ctx, c->t, in, out, 1, &wo);
+  if (s == ACCEL_OK) ck_assert_mem_eq(dout.data, c->want->data, (size_t)accel__array_count(c->want) * 4);
+  free(din.data), free(dout.data);
+  return s;
+}
+
+START_TEST(warp_reads_device_layers_in_place) {
+  enum { H = 45, W = 53 };
+  image in = make_image(ACCEL_DTYPE_U8, H, W, 3, LAYOUT_DENSE, 4);
+  image want = make_image(ACCEL_DTYPE_F32, H, W, 3, LAYOUT_DENSE, 1);
+  accel_reg_transform *t = make_transform(W, H, 1.5, 2);
+  accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  accel_reg_warp_options wo;
+  accel_reg_warp_options_init(&wo, sizeof wo);
+  wo.interp = ACCEL_REG_INTERP_LINEAR;
+  const accel_array *hin[1] = {&in.a}, *hout[1] = {&want.a};
+  ck_assert_int_eq(accel_reg_warp(cpu, t, hin, hout, 1, &wo), ACCEL_OK);
+  dwarp_case c = {t, &in.a, &want.a};
+  ck_assert_int_eq(warp_device_layers(gpu, &c), ACCEL_OK);
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+  ck_assert_uint_eq(st.gpu_runs, 1);
+  ck_assert_uint_eq(st.bytes_downloaded, 0);
+  ck_assert_uint_lt(st.bytes_uploaded, (uint64_t)(H * W)); /* the transform only */
+  /* a device input with a host output */
+  image host_out = make_image(ACCEL_DTYPE_F32, H, W, 3, LAYOUT_PADDED, 1);
+  accel_array din = on_device_copy(&in.a);
+  const accel_array *mixed_in[1] = {&din}, *mixed_out[1] = {&host_out.a};
+  ck_assert_int_eq(accel_reg_warp(gpu, t, mixed_in, mixed_out, 1, &wo), ACCEL_OK);
+  for (int64_t r = 0; r < H; r++)
+    ck_assert_mem_eq((uint8_t *)host_out.mem + r * host_out.a.strides[0], (uint8_t *)want.mem + r * W * 12,
+                     (size_t)W * 12);
+  /* cubic: refused, nothing read */
+  wo.interp = ACCEL_REG_INTERP_CUBIC;
+  ck_assert_int_eq(accel_reg_warp(gpu, t, mixed_in, mixed_out, 1, &wo), ACCEL_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "linear interpolation only"));
+  /* every CUDA call made to fail in turn: the CPU reruns it on host copies */
+  ck_assert_int_ge(emulated_fault_sweep("reg.warp", warp_device_layers, &c), 2);
+  free(din.data);
+  accel_reg_transform_destroy(t);
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+  free(in.mem), free(want.mem), free(host_out.mem);
+}
+END_TEST
 #endif
 
 static Suite *suite_reg_gpu(void) {
@@ -719,6 +865,8 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
   tcase_add_test(tc, warp_too_small_a_budget_falls_back);
   tcase_add_test(tc, failures_fall_back_in_emulation);
+  tcase_add_test(tc, register_reads_device_images_in_place);
+  tcase_add_test(tc, warp_reads_device_layers_in_place);
 #endif
   return suite_of("reg_gpu", tc);
 }

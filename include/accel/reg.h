@@ -283,7 +283,12 @@ ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t st
  * B-spline part with the final grid starts the optimisation). `report` may
  * be NULL. Errors: the general ones above, and ACCEL_ERR_INVALID_ARG for a
  * mask with fewer nonzero pixels than 16 per control point of the coarsest
- * grid, an initial transform over another image size. */
+ * grid, an initial transform over another image size.
+ * Device arrays (core.h): on a CUDA context `fixed` and `moving` may be
+ * C-contiguous device arrays, read in place (the pyramid copies their rows
+ * on the device; an F32 image's finiteness is checked there, stage
+ * "reg.check"); the level images the pyramid makes go through the host as
+ * for host images. The mask must be host memory. */
 ACCEL_API accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const accel_array *moving,
                                           const accel_array *fixed_mask, const accel_reg_transform *initial,
                                           const accel_reg_options *options, accel_reg_transform **out,
@@ -328,7 +333,10 @@ ACCEL_API accel_status accel_reg_warp_options_init(accel_reg_warp_options *optio
  * reaches far). options may be NULL (the defaults). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for
  * count < 1, NULL in/out entries, channel mismatches, an output overlapping
  * an input or another output, options out of range (x0 and y0 within
- * +-2^40). */
+ * +-2^40). Device arrays (core.h): with linear interpolation, on a CUDA
+ * context, any in[i] and out[i] may be C-contiguous device arrays, read and
+ * written in place; with cubic, whose coefficients are made on the host,
+ * they are ACCEL_ERR_UNSUPPORTED. */
 ACCEL_API accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const accel_array *const *in,
                                       const accel_array *const *out, int32_t count,
                                       const accel_reg_warp_options *options);

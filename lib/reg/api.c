@@ -19,6 +19,7 @@
  * final grid's nodes (accel_reg_grid_for, elastix's layout), extended to
  * cover the image; the result of a level is carried to the next exactly by
  * B-spline subdivision (1/8 [1 4 6 4 1] per axis). */
+#include "reg/cpu.h"
 #include "reg/ops.h"
 #include "reg/prealign.h"
 #include "reg/transform.h"
@@ -76,9 +77,29 @@ accel_status accel_reg_options_preset(accel_reg_options *o, const char *name) {
 
 /* ------------------------------------------------------------ checks */
 
-static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, const accel_array *a) {
-  accel_status s = accel__array_check(ctx, func, what, a);
+ACCEL__STAGE_FN(run_finite, reg, finite, job)
+
+/* A device image's first non-finite value, found where it lives ("reg.check";
+ * a CPU run reads a host copy). */
+static accel_status device_nonfinite(accel_ctx *ctx, const accel_array *a, int64_t *bad) {
+  accel_array copy = *a;
+  accel__reg_finite_job job = {&copy, 1, -1};
+  const accel__device_slot slot = {
+      .ptr = &copy.data, .bytes = (size_t)(a->shape[0] * a->shape[1]) * sizeof(float), .in = true};
+  accel_status s = accel__dispatch_device(ctx, "reg.check", run_finite, &job, &slot, 1);
+  *bad = job.bad;
+  return s;
+}
+
+/* One image of accel_reg_register: a host array, or a device array (on a
+ * CUDA context) described in *plain with *device set; *use is the one to
+ * read. */
+static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, const accel_array *in,
+                                accel_array *plain, const accel_array **use, bool *device) {
+  accel_status s = accel__array_accept(ctx, func, what, in, plain, use, device);
+  if (!s && !*device) s = accel__array_check(ctx, func, what, in);
   if (s) return s;
+  const accel_array *a = *use;
   if (a->ndim != 2)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be a 2-D image (rows, cols), not %d-D", what,
                           (int)a->ndim);
@@ -93,18 +114,12 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
     return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %lld x %lld pixels, over the context's limit", what,
                           (long long)a->shape[0], (long long)a->shape[1]);
   if (a->dtype == ACCEL_DTYPE_F32) {
-    const int64_t h = a->shape[0], w = a->shape[1];
-    int64_t bad = INT64_MAX;
-#pragma omp parallel for reduction(min : bad) schedule(static)
-    for (int64_t r = 0; r < h; r++) {
-      const char *row = (const char *)a->data + r * a->strides[0];
-      for (int64_t c = 0; c < w; c++)
-        if (!isfinite(*(const float *)(row + c * a->strides[1]))) {
-          bad = r * w + c < bad ? r * w + c : bad;
-          break;
-        }
-    }
-    if (bad != INT64_MAX)
+    int64_t bad = -1;
+    if (*device) s = device_nonfinite(ctx, a, &bad);
+    else bad = accel__reg_first_nonfinite(a, accel__ctx_threads(ctx));
+    if (s) return s;
+    const int64_t w = a->shape[1];
+    if (bad >= 0)
       return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s[%lld, %lld] is not finite", what,
                             (long long)(bad / w), (long long)(bad % w));
   }
@@ -238,6 +253,21 @@ static bool refine(const lgrid *gc, const double *c, const lgrid *gf, double *f)
 ACCEL__STAGE_FN(run_pyramid, reg, pyramid, job)
 ACCEL__STAGE_FN(run_level, reg, level, job)
 
+/* One pyramid job; a device image read in place by the GPU (a CPU run
+ * gets a host copy of it). */
+static accel_status pyramid(accel_ctx *ctx, accel__reg_pyramid_job *job, bool device) {
+  if (!device) return accel__dispatch(ctx, "reg.pyramid", run_pyramid, job);
+  accel_array copy = *job->in;
+  const accel_array *in = job->in;
+  const accel__device_slot slot = {
+      .ptr = &copy.data, .bytes = (size_t)(copy.shape[0] * copy.shape[1]) * accel_dtype_size(copy.dtype), .in = true};
+  job->in = &copy;
+  job->in_device = 1;
+  const accel_status s = accel__dispatch_device(ctx, "reg.pyramid", run_pyramid, job, &slot, 1);
+  job->in = in;
+  return s;
+}
+
 /* The level mask: the mask's pixel at each level pixel's point. */
 static uint8_t *level_mask(const accel_array *m, const frame *fr) {
   uint8_t *out = malloc((size_t)(fr->fw * fr->fh));
@@ -253,6 +283,7 @@ static uint8_t *level_mask(const accel_array *m, const frame *fr) {
 typedef struct reg_run {
   accel_ctx *ctx;
   const accel_array *fixed, *moving, *mask;
+  bool fixed_dev, moving_dev; /* fixed, moving are device arrays (plain dtypes) */
   const accel_reg_options *o;
   accel_reg_transform *t; /* the result: its linear part set, final grid */
   accel__reg_xform base;  /* the initial B-spline part on the final grid (params NULL: none) */
@@ -271,8 +302,8 @@ static accel_status prealign(reg_run *r, const float *fixed, const frame *fr) {
   const char *func = "accel_reg_register";
   float *moving = malloc((size_t)(fr->mw * fr->mh) * sizeof(float));
   if (!moving) return accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pre-alignment");
-  accel__reg_pyramid_job pm = {r->moving, fr->sigma, fr->factor, fr->offset, moving, fr->mw, fr->mh, 0};
-  accel_status s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pm);
+  accel__reg_pyramid_job pm = {r->moving, fr->sigma, fr->factor, fr->offset, moving, fr->mw, fr->mh, 0, 0};
+  accel_status s = pyramid(r->ctx, &pm, r->moving_dev);
   const double centre[2] = {(double)(r->fixed->shape[1] - 1) / 2.0, (double)(r->fixed->shape[0] - 1) / 2.0};
   double pa[3];
   if (!s)
@@ -299,16 +330,16 @@ static accel_status one_level(reg_run *r, int32_t l) {
   const char *func = "accel_reg_register";
   frame fr;
   level_frame(r->o, l, r->fixed->shape[1], r->fixed->shape[0], r->moving->shape[1], r->moving->shape[0], &fr);
-  const bool direct = fixed_in_place(r->fixed, &fr);
+  const bool direct = !r->fixed_dev && fixed_in_place(r->fixed, &fr);
   float *fimg = direct ? (float *)r->fixed->data : r->fimg, *mimg = r->mimg;
   uint8_t *mask = r->mask ? level_mask(r->mask, &fr) : NULL;
   accel_status s = ACCEL_OK;
   if (r->mask && !mask)
     s = accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for level %d's mask", (int)l);
-  accel__reg_pyramid_job pf = {r->fixed, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0};
-  accel__reg_pyramid_job pm = {r->moving, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1};
-  if (!s && !direct) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pf);
-  if (!s) s = accel__dispatch(r->ctx, "reg.pyramid", run_pyramid, &pm);
+  accel__reg_pyramid_job pf = {r->fixed, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0, 0};
+  accel__reg_pyramid_job pm = {r->moving, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1, 0};
+  if (!s && !direct) s = pyramid(r->ctx, &pf, r->fixed_dev);
+  if (!s) s = pyramid(r->ctx, &pm, r->moving_dev);
   if (!s && l == 0 && r->o->prealign) s = prealign(r, fimg, &fr);
   const lgrid *g = &r->grids[l];
   const int64_t n = (g->m1[0] - g->m0[0] + 1) * (g->m1[1] - g->m0[1] + 1);
@@ -376,7 +407,10 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
   REQUIRE(ctx, moving, ACCEL_ERR_INVALID_ARG, "moving is NULL");
   accel_status s;
   accel_reg_options o;
-  if ((s = check_image(ctx, __func__, "fixed", fixed)) || (s = check_image(ctx, __func__, "moving", moving)) ||
+  accel_array fixed_plain, moving_plain;
+  bool fixed_dev = false, moving_dev = false;
+  if ((s = check_image(ctx, __func__, "fixed", fixed, &fixed_plain, &fixed, &fixed_dev)) ||
+      (s = check_image(ctx, __func__, "moving", moving, &moving_plain, &moving, &moving_dev)) ||
       (s = check_options(ctx, __func__, options, &o)))
     return s;
   REQUIRE(ctx, !report || report->struct_size >= REG_REPORT_V1, ACCEL_ERR_VERSION,
@@ -387,6 +421,7 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
   reg_run r;
   memset(&r, 0, sizeof r);
   r.ctx = ctx, r.fixed = fixed, r.moving = moving, r.mask = fixed_mask, r.o = &o;
+  r.fixed_dev = fixed_dev, r.moving_dev = moving_dev;
   level_grids(&final, o.levels, r.grids);
   if (fixed_mask) {
     if ((s = accel__array_check(ctx, __func__, "fixed_mask", fixed_mask))) return s;
@@ -413,7 +448,7 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     frame fr, ff;
     level_frame(&o, o.levels - 1, W, H, moving->shape[1], moving->shape[0], &fr);
     ff = fr;
-    if (fixed_in_place(fixed, &fr)) {
+    if (!fixed_dev && fixed_in_place(fixed, &fr)) {
       if (o.levels > 1) level_frame(&o, o.levels - 2, W, H, moving->shape[1], moving->shape[0], &ff);
       else ff.fw = ff.fh = 1;
     }

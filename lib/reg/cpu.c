@@ -7,4 +7,5 @@ const accel__reg_ops accel__cpu_reg_ops = {
     .level = accel__reg_cpu_level,
     .warp = accel__reg_cpu_warp,
     .prealign = accel__reg_cpu_prealign,
+    .finite = accel__reg_cpu_finite,
 };

@@ -107,3 +107,24 @@ void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
     for (int64_t c0 = 0; c0 < w; c0 += 64) accel__reg_prefilter_cols(img, w, h, c0, c0 + 64 < w ? c0 + 64 : w);
   }
 }
+
+int64_t accel__reg_first_nonfinite(const accel_array *a, int threads) {
+  (void)threads; /* unused without OpenMP */
+  const int64_t h = a->shape[0], w = a->shape[1];
+  int64_t bad = INT64_MAX;
+#pragma omp parallel for reduction(min : bad) schedule(static) num_threads(threads)
+  for (int64_t r = 0; r < h; r++) {
+    const char *row = (const char *)a->data + r * a->strides[0];
+    for (int64_t c = 0; c < w; c++)
+      if (!isfinite(*(const float *)(row + c * a->strides[1]))) {
+        bad = r * w + c < bad ? r * w + c : bad;
+        break;
+      }
+  }
+  return bad == INT64_MAX ? -1 : bad;
+}
+
+accel_status accel__reg_cpu_finite(accel__call *call, accel__reg_finite_job *job) {
+  job->bad = accel__reg_first_nonfinite(job->image, call->threads);
+  return ACCEL_OK;
+}

@@ -25,7 +25,20 @@ typedef struct accel__reg_pyramid_job {
   /* 1: then turn `out` into its cubic B-spline coefficients (reg/interp.h),
    * in place: the moving image of a level is interpolated from them. */
   int32_t coefficients;
+  /* 1: `in` is device memory (a C-contiguous device array); a GPU op reads
+   * it in place, a CPU run gets a host copy (the dispatcher's slot). */
+  int32_t in_device;
 } accel__reg_pyramid_job;
+
+/* Where an F32 image (2-D, validated) first holds a non-finite value:
+ * `bad` = row * width + column, or -1. The registration asks it of device
+ * images, whose values the host cannot read (host images are checked on
+ * the host); `device` as in the pyramid job. */
+typedef struct accel__reg_finite_job {
+  const accel_array *image;
+  int32_t device;
+  int64_t bad;
+} accel__reg_finite_job;
 
 /* The optimisation of one level (lib/reg/level.h has the frame, the
  * optimizers and the evaluator a backend supplies). Level images are F32,
@@ -75,6 +88,10 @@ typedef struct accel__reg_warp_job {
   accel_progress_fn progress;
   void *progress_user;
   double progress_base, progress_span;
+  /* 1: `in` / `out` is device memory (C-contiguous; linear interpolation
+   * only): a GPU op reads and writes it in place, a CPU run gets host
+   * copies (the dispatcher's slots). */
+  int32_t in_device, out_device;
 } accel__reg_warp_job;
 
 /* The coarse pre-alignment (lib/reg/prealign.h): the rigid transform, or
@@ -97,6 +114,7 @@ typedef struct accel__reg_ops {
   accel_status (*level)(accel__call *call, accel__reg_level_job *job);
   accel_status (*warp)(accel__call *call, accel__reg_warp_job *job);
   accel_status (*prealign)(accel__call *call, accel__reg_prealign_job *job);
+  accel_status (*finite)(accel__call *call, accel__reg_finite_job *job);
 } accel__reg_ops;
 
 #ifdef __cplusplus

@@ -221,14 +221,24 @@ static void prefilter_columns(float *coef, int64_t h, int64_t n, bool top, int t
 
 /* ------------------------------------------------------------ checks */
 
-/* One image of the call: a 2-D or (h, w, C) U8/U16/F32 array, C in 1, 3, 4. */
-static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, int32_t i, const accel_array *a,
+/* One image of the call: a 2-D or (h, w, C) U8/U16/F32 array, C in 1, 3, 4;
+ * a device array (on a CUDA context, linear interpolation) described in
+ * *plain with *device set. *use is the one to read. */
+static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, int32_t i, const accel_array *in,
+                                bool linear, accel_array *plain, const accel_array **use, bool *device,
                                 int64_t *chans) {
   char name[32];
   snprintf(name, sizeof name, "%s[%d]", what, (int)i);
-  if (!a) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", name);
-  accel_status s = accel__array_check(ctx, func, name, a);
+  if (!in) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", name);
+  accel_status s = accel__array_accept(ctx, func, name, in, plain, use, device);
+  if (!s && *device && !linear)
+    s = accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                       "%s is a device array: device layers are read in place with linear interpolation only "
+                       "(the cubic B-spline coefficients are made on the host); copy it to the host",
+                       name);
+  if (!s && !*device) s = accel__array_check(ctx, func, name, in);
   if (s) return s;
+  const accel_array *a = *use;
   if (a->ndim != 2 && a->ndim != 3)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be (rows, cols) or (rows, cols, C), not %d-D",
                           name, (int)a->ndim);
@@ -287,13 +297,22 @@ static int64_t first_nonfinite_row(const accel_array *a, int threads) {
   return bad == INT64_MAX ? -1 : bad;
 }
 
+/* The layers of one call, the device ones' descriptions and flags. */
+typedef struct layers {
+  const accel_array **in, **out;
+  accel_array *plain; /* [2 * count]: in[i]'s at i, out[i]'s at count + i */
+  bool *device;       /* the same order */
+} layers;
+
 /* The arguments of one call. */
 static accel_status check_call(accel_ctx *ctx, const char *func, const accel_array *const *in,
-                               const accel_array *const *out, int32_t count) {
+                               const accel_array *const *out, int32_t count, bool linear, layers *L) {
   for (int32_t i = 0; i < count; i++) {
     int64_t ci, co;
-    accel_status s = check_image(ctx, func, "in", i, in[i], &ci);
-    if (!s) s = check_image(ctx, func, "out", i, out[i], &co);
+    accel_status s = check_image(ctx, func, "in", i, in[i], linear, &L->plain[i], &L->in[i], &L->device[i], &ci);
+    if (!s)
+      s = check_image(ctx, func, "out", i, out[i], linear, &L->plain[count + i], &L->out[i], &L->device[count + i],
+                      &co);
     if (s) return s;
     if (ci != co)
       return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] has %lld channels, in[%d] %lld", (int)i,
@@ -301,9 +320,9 @@ static accel_status check_call(accel_ctx *ctx, const char *func, const accel_arr
   }
   for (int32_t i = 0; i < count; i++)
     for (int32_t j = 0; j < count; j++) {
-      if (accel__arrays_overlap(out[i], in[j]))
+      if (accel__arrays_overlap(L->out[i], L->in[j]))
         return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] overlaps in[%d]", (int)i, (int)j);
-      if (j < i && accel__arrays_overlap(out[i], out[j]))
+      if (j < i && accel__arrays_overlap(L->out[i], L->out[j]))
         return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] overlaps out[%d]", (int)i, (int)j);
     }
   return ACCEL_OK;
@@ -312,6 +331,48 @@ static accel_status check_call(accel_ctx *ctx, const char *func, const accel_arr
 /* ------------------------------------------------------------ dispatch */
 
 ACCEL__STAGE_FN(run_warp, reg, warp, job)
+ACCEL__STAGE_FN(run_finite, reg, finite, job)
+
+/* The first row of a layer holding a non-finite value, or -1: on the host,
+ * or where a device layer lives ("reg.check"; a CPU run reads a host copy). */
+static accel_status nonfinite_row(accel_ctx *ctx, const accel_array *a, bool device, int64_t *row) {
+  if (!device) {
+    *row = first_nonfinite_row(a, accel__ctx_threads(ctx));
+    return ACCEL_OK;
+  }
+  *row = -1;
+  if (a->dtype != ACCEL_DTYPE_F32) return ACCEL_OK;
+  const int64_t per_row = a->shape[1] * (a->ndim == 3 ? a->shape[2] : 1);
+  accel_array flat; /* (rows, cols * C): the same C-contiguous memory */
+  if (accel_array_init(&flat, a->data, ACCEL_DTYPE_F32, 2, (int64_t[]){a->shape[0], per_row}))
+    return accel__fail(ctx, ACCEL_ERR_INTERNAL, "a layer's flat view");
+  accel__reg_finite_job job = {&flat, 1, -1};
+  const accel__device_slot slot = {
+      .ptr = &flat.data, .bytes = (size_t)(a->shape[0] * per_row) * sizeof(float), .in = true};
+  const accel_status s = accel__dispatch_device(ctx, "reg.check", run_finite, &job, &slot, 1);
+  if (!s && job.bad >= 0) *row = job.bad / per_row;
+  return s;
+}
+
+/* One linear warp of a whole layer, device layers in place (host copies
+ * for a CPU run: the input copied down, the output up). */
+static accel_status linear_layer(accel_ctx *ctx, accel__reg_warp_job *job, const accel_array *in, bool in_dev,
+                                 const accel_array *out, bool out_dev) {
+  accel_array vin = *in, vout = *out;
+  accel__device_slot slots[2];
+  int n = 0;
+  if (in_dev)
+    slots[n++] = (accel__device_slot){
+        .ptr = &vin.data, .bytes = (size_t)accel__array_count(in) * accel_dtype_size(in->dtype), .in = true};
+  if (out_dev) /* every pixel is written (the fill outside) */
+    slots[n++] = (accel__device_slot){
+        .ptr = &vout.data, .bytes = (size_t)accel__array_count(out) * accel_dtype_size(out->dtype), .out = true};
+  job->in = &vin, job->out = &vout;
+  job->in_device = in_dev, job->out_device = out_dev;
+  const accel_status s = accel__dispatch_device(ctx, "reg.warp", run_warp, job, slots, n);
+  job->in_device = job->out_device = 0;
+  return s;
+}
 
 /* Channel k of an (h, w, C) array as an (h, w) array (the array itself
  * when 2-D). */
@@ -396,15 +457,15 @@ static accel_status cubic_band(accel_ctx *ctx, const char *func, accel__reg_warp
 /* Warp one layer: linear at once; cubic band by band (one band when the
  * coefficients of the whole layer are small). */
 static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp_job *job, int32_t i,
-                               const accel_array *in, const accel_array *out, double base, double span) {
+                               const accel_array *in, const accel_array *out, double base, double span,
+                               const bool dev[2]) {
   const int64_t h = in->shape[0], w = in->shape[1], nc = in->ndim == 3 ? in->shape[2] : 1, oh = out->shape[0];
   job->coef = NULL;
   job->coef_y0 = 0;
   job->coef_rows = h;
   if (job->interp == ACCEL_REG_INTERP_LINEAR) {
-    job->in = in, job->out = out;
     job->progress_base = base, job->progress_span = span;
-    return accel__dispatch(ctx, "reg.warp", run_warp, job);
+    return linear_layer(ctx, job, in, dev[0], out, dev[1]);
   }
   /* bands: whole when the layer's coefficients fit accel__reg_band_bytes */
   const int64_t row_bytes = w * nc * 4;
@@ -447,11 +508,17 @@ accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const 
   REQUIRE(ctx, count >= 1, ACCEL_ERR_INVALID_ARG, "count %d < 1", (int)count);
   accel_reg_warp_options o;
   accel_status s = check_options(ctx, __func__, options, &o);
-  if (!s) s = check_call(ctx, __func__, in, out, count);
   if (s) return s;
-  for (int32_t i = 0; i < count; i++) {
-    const int64_t bad = first_nonfinite_row(in[i], accel__ctx_threads(ctx));
-    REQUIRE(ctx, bad < 0, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i, (long long)bad);
+  layers L = {malloc(sizeof(accel_array *) * (size_t)count), malloc(sizeof(accel_array *) * (size_t)count),
+              malloc(sizeof(accel_array) * 2 * (size_t)count), calloc(2 * (size_t)count, sizeof(bool))};
+  if (!L.in || !L.out || !L.plain || !L.device)
+    s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for %d layers", (int)count);
+  if (!s) s = check_call(ctx, __func__, in, out, count, o.interp == ACCEL_REG_INTERP_LINEAR, &L);
+  for (int32_t i = 0; i < count && !s; i++) {
+    int64_t bad;
+    s = nonfinite_row(ctx, L.in[i], L.device[i], &bad);
+    if (!s && bad >= 0)
+      s = FAIL(ctx, ACCEL_ERR_INVALID_ARG, "in[%d] has a non-finite value in row %lld", (int)i, (long long)bad);
   }
   accel__reg_warp_job job;
   memset(&job, 0, sizeof job);
@@ -463,7 +530,10 @@ accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const 
   job.tile = o.tile > 0 ? o.tile : 128;
   job.progress = o.progress;
   job.progress_user = o.progress_user;
-  for (int32_t i = 0; i < count && !s; i++)
-    s = warp_layer(ctx, __func__, &job, i, in[i], out[i], (double)i / count, 1.0 / count);
+  for (int32_t i = 0; i < count && !s; i++) {
+    const bool dev[2] = {L.device[i], L.device[count + i]};
+    s = warp_layer(ctx, __func__, &job, i, L.in[i], L.out[i], (double)i / count, 1.0 / count, dev);
+  }
+  free(L.in), free(L.out), free(L.plain), free(L.device);
   return s;
 }

@@ -14,7 +14,7 @@ import ctypes
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
-from ._arrays import Array, as_array, host, host_only, ref
+from ._arrays import Array, DeviceView, as_array, device_empty, device_in, host, host_only, ref
 from ._errors import ContextCalls, check
 from ._native import P, Handle, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
@@ -106,6 +106,9 @@ def registration_image(a: Any, what: str = "image") -> Any:
     if a.dtype.name in ("uint8", "uint16", "float32") and a.dtype.isnative:
         return a
     return a.astype(np.float32)
+
+
+_REG_DTYPES = ("uint8", "uint16", "float32")
 
 
 def _mask(m, shape):
@@ -462,23 +465,29 @@ class Transform(Handle):
         import numpy as np
         single = isinstance(images, np.ndarray) or hasattr(images, "__dlpack__") \
             or hasattr(images, "__cuda_array_interface__")
-        pairs = [host(a, "image") for a in ([images] if single else list(images))]
+        given = [images] if single else list(images)
+        o = RegWarpOptions.defaults()
+        o.interp = _choice("interp", INTERPS, interp)
+        # linear: GPU arrays on this context's device are read and written in place
+        linear = o.interp == INTERPS["linear"]
+        views = [device_in(self._ctx, a, ("uint8", "uint16", "float32"), (2, 3), as3d=False, bool_as_uint8=False)
+                 if linear else None for a in given]
+        pairs = [(v, None) if v is not None else host(a, "image") for v, a in zip(views, given)]
         ins = [a for a, _ in pairs]
         if not ins:
             return []
         x0, y0, w, h = self._region(region)
-        outs = [np.empty((h, w) + tuple(a.shape[2:]), a.dtype) for a in ins]
-        o = RegWarpOptions.defaults()
-        o.interp = _choice("interp", INTERPS, interp)
+        outs = [device_empty(a.obj, (h, w) + tuple(a.shape[2:]), a.dtype, as3d=False) if isinstance(a, DeviceView)
+                else np.empty((h, w) + tuple(a.shape[2:]), a.dtype) for a in ins]
         o.fill, o.x0, o.y0, o.tile = float(fill), x0, y0, int(tile)
-        din = [as_array(a) for a in ins]
-        dout = [as_array(a, True) for a in outs]
+        din = [a.array if isinstance(a, DeviceView) else as_array(a) for a in ins]
+        dout = [a.array if isinstance(a, DeviceView) else as_array(a, True) for a in outs]
         pin = (P(Array) * len(ins))(*(ctypes.pointer(d) for d in din))
         pout = (P(Array) * len(ins))(*(ctypes.pointer(d) for d in dout))
         with Call(progress) as c:
             o.progress = c.fn
             self._check(lib.accel_reg_warp(self._ctx.handle, self.handle, pin, pout, len(ins), ctypes.byref(o)))
-        outs = [back(a) for a, (_, back) in zip(outs, pairs)]
+        outs = [a.obj if back is None else back(a) for a, (_, back) in zip(outs, pairs)]
         return outs[0] if single else outs
 
 
@@ -571,9 +580,12 @@ class Reg(ContextCalls):
         >>> len(t.report["levels"])
         1
         """
-        f = registration_image(fixed, "fixed")
-        m = registration_image(moving, "moving")
-        k = _mask(mask, f.shape)
+        # 2-D uint8, uint16 or float32 GPU arrays on this context's device are read in place
+        f = device_in(self._ctx, fixed, _REG_DTYPES, (2,), as3d=False, bool_as_uint8=False) \
+            or registration_image(fixed, "fixed")
+        m = device_in(self._ctx, moving, _REG_DTYPES, (2,), as3d=False, bool_as_uint8=False) \
+            or registration_image(moving, "moving")
+        k = _mask(mask, tuple(f.shape))
         o = self.options(preset, **options)
         if progress is True:
             iterations = max(int(o.iterations), 1)
@@ -587,7 +599,8 @@ class Reg(ContextCalls):
         h = ctypes.c_void_p()
         with Call(progress, REG_PROGRESS_FN, adapt) as c:
             o.progress = c.fn
-            self._call(lib.accel_reg_register, ref(f), ref(m), ref(k),
+            self._call(lib.accel_reg_register, f.ref() if isinstance(f, DeviceView) else ref(f),
+                       m.ref() if isinstance(m, DeviceView) else ref(m), ref(k),
                        initial.handle if initial is not None else None, ctypes.byref(o), ctypes.byref(h),
                        ctypes.byref(report))
         t = Transform._wrap(h, self._ctx)

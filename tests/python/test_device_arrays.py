@@ -253,6 +253,24 @@ class DeviceArraysInPlace(unittest.TestCase):
         self.assertEqual(len(one), 1)
         self.assertEqual(one.hex(0, "phash"), want.hex(2, "phash"))
 
+    def test_registration_in_place(self):
+        yy, xx = np.mgrid[0:80, 0:88]
+        fixed = (100 + 50 * np.sin(0.2 * xx) * np.cos(0.15 * yy)).astype(np.float32)
+        moving = (100 + 50 * np.sin(0.2 * xx + 0.3) * np.cos(0.15 * yy - 0.2)).astype(np.uint8)
+        opts = dict(levels=2, grid_spacing=32, iterations=8, samples=800)
+        want = self.cpu.reg.register(fixed, moving, **opts)
+        got = self.gpu.reg.register(FakeDeviceArray(fixed), FakeDeviceArray(moving), **opts)
+        np.testing.assert_array_equal(got.parameters, want.parameters)  # the CPU's, to the bit
+        st = self.gpu.stats()
+        self.assertEqual((st["reg.check"]["gpu_runs"], st["reg.check"]["bytes_uploaded"]), (1, 0))
+        # a linear warp of a device RGB layer: written in place on its device, the CPU's pixels
+        rgb = np.stack([moving, moving // 2, 255 - moving], axis=2)
+        self.gpu.reset_stats()
+        warped = got.warp(FakeDeviceArray(rgb), interp="linear")  # got lives on the GPU context
+        self.assertIsInstance(warped, FakeDeviceArray)
+        np.testing.assert_array_equal(warped.get(), self.cpu.reg.warp(want, rgb, interp="linear"))
+        self.assertEqual(self.gpu.stats()["reg.warp"]["bytes_downloaded"], 0)
+
     def test_other_stages_stage_or_refuse(self):
         # svf has no device path: the array goes through the host rules
         if accel.backends()["cuda"]["available"]:
