@@ -178,80 +178,86 @@ accel_status put_window(slab_stager &sg, const accel__svf_job *job, const accel_
       why);
 }
 
-/* One tile whose window (layout hw) is on its way in the stager's buffer k:
- * the kernel over its pixels, the next tile's window put while it runs,
- * its outputs downloaded into the caller's grids. */
-accel_status run_tile(accel__executor *x, const accel__svf_job *job, const dplan &dp, const accel__svf_tile &t,
-                      slab_stager &sg, int64_t k, const accel__svf_window &hw, char *why, const accel__svf_tile *next,
-                      accel__svf_window *next_hw) {
+/* Output i of the job (grid i, or matrix i - ACCEL_SVF_GRIDS) is device memory. */
+bool out_on_device(const accel__svf_job *job, int i) { return (job->out_device >> i) & 1u; }
+
+/* A tile's outputs on the device. */
+struct tile_out {
+  dbuf dout[ACCEL_SVF_GRIDS], dmat[ACCEL_SVF_MATRICES];
+  float *po[ACCEL_SVF_GRIDS] = {nullptr};
+  uint8_t *pm[ACCEL_SVF_MATRICES] = {nullptr};
+};
+
+/* One tile's kernel over its pixels, reading the device window dwin (layout
+ * hw), into o (queued on the stream). */
+accel_status launch_tile(accel__executor *x, const accel__svf_job *job, const dplan &dp, const accel__svf_tile &t,
+                         const uint8_t *dwin, const accel__svf_window &hw, tile_out &o, char *why) {
   const size_t cells = window_bytes(job, t) / sizeof(double) / (job->veg ? 3u : 1u);
-  uint8_t *win = nullptr;
-  accel_status s = sg.ready(k, &win, why);
   accel__svf_window dw = hw;
-  dw.dsm = (const double *)(void *)win;
+  dw.dsm = (const double *)(const void *)dwin;
   dw.canopy = job->veg ? dw.dsm + cells : nullptr;
   dw.trunk = job->veg ? dw.dsm + 2 * cells : nullptr;
   const int64_t tr = t.r1 - t.r0, tc = t.c1 - t.c0;
   const px_base base = {dw, job->rows, job->cols, t.r0, t.c0, tc, job->hmax, dp};
-  dbuf dout[ACCEL_SVF_GRIDS], dmat[ACCEL_SVF_MATRICES];
-  float *po[ACCEL_SVF_GRIDS] = {nullptr};
-  uint8_t *pm[ACCEL_SVF_MATRICES] = {nullptr};
+  accel_status s = ACCEL_OK;
   for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
     if (job->out[g]) {
-      s = dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why);
-      po[g] = dout[g].as<float>();
+      s = o.dout[g].get(x, sizeof(float) * (size_t)(tr * tc), why);
+      o.po[g] = o.dout[g].as<float>();
     }
   for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
     if (job->mat[m]) {
-      s = dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why);
-      pm[m] = dmat[m].p;
+      s = o.dmat[m].get(x, (size_t)(tr * tc * job->mat_bytes), why);
+      o.pm[m] = o.dmat[m].p;
     }
   if (s) return s;
-  if (job->shadows) {
-    const shadow_px f = {base, po[0], po[1], po[2]};
-    s = each2d(x, tr, tc, f, why, "the shadow kernel");
-  } else {
-    sky_px f;
-    f.b = base;
-    for (int g = 0; g < ACCEL_SVF_GRIDS; g++) f.out[g] = po[g];
-    for (int m = 0; m < ACCEL_SVF_MATRICES; m++) f.mat[m] = pm[m];
-    f.mb = job->mat_bytes;
-    s = each2d(x, tr, tc, f, why, "the sky view factor kernel");
-  }
-  if (!s) s = sg.done(k, why);
-  if (!s && next) s = put_window(sg, job, *next, k + 1, next_hw, why);
+  if (job->shadows) return each2d(x, tr, tc, shadow_px{base, o.po[0], o.po[1], o.po[2]}, why, "the shadow kernel");
+  sky_px f;
+  f.b = base;
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) f.out[g] = o.po[g];
+  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) f.mat[m] = o.pm[m];
+  f.mb = job->mat_bytes;
+  return each2d(x, tr, tc, f, why, "the sky view factor kernel");
+}
+
+/* A tile's outputs into the caller's grids (downloaded, or copied on the
+ * device into device outputs), waited for. */
+accel_status store_tile(accel__executor *x, const accel__svf_job *job, const accel__svf_tile &t, const tile_out &o,
+                        char *why) {
+  const int64_t tr = t.r1 - t.r0, tc = t.c1 - t.c0;
+  accel_status s = ACCEL_OK;
   for (int g = 0; g < ACCEL_SVF_GRIDS && !s; g++)
-    if (po[g])
-      s = accel__cuda_check(
-          x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, po[g],
-                    sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr, cudaMemcpyDeviceToHost),
-          why, "download a tile");
+    if (o.po[g]) {
+      const bool d = out_on_device(job, g);
+      s = accel__cuda_check(x->copy2d(job->out[g] + t.r0 * job->cols + t.c0, sizeof(float) * (size_t)job->cols, o.po[g],
+                                      sizeof(float) * (size_t)tc, sizeof(float) * (size_t)tc, (size_t)tr,
+                                      d ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost),
+                            why, d ? "store a tile on the device" : "download a tile");
+    }
   for (int m = 0; m < ACCEL_SVF_MATRICES && !s; m++)
-    if (pm[m]) {
+    if (o.pm[m]) {
       const size_t rowb = (size_t)(tc * job->mat_bytes);
+      const bool d = out_on_device(job, ACCEL_SVF_GRIDS + m);
       s = accel__cuda_check(
           x->copy2d(job->mat[m] + (t.r0 * job->cols + t.c0) * job->mat_bytes, (size_t)(job->cols * job->mat_bytes),
-                    pm[m], rowb, rowb, (size_t)tr, cudaMemcpyDeviceToHost),
-          why, "download a tile");
+                    o.pm[m], rowb, rowb, (size_t)tr, d ? cudaMemcpyDeviceToDevice : cudaMemcpyDeviceToHost),
+          why, d ? "store a tile on the device" : "download a tile");
     }
   if (!s) s = accel__cuda_check(x->sync(), why, "finish a tile");
   return s;
 }
 
-accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
-  char *why = call->why;
-  plan_bufs pb;
-  dplan dp;
-  int nout = 0, nmat = 0;
-  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) nout += job->out[g] != nullptr;
-  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) nmat += job->mat[m] != nullptr;
-  int64_t side = 0;
-  bool overlap = false;
-  accel_status s = upload_plan(x, job->plan, pb, &dp, why);
-  if (!s) s = tile_side(x, job, nout, nmat, &side, &overlap, why);
-  if (s) return s;
-  const int64_t whole = job->rows > job->cols ? job->rows : job->cols, tside = side >= whole ? 0 : side;
-  const int64_t tiles = accel__svf_tile_count(job, tside);
+/* Progress after tile i of n; a nonzero answer cancels. */
+accel_status tile_done(const accel__svf_job *job, int64_t i, int64_t n, char *why) {
+  if (job->progress && job->progress(job->progress_user, job->stage, (double)(i + 1) / (double)n)) {
+    accel__why(why, "cancelled by the progress callback");
+    return ACCEL_ERR_CANCELLED;
+  }
+  return ACCEL_OK;
+}
+
+/* The largest window of the job's tiles of side tside. */
+size_t largest_window(const accel__svf_job *job, int64_t tside, int64_t tiles) {
   size_t largest = 0;
   for (int64_t i = 0; i < tiles; i++) {
     accel__svf_tile t;
@@ -259,24 +265,228 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
     const size_t b = window_bytes(job, t);
     largest = b > largest ? b : largest;
   }
+  return largest;
+}
+
+/* Host inputs: each tile's window made on the host and uploaded through the
+ * stager, the next one's while this one's kernel runs. */
+accel_status run_host(accel__executor *x, const accel__svf_job *job, const dplan &dp, int64_t tside, bool overlap,
+                      char *why) {
+  const int64_t tiles = accel__svf_tile_count(job, tside);
   slab_stager sg;
   accel__svf_tile t[2];
   accel__svf_window hw[2];
-  s = sg.init(x, largest, overlap && tiles > 1, why);
+  accel_status s = sg.init(x, largest_window(job, tside, tiles), overlap && tiles > 1, why);
   if (!s && tiles) {
     accel__svf_tile_at(job, tside, 0, &t[0]);
     s = put_window(sg, job, t[0], 0, &hw[0], why);
   }
   for (int64_t i = 0; i < tiles && !s; i++) {
     const int b = (int)(i & 1);
+    uint8_t *win = nullptr;
+    tile_out o;
     if (i + 1 < tiles) accel__svf_tile_at(job, tside, i + 1, &t[1 - b]);
-    s = run_tile(x, job, dp, t[b], sg, i, hw[b], why, i + 1 < tiles ? &t[1 - b] : nullptr, &hw[1 - b]);
-    if (!s && job->progress && job->progress(job->progress_user, job->stage, (double)(i + 1) / (double)tiles)) {
-      accel__why(why, "cancelled by the progress callback");
-      s = ACCEL_ERR_CANCELLED;
-    }
+    s = sg.ready(i, &win, why);
+    if (!s) s = launch_tile(x, job, dp, t[b], win, hw[b], o, why);
+    if (!s) s = sg.done(i, why);
+    if (!s && i + 1 < tiles) s = put_window(sg, job, t[1 - b], i + 1, &hw[1 - b], why); /* while the kernel runs */
+    if (!s) s = store_tile(x, job, t[b], o, why);
+    if (!s) s = tile_done(job, i, tiles, why);
   }
   return s;
+}
+
+/* ---------------------------------------------------------------- device inputs */
+
+/* One thread's share of the statistics of raw device inputs (cells i, i +
+ * n_threads, ...), merged on the host; with `up` >= 0, the highest canopy or
+ * trunk top after the raise instead (the second pass). */
+struct stats_part {
+  double lo, hi, chi, top;
+  uint64_t nodata[3];
+  int64_t inf[3];
+};
+
+struct stats_f {
+  const float *raw[3];
+  int64_t n, threads;
+  bool veg, has_trunk;
+  double up, ratio; /* the second pass */
+  bool second;
+  stats_part *part;
+  __host__ __device__ void operator()(uint64_t i) const {
+    stats_part p;
+    p.lo = 1.0 / 0.0, p.hi = -1.0 / 0.0, p.chi = 0.0, p.top = -1.0 / 0.0;
+    for (int g = 0; g < 3; g++) p.nodata[g] = 0, p.inf[g] = -1;
+    for (int64_t k = (int64_t)i; k < n; k += threads) {
+      if (second) {
+        double d, ca, tr;
+        accel__svf_cell(raw[0][k], raw[1][k], has_trunk ? raw[2][k] : 0.0f, true, has_trunk, up, ratio, &d, &ca, &tr);
+        p.top = ca > p.top ? ca : p.top;
+        p.top = tr > p.top ? tr : p.top;
+        continue;
+      }
+      for (int g = 0; g < 3; g++) {
+        if (!raw[g]) continue;
+        const float x = raw[g][k];
+        const bool nan = x != x, inf = !nan && (x - x != x - x);
+        if (inf && p.inf[g] < 0) p.inf[g] = k;
+        p.nodata[g] += nan;
+        const double v = nan ? 0.0 : (double)x;
+        if (g == 0) {
+          p.lo = v < p.lo ? v : p.lo;
+          p.hi = v > p.hi ? v : p.hi;
+        } else if (g == 1) {
+          p.chi = v > p.chi ? v : p.chi;
+        }
+      }
+    }
+    part[i] = p;
+  }
+};
+
+/* One pass of stats_f over the inputs, merged into *st (first pass) or *top. */
+accel_status stats_pass(accel__executor *x, const accel__svf_job *job, bool second, double up, accel__svf_stats *st,
+                        double *top, char *why) {
+  const int64_t n = job->rows * job->cols, threads = n < 16384 ? n : 16384;
+  dbuf d;
+  stats_part *h = (stats_part *)malloc(sizeof(stats_part) * (size_t)threads);
+  if (!h) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  const stats_f f0 = {{job->raw[0], job->raw[1], job->raw[2]},
+                      n,
+                      threads,
+                      job->veg,
+                      job->raw[2] != nullptr,
+                      up,
+                      job->setup.trunk_ratio,
+                      second,
+                      nullptr};
+  accel_status s = d.get(x, sizeof(stats_part) * (size_t)threads, why);
+  stats_f f = f0;
+  f.part = d.as<stats_part>();
+  if (!s) s = each(x, (uint64_t)threads, f, why, second ? "the highest tops" : "the inputs' statistics");
+  if (!s) s = download(x, h, d.p, sizeof(stats_part) * (size_t)threads, why, "download the statistics");
+  for (int64_t i = 0; i < threads && !s; i++) {
+    const stats_part &p = h[i];
+    if (second) {
+      *top = p.top > *top ? p.top : *top;
+      continue;
+    }
+    st->lo = p.lo < st->lo ? p.lo : st->lo;
+    st->hi = p.hi > st->hi ? p.hi : st->hi;
+    st->chi = p.chi > st->chi ? p.chi : st->chi;
+    for (int g = 0; g < 3; g++) {
+      st->nodata[g] += p.nodata[g];
+      if (p.inf[g] >= 0 && (st->inf[g] < 0 || p.inf[g] < st->inf[g])) st->inf[g] = p.inf[g];
+    }
+  }
+  free(h);
+  return s;
+}
+
+/* A tile's window made on the device from the raw inputs (the cells api.c
+ * makes on the host), zero padded. */
+struct window_f {
+  const float *raw[3];
+  int64_t cols, wr0, wc0, wc, pitch;
+  size_t cells;
+  bool veg, has_trunk;
+  double up, ratio;
+  double *out;
+  __host__ __device__ void operator()(int64_t r, int64_t c) const {
+    const int64_t o = r * pitch + c;
+    double d = 0.0, ca = 0.0, tr = 0.0;
+    if (c >= ACCEL__SVF_PAD && c < ACCEL__SVF_PAD + wc) {
+      const int64_t k = (wr0 + r) * cols + wc0 + c - ACCEL__SVF_PAD;
+      accel__svf_cell(raw[0][k], veg ? raw[1][k] : 0.0f, has_trunk ? raw[2][k] : 0.0f, veg, has_trunk, up, ratio, &d,
+                      &ca, &tr);
+    }
+    out[o] = d;
+    if (!veg) return;
+    out[cells + o] = ca;
+    out[2 * cells + o] = tr;
+  }
+};
+
+/* Device inputs: the statistics and the plan, then every tile's window made
+ * on the device from them (nothing of them crosses the bus). */
+accel_status run_raw(accel__executor *x, accel__call *call, accel__svf_job *job, int nout, int nmat) {
+  char *why = call->why;
+  accel__svf_stats st;
+  memset(&st, 0, sizeof st);
+  st.lo = INFINITY, st.hi = -INFINITY;
+  for (int g = 0; g < 3; g++) st.inf[g] = -1;
+  double up = 0, hi = 0, lo = 0, top = 0;
+  accel_status s = accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize");
+  if (!s) s = stats_pass(x, job, false, 0, &st, nullptr, why);
+  if (!s) s = accel__svf_settle(call->ctx, job->stage, &st, job->cols, &up, &hi, &lo, why);
+  top = hi;
+  if (!s && job->veg) s = stats_pass(x, job, true, up, nullptr, &top, why);
+  if (!s) s = accel__svf_plan_raw(job, &st, hi, lo, top, why);
+  if (s) return s;
+  plan_bufs pb;
+  dplan dp;
+  int64_t side = 0;
+  bool overlap = false;
+  s = upload_plan(x, job->plan, pb, &dp, why);
+  if (!s) s = tile_side(x, job, nout, nmat, &side, &overlap, why); /* room for two windows, one used */
+  const int64_t whole = job->rows > job->cols ? job->rows : job->cols, tside = side >= whole ? 0 : side;
+  const int64_t tiles = s ? 0 : accel__svf_tile_count(job, tside);
+  dbuf win;
+  if (!s) s = win.get(x, largest_window(job, tside, tiles), why);
+  for (int64_t i = 0; i < tiles && !s; i++) {
+    accel__svf_tile t;
+    accel__svf_tile_at(job, tside, i, &t);
+    const int64_t wc = t.wc1 - t.wc0, pitch = wc + 2 * ACCEL__SVF_PAD;
+    const size_t cells = (size_t)((t.wr1 - t.wr0) * pitch);
+    const window_f wf = {{job->raw[0], job->raw[1], job->raw[2]},
+                         job->cols,
+                         t.wr0,
+                         t.wc0,
+                         wc,
+                         pitch,
+                         cells,
+                         job->veg,
+                         job->raw[2] != nullptr,
+                         up,
+                         job->setup.trunk_ratio,
+                         win.as<double>()};
+    const accel__svf_window hw = {nullptr, nullptr, nullptr, pitch, t.wr0, t.wr1, t.wc0, t.wc1};
+    tile_out o;
+    s = each2d(x, t.wr1 - t.wr0, pitch, wf, why, "a tile's window");
+    if (!s) s = launch_tile(x, job, dp, t, win.p, hw, o, why);
+    if (!s) s = store_tile(x, job, t, o, why);
+    if (!s) s = tile_done(job, i, tiles, why);
+  }
+  return s;
+}
+
+accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
+  char *why = call->why;
+  int nout = 0, nmat = 0;
+  for (int g = 0; g < ACCEL_SVF_GRIDS; g++) nout += job->out[g] != nullptr;
+  for (int m = 0; m < ACCEL_SVF_MATRICES; m++) nmat += job->mat[m] != nullptr;
+  if (job->out_device) { /* the caller's work on device outputs comes first */
+    const accel_status s = accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize");
+    if (s) return s;
+  }
+  if (job->raw[0] && !job->grid.dsm) {
+    const accel_status s = run_raw(x, call, job, nout, nmat);
+    if (job->plan) accel__svf_release_raw(job, nullptr);
+    return s;
+  }
+  plan_bufs pb;
+  dplan dp;
+  int64_t side = 0;
+  bool overlap = false;
+  accel_status s = upload_plan(x, job->plan, pb, &dp, why);
+  if (!s) s = tile_side(x, job, nout, nmat, &side, &overlap, why);
+  if (s) return s;
+  const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
+  return run_host(x, job, dp, side >= whole ? 0 : side, overlap, why);
 }
 
 accel_status on_device(accel__call *call, accel__svf_job *job) {

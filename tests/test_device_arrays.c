@@ -138,8 +138,8 @@ static void refuse_everywhere(accel_ctx *ctx, accel_status want, const char *nee
   REFUSED(accel_tiff_save(ctx, "/nonexistent/x.tif", &img, NULL));
   REFUSED(accel_tiff_save_image(ctx, "/nonexistent/x.tif", &img, NULL));
   if (!gpu) REFUSED(accel_reg_register(ctx, &img, &himg, NULL, NULL, NULL, &t, NULL));
-  REFUSED(accel_svf_shadows(ctx, &img, NULL, NULL, 90, 45, &so, &himg, NULL, NULL));
-  REFUSED(accel_svf_sky(ctx, &img, NULL, NULL, &so, grids, NULL));
+  if (!gpu) REFUSED(accel_svf_shadows(ctx, &img, NULL, NULL, 90, 45, &so, &himg, NULL, NULL));
+  if (!gpu) REFUSED(accel_svf_sky(ctx, &img, NULL, NULL, &so, grids, NULL));
 #undef REFUSED
   ck_assert_ptr_null(net);
   ck_assert_ptr_null(t);
@@ -589,6 +589,172 @@ START_TEST(hash_arrays_with_device_images_fall_back_right) {
   accel_ctx_destroy(gpu);
 }
 END_TEST
+
+/* ---- sky view factors and shadows of device grids */
+
+enum { SR = 23, SC = 29, SN = SR * SC, SMB = (153 + 7) / 8 };
+
+/* A DSM going below 0 (UMEP raises it) with no-data cells, a canopy and
+ * trunks: the three inputs, as host arrays. */
+typedef struct svf_in {
+  float g[3][SN];
+} svf_in;
+
+static void make_svf_in(svf_in *in) {
+  uint8_t noise[SN];
+  fill_random(noise, SN, 11);
+  for (int i = 0; i < SN; i++) {
+    const int r = i / SC, c = i % SC;
+    in->g[0][i] = (float)((r % 7 == 3 && c % 5 < 3) ? 12.0 + noise[i] / 32.0 : -1.5 + noise[i] / 128.0);
+    in->g[1][i] = (float)((r + c) % 6 == 0 ? 4.0 + noise[i] / 64.0 : 0.0);
+    in->g[2][i] = in->g[1][i] > 0 ? in->g[1][i] * 0.3f : 0.0f;
+  }
+  in->g[0][5] = NAN; /* no data: 0 */
+  in->g[1][40] = NAN;
+}
+
+static accel_array grid2(void *data, accel_dtype dt, bool device) {
+  accel_array a;
+  ck_assert_int_eq(accel_array_init(&a, data, dt, 2, (int64_t[]){SR, SC}), ACCEL_OK);
+  if (device) ck_assert_int_eq(accel_array_on_device(&a), ACCEL_OK);
+  return a;
+}
+
+/* Every grid and matrix of the sky from the inputs (device arrays when
+ * dev_in, outputs device arrays when dev_out) into out (15 grids, then the
+ * 3 matrices' bytes); tile 0 or a few tiles. */
+typedef struct sky_run {
+  const svf_in *in;
+  bool dev_in, dev_out;
+  int64_t tile;
+  float grids[ACCEL_SVF_GRIDS][SN];
+  uint8_t mats[ACCEL_SVF_MATRICES][SN * SMB];
+} sky_run;
+
+static accel_status run_sky_on(accel_ctx *ctx, sky_run *r) {
+  svf_in *copy = malloc(sizeof *copy); /* the device's inputs: another buffer, as device memory is */
+  memcpy(copy, r->in, sizeof *copy);
+  accel_array in[3], g[ACCEL_SVF_GRIDS], m[ACCEL_SVF_MATRICES];
+  const accel_array *gp[ACCEL_SVF_GRIDS], *mp[ACCEL_SVF_MATRICES];
+  for (int k = 0; k < 3; k++) in[k] = grid2(copy->g[k], ACCEL_DTYPE_F32, r->dev_in);
+  memset(r->grids, 0xEE, sizeof r->grids);
+  memset(r->mats, 0xEE, sizeof r->mats);
+  for (int k = 0; k < ACCEL_SVF_GRIDS; k++) {
+    g[k] = grid2(r->grids[k], ACCEL_DTYPE_F32, r->dev_out);
+    gp[k] = &g[k];
+  }
+  for (int k = 0; k < ACCEL_SVF_MATRICES; k++) {
+    ck_assert_int_eq(accel_array_init(&m[k], r->mats[k], ACCEL_DTYPE_U8, 3, (int64_t[]){SR, SC, SMB}), ACCEL_OK);
+    if (r->dev_out) ck_assert_int_eq(accel_array_on_device(&m[k]), ACCEL_OK);
+    mp[k] = &m[k];
+  }
+  accel_svf_options o;
+  accel_svf_options_init(&o, sizeof o);
+  o.pixel_size = 1.0;
+  o.tile = r->tile;
+  const accel_status s = accel_svf_sky(ctx, &in[0], &in[1], &in[2], &o, gp, mp);
+  free(copy);
+  return s;
+}
+
+static sky_run *sky_want(const svf_in *in) {
+  sky_run *want = malloc(sizeof *want);
+  *want = (sky_run){.in = in};
+  accel_ctx *cpu = cpu_ctx();
+  ck_assert_int_eq(run_sky_on(cpu, want), ACCEL_OK);
+  accel_ctx_destroy(cpu);
+  return want;
+}
+
+static void expect_sky(const sky_run *got, const sky_run *want) {
+  ck_assert_mem_eq(got->grids, want->grids, sizeof got->grids);
+  ck_assert_mem_eq(got->mats, want->mats, sizeof got->mats);
+}
+
+/* Device inputs and outputs, whole and tiled: the CPU's grids and
+ * matrices from host arrays; nothing of them crosses the bus (the same run
+ * with host outputs downloads exactly their bytes more; with host inputs it
+ * uploads their windows). */
+START_TEST(svf_uses_device_grids_in_place) {
+  svf_in *in = malloc(sizeof *in);
+  make_svf_in(in);
+  sky_run *want = sky_want(in), *got = malloc(sizeof *got);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  static const bool modes[3][2] = {{true, true}, {true, false}, {false, true}};
+  uint64_t up[3], down[3];
+  for (int k = 0; k < 3; k++) {
+    *got = (sky_run){.in = in, .dev_in = modes[k][0], .dev_out = modes[k][1]};
+    ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
+    ck_assert_msg(run_sky_on(gpu, got) == ACCEL_OK, "%s", accel_last_error(gpu));
+    expect_sky(got, want);
+    const accel_stage_stats st = stats_of(gpu, "svf.sky");
+    ck_assert_uint_eq(st.gpu_runs, 1);
+    up[k] = st.bytes_uploaded, down[k] = st.bytes_downloaded;
+  }
+  ck_assert_uint_eq(down[1], down[0] + sizeof got->grids + sizeof got->mats);
+  ck_assert_uint_ge(up[2], up[0] + 3 * SN * sizeof(double)); /* three prepared grids */
+  for (int64_t tile = 5; tile <= 11; tile += 6) {            /* tiles with halos */
+    *got = (sky_run){.in = in, .dev_in = true, .dev_out = true, .tile = tile};
+    ck_assert_msg(run_sky_on(gpu, got) == ACCEL_OK, "%s", accel_last_error(gpu));
+    expect_sky(got, want);
+  }
+  free(in), free(want), free(got);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
+/* Shadows of device grids; an infinite device value and mixed inputs refused. */
+START_TEST(svf_shadows_and_refusals_with_device_grids) {
+  svf_in *in = malloc(sizeof *in);
+  make_svf_in(in);
+  float *want = malloc(3 * SN * sizeof(float)), *got = malloc(3 * SN * sizeof(float));
+  accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  accel_svf_options o;
+  accel_svf_options_init(&o, sizeof o);
+  o.pixel_size = 0.5;
+  accel_array h[3], d[3], wo[3], go[3];
+  for (int k = 0; k < 3; k++) {
+    h[k] = grid2(in->g[k], ACCEL_DTYPE_F32, false);
+    d[k] = grid2(in->g[k], ACCEL_DTYPE_F32, true);
+    wo[k] = grid2(want + k * SN, ACCEL_DTYPE_F32, false);
+    go[k] = grid2(got + k * SN, ACCEL_DTYPE_F32, true);
+  }
+  ck_assert_int_eq(accel_svf_shadows(cpu, &h[0], &h[1], NULL, 135, 30, &o, &wo[0], &wo[1], &wo[2]), ACCEL_OK);
+  memset(got, 0xEE, 3 * SN * sizeof(float));
+  ck_assert_msg(accel_svf_shadows(gpu, &d[0], &d[1], NULL, 135, 30, &o, &go[0], &go[1], &go[2]) == ACCEL_OK, "%s",
+                accel_last_error(gpu));
+  ck_assert_mem_eq(got, want, 3 * SN * sizeof(float));
+  ck_assert_int_eq(accel_svf_shadows(gpu, &d[0], &h[1], NULL, 135, 30, &o, &go[0], NULL, NULL), ACCEL_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "all be device arrays or all host"));
+  in->g[1][3 * SC + 4] = INFINITY;
+  ck_assert_int_eq(accel_svf_shadows(gpu, &d[0], &d[1], NULL, 135, 30, &o, &go[0], NULL, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "cdsm[3, 4] is infinite"));
+  free(in), free(want), free(got);
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
+static accel_status sky_device_grids(accel_ctx *ctx, void *user) {
+  const sky_run *want = user;
+  sky_run *got = malloc(sizeof *got);
+  *got = (sky_run){.in = want->in, .dev_in = true, .dev_out = true, .tile = 11};
+  const accel_status s = run_sky_on(ctx, got);
+  if (s == ACCEL_OK) expect_sky(got, want);
+  free(got);
+  return s;
+}
+
+/* Every CUDA call made to fail in turn with device grids: the CPU reruns
+ * the job on host copies, preparing them as api.c does. */
+START_TEST(svf_with_device_grids_falls_back_right) {
+  svf_in *in = malloc(sizeof *in);
+  make_svf_in(in);
+  sky_run *want = sky_want(in);
+  ck_assert_int_ge(emulated_fault_sweep("svf.sky", sky_device_grids, want), 2);
+  free(in), free(want);
+}
+END_TEST
 #endif
 
 static Suite *suite_device_arrays(void) {
@@ -606,6 +772,9 @@ static Suite *suite_device_arrays(void) {
   tcase_add_test(tc, every_failure_with_device_arrays_falls_back_right);
   tcase_add_test(tc, hash_arrays_reads_device_images_in_place);
   tcase_add_test(tc, hash_arrays_with_device_images_fall_back_right);
+  tcase_add_test(tc, svf_uses_device_grids_in_place);
+  tcase_add_test(tc, svf_shadows_and_refusals_with_device_grids);
+  tcase_add_test(tc, svf_with_device_grids_falls_back_right);
 #endif
   return suite_of("device_arrays", tc);
 }

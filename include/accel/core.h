@@ -455,7 +455,8 @@ ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dt
  * - On a CUDA context, the stages with a GPU path read device inputs and
  *   write device outputs in place, without copies through the host:
  *   accel_hash_arrays (its images), accel_reg_register (fixed, moving),
- *   accel_reg_warp (its layers, linear interpolation), accel_ct_threshold, accel_ct_fill_holes,
+ *   accel_reg_warp (its layers, linear interpolation), accel_svf_shadows and
+ *   accel_svf_sky (inputs, outputs), accel_ct_threshold, accel_ct_fill_holes,
  *   accel_ct_edt and accel_ct_pipeline_run (its input, the given markers and every output;
  *   the markers and labels are made on the host and go up, and the host
  *   stages read the pore mask and the distance map, which come down). The

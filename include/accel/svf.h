@@ -28,6 +28,13 @@
  * changes a result. Stage names: "svf.shadows", "svf.sky". On a CUDA backend
  * both run on the GPU, in tiles within the device memory budget.
  *
+ * Device arrays (core.h): on a CUDA context the inputs (all of dsm, cdsm,
+ * tdsm given: device arrays, or all host ones; mixed is
+ * ACCEL_ERR_UNSUPPORTED) and any output may be C-contiguous device arrays.
+ * Device inputs are prepared on the device (UMEP's raise, canopy and trunk
+ * tops, every tile's window made there from them), device outputs written
+ * there: none of them crosses the bus.
+ *
  * Errors of both (core.h has the general rules): ACCEL_ERR_INVALID_ARG for
  * a NULL ctx (reported through accel_last_error(NULL)), NULL options or
  * dsm, a TDSM without a CDSM, a pixel_size that is not positive and finite,

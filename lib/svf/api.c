@@ -23,9 +23,18 @@ accel_status accel_svf_options_init(accel_svf_options *o, size_t struct_size) {
 
 /* ------------------------------------------------------------ checks */
 
-static accel_status check_grid(accel_ctx *ctx, const char *func, const char *what, const accel_array *a,
-                               accel_dtype dtype, int64_t *rows, int64_t *cols, bool set) {
-  accel_status s = accel__array_check(ctx, func, what, a);
+/* A device array of the call (on a CUDA context): its plain description,
+ * kept for the job. */
+typedef struct dev_arg {
+  accel_array plain;
+  bool on;
+} dev_arg;
+
+static accel_status check_grid(accel_ctx *ctx, const char *func, const char *what, const accel_array *in,
+                               accel_dtype dtype, int64_t *rows, int64_t *cols, bool set, dev_arg *dev) {
+  const accel_array *a = in;
+  accel_status s = accel__array_accept(ctx, func, what, in, &dev->plain, &a, &dev->on);
+  if (!s && !dev->on) s = accel__array_check(ctx, func, what, in);
   if (s) return s;
   if (a->ndim != 2)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be a 2-D grid (rows, cols), not %d-D", what,
@@ -175,24 +184,55 @@ static accel_status prepare(accel_ctx *ctx, const char *func, const accel_array 
 ACCEL__STAGE_FN(run_shadows, svf, shadows, job)
 ACCEL__STAGE_FN(run_sky, svf, sky, job)
 
-/* Both stages after their checks: the inputs prepared, the plan of rays
- * (the sun's at azimuth and altitude for shadows, else the sky's patches),
- * views of the nv outputs v (the grids job->out, then the matrices
- * job->mat), the stage on the backend, the outputs back. The job comes with
- * its stage, kind and matrix size set. */
+/* The job's outputs: views of the host ones (v[i].data), the device ones
+ * in place (their bit in job->out_device and a slot each for a CPU run). */
+static void set_outputs(accel__svf_job *job, accel__view *v, int nv, const dev_arg *dev, accel__device_slot *slots,
+                        int *nslots) {
+  for (int i = 0; i < nv; i++) {
+    void *p = v[i].data;
+    if (dev[i].on) {
+      p = dev[i].plain.data;
+      job->out_device |= 1u << i;
+      slots[*nslots] = (accel__device_slot){
+          .bytes = (size_t)accel__array_count(&dev[i].plain) * accel_dtype_size(dev[i].plain.dtype), .out = true};
+    }
+    if (i < ACCEL_SVF_GRIDS) job->out[i] = p;
+    else job->mat[i - ACCEL_SVF_GRIDS] = p;
+    if (dev[i].on) {
+      slots[*nslots].ptr = i < ACCEL_SVF_GRIDS ? (void **)&job->out[i] : (void **)&job->mat[i - ACCEL_SVF_GRIDS];
+      (*nslots)++;
+    }
+  }
+}
+
+/* Both stages after their checks: the inputs prepared (host inputs here;
+ * device inputs by the op itself, from job->raw), the plan of rays (the
+ * sun's at azimuth and altitude for shadows, else the sky's patches),
+ * views of the nv host outputs v (the grids job->out, then the matrices
+ * job->mat; device outputs in place), the stage on the backend, the
+ * outputs back. The job comes with its stage, kind and matrix size set;
+ * dev[0..3) describes the inputs, dev[3..) the outputs. */
 static accel_status run_stage(accel_ctx *ctx, const char *func, const accel_array *const in[3],
                               const accel_svf_options *o, double azimuth, double altitude, int64_t rows, int64_t cols,
-                              accel__svf_job *job, accel__view *v, int nv) {
+                              accel__svf_job *job, accel__view *v, int nv, const dev_arg *dev) {
+  const bool raw = dev[0].on;
+  if ((in[1] && dev[1].on != raw) || (in[2] && dev[2].on != raw))
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                          "dsm, cdsm and tdsm must all be device arrays or all host arrays");
   prepared p;
-  accel_status s = prepare(ctx, func, in[0], in[1], in[2], o, rows, cols, &p);
+  memset(&p, 0, sizeof p);
+  accel_status s = raw ? ACCEL_OK : prepare(ctx, func, in[0], in[1], in[2], o, rows, cols, &p);
   if (s) return s;
-  accel__svf_plan *plan = job->shadows ? accel__svf_plan_sun(azimuth, altitude, rows, cols, p.amax, o->pixel_size)
-                                       : accel__svf_plan_sky(o->patches, rows, cols, p.amax, o->pixel_size);
-  if (!plan) {
-    free(p.buf);
-    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the ray steps");
+  accel__svf_plan *plan = NULL;
+  if (!raw) {
+    plan = job->shadows ? accel__svf_plan_sun(azimuth, altitude, rows, cols, p.amax, o->pixel_size)
+                        : accel__svf_plan_sky(o->patches, rows, cols, p.amax, o->pixel_size);
+    if (!plan) {
+      free(p.buf);
+      return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the ray steps");
+    }
+    accel__svf_plan_halo(plan, p.hmax, p.amin);
   }
-  accel__svf_plan_halo(plan, p.hmax, p.amin);
   job->veg = in[1] != NULL;
   job->rows = rows;
   job->cols = cols;
@@ -202,15 +242,24 @@ static accel_status run_stage(accel_ctx *ctx, const char *func, const accel_arra
   job->tile = o->tile;
   job->progress = o->progress;
   job->progress_user = o->progress_user;
+  job->setup = (accel__svf_setup){o->pixel_size, o->max_height, o->trunk_ratio, o->patches, azimuth, altitude};
+  accel__device_slot slots[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES];
+  int nslots = 0;
+  for (int k = 0; k < 3 && raw; k++)
+    if (in[k]) {
+      job->raw[k] = dev[k].plain.data;
+      slots[nslots++] = (accel__device_slot){
+          .ptr = (void **)&job->raw[k], .bytes = (size_t)(rows * cols) * sizeof(float), .in = true};
+    }
+  for (int i = 0; i < nv; i++)
+    if (dev[3 + i].on) v[i].a = NULL; /* in place: no view */
   if (!(s = accel__views_open(ctx, func, v, nv))) {
-    for (int i = 0; i < nv; i++)
-      if (i < ACCEL_SVF_GRIDS) job->out[i] = v[i].data;
-      else job->mat[i - ACCEL_SVF_GRIDS] = v[i].data;
-    s = accel__dispatch(ctx, job->stage, job->shadows ? run_shadows : run_sky, job);
+    set_outputs(job, v, nv, dev + 3, slots, &nslots);
+    s = accel__dispatch_device(ctx, job->stage, job->shadows ? run_shadows : run_sky, job, slots, nslots);
     if (!s && job->progress) job->progress(job->progress_user, job->stage, 1.0);
     s = accel__views_close(v, nv, s);
   }
-  accel__svf_plan_free(plan);
+  if (plan) accel__svf_plan_free(plan);
   free(p.buf);
   return s;
 }
@@ -233,12 +282,14 @@ accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const acc
   const accel_array *ins[3] = {dsm, cdsm, tdsm};
   const accel_array *outs[3] = {sh, vegsh, vbshvegsh};
   static const char *const out_names[3] = {"sh", "vegsh", "vbshvegsh"};
-  s = check_grid(ctx, __func__, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
-  if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
-  if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  dev_arg dev[6];
+  memset(dev, 0, sizeof dev);
+  s = check_grid(ctx, __func__, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true, &dev[0]);
+  if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[1]);
+  if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[2]);
   for (int i = 0; i < 3 && !s; i++)
     if (outs[i]) {
-      s = check_grid(ctx, __func__, out_names[i], outs[i], ACCEL_DTYPE_F32, &rows, &cols, false);
+      s = check_grid(ctx, __func__, out_names[i], outs[i], ACCEL_DTYPE_F32, &rows, &cols, false, &dev[3 + i]);
       if (!s) s = check_out_overlap(ctx, __func__, out_names[i], outs[i], ins, 3);
       if (!s) s = check_out_overlap(ctx, __func__, out_names[i], outs[i], outs, i);
     }
@@ -247,7 +298,7 @@ accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm, const acc
   accel__view v[3];
   for (int i = 0; i < 3; i++) v[i] = (accel__view)ACCEL__OUT(out_names[i], outs[i]);
   accel__svf_job job = {.stage = "svf.shadows", .shadows = true};
-  return run_stage(ctx, __func__, ins, &o, azimuth, altitude, rows, cols, &job, v, 3);
+  return run_stage(ctx, __func__, ins, &o, azimuth, altitude, rows, cols, &job, v, 3, dev);
 }
 
 accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm, const accel_array *tdsm,
@@ -262,9 +313,11 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   REQUIRE(ctx, dsm, ACCEL_ERR_INVALID_ARG, "dsm is NULL");
   if (tdsm && !cdsm) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "a TDSM without a CDSM");
   int64_t rows, cols;
-  s = check_grid(ctx, __func__, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true);
-  if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
-  if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false);
+  dev_arg dev[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES];
+  memset(dev, 0, sizeof dev);
+  s = check_grid(ctx, __func__, "dsm", dsm, ACCEL_DTYPE_F32, &rows, &cols, true, &dev[0]);
+  if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[1]);
+  if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[2]);
   if (s) return s;
   const int64_t mat_bytes = (npatch + 7) / 8;
   const accel_array *all[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES] = {dsm, cdsm, tdsm};
@@ -274,7 +327,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
     if (!a) continue;
     if (g >= ACCEL_SVF_VEG && !cdsm)
       return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "grid %s needs a CDSM (vegetation)", grid_names[g]);
-    if ((s = check_grid(ctx, __func__, grid_names[g], a, ACCEL_DTYPE_F32, &rows, &cols, false))) return s;
+    if ((s = check_grid(ctx, __func__, grid_names[g], a, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[3 + g]))) return s;
     if ((s = check_out_overlap(ctx, __func__, grid_names[g], a, all, nall))) return s;
     all[nall++] = a;
     wanted++;
@@ -284,7 +337,9 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
     const accel_array *a = matrices[m];
     if (!a) continue;
     if (m > 0 && !cdsm) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s needs a CDSM (vegetation)", mat_names[m]);
-    if ((s = accel__array_check(ctx, __func__, mat_names[m], a))) return s;
+    dev_arg *d = &dev[3 + ACCEL_SVF_GRIDS + m];
+    if ((s = accel__array_accept(ctx, __func__, mat_names[m], matrices[m], &d->plain, &a, &d->on))) return s;
+    if (!d->on && (s = accel__array_check(ctx, __func__, mat_names[m], a))) return s;
     if (a->ndim != 3 || a->dtype != ACCEL_DTYPE_U8 || a->shape[0] != rows || a->shape[1] != cols ||
         a->shape[2] != mat_bytes)
       return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be U8 (%lld, %lld, %lld) for %d patches", mat_names[m],
@@ -300,7 +355,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++)
     v[ACCEL_SVF_GRIDS + m] = (accel__view)ACCEL__OUT(mat_names[m], matrices ? matrices[m] : NULL);
   accel__svf_job job = {.stage = "svf.sky", .mat_bytes = mat_bytes};
-  return run_stage(ctx, __func__, all, &o, 0, 0, rows, cols, &job, v, ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES);
+  return run_stage(ctx, __func__, all, &o, 0, 0, rows, cols, &job, v, ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES, dev);
 }
 
 /* ------------------------------------------------------------ halo */

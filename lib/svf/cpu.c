@@ -213,7 +213,7 @@ static accel_status run_tile(accel__call *call, accel__svf_job *job, const accel
   return accel__parallel_units(call, tu.across * down, tile_unit, &tu, &p, "a tile");
 }
 
-static accel_status cpu_run(accel__call *call, accel__svf_job *job) {
+static accel_status cpu_tiles(accel__call *call, accel__svf_job *job) {
   const int64_t tiles = accel__svf_tile_count(job, job->tile);
   double *buf = NULL;
   accel_status s = ACCEL_OK;
@@ -237,6 +237,17 @@ static accel_status cpu_run(accel__call *call, accel__svf_job *job) {
     s = run_tile(call, job, &t, &w, (double)i / (double)tiles, 1.0 / (double)tiles);
   }
   free(buf);
+  return s;
+}
+
+/* A job with raw inputs (device arrays, here host copies of them) is
+ * prepared first, as api.c prepares host inputs. */
+static accel_status cpu_run(accel__call *call, accel__svf_job *job) {
+  if (!job->raw[0] || job->grid.dsm) return cpu_tiles(call, job);
+  double *buf = NULL;
+  accel_status s = accel__svf_prepare_raw(call, job, &buf);
+  if (!s) s = cpu_tiles(call, job);
+  if (job->plan) accel__svf_release_raw(job, buf);
   return s;
 }
 

@@ -72,6 +72,23 @@ typedef struct accel__svf_tile {
   int64_t wr0, wr1, wc0, wc1; /* what it reads */
 } accel__svf_tile;
 
+/* What preparing raw inputs needs besides them (UMEP's rules, api.c). */
+typedef struct accel__svf_setup {
+  double pixel_size, max_height, trunk_ratio;
+  int32_t patches;          /* sky */
+  double azimuth, altitude; /* shadows */
+} accel__svf_setup;
+
+/* What the preparation derives from the raw inputs: the DSM's lowest and
+ * highest value and the CDSM's highest (from 0), no-data (NaN) read as 0;
+ * per input, its no-data count and its first infinite cell (row-major), or
+ * -1. */
+typedef struct accel__svf_stats {
+  double lo, hi, chi;
+  uint64_t nodata[3];
+  int64_t inf[3];
+} accel__svf_stats;
+
 typedef struct accel__svf_job {
   const char *stage;
   bool shadows; /* one sun position (sh, vegsh, vbshvegsh) or the sky */
@@ -88,6 +105,15 @@ typedef struct accel__svf_job {
   int64_t tile; /* tile side asked for; 0: backend's choice */
   accel_progress_fn progress;
   void *progress_user;
+  /* Device inputs (accel_array_on_device): the raw F32 grids (rows x cols,
+   * contiguous; raw[1], raw[2] NULL when not given), which the op prepares
+   * itself: grid.dsm and plan are NULL and hmax 0 until then (a GPU op
+   * reads them in place, a CPU run gets host copies). */
+  const float *raw[3];
+  accel__svf_setup setup;
+  /* Bit g (grid g; ACCEL_SVF_GRIDS + m: matrix m) set: that output is
+   * device memory (a CPU run gets a host copy). */
+  uint32_t out_device;
 } accel__svf_job;
 
 /* What one march found for one pixel. */
@@ -154,6 +180,45 @@ ACCEL__SVF_HD void accel__svf_finish(double *acc, bool veg, double trunk) {
   for (int g = 5; g < ACCEL_SVF_GRIDS; g++)
     if (acc[g] > 1.0) acc[g] = 1.0;
 }
+
+/* One prepared cell from the raw values (x, the DSM; cv, the CDSM; tv,
+ * the TDSM when has_trunk), as api.c prepares host inputs: no data (NaN)
+ * as 0, the DSM raised by `up` when it goes below 0, absolute canopy and
+ * trunk tops, 0 where they add nothing. */
+ACCEL__SVF_HD void accel__svf_cell(float x, float cv, float tv, bool veg, bool has_trunk, double up, double ratio,
+                                   double *d, double *canopy, double *trunk) {
+  double D = x != x ? 0.0 : (double)x;
+  if (up > 0) D += up;
+  *d = D;
+  if (!veg) return;
+  const double c = cv != cv ? 0.0 : (double)cv;
+  const double t = has_trunk ? (tv != tv ? 0.0 : (double)tv) : c * ratio;
+  double ca = c + D, tr = t + D;
+  if (ca == D) ca = 0;
+  if (tr == D) tr = 0;
+  *canopy = ca;
+  *trunk = tr;
+}
+
+/* ---- preparing raw inputs (lib/svf/prepare.c) */
+
+/* The statistics of host raw inputs. */
+void accel__svf_stats_of(const float *const raw[3], int64_t rows, int64_t cols, accel__svf_stats *st);
+/* After the statistics: an infinite input is ACCEL_ERR_INVALID_ARG (why
+ * says where); else the INFO lines api.c logs, the DSM's raise (*up), and
+ * the highest DSM after it (*hi) and lowest (*lo). */
+accel_status accel__svf_settle(accel_ctx *ctx, const char *stage, const accel__svf_stats *st, int64_t cols, double *up,
+                               double *hi, double *lo, char *why);
+/* The plan of a job whose raw inputs gave st: amax from UMEP's rule,
+ * hmax = top (the highest DSM, canopy or trunk top after the raise), the
+ * halo; job->plan and job->hmax set. ACCEL_ERR_OUT_OF_MEMORY. */
+accel_status accel__svf_plan_raw(accel__svf_job *job, const accel__svf_stats *st, double hi, double lo, double top,
+                                 char *why);
+/* A CPU run of a job with raw (host) inputs: the grids and the plan made
+ * as api.c makes them for host inputs (job->grid, job->plan, job->hmax),
+ * and released after. */
+accel_status accel__svf_prepare_raw(accel__call *call, accel__svf_job *job, double **buf);
+void accel__svf_release_raw(accel__svf_job *job, double *buf);
 
 /* ---- host helpers (lib/svf/plan.c) */
 

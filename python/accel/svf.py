@@ -3,7 +3,7 @@ them (include/accel/svf.h, docs/svf.md): ctx.svf."""
 import ctypes
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from ._arrays import Array, as_array, host, real_as_f32, ref
+from ._arrays import Array, DeviceView, as_array, device_empty, device_in, host, real_as_f32, ref
 from ._errors import ContextCalls, check
 from ._native import P, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
@@ -77,6 +77,32 @@ class SVF(ContextCalls):
         (d, back), (c, _), (t, _) = cls._grid(dsm, "dsm"), cls._grid(cdsm, "cdsm"), cls._grid(tdsm, "tdsm")
         return d, c, t, back
 
+    def _device_grids(self, dsm, cdsm, tdsm):
+        """DeviceViews of the inputs when every one given is a float32 2-D GPU
+        array this context reads in place (their results are made on the
+        device too), else None."""
+        views = [device_in(self._ctx, a, ("float32",), (2,), as3d=False) if a is not None else False
+                 for a in (dsm, cdsm, tdsm)]
+        if any(v is None for v in views):
+            return None
+        return [v if v is not False else None for v in views]
+
+    @staticmethod
+    def _out(dv, shape, dtype):
+        """An output: a GPU array like the DSM's when dv (its view), else numpy."""
+        import numpy as np
+        if dv is None:
+            return np.empty(shape, dtype)
+        return device_empty(dv.obj, shape, dtype, as3d=False)
+
+    @staticmethod
+    def _desc(a):
+        return a.array if isinstance(a, DeviceView) else as_array(a, True)
+
+    @staticmethod
+    def _ref(a):
+        return a.ref() if isinstance(a, DeviceView) else ref(a)
+
     @staticmethod
     def _options(pixel_size, patches=153, trunk_ratio=0.25, max_height=0.0, tile=0):
         o = SvfOptions.defaults()
@@ -147,17 +173,17 @@ class SVF(ContextCalls):
         >>> int(sh[1, 2]), int(sh[2, 0])
         (0, 1)
         """
-        import numpy as np
-        d, c, t, back = self._grids(dsm, cdsm, tdsm)
+        dev = self._device_grids(dsm, cdsm, tdsm)  # float32 GPU grids: read and written in place
+        d, c, t, back = dev + [None] if dev else self._grids(dsm, cdsm, tdsm)
         o = self._options(pixel_size, 153, trunk_ratio, max_height, tile)
-        out = {k: np.empty(d.shape, np.float32) for k in ("sh", "vegsh", "vbshvegsh")}
-        arr = {k: as_array(v, True) for k, v in out.items()}
+        out = {k: self._out(d if dev else None, tuple(d.shape), "float32") for k in ("sh", "vegsh", "vbshvegsh")}
+        arr = {k: self._desc(v) for k, v in out.items()}
         with Call(progress) as cb:
             o.progress = cb.fn
-            self._call(lib.accel_svf_shadows, ref(d), ref(c), ref(t), float(azimuth), float(altitude),
-                       ctypes.byref(o), ctypes.byref(arr["sh"]), ctypes.byref(arr["vegsh"]),
+            self._call(lib.accel_svf_shadows, self._ref(d), self._ref(c), self._ref(t), float(azimuth),
+                       float(altitude), ctypes.byref(o), ctypes.byref(arr["sh"]), ctypes.byref(arr["vegsh"]),
                        ctypes.byref(arr["vbshvegsh"]))
-        return {k: back(v) for k, v in out.items()}
+        return {k: v.obj if dev else back(v) for k, v in out.items()}
 
     def sky(self, dsm: Any, pixel_size: float, cdsm: Any = None, tdsm: Any = None, patches: int = 153,
             trunk_ratio: float = 0.25, max_height: float = 0.0, tile: int = 0, matrices: bool = False,
@@ -197,22 +223,27 @@ class SVF(ContextCalls):
         1.0
         """
         import numpy as np
-        d, c, t, back = self._grids(dsm, cdsm, tdsm)
+        # float32 GPU grids: read and written in place (unpacked matrices go through the host)
+        dev = None if unpack else self._device_grids(dsm, cdsm, tdsm)
+        d, c, t, back = dev + [None] if dev else self._grids(dsm, cdsm, tdsm)
         o = self._options(pixel_size, patches, trunk_ratio, max_height, tile)
         n = _patch_count(patches)
         names = SVF_GRIDS if c is not None else SVF_GRIDS[:5]
-        out = {k: np.empty(d.shape, np.float32) for k in names}
-        grid_descs = [as_array(out[k], True) if k in out else None for k in SVF_GRIDS]
+        like = d if dev else None
+        out = {k: self._out(like, tuple(d.shape), "float32") for k in names}
+        grid_descs = [self._desc(out[k]) if k in out else None for k in SVF_GRIDS]
         mat_descs = []
         if matrices:
             for k in SVF_MATRICES[:3 if c is not None else 1]:
-                out[k] = np.zeros(d.shape + ((n + 7) // 8,), np.uint8)
-                mat_descs.append(as_array(out[k], True))
+                out[k] = self._out(like, tuple(d.shape) + ((n + 7) // 8,), "uint8")  # every byte is written
+                mat_descs.append(self._desc(out[k]))
             mat_descs += [None] * (3 - len(mat_descs))
         with Call(progress) as cb:
             o.progress = cb.fn
-            self._call(lib.accel_svf_sky, ref(d), ref(c), ref(t), ctypes.byref(o), _addresses(grid_descs),
-                       _addresses(mat_descs) if matrices else None)
+            self._call(lib.accel_svf_sky, self._ref(d), self._ref(c), self._ref(t), ctypes.byref(o),
+                       _addresses(grid_descs), _addresses(mat_descs) if matrices else None)
+        if dev:
+            return {k: v.obj for k, v in out.items()}
         if matrices and unpack:
             for k in SVF_MATRICES:
                 if k in out:

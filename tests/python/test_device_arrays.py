@@ -271,12 +271,28 @@ class DeviceArraysInPlace(unittest.TestCase):
         np.testing.assert_array_equal(warped.get(), self.cpu.reg.warp(want, rgb, interp="linear"))
         self.assertEqual(self.gpu.stats()["reg.warp"]["bytes_downloaded"], 0)
 
+    def test_svf_in_place(self):
+        rng = np.random.default_rng(8)
+        dsm = (rng.random((21, 26)) * 3 - 1).astype(np.float32)
+        dsm[4:8, 5:9] = 15.0
+        cdsm = np.where(rng.random(dsm.shape) > 0.8, 5.0, 0.0).astype(np.float32)
+        want = self.cpu.svf.sky(dsm, 1.0, cdsm=cdsm, matrices=True)
+        got = self.gpu.svf.sky(FakeDeviceArray(dsm), 1.0, cdsm=FakeDeviceArray(cdsm), matrices=True)
+        self.assertEqual(sorted(got), sorted(want))
+        for k in want:
+            self.assertIsInstance(got[k], FakeDeviceArray, k)
+            np.testing.assert_array_equal(got[k].get(), want[k], err_msg=k)
+        st = self.gpu.stats()["svf.sky"]
+        self.assertEqual((st["gpu_runs"], st["fallbacks"]), (1, 0))
+        sh = self.gpu.svf.shadows(FakeDeviceArray(dsm), 200.0, 35.0, 1.0)
+        np.testing.assert_array_equal(sh["sh"].get(), self.cpu.svf.shadows(dsm, 200.0, 35.0, 1.0)["sh"])
+
     def test_other_stages_stage_or_refuse(self):
-        # svf has no device path: the array goes through the host rules
+        # the watershed has no device path: the array goes through the host rules
         if accel.backends()["cuda"]["available"]:
             self.skipTest("a CUDA device is present: GPU arrays are staged there")
         with self.assertRaises(accel.DeviceArrayError):
-            self.gpu.svf.sky(FakeDeviceArray(np.zeros((8, 8), np.float32)), 1.0)
+            self.gpu.ct.watershed(FakeDeviceArray(np.zeros((8, 8), np.float32)))
 
 
 if __name__ == "__main__":
