@@ -135,16 +135,17 @@ accel_status upload_plan(accel__executor *x, const accel__svf_plan *pl, plan_buf
 
 /* The tile side: the whole grid when it fits; else what was asked for (or
  * the whole grid), halved until it fits what the budget leaves, with room
- * for two windows (*overlap) when a tile of at least 32 pixels fits so. */
-accel_status tile_side(accel__executor *x, const accel__svf_job *job, int nout, int nmat, int64_t *side, bool *overlap,
-                       char *why) {
+ * for two windows (*overlap) when `two_windows` allows it and a tile of at least 32
+ * pixels fits so. */
+accel_status tile_side(accel__executor *x, const accel__svf_job *job, int nout, int nmat, bool two_windows,
+                       int64_t *side, bool *overlap, char *why) {
   const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
   const int64_t asked = job->tile > 0 && job->tile < whole ? job->tile : whole;
   const uint64_t room = x->room();
   *overlap = false;
   *side = asked;
   if (asked == whole && tile_bytes(job, whole, nout, nmat, false) <= room) return ACCEL_OK; /* one tile */
-  for (int two = 1; two >= 0; two--) {
+  for (int two = two_windows ? 1 : 0; two >= 0; two--) {
     *side = asked;
     while (*side > 32 && tile_bytes(job, *side, nout, nmat, two) > room) *side = (*side + 1) / 2;
     if (tile_bytes(job, *side, nout, nmat, two) <= room) {
@@ -298,55 +299,41 @@ accel_status run_host(accel__executor *x, const accel__svf_job *job, const dplan
 
 /* ---------------------------------------------------------------- device inputs */
 
-/* One thread's share of the statistics of raw device inputs (cells i, i +
- * n_threads, ...), merged on the host; with `up` >= 0, the highest canopy or
- * trunk top after the raise instead (the second pass). */
+/* One thread's share (cells i, i + threads, ...) of a pass over raw device
+ * inputs, merged on the host: their statistics (the first pass), or the
+ * highest canopy or trunk top after the raise `up` (the second). */
 struct stats_part {
-  double lo, hi, chi, top;
-  uint64_t nodata[3];
-  int64_t inf[3];
+  accel__svf_stats stats;
+  double top;
 };
 
 struct stats_f {
   const float *raw[3];
   int64_t n, threads;
-  bool veg, has_trunk;
+  bool has_trunk, second;
   double up, ratio; /* the second pass */
-  bool second;
   stats_part *part;
   __host__ __device__ void operator()(uint64_t i) const {
     stats_part p;
-    p.lo = 1.0 / 0.0, p.hi = -1.0 / 0.0, p.chi = 0.0, p.top = -1.0 / 0.0;
-    for (int g = 0; g < 3; g++) p.nodata[g] = 0, p.inf[g] = -1;
+    accel__svf_stats_init(&p.stats);
+    p.top = -INFINITY;
     for (int64_t k = (int64_t)i; k < n; k += threads) {
-      if (second) {
-        double d, ca, tr;
-        accel__svf_cell(raw[0][k], raw[1][k], has_trunk ? raw[2][k] : 0.0f, true, has_trunk, up, ratio, &d, &ca, &tr);
-        p.top = ca > p.top ? ca : p.top;
-        p.top = tr > p.top ? tr : p.top;
+      if (!second) {
+        for (int g = 0; g < 3; g++)
+          if (raw[g]) accel__svf_stats_add(&p.stats, g, raw[g][k], k);
         continue;
       }
-      for (int g = 0; g < 3; g++) {
-        if (!raw[g]) continue;
-        const float x = raw[g][k];
-        const bool nan = x != x, inf = !nan && (x - x != x - x);
-        if (inf && p.inf[g] < 0) p.inf[g] = k;
-        p.nodata[g] += nan;
-        const double v = nan ? 0.0 : (double)x;
-        if (g == 0) {
-          p.lo = v < p.lo ? v : p.lo;
-          p.hi = v > p.hi ? v : p.hi;
-        } else if (g == 1) {
-          p.chi = v > p.chi ? v : p.chi;
-        }
-      }
+      double d, ca, tr;
+      accel__svf_cell(raw[0][k], raw[1][k], has_trunk ? raw[2][k] : 0.0f, true, has_trunk, up, ratio, &d, &ca, &tr);
+      p.top = ca > p.top ? ca : p.top;
+      p.top = tr > p.top ? tr : p.top;
     }
     part[i] = p;
   }
 };
 
-/* One pass of stats_f over the inputs, merged into *st (first pass) or *top. */
-accel_status stats_pass(accel__executor *x, const accel__svf_job *job, bool second, double up, accel__svf_stats *st,
+/* One pass of stats_f over the inputs, merged into *sum (first pass) or *top. */
+accel_status stats_pass(accel__executor *x, const accel__svf_job *job, bool second, double up, accel__svf_stats *sum,
                         double *top, char *why) {
   const int64_t n = job->rows * job->cols, threads = n < 16384 ? n : 16384;
   dbuf d;
@@ -355,18 +342,15 @@ accel_status stats_pass(accel__executor *x, const accel__svf_job *job, bool seco
     accel__why(why, "out of host memory");
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
-  const stats_f f0 = {{job->raw[0], job->raw[1], job->raw[2]},
-                      n,
-                      threads,
-                      job->veg,
-                      job->raw[2] != nullptr,
-                      up,
-                      job->setup.trunk_ratio,
-                      second,
-                      nullptr};
   accel_status s = d.get(x, sizeof(stats_part) * (size_t)threads, why);
-  stats_f f = f0;
-  f.part = d.as<stats_part>();
+  const stats_f f = {{job->raw[0], job->raw[1], job->raw[2]},
+                     n,
+                     threads,
+                     job->raw[2] != nullptr,
+                     second,
+                     up,
+                     job->setup.trunk_ratio,
+                     d.as<stats_part>()};
   if (!s) s = each(x, (uint64_t)threads, f, why, second ? "the highest tops" : "the inputs' statistics");
   if (!s) s = download(x, h, d.p, sizeof(stats_part) * (size_t)threads, why, "download the statistics");
   for (int64_t i = 0; i < threads && !s; i++) {
@@ -375,12 +359,12 @@ accel_status stats_pass(accel__executor *x, const accel__svf_job *job, bool seco
       *top = p.top > *top ? p.top : *top;
       continue;
     }
-    st->lo = p.lo < st->lo ? p.lo : st->lo;
-    st->hi = p.hi > st->hi ? p.hi : st->hi;
-    st->chi = p.chi > st->chi ? p.chi : st->chi;
+    sum->lo = p.stats.lo < sum->lo ? p.stats.lo : sum->lo;
+    sum->hi = p.stats.hi > sum->hi ? p.stats.hi : sum->hi;
+    sum->chi = p.stats.chi > sum->chi ? p.stats.chi : sum->chi;
     for (int g = 0; g < 3; g++) {
-      st->nodata[g] += p.nodata[g];
-      if (p.inf[g] >= 0 && (st->inf[g] < 0 || p.inf[g] < st->inf[g])) st->inf[g] = p.inf[g];
+      sum->nodata[g] += p.stats.nodata[g];
+      if (p.stats.inf[g] >= 0 && (sum->inf[g] < 0 || p.stats.inf[g] < sum->inf[g])) sum->inf[g] = p.stats.inf[g];
     }
   }
   free(h);
@@ -415,24 +399,21 @@ struct window_f {
  * on the device from them (nothing of them crosses the bus). */
 accel_status run_raw(accel__executor *x, accel__call *call, accel__svf_job *job, int nout, int nmat) {
   char *why = call->why;
-  accel__svf_stats st;
-  memset(&st, 0, sizeof st);
-  st.lo = INFINITY, st.hi = -INFINITY;
-  for (int g = 0; g < 3; g++) st.inf[g] = -1;
+  accel__svf_stats stats;
+  accel__svf_stats_init(&stats);
   double up = 0, hi = 0, lo = 0, top = 0;
-  accel_status s = accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize");
-  if (!s) s = stats_pass(x, job, false, 0, &st, nullptr, why);
-  if (!s) s = accel__svf_settle(call->ctx, job->stage, &st, job->cols, &up, &hi, &lo, why);
+  accel_status s = stats_pass(x, job, false, 0, &stats, nullptr, why);
+  if (!s) s = accel__svf_settle(call->ctx, job->stage, &stats, job->cols, &up, &hi, &lo, why);
   top = hi;
   if (!s && job->veg) s = stats_pass(x, job, true, up, nullptr, &top, why);
-  if (!s) s = accel__svf_plan_raw(job, &st, hi, lo, top, why);
+  if (!s) s = accel__svf_plan_raw(job, &stats, hi, lo, top, why);
   if (s) return s;
   plan_bufs pb;
   dplan dp;
   int64_t side = 0;
   bool overlap = false;
   s = upload_plan(x, job->plan, pb, &dp, why);
-  if (!s) s = tile_side(x, job, nout, nmat, &side, &overlap, why); /* room for two windows, one used */
+  if (!s) s = tile_side(x, job, nout, nmat, false, &side, &overlap, why); /* one window, made on the device */
   const int64_t whole = job->rows > job->cols ? job->rows : job->cols, tside = side >= whole ? 0 : side;
   const int64_t tiles = s ? 0 : accel__svf_tile_count(job, tside);
   dbuf win;
@@ -469,7 +450,7 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   int nout = 0, nmat = 0;
   for (int g = 0; g < ACCEL_SVF_GRIDS; g++) nout += job->out[g] != nullptr;
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++) nmat += job->mat[m] != nullptr;
-  if (job->out_device) { /* the caller's work on device outputs comes first */
+  if (job->out_device || (job->raw[0] && !job->grid.dsm)) { /* the caller's work on device arrays comes first */
     const accel_status s = accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize");
     if (s) return s;
   }
@@ -483,7 +464,7 @@ accel_status run(accel__executor *x, accel__call *call, accel__svf_job *job) {
   int64_t side = 0;
   bool overlap = false;
   accel_status s = upload_plan(x, job->plan, pb, &dp, why);
-  if (!s) s = tile_side(x, job, nout, nmat, &side, &overlap, why);
+  if (!s) s = tile_side(x, job, nout, nmat, true, &side, &overlap, why);
   if (s) return s;
   const int64_t whole = job->rows > job->cols ? job->rows : job->cols;
   return run_host(x, job, dp, side >= whole ? 0 : side, overlap, why);

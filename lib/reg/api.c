@@ -79,9 +79,7 @@ accel_status accel_reg_options_preset(accel_reg_options *o, const char *name) {
 
 ACCEL__STAGE_FN(run_finite, reg, finite, job)
 
-/* A device image's first non-finite value, found where it lives ("reg.check";
- * a CPU run reads a host copy). */
-static accel_status device_nonfinite(accel_ctx *ctx, const accel_array *a, int64_t *bad) {
+accel_status accel__reg_device_nonfinite(accel_ctx *ctx, const accel_array *a, int64_t *bad) {
   accel_array copy = *a;
   accel__reg_finite_job job = {&copy, 1, -1};
   const accel__device_slot slot = {
@@ -115,7 +113,7 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
                           (long long)a->shape[0], (long long)a->shape[1]);
   if (a->dtype == ACCEL_DTYPE_F32) {
     int64_t bad = -1;
-    if (*device) s = device_nonfinite(ctx, a, &bad);
+    if (*device) s = accel__reg_device_nonfinite(ctx, a, &bad);
     else bad = accel__reg_first_nonfinite(a, accel__ctx_threads(ctx));
     if (s) return s;
     const int64_t w = a->shape[1];

@@ -40,6 +40,11 @@ typedef struct accel__reg_finite_job {
   int64_t bad;
 } accel__reg_finite_job;
 
+/* The stage of that job for a device image `a` (2-D F32, C-contiguous,
+ * plain dtype) on ctx: *bad as above, found where it lives ("reg.check"; a
+ * CPU run reads a host copy). lib/reg/api.c. */
+accel_status accel__reg_device_nonfinite(accel_ctx *ctx, const accel_array *a, int64_t *bad);
+
 /* The optimisation of one level (lib/reg/level.h has the frame, the
  * optimizers and the evaluator a backend supplies). Level images are F32,
  * contiguous, the moving one as cubic B-spline coefficients; a level pixel q stands for the full-resolution point factor *

@@ -331,7 +331,6 @@ static accel_status check_call(accel_ctx *ctx, const char *func, const accel_arr
 /* ------------------------------------------------------------ dispatch */
 
 ACCEL__STAGE_FN(run_warp, reg, warp, job)
-ACCEL__STAGE_FN(run_finite, reg, finite, job)
 
 /* The first row of a layer holding a non-finite value, or -1: on the host,
  * or where a device layer lives ("reg.check"; a CPU run reads a host copy). */
@@ -346,11 +345,9 @@ static accel_status nonfinite_row(accel_ctx *ctx, const accel_array *a, bool dev
   accel_array flat; /* (rows, cols * C): the same C-contiguous memory */
   if (accel_array_init(&flat, a->data, ACCEL_DTYPE_F32, 2, (int64_t[]){a->shape[0], per_row}))
     return accel__fail(ctx, ACCEL_ERR_INTERNAL, "a layer's flat view");
-  accel__reg_finite_job job = {&flat, 1, -1};
-  const accel__device_slot slot = {
-      .ptr = &flat.data, .bytes = (size_t)(a->shape[0] * per_row) * sizeof(float), .in = true};
-  const accel_status s = accel__dispatch_device(ctx, "reg.check", run_finite, &job, &slot, 1);
-  if (!s && job.bad >= 0) *row = job.bad / per_row;
+  int64_t bad = -1;
+  const accel_status s = accel__reg_device_nonfinite(ctx, &flat, &bad);
+  if (!s && bad >= 0) *row = bad / per_row;
   return s;
 }
 

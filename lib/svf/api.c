@@ -85,101 +85,21 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
 
 /* ------------------------------------------------------------ inputs */
 
-typedef struct prepared {
-  double *buf; /* dsm, canopy, trunk: rows x pitch each */
-  accel__svf_window grid;
-  double amax; /* UMEP's amaxvalue */
-  double hmax, amin;
-} prepared;
-
-/* Read one input into padded doubles; no data (non-finite) -> 0. */
-static accel_status read_grid(accel_ctx *ctx, const char *func, const char *what, const accel_array *a, int64_t rows,
-                              int64_t cols, int64_t pitch, double *dst, uint64_t *nodata) {
-  accel__view v = ACCEL__IN(what, a);
-  accel_status s = accel__views_open(ctx, func, &v, 1);
+/* Host inputs prepared here (lib/svf/prepare.c, the rules a backend applies
+ * to device inputs): job->grid, job->plan and job->hmax set, *buf holding
+ * the grids (accel__svf_release_raw frees both). */
+static accel_status prepare_host(accel_ctx *ctx, const char *func, const accel_array *const in[3], accel__svf_job *job,
+                                 double **buf) {
+  accel__view v[3] = {ACCEL__IN("dsm", in[0]), ACCEL__IN("cdsm", in[1]), ACCEL__IN("tdsm", in[2])};
+  accel_status s = accel__views_open(ctx, func, v, 3);
   if (s) return s;
-  const float *src = v.data;
-  uint64_t bad = 0;
-  for (int64_t r = 0; r < rows && !s; r++)
-    for (int64_t c = 0; c < cols && !s; c++) {
-      const float x = src[r * cols + c];
-      if (isinf(x))
-        s = accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s[%lld, %lld] is infinite", what, (long long)r,
-                           (long long)c);
-      if (isnan(x)) bad++;
-      dst[r * pitch + c + ACCEL__SVF_PAD] = isnan(x) ? 0.0 : (double)x;
-    }
-  if (accel__views_close(&v, 1, s)) return s;
-  *nodata += bad;
-  if (bad)
-    accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: %llu no-data (NaN) cells of %s count as 0", func,
-               (unsigned long long)bad, what);
-  return ACCEL_OK;
+  char why[ACCEL_REASON_MAX] = "";
+  for (int k = 0; k < 3; k++) job->raw[k] = v[k].data;
+  s = accel__svf_prepare_raw(ctx, job, buf, why);
+  for (int k = 0; k < 3; k++) job->raw[k] = NULL; /* prepared: the backends take job->grid */
+  accel__views_close(v, 3, ACCEL_OK);
+  return s ? accel__fail_in(ctx, func, s, "%s", why) : ACCEL_OK;
 }
-
-/* UMEP's preparation: a DSM below 0 raised by |min|; absolute canopy and
- * trunk tops (0 where they add nothing to the DSM); amaxvalue. */
-static accel_status prepare(accel_ctx *ctx, const char *func, const accel_array *dsm, const accel_array *cdsm,
-                            const accel_array *tdsm, const accel_svf_options *o, int64_t rows, int64_t cols,
-                            prepared *p) {
-  memset(p, 0, sizeof *p);
-  const int64_t pitch = cols + 2 * ACCEL__SVF_PAD;
-  const int grids = cdsm ? 3 : 1;
-  size_t cells;
-  if (accel__mul_overflow((size_t)rows, (size_t)pitch, &cells) || cells > SIZE_MAX / (8 * 3) ||
-      !(p->buf = calloc(cells * (size_t)grids, sizeof(double))))
-    return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the %lld x %lld input grids",
-                          (long long)rows, (long long)cols);
-  double *D = p->buf, *C = cdsm ? p->buf + cells : NULL, *T = cdsm ? p->buf + 2 * cells : NULL;
-  uint64_t nodata = 0;
-  accel_status s = read_grid(ctx, func, "dsm", dsm, rows, cols, pitch, D, &nodata);
-  if (!s && cdsm) s = read_grid(ctx, func, "cdsm", cdsm, rows, cols, pitch, C, &nodata);
-  if (!s && cdsm && tdsm) s = read_grid(ctx, func, "tdsm", tdsm, rows, cols, pitch, T, &nodata);
-  if (s) {
-    free(p->buf);
-    p->buf = NULL;
-    return s;
-  }
-  double lo = INFINITY, hi = -INFINITY, chi = 0;
-  for (int64_t r = 0; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++) {
-      const double v = D[r * pitch + c + ACCEL__SVF_PAD];
-      lo = v < lo ? v : lo;
-      hi = v > hi ? v : hi;
-    }
-  if (lo < 0) {
-    accel__log(ctx, ACCEL_LOG_INFO, "accel: %s: the DSM goes down to %g; raised by %g as UMEP does", func, lo, -lo);
-    const double up = fabs(lo);
-    for (int64_t r = 0; r < rows; r++)
-      for (int64_t c = 0; c < cols; c++) D[r * pitch + c + ACCEL__SVF_PAD] += up;
-    hi += up;
-    lo = 0;
-  }
-  double top = hi;
-  if (cdsm) {
-    for (int64_t r = 0; r < rows; r++)
-      for (int64_t c = 0; c < cols; c++) {
-        const int64_t k = r * pitch + c + ACCEL__SVF_PAD;
-        const double d = D[k], cv = C[k];
-        chi = cv > chi ? cv : chi;
-        const double tv = tdsm ? T[k] : cv * o->trunk_ratio;
-        double canopy = cv + d, trunk = tv + d;
-        if (canopy == d) canopy = 0;
-        if (trunk == d) trunk = 0;
-        C[k] = canopy;
-        T[k] = trunk;
-        top = canopy > top ? canopy : top;
-        top = trunk > top ? trunk : top;
-      }
-  }
-  p->amax = o->max_height > 0 ? o->max_height : (cdsm ? (hi > chi ? hi : chi) : hi);
-  p->hmax = top;
-  p->amin = lo;
-  p->grid = (accel__svf_window){D, C, T, pitch, 0, rows, 0, cols};
-  return ACCEL_OK;
-}
-
-/* ------------------------------------------------------------ dispatch */
 
 ACCEL__STAGE_FN(run_shadows, svf, shadows, job)
 ACCEL__STAGE_FN(run_sky, svf, sky, job)
@@ -205,9 +125,9 @@ static void set_outputs(accel__svf_job *job, accel__view *v, int nv, const dev_a
   }
 }
 
-/* Both stages after their checks: the inputs prepared (host inputs here;
- * device inputs by the op itself, from job->raw), the plan of rays (the
- * sun's at azimuth and altitude for shadows, else the sky's patches),
+/* Both stages after their checks: the inputs prepared with the plan of
+ * rays (the sun's at azimuth and altitude for shadows, else the sky's
+ * patches; host inputs here, device inputs by the op itself from job->raw),
  * views of the nv host outputs v (the grids job->out, then the matrices
  * job->mat; device outputs in place), the stage on the backend, the
  * outputs back. The job comes with its stage, kind and matrix size set;
@@ -219,30 +139,16 @@ static accel_status run_stage(accel_ctx *ctx, const char *func, const accel_arra
   if ((in[1] && dev[1].on != raw) || (in[2] && dev[2].on != raw))
     return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
                           "dsm, cdsm and tdsm must all be device arrays or all host arrays");
-  prepared p;
-  memset(&p, 0, sizeof p);
-  accel_status s = raw ? ACCEL_OK : prepare(ctx, func, in[0], in[1], in[2], o, rows, cols, &p);
-  if (s) return s;
-  accel__svf_plan *plan = NULL;
-  if (!raw) {
-    plan = job->shadows ? accel__svf_plan_sun(azimuth, altitude, rows, cols, p.amax, o->pixel_size)
-                        : accel__svf_plan_sky(o->patches, rows, cols, p.amax, o->pixel_size);
-    if (!plan) {
-      free(p.buf);
-      return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the ray steps");
-    }
-    accel__svf_plan_halo(plan, p.hmax, p.amin);
-  }
   job->veg = in[1] != NULL;
   job->rows = rows;
   job->cols = cols;
-  job->hmax = p.hmax;
-  job->grid = p.grid;
-  job->plan = plan;
   job->tile = o->tile;
   job->progress = o->progress;
   job->progress_user = o->progress_user;
   job->setup = (accel__svf_setup){o->pixel_size, o->max_height, o->trunk_ratio, o->patches, azimuth, altitude};
+  double *buf = NULL;
+  accel_status s = raw ? ACCEL_OK : prepare_host(ctx, func, in, job, &buf);
+  if (s) return s;
   accel__device_slot slots[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES];
   int nslots = 0;
   for (int k = 0; k < 3 && raw; k++)
@@ -259,8 +165,7 @@ static accel_status run_stage(accel_ctx *ctx, const char *func, const accel_arra
     if (!s && job->progress) job->progress(job->progress_user, job->stage, 1.0);
     s = accel__views_close(v, nv, s);
   }
-  if (plan) accel__svf_plan_free(plan);
-  free(p.buf);
+  if (!raw) accel__svf_release_raw(job, buf);
   return s;
 }
 

@@ -245,7 +245,7 @@ static accel_status cpu_tiles(accel__call *call, accel__svf_job *job) {
 static accel_status cpu_run(accel__call *call, accel__svf_job *job) {
   if (!job->raw[0] || job->grid.dsm) return cpu_tiles(call, job);
   double *buf = NULL;
-  accel_status s = accel__svf_prepare_raw(call, job, &buf);
+  accel_status s = accel__svf_prepare_raw(call->ctx, job, &buf, call->why);
   if (!s) s = cpu_tiles(call, job);
   if (job->plan) accel__svf_release_raw(job, buf);
   return s;

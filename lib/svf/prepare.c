@@ -1,9 +1,8 @@
-/* Preparing raw inputs inside a stage: what api.c does for host inputs
- * (UMEP's preparation, then the plan), for jobs whose inputs are device
- * arrays. The GPU computes the statistics and the windows on the device;
- * a CPU run of such a job (a fallback on host copies) prepares here. Both
- * give api.c's grids and plan to the bit: the same cells
- * (accel__svf_cell) and the same rules. */
+/* UMEP's preparation of the inputs, then the plan: for host inputs in
+ * api.c, and for device inputs (raw job) in a CPU run on host copies of
+ * them. The GPU prepares device inputs itself with the same statistics
+ * (accel__svf_stats_add), cells (accel__svf_cell) and rules
+ * (accel__svf_settle, accel__svf_plan_raw). */
 #include "svf/ops.h"
 
 #include <math.h>
@@ -13,25 +12,10 @@
 static const char *const INPUT_NAMES[3] = {"dsm", "cdsm", "tdsm"};
 
 void accel__svf_stats_of(const float *const raw[3], int64_t rows, int64_t cols, accel__svf_stats *st) {
-  memset(st, 0, sizeof *st);
-  st->lo = INFINITY, st->hi = -INFINITY, st->chi = 0;
+  accel__svf_stats_init(st);
   const int64_t n = rows * cols;
-  for (int g = 0; g < 3; g++) {
-    st->inf[g] = -1;
-    if (!raw[g]) continue;
-    for (int64_t k = 0; k < n; k++) {
-      const float x = raw[g][k];
-      if (isinf(x) && st->inf[g] < 0) st->inf[g] = k;
-      st->nodata[g] += isnan(x);
-      const double v = isnan(x) ? 0.0 : (double)x;
-      if (g == 0) {
-        st->lo = v < st->lo ? v : st->lo;
-        st->hi = v > st->hi ? v : st->hi;
-      } else if (g == 1) {
-        st->chi = v > st->chi ? v : st->chi;
-      }
-    }
-  }
+  for (int g = 0; g < 3; g++)
+    for (int64_t k = 0; raw[g] && k < n; k++) accel__svf_stats_add(st, g, raw[g][k], k);
 }
 
 accel_status accel__svf_settle(accel_ctx *ctx, const char *stage, const accel__svf_stats *st, int64_t cols, double *up,
@@ -74,16 +58,16 @@ accel_status accel__svf_plan_raw(accel__svf_job *job, const accel__svf_stats *st
   return ACCEL_OK;
 }
 
-accel_status accel__svf_prepare_raw(accel__call *call, accel__svf_job *job, double **buf) {
+accel_status accel__svf_prepare_raw(accel_ctx *ctx, accel__svf_job *job, double **buf, char *why) {
   const int64_t rows = job->rows, cols = job->cols, pitch = cols + 2 * ACCEL__SVF_PAD;
   accel__svf_stats st;
   double up, hi, lo;
   accel__svf_stats_of(job->raw, rows, cols, &st);
-  accel_status s = accel__svf_settle(call->ctx, job->stage, &st, cols, &up, &hi, &lo, call->why);
+  accel_status s = accel__svf_settle(ctx, job->stage, &st, cols, &up, &hi, &lo, why);
   if (s) return s;
   const size_t cells = (size_t)rows * (size_t)pitch, grids = job->veg ? 3 : 1;
   if (!(*buf = calloc(cells * grids, sizeof(double)))) {
-    accel__why(call->why, "out of memory for the %lld x %lld input grids", (long long)rows, (long long)cols);
+    accel__why(why, "out of memory for the %lld x %lld input grids", (long long)rows, (long long)cols);
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   double *D = *buf, *C = job->veg ? *buf + cells : NULL, *T = job->veg ? *buf + 2 * cells : NULL;
@@ -101,7 +85,7 @@ accel_status accel__svf_prepare_raw(accel__call *call, accel__svf_job *job, doub
       top = tr > top ? tr : top;
     }
   job->grid = (accel__svf_window){D, C, T, pitch, 0, rows, 0, cols};
-  if ((s = accel__svf_plan_raw(job, &st, hi, lo, top, call->why))) {
+  if ((s = accel__svf_plan_raw(job, &st, hi, lo, top, why))) {
     free(*buf);
     *buf = NULL;
     job->grid.dsm = NULL;

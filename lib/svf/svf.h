@@ -18,6 +18,7 @@
 #include "core/internal.h"
 #include "accel/svf.h"
 
+#include <math.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -200,6 +201,26 @@ ACCEL__SVF_HD void accel__svf_cell(float x, float cv, float tv, bool veg, bool h
   *trunk = tr;
 }
 
+ACCEL__SVF_HD void accel__svf_stats_init(accel__svf_stats *st) {
+  st->lo = INFINITY, st->hi = -INFINITY, st->chi = 0.0;
+  for (int g = 0; g < 3; g++) st->nodata[g] = 0, st->inf[g] = -1;
+}
+
+/* Cell k (row-major) of input g holds x: into st. Cells come in rising k
+ * for each input (a first infinite cell stays the first). */
+ACCEL__SVF_HD void accel__svf_stats_add(accel__svf_stats *st, int g, float x, int64_t k) {
+  const bool nan = x != x, inf = !nan && x - x != x - x;
+  if (inf && st->inf[g] < 0) st->inf[g] = k;
+  st->nodata[g] += nan;
+  const double v = nan ? 0.0 : (double)x;
+  if (g == 0) {
+    st->lo = v < st->lo ? v : st->lo;
+    st->hi = v > st->hi ? v : st->hi;
+  } else if (g == 1) {
+    st->chi = v > st->chi ? v : st->chi;
+  }
+}
+
 /* ---- preparing raw inputs (lib/svf/prepare.c) */
 
 /* The statistics of host raw inputs. */
@@ -214,10 +235,11 @@ accel_status accel__svf_settle(accel_ctx *ctx, const char *stage, const accel__s
  * halo; job->plan and job->hmax set. ACCEL_ERR_OUT_OF_MEMORY. */
 accel_status accel__svf_plan_raw(accel__svf_job *job, const accel__svf_stats *st, double hi, double lo, double top,
                                  char *why);
-/* A CPU run of a job with raw (host) inputs: the grids and the plan made
- * as api.c makes them for host inputs (job->grid, job->plan, job->hmax),
- * and released after. */
-accel_status accel__svf_prepare_raw(accel__call *call, accel__svf_job *job, double **buf);
+/* A job's raw host inputs (job->raw) prepared: the grids into *buf
+ * (job->grid) and the plan (job->plan, job->hmax), as UMEP prepares them;
+ * on failure why says why and nothing stays allocated. Release with
+ * accel__svf_release_raw. */
+accel_status accel__svf_prepare_raw(accel_ctx *ctx, accel__svf_job *job, double **buf, char *why);
 void accel__svf_release_raw(accel__svf_job *job, double *buf);
 
 /* ---- host helpers (lib/svf/plan.c) */
