@@ -1,31 +1,50 @@
 /*
  * kernels/index.cu - exact Hamming searches on the GPU (brute force).
  *
- * Join and range: a grid of (row tile, column tile) blocks; each block stages
- * its column tile's codes (every field) in shared memory, each thread holds
- * one row's codes and compares it with the tile; pairs within the thresholds
- * (by the rule) are appended to a device buffer. When the buffer overflows
- * the search reruns with the exact size, so results are complete; they are
- * handed to the sink only after the whole search succeeded.
+ * Join and range: the search is a grid of work items, each a TILE x TILE
+ * block of (row, column) pairs; a join's items are the upper triangle of
+ * tiles only (column tile >= row tile), enumerated column by column. A
+ * block stages its item's column tile in shared memory; each thread holds
+ * one row's code in registers (the kernels are specialised for 1, 2 and 4
+ * words per field, and for one field or any number of them, so every index
+ * into the code is known when compiled) and compares it with the tile; a
+ * warp appends its pairs with one atomic (a ballot, the leader's add, a
+ * shuffle). The pair buffer is sized from the memory budget. The items run
+ * in launches sized from the pairs per item seen so far; each launch's pairs
+ * are copied out before the next, and a launch that overflows the buffer
+ * runs again alone, in smaller parts, so no search ever reruns whole. Pairs
+ * reach the sink only after the whole search succeeded.
  *
- * k nearest: distances are small integers, so a first pass builds each
- * query's histogram of distances (shared-memory atomics), the host finds the
- * k-th smallest distance, a second pass gathers the entries at or below it,
- * and the host orders them by (distance, id).
+ * k nearest: queries in tiles, a thread per query with its code in
+ * registers; the codes stream through shared memory in tiles, each block
+ * taking a stripe of them, so the codes are read once per query tile, not
+ * once per query. Pass 1 counts each query's distances in a shared-memory
+ * histogram (added into the query's global one); a kernel finds each
+ * query's cut (its k-th smallest distance) and how many entries lie at or
+ * below it; pass 2 gathers those entries into exact-size lists, and the host
+ * orders each list by (distance, id). Queries go in chunks whose histograms
+ * and lists fit the memory budget.
  *
- * Every comparison is the host/device code below; the host emulation runs the
- * same per-thread code in loops (tests without a GPU).
+ * Every comparison is the host/device code below; the host emulation runs
+ * the same per-thread code in loops over the same work items (tests without
+ * a GPU).
  */
 #include "cuda_util.h"
 
 #include "index/ops.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 namespace {
 
-enum { TILE = 128, HIST = 257 };
+constexpr uint32_t TILE = 128;                       /* rows and columns of a pair work item; threads of a block */
+constexpr uint32_t HIST_SHARED = 40960;              /* bytes of shared histograms per k-nearest block */
+constexpr uint64_t MAX_GRID = 1u << 20;              /* blocks per launch (they stride over the items) */
+constexpr uint64_t FIRST_LAUNCHES = 32;              /* a large pair search's first launch: this fraction of it */
+constexpr uint64_t GROWTH = 4;                       /* launches grow at most this much from one to the next */
+constexpr unsigned long long MAX_PAIRS = 1ull << 27; /* pairs buffered per launch (1 GiB) */
 
 /* Codes in the device layout: field-major, then word-major, then entry. */
 struct dev_codes {
@@ -39,21 +58,6 @@ struct search_params {
   uint32_t join; /* 1: pairs i < j of one set; 0: every (query, entry) */
 };
 
-__host__ __device__ inline uint64_t code_word(const dev_codes *c, uint32_t f, uint32_t w, uint64_t i) {
-  return c->base[((uint64_t)f * c->words + w) * c->stride + i];
-}
-
-/* Entry i's code in every field: out[f * words + w]. */
-__host__ __device__ inline void load_code(const dev_codes *c, uint64_t i, uint64_t *out) {
-  for (uint32_t f = 0; f < c->nfields; f++)
-    for (uint32_t w = 0; w < c->words; w++) out[f * c->words + w] = code_word(c, f, w, i);
-}
-
-/* Entry i's code in field f: out[w]. */
-__host__ __device__ inline void load_field(const dev_codes *c, uint32_t f, uint64_t i, uint64_t *out) {
-  for (uint32_t w = 0; w < c->words; w++) out[w] = code_word(c, f, w, i);
-}
-
 __host__ __device__ inline uint32_t popcount64(uint64_t x) {
 #ifdef __CUDA_ARCH__
   return (uint32_t)__popcll(x);
@@ -62,102 +66,203 @@ __host__ __device__ inline uint32_t popcount64(uint64_t x) {
 #endif
 }
 
-/* Does row code `mine` (nfields * words words) match entry j of c? */
-__host__ __device__ inline bool matches(const uint64_t *mine, const uint64_t *theirs, uint32_t words, uint32_t nfields,
+/* The kernels' code shapes: W words per field (1, 2 or 4: every width an
+ * index takes) and F fields (1, or 0: any number up to the maximum, read at
+ * run time). Loops over fields run to a constant bound and stop at the real
+ * count, so they unroll and a thread's code stays in registers. */
+template <int F> __host__ __device__ constexpr uint32_t field_bound() {
+  return F ? (uint32_t)F : (uint32_t)ACCEL_INDEX_MAX_FIELDS;
+}
+template <int F> __host__ __device__ inline uint32_t nfields_of(const dev_codes *c) {
+  return F ? (uint32_t)F : c->nfields;
+}
+
+/* Entry i's code in field f: out[w]. */
+template <int W> __host__ __device__ inline void load_field(const dev_codes *c, uint32_t f, uint64_t i, uint64_t *out) {
+  for (int w = 0; w < W; w++) out[w] = c->base[((uint64_t)f * W + w) * c->stride + i];
+}
+
+/* Entry i's code in every field: out[f * W + w]. */
+template <int W, int F> __host__ __device__ inline void load_code(const dev_codes *c, uint64_t i, uint64_t *out) {
+  const uint32_t nf = nfields_of<F>(c);
+  for (uint32_t f = 0; f < field_bound<F>(); f++)
+    if (f < nf) load_field<W>(c, f, i, out + f * W);
+}
+
+template <int W> __host__ __device__ inline uint32_t distance(const uint64_t *a, const uint64_t *b) {
+  uint32_t d = 0;
+  for (int w = 0; w < W; w++) d += popcount64(a[w] ^ b[w]);
+  return d;
+}
+
+/* Do two codes (nf fields each) match under the rule? */
+template <int W, int F>
+__host__ __device__ inline bool matches(const uint64_t *mine, const uint64_t *theirs, uint32_t nf,
                                         const search_params *p) {
-  for (uint32_t f = 0; f < nfields; f++) {
-    uint32_t d = 0;
-    for (uint32_t w = 0; w < words; w++) d += popcount64(mine[f * words + w] ^ theirs[f * words + w]);
-    const bool within = d <= p->thresholds[f];
+  for (uint32_t f = 0; f < field_bound<F>(); f++) {
+    if (f >= nf) break;
+    const bool within = distance<W>(mine + f * W, theirs + f * W) <= p->thresholds[f];
     if (p->rule == ACCEL_INDEX_ANY && within) return true;
     if (p->rule == ACCEL_INDEX_ALL && !within) return false;
   }
   return p->rule == ACCEL_INDEX_ALL;
 }
 
-__host__ __device__ inline uint32_t field_distance(const uint64_t *mine, const dev_codes *c, uint64_t j, uint32_t f) {
-  uint32_t d = 0;
-  for (uint32_t w = 0; w < c->words; w++) d += popcount64(mine[w] ^ code_word(c, f, w, j));
-  return d;
-}
-
-__host__ __device__ inline void append_pair(unsigned long long *count, uint32_t *out, unsigned long long cap,
-                                            uint32_t a, uint32_t b) {
-#ifdef __CUDA_ARCH__
-  const unsigned long long at = atomicAdd(count, 1ull);
-#else
-  const unsigned long long at = (*count)++;
-#endif
-  if (at < cap) {
-    out[2 * at] = a;
-    out[2 * at + 1] = b;
+/* Work item b: its row and column tiles. A join's items are the upper
+ * triangle (row tile <= column tile) column by column, item c (c + 1) / 2 + r
+ * being (r, c); other searches' are row-major, tiles_c columns a row. */
+__host__ __device__ inline void item_tiles(uint64_t b, bool join, uint64_t tiles_c, uint64_t *rt, uint64_t *ct) {
+  if (!join) {
+    *rt = b / tiles_c;
+    *ct = b % tiles_c;
+    return;
   }
+  uint64_t c = (uint64_t)((sqrt(8.0 * (double)b + 1.0) - 1.0) / 2.0); /* then exact, whatever the rounding */
+  while (c && c * (c + 1) / 2 > b) c--;
+  while ((c + 1) * (c + 2) / 2 <= b) c++;
+  *ct = c;
+  *rt = b - c * (c + 1) / 2;
 }
 
-__global__ void k_pairs(dev_codes rows, dev_codes cols, search_params p, unsigned long long *count, uint32_t *out,
-                        unsigned long long cap) {
-  extern __shared__ uint64_t tile[]; /* [TILE][nfields * words] */
-  const uint32_t fw = cols.nfields * cols.words;
-  const uint64_t i = (uint64_t)blockIdx.x * TILE + threadIdx.x;
-  uint64_t mine[ACCEL_INDEX_MAX_FIELDS * 4];
-  if (i < rows.n) load_code(&rows, i, mine);
-  const uint64_t ntiles = (cols.n + TILE - 1) / TILE;
-  for (uint64_t tj = blockIdx.y; tj < ntiles; tj += gridDim.y) {
-    if (p.join && tj < blockIdx.x) continue; /* whole tile left of the diagonal */
-    const uint64_t j0 = tj * TILE;
+/* Row i (of nrows) and column j make a pair: the kernel's test and the
+ * emulation's. */
+template <int W, int F>
+__host__ __device__ inline bool pair_hit(const search_params *p, uint64_t i, uint64_t nrows, uint64_t j,
+                                         const uint64_t *mine, const uint64_t *theirs, uint32_t nf) {
+  return i < nrows && (!p->join || j > i) && matches<W, F>(mine, theirs, nf, p);
+}
+
+/* Where a launch puts its pairs: *count of them were found (past cap: the
+ * buffer overflowed and the launch must run again), out[2 * at] and
+ * out[2 * at + 1] the row and column of pair `at` < cap. */
+struct pair_out {
+  unsigned long long *count;
+  uint32_t *out;
+  unsigned long long cap;
+};
+
+template <int W, int F>
+__global__ void k_pairs(dev_codes rows, dev_codes cols, search_params p, uint64_t b0, uint64_t items, uint64_t tiles_c,
+                        pair_out po) {
+  extern __shared__ uint64_t tile[]; /* [TILE][nfields * W] */
+  const uint32_t nf = nfields_of<F>(&cols), fw = nf * W, lane = threadIdx.x & 31;
+  uint64_t mine[W * field_bound<F>()] = {};
+  for (uint64_t b = b0 + blockIdx.x; b < b0 + items; b += gridDim.x) {
+    uint64_t rt, ct;
+    item_tiles(b, p.join, tiles_c, &rt, &ct);
+    const uint64_t i = rt * TILE + threadIdx.x, j0 = ct * TILE;
+    if (i < rows.n) load_code<W, F>(&rows, i, mine);
+    __syncthreads(); /* every thread is done with the previous item's tile */
+    if (j0 + threadIdx.x < cols.n) load_code<W, F>(&cols, j0 + threadIdx.x, tile + threadIdx.x * fw);
     __syncthreads();
-    if (j0 + threadIdx.x < cols.n) load_code(&cols, j0 + threadIdx.x, tile + threadIdx.x * fw);
-    __syncthreads();
-    if (i >= rows.n) continue;
     const uint64_t jn = cols.n - j0 < TILE ? cols.n - j0 : TILE;
-    for (uint64_t jj = 0; jj < jn; jj++) {
-      const uint64_t j = j0 + jj;
-      if (p.join && j <= i) continue;
-      if (matches(mine, tile + jj * fw, cols.words, cols.nfields, &p))
-        append_pair(count, out, cap, (uint32_t)i, (uint32_t)j);
+    for (uint64_t jj = 0; jj < jn; jj++) { /* the same count for the whole block: whole warps vote */
+      const bool hit = pair_hit<W, F>(&p, i, rows.n, j0 + jj, mine, tile + jj * fw, nf);
+      const unsigned mask = __ballot_sync(0xffffffffu, hit);
+      if (!mask) continue;
+      const int leader = __ffs(mask) - 1;
+      unsigned long long at = 0;
+      if ((int)lane == leader) at = atomicAdd(po.count, (unsigned long long)__popc(mask));
+      at = __shfl_sync(0xffffffffu, at, leader) + (unsigned)__popc(mask & ((1u << lane) - 1u));
+      if (hit && at < po.cap) {
+        po.out[2 * at] = (uint32_t)i;
+        po.out[2 * at + 1] = (uint32_t)(j0 + jj);
+      }
     }
   }
 }
 
-/* k-nearest, pass 1: histogram of distances per query (block x = query). */
-__global__ void k_hist(dev_codes q, dev_codes c, uint32_t field, unsigned int *hist) {
-  __shared__ unsigned int h[HIST];
-  for (uint32_t b = threadIdx.x; b < HIST; b += blockDim.x) h[b] = 0;
+/* k nearest, pass 1: each query's histogram of distances (blockDim.x
+ * queries a block, hist[query - q0][W * 64 + 1], zeroed before). */
+template <int W> __global__ void k_hist(dev_codes q, dev_codes c, uint64_t q0, uint64_t qn, unsigned int *hist) {
+  extern __shared__ uint64_t smem[];
+  const uint32_t bins = W * 64 + 1, nb = blockDim.x;
+  uint64_t *tile = smem;                             /* [nb][W] */
+  unsigned int *h = (unsigned int *)(smem + nb * W); /* [nb][bins], a row per thread */
+  for (uint32_t t = threadIdx.x; t < nb * bins; t += nb) h[t] = 0;
+  const uint64_t qi = (uint64_t)blockIdx.x * nb + threadIdx.x;
+  uint64_t mine[W] = {};
+  if (qi < qn) load_field<W>(&q, 0, q0 + qi, mine);
+  const uint64_t ntiles = (c.n + nb - 1) / nb;
+  for (uint64_t tj = blockIdx.y; tj < ntiles; tj += gridDim.y) {
+    const uint64_t j0 = tj * nb;
+    __syncthreads();
+    if (j0 + threadIdx.x < c.n) load_field<W>(&c, 0, j0 + threadIdx.x, tile + threadIdx.x * W);
+    __syncthreads();
+    const uint64_t jn = c.n - j0 < nb ? c.n - j0 : nb;
+    if (qi < qn)
+      for (uint64_t jj = 0; jj < jn; jj++) h[threadIdx.x * bins + distance<W>(mine, tile + jj * W)]++;
+  }
   __syncthreads();
-  uint64_t mine[4];
-  load_field(&q, field, blockIdx.x, mine);
-  for (uint64_t j = threadIdx.x; j < c.n; j += blockDim.x) atomicAdd(&h[field_distance(mine, &c, j, field)], 1u);
-  __syncthreads();
-  for (uint32_t b = threadIdx.x; b < HIST; b += blockDim.x) hist[(uint64_t)blockIdx.x * HIST + b] = h[b];
+  for (uint32_t t = threadIdx.x; t < nb * bins; t += nb) { /* consecutive threads, consecutive bins */
+    const uint64_t row = (uint64_t)blockIdx.x * nb + t / bins;
+    if (row < qn && h[t]) atomicAdd(&hist[row * bins + t % bins], h[t]);
+  }
 }
 
-/* pass 2: entry j goes to query qi's candidates when it is within the
- * query's cut distance (the kernel's per-thread work, and the emulation's). */
-__host__ __device__ inline void gather_entry(const dev_codes *c, uint32_t field, const uint64_t *mine, uint64_t qi,
-                                             uint64_t j, const uint32_t *cut, const unsigned long long *offset,
-                                             unsigned long long *fill, uint32_t *out) {
-  if (field_distance(mine, c, j, field) > cut[qi]) return;
+/* Each query's cut: the smallest distance with at least k entries at or
+ * below it (every distance when there are fewer), and how many are. */
+struct cut_f {
+  const unsigned int *hist;
+  uint32_t bins, k;
+  uint32_t *cut;
+  unsigned long long *below;
+  __host__ __device__ void operator()(uint64_t r) const {
+    unsigned long long n = 0;
+    uint32_t d = 0;
+    for (; d < bins; d++) {
+      n += hist[r * bins + d];
+      if (n >= k) break;
+    }
+    cut[r] = d < bins ? d : bins - 1;
+    below[r] = n;
+  }
+};
+
+/* pass 2: entry j goes to query r's list when within its cut (the kernel's
+ * per-thread work, and the emulation's). */
+struct gather_out {
+  const uint32_t *cut;             /* [queries of the launch] */
+  const unsigned long long *start; /* where each query's list starts in out */
+  unsigned long long *fill;        /* entries each list holds so far */
+  uint32_t *out;
+};
+
+__host__ __device__ inline void gather_entry(const gather_out &g, uint64_t r, uint32_t d, uint64_t j) {
+  if (d > g.cut[r]) return;
 #ifdef __CUDA_ARCH__
-  const unsigned long long at = atomicAdd(&fill[qi], 1ull);
+  const unsigned long long at = atomicAdd(&g.fill[r], 1ull);
 #else
-  const unsigned long long at = fill[qi]++;
+  const unsigned long long at = g.fill[r]++;
 #endif
-  out[offset[qi] + at] = (uint32_t)j;
+  g.out[g.start[r] + at] = (uint32_t)j;
 }
 
-__global__ void k_gather(dev_codes q, dev_codes c, uint32_t field, const uint32_t *cut,
-                         const unsigned long long *offset, unsigned long long *fill, uint32_t *out) {
-  uint64_t mine[4];
-  load_field(&q, field, blockIdx.x, mine);
-  for (uint64_t j = threadIdx.x; j < c.n; j += blockDim.x)
-    gather_entry(&c, field, mine, blockIdx.x, j, cut, offset, fill, out);
+template <int W> __global__ void k_gather(dev_codes q, dev_codes c, uint64_t q0, uint64_t qn, gather_out g) {
+  __shared__ uint64_t tile[TILE * W];
+  const uint64_t qi = (uint64_t)blockIdx.x * TILE + threadIdx.x;
+  uint64_t mine[W] = {};
+  if (qi < qn) load_field<W>(&q, 0, q0 + qi, mine);
+  const uint64_t ntiles = (c.n + TILE - 1) / TILE;
+  for (uint64_t tj = blockIdx.y; tj < ntiles; tj += gridDim.y) {
+    const uint64_t j0 = tj * TILE;
+    __syncthreads();
+    if (j0 + threadIdx.x < c.n) load_field<W>(&c, 0, j0 + threadIdx.x, tile + threadIdx.x * W);
+    __syncthreads();
+    const uint64_t jn = c.n - j0 < TILE ? c.n - j0 : TILE;
+    if (qi < qn)
+      for (uint64_t jj = 0; jj < jn; jj++) gather_entry(g, qi, distance<W>(mine, tile + jj * W), j0 + jj);
+  }
 }
 
 /* ------------------------------------------------------------ host side */
 
-/* A search's codes uploaded (or, emulated, copied) in the device layout. */
-accel_status upload_codes(accel__executor *x, const accel__codes *src, dbuf *dev, dev_codes *view, char *why) {
-  const size_t n = src->n, words = src->words, nf = src->nfields;
+/* A search's codes uploaded (or, emulated, copied) in the device layout:
+ * every field (field < 0) or field `field` alone (the view's field 0). */
+accel_status upload_codes(accel__executor *x, const accel__codes *src, int field, dbuf *dev, dev_codes *view,
+                          char *why) {
+  const size_t n = src->n, words = src->words;
+  const size_t f0 = field < 0 ? 0 : (size_t)field, nf = field < 0 ? src->nfields : 1;
   const size_t bytes = (n ? n : 1) * words * nf * sizeof(uint64_t);
   uint64_t *host = (uint64_t *)malloc(bytes);
   if (!host) {
@@ -165,53 +270,75 @@ accel_status upload_codes(accel__executor *x, const accel__codes *src, dbuf *dev
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   for (size_t f = 0; f < nf; f++)
-    for (size_t w = 0; w < words; w++) memcpy(host + (f * words + w) * n, src->field[f] + w * src->stride, n * 8);
+    for (size_t w = 0; w < words; w++) memcpy(host + (f * words + w) * n, src->field[f0 + f] + w * src->stride, n * 8);
   accel_status s = dev->get(x, bytes, why);
   if (!s) s = upload(x, dev->p, host, bytes, why, "code upload");
   if (!s) s = accel__cuda_check(x->sync(), why, "code upload"); /* the host copy is freed next */
   free(host);
-  *view = dev_codes{src->words, src->nfields, (uint64_t)n, (uint64_t)n, dev->as<const uint64_t>()};
+  *view = dev_codes{src->words, (uint32_t)nf, (uint64_t)n, (uint64_t)n, dev->as<const uint64_t>()};
   return s;
+}
+
+/* A progress report; true when the callback asks to stop. */
+bool cancelled(const accel__index_job *job, double fraction, char *why) {
+  if (!job->progress || !job->progress(job->progress_user, job->stage, fraction)) return false;
+  accel__why(why, "cancelled by the progress callback");
+  return true;
 }
 
 /* ------------------------------------------------------------ join and range */
 
-/* A pair search: rows against columns (join: i < j of one set), the rule. */
+/* A pair search: rows against columns (join: i < j of one set), the rule,
+ * and its work items (TILE x TILE blocks of pairs; tiles_c column tiles). */
 struct pair_search {
   dev_codes rows, cols;
   search_params p;
+  uint64_t tiles_c, items;
 };
 
-/* One run of the pair kernel with room for `cap` pairs in out; *count is
- * how many it found (more than cap: out overflowed). */
-accel_status pair_pass(accel__executor *x, const pair_search &ps, dbuf &dcount, dbuf &out, unsigned long long cap,
-                       unsigned long long *count, char *why) {
-  accel_status s = out.get(x, (size_t)cap * 2 * sizeof(uint32_t), why);
-  if (!s) s = accel__cuda_check(x->zero(dcount.p, sizeof *count), why, "pair count reset");
-  if (s) return s;
+/* Items b0 .. b0 + m - 1 of a search, their pairs into po. */
+template <int W, int F>
+accel_status launch_pairs(accel__executor *x, const pair_search &ps, uint64_t b0, uint64_t m, const pair_out &po,
+                          char *why) {
   const dev_codes &rows = ps.rows, &cols = ps.cols;
-  unsigned long long *dc = dcount.as<unsigned long long>();
-  uint32_t *dpairs = out.as<uint32_t>();
-  const auto host = [&] { /* emulation: the same comparisons, in order */
-                          uint64_t mine[ACCEL_INDEX_MAX_FIELDS * 4], theirs[ACCEL_INDEX_MAX_FIELDS * 4];
-                          for (uint64_t i = 0; i < rows.n; i++) {
-                            load_code(&rows, i, mine);
-                            for (uint64_t j = ps.p.join ? i + 1 : 0; j < cols.n; j++) {
-                              load_code(&cols, j, theirs);
-                              if (matches(mine, theirs, cols.words, cols.nfields, &ps.p))
-                                append_pair(dc, dpairs, cap, (uint32_t)i, (uint32_t)j);
+  const uint32_t nf = nfields_of<F>(&cols);
+  const auto host = [&] { /* emulation: each item's rows against its columns */
+                          uint64_t mine[W * field_bound<F>()] = {}, theirs[W * field_bound<F>()] = {};
+                          for (uint64_t b = b0; b < b0 + m; b++) {
+                            uint64_t rt, ct;
+                            item_tiles(b, ps.p.join, ps.tiles_c, &rt, &ct);
+                            for (uint64_t i = rt * TILE; i < rows.n && i < (rt + 1) * TILE; i++) {
+                              load_code<W, F>(&rows, i, mine);
+                              for (uint64_t j = ct * TILE; j < cols.n && j < (ct + 1) * TILE; j++) {
+                                load_code<W, F>(&cols, j, theirs);
+                                if (!pair_hit<W, F>(&ps.p, i, rows.n, j, mine, theirs, nf)) continue;
+                                const unsigned long long at = (*po.count)++;
+                                if (at < po.cap) {
+                                  po.out[2 * at] = (uint32_t)i;
+                                  po.out[2 * at + 1] = (uint32_t)j;
+                                }
+                              }
                             }
                           }
   };
-  const uint32_t fw = cols.nfields * cols.words;
-  const uint64_t tiles_r = (rows.n + TILE - 1) / TILE, tiles_c = (cols.n + TILE - 1) / TILE;
-  const dim3 grid((unsigned)tiles_r, (unsigned)(tiles_c < 65535 ? tiles_c : 65535));
-  s = accel__cuda_check(
-      x->launch(host, k_pairs, grid, dim3(TILE), TILE * fw * sizeof(uint64_t), rows, cols, ps.p, dc, dpairs, cap), why,
-      "pair kernel launch");
-  if (!s) s = accel__cuda_check(x->download(count, dcount.p, sizeof *count), why, "pair count download");
-  if (!s) s = accel__cuda_check(x->sync(), why, "pair kernel");
-  return s;
+  const dim3 grid((unsigned)(m < MAX_GRID ? m : MAX_GRID));
+  return accel__cuda_check(x->launch(host, k_pairs<W, F>, grid, dim3(TILE), (size_t)TILE * nf * W * sizeof(uint64_t),
+                                     rows, cols, ps.p, b0, m, ps.tiles_c, po),
+                           why, "pair kernel launch");
+}
+
+typedef accel_status (*pairs_fn)(accel__executor *, const pair_search &, uint64_t, uint64_t, const pair_out &, char *);
+
+/* The kernel for the codes' shape (words per field 1, 2 or 4; one field or
+ * several), or null for a shape no index has. */
+pairs_fn pick_pairs(uint32_t words, uint32_t nfields) {
+  const bool one = nfields == 1;
+  switch (words) {
+  case 1: return one ? launch_pairs<1, 1> : launch_pairs<1, 0>;
+  case 2: return one ? launch_pairs<2, 1> : launch_pairs<2, 0>;
+  case 4: return one ? launch_pairs<4, 1> : launch_pairs<4, 0>;
+  default: return nullptr;
+  }
 }
 
 /* The pairs found (count of them, as (row, column) in host), checked to
@@ -237,183 +364,318 @@ accel_status emit_pairs(accel__index_job *job, const pair_search &ps, const uint
   return ACCEL_OK;
 }
 
-/* All pairs of rows x cols (join: i < j of one set), with a buffer grown to
- * the exact count when it overflows. On success the pairs go to the sink. */
+/* The pairs of a search collected on the host as its launches finish. */
+struct host_pairs {
+  uint32_t *p = nullptr; /* [2 * cap]: row, column */
+  unsigned long long n = 0, cap = 0;
+  hbuf pin;
+  ~host_pairs() { free(p); }
+  /* Room for `more` pairs after the n held. */
+  accel_status reserve(unsigned long long more, char *why) {
+    if (n + more <= cap) return ACCEL_OK;
+    unsigned long long c = cap ? cap : 1024;
+    while (c < n + more) c *= 2;
+    uint32_t *q = (uint32_t *)realloc(p, (size_t)c * 2 * sizeof(uint32_t));
+    if (!q) {
+      accel__why(why, "out of host memory for %llu pairs", n + more);
+      return ACCEL_ERR_OUT_OF_MEMORY;
+    }
+    p = q;
+    cap = c;
+    return ACCEL_OK;
+  }
+};
+
+/* The pair buffer's size: what the memory budget allows (up to MAX_PAIRS),
+ * at least one item's worth (fewer when the search has fewer pairs). */
+unsigned long long pair_capacity(accel__executor *x, const pair_search &ps) {
+  const double possible =
+      ps.p.join ? (double)ps.rows.n * (double)(ps.rows.n - (ps.rows.n > 0)) / 2 : (double)ps.rows.n * (double)ps.cols.n;
+  double cap = (double)(x->room() / (2 * sizeof(uint32_t)));
+  if (cap > (double)MAX_PAIRS) cap = (double)MAX_PAIRS;
+  const double item = possible < (double)TILE * TILE ? possible : (double)TILE * TILE;
+  if (cap < item) cap = item;
+  if (cap > possible) cap = possible;
+  return cap < 1 ? 1 : (unsigned long long)cap;
+}
+
+/* Every item of the search in launches: each launch's pairs appended to
+ * hp; a launch that overflows the buffer runs again in smaller parts. */
+accel_status pair_launches(accel__executor *x, accel__index_job *job, const pair_search &ps, dbuf &dcount, dbuf &dout,
+                           unsigned long long cap, host_pairs &hp, char *why) {
+  const pairs_fn fn = pick_pairs(ps.cols.words, ps.cols.nfields);
+  if (!fn) {
+    accel__why(why, "codes of %u words per field have no pair kernel", ps.cols.words);
+    return ACCEL_ERR_UNSUPPORTED;
+  }
+  const pair_out po{dcount.as<unsigned long long>(), dout.as<uint32_t>(), cap};
+  const uint64_t items = ps.items;
+  uint64_t m = items <= 64 ? items : (items / FIRST_LAUNCHES > 64 ? items / FIRST_LAUNCHES : 64);
+  accel_status s = ACCEL_OK;
+  for (uint64_t b0 = 0; !s && b0 < items;) {
+    if (m > items - b0) m = items - b0;
+    unsigned long long count = 0;
+    s = accel__cuda_check(x->zero(dcount.p, sizeof count), why, "pair count reset");
+    if (!s) s = fn(x, ps, b0, m, po, why);
+    if (!s) s = download(x, &count, dcount.p, sizeof count, why, "pair count download");
+    if (s) break;
+    if (count > cap) { /* overflow: the same items again, in a smaller launch */
+      if (m == 1) {
+        accel__why(why, "one tile holds %llu pairs, more than the buffer's %llu", count, cap);
+        return ACCEL_ERR_DEVICE;
+      }
+      const double fit = (double)m * (double)(cap / 2) / (double)count;
+      m = fit < (double)(m / 2) ? (uint64_t)fit : m / 2;
+      m = m ? m : 1;
+      continue;
+    }
+    s = hp.reserve(count, why);
+    if (!s && count) s = download_pinned(x, hp.pin, hp.p + 2 * hp.n, dout.p, (size_t)count * 2 * sizeof(uint32_t), why);
+    if (s) break;
+    hp.n += count;
+    b0 += m;
+    if (b0 < items && cancelled(job, (double)b0 / (double)items, why)) return ACCEL_ERR_CANCELLED;
+    const double fit = count ? (double)m * (double)(cap / 2) / (double)count : (double)m * GROWTH;
+    const double grow = fit < (double)m * GROWTH ? fit : (double)m * GROWTH;
+    m = grow < 1 ? 1 : (uint64_t)grow;
+  }
+  return s;
+}
+
+/* All pairs of rows x cols (join: i < j of one set). On success the pairs
+ * go to the sink. */
 accel_status find_pairs(accel__executor *x, accel__call *call, accel__index_job *job, bool join) {
   char *why = call->why;
   dbuf drows, dcols, dcount, dout;
   pair_search ps;
   memset(&ps, 0, sizeof ps);
-  accel_status s = upload_codes(x, &job->codes, &dcols, &ps.cols, why);
-  if (!s && !join) s = upload_codes(x, &job->queries, &drows, &ps.rows, why);
+  accel_status s = upload_codes(x, &job->codes, -1, &dcols, &ps.cols, why);
+  if (!s && !join) s = upload_codes(x, &job->queries, -1, &drows, &ps.rows, why);
   if (!s && join) ps.rows = ps.cols;
   ps.p.rule = job->search.rule;
   ps.p.join = join;
   for (uint32_t f = 0; f < ACCEL_INDEX_MAX_FIELDS; f++) ps.p.thresholds[f] = job->search.thresholds[f];
-  unsigned long long cap = 1 << 20, count = 0;
+  const uint64_t tiles_r = (ps.rows.n + TILE - 1) / TILE;
+  ps.tiles_c = (ps.cols.n + TILE - 1) / TILE;
+  ps.items = join ? ps.tiles_c * (ps.tiles_c + 1) / 2 : tiles_r * ps.tiles_c;
   if (!s) s = dcount.get(x, sizeof(unsigned long long), why);
-  for (int attempt = 0; !s; attempt++) {
-    s = pair_pass(x, ps, dcount, dout, cap, &count, why);
-    if (s || count <= cap || attempt == 1) break;
-    cap = count; /* overflow: rerun with room for every pair */
-  }
-  if (!s && count > cap) {
-    accel__why(why, "the pair kernel found %llu pairs with room for %llu", count, cap);
-    s = ACCEL_ERR_DEVICE;
-  }
-  uint32_t *host = nullptr;
-  if (!s && count && !(host = (uint32_t *)malloc((size_t)count * 2 * sizeof(uint32_t)))) {
-    accel__why(why, "out of host memory for %llu pairs", count);
-    s = ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  if (!s && count) s = download(x, host, dout.p, (size_t)count * 2 * sizeof(uint32_t), why, "pair download");
-  if (!s && count) s = emit_pairs(job, ps, host, count, why); /* success: now the sink */
-  free(host);
+  const unsigned long long cap = s ? 0 : pair_capacity(x, ps);
+  if (!s) s = dout.get(x, (size_t)cap * 2 * sizeof(uint32_t), why);
+  host_pairs hp;
+  if (!s) s = pair_launches(x, job, ps, dcount, dout, cap, hp, why);
+  if (!s && hp.n) s = emit_pairs(job, ps, hp.p, hp.n, why); /* success: now the sink */
   job->used = ACCEL_INDEX_BRUTE_FORCE;
   return s;
 }
 
 /* ------------------------------------------------------------ k nearest */
 
-/* A k-nearest search: its codes on the device, the host's tables (each
- * query's histogram, cut distance and candidate offsets; the candidates)
- * and the device's. */
+/* A k-nearest search: the searched field of queries and codes on the
+ * device, and per-query tables for a chunk of qc queries (host and device). */
 struct knn_search {
-  size_t nq = 0;
-  uint32_t f = 0;
   dev_codes q, c;
-  unsigned int *hist = nullptr;
+  uint32_t bins = 0;
+  uint64_t qc = 0, lim = 0; /* queries per chunk; candidates per gather */
   uint32_t *cut = nullptr;
-  unsigned long long *off = nullptr;
+  unsigned long long *below = nullptr, *start = nullptr;
   uint32_t *found = nullptr;
-  dbuf dq, dc, dhist, dcut, doff, dfill, dout;
+  accel__knn_cand *cand = nullptr;
+  size_t ncand = 0;
+  dbuf dq, dc, dhist, dcut, dbelow, dstart, dfill, dout;
   ~knn_search() {
-    free(hist);
     free(cut);
-    free(off);
+    free(below);
+    free(start);
     free(found);
+    free(cand);
   }
 };
 
-/* Pass 1: each query's histogram of distances, into ks.hist. */
-accel_status knn_histograms(accel__executor *x, knn_search &ks, char *why) {
-  const size_t nq = ks.nq, bytes = nq * HIST * sizeof(unsigned int);
-  const uint32_t f = ks.f;
+template <int W>
+accel_status launch_hist(accel__executor *x, const knn_search &ks, uint64_t q0, uint64_t qn, char *why) {
+  const uint32_t bins = W * 64 + 1;
+  uint32_t qb = HIST_SHARED / (bins * 4) / 32 * 32;
+  qb = qb < 32 ? 32 : qb > TILE ? TILE : qb;
   const dev_codes &q = ks.q, &c = ks.c;
-  accel_status s = ks.dhist.get(x, bytes, why);
-  if (s) return s;
-  unsigned int *dh = ks.dhist.as<unsigned int>();
+  unsigned int *hist = ks.dhist.as<unsigned int>();
   const auto host = [&] {
-    uint64_t mine[4];
-    memset(dh, 0, bytes);
-    for (size_t i = 0; i < nq; i++) {
-      load_field(&q, f, i, mine);
-      for (uint64_t j = 0; j < c.n; j++) dh[i * HIST + field_distance(mine, &c, j, f)]++;
-    }
-  };
-  s = accel__cuda_check(x->launch(host, k_hist, dim3((unsigned)nq), dim3(256), 0, q, c, f, dh), why,
-                        "distance histogram launch");
-  if (!s) s = accel__cuda_check(x->download(ks.hist, ks.dhist.p, bytes), why, "distance histogram download");
-  if (!s) s = accel__cuda_check(x->sync(), why, "distance histogram");
-  return s;
-}
-
-/* The cut distance of each query (that of its k-th nearest entry), and
- * where its candidates (every entry at or below it) go. */
-void knn_cuts(knn_search &ks, uint32_t k, uint32_t maxd) {
-  ks.off[0] = 0;
-  for (size_t i = 0; i < ks.nq; i++) {
-    unsigned long long below = 0;
-    ks.cut[i] = maxd;
-    for (uint32_t d = 0; d <= maxd; d++) {
-      below += ks.hist[i * HIST + d];
-      if (below >= k) {
-        ks.cut[i] = d;
-        break;
+    uint64_t mine[W], theirs[W];
+    for (uint64_t i = 0; i < qn; i++) {
+      load_field<W>(&q, 0, q0 + i, mine);
+      for (uint64_t j = 0; j < c.n; j++) {
+        load_field<W>(&c, 0, j, theirs);
+        hist[i * bins + distance<W>(mine, theirs)]++;
       }
     }
-    ks.off[i + 1] = ks.off[i] + below;
-  }
+  };
+  const uint64_t gx = (qn + qb - 1) / qb, ntiles = (c.n + qb - 1) / qb;
+  uint64_t gy = (4096 + gx - 1) / gx;
+  gy = gy > ntiles ? ntiles : gy > 65535 ? 65535 : gy;
+  const size_t shared = (size_t)qb * W * sizeof(uint64_t) + (size_t)qb * bins * sizeof(unsigned int);
+  return accel__cuda_check(
+      x->launch(host, k_hist<W>, dim3((unsigned)gx, (unsigned)(gy ? gy : 1)), dim3(qb), shared, q, c, q0, qn, hist),
+      why, "distance histogram launch");
 }
 
-/* Pass 2: each query's candidates, into ks.found (checked to name entries
- * that exist). */
-accel_status knn_gather(accel__executor *x, knn_search &ks, char *why) {
-  const size_t nq = ks.nq, bout = (size_t)(ks.off[nq] ? ks.off[nq] : 1) * sizeof(uint32_t);
-  const uint32_t f = ks.f;
+template <int W>
+accel_status launch_gather(accel__executor *x, const knn_search &ks, uint64_t q0, uint64_t qn, const gather_out &g,
+                           char *why) {
   const dev_codes &q = ks.q, &c = ks.c;
-  accel_status s = ks.dcut.get(x, nq * sizeof(uint32_t), why);
-  if (!s) s = ks.doff.get(x, (nq + 1) * sizeof(unsigned long long), why);
-  if (!s) s = ks.dfill.get(x, nq * sizeof(unsigned long long), why);
-  if (!s) s = ks.dout.get(x, bout, why);
-  if (!s) s = upload(x, ks.dcut.p, ks.cut, nq * sizeof(uint32_t), why, "cut distance upload");
-  if (!s) s = upload(x, ks.doff.p, ks.off, (nq + 1) * sizeof(unsigned long long), why, "candidate offset upload");
-  if (!s) s = accel__cuda_check(x->zero(ks.dfill.p, nq * sizeof(unsigned long long)), why, "candidate count reset");
-  if (s) return s;
-  const uint32_t *dcu = ks.dcut.as<const uint32_t>();
-  const unsigned long long *dof = ks.doff.as<const unsigned long long>();
-  unsigned long long *dfi = ks.dfill.as<unsigned long long>();
-  uint32_t *dou = ks.dout.as<uint32_t>();
-  const auto host = [&] { /* the kernel's work from the same device buffers */
-                          uint64_t mine[4];
-                          for (size_t i = 0; i < nq; i++) {
-                            load_field(&q, f, i, mine);
-                            for (uint64_t j = 0; j < c.n; j++) gather_entry(&c, f, mine, i, j, dcu, dof, dfi, dou);
-                          }
-  };
-  s = accel__cuda_check(x->launch(host, k_gather, dim3((unsigned)nq), dim3(256), 0, q, c, f, dcu, dof, dfi, dou), why,
-                        "nearest-neighbour gather launch");
-  if (!s && !(ks.found = (uint32_t *)malloc(bout))) {
-    accel__why(why, "out of host memory");
-    s = ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  if (!s) s = accel__cuda_check(x->download(ks.found, ks.dout.p, bout), why, "nearest-neighbour download");
-  if (!s) s = accel__cuda_check(x->sync(), why, "nearest-neighbour gather");
-  for (size_t t = 0; !s && t < (size_t)ks.off[nq]; t++) /* the gather names entries that exist */
-    if (ks.found[t] >= c.n) {
-      accel__why(why, "the nearest-neighbour gather returned entry %u of %llu", ks.found[t], (unsigned long long)c.n);
-      s = ACCEL_ERR_DEVICE;
+  const auto host = [&] {
+    uint64_t mine[W], theirs[W];
+    for (uint64_t i = 0; i < qn; i++) {
+      load_field<W>(&q, 0, q0 + i, mine);
+      for (uint64_t j = 0; j < c.n; j++) {
+        load_field<W>(&c, 0, j, theirs);
+        gather_entry(g, i, distance<W>(mine, theirs), j);
+      }
     }
+  };
+  const uint64_t gx = (qn + TILE - 1) / TILE, ntiles = (c.n + TILE - 1) / TILE;
+  uint64_t gy = (4096 + gx - 1) / gx;
+  gy = gy > ntiles ? ntiles : gy > 65535 ? 65535 : gy;
+  return accel__cuda_check(
+      x->launch(host, k_gather<W>, dim3((unsigned)gx, (unsigned)(gy ? gy : 1)), dim3(TILE), 0, q, c, q0, qn, g), why,
+      "nearest-neighbour gather launch");
+}
+
+/* Pass 1 for queries q0 .. q0 + qn - 1: their cuts and candidate counts in
+ * ks.cut and ks.below. */
+accel_status knn_cuts(accel__executor *x, knn_search &ks, uint32_t k, uint64_t q0, uint64_t qn, char *why) {
+  const uint32_t bins = ks.bins;
+  accel_status s =
+      accel__cuda_check(x->zero(ks.dhist.p, (size_t)qn * bins * sizeof(unsigned int)), why, "distance histogram reset");
+  if (!s) {
+    switch (ks.c.words) {
+    case 1: s = launch_hist<1>(x, ks, q0, qn, why); break;
+    case 2: s = launch_hist<2>(x, ks, q0, qn, why); break;
+    default: s = launch_hist<4>(x, ks, q0, qn, why);
+    }
+  }
+  if (!s)
+    s = each(
+        x, qn,
+        cut_f{ks.dhist.as<const unsigned int>(), bins, k, ks.dcut.as<uint32_t>(), ks.dbelow.as<unsigned long long>()},
+        why, "nearest-neighbour cuts");
+  if (!s) s = accel__cuda_check(x->download(ks.cut, ks.dcut.p, qn * sizeof(uint32_t)), why, "cut download");
+  if (!s) s = download(x, ks.below, ks.dbelow.p, qn * sizeof(unsigned long long), why, "candidate count download");
   return s;
 }
 
-/* Each query's candidates ordered by (distance, id) on the host: its k
- * nearest into the job's outputs. */
-accel_status knn_emit(accel__index_job *job, const knn_search &ks, char *why) {
-  const uint32_t k = job->k;
-  for (size_t i = 0; i < ks.nq; i++) {
-    const size_t m = (size_t)(ks.off[i + 1] - ks.off[i]);
-    accel__knn_cand *cs = (accel__knn_cand *)malloc((m ? m : 1) * sizeof(accel__knn_cand));
-    if (!cs) {
-      accel__why(why, "out of host memory");
-      return ACCEL_ERR_OUT_OF_MEMORY;
+/* The candidates of queries r0 .. r0 + rn - 1 of the chunk at q0, gathered
+ * into ks.found (ks.start relative to the first), checked to name entries
+ * that exist, then each query's k nearest into the job's outputs. */
+accel_status knn_gather(accel__executor *x, accel__index_job *job, knn_search &ks, uint64_t q0, uint64_t r0,
+                        uint64_t rn, char *why) {
+  const unsigned long long total = ks.start[rn];
+  accel_status s = upload(x, ks.dstart.p, ks.start, rn * sizeof(unsigned long long), why, "candidate offset upload");
+  if (!s) s = accel__cuda_check(x->zero(ks.dfill.p, rn * sizeof(unsigned long long)), why, "candidate count reset");
+  const gather_out g{ks.dcut.as<const uint32_t>() + r0, ks.dstart.as<const unsigned long long>(),
+                     ks.dfill.as<unsigned long long>(), ks.dout.as<uint32_t>()};
+  if (!s) {
+    switch (ks.c.words) {
+    case 1: s = launch_gather<1>(x, ks, q0 + r0, rn, g, why); break;
+    case 2: s = launch_gather<2>(x, ks, q0 + r0, rn, g, why); break;
+    default: s = launch_gather<4>(x, ks, q0 + r0, rn, g, why);
     }
-    for (size_t t = 0; t < m; t++) {
-      const uint32_t j = ks.found[ks.off[i] + t];
-      cs[t] = accel__knn_cand{accel__field_distance(&job->queries, i, &job->codes, j, ks.f), job->entry_ids[j]};
-    }
-    accel__knn_emit(cs, m, k, job->out_ids + i * k, job->out_distances ? job->out_distances + i * k : nullptr);
-    free(cs);
   }
-  return ACCEL_OK;
+  if (!s && total) s = download(x, ks.found, ks.dout.p, (size_t)total * sizeof(uint32_t), why, "candidate download");
+  for (unsigned long long t = 0; !s && t < total; t++) /* the gather names entries that exist */
+    if (ks.found[t] >= ks.c.n) {
+      accel__why(why, "the nearest-neighbour gather returned entry %u of %llu", ks.found[t],
+                 (unsigned long long)ks.c.n);
+      s = ACCEL_ERR_DEVICE;
+    }
+  for (uint64_t t = 0; !s && t < rn; t++) { /* each list ordered by (distance, id) on the host */
+    const uint64_t qi = q0 + r0 + t;
+    const size_t m = (size_t)(ks.start[t + 1] - ks.start[t]);
+    for (size_t e = 0; e < m; e++) {
+      const uint32_t j = ks.found[ks.start[t] + e];
+      ks.cand[e] =
+          accel__knn_cand{accel__field_distance(&job->queries, qi, &job->codes, j, job->field), job->entry_ids[j]};
+    }
+    accel__knn_emit(ks.cand, m, job->k, job->out_ids + qi * job->k,
+                    job->out_distances ? job->out_distances + qi * job->k : nullptr);
+  }
+  return s;
+}
+
+/* Pass 2 for a chunk's queries: their candidate lists in gathers of at
+ * most ks.lim entries. */
+accel_status knn_lists(accel__executor *x, accel__index_job *job, knn_search &ks, uint64_t q0, uint64_t qn, char *why) {
+  accel_status s = ACCEL_OK;
+  for (uint64_t r0 = 0; !s && r0 < qn;) {
+    uint64_t rn = 0;
+    unsigned long long total = 0;
+    size_t longest = 0;
+    ks.start[0] = 0;
+    while (r0 + rn < qn && total + ks.below[r0 + rn] <= ks.lim) {
+      total += ks.below[r0 + rn];
+      if (ks.below[r0 + rn] > longest) longest = (size_t)ks.below[r0 + rn];
+      ks.start[++rn] = total;
+    }
+    if (!rn) {
+      accel__why(why, "query %llu has %llu entries at or below its k-th distance, more than the device memory holds",
+                 (unsigned long long)(q0 + r0), ks.below[r0]);
+      return ACCEL_ERR_DEVICE_MEMORY;
+    }
+    if (longest > ks.ncand) {
+      free(ks.cand);
+      ks.ncand = 0;
+      if (!(ks.cand = (accel__knn_cand *)malloc(longest * sizeof(accel__knn_cand)))) {
+        accel__why(why, "out of host memory");
+        return ACCEL_ERR_OUT_OF_MEMORY;
+      }
+      ks.ncand = longest;
+    }
+    s = knn_gather(x, job, ks, q0, r0, rn, why);
+    r0 += rn;
+  }
+  return s;
+}
+
+/* Buffers for chunks of queries: each query's histogram and tables on the
+ * device within half the budget, the candidate lists within half of the rest. */
+accel_status knn_buffers(accel__executor *x, knn_search &ks, char *why) {
+  const uint64_t per_query = (uint64_t)ks.bins * sizeof(unsigned int) + sizeof(uint32_t) + 3 * sizeof(uint64_t);
+  ks.qc = x->room() / 2 / per_query;
+  ks.qc = ks.qc < 1 ? 1 : ks.qc > ks.q.n ? ks.q.n : ks.qc;
+  ks.cut = (uint32_t *)malloc(ks.qc * sizeof(uint32_t));
+  ks.below = (unsigned long long *)malloc(ks.qc * sizeof(unsigned long long));
+  ks.start = (unsigned long long *)malloc((ks.qc + 1) * sizeof(unsigned long long));
+  if (!ks.cut || !ks.below || !ks.start) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel_status s = ks.dhist.get(x, (size_t)ks.qc * ks.bins * sizeof(unsigned int), why);
+  if (!s) s = ks.dcut.get(x, (size_t)ks.qc * sizeof(uint32_t), why);
+  if (!s) s = ks.dbelow.get(x, (size_t)ks.qc * sizeof(unsigned long long), why);
+  if (!s) s = ks.dstart.get(x, (size_t)ks.qc * sizeof(unsigned long long), why);
+  if (!s) s = ks.dfill.get(x, (size_t)ks.qc * sizeof(unsigned long long), why);
+  if (s) return s;
+  ks.lim = x->room() / 2 / sizeof(uint32_t);
+  ks.lim = ks.lim < 1 ? 1 : ks.lim;
+  if (!(ks.found = (uint32_t *)malloc((size_t)ks.lim * sizeof(uint32_t)))) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  return ks.dout.get(x, (size_t)ks.lim * sizeof(uint32_t), why);
 }
 
 accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   char *why = call->why;
   knn_search ks;
-  ks.nq = job->queries.n;
-  ks.f = job->field;
-  ks.hist = (unsigned int *)malloc(ks.nq * HIST * sizeof(unsigned int));
-  ks.cut = (uint32_t *)malloc(ks.nq * sizeof(uint32_t));
-  ks.off = (unsigned long long *)malloc((ks.nq + 1) * sizeof(unsigned long long));
-  accel_status s = ks.hist && ks.cut && ks.off ? ACCEL_OK : ACCEL_ERR_OUT_OF_MEMORY;
-  if (s) accel__why(why, "out of host memory");
-  if (!s) s = upload_codes(x, &job->queries, &ks.dq, &ks.q, why);
-  if (!s) s = upload_codes(x, &job->codes, &ks.dc, &ks.c, why);
-  if (!s) s = knn_histograms(x, ks, why);
-  if (!s) knn_cuts(ks, job->k, job->codes.words * 64);
-  if (!s) s = knn_gather(x, ks, why);
-  if (!s) s = knn_emit(job, ks, why);
+  ks.bins = job->codes.words * 64 + 1;
+  accel_status s = upload_codes(x, &job->queries, (int)job->field, &ks.dq, &ks.q, why);
+  if (!s) s = upload_codes(x, &job->codes, (int)job->field, &ks.dc, &ks.c, why);
+  if (!s && !ks.q.n) return ACCEL_OK;
+  if (!s) s = knn_buffers(x, ks, why);
+  for (uint64_t q0 = 0; !s && q0 < ks.q.n; q0 += ks.qc) {
+    const uint64_t qn = ks.q.n - q0 < ks.qc ? ks.q.n - q0 : ks.qc;
+    s = knn_cuts(x, ks, job->k, q0, qn, why);
+    if (!s) s = knn_lists(x, job, ks, q0, qn, why);
+    if (!s && q0 + qn < ks.q.n && cancelled(job, (double)(q0 + qn) / (double)ks.q.n, why)) s = ACCEL_ERR_CANCELLED;
+  }
   return s;
 }
 

@@ -864,6 +864,102 @@ START_TEST(gpu_searches_equal_the_reference_in_emulation) {
 }
 END_TEST
 
+/* The launches of one GPU search: each downloads its pair count (8 bytes),
+ * and the pairs it kept (8 bytes each) once it did not overflow. */
+static uint64_t pair_launches(accel_ctx *ctx, const char *stage, size_t npairs) {
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(ctx, stage, &st), ACCEL_OK);
+  ck_assert_uint_eq(st.fallbacks, 0);
+  ck_assert_uint_eq(st.gpu_runs, 1);
+  ck_assert_uint_ge(st.bytes_downloaded, 8 * npairs + 8);
+  return (st.bytes_downloaded - 8 * npairs) / 8;
+}
+
+/* The GPU join and range as many work items (2000 codes: 16 tiles, 136
+ * items in a join's triangle) for every code width, one field and three,
+ * in a memory budget so small that the pair buffer overflows and launches
+ * run again in parts: the reference's pairs, and no fallback (strict). */
+START_TEST(gpu_pair_launches_split_in_emulation) {
+  static const uint32_t widths[] = {64, 128, 256};
+  accel_ctx *cpu = cpu_ctx();
+  for (int wi = 0; wi < 3; wi++)
+    for (uint32_t nf = 1; nf <= 3; nf += 2) {
+      dataset d = make_data(2000, widths[wi], nf, true, 900 + (uint64_t)wi * 10 + nf);
+      log_capture cap = {0};
+      set_emulated_gpu_budget(d.n * nf * d.words * 8 + 200 * 1024);
+      accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+      set_emulated_gpu_budget(0);
+      accel_index *gx = build(gpu, &d), *cx = build(cpu, &d);
+      accel_search_options o = search_options(widths[wi] / 8);
+      for (uint32_t f = 1; f < nf; f++) o.thresholds[f] = widths[wi] / 6;
+      o.rule = nf == 1 ? ACCEL_INDEX_ANY : ACCEL_INDEX_ALL;
+      o.algorithm = ACCEL_INDEX_BRUTE_FORCE;
+      char what[64];
+      snprintf(what, sizeof what, "emulated GPU join, %u bits, %u fields", widths[wi], nf);
+      size_t nref;
+      pair *ref = reference_join(&d, &o, &nref);
+      ck_assert_uint_gt(nref, 40000); /* past the buffer's 25,000 pairs */
+      check_join_with(gx, &d, &o, what, ref, nref);
+      free(ref);
+      EXPECT(pair_launches(gpu, "index.join", nref) >= 3, "%s: the first launch overflowed and ran in parts", what);
+      accel_pairs *pg = NULL, *pc = NULL;
+      ck_assert_int_eq(accel_index_range(gx, 300, d.codes, &o, &pg), ACCEL_OK);
+      ck_assert_int_eq(accel_index_range(cx, 300, d.codes, &o, &pc), ACCEL_OK);
+      const pairs_view vg = view_pairs(pg), vc = view_pairs(pc);
+      ck_assert_uint_eq(vg.n, vc.n);
+      ck_assert_mem_eq(vg.first, vc.first, vg.n * 8);
+      ck_assert_mem_eq(vg.second, vc.second, vg.n * 8);
+      ck_assert_mem_eq(vg.dist, vc.dist, vg.n * nf * 4);
+      EXPECT(pair_launches(gpu, "index.range", vg.n) >= 2, "%s: range in several launches", what);
+      accel_pairs_destroy(pg);
+      accel_pairs_destroy(pc);
+      accel_index_destroy(gx);
+      accel_index_destroy(cx);
+      accel_ctx_destroy(gpu);
+      free_data(&d);
+    }
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
+/* GPU k-nearest in a small budget: queries in several chunks, and a
+ * chunk's candidate lists in several gathers, for every code width, on the
+ * second of two fields: the CPU's neighbours and distances. */
+START_TEST(gpu_knn_chunks_equal_the_cpu_in_emulation) {
+  static const uint32_t widths[] = {64, 128, 256};
+  accel_ctx *cpu = cpu_ctx();
+  for (int wi = 0; wi < 3; wi++) {
+    dataset d = make_data(1500, widths[wi], 2, true, 1200 + (uint64_t)wi);
+    const size_t nq = 600, k = 40;
+    log_capture cap = {0};
+    set_emulated_gpu_budget((d.n + nq) * d.words * 8 + 160 * 1024);
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+    set_emulated_gpu_budget(0);
+    accel_index *gx = build(gpu, &d), *cx = build(cpu, &d);
+    uint64_t *ig = malloc(nq * k * 8), *ic = malloc(nq * k * 8);
+    uint32_t *dg = malloc(nq * k * 4), *dc = malloc(nq * k * 4);
+    ck_assert_msg(accel_index_knn(gx, nq, d.codes, k, 1, ig, dg) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(accel_index_knn(cx, nq, d.codes, k, 1, ic, dc), ACCEL_OK);
+    ck_assert_mem_eq(ig, ic, nq * k * 8);
+    ck_assert_mem_eq(dg, dc, nq * k * 4);
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.knn", &st), ACCEL_OK);
+    ck_assert_uint_eq(st.gpu_runs, 1);
+    free(ig);
+    free(ic);
+    free(dg);
+    free(dc);
+    accel_index_destroy(gx);
+    accel_index_destroy(cx);
+    accel_ctx_destroy(gpu);
+    free_data(&d);
+  }
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
 /* One search, and the CPU's answer to compare with. */
 typedef struct search_case {
   const dataset *d;
@@ -963,6 +1059,8 @@ Suite *suite_index(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_searches_equal_the_reference_in_emulation);
   tcase_add_test(tc, gpu_search_failures_fall_back_in_emulation);
+  tcase_add_test(tc, gpu_pair_launches_split_in_emulation);
+  tcase_add_test(tc, gpu_knn_chunks_equal_the_cpu_in_emulation);
 #endif
   Suite *s = suite_of("index", tc);
   TCase *tf = new_case("files", 0, file_setup, file_teardown);
