@@ -40,6 +40,21 @@ bench/results/index-scale-cpu-<date>.{md,json}, with the load average before
 and after each run (the machine may be shared). Clustered sets above 10
 million codes are skipped (their pair sets alone need about 10 GB), and from
 50 million codes on only the last thread count runs.
+
+    python3 bench/index_bench.py --knn 1000000,10000000 [--knn-queries 10000] [--knn-k 10]
+                                 [--backend cpu|cuda]
+
+times k-nearest search instead: the first Q of N random 64-bit codes as
+queries against all N, libaccel (accel.Index.knn, exact; ties by id)
+beside faiss IndexBinaryFlat.search (exact, all cores), both including the
+index build; the distances of every query's k nearest must be equal (faiss
+orders ties its own way, so ids are compared only where a distance is not
+tied). The full self-kNN's time is extrapolated from the Q queries.
+Results: bench/results/index-knn-<backend>-<date>.{md,json}.
+
+--algorithm brute_force|multi_index picks the self-join's algorithm (default
+auto; a GPU context runs brute force only, so --backend cuda --algorithm
+brute_force times the GPU's join where auto would hand it to the CPU).
 """
 import argparse
 import datetime
@@ -93,13 +108,13 @@ def pair_keys(first, second, n):
     return np.sort(a * np.uint64(n) + b)
 
 
-def run_libaccel(accel, ctx, codes, r):
+def run_libaccel(accel, ctx, codes, r, algorithm="auto"):
     """Build + self-join; ids are positions. Returns (seconds, sorted pair keys)."""
     import numpy as np
     t = time.perf_counter()
     ix = accel.Index(ctx)
     ix.add(np.arange(len(codes), dtype=np.uint64), codes)
-    first, second, _ = ix.self_join(r)
+    first, second, _ = ix.self_join(r, algorithm=algorithm)
     dt = time.perf_counter() - t
     ix.close()
     return dt, first * np.uint64(len(codes)) + second  # already sorted by (first, second)
@@ -233,7 +248,7 @@ def fmt_t(t, est=False):
 def measure_row(args, accel, ctx, faiss, np, codes, n, data, r, rows, np_keys, np_time, np_est):
     """One (N, data, r) row: libaccel, faiss flat and multihash, numpy's sampled agreement."""
     row = {"n": n, "data": data, "r": r}
-    t_lib, keys = quickest(run_libaccel, accel, ctx, codes, r)
+    t_lib, keys = quickest(run_libaccel, accel, ctx, codes, r, args.algorithm)
     row["libaccel"] = t_lib
     row["pairs"] = int(len(keys))
     # numpy agreement on its (sampled) rows
@@ -395,6 +410,78 @@ def main_scale(args):
     return 0 if all(r["sampled_equal"] for r in rows) else 1
 
 
+def knn_run(args, accel, ctx, faiss, np, n):
+    """One --knn row: Q queries against N random codes, libaccel and faiss."""
+    codes = codes_random(n, 2000 + n)
+    q, k = min(args.knn_queries, n), args.knn_k
+    t = time.perf_counter()
+    ix = accel.Index(ctx)
+    ix.add(np.arange(n, dtype=np.uint64), codes)
+    t_add = time.perf_counter() - t
+    t = time.perf_counter()
+    ids, dist = ix.knn(codes[:q], k)
+    t_lib = time.perf_counter() - t
+    ix.close()
+    xb = faiss_bytes(codes)
+    t = time.perf_counter()
+    fx = faiss.IndexBinaryFlat(64)
+    fx.add(xb)
+    t_fadd = time.perf_counter() - t
+    t = time.perf_counter()
+    fd, fi = fx.search(xb[:q], k)
+    t_faiss = time.perf_counter() - t
+    fd = fd.astype(np.int64)
+    dist = np.asarray(dist).astype(np.int64)
+    ids = np.asarray(ids).astype(np.int64)
+    untied = np.ones_like(fd, dtype=bool)  # a distance seen once in the row (and not the last: more may tie it)
+    for c in range(k):
+        same = (fd == fd[:, [c]]).sum(axis=1) > 1
+        untied[:, c] = ~same & (fd[:, c] < fd[:, -1])
+    agrees = bool(np.array_equal(dist, fd) and np.array_equal(ids[untied], fi[untied]))
+    return {"n": n, "queries": q, "k": k, "libaccel_add": t_add, "libaccel_knn": t_lib, "faiss_add": t_fadd,
+            "faiss_knn": t_faiss, "libaccel_full_est": t_add + t_lib * n / q, "faiss_full_est": t_fadd + t_faiss * n / q,
+            "ratio": (t_fadd + t_faiss * n / q) / (t_add + t_lib * n / q), "agrees": agrees}
+
+
+def main_knn(args):
+    ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
+    import numpy as np
+    import faiss
+    os.environ.setdefault("ACCEL_LIBRARY", os.path.join(ROOT, args.build, "libaccel.so.0"))
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import accel
+    ctx = accel.Context(backend=args.backend, strict=args.backend == "cuda")
+    rows = []
+    for n in [int(x) for x in args.knn.split(",")]:
+        rows.append(knn_run(args, accel, ctx, faiss, np, n))
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+    info = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"),
+            "machine": "%s, %d cores" % (cpu_name(), os.cpu_count()), "backend": args.backend,
+            "libaccel": accel.version(), "build": accel.build_info(),
+            "peers": "faiss-cpu %s (%d OpenMP threads)" % (faiss.__version__, faiss.omp_get_max_threads()),
+            "command": "bench/index_bench.py " + " ".join(sys.argv[1:])}
+    lines = ["# Hamming k-nearest: libaccel (%s) and faiss IndexBinaryFlat" % args.backend, ""]
+    lines += ["- %s: %s" % (key, v) for key, v in info.items()]
+    lines += ["- seconds; Q queries (the first Q codes) against all N; full = the self-kNN of all N codes,",
+              "  extrapolated from the Q queries (build included); equal = the same k distances per query",
+              "  and the same ids where a distance is not tied", "",
+              "| N | Q | k | libaccel add s | libaccel knn s | faiss add s | faiss knn s | full libaccel s (est.) "
+              "| full faiss s (est.) | faiss / libaccel | equal |",
+              "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for r in rows:
+        lines.append("| {:,} | {:,} | {} | {:.3f} | {:.3f} | {:.3f} | {:.3f} | {:.1f} | {:.1f} | **{:.1f}x** | {} |".format(
+            r["n"], r["queries"], r["k"], r["libaccel_add"], r["libaccel_knn"], r["faiss_add"], r["faiss_knn"],
+            r["libaccel_full_est"], r["faiss_full_est"], r["ratio"], "yes" if r["agrees"] else "NO"))
+    text = "\n".join(lines)
+    print(text)
+    out = os.path.join(HERE, "results", "index-knn-%s-%s" % (args.backend, datetime.date.today().isoformat()))
+    with open(out + ".md", "w") as f:
+        f.write(text + "\n")
+    with open(out + ".json", "w") as f:
+        json.dump({"info": info, "results": rows}, f, indent=1)
+    return 0 if all(r["agrees"] for r in rows) else 1
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build")
@@ -407,9 +494,15 @@ def main():
     ap.add_argument("--scale-r", type=int, default=4)
     ap.add_argument("--scale-threads", default="1,2")
     ap.add_argument("--scale-data", default="random,clustered")
+    ap.add_argument("--algorithm", default="auto", choices=["auto", "brute_force", "multi_index"])
+    ap.add_argument("--knn", help="sizes for k-nearest instead of the self-join, e.g. 1000000,10000000")
+    ap.add_argument("--knn-queries", type=int, default=10000)
+    ap.add_argument("--knn-k", type=int, default=10)
     args = ap.parse_args()
     if args.scale:
         return main_scale(args)
+    if args.knn:
+        return main_knn(args)
     ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
 
     import numpy as np

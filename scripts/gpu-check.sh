@@ -202,6 +202,9 @@ if [ $full = 1 ]; then
   bench hash "$shared/hash/images" "$python" bench/hash_bench.py --build "$BUILD" --backend cuda --out "$OUT/bench"
   bench ct "$shared/ct" "$python" bench/ct_bench.py --build "$BUILD" --backend cuda
   bench index "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda
+  bench index-gpu-join "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda --algorithm brute_force \
+    --sizes 1000000 --radii 4
+  bench index-knn "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda --knn 1000000,10000000
   bench svf "" "$python" bench/svf_bench.py --build "$BUILD" --backend cuda --out "$OUT/bench"
   bench reg "$shared/reg" "$python" bench/reg_bench.py --build "$BUILD" --backend cuda --sizes 1024,4096,8192 --big \
     --out "$OUT/bench"
@@ -210,6 +213,9 @@ else
     --out "$OUT/bench"
   bench ct "$shared/ct" "$python" bench/ct_bench.py --build "$BUILD" --backend cuda --quick
   bench index "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda --quick
+  bench index-gpu-join "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda --algorithm brute_force \
+    --quick
+  bench index-knn "" "$python" bench/index_bench.py --build "$BUILD" --backend cuda --knn 1000000 --knn-queries 2000
   bench svf "" "$python" bench/svf_bench.py --build "$BUILD" --backend cuda --size 500 --skip-umep --out "$OUT/bench"
   bench reg "$shared/reg" "$python" bench/reg_bench.py --build "$BUILD" --backend cuda --quick --skip-elastix \
     --out "$OUT/bench"
