@@ -250,17 +250,133 @@ accel_status fill_device(accel__executor *x, const uint8_t *m, dims3 d, reach co
 
 /* ------------------------------------------------------------ EDT */
 
-struct edt_rows_f {
-  const uint8_t *m;
-  float *f;
-  int64_t nx;
-  double sx;
-  int32_t *dist; /* nx entries per row, interleaved: [x * rows + r] */
-  uint64_t rows;
-  __host__ __device__ void operator()(uint64_t r) const {
-    accel__edt_row(m + r * (uint64_t)nx, f + r * (uint64_t)nx, nx, sx, dist + r, (int64_t)rows);
+/* The first pass (squared distance along x to the row's nearest zero, as
+ * accel__edt_row computes it) with a warp per row, so that a warp reads and
+ * writes 32 consecutive voxels at a time: a forward sweep over the row in
+ * chunks of 32 finds each voxel's nearest zero at or before it (the chunk's
+ * zeros in one ballot, the last one carried to the next chunk) and keeps its
+ * distance in the output's bits; a backward sweep does the same from the
+ * right and writes the scaled square. The emulation runs the same lane code,
+ * lane after lane. */
+constexpr int32_t EDT_FAR = 0x3fffffff; /* no zero on that side (accel__edt_row's saturation) */
+
+__host__ __device__ inline float edt_bits_to_float(int32_t v) {
+#ifdef __CUDA_ARCH__
+  return __int_as_float(v);
+#else
+  float f;
+  memcpy(&f, &v, sizeof f);
+  return f;
+#endif
+}
+
+__host__ __device__ inline int32_t edt_float_to_bits(float f) {
+#ifdef __CUDA_ARCH__
+  return __float_as_int(f);
+#else
+  int32_t v;
+  memcpy(&v, &f, sizeof v);
+  return v;
+#endif
+}
+
+/* Bit l set: voxel x0 + l of the row is a zero (lanes past the row: not). */
+__host__ __device__ inline uint32_t edt_zero_mask(const uint8_t *row, int64_t x0, int64_t nx, unsigned lane) {
+#ifdef __CUDA_ARCH__
+  return __ballot_sync(0xffffffffu, x0 + lane < nx && !row[x0 + lane]);
+#else
+  (void)lane;
+  uint32_t z = 0;
+  for (int64_t l = 0; l < 32 && x0 + l < nx; l++)
+    if (!row[x0 + l]) z |= 1u << l;
+  return z;
+#endif
+}
+
+__host__ __device__ inline int edt_highest(uint32_t z) { /* z != 0 */
+#ifdef __CUDA_ARCH__
+  return 31 - __clz(z);
+#else
+  return 31 - __builtin_clz(z);
+#endif
+}
+
+__host__ __device__ inline int edt_lowest(uint32_t z) { /* z != 0 */
+#ifdef __CUDA_ARCH__
+  return __ffs(z) - 1;
+#else
+  return __builtin_ctz(z);
+#endif
+}
+
+/* Forward, lane `lane` of chunk x0 (zeros z; last: the nearest zero left of
+ * the chunk, -1 if none): the distance to the nearest zero at or before. */
+__host__ __device__ inline void edt_forward_lane(float *o, int64_t nx, int64_t x0, uint32_t z, int64_t last,
+                                                 unsigned lane) {
+  const int64_t x = x0 + lane;
+  if (x >= nx) return;
+  const uint32_t upto = z & (0xffffffffu >> (31 - lane));
+  const int64_t p = upto ? x0 + edt_highest(upto) : last;
+  o[x] = edt_bits_to_float(p < 0 || x - p >= EDT_FAR ? EDT_FAR : (int32_t)(x - p));
+}
+
+/* Backward, lane `lane` of chunk x0 (next: the nearest zero right of the
+ * chunk, -1 if none): the nearer of both sides, scaled and squared. */
+__host__ __device__ inline void edt_backward_lane(float *o, int64_t nx, double sx, int64_t x0, uint32_t z, int64_t next,
+                                                  unsigned lane) {
+  const int64_t x = x0 + lane;
+  if (x >= nx) return;
+  const uint32_t from = z & (0xffffffffu << lane);
+  const int64_t q = from ? x0 + edt_lowest(from) : next;
+  const int32_t right = q < 0 || q - x >= EDT_FAR ? EDT_FAR : (int32_t)(q - x), left = edt_float_to_bits(o[x]);
+  const int32_t dx = left < right ? left : right;
+  const double sd = (double)dx * sx;
+  o[x] = dx >= EDT_FAR ? INFINITY : (float)(sd * sd);
+}
+
+/* Row r's sweeps: lane `lane` of its warp (device), every lane (emulation). */
+__host__ __device__ inline void edt_row_warp(const uint8_t *m, float *f, int64_t nx, double sx, uint64_t r,
+                                             unsigned lane) {
+  const uint8_t *row = m + r * (uint64_t)nx;
+  float *o = f + r * (uint64_t)nx;
+  int64_t last = -1;
+  for (int64_t x0 = 0; x0 < nx; x0 += 32) {
+    const uint32_t z = edt_zero_mask(row, x0, nx, lane);
+#ifdef __CUDA_ARCH__
+    edt_forward_lane(o, nx, x0, z, last, lane);
+#else
+    for (unsigned l = 0; l < 32; l++) edt_forward_lane(o, nx, x0, z, last, l);
+#endif
+    if (z) last = x0 + edt_highest(z);
   }
-};
+  int64_t next = -1;
+  for (int64_t x0 = (nx - 1) / 32 * 32; x0 >= 0; x0 -= 32) {
+    const uint32_t z = edt_zero_mask(row, x0, nx, lane);
+#ifdef __CUDA_ARCH__
+    edt_backward_lane(o, nx, sx, x0, z, next, lane);
+#else
+    for (unsigned l = 0; l < 32; l++) edt_backward_lane(o, nx, sx, x0, z, next, l);
+#endif
+    if (z) next = x0 + edt_lowest(z);
+  }
+}
+
+__global__ void k_edt_rows(const uint8_t *m, float *f, int64_t nx, double sx, uint64_t rows) {
+  const uint64_t warp = (blockIdx.x * (uint64_t)blockDim.x + threadIdx.x) / 32;
+  const uint64_t warps = (uint64_t)gridDim.x * blockDim.x / 32;
+  for (uint64_t r = warp; r < rows; r += warps) edt_row_warp(m, f, nx, sx, r, threadIdx.x % 32);
+}
+
+accel_status edt_rows(accel__executor *x, const uint8_t *m, float *f, int64_t nx, double sx, uint64_t rows, char *why) {
+  if (!rows || nx <= 0) return ACCEL_OK;
+  const auto host = [&] {
+    for (uint64_t r = 0; r < rows; r++) edt_row_warp(m, f, nx, sx, r, 0);
+  };
+  const uint64_t blocks = (rows + 7) / 8; /* 8 warps a block */
+  const dim3 grid((unsigned)(blocks < 65535u * 16 ? blocks : 65535u * 16));
+  return accel__cuda_check(x->launch(host, k_edt_rows, grid, dim3(256), 0, m, f, nx, sx, rows), why,
+                           "distance transform rows");
+}
 
 /* Lines along an axis of a (nz, ny, nx) block: line l of `count` starting at
  * `first`; entries `stride` apart; each line's scratch interleaved. */
@@ -316,16 +432,41 @@ accel_status edt_pass(accel__executor *x, float *f, dims3 d, int axis, double s,
 
 /* x and y passes of a (nz, ny, nx) block: pores in, squared partial distances out. */
 accel_status edt_xy(accel__executor *x, const uint8_t *m, float *f, dims3 d, const double sp[3], char *why) {
-  const uint64_t rows = (uint64_t)d.nz * (uint64_t)d.ny;
-  dbuf dist;
-  accel_status s = dist.get(x, rows * (uint64_t)d.nx * 4, why);
-  if (!s) s = each(x, rows, edt_rows_f{m, f, d.nx, sp[2], dist.as<int32_t>(), rows}, why, "distance transform rows");
-  dist.reset();
+  accel_status s = edt_rows(x, m, f, d.nx, sp[2], (uint64_t)d.nz * (uint64_t)d.ny, why);
   if (!s) s = edt_pass(x, f, d, 1, sp[1], false, why);
   return s;
 }
 
 /* ------------------------------------------------------------ markers */
+
+/* f(i) for i in [0, n), where every thread walks the same list of `count`
+ * ints at f.offsets() (a window's offsets, in the same order, so a warp
+ * reads one of them at a time): each block first copies the list into
+ * shared memory and points its copy of f there, so the walk reads shared
+ * memory (a broadcast) rather than global memory. A list too long for
+ * shared memory stays where it is (each). Loops in emulation. */
+constexpr size_t OFFSETS_SHARED = 32768; /* bytes */
+
+template <class F> __global__ void k_each_offsets(uint64_t n, F f, int count) {
+  extern __shared__ int staged[];
+  for (int k = threadIdx.x; k < count; k += blockDim.x) staged[k] = f.offsets()[k];
+  __syncthreads();
+  f.use_offsets(staged);
+  for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < n; i += (uint64_t)gridDim.x * blockDim.x) f(i);
+}
+
+template <class F>
+accel_status each_offsets(accel__executor *x, uint64_t n, F f, int count, char *why, const char *what,
+                          accel__cuda_site at = accel__cuda_here()) {
+  const size_t bytes = (size_t)(count > 0 ? count : 0) * sizeof(int);
+  if (!n || bytes > OFFSETS_SHARED) return each(x, n, f, why, what, at);
+  const uint64_t blocks = (n + 255) / 256; /* few enough blocks that copying the list stays cheap */
+  const dim3 grid((unsigned)(blocks < 8192 ? blocks : 8192));
+  const auto host = [&] {
+    for (uint64_t i = 0; i < n; i++) f(i);
+  };
+  return accel__cuda_check(x->launch(host, k_each_offsets<F>, grid, dim3(256), bytes, n, f, count), why, what, at);
+}
 
 /* The window-maximum test of each pore voxel in planes [z0, z1) of a block
  * that holds planes [b0, b1) of the volume (edt, mask and roots). */
@@ -338,6 +479,8 @@ template <class T> struct window_f {
   const int *offs;
   int noffs;
   uint8_t *cand; /* the tested planes' flags, from z0 */
+  __host__ __device__ const int *offsets() const { return offs; }
+  __host__ __device__ void use_offsets(const int *p) { offs = p; }
   __host__ __device__ void operator()(uint64_t t) const {
     const uint64_t plane = (uint64_t)d.ny * (uint64_t)d.nx;
     const uint64_t i = (uint64_t)z0 * plane + t;
@@ -787,8 +930,8 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
     if (!s) s = upload(r.x, dm.p, pores, n, why);
     if (!s) s = components(r.x, dm.p, d, true, reach{3}, dl.as<T>(), why);
     if (!s)
-      s = each(r.x, n, window_f<T>{de.as<float>(), dm.p, dl.as<T>(), d, 0, doffs.as<int>(), noffs, dc.p}, why,
-               "peak window");
+      s = each_offsets(r.x, n, window_f<T>{de.as<float>(), dm.p, dl.as<T>(), d, 0, doffs.as<int>(), noffs, dc.p},
+                       3 * noffs, why, "peak window");
     if (!s) s = download(r.x, root, dl.p, n * sizeof(T), why);
     if (!s) s = download(r.x, cand, dc.p, n, why);
     return s;
@@ -854,10 +997,10 @@ accel_status window_host(run_ctx &r, const float *edt, const uint8_t *pores, int
     uint8_t *p = nullptr;
     s = sg.ready(k, &p, why);
     if (!s)
-      s = each(r.x, (uint64_t)b.nzc * plane,
-               window_f<T>{(const float *)(void *)p, p + b.cnt * 4, (const T *)(void *)(p + b.roots_at),
-                           dims3{b.b1 - b.b0, d.ny, d.nx}, b.z0 - b.b0, doffs.as<int>(), noffs, dc.p},
-               why, "peak window");
+      s = each_offsets(r.x, (uint64_t)b.nzc * plane,
+                       window_f<T>{(const float *)(void *)p, p + b.cnt * 4, (const T *)(void *)(p + b.roots_at),
+                                   dims3{b.b1 - b.b0, d.ny, d.nx}, b.z0 - b.b0, doffs.as<int>(), noffs, dc.p},
+                       3 * noffs, why, "peak window");
     if (!s) s = sg.done(k, why);
     if (!s && (k + 1) * planes < d.nz) s = put(sg, k + 1);
     if (!s) s = download(r.x, cand + (uint64_t)b.z0 * plane, dc.p, (uint64_t)b.nzc * plane, why);
@@ -1144,6 +1287,8 @@ template <class T> accel_status general_host_t(run_ctx &r, const float *map, acc
 struct peak_window_f {
   accel__ct_peak_window w;
   uint8_t *cand;
+  __host__ __device__ const int *offsets() const { return w.offs; }
+  __host__ __device__ void use_offsets(const int *p) { w.offs = p; }
   __host__ __device__ void operator()(uint64_t k) const {
     const uint64_t i = w.mem[k];
     cand[i] = accel__ct_peak_window_test(&w, i, w.rid ? w.rid[i] : 0);
@@ -1173,7 +1318,7 @@ accel_status peak_window_device(run_ctx &r, const accel__ct_peak_window &w, uint
     dw.reg = dreg.as<accel__ct_peak_region>();
     dw.offs = doffs.as<int32_t>();
     dw.mem = dmem.as<uint64_t>();
-    s = each(r.x, w.nmem, peak_window_f{dw, dcand.p}, why, "peak window test");
+    s = each_offsets(r.x, w.nmem, peak_window_f{dw, dcand.p}, 3 * w.noffs, why, "peak window test");
   }
   if (!s) s = download(r.x, cand, dcand.p, n, why);
   return s;
@@ -1350,8 +1495,9 @@ accel_status resident_peaks_t(accel__call *call, resident &res, const float *map
   if (!s) s = dc.get(r.x, n ? n : 1, why);
   if (!s) s = components(r.x, res.pores.p, r.d, true, reach{3}, dl.as<T>(), why);
   if (!s)
-    s = each(r.x, n, window_f<T>{res.edt.as<float>(), res.pores.p, dl.as<T>(), r.d, 0, doffs.as<int>(), noffs, dc.p},
-             why, "peak window");
+    s = each_offsets(r.x, n,
+                     window_f<T>{res.edt.as<float>(), res.pores.p, dl.as<T>(), r.d, 0, doffs.as<int>(), noffs, dc.p},
+                     3 * noffs, why, "peak window");
   if (!s) s = download_pinned(r.x, res.pin, root, dl.p, n * sizeof(T), why);
   if (!s) s = download_pinned(r.x, res.pin, cand, dc.p, n, why);
   if (!s && (s = markers_finish(map, mask, accel__dims{r.d.nz, r.d.ny, r.d.nx}, md, list, np, root, cand, out, count)))

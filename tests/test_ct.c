@@ -1113,6 +1113,39 @@ static void ft_gpu_equals_cpu(accel_ctx *gpu, accel_ctx *cpu, const accel_array 
   free(db_d);
 }
 
+/* The EDT's first pass on the emulated GPU (a warp per row, rows in chunks
+ * of 32 voxels) equals the CPU's to the bit: rows shorter than a chunk, one
+ * voxel past it, whole chunks, rows without a zero, volumes without one. */
+START_TEST(gpu_edt_rows_equal_cpu_in_emulation) {
+  set_emulated_gpu_budget((uint64_t)1 << 30);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  accel_ctx *cpu = cpu_ctx();
+  const int64_t widths[] = {1, 5, 31, 32, 33, 64, 65, 100};
+  const double spacings[][3] = {{1, 1, 1}, {0.3, 1.7, 1.1}};
+  for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+    for (int density = 0; density < 5; density++)
+      for (size_t sp = 0; sp < 2; sp++) {
+        const accel__dims d = {3, 7, widths[wi]};
+        const uint64_t n = accel__dims_count(d);
+        void *md, *ad, *bd;
+        accel_array m = new_volume(&md, ACCEL_DTYPE_U8, d), a = new_volume(&ad, ACCEL_DTYPE_F32, d),
+                    b = new_volume(&bd, ACCEL_DTYPE_F32, d);
+        uint8_t *mk = md;
+        const int zeros_in_1000[] = {0, 4, 200, 700, 1000}; /* none, rows without zeros, ..., all */
+        for (uint64_t i = 0; i < n; i++) mk[i] = (uint8_t)((int)(rnd() % 1000) >= zeros_in_1000[density]);
+        ck_assert_msg(accel_ct_edt(gpu, &m, spacings[sp], &a) == ACCEL_OK, "%s", accel_last_error(gpu));
+        ck_assert_int_eq(accel_ct_edt(cpu, &m, spacings[sp], &b), ACCEL_OK);
+        ck_assert_msg(memcmp(ad, bd, n * 4) == 0, "width %lld, density %d, spacing %zu: the GPU's EDT differs",
+                      (long long)widths[wi], density, sp);
+        free(md);
+        free(ad);
+        free(bd);
+      }
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
 /* Every GPU stage and the GPU pipeline (their host emulation: the kernels'
  * per-voxel code in loops) equal the CPU, whole and in slabs. */
 static void gpu_equals_cpu(uint64_t budget, const char *what) {
@@ -1851,6 +1884,7 @@ Suite *suite_ct(void) {
   tcase_add_test(tc, oversized_volumes_are_errors);
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_stages_equal_cpu_in_emulation);
+  tcase_add_test(tc, gpu_edt_rows_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_slabs_equal_cpu_in_emulation);
   tcase_add_test(tc, gpu_pipeline_uploads_once_downloads_what_is_asked);
   tcase_add_test(tc, gpu_too_small_a_budget_falls_back);
