@@ -273,6 +273,12 @@ typedef accel__executor executor;
 
 int64_t align_up(int64_t v) { return (v + ALIGN - 1) / ALIGN * ALIGN; }
 
+/* A group's hash slots and colour counts lie in one block, image after
+ * image, so that one memset clears them and one copy brings them back:
+ * each image's slots (padded to 8 bytes), then its counts. */
+int64_t slots_span(const accel__hash_spec *spec) { return (spec->nkinds * (int64_t)spec->slot_bytes + 7) / 8 * 8; }
+int64_t result_stride(const accel__hash_spec *spec) { return slots_span(spec) + (spec->need_color ? NCOUNTS * 8 : 0); }
+
 /* Arena layout of one group, built on the host. */
 struct group_plan {
   size_t nimg = 0;
@@ -499,6 +505,8 @@ int64_t place_device(const accel__hash_spec *spec, group_plan *g, int64_t off) {
       g->desc[i].px_off = off;
       off = align_up(off + g->desc[i].w * g->desc[i].h * g->desc[i].channels);
     }
+  const int64_t results = off, stride = result_stride(spec);
+  off = align_up(off + (int64_t)g->nimg * stride);
   for (size_t i = 0; i < g->nimg; i++) {
     img_desc *d = &g->desc[i];
     if (d->channels == 3) {
@@ -512,12 +520,8 @@ int64_t place_device(const accel__hash_spec *spec, group_plan *g, int64_t off) {
       d->plane_off[k] = off;
       off = align_up(off + d->tw[k] * d->th[k]);
     }
-    d->slots_off = off;
-    off = align_up(off + K * (int64_t)spec->slot_bytes);
-    if (spec->need_color) {
-      d->counts_off = off;
-      off = align_up(off + NCOUNTS * 8);
-    }
+    d->slots_off = results + (int64_t)i * stride;
+    if (spec->need_color) d->counts_off = d->slots_off + slots_span(spec);
     for (int k = 0; k < K; k++) {
       if (spec->kinds[k] == ACCEL_HASH_PHASH) {
         d->phash_off = off;
@@ -776,7 +780,14 @@ void colorhash_from_counts(const accel__hash_spec *spec, const uint64_t *c, uint
 
 /* The decoded inputs waiting for a group: decoded `batch` at a time on the
  * CPU threads, in input order (the loader records those that fail to decode
- * and they are left out), and the progress reports. */
+ * and they are left out), and the progress reports. Decoding goes on until
+ * the pending images fill a group of GROUP_TARGET device bytes (or MAX_PENDING
+ * images, or the inputs end), so that small images make large groups whose
+ * work outweighs the launches of a group, and large ones come a batch at a
+ * time (the host holds no more of them than that). */
+constexpr int64_t GROUP_TARGET = (int64_t)64 << 20;
+constexpr size_t MAX_PENDING = 1024;
+
 struct decoder {
   accel__call *call;
   accel__hash_job *job;
@@ -789,14 +800,31 @@ struct decoder {
     free(pending);
     free(index);
   }
+  size_t capacity = 0; /* of pending and index */
   bool init() {
     batch = (size_t)(call->threads * 2 > 8 ? call->threads * 2 : 8);
-    pending = (accel__hash_image *)calloc(batch, sizeof(accel__hash_image));
-    index = (size_t *)calloc(batch, sizeof(size_t));
+    capacity = batch > MAX_PENDING ? batch : MAX_PENDING;
+    pending = (accel__hash_image *)calloc(capacity, sizeof(accel__hash_image));
+    index = (size_t *)calloc(capacity, sizeof(size_t));
     return pending && index;
   }
-  /* The next inputs (at most batch) into pending, which is empty. */
+  /* Device bytes of the pending images' group. */
+  int64_t pending_bytes() const {
+    int64_t need = 0;
+    for (size_t i = 0; i < npending; i++)
+      need += image_bytes(&job->spec, pending[i].w, pending[i].h, as_rgb(&pending[i]));
+    return need;
+  }
+  /* The next inputs into pending (empty): batches of them until a group's
+   * worth is decoded. */
   accel_status decode_next() {
+    accel_status s = ACCEL_OK;
+    do s = decode_batch();
+    while (!s && next < job->n && npending + batch <= capacity && pending_bytes() < GROUP_TARGET);
+    return s;
+  }
+  /* The next inputs (at most batch) appended to pending (room for batch more). */
+  accel_status decode_batch() {
     const size_t from = next, to = job->n - next < batch ? job->n : next + batch;
     next = to;
     accel__hash_image *tmp = (accel__hash_image *)calloc(to - from, sizeof(accel__hash_image));
@@ -891,7 +919,7 @@ struct batch_state {
     return !(has_phash && !plan) && !*unsupported;
   }
   size_t slots_bytes() const { return (size_t)job->spec.nkinds * job->spec.slot_bytes; }
-  size_t result_bytes() const { return slots_bytes() + NCOUNTS * 8; } /* an image's slots and counts */
+  size_t result_bytes() const { return (size_t)result_stride(&job->spec); } /* an image's slots and counts */
 };
 
 /* An arena for g: the one there when large enough, else a new one with a
@@ -934,33 +962,23 @@ accel_status device_pixels(batch_state &b, const group_plan &g) {
 }
 
 /* One upload of the staged group, its device-array images put in place,
- * and its hash slots (their padding too) and colour counts zeroed: queued
- * on the stream. */
+ * and its hash slots (their padding too) and colour counts zeroed (one
+ * block): queued on the stream. */
 accel_status upload_group(batch_state &b, const group_plan &g) {
   char *why = b.call->why;
   accel_status s = upload(b.x, b.arena.p, b.staging.p, (size_t)g.upload_bytes, why);
   if (!s) s = device_pixels(b, g);
-  for (size_t i = 0; i < g.nimg && !s; i++) {
-    s = accel__cuda_check(b.x->zero(b.arena.p + g.desc[i].slots_off, b.slots_bytes()), why, "memset");
-    if (!s && b.job->spec.need_color)
-      s = accel__cuda_check(b.x->zero(b.arena.p + g.desc[i].counts_off, NCOUNTS * 8), why, "memset");
-  }
+  if (!s && g.nimg)
+    s = accel__cuda_check(b.x->zero(b.arena.p + g.desc[0].slots_off, g.nimg * b.result_bytes()), why, "memset");
   return s;
 }
 
-/* Every image's hash slots and colour counts into the pinned results:
- * queued on the stream. */
+/* Every image's hash slots and colour counts into the pinned results, in
+ * one copy: queued on the stream. */
 accel_status download_group(batch_state &b, const group_plan &g) {
-  char *why = b.call->why;
-  const size_t slots = b.slots_bytes(), per_img = b.result_bytes();
-  accel_status s = ACCEL_OK;
-  for (size_t i = 0; i < g.nimg && !s; i++) {
-    uint8_t *r = b.results.p + i * per_img;
-    s = accel__cuda_check(b.x->download(r, b.arena.p + g.desc[i].slots_off, slots), why, "download");
-    if (!s && b.job->spec.need_color)
-      s = accel__cuda_check(b.x->download(r + slots, b.arena.p + g.desc[i].counts_off, NCOUNTS * 8), why, "download");
-  }
-  return s;
+  if (!g.nimg) return ACCEL_OK;
+  return accel__cuda_check(b.x->download(b.results.p, b.arena.p + g.desc[0].slots_off, g.nimg * b.result_bytes()),
+                           b.call->why, "download");
 }
 
 /* The downloaded results of a finished group into the job. */
@@ -971,7 +989,7 @@ void store_group(batch_state &b, const group_plan &g) {
     const uint8_t *r = b.results.p + i * per_img;
     uint8_t *slots = accel__hash_slots(b.job, g.index[i]);
     memcpy(slots, r, slots_bytes);
-    if (spec->need_color) colorhash_from_counts(spec, (const uint64_t *)(const void *)(r + slots_bytes), slots);
+    if (spec->need_color) colorhash_from_counts(spec, (const uint64_t *)(const void *)(r + slots_span(spec)), slots);
     accel__hash_record(b.job, g.index[i], ACCEL_OK, "");
   }
 }

@@ -1090,6 +1090,47 @@ START_TEST(gpu_pipeline_failures_fall_back_in_emulation) {
 }
 END_TEST
 
+/* The CUDA calls (launches and copies) of one batch of n copies of a small
+ * image on the emulated GPU, checked against the CPU's hashes. */
+static int64_t batch_calls(size_t n, const accel_hash_options *h, size_t slot) {
+  static char path[512];
+  snprintf(path, sizeof path, "%s/hopper__quarter.png", data_path("hash"));
+  const char **paths = malloc(n * sizeof *paths);
+  for (size_t i = 0; i < n; i++) paths[i] = path;
+  uint8_t *out = malloc(n * h->nkinds * slot), *want = malloc(n * h->nkinds * slot);
+  accel_status *st = malloc(n * sizeof *st);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL), *cpu = cpu_ctx();
+  const int64_t many = (int64_t)1 << 40;
+  accel__cuda_fault_at = many;
+  ck_assert_msg(accel_hash_files(gpu, paths, n, h, out, slot, st) == ACCEL_OK, "%s", accel_last_error(gpu));
+  const int64_t calls = many - accel__cuda_fault_at;
+  accel__cuda_fault_at = -1;
+  ck_assert_int_eq(accel_hash_files(cpu, paths, n, h, want, slot, st), ACCEL_OK);
+  ck_assert_mem_eq(out, want, n * h->nkinds * slot);
+  accel_ctx_destroy(gpu);
+  accel_ctx_destroy(cpu);
+  free(paths);
+  free(out);
+  free(want);
+  free(st);
+  return calls;
+}
+
+/* Small images share a group: a batch of 300 thumbnails makes about the
+ * CUDA calls of one image, not one group per decoded batch of 8 or so
+ * (launches would cost more than the work). */
+START_TEST(gpu_small_images_share_a_group_in_emulation) {
+  set_emulated_gpu_budget((uint64_t)1 << 30);
+  const accel_hash_options h = hash_options(ALL6, 6);
+  size_t slot = 0;
+  ck_assert_int_eq(accel_hash_slot_bytes(&h, &slot), ACCEL_OK);
+  const int64_t one = batch_calls(1, &h, slot), many = batch_calls(300, &h, slot);
+  ck_assert_msg(many <= one + one / 2, "300 small images took %lld CUDA calls, one took %lld: groups too small",
+                (long long)many, (long long)one);
+  set_emulated_gpu_budget(0);
+}
+END_TEST
+
 /* A failed CUDA call (here the first call of a batch, under DENY) is the
  * failure of its own stage only: it must not come back as the error of the
  * next, unrelated stage on the same thread. */
@@ -1135,6 +1176,7 @@ Suite *suite_hash(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, gpu_pipeline_equals_cpu_in_emulation);
   tcase_add_test(tc, gpu_pipeline_failures_fall_back_in_emulation);
+  tcase_add_test(tc, gpu_small_images_share_a_group_in_emulation);
   tcase_add_test(tc, a_failed_call_never_fails_the_next_stage_in_emulation);
 #endif
   return suite_of("hash", tc);
