@@ -39,12 +39,13 @@
 
 namespace {
 
-constexpr uint32_t TILE = 128;                       /* rows and columns of a pair work item; threads of a block */
-constexpr uint32_t HIST_SHARED = 40960;              /* bytes of shared histograms per k-nearest block */
-constexpr uint64_t MAX_GRID = 1u << 20;              /* blocks per launch (they stride over the items) */
-constexpr uint64_t FIRST_LAUNCHES = 32;              /* a large pair search's first launch: this fraction of it */
-constexpr uint64_t GROWTH = 4;                       /* launches grow at most this much from one to the next */
-constexpr unsigned long long MAX_PAIRS = 1ull << 27; /* pairs buffered per launch (1 GiB) */
+constexpr uint32_t TILE = 128;                            /* rows and columns of a pair work item; threads of a block */
+constexpr uint32_t HIST_SHARED = 40960;                   /* bytes of shared histograms per k-nearest block */
+constexpr uint64_t MAX_GRID = 1u << 20;                   /* blocks per launch (they stride over the items) */
+constexpr uint64_t FIRST_LAUNCHES = 32;                   /* a large pair search's first launch: this fraction of it */
+constexpr uint64_t GROWTH = 4;                            /* launches grow at most this much from one to the next */
+constexpr unsigned long long MAX_PAIRS = 1ull << 27;      /* pairs buffered per launch (1 GiB) */
+constexpr unsigned long long MAX_CANDIDATES = 1ull << 28; /* k-nearest candidates per gather (1 GiB) */
 
 /* Codes in the device layout: field-major, then word-major, then entry. */
 struct dev_codes {
@@ -600,10 +601,23 @@ accel_status knn_gather(accel__executor *x, accel__index_job *job, knn_search &k
   return s;
 }
 
+/* Room for `want` candidates on the device and the host (grown when short). */
+accel_status knn_room(accel__executor *x, knn_search &ks, uint64_t want, char *why) {
+  if (ks.dout.n >= want * sizeof(uint32_t)) return ACCEL_OK;
+  free(ks.found);
+  if (!(ks.found = (uint32_t *)malloc((size_t)want * sizeof(uint32_t)))) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  return ks.dout.get(x, (size_t)want * sizeof(uint32_t), why);
+}
+
 /* Pass 2 for a chunk's queries: their candidate lists in gathers of at
  * most ks.lim entries. */
 accel_status knn_lists(accel__executor *x, accel__index_job *job, knn_search &ks, uint64_t q0, uint64_t qn, char *why) {
-  accel_status s = ACCEL_OK;
+  unsigned long long chunk = 0; /* candidates of the whole chunk: the lists' room, up to ks.lim */
+  for (uint64_t r = 0; r < qn; r++) chunk += ks.below[r];
+  accel_status s = knn_room(x, ks, chunk < ks.lim ? (chunk ? chunk : 1) : ks.lim, why);
   for (uint64_t r0 = 0; !s && r0 < qn;) {
     uint64_t rn = 0;
     unsigned long long total = 0;
@@ -654,12 +668,8 @@ accel_status knn_buffers(accel__executor *x, knn_search &ks, char *why) {
   if (!s) s = ks.dfill.get(x, (size_t)ks.qc * sizeof(unsigned long long), why);
   if (s) return s;
   ks.lim = x->room() / 2 / sizeof(uint32_t);
-  ks.lim = ks.lim < 1 ? 1 : ks.lim;
-  if (!(ks.found = (uint32_t *)malloc((size_t)ks.lim * sizeof(uint32_t)))) {
-    accel__why(why, "out of host memory");
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  return ks.dout.get(x, (size_t)ks.lim * sizeof(uint32_t), why);
+  ks.lim = ks.lim < 1 ? 1 : ks.lim > MAX_CANDIDATES ? MAX_CANDIDATES : ks.lim;
+  return ACCEL_OK;
 }
 
 accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
