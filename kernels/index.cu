@@ -492,6 +492,28 @@ struct knn_search {
   }
 };
 
+/* fn(i, j, d) for every query q0 + i (i < qn) and code j at distance d:
+ * the k-nearest kernels' emulation. */
+template <int W, class Fn> void each_distance(const dev_codes &q, const dev_codes &c, uint64_t q0, uint64_t qn, Fn fn) {
+  uint64_t mine[W], theirs[W];
+  for (uint64_t i = 0; i < qn; i++) {
+    load_field<W>(&q, 0, q0 + i, mine);
+    for (uint64_t j = 0; j < c.n; j++) {
+      load_field<W>(&c, 0, j, theirs);
+      fn(i, j, distance<W>(mine, theirs));
+    }
+  }
+}
+
+/* A k-nearest grid: x, the query tiles of qb; y, enough stripes of the
+ * codes' tiles of qb to fill the device (about 4096 blocks in all). */
+dim3 knn_grid(uint64_t qn, uint64_t ncodes, uint32_t qb) {
+  const uint64_t gx = (qn + qb - 1) / qb, ntiles = (ncodes + qb - 1) / qb;
+  uint64_t gy = (4096 + gx - 1) / gx;
+  gy = gy > ntiles ? ntiles : gy > 65535 ? 65535 : gy;
+  return dim3((unsigned)gx, (unsigned)(gy ? gy : 1));
+}
+
 template <int W>
 accel_status launch_hist(accel__executor *x, const knn_search &ks, uint64_t q0, uint64_t qn, char *why) {
   const uint32_t bins = W * 64 + 1;
@@ -500,22 +522,11 @@ accel_status launch_hist(accel__executor *x, const knn_search &ks, uint64_t q0, 
   const dev_codes &q = ks.q, &c = ks.c;
   unsigned int *hist = ks.dhist.as<unsigned int>();
   const auto host = [&] {
-    uint64_t mine[W], theirs[W];
-    for (uint64_t i = 0; i < qn; i++) {
-      load_field<W>(&q, 0, q0 + i, mine);
-      for (uint64_t j = 0; j < c.n; j++) {
-        load_field<W>(&c, 0, j, theirs);
-        hist[i * bins + distance<W>(mine, theirs)]++;
-      }
-    }
+    each_distance<W>(q, c, q0, qn, [&](uint64_t i, uint64_t, uint32_t d) { hist[i * bins + d]++; });
   };
-  const uint64_t gx = (qn + qb - 1) / qb, ntiles = (c.n + qb - 1) / qb;
-  uint64_t gy = (4096 + gx - 1) / gx;
-  gy = gy > ntiles ? ntiles : gy > 65535 ? 65535 : gy;
   const size_t shared = (size_t)qb * W * sizeof(uint64_t) + (size_t)qb * bins * sizeof(unsigned int);
-  return accel__cuda_check(
-      x->launch(host, k_hist<W>, dim3((unsigned)gx, (unsigned)(gy ? gy : 1)), dim3(qb), shared, q, c, q0, qn, hist),
-      why, "distance histogram launch");
+  return accel__cuda_check(x->launch(host, k_hist<W>, knn_grid(qn, c.n, qb), dim3(qb), shared, q, c, q0, qn, hist), why,
+                           "distance histogram launch");
 }
 
 template <int W>
@@ -523,21 +534,10 @@ accel_status launch_gather(accel__executor *x, const knn_search &ks, uint64_t q0
                            char *why) {
   const dev_codes &q = ks.q, &c = ks.c;
   const auto host = [&] {
-    uint64_t mine[W], theirs[W];
-    for (uint64_t i = 0; i < qn; i++) {
-      load_field<W>(&q, 0, q0 + i, mine);
-      for (uint64_t j = 0; j < c.n; j++) {
-        load_field<W>(&c, 0, j, theirs);
-        gather_entry(g, i, distance<W>(mine, theirs), j);
-      }
-    }
+    each_distance<W>(q, c, q0, qn, [&](uint64_t i, uint64_t j, uint32_t d) { gather_entry(g, i, d, j); });
   };
-  const uint64_t gx = (qn + TILE - 1) / TILE, ntiles = (c.n + TILE - 1) / TILE;
-  uint64_t gy = (4096 + gx - 1) / gx;
-  gy = gy > ntiles ? ntiles : gy > 65535 ? 65535 : gy;
-  return accel__cuda_check(
-      x->launch(host, k_gather<W>, dim3((unsigned)gx, (unsigned)(gy ? gy : 1)), dim3(TILE), 0, q, c, q0, qn, g), why,
-      "nearest-neighbour gather launch");
+  return accel__cuda_check(x->launch(host, k_gather<W>, knn_grid(qn, c.n, TILE), dim3(TILE), 0, q, c, q0, qn, g), why,
+                           "nearest-neighbour gather launch");
 }
 
 /* Pass 1 for queries q0 .. q0 + qn - 1: their cuts and candidate counts in
