@@ -443,13 +443,19 @@ def knn_run(args, accel, ctx, faiss, np, n):
             "ratio": (t_fadd + t_faiss * n / q) / (t_add + t_lib * n / q), "agrees": agrees}
 
 
-def main_knn(args):
+def load_modules(args):
+    """numpy, faiss (from the bench's virtual environment) and the build's accel."""
     ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
     import numpy as np
     import faiss
     os.environ.setdefault("ACCEL_LIBRARY", os.path.join(ROOT, args.build, "libaccel.so.0"))
     sys.path.insert(0, os.path.join(ROOT, "python"))
     import accel
+    return np, faiss, accel
+
+
+def main_knn(args):
+    np, faiss, accel = load_modules(args)
     ctx = accel.Context(backend=args.backend, strict=args.backend == "cuda")
     rows = []
     for n in [int(x) for x in args.knn.split(",")]:
@@ -503,13 +509,7 @@ def main():
         return main_scale(args)
     if args.knn:
         return main_knn(args)
-    ensure_venv(args.build, "bench-index-venv", "requirements-index.txt")
-
-    import numpy as np
-    import faiss
-    os.environ.setdefault("ACCEL_LIBRARY", os.path.join(ROOT, args.build, "libaccel.so.0"))
-    sys.path.insert(0, os.path.join(ROOT, "python"))
-    import accel
+    np, faiss, accel = load_modules(args)
 
     sizes = [int(x) for x in args.sizes.split(",")]
     lo, _, hi = args.radii.partition("-")

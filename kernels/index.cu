@@ -173,6 +173,27 @@ __global__ void k_pairs(dev_codes rows, dev_codes cols, search_params p, uint64_
   }
 }
 
+/* The k-nearest kernels' walk: this thread's query (q0 + qi, when qi < qn)
+ * against every code of the block's stripe of tiles of nb codes, each tile
+ * staged in tile[nb][W] by the whole block: fn(j, d) for code j at
+ * distance d. */
+template <int W, class Fn>
+__device__ inline void stripe_distances(const dev_codes &q, const dev_codes &c, uint64_t q0, uint64_t qi, uint64_t qn,
+                                        uint64_t *tile, uint32_t nb, Fn fn) {
+  uint64_t mine[W] = {};
+  if (qi < qn) load_field<W>(&q, 0, q0 + qi, mine);
+  const uint64_t ntiles = (c.n + nb - 1) / nb;
+  for (uint64_t tj = blockIdx.y; tj < ntiles; tj += gridDim.y) {
+    const uint64_t j0 = tj * nb;
+    __syncthreads(); /* every thread is done with the previous tile */
+    if (j0 + threadIdx.x < c.n) load_field<W>(&c, 0, j0 + threadIdx.x, tile + threadIdx.x * W);
+    __syncthreads();
+    const uint64_t jn = c.n - j0 < nb ? c.n - j0 : nb;
+    if (qi < qn)
+      for (uint64_t jj = 0; jj < jn; jj++) fn(j0 + jj, distance<W>(mine, tile + jj * W));
+  }
+}
+
 /* k nearest, pass 1: each query's histogram of distances (blockDim.x
  * queries a block, hist[query - q0][W * 64 + 1], zeroed before). */
 template <int W> __global__ void k_hist(dev_codes q, dev_codes c, uint64_t q0, uint64_t qn, unsigned int *hist) {
@@ -182,18 +203,8 @@ template <int W> __global__ void k_hist(dev_codes q, dev_codes c, uint64_t q0, u
   unsigned int *h = (unsigned int *)(smem + nb * W); /* [nb][bins], a row per thread */
   for (uint32_t t = threadIdx.x; t < nb * bins; t += nb) h[t] = 0;
   const uint64_t qi = (uint64_t)blockIdx.x * nb + threadIdx.x;
-  uint64_t mine[W] = {};
-  if (qi < qn) load_field<W>(&q, 0, q0 + qi, mine);
-  const uint64_t ntiles = (c.n + nb - 1) / nb;
-  for (uint64_t tj = blockIdx.y; tj < ntiles; tj += gridDim.y) {
-    const uint64_t j0 = tj * nb;
-    __syncthreads();
-    if (j0 + threadIdx.x < c.n) load_field<W>(&c, 0, j0 + threadIdx.x, tile + threadIdx.x * W);
-    __syncthreads();
-    const uint64_t jn = c.n - j0 < nb ? c.n - j0 : nb;
-    if (qi < qn)
-      for (uint64_t jj = 0; jj < jn; jj++) h[threadIdx.x * bins + distance<W>(mine, tile + jj * W)]++;
-  }
+  unsigned int *own = h + threadIdx.x * bins; /* this query's histogram */
+  stripe_distances<W>(q, c, q0, qi, qn, tile, nb, [&](uint64_t, uint32_t d) { own[d]++; });
   __syncthreads();
   for (uint32_t t = threadIdx.x; t < nb * bins; t += nb) { /* consecutive threads, consecutive bins */
     const uint64_t row = (uint64_t)blockIdx.x * nb + t / bins;
@@ -242,18 +253,7 @@ __host__ __device__ inline void gather_entry(const gather_out &g, uint64_t r, ui
 template <int W> __global__ void k_gather(dev_codes q, dev_codes c, uint64_t q0, uint64_t qn, gather_out g) {
   __shared__ uint64_t tile[TILE * W];
   const uint64_t qi = (uint64_t)blockIdx.x * TILE + threadIdx.x;
-  uint64_t mine[W] = {};
-  if (qi < qn) load_field<W>(&q, 0, q0 + qi, mine);
-  const uint64_t ntiles = (c.n + TILE - 1) / TILE;
-  for (uint64_t tj = blockIdx.y; tj < ntiles; tj += gridDim.y) {
-    const uint64_t j0 = tj * TILE;
-    __syncthreads();
-    if (j0 + threadIdx.x < c.n) load_field<W>(&c, 0, j0 + threadIdx.x, tile + threadIdx.x * W);
-    __syncthreads();
-    const uint64_t jn = c.n - j0 < TILE ? c.n - j0 : TILE;
-    if (qi < qn)
-      for (uint64_t jj = 0; jj < jn; jj++) gather_entry(g, qi, distance<W>(mine, tile + jj * W), j0 + jj);
-  }
+  stripe_distances<W>(q, c, q0, qi, qn, tile, TILE, [&](uint64_t j, uint32_t d) { gather_entry(g, qi, d, j); });
 }
 
 /* ------------------------------------------------------------ host side */
