@@ -291,9 +291,9 @@ typedef struct save_inputs {
   accel_ct_network *network;
 } save_inputs;
 
-static void make_save_inputs(save_inputs *in) {
+static void make_save_inputs_on(save_inputs *in, accel_ctx *ctx) {
   fill_random(in->image, sizeof in->image, 7);
-  accel_ctx *ctx = in->ctx = cpu_ctx();
+  in->ctx = ctx;
   accel_index_options io;
   accel_index_options_init(&io, sizeof io);
   ck_assert_int_eq(accel_index_create(ctx, &io, &in->index), ACCEL_OK);
@@ -308,6 +308,8 @@ static void make_save_inputs(save_inputs *in) {
   accel_array_init(&e, edt, ACCEL_DTYPE_F32, 3, (int64_t[]){4, 8, 8});
   ck_assert_int_eq(accel_ct_network_build(ctx, &l, &e, NULL, &in->network), ACCEL_OK);
 }
+
+static void make_save_inputs(save_inputs *in) { make_save_inputs_on(in, cpu_ctx()); }
 
 static void free_save_inputs(save_inputs *in) {
   accel_index_destroy(in->index);
@@ -412,6 +414,46 @@ START_TEST(saved_files_take_the_umask) {
 }
 END_TEST
 
+/* The sync policy decides which saves are fsync'd (the file and its
+ * directory: two calls), counted by the writer: by default index files
+ * only; ACCEL_SYNC_ALL every kind; ACCEL_SYNC_NONE none. Every save is
+ * complete and loads back either way; an unknown policy is refused. */
+START_TEST(saves_sync_as_the_policy_says) {
+  const accel_sync_policy policies[3] = {ACCEL_SYNC_INDEX, ACCEL_SYNC_ALL, ACCEL_SYNC_NONE};
+  for (int p = 0; p < 3; p++) {
+    accel_ctx_options o;
+    accel_ctx_options_init(&o, sizeof o);
+    ck_assert_int_eq(o.sync, ACCEL_SYNC_INDEX);
+    o.backend = ACCEL_BACKEND_CPU, o.sync = policies[p];
+    accel_ctx *ctx;
+    ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
+    save_inputs in;
+    make_save_inputs_on(&in, ctx);
+    for (int kind = 0; kind < SAVE_KINDS; kind++) {
+      if (skip_kind(kind)) continue;
+      char path[600];
+      snprintf(path, sizeof path, "%s/p%d-%s", tmpdir, p, SAVE_NAMES[kind]);
+      const int64_t before = accel__atomic_syncs;
+      ck_assert_msg(save_kind(&in, kind, path) == ACCEL_OK, "%s", accel_last_error(ctx));
+      const bool synced = policies[p] == ACCEL_SYNC_ALL || (policies[p] == ACCEL_SYNC_INDEX && kind == SAVE_INDEX);
+      ck_assert_msg(accel__atomic_syncs - before == (synced ? 2 : 0), "policy %d, %s: %lld syncs", p, SAVE_NAMES[kind],
+                    (long long)(accel__atomic_syncs - before));
+      struct stat st;
+      ck_assert_int_eq(stat(path, &st), 0);
+      ck_assert_int_gt(st.st_size, 0);
+    }
+    free_save_inputs(&in);
+  }
+  accel_ctx_options o;
+  accel_ctx_options_init(&o, sizeof o);
+  o.sync = (accel_sync_policy)3;
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_null(ctx);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "sync policy"));
+}
+END_TEST
+
 /* A process killed in the middle of a save (kill -9) leaves no temporary
  * file for good: with O_TMPFILE there is none to leave; a named temporary
  * (file systems without O_TMPFILE) is removed by the next save of the same
@@ -422,7 +464,7 @@ static void killed_save(const char *path, bool named) {
   if (pid == 0) {
     accel__atomic_named_only = named;
     accel__atomic_file af;
-    if (accel__atomic_open(NULL, "test", path, &af) != ACCEL_OK) _exit(3);
+    if (accel__atomic_open(NULL, "test", path, false, &af) != ACCEL_OK) _exit(3);
     static char junk[1 << 20];
     fwrite(junk, 1, sizeof junk, af.f);
     fflush(af.f);
@@ -1255,6 +1297,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, full_disks_never_replace_a_good_file);
   tcase_add_test(tc, saved_files_take_the_umask);
   tcase_add_test(tc, killed_saves_leave_no_temporary);
+  tcase_add_test(tc, saves_sync_as_the_policy_says);
   return suite_of("io", tc);
 }
 

@@ -187,6 +187,23 @@ typedef int (*accel_progress_fn)(void *user, const char *stage, double fraction)
 
 typedef struct accel_ctx accel_ctx;
 
+/* Which saves reach the disk (fsync) before they replace their target.
+ * Every save is atomic whatever the policy: it is written to a temporary
+ * file in the target's directory and renamed over the target only when
+ * complete, so a reader or a crashed process never leaves or sees a
+ * partial file. The sync makes the new file survive a power failure or a
+ * kernel crash that follows the save; without it such a failure may leave
+ * the previous file, or an empty one, at the path. It costs the time the
+ * disk needs for the whole file (seconds for a 900 MB image). */
+typedef enum accel_sync_policy {
+  /* Index files (accel_index_save: a catalogue built over hours) are
+   * synced; images, arrays, transform and network files, which the call
+   * that wrote them can write again, are not (as image tools do). */
+  ACCEL_SYNC_INDEX = 0,
+  ACCEL_SYNC_ALL = 1, /* every save, and the directory entry that names it */
+  ACCEL_SYNC_NONE = 2 /* no save */
+} accel_sync_policy;
+
 typedef struct accel_ctx_options {
   uint32_t struct_size;           /* sizeof(accel_ctx_options), set by init */
   accel_backend_kind backend;     /* default ACCEL_BACKEND_AUTO */
@@ -211,6 +228,10 @@ typedef struct accel_ctx_options {
    * ACCEL_DEFAULT_MAX_PIXELS. (Added after the first layout: programs built
    * without it get the default.) */
   uint64_t max_pixels;
+  /* Which saves are synced to the disk (accel_sync_policy; default
+   * ACCEL_SYNC_INDEX). An unknown value is ACCEL_ERR_INVALID_ARG. (Added
+   * after max_pixels: programs built without it get the default.) */
+  accel_sync_policy sync;
 } accel_ctx_options;
 
 enum {

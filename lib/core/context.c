@@ -63,6 +63,9 @@ static accel_status read_options(const char *func, const accel_ctx_options *in, 
     return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "unknown fallback policy %d", (int)o->fallback);
   if ((unsigned)o->log_level > ACCEL_LOG_OFF)
     return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "unknown log level %d", (int)o->log_level);
+  if ((unsigned)o->sync > ACCEL_SYNC_NONE)
+    return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG,
+                          "unknown sync policy %d (ACCEL_SYNC_INDEX, ACCEL_SYNC_ALL or ACCEL_SYNC_NONE)", (int)o->sync);
   if (o->device < 0)
     return accel__fail_in(NULL, func, ACCEL_ERR_INVALID_ARG, "device index %d is negative", (int)o->device);
   if (o->cpu_threads < 0 || o->cpu_threads > ACCEL_CPU_THREADS_MAX)
@@ -157,6 +160,7 @@ accel_status accel__ctx_create_with(const accel_ctx_options *opts, const accel__
   ctx->fallback = o.fallback;
   ctx->threads = o.cpu_threads ? o.cpu_threads : accel__default_threads();
   ctx->max_pixels = o.max_pixels ? o.max_pixels : (uint64_t)ACCEL_DEFAULT_MAX_PIXELS;
+  ctx->sync = o.sync;
 
   s = choose_backend(ctx, &o, gpu);
   if (s) {
@@ -193,6 +197,11 @@ void accel_ctx_destroy(accel_ctx *ctx) {
 int accel__ctx_threads(const accel_ctx *ctx) { return ctx->threads; }
 
 bool accel__ctx_on_gpu(const accel_ctx *ctx) { return ctx && ctx->backend && ctx->backend != &accel__cpu_backend; }
+
+bool accel__ctx_syncs(const accel_ctx *ctx, bool index) {
+  const accel_sync_policy p = ctx ? ctx->sync : ACCEL_SYNC_INDEX;
+  return p == ACCEL_SYNC_ALL || (p == ACCEL_SYNC_INDEX && index);
+}
 
 uint64_t accel__ctx_max_pixels(const accel_ctx *ctx) {
   return ctx ? ctx->max_pixels : (uint64_t)ACCEL_DEFAULT_MAX_PIXELS;

@@ -20,6 +20,7 @@ struct accel_ctx {
   accel_fallback_policy fallback;
   int threads;
   uint64_t max_pixels; /* the loaders' pixel limit */
+  accel_sync_policy sync;
 
   pthread_mutex_t log_mu;
   accel_log_fn log_fn; /* NULL: stderr */

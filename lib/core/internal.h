@@ -122,6 +122,9 @@ int accel__ctx_threads(const accel_ctx *ctx);
 bool accel__ctx_on_gpu(const accel_ctx *ctx);
 /* The pixel limit of image and raster loaders (ctx may be NULL: the default). */
 uint64_t accel__ctx_max_pixels(const accel_ctx *ctx);
+/* Whether a save (an index file's when `index`) is synced under the
+ * context's accel_sync_policy (ctx may be NULL: the default). */
+bool accel__ctx_syncs(const accel_ctx *ctx, bool index);
 
 /* Create a context whose GPU backend is `gpu` instead of the built-in CUDA
  * backend (NULL: none). Tests use it to install a backend that fails on

@@ -313,7 +313,7 @@ static void json_double(FILE *f, double v) {
 accel_status accel_ct_network_save_json(accel_ctx *ctx, const accel_ct_network *net, const char *path) {
   REQUIRE(ctx, net && path, ACCEL_ERR_INVALID_ARG, "network and path are required");
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ctx, __func__, path, &af);
+  accel_status s = accel__atomic_open(ctx, __func__, path, false, &af);
   if (s) return s;
   FILE *f = af.f;
   fprintf(f, "{\n  \"porosity\": ");

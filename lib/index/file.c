@@ -71,7 +71,7 @@ accel_status accel_index_save(const accel_index *ix, const char *path) {
   for (size_t i = 0; i < ix->n; i++) h.label_bytes += ix->labels[i] ? strlen(ix->labels[i]) : 0;
   h.meta_bytes = ix->meta ? strlen(ix->meta) : 0;
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ix->ctx, __func__, path, &af);
+  accel_status s = accel__atomic_open(ix->ctx, __func__, path, true, &af);
   if (s) return s;
   crc_writer w = {af.f, crc32(0, Z_NULL, 0), true};
   put(&w, &h, sizeof h);

@@ -36,6 +36,7 @@ accel_status accel__load(accel_ctx *ctx, const char *func, const char *path, acc
 }
 
 bool accel__atomic_named_only;
+int64_t accel__atomic_syncs;
 
 static unsigned next_serial(void) {
   static unsigned counter;
@@ -98,10 +99,12 @@ static char *named_tmp(const char *name) {
   return t;
 }
 
-accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const char *path, accel__atomic_file *af) {
+accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const char *path, bool index,
+                                accel__atomic_file *af) {
   static const cookie_io_functions_t io = {.write = cookie_write};
   memset(af, 0, sizeof *af);
   af->fd = af->dir_fd = -1;
+  af->sync = accel__ctx_syncs(ctx, index);
   if (!path || !*path) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "path is NULL or empty");
   const char *slash = strrchr(path, '/');
   const char *name = slash ? slash + 1 : path;
@@ -167,6 +170,11 @@ accel_status accel__atomic_fail(const accel_ctx *ctx, const char *func, accel__a
   return s;
 }
 
+static int counted_fsync(int fd) {
+  __atomic_add_fetch(&accel__atomic_syncs, 1, __ATOMIC_RELAXED);
+  return fsync(fd);
+}
+
 accel_status accel__atomic_commit(const accel_ctx *ctx, const char *func, accel__atomic_file *af) {
   const char *step = "cannot write";
   if (fflush(af->f) != 0 && !af->err) af->err = EIO;
@@ -174,7 +182,7 @@ accel_status accel__atomic_commit(const accel_ctx *ctx, const char *func, accel_
   fclose(af->f); /* the cookie has no close: the descriptor stays ours */
   af->f = NULL;
   int err = af->err;
-  if (!err && fsync(af->fd) != 0) err = errno, step = "cannot sync";
+  if (!err && af->sync && counted_fsync(af->fd) != 0) err = errno, step = "cannot sync";
   if (!err && !af->tmp_name) { /* the unnamed file gets a name, then replaces the target */
     char proc[64];
     snprintf(proc, sizeof proc, "/proc/self/fd/%d", af->fd);
@@ -192,7 +200,8 @@ accel_status accel__atomic_commit(const accel_ctx *ctx, const char *func, accel_
     free(af->tmp_name); /* renamed: nothing to remove any more */
     af->tmp_name = NULL;
     /* the rename is durable once the directory is (EINVAL: a file system without directory sync) */
-    if (fsync(af->dir_fd) != 0 && errno != EINVAL) err = errno, step = "cannot sync the directory of";
+    if (af->sync && counted_fsync(af->dir_fd) != 0 && errno != EINVAL)
+      err = errno, step = "cannot sync the directory of";
   }
   accel_status s = ACCEL_OK;
   if (err) s = accel__fail_in(ctx, func, ACCEL_ERR_IO, "%s %s: %s", step, af->path, strerror(err));

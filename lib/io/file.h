@@ -8,7 +8,7 @@
 #include <sys/types.h>
 
 /* Every file the library writes goes through this: the data goes to a
- * temporary file in the target's directory, and only a complete, synced file
+ * temporary file in the target's directory, and only a complete file
  * replaces the target:
  *
  *   open    an unnamed file (O_TMPFILE) in the target's directory, or, where
@@ -17,10 +17,12 @@
  *   write   through `f` (buffered) or accel__atomic_write (unbuffered, for
  *           writers with their own buffering); the first failure's errno is
  *           kept in `err`
- *   commit  flush, check every write and the close, fsync the file, give it
- *           a name (linkat) if it has none, rename it over the target, fsync
- *           the directory; on any error the temporary is removed, the old
- *           file is untouched and ACCEL_ERR_IO carries the reason
+ *   commit  flush, check every write and the close, fsync the file (when the
+ *           context's accel_sync_policy syncs this kind of save), give it a
+ *           name (linkat) if it has none, rename it over the target, fsync
+ *           the directory (when synced); on any error the temporary is
+ *           removed, the old file is untouched and ACCEL_ERR_IO carries the
+ *           reason
  *
  * A process killed during a save leaves nothing behind with O_TMPFILE; named
  * temporaries of processes that no longer run are removed by the next save
@@ -33,9 +35,13 @@ typedef struct accel__atomic_file {
   char *path;     /* the target, as given */
   char *name;     /* the target's name in its directory */
   char *tmp_name; /* the temporary's name in the directory; NULL while it has none */
+  bool sync;      /* fsync the file and its directory at commit */
 } accel__atomic_file;
 
-accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const char *path, accel__atomic_file *af);
+/* Start a save of `path`; `index`: an index file (synced by default, see
+ * accel_sync_policy), else any other file. */
+accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const char *path, bool index,
+                                accel__atomic_file *af);
 /* Write n bytes to the temporary, bypassing `f` (do not mix the two without
  * fflush). Returns false (and keeps errno in af->err) on failure. */
 bool accel__atomic_write(accel__atomic_file *af, const void *data, size_t n);
@@ -51,6 +57,8 @@ void accel__atomic_abort(accel__atomic_file *af);
 
 /* Tests only: never use O_TMPFILE (exercises the named temporaries). */
 extern bool accel__atomic_named_only;
+/* Tests only: the fsync calls of commits so far (files and directories). */
+extern int64_t accel__atomic_syncs;
 
 /* Write the array's elements in C order (packing strided data in bounded
  * chunks). Returns false on a write error or when out of memory. */

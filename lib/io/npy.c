@@ -267,7 +267,7 @@ accel_status accel_npy_save(accel_ctx *ctx, const char *path, const accel_array 
   head[padded - 1] = '\n';
 
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, false, &af))) return s;
   if (fwrite(head, 1, padded, af.f) != padded || !accel__write_array_data(af.f, a))
     return accel__atomic_fail(ctx, __func__, &af);
   return accel__atomic_commit(ctx, __func__, &af);

@@ -94,7 +94,7 @@ accel_status accel_pnm_save(accel_ctx *ctx, const char *path, const accel_array 
   if (a->shape[0] < 1 || a->shape[1] < 1) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "PNM images cannot be empty");
   bool wide = a->dtype == ACCEL_DTYPE_U16;
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, false, &af))) return s;
   bool ok = fprintf(af.f, "P%c\n%lld %lld\n%d\n", rgb ? '6' : '5', (long long)a->shape[1], (long long)a->shape[0],
                     wide ? 65535 : 255) > 0;
   if (ok && !wide) {

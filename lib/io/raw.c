@@ -56,7 +56,7 @@ accel_status accel_raw_save(accel_ctx *ctx, const char *path, const accel_array 
   if (s) return s;
   REQUIRE(ctx, path, ACCEL_ERR_INVALID_ARG, "path is NULL");
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, false, &af))) return s;
   if (!accel__write_array_data(af.f, a)) return accel__atomic_fail(ctx, __func__, &af);
   return accel__atomic_commit(ctx, __func__, &af);
 }

@@ -729,7 +729,7 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, false, &af))) return s;
   TIFF *tif = client_open(path, "w", &af);
   if (!tif) {
     accel__atomic_abort(&af);
@@ -933,7 +933,7 @@ accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, const accel
   pthread_once(&tiff_once, tiff_setup);
   tiff_message[0] = '\0';
   accel__atomic_file af;
-  if ((s = accel__atomic_open(ctx, __func__, path, &af))) return s;
+  if ((s = accel__atomic_open(ctx, __func__, path, false, &af))) return s;
   TIFF *tif = client_open(path, p.big ? "w8" : "w", &af);
   if (!tif) {
     accel__atomic_abort(&af);

@@ -575,7 +575,7 @@ static void put_file(FILE *f, const saved *w) {
 
 static accel_status write_file(accel_ctx *ctx, const char *path, const saved *w) {
   accel__atomic_file af;
-  accel_status s = accel__atomic_open(ctx, SAVE, path, &af);
+  accel_status s = accel__atomic_open(ctx, SAVE, path, false, &af);
   if (s) return s;
   put_file(af.f, w);
   return accel__atomic_commit(ctx, SAVE, &af);

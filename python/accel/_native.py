@@ -97,7 +97,7 @@ def c_struct(c_name, declarations, **known):
 CtxOptions = c_struct("accel_ctx_options", """
     uint32_t struct_size; accel_backend_kind backend; int32_t device; accel_fallback_policy fallback;
     uint64_t device_memory_budget; int32_t cpu_threads; accel_log_level log_level; accel_log_fn log_fn;
-    void *log_user; uint64_t max_pixels;""")
+    void *log_user; uint64_t max_pixels; accel_sync_policy sync;""")
 CtxInfo = c_struct("accel_ctx_info", """
     uint32_t struct_size; accel_backend_kind backend; int32_t device; accel_fallback_policy fallback;
     uint64_t device_memory_budget; int32_t cpu_threads; accel_log_level log_level; uint64_t max_pixels;""")

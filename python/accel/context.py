@@ -16,6 +16,7 @@ from .hash import Hash
 BACKENDS = {"auto": 0, "cpu": 1, "cuda": 2}
 BACKEND_NAMES = {v: k for k, v in BACKENDS.items()}
 LOG_LEVELS = {"debug": 0, "info": 1, "warn": 2, "error": 3, "off": 4}
+SYNC_POLICIES = {"index": 0, "all": 1, "none": 2}
 LOG_LEVEL_NAMES = {v: k for k, v in LOG_LEVELS.items()}
 
 DecodeOptions = c_struct("accel_decode_options", """
@@ -163,6 +164,12 @@ class Context(Handle):
     max_pixels : int
         The largest image or raster (width x height) the loaders accept
         (0: 2**30).
+    sync : {"index", "all", "none"}
+        Which saved files are fsync'd before they replace their target:
+        index files only (default), every file, or none. Every save is
+        atomic either way (a complete file or the previous one, never a
+        partial one); the sync makes it survive a power failure that follows
+        it, at the cost of the disk's time for the whole file.
 
     Notes
     -----
@@ -185,9 +192,9 @@ class Context(Handle):
 
     def __init__(self, backend: str = "auto", strict: bool = False, device: int = 0, memory_budget: int = 0,
                  threads: int = 0, log: Optional[Callable[[str, str], Any]] = None, log_level: str = "warn",
-                 max_pixels: int = 0) -> None:
+                 max_pixels: int = 0, sync: str = "index") -> None:
         self._args = dict(backend=backend, strict=strict, device=device, memory_budget=memory_budget,
-                          threads=threads, log=log, log_level=log_level, max_pixels=max_pixels)
+                          threads=threads, log=log, log_level=log_level, max_pixels=max_pixels, sync=sync)
         o = CtxOptions.defaults()
         o.backend = choice("backend", BACKENDS, backend)
         o.fallback = 1 if strict else 0
@@ -195,6 +202,7 @@ class Context(Handle):
         o.device_memory_budget = memory_budget
         o.cpu_threads = threads
         o.max_pixels = max_pixels
+        o.sync = choice("sync", SYNC_POLICIES, sync)
         o.log_level = choice("log_level", LOG_LEVELS, log_level)
         self._log_cb = None
         if log is not None:

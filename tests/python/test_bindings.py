@@ -37,6 +37,11 @@ class Bindings(unittest.TestCase):
             self.assertEqual(info["cpu_threads"], 2)
             self.assertEqual(info["log_level"], "debug")
         self.assertTrue(any(lvl == "debug" and "context ready" in msg for lvl, msg in lines), lines)
+        for sync in ("index", "all", "none"):
+            with accel.Context(backend="cpu", sync=sync) as ctx:
+                self.assertIn("sync='%s'" % sync, repr(ctx))
+        with self.assertRaises(ValueError):
+            accel.Context(backend="cpu", sync="sometimes")
 
     def test_cuda_request_without_device_logs_the_fallback_line(self):
         if accel.backends()["cuda"]["available"]:

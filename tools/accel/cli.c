@@ -179,6 +179,7 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
   o.fallback = g->strict ? ACCEL_FALLBACK_DENY : ACCEL_FALLBACK_ALLOW;
   o.log_level = g->log_level;
   o.cpu_threads = g->threads;
+  o.sync = g->sync;
   o.log_fn = log_writer;
   accel_status s = accel_ctx_create(&o, ctx);
   if (s) {

@@ -20,8 +20,9 @@ typedef struct cli_globals {
   accel_backend_kind backend;
   bool strict; /* fallback policy DENY */
   accel_log_level log_level;
-  int threads;   /* 0: all */
-  bool progress; /* draw progress bars (stderr is a terminal and not --no-progress) */
+  int threads;            /* 0: all */
+  bool progress;          /* draw progress bars (stderr is a terminal and not --no-progress) */
+  accel_sync_policy sync; /* which saves are fsync'd */
 } cli_globals;
 
 /* ------------------------------------------------------------ options

@@ -32,6 +32,18 @@ static bool parse_log_level(const char *cmd, const cli_option *o, const char *v,
   return false;
 }
 
+static bool parse_sync(const char *cmd, const cli_option *o, const char *v, void *field) {
+  (void)cmd;
+  static const char *const NAMES[] = {"index", "all", "none"};
+  for (int i = 0; i < 3; i++)
+    if (strcmp(v, NAMES[i]) == 0) {
+      *(accel_sync_policy *)field = (accel_sync_policy)i;
+      return true;
+    }
+  cli_error("%s: unknown value '%s' (expected index, all or none)", o->name, v);
+  return false;
+}
+
 static const cli_option GLOBAL_OPTIONS[] = {
     {.name = "--backend",
      .kind = CLI_OPT_CUSTOM,
@@ -56,6 +68,14 @@ static const cli_option GLOBAL_OPTIONS[] = {
      .hi = ACCEL_CPU_THREADS_MAX,
      .arg = "N",
      .help = "CPU threads, 0..1024 (default 0 = all)"},
+    {.name = "--sync",
+     .kind = CLI_OPT_CUSTOM,
+     CLI_AT(cli_globals, sync),
+     .parse = parse_sync,
+     .arg = "index|all|none",
+     .help = "which saved files are fsync'd before they replace their target\n"
+             "(default index: index files; images and arrays are replaced\n"
+             "atomically but not synced)"},
     {.name = "--no-progress",
      .kind = CLI_OPT_CLEAR,
      CLI_AT(cli_globals, progress),

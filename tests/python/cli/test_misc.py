@@ -4,6 +4,7 @@ import os
 import pty
 import re
 import select
+import shutil
 import subprocess
 import unittest
 
@@ -62,6 +63,29 @@ class Cli(CliTest):
         r = run("hash", "--kinds", "ahash", "--", photos, "--threads")
         self.assertEqual(r.returncode, 1, r.stderr)
         self.assertIn("--threads", r.stderr)
+
+    def test_sync_policy(self):
+        """--sync index|all|none: the same file whatever the policy; strace (where
+        installed) sees fsync only where the policy asks for it."""
+        r = run("--sync", "sometimes", "info")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("--sync", r.stderr)
+        strace = shutil.which("strace")
+        outputs = {}
+        for policy, syncs in (("index", False), ("all", True), ("none", False)):
+            out = os.path.join(self.tmp, policy + ".pgm")
+            cmd = [CLI, "--sync", policy, "gray", "-o", out, SAMPLE]
+            if strace:
+                cmd = [strace, "-f", "-qq", "-e", "trace=fsync", "-o", out + ".trace"] + cmd
+            r = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=60)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out, "rb") as f:
+                outputs[policy] = f.read()
+            if strace:
+                with open(out + ".trace") as f:
+                    self.assertEqual("fsync(" in f.read(), syncs, policy)
+        self.assertEqual(outputs["index"], outputs["all"])
+        self.assertEqual(outputs["index"], outputs["none"])
 
     def _stderr_on_a_terminal(self, *args):
         master, slave = pty.openpty()
