@@ -48,6 +48,37 @@ static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
   }
 }
 
+/* out[j] = sum_k kern[k] tmp[off + f j + k] (k = -radius..radius, columns
+ * clamped to the row), the terms added in the order of k from 0: the
+ * columns whose taps all lie inside the row a tap at a time over all of
+ * them (loops the compiler vectorises; every pixel's sum is the same),
+ * the others one by one. */
+static void horizontal(const float *tmp, int64_t W, int64_t off, int64_t f, const float *kern, int radius, float *out,
+                       int64_t width) {
+  int64_t j0 = radius - off <= 0 ? 0 : (radius - off + f - 1) / f;
+  int64_t j1 = W - 1 - radius - off < 0 ? 0 : (W - 1 - radius - off) / f + 1;
+  j1 = j1 < width ? j1 : width;
+  j0 = j0 < j1 ? j0 : j1;
+  for (int64_t j = 0; j < width; j++) {
+    if (j == j0) j = j1; /* the inner columns below */
+    if (j >= width) break;
+    const int64_t c = off + f * j;
+    float v = 0.0f;
+    for (int k = -radius; k <= radius; k++) v += kern[k + radius] * tmp[clamp64(c + k, 0, W - 1)];
+    out[j] = v;
+  }
+  float *restrict o = out;
+  for (int64_t j = j0; j < j1; j++) o[j] = 0.0f;
+  for (int k = -radius; k <= radius; k++) {
+    const float kk = kern[k + radius];
+    const float *restrict t = tmp + (off + f * j0 + k); /* inside the row for every inner column */
+    if (f == 1)
+      for (int64_t j = j0; j < j1; j++) o[j] += kk * t[j - j0];
+    else
+      for (int64_t j = j0; j < j1; j++) o[j] += kk * t[f * (j - j0)];
+  }
+}
+
 accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *job) {
   const accel_array *in = job->in;
   const int64_t H = in->shape[0], W = in->shape[1], f = job->factor, off = job->offset;
@@ -72,16 +103,7 @@ accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *j
       for (int64_t c = 0; c < W; c++) tmp[c] = 0.0f;
       const int64_t r = off + f * i;
       for (int k = -radius; k <= radius; k++) add_row(in, clamp64(r + k, 0, H - 1), kern[k + radius], tmp);
-      float *o = job->out + i * job->width;
-      for (int64_t j = 0; j < job->width; j++) {
-        const int64_t c = off + f * j;
-        float v = 0.0f;
-        if (c - radius >= 0 && c + radius < W)
-          for (int k = -radius; k <= radius; k++) v += kern[k + radius] * tmp[c + k];
-        else
-          for (int k = -radius; k <= radius; k++) v += kern[k + radius] * tmp[clamp64(c + k, 0, W - 1)];
-        o[j] = v;
-      }
+      horizontal(tmp, W, off, f, kern, radius, job->out + i * job->width, job->width);
     }
     free(tmp);
   }
