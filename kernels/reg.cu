@@ -42,6 +42,7 @@
 #include "reg/ops.h"
 #include "reg/prealign.h"
 #include "reg/prefilter.h"
+#include "reg/warp_prefilter.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -522,6 +523,51 @@ accel_status warp_tile(accel__executor *x, const warp_plan &p, const accel__reg_
   return s;
 }
 
+/* A layer's cubic B-spline coefficients on the device, a line a thread
+ * (lib/reg/warp_prefilter.h; the CPU's coefficients of the same layer):
+ * rows (line = row * ch + channel) from the packed source times the gain,
+ * then columns of the (h, w * ch) coefficients. */
+struct coef_rows_f {
+  const void *src;
+  accel_dtype dt;
+  float *coef;
+  int64_t w, ch;
+  __host__ __device__ void operator()(uint64_t l) const {
+    const int64_t r = (int64_t)l / ch, k = (int64_t)l % ch;
+    float *c = coef + r * w * ch + k;
+    const float gain = w > 1 ? 6.0f : 1.0f;
+    for (int64_t i = 0; i < w; i++) c[i * ch] = gain * load_f(src, dt, (r * w + i) * ch + k);
+    accel__reg_warp_line(c, w, ch, 1.0f);
+  }
+};
+
+struct coef_cols_f {
+  float *coef;
+  int64_t h, n;
+  __host__ __device__ void operator()(uint64_t c) const { accel__reg_warp_line(coef + c, h, n, 6.0f); }
+};
+
+/* The coefficients of the whole layer job->in into coef (a cubic warp
+ * without host coefficients: a device layer, read in place, or a host
+ * layer uploaded once). */
+accel_status device_coefficients(accel__executor *x, const accel__reg_warp_job *job, const warp_plan &p, dbuf &coef,
+                                 hbuf &staging, char *why) {
+  dbuf raw;
+  accel_status s = ACCEL_OK;
+  if (job->in_device) raw.borrow(job->in->data);
+  else s = raw.get(x, layout_of(job->in).row_bytes * (size_t)p.sh, why);
+  if (!s && !job->in_device) s = upload_rows(x, job->in, 0, p.sh, raw.p, staging, why);
+  if (!s) s = coef.get(x, p.s_row * (size_t)p.sh, why);
+  if (!s)
+    s = each(x, (uint64_t)(p.sh * p.ch), coef_rows_f{raw.p, job->in->dtype, coef.as<float>(), p.sw, p.ch}, why,
+             "prefilter the rows");
+  if (!s)
+    s = each(x, (uint64_t)(p.sw * p.ch), coef_cols_f{coef.as<float>(), p.sh, p.sw * p.ch}, why,
+             "prefilter the columns");
+  if (!s) s = accel__cuda_check(x->sync(), why, "prefilter the layer"); /* raw goes out of scope */
+  return s;
+}
+
 accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *job) {
   char *why = call->why;
   warp_plan p = {};
@@ -531,11 +577,12 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   p.sw = in.cols;
   p.sh = in.rows;
   p.ch = in.ch;
-  p.sdt = job->coef ? ACCEL_DTYPE_F32 : job->in->dtype;
-  p.s_row = (size_t)(p.sw * p.ch) * (job->coef ? sizeof(float) : in.es);
+  /* cubic without the host's coefficients: made here, for the whole layer */
+  const bool make = job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef;
+  p.sdt = job->coef || make ? ACCEL_DTYPE_F32 : job->in->dtype;
+  p.s_row = (size_t)(p.sw * p.ch) * (job->coef || make ? sizeof(float) : in.es);
   p.y0 = job->coef ? job->coef_y0 : 0;
   p.rows = job->coef ? job->coef_rows : in.rows;
-  if (job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef) return accel__decline(call, "no cubic coefficients");
   const size_t np = job->xf.params ? (size_t)(2 * job->xf.nx * job->xf.ny) : 0;
   dbuf dparams, src;
   hbuf in_stage, out_stage;
@@ -543,7 +590,13 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   accel__reg_xform dxf = job->xf;
   dxf.params = np ? dparams.as<double>() : nullptr;
   if (!s) plan_tiles(x, p);
-  if (!s && p.whole) s = upload_source(x, p, p.y0, p.y0 + p.rows - 1, src, in_stage, why);
+  if (!s && make && !p.whole) {
+    accel__why(why, "the layer's %.3f MiB of cubic coefficients and a tile are over the %.3f MiB left of the budget",
+               p.s_row * (double)p.rows / 1048576.0, x->room() / 1048576.0);
+    s = ACCEL_ERR_DEVICE_MEMORY;
+  }
+  if (!s && make) s = device_coefficients(x, job, p, src, in_stage, why);
+  else if (!s && p.whole) s = upload_source(x, p, p.y0, p.y0 + p.rows - 1, src, in_stage, why);
   const int64_t across = p.tile ? (p.out.cols + p.tile - 1) / p.tile : 0;
   const int64_t tiles = p.tile ? across * ((p.out.rows + p.tile - 1) / p.tile) : 0;
   for (int64_t i = 0, reported = 0; i < tiles && !s; i++) {

@@ -784,13 +784,23 @@ START_TEST(register_reads_device_images_in_place) {
 }
 END_TEST
 
-/* A linear warp of device layers (RGB U8 in, F32 out; and a host output):
- * the CPU's pixels, nothing of the layers on the bus; cubic refuses them. */
+/* A warp of device layers (RGB U8 in, F32 out; and a host output): the
+ * CPU's pixels, nothing of the layers on the bus. Linear: the CPU's to the
+ * bit; cubic (the coefficients made on the device from the layer in place):
+ * within `tol` of the CPU's from the host layer. */
 typedef struct dwarp_case {
   const accel_reg_transform *t;
   const accel_array *in;
   const accel_array *want;
+  accel_reg_interp interp;
+  double tol;
 } dwarp_case;
+
+static double max_abs_diff_f32(const float *a, const float *b, int64_t n) {
+  double d = 0;
+  for (int64_t k = 0; k < n; k++) d = fmax(d, fabs((double)a[k] - (double)b[k]));
+  return d;
+}
 
 static accel_status warp_device_layers(accel_ctx *ctx, void *user) {
   const dwarp_case *c = user;
@@ -799,12 +809,66 @@ static accel_status warp_device_layers(accel_ctx *ctx, void *user) {
   const accel_array *in[1] = {&din}, *out[1] = {&dout};
   accel_reg_warp_options wo;
   accel_reg_warp_options_init(&wo, sizeof wo);
-  wo.interp = ACCEL_REG_INTERP_LINEAR;
+  wo.interp = c->interp;
   wo.tile = 16;
   const accel_status s = accel_reg_warp(ctx, c->t, in, out, 1, &wo);
-  if (s == ACCEL_OK) ck_assert_mem_eq(dout.data, c->want->data, (size_t)accel__array_count(c->want) * 4);
+  const int64_t n = accel__array_count(c->want);
+  if (s == ACCEL_OK && c->tol == 0) ck_assert_mem_eq(dout.data, c->want->data, (size_t)n * 4);
+  if (s == ACCEL_OK && c->tol > 0) {
+    const double d = max_abs_diff_f32(dout.data, c->want->data, n);
+    ck_assert_msg(d <= c->tol, "cubic device layers: %g from the CPU's", d);
+  }
   free(din.data), free(dout.data);
   return s;
+}
+
+/* The cubic warp of device layers: a device input read in place (only
+ * the transform uploaded, nothing downloaded), a device output, and each
+ * with a host partner; the CPU's pixels from the host layer within 1e-4
+ * (the coefficients of the whole layer against the CPU's bands); every
+ * CUDA call's failure reruns it on the CPU, and a budget too small for the
+ * layer's coefficients falls back with the exact line. */
+static void cubic_device_layers(const accel_reg_transform *t, const accel_array *in, accel_ctx *cpu) {
+  const int64_t H = in->shape[0], W = in->shape[1];
+  image want = make_image(ACCEL_DTYPE_F32, H, W, 3, LAYOUT_DENSE, 1);
+  accel_reg_warp_options wo;
+  accel_reg_warp_options_init(&wo, sizeof wo);
+  const accel_array *hin[1] = {in}, *hout[1] = {&want.a};
+  ck_assert_int_eq(accel_reg_warp(cpu, t, hin, hout, 1, &wo), ACCEL_OK);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  dwarp_case c = {t, in, &want.a, ACCEL_REG_INTERP_CUBIC, 1e-4};
+  ck_assert_int_eq(warp_device_layers(gpu, &c), ACCEL_OK);
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+  ck_assert_uint_eq(st.gpu_runs, 1);
+  ck_assert_uint_eq(st.bytes_downloaded, 0);
+  ck_assert_uint_lt(st.bytes_uploaded, (uint64_t)(H * W)); /* the transform only */
+  /* a host input (uploaded once) with a device output, and the reverse */
+  accel_array dout = on_device_copy(&want.a), din = on_device_copy(in);
+  image host_out = make_image(ACCEL_DTYPE_F32, H, W, 3, LAYOUT_PADDED, 1);
+  const accel_array *a_in[1] = {in}, *a_out[1] = {&dout}, *b_in[1] = {&din}, *b_out[1] = {&host_out.a};
+  memset(dout.data, 0xEE, (size_t)(H * W * 12));
+  ck_assert_msg(accel_reg_warp(gpu, t, a_in, a_out, 1, &wo) == ACCEL_OK, "%s", accel_last_error(gpu));
+  ck_assert(max_abs_diff_f32(dout.data, want.a.data, H * W * 3) <= 1e-4);
+  ck_assert_int_eq(accel_reg_warp(gpu, t, b_in, b_out, 1, &wo), ACCEL_OK);
+  for (int64_t r = 0; r < H; r++)
+    ck_assert(max_abs_diff_f32((const float *)((uint8_t *)host_out.mem + r * host_out.a.strides[0]),
+                               (const float *)want.mem + r * W * 3, W * 3) <= 1e-4);
+  ck_assert_int_ge(emulated_fault_sweep("reg.warp", warp_device_layers, &c), 3);
+  /* the layer's coefficients (H W 12 bytes) over the budget */
+  set_emulated_gpu_budget((uint64_t)(H * W * 6));
+  log_capture cap = {0};
+  accel_ctx *small = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  ck_assert_int_eq(warp_device_layers(small, &c), ACCEL_OK);
+  ck_assert_int_eq(cap.n, 1);
+  ck_assert_msg(strncmp(cap.line[0], "[GPU] reg.warp failed: ", 23) == 0 && strstr(cap.line[0], "cubic coefficients") &&
+                    strstr(cap.line[0], ". CPU fallback."),
+                "%s", cap.line[0]);
+  set_emulated_gpu_budget(0);
+  accel_ctx_destroy(small);
+  free(din.data), free(dout.data), free(host_out.mem), free(want.mem);
+  accel_ctx_destroy(gpu);
 }
 
 START_TEST(warp_reads_device_layers_in_place) {
@@ -818,7 +882,7 @@ START_TEST(warp_reads_device_layers_in_place) {
   wo.interp = ACCEL_REG_INTERP_LINEAR;
   const accel_array *hin[1] = {&in.a}, *hout[1] = {&want.a};
   ck_assert_int_eq(accel_reg_warp(cpu, t, hin, hout, 1, &wo), ACCEL_OK);
-  dwarp_case c = {t, &in.a, &want.a};
+  dwarp_case c = {t, &in.a, &want.a, ACCEL_REG_INTERP_LINEAR, 0.0};
   ck_assert_int_eq(warp_device_layers(gpu, &c), ACCEL_OK);
   accel_stage_stats st;
   accel_stage_stats_init(&st, sizeof st);
@@ -834,17 +898,15 @@ START_TEST(warp_reads_device_layers_in_place) {
   for (int64_t r = 0; r < H; r++)
     ck_assert_mem_eq((uint8_t *)host_out.mem + r * host_out.a.strides[0], (uint8_t *)want.mem + r * W * 12,
                      (size_t)W * 12);
-  /* cubic: refused, nothing read */
-  wo.interp = ACCEL_REG_INTERP_CUBIC;
-  ck_assert_int_eq(accel_reg_warp(gpu, t, mixed_in, mixed_out, 1, &wo), ACCEL_ERR_UNSUPPORTED);
-  ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "linear interpolation only"));
   /* every CUDA call made to fail in turn: the CPU reruns it on host copies */
   ck_assert_int_ge(emulated_fault_sweep("reg.warp", warp_device_layers, &c), 2);
   free(din.data);
+  free(host_out.mem);
+  cubic_device_layers(t, &in.a, cpu);
   accel_reg_transform_destroy(t);
   accel_ctx_destroy(cpu);
   accel_ctx_destroy(gpu);
-  free(in.mem), free(want.mem), free(host_out.mem);
+  free(in.mem), free(want.mem);
 }
 END_TEST
 #endif

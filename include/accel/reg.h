@@ -333,10 +333,13 @@ ACCEL_API accel_status accel_reg_warp_options_init(accel_reg_warp_options *optio
  * reaches far). options may be NULL (the defaults). Errors: the general ones above, ACCEL_ERR_INVALID_ARG for
  * count < 1, NULL in/out entries, channel mismatches, an output overlapping
  * an input or another output, options out of range (x0 and y0 within
- * +-2^40). Device arrays (core.h): with linear interpolation, on a CUDA
- * context, any in[i] and out[i] may be C-contiguous device arrays, read and
- * written in place; with cubic, whose coefficients are made on the host,
- * they are ACCEL_ERR_UNSUPPORTED. */
+ * +-2^40). Device arrays (core.h): on a CUDA context any in[i] and out[i]
+ * may be C-contiguous device arrays, read and written in place. A cubic
+ * warp with a device layer (in or out) makes the coefficients of the whole
+ * layer on the device (4 bytes per pixel and channel, beside the layer
+ * when it is uploaded from the host): more than the budget holds is
+ * ACCEL_ERR_DEVICE_MEMORY, which the fallback policy handles (the CPU then
+ * works on host copies). */
 ACCEL_API accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const accel_array *const *in,
                                       const accel_array *const *out, int32_t count,
                                       const accel_reg_warp_options *options);

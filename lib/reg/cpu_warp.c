@@ -413,7 +413,38 @@ static void geo_of(const accel__reg_warp_job *job, warp_geo *g) {
 
 static bool warp_tile(void *user, int64_t index) { return run_tile(user, index); }
 
+/* A cubic job without coefficients (a device layer's, here from its host
+ * copy): those of the whole layer, in *own (freed by the caller). */
+static accel_status own_coefficients(accel__call *call, const accel__reg_warp_job *job, accel__reg_warp_job *whole,
+                                     float **own) {
+  const accel_array *in = job->in;
+  const int64_t h = in->shape[0], n = in->shape[1] * (in->ndim == 3 ? in->shape[2] : 1);
+  size_t bytes;
+  if (accel__mul_overflow((size_t)(h * n), sizeof(float), &bytes) || !(*own = malloc(bytes))) {
+    accel__why(call->why, "no memory for the %lld x %lld B-spline coefficients", (long long)h, (long long)n);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  int64_t bad;
+  const int rc = accel__reg_layer_coefficients(in, *own, call->threads, &bad);
+  if (rc == 2) accel__why(call->why, "no memory for the prefilter's lines");
+  else if (rc == 1) accel__why(call->why, "the layer has a non-finite value in row %lld", (long long)bad);
+  if (rc) return rc == 2 ? ACCEL_ERR_OUT_OF_MEMORY : ACCEL_ERR_INVALID_ARG;
+  *whole = *job;
+  whole->coef = *own, whole->coef_y0 = 0, whole->coef_rows = h;
+  return ACCEL_OK;
+}
+
 accel_status accel__reg_cpu_warp(accel__call *call, accel__reg_warp_job *job) {
+  float *own = NULL;
+  accel__reg_warp_job whole;
+  if (job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef) {
+    const accel_status s = own_coefficients(call, job, &whole, &own);
+    if (s) {
+      free(own);
+      return s;
+    }
+    job = &whole;
+  }
   warp_geo g;
   geo_of(job, &g);
   const int64_t tiles = g.tiles_x * ((g.out_h + g.tile - 1) / g.tile);
@@ -425,5 +456,6 @@ accel_status accel__reg_cpu_warp(accel__call *call, accel__reg_warp_job *job) {
     accel__why(call->why, "cancelled by the progress callback");
     s = ACCEL_ERR_CANCELLED;
   }
+  free(own);
   return s;
 }

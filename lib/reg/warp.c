@@ -22,6 +22,7 @@
  */
 #include "reg/ops.h"
 #include "reg/transform.h"
+#include "reg/warp_prefilter.h"
 
 #include "core/internal.h"
 
@@ -35,8 +36,8 @@
 /* Above this, channels are prefiltered and warped one at a time (tests
  * lower it to compare both ways). */
 int64_t accel__reg_coef_all_bytes = (int64_t)1 << 30;
-/* The causal start's terms: ceil(log(1e-10) / log(2 - sqrt(3))). */
-#define HORIZON 18
+#define HORIZON ACCEL__REG_HORIZON
+#define POLE ACCEL__REG_POLE
 /* Columns per strip of the column pass. */
 #define STRIP 64
 
@@ -46,36 +47,6 @@ accel_status accel_reg_warp_options_init(accel_reg_warp_options *o, size_t struc
 }
 
 /* ------------------------------------------------------------ prefilter */
-
-static const double POLE = -0.26794919243112270; /* sqrt(3) - 2 */
-
-/* The coefficients of one line of n >= 2 samples (times the gain already). */
-static void line_coefficients(double *c, int64_t n) {
-  const double z = POLE;
-  if (n > HORIZON) {
-    double sum = c[0], zn = z;
-    for (int64_t k = 1; k < HORIZON; k++) {
-      sum += zn * c[k];
-      zn *= z;
-    }
-    c[0] = sum;
-  } else {
-    /* the mirrored sum in closed form: sum_k (z^k + z^(2n-2-k)) c[k] / (1 - z^(2n-2)) */
-    const double iz = 1.0 / z;
-    double zn = z, z2n = pow(z, (double)(n - 1));
-    double sum = c[0] + z2n * c[n - 1];
-    z2n *= z2n * iz;
-    for (int64_t k = 1; k <= n - 2; k++) {
-      sum += (zn + z2n) * c[k];
-      zn *= z;
-      z2n *= iz;
-    }
-    c[0] = sum / (1.0 - zn * zn);
-  }
-  for (int64_t k = 1; k < n; k++) c[k] += z * c[k - 1];
-  c[n - 1] = (z / (z * z - 1.0)) * (z * c[n - 2] + c[n - 1]);
-  for (int64_t k = n - 2; k >= 0; k--) c[k] = z * (c[k + 1] - c[k]);
-}
 
 /* Lines (rows of one channel) filtered together, one per lane of a
  * vector: the recursions along a line are chains of dependent operations,
@@ -107,7 +78,7 @@ static bool load_line(const accel_array *in, int64_t r, int64_t k, float *t) {
   return finite;
 }
 
-/* The recursions of line_coefficients on LANES lines of n > HORIZON samples
+/* The recursions of accel__reg_warp_line_f (warp_prefilter.h) on LANES lines of n > HORIZON samples
  * at once, in float. */
 static void lanes_coefficients(float *t, int64_t n) {
   const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
@@ -142,7 +113,7 @@ static bool lines_block(const accel_array *in, int64_t r0, int64_t rows, int64_t
     double line[HORIZON];
     for (int l = 0; l < LANES; l++) {
       for (int64_t x = 0; x < w; x++) line[x] = t[x * LANES + l];
-      line_coefficients(line, w);
+      accel__reg_warp_line_d(line, w);
       for (int64_t x = 0; x < w; x++) t[x * LANES + l] = (float)line[x];
     }
   }
@@ -200,7 +171,7 @@ static void prefilter_columns(float *coef, int64_t h, int64_t n, bool top, int t
       double col[HORIZON];
       for (int64_t x = 0; x < m; x++) {
         for (int64_t r = 0; r < h; r++) col[r] = 6.0 * (double)c[r * n + x];
-        line_coefficients(col, h);
+        accel__reg_warp_line_d(col, h);
         for (int64_t r = 0; r < h; r++) c[r * n + x] = (float)col[r];
       }
       continue;
@@ -219,23 +190,28 @@ static void prefilter_columns(float *coef, int64_t h, int64_t n, bool top, int t
   }
 }
 
+/* The coefficients of a whole layer (h, w, C) into coef (h, w * C floats):
+ * every row of every channel, then every column, from the image's edges.
+ * 0, 1 (a non-finite F32 sample: its row in *bad_row) or 2 (out of
+ * memory). */
+int accel__reg_layer_coefficients(const accel_array *in, float *coef, int threads, int64_t *bad_row) {
+  const int64_t h = in->shape[0], w = in->shape[1], nc = in->ndim == 3 ? in->shape[2] : 1;
+  const int rc = prefilter_rows(in, 0, h, 0, nc, coef, threads, bad_row);
+  if (!rc) prefilter_columns(coef, h, w * nc, true, threads);
+  return rc;
+}
+
 /* ------------------------------------------------------------ checks */
 
 /* One image of the call: a 2-D or (h, w, C) U8/U16/F32 array, C in 1, 3, 4;
  * a device array (on a CUDA context, linear interpolation) described in
  * *plain with *device set. *use is the one to read. */
 static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, int32_t i, const accel_array *in,
-                                bool linear, accel_array *plain, const accel_array **use, bool *device,
-                                int64_t *chans) {
+                                accel_array *plain, const accel_array **use, bool *device, int64_t *chans) {
   char name[32];
   snprintf(name, sizeof name, "%s[%d]", what, (int)i);
   if (!in) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is NULL", name);
   accel_status s = accel__array_accept(ctx, func, name, in, plain, use, device);
-  if (!s && *device && !linear)
-    s = accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
-                       "%s is a device array: device layers are read in place with linear interpolation only "
-                       "(the cubic B-spline coefficients are made on the host); copy it to the host",
-                       name);
   if (!s && !*device) s = accel__array_check(ctx, func, name, in);
   if (s) return s;
   const accel_array *a = *use;
@@ -306,13 +282,11 @@ typedef struct layers {
 
 /* The arguments of one call. */
 static accel_status check_call(accel_ctx *ctx, const char *func, const accel_array *const *in,
-                               const accel_array *const *out, int32_t count, bool linear, layers *L) {
+                               const accel_array *const *out, int32_t count, layers *L) {
   for (int32_t i = 0; i < count; i++) {
     int64_t ci, co;
-    accel_status s = check_image(ctx, func, "in", i, in[i], linear, &L->plain[i], &L->in[i], &L->device[i], &ci);
-    if (!s)
-      s = check_image(ctx, func, "out", i, out[i], linear, &L->plain[count + i], &L->out[i], &L->device[count + i],
-                      &co);
+    accel_status s = check_image(ctx, func, "in", i, in[i], &L->plain[i], &L->in[i], &L->device[i], &ci);
+    if (!s) s = check_image(ctx, func, "out", i, out[i], &L->plain[count + i], &L->out[i], &L->device[count + i], &co);
     if (s) return s;
     if (ci != co)
       return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "out[%d] has %lld channels, in[%d] %lld", (int)i,
@@ -351,10 +325,12 @@ static accel_status nonfinite_row(accel_ctx *ctx, const accel_array *a, bool dev
   return s;
 }
 
-/* One linear warp of a whole layer, device layers in place (host copies
- * for a CPU run: the input copied down, the output up). */
-static accel_status linear_layer(accel_ctx *ctx, accel__reg_warp_job *job, const accel_array *in, bool in_dev,
-                                 const accel_array *out, bool out_dev) {
+/* One warp of a whole layer, device layers in place (host copies for a
+ * CPU run: the input copied down, the output up): linear, or cubic with
+ * the coefficients of the whole layer made by the op (on the device where
+ * the GPU runs it). */
+static accel_status whole_layer(accel_ctx *ctx, accel__reg_warp_job *job, const accel_array *in, bool in_dev,
+                                const accel_array *out, bool out_dev) {
   accel_array vin = *in, vout = *out;
   accel__device_slot slots[2];
   int n = 0;
@@ -460,9 +436,9 @@ static accel_status warp_layer(accel_ctx *ctx, const char *func, accel__reg_warp
   job->coef = NULL;
   job->coef_y0 = 0;
   job->coef_rows = h;
-  if (job->interp == ACCEL_REG_INTERP_LINEAR) {
+  if (job->interp == ACCEL_REG_INTERP_LINEAR || dev[0] || dev[1]) {
     job->progress_base = base, job->progress_span = span;
-    return linear_layer(ctx, job, in, dev[0], out, dev[1]);
+    return whole_layer(ctx, job, in, dev[0], out, dev[1]);
   }
   /* bands: whole when the layer's coefficients fit accel__reg_band_bytes */
   const int64_t row_bytes = w * nc * 4;
@@ -510,7 +486,7 @@ accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const 
               malloc(sizeof(accel_array) * 2 * (size_t)count), calloc(2 * (size_t)count, sizeof(bool))};
   if (!L.in || !L.out || !L.plain || !L.device)
     s = FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for %d layers", (int)count);
-  if (!s) s = check_call(ctx, __func__, in, out, count, o.interp == ACCEL_REG_INTERP_LINEAR, &L);
+  if (!s) s = check_call(ctx, __func__, in, out, count, &L);
   for (int32_t i = 0; i < count && !s; i++) {
     int64_t bad;
     s = nonfinite_row(ctx, L.in[i], L.device[i], &bad);

@@ -468,10 +468,10 @@ class Transform(Handle):
         given = [images] if single else list(images)
         o = RegWarpOptions.defaults()
         o.interp = _choice("interp", INTERPS, interp)
-        # linear: GPU arrays on this context's device are read and written in place
-        linear = o.interp == INTERPS["linear"]
+        # GPU arrays on this context's device are read and written in place (cubic: the
+        # coefficients made on the device)
         views = [device_in(self._ctx, a, ("uint8", "uint16", "float32"), (2, 3), as3d=False, bool_as_uint8=False)
-                 if linear else None for a in given]
+                 for a in given]
         pairs = [(v, None) if v is not None else host(a, "image") for v, a in zip(views, given)]
         ins = [a for a, _ in pairs]
         if not ins:

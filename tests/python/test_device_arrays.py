@@ -270,6 +270,14 @@ class DeviceArraysInPlace(unittest.TestCase):
         self.assertIsInstance(warped, FakeDeviceArray)
         np.testing.assert_array_equal(warped.get(), self.cpu.reg.warp(want, rgb, interp="linear"))
         self.assertEqual(self.gpu.stats()["reg.warp"]["bytes_downloaded"], 0)
+        # cubic (the default): the coefficients made on the device, nothing of the layer on the bus
+        self.gpu.reset_stats()
+        warped = got.warp(FakeDeviceArray(rgb.astype(np.float32)))
+        self.assertIsInstance(warped, FakeDeviceArray)
+        np.testing.assert_allclose(warped.get(), self.cpu.reg.warp(want, rgb.astype(np.float32)), rtol=0, atol=1e-4)
+        st = self.gpu.stats()["reg.warp"]
+        self.assertEqual((st["gpu_runs"], st["bytes_downloaded"]), (1, 0))
+        self.assertLess(st["bytes_uploaded"], rgb.size)
 
     def test_svf_in_place(self):
         rng = np.random.default_rng(8)
