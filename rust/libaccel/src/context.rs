@@ -25,6 +25,31 @@ impl Backend {
     }
 }
 
+/// Which saved files reach the disk (fsync) before they replace their target
+/// (`accel_sync_policy`). Every save is atomic whatever the policy: a complete
+/// file or the previous one, never a partial one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum SyncPolicy {
+    /// Index files only (the default): images, arrays and transform files are
+    /// replaced atomically but not synced.
+    #[default]
+    Index,
+    /// Every save, and the directory entry that names it.
+    All,
+    /// No save.
+    None,
+}
+
+impl SyncPolicy {
+    fn raw(self) -> sys::accel_sync_policy {
+        match self {
+            SyncPolicy::Index => sys::accel_sync_policy::ACCEL_SYNC_INDEX,
+            SyncPolicy::All => sys::accel_sync_policy::ACCEL_SYNC_ALL,
+            SyncPolicy::None => sys::accel_sync_policy::ACCEL_SYNC_NONE,
+        }
+    }
+}
+
 /// How a context is made (`accel_ctx_options`); `Default` gives the library's
 /// defaults. The environment (`ACCEL_BACKEND`, `ACCEL_LOG`) still overrides
 /// the backend and log level, as `accel_ctx_create` documents.
@@ -42,6 +67,8 @@ pub struct ContextOptions {
     pub device_memory_budget: u64,
     /// The largest image or raster a loader accepts, in pixels; 0 for the library's default.
     pub max_pixels: u64,
+    /// Which saves are synced to the disk; default [`SyncPolicy::Index`].
+    pub sync: SyncPolicy,
 }
 
 impl Default for ContextOptions {
@@ -53,6 +80,7 @@ impl Default for ContextOptions {
             cpu_threads: 0,
             device_memory_budget: 0,
             max_pixels: 0,
+            sync: SyncPolicy::Index,
         }
     }
 }
@@ -99,6 +127,7 @@ impl Context {
         o.cpu_threads = options.cpu_threads;
         o.device_memory_budget = options.device_memory_budget;
         o.max_pixels = options.max_pixels;
+        o.sync = options.sync.raw();
         let mut ptr = std::ptr::null_mut();
         check(unsafe { sys::accel_ctx_create(&o, &mut ptr) }, std::ptr::null())?;
         Ok(Context { ptr: NonNull::new(ptr).expect("accel_ctx_create succeeded without a context") })

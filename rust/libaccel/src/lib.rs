@@ -27,7 +27,7 @@ pub mod index;
 pub mod svf;
 
 pub use array::Element;
-pub use context::{build_info, version, Backend, Context, ContextOptions};
+pub use context::{build_info, version, Backend, Context, ContextOptions, SyncPolicy};
 pub use ct::{
     Compare, Connectivity, MarkerOptions, Network, Pores, SegmentOptions, Segmentation, Ties, WatershedOptions,
 };

@@ -1,5 +1,7 @@
 //! The index against a brute-force count written here.
-use libaccel::{groups_from_pairs, Algorithm, Context, Index, Rule, SearchOptions, Status};
+use libaccel::{
+    groups_from_pairs, Algorithm, Backend, Context, ContextOptions, Index, Rule, SearchOptions, Status, SyncPolicy,
+};
 
 fn codes(n: usize, seed: u64) -> Vec<u64> {
     // xorshift; every 8th code is a near copy of the one before, so that matches exist
@@ -113,6 +115,15 @@ fn two_fields_any_rule_labels_and_files() {
     let e = loaded.get(loaded.find(3).unwrap()).unwrap();
     assert_eq!((e.id, e.codes, e.label.as_deref(), e.stamp), (3, vec![0xf0f0, 0], Some("c\tname.jpg"), 9));
     assert_eq!(loaded.find(42), None);
+    // the same file under every sync policy
+    for sync in [SyncPolicy::All, SyncPolicy::None] {
+        let c = Context::with_options(&ContextOptions { backend: Backend::Cpu, sync, ..ContextOptions::default() })
+            .unwrap();
+        let copy = Index::load(&c, &path).unwrap();
+        let other = dir.join("j.idx");
+        copy.save(&other).unwrap();
+        assert_eq!(std::fs::read(&other).unwrap(), std::fs::read(&path).unwrap(), "{sync:?}");
+    }
     std::fs::remove_dir_all(&dir).unwrap();
     // errors carry the library's status and message; the index is unchanged
     let e = index.add(&[2], &[1, 1], None, None).unwrap_err();
