@@ -871,6 +871,39 @@ static void cubic_device_layers(const accel_reg_transform *t, const accel_array 
   accel_ctx_destroy(gpu);
 }
 
+/* Cubic device layers of every line length the prefilter treats apart:
+ * one pixel (left as it is), short lines (the exact start, in double) and
+ * long ones, in rows and in columns: the CPU's warp of the host layer. */
+static void cubic_device_shapes(accel_ctx *cpu) {
+  static const int64_t shapes[][2] = {{1, 9}, {20, 1}, {7, 5}, {18, 19}, {19, 18}, {3, 40}};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+    const int64_t H = shapes[k][0], W = shapes[k][1];
+    image in = make_image(ACCEL_DTYPE_U16, H, W, 3, LAYOUT_DENSE, (uint32_t)k + 3);
+    image want = make_image(ACCEL_DTYPE_F32, H, W, 3, LAYOUT_DENSE, 1);
+    /* a B-spline part alone, |u| <= 0.3 px: every output pixel reads the layer */
+    accel_reg_grid g;
+    ck_assert_int_eq(accel_reg_grid_for(32, 32, 16, &g), ACCEL_OK);
+    accel_reg_transform *t = NULL;
+    ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &t), ACCEL_OK);
+    double p[2 * 64];
+    const int64_t np = accel_reg_transform_count(t);
+    ck_assert_int_le(np, 2 * 64);
+    for (int64_t i = 0; i < np; i++) p[i] = 0.3 * (2.0 * pattern(i, i * 5, 1, (uint32_t)k) - 1.0);
+    ck_assert_int_eq(accel_reg_transform_set_parameters(t, p, np), ACCEL_OK);
+    accel_reg_warp_options wo;
+    accel_reg_warp_options_init(&wo, sizeof wo);
+    const accel_array *hin[1] = {&in.a}, *hout[1] = {&want.a};
+    ck_assert_int_eq(accel_reg_warp(cpu, t, hin, hout, 1, &wo), ACCEL_OK);
+    dwarp_case c = {t, &in.a, &want.a, ACCEL_REG_INTERP_CUBIC, 1e-4 * 65535};
+    ck_assert_msg(warp_device_layers(gpu, &c) == ACCEL_OK, "%lld x %lld: %s", (long long)H, (long long)W,
+                  accel_last_error(gpu));
+    accel_reg_transform_destroy(t);
+    free(in.mem), free(want.mem);
+  }
+  accel_ctx_destroy(gpu);
+}
+
 START_TEST(warp_reads_device_layers_in_place) {
   enum { H = 45, W = 53 };
   image in = make_image(ACCEL_DTYPE_U8, H, W, 3, LAYOUT_DENSE, 4);
@@ -903,6 +936,7 @@ START_TEST(warp_reads_device_layers_in_place) {
   free(din.data);
   free(host_out.mem);
   cubic_device_layers(t, &in.a, cpu);
+  cubic_device_shapes(cpu);
   accel_reg_transform_destroy(t);
   accel_ctx_destroy(cpu);
   accel_ctx_destroy(gpu);
