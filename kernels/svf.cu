@@ -70,6 +70,7 @@ struct sky_px {
   float *out[ACCEL_SVF_GRIDS];      /* tile-sized, or null */
   uint8_t *mat[ACCEL_SVF_MATRICES]; /* tile-sized x mb, or null */
   int64_t mb;
+  bool unpacked; /* a byte a patch (mb = P), else a bit */
   __host__ __device__ void operator()(int64_t tr, int64_t tcol) const {
     const int64_t r = b.r0 + tr, c = b.c0 + tcol, o = tr * b.tc + tcol;
     const bool veg = b.w.canopy != nullptr;
@@ -86,6 +87,10 @@ struct sky_px {
       if (vis[1]) add_rings(acc, ACCEL_SVF_VEG, ACCEL_SVF_E_VEG, pa.sides, wf, wh, pa.rings);
       if (vis[2]) add_rings(acc, ACCEL_SVF_AVEG, ACCEL_SVF_E_AVEG, pa.sides, wf, wh, pa.rings);
       for (int m = 0; m < ACCEL_SVF_MATRICES; m++) {
+        if (unpacked) {
+          if (mat[m]) mat[m][o * mb + i] = (uint8_t)vis[m];
+          continue;
+        }
         byte[m] |= (unsigned)vis[m] << (i & 7);
         if ((i & 7) == 7 || i + 1 == b.p.npatch) {
           if (mat[m]) mat[m][o * mb + (i >> 3)] = (uint8_t)byte[m];
@@ -218,6 +223,7 @@ accel_status launch_tile(accel__executor *x, const accel__svf_job *job, const dp
   for (int g = 0; g < ACCEL_SVF_GRIDS; g++) f.out[g] = o.po[g];
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++) f.mat[m] = o.pm[m];
   f.mb = job->mat_bytes;
+  f.unpacked = job->unpacked != 0;
   return each2d(x, tr, tc, f, why, "the sky view factor kernel");
 }
 

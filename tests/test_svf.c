@@ -178,13 +178,13 @@ typedef struct run_out {
   int64_t n, mb;
 } run_out;
 
-static run_out run_all(accel_ctx *ctx, const city *c, int32_t patches, int64_t tile, bool veg) {
+static run_out run_all_as(accel_ctx *ctx, const city *c, int32_t patches, int64_t tile, bool veg, bool unpacked) {
   accel_array dsm = view_of(c->dsm), cdsm = view_of(c->cdsm), tdsm = view_of(c->tdsm);
   run_out r;
   r.n = c->rows * c->cols;
   int32_t np = 0;
   ck_assert_int_eq(accel_svf_patches(patches, &np, NULL, NULL), ACCEL_OK);
-  r.mb = (np + 7) / 8;
+  r.mb = unpacked ? np : (np + 7) / 8;
   r.grid = calloc((size_t)r.n * ACCEL_SVF_GRIDS, sizeof(float));
   r.mat = calloc((size_t)(r.n * r.mb * 3), 1);
   accel_array o[ACCEL_SVF_GRIDS], m[3];
@@ -205,6 +205,23 @@ static run_out run_all(accel_ctx *ctx, const city *c, int32_t patches, int64_t t
   ck_assert_msg(accel_svf_sky(ctx, &dsm, veg ? &cdsm : NULL, veg ? &tdsm : NULL, &opt, grids, mats) == ACCEL_OK, "%s",
                 accel_last_error(ctx));
   return r;
+}
+
+static run_out run_all(accel_ctx *ctx, const city *c, int32_t patches, int64_t tile, bool veg) {
+  return run_all_as(ctx, c, patches, tile, veg, false);
+}
+
+/* The matrices a byte a patch (UMEP's layout) are the bit-packed ones'
+ * bits, unpacked here. */
+static void expect_unpacked(const run_out *packed, const run_out *bytes, const char *what) {
+  for (int k = 0; k < 3; k++)
+    for (int64_t i = 0; i < packed->n; i++)
+      for (int64_t p = 0; p < bytes->mb; p++) {
+        const uint8_t bit = (packed->mat[(k * packed->n + i) * packed->mb + p / 8] >> (p % 8)) & 1;
+        if (bytes->mat[(k * bytes->n + i) * bytes->mb + p] != bit)
+          ck_abort_msg("%s: matrix %d, cell %lld, patch %lld: %d, bit %d", what, k, (long long)i, (long long)p,
+                       (int)bytes->mat[(k * bytes->n + i) * bytes->mb + p], (int)bit);
+      }
 }
 
 static void expect_same(const run_out *a, const run_out *b, const char *what) {
@@ -263,6 +280,10 @@ START_TEST(grids_equal_sums_over_the_matrices) {
   ck_assert_int_eq(accel_svf_patches(option, &np2, az, alt), ACCEL_OK);
   ck_assert_int_eq(np2, np);
   run_out r = run_all(ctx, &c, option, 0, true);
+  run_out u = run_all_as(ctx, &c, option, 0, true, true); /* a byte a patch */
+  ck_assert_int_eq(u.mb, np);
+  expect_unpacked(&r, &u, "a byte a patch");
+  free_out(&u);
   const float *trunk_src = view_of(c.tdsm).data;
   /* bands: runs of equal altitude; rings between the midpoints as UMEP's annulino */
   const double *bounds;
@@ -388,6 +409,20 @@ START_TEST(bad_arguments_are_errors) {
   ck_assert_int_eq(accel_svf_sky(ctx, &dsm, NULL, NULL, &opt, NULL, mats), ACCEL_OK);
   /* a flat grid sees the whole sky: every patch visible */
   for (int i = 0; i < 12 * 20; i++) EXPECT(m[i] == ((i % 20) == 19 ? 0x01 : 0xff), "byte %d = %#x", i, m[i]);
+  /* a byte a patch: all ones; both layouts in one call are refused */
+  uint8_t mb[12 * 153], vm[12 * 153];
+  accel_array bytes = mat_u8(mb, 3, 4, 153);
+  mats[0] = &bytes;
+  memset(mb, 7, sizeof mb);
+  ck_assert_int_eq(accel_svf_sky(ctx, &dsm, NULL, NULL, &opt, NULL, mats), ACCEL_OK);
+  for (int i = 0; i < 12 * 153; i++) EXPECT(mb[i] == 1, "byte %d = %d", i, mb[i]);
+  float cv[12];
+  accel_array cdsm_flat = grid_f32(cv, 3, 4), veg = mat_u8(vm, 3, 4, 20);
+  memset(cv, 0, sizeof cv);
+  const accel_array *mixed[3] = {&bytes, &veg};
+  ck_assert_int_eq(accel_svf_sky(ctx, &dsm, &cdsm_flat, NULL, &opt, NULL, mixed), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "one layout for all"));
+  mats[0] = &mat;
   ck_assert_int_eq(accel_svf_sky(ctx, &dsm, NULL, NULL, &opt, g, NULL), ACCEL_OK);
   ck_assert_float_eq(o[0], 1.0f);
   ck_assert_ptr_null(accel_svf_grid_name(15));
@@ -584,6 +619,15 @@ static void gpu_equals_cpu(uint64_t budget, const char *what) {
   a = run_all(cpu, &c, 145, 0, false);
   b = run_all(gpu, &c, 145, 0, false);
   expect_same(&a, &b, what);
+  free_out(&a);
+  free_out(&b);
+  set_emulated_gpu_budget(budget * 4); /* a byte a patch: 8 times the matrices' bytes (still tiles) */
+  accel_ctx *wide = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+  a = run_all_as(cpu, &c, 153, 0, true, true);
+  b = run_all_as(wide, &c, 153, 0, true, true);
+  expect_same(&a, &b, what);
+  accel_ctx_destroy(wide);
+  set_emulated_gpu_budget(budget);
   check_shadows(gpu, &c, 0);
   accel_stage_stats st;
   accel_stage_stats_init(&st, sizeof st);

@@ -138,12 +138,16 @@ ACCEL_API accel_status accel_svf_shadows(accel_ctx *ctx, const accel_array *dsm,
  * rows x cols) or is NULL when not wanted; `grids` itself may be NULL when
  * only matrices are wanted. The vegetation grids (5..14) need a CDSM.
  * `matrices[m]` (may be NULL, and any entry NULL) receives the per-patch
- * visibility of matrix m bit-packed: U8 (rows, cols, ceil(P / 8)) for P
- * patches, bit p % 8 (least significant first) of byte p / 8 set when patch
- * p is visible (numpy: np.unpackbits(m, axis=2, bitorder="little")[..., :P]);
- * the vegetation matrices need a CDSM. At least one output is required.
+ * visibility of matrix m, bit-packed or a byte a patch as its shape says:
+ * U8 (rows, cols, ceil(P / 8)) for P patches, bit p % 8 (least significant
+ * first) of byte p / 8 set when patch p is visible (numpy:
+ * np.unpackbits(m, axis=2, bitorder="little")[..., :P]); or U8 (rows, cols,
+ * P), byte p 1 when patch p is visible, else 0 (UMEP's own layout, eight
+ * times the memory). Every matrix of a call takes the same layout. The
+ * vegetation matrices need a CDSM. At least one output is required.
  * ACCEL_ERR_INVALID_ARG also for an unknown patch option, a vegetation
- * output without a CDSM, a matrix of another dtype or shape, or no output. */
+ * output without a CDSM, a matrix of another dtype or shape, matrices of
+ * both layouts, or no output. */
 ACCEL_API accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_array *cdsm,
                                      const accel_array *tdsm, const accel_svf_options *options,
                                      const accel_array *const *grids, const accel_array *const *matrices);

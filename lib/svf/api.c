@@ -224,7 +224,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   if (!s && cdsm) s = check_grid(ctx, __func__, "cdsm", cdsm, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[1]);
   if (!s && tdsm) s = check_grid(ctx, __func__, "tdsm", tdsm, ACCEL_DTYPE_F32, &rows, &cols, false, &dev[2]);
   if (s) return s;
-  const int64_t mat_bytes = (npatch + 7) / 8;
+  int64_t mat_bytes = 0; /* the first matrix's layout: ceil(P / 8) packed, P unpacked */
   const accel_array *all[3 + ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES] = {dsm, cdsm, tdsm};
   int nall = 3, wanted = 0;
   for (int g = 0; g < ACCEL_SVF_GRIDS && grids; g++) {
@@ -245,10 +245,18 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
     dev_arg *d = &dev[3 + ACCEL_SVF_GRIDS + m];
     if ((s = accel__array_accept(ctx, __func__, mat_names[m], matrices[m], &d->plain, &a, &d->on))) return s;
     if (!d->on && (s = accel__array_check(ctx, __func__, mat_names[m], a))) return s;
+    const int64_t packed = (npatch + 7) / 8;
     if (a->ndim != 3 || a->dtype != ACCEL_DTYPE_U8 || a->shape[0] != rows || a->shape[1] != cols ||
-        a->shape[2] != mat_bytes)
-      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s must be U8 (%lld, %lld, %lld) for %d patches", mat_names[m],
-                  (long long)rows, (long long)cols, (long long)mat_bytes, (int)npatch);
+        (a->shape[2] != packed && a->shape[2] != npatch))
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG,
+                  "%s must be U8 (%lld, %lld, %lld) bit-packed or (%lld, %lld, %d) a byte a patch, for %d patches",
+                  mat_names[m], (long long)rows, (long long)cols, (long long)packed, (long long)rows, (long long)cols,
+                  (int)npatch, (int)npatch);
+    if (mat_bytes && a->shape[2] != mat_bytes)
+      return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "%s is %s, an earlier matrix %s: one layout for all", mat_names[m],
+                  a->shape[2] == npatch ? "a byte a patch" : "bit-packed",
+                  mat_bytes == npatch ? "a byte a patch" : "bit-packed");
+    mat_bytes = a->shape[2];
     if ((s = check_out_overlap(ctx, __func__, mat_names[m], a, all, nall))) return s;
     all[nall++] = a;
     wanted++;
@@ -259,7 +267,7 @@ accel_status accel_svf_sky(accel_ctx *ctx, const accel_array *dsm, const accel_a
   for (int g = 0; g < ACCEL_SVF_GRIDS; g++) v[g] = (accel__view)ACCEL__OUT(grid_names[g], grids ? grids[g] : NULL);
   for (int m = 0; m < ACCEL_SVF_MATRICES; m++)
     v[ACCEL_SVF_GRIDS + m] = (accel__view)ACCEL__OUT(mat_names[m], matrices ? matrices[m] : NULL);
-  accel__svf_job job = {.stage = "svf.sky", .mat_bytes = mat_bytes};
+  accel__svf_job job = {.stage = "svf.sky", .mat_bytes = mat_bytes, .unpacked = mat_bytes == npatch};
   return run_stage(ctx, __func__, all, &o, 0, 0, rows, cols, &job, v, ACCEL_SVF_GRIDS + ACCEL_SVF_MATRICES, dev);
 }
 

@@ -134,10 +134,11 @@ INLINE void add_rings(v8d *acc, int full, uint32_t sides, int side0, const doubl
   }
 }
 
-INLINE void set_bits(uint8_t *mat, int64_t bytes, int64_t o, int32_t patch, v8l vis, int lanes) {
-  const uint8_t bit = (uint8_t)(1u << (patch & 7));
+INLINE void set_bits(uint8_t *mat, int64_t bytes, bool unpacked, int64_t o, int32_t patch, v8l vis, int lanes) {
+  const uint8_t bit = unpacked ? 1 : (uint8_t)(1u << (patch & 7));
+  const int64_t at = unpacked ? patch : patch >> 3;
   for (int l = 0; l < lanes; l++)
-    if (vis[l]) mat[(o + l) * bytes + (patch >> 3)] |= bit;
+    if (vis[l]) mat[(o + l) * bytes + at] |= bit;
 }
 
 INLINE void sky_unit(const unit_ctx *u, int64_t r0, int64_t r1, int64_t c, bool veg) {
@@ -158,13 +159,13 @@ INLINE void sky_unit(const unit_ctx *u, int64_t r0, int64_t r1, int64_t c, bool 
       const v8l vis_sh = ~sh;
       add_rings(a, ACCEL_SVF, pa->sides, ACCEL_SVF_E, wf, wh, pa->rings, vis_sh);
       const int64_t o = r * job->cols + c;
-      if (job->mat[0]) set_bits(job->mat[0], job->mat_bytes, o, pi, vis_sh, lanes);
+      if (job->mat[0]) set_bits(job->mat[0], job->mat_bytes, job->unpacked, o, pi, vis_sh, lanes);
       if (veg) {
         const v8l vis_veg = ~(v2 & ~sh), vis_vb = ~(vb & sh);
         add_rings(a, ACCEL_SVF_VEG, pa->sides, ACCEL_SVF_E_VEG, wf, wh, pa->rings, vis_veg);
         add_rings(a, ACCEL_SVF_AVEG, pa->sides, ACCEL_SVF_E_AVEG, wf, wh, pa->rings, vis_vb);
-        if (job->mat[1]) set_bits(job->mat[1], job->mat_bytes, o, pi, vis_veg, lanes);
-        if (job->mat[2]) set_bits(job->mat[2], job->mat_bytes, o, pi, vis_vb, lanes);
+        if (job->mat[1]) set_bits(job->mat[1], job->mat_bytes, job->unpacked, o, pi, vis_veg, lanes);
+        if (job->mat[2]) set_bits(job->mat[2], job->mat_bytes, job->unpacked, o, pi, vis_vb, lanes);
       }
     }
   }

@@ -102,8 +102,9 @@ typedef struct accel__svf_job {
    * cols, contiguous; NULL when not wanted. */
   float *out[ACCEL_SVF_GRIDS];
   uint8_t *mat[ACCEL_SVF_MATRICES]; /* rows x cols x mat_bytes; NULL when not wanted */
-  int64_t mat_bytes;
-  int64_t tile; /* tile side asked for; 0: backend's choice */
+  int64_t mat_bytes;                /* bytes a cell: ceil(P / 8) bit-packed, P unpacked */
+  int32_t unpacked;                 /* 1: a byte a patch (0 or 1), else a bit a patch */
+  int64_t tile;                     /* tile side asked for; 0: backend's choice */
   accel_progress_fn progress;
   void *progress_user;
   /* Device inputs (accel_array_on_device): the raw F32 grids (rows x cols,

@@ -222,9 +222,8 @@ class SVF(ContextCalls):
         ...     float(ctx.svf.sky(np.zeros((4, 4)), pixel_size=2.0)["svf"][0, 0])
         1.0
         """
-        import numpy as np
-        # float32 GPU grids: read and written in place (unpacked matrices go through the host)
-        dev = None if unpack else self._device_grids(dsm, cdsm, tdsm)
+        # float32 GPU grids: read and written in place, the matrices too (unpacked by the library)
+        dev = self._device_grids(dsm, cdsm, tdsm)
         d, c, t, back = dev + [None] if dev else self._grids(dsm, cdsm, tdsm)
         o = self._options(pixel_size, patches, trunk_ratio, max_height, tile)
         n = _patch_count(patches)
@@ -235,7 +234,8 @@ class SVF(ContextCalls):
         mat_descs = []
         if matrices:
             for k in SVF_MATRICES[:3 if c is not None else 1]:
-                out[k] = self._out(like, tuple(d.shape) + ((n + 7) // 8,), "uint8")  # every byte is written
+                depth = n if unpack else (n + 7) // 8
+                out[k] = self._out(like, tuple(d.shape) + (depth,), "uint8")  # every byte is written
                 mat_descs.append(self._desc(out[k]))
             mat_descs += [None] * (3 - len(mat_descs))
         with Call(progress) as cb:
@@ -244,8 +244,4 @@ class SVF(ContextCalls):
                        _addresses(grid_descs), _addresses(mat_descs) if matrices else None)
         if dev:
             return {k: v.obj for k, v in out.items()}
-        if matrices and unpack:
-            for k in SVF_MATRICES:
-                if k in out:
-                    out[k] = np.unpackbits(out[k], axis=2, bitorder="little")[..., :n]
         return {k: back(v) for k, v in out.items()}

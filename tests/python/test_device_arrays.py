@@ -292,6 +292,16 @@ class DeviceArraysInPlace(unittest.TestCase):
             np.testing.assert_array_equal(got[k].get(), want[k], err_msg=k)
         st = self.gpu.stats()["svf.sky"]
         self.assertEqual((st["gpu_runs"], st["fallbacks"]), (1, 0))
+        down = st["bytes_downloaded"]
+        # matrices a byte a patch, made by the library on the device: numpy's unpacking of the bits
+        self.gpu.reset_stats()
+        got = self.gpu.svf.sky(FakeDeviceArray(dsm), 1.0, cdsm=FakeDeviceArray(cdsm), matrices=True, unpack=True)
+        for k in accel.SVF_MATRICES:
+            self.assertIsInstance(got[k], FakeDeviceArray, k)
+            np.testing.assert_array_equal(got[k].get(), np.unpackbits(want[k], axis=2, bitorder="little")[..., :153])
+        st = self.gpu.stats()["svf.sky"]
+        self.assertEqual((st["gpu_runs"], st["fallbacks"]), (1, 0))
+        self.assertEqual(st["bytes_downloaded"], down)  # the matrices stay on the device, as the bit-packed ones
         sh = self.gpu.svf.shadows(FakeDeviceArray(dsm), 200.0, 35.0, 1.0)
         np.testing.assert_array_equal(sh["sh"].get(), self.cpu.svf.shadows(dsm, 200.0, 35.0, 1.0)["sh"])
 
