@@ -653,22 +653,26 @@ static bool warp_image(warp_job *j, const char *in_path, accel_buffer *in, const
     accel_buffer_destroy(in);
     return false;
   }
-  accel_buffer *out = NULL;
+  /* not zeroed: the warp writes every pixel (the fill outside), and zeroing
+   * a 900 MB layer first took a second on one core */
   const int64_t shape[3] = {r[3], r[2], src.ndim == 3 ? src.shape[2] : 1};
-  s = accel_buffer_create(src.dtype, src.ndim == 3 ? 3 : 2, shape, &out);
-  if (s) {
+  size_t bytes = accel_dtype_size(src.dtype);
+  bool too_big = false;
+  for (int k = 0; k < 3; k++) too_big |= __builtin_mul_overflow(bytes, (size_t)shape[k], &bytes);
+  void *out = too_big ? NULL : malloc(bytes ? bytes : 1);
+  if (!out || accel_array_init(&dst, out, src.dtype, src.ndim == 3 ? 3 : 2, shape)) {
     cli_error("%s: %s: no memory for the warped image", cmd, out_path);
+    free(out);
     accel_buffer_destroy(in);
     return false;
   }
-  accel_buffer_view(out, &dst);
   const accel_array *ins[1] = {&src}, *outs[1] = {&dst};
   s = accel_reg_warp(ctx, j->t, ins, outs, 1, &j->o);
   accel_buffer_destroy(in);
   if (s) cli_error("%s: %s: %s: %s", cmd, in_path, accel_status_string(s), accel_last_error(ctx));
   else if ((s = save_image(ctx, out_path, &dst, j->compression)))
     cli_error("%s: %s: %s: %s", cmd, out_path, accel_status_string(s), accel_last_error(ctx));
-  accel_buffer_destroy(out);
+  free(out);
   return !s;
 }
 
