@@ -13,10 +13,12 @@
  * lane's values are the scalar code's. The sums are then formed sample by
  * sample in sample order, as accel__reg_cell_add forms them; each sum's
  * terms are independent of the other sums', so the 16 gradient terms and
- * the rows of the Gauss-Newton block are added as vectors. Rows are added
- * whole (the scalar code adds only the upper triangle, t <= u, which is
- * all that accel__reg_cell_L reads): the upper triangle gets the same
- * terms in the same order.
+ * the rows of the Gauss-Newton block are added as vectors. The block's
+ * terms are kept for up to 32 samples and then added a few rows at a time
+ * (normal_flush), every entry still receiving its terms in sample order;
+ * its rows are added from column 0 or 8 (the scalar code adds only the
+ * upper triangle, t <= u, which is all that accel__reg_cell_L reads): the
+ * upper triangle gets the same terms in the same order.
  *
  * Used for the cells of a level whose lattice is the fixed image's own
  * (no linear part) and without an initial B-spline part; the others, and
@@ -174,9 +176,61 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
   _mm256_storeu_pd(o->gy, _mm256_mul_pd(vy, vf));
 }
 
-/* One MSE sample's terms (accel__reg_cell_add with ncc false). */
-LANES_TARGET static void lane_add_mse(accel__reg_cell_acc *a, double fv, double mv, double gx, double gy,
-                                      const double w[16], bool grad, bool normal) {
+/* The Gauss-Newton terms of up to NORMAL_BATCH samples, kept until they
+ * are added to a cell's block (normal_flush): each sample's 16 weights and
+ * its 3 gradient products, in float, in sample order. */
+enum { NORMAL_BATCH = 32 };
+typedef struct normal_batch {
+  float w[NORMAL_BATCH][16];
+  float G[NORMAL_BATCH][3];
+  int n;
+} normal_batch;
+
+/* Add the batch's terms to the block: every entry L[m][t][u] (t <= u, as
+ * accel__reg_cell_L reads) receives (w_t G_m) w_u of each sample in sample
+ * order, the operations of accel__reg_cell_add, so its sums are the
+ * scalar code's to the bit. Rows are taken a few at a time with all three
+ * blocks m in registers, so that a sample's weights are loaded once and
+ * the rows are read and written once a batch instead of once a sample. */
+LANES_TARGET static void normal_flush(accel__reg_cell_acc *a, normal_batch *b) {
+  for (int t0 = 0; t0 < 8; t0 += 2) { /* rows 0..7: both halves */
+    __m256 acc[3][2][2];
+    for (int m = 0; m < 3; m++)
+      for (int i = 0; i < 2; i++)
+        acc[m][i][0] = _mm256_loadu_ps(a->L[m][t0 + i]), acc[m][i][1] = _mm256_loadu_ps(a->L[m][t0 + i] + 8);
+    for (int k = 0; k < b->n; k++) {
+      const __m256 lo = _mm256_loadu_ps(b->w[k]), hi = _mm256_loadu_ps(b->w[k] + 8);
+      for (int m = 0; m < 3; m++)
+        for (int i = 0; i < 2; i++) {
+          const __m256 at = _mm256_set1_ps(b->w[k][t0 + i] * b->G[k][m]);
+          acc[m][i][0] = _mm256_add_ps(acc[m][i][0], _mm256_mul_ps(at, lo));
+          acc[m][i][1] = _mm256_add_ps(acc[m][i][1], _mm256_mul_ps(at, hi));
+        }
+    }
+    for (int m = 0; m < 3; m++)
+      for (int i = 0; i < 2; i++)
+        _mm256_storeu_ps(a->L[m][t0 + i], acc[m][i][0]), _mm256_storeu_ps(a->L[m][t0 + i] + 8, acc[m][i][1]);
+  }
+  for (int t0 = 8; t0 < 16; t0 += 4) { /* rows 8..15: columns 8..15 only */
+    __m256 acc[3][4];
+    for (int m = 0; m < 3; m++)
+      for (int i = 0; i < 4; i++) acc[m][i] = _mm256_loadu_ps(a->L[m][t0 + i] + 8);
+    for (int k = 0; k < b->n; k++) {
+      const __m256 hi = _mm256_loadu_ps(b->w[k] + 8);
+      for (int m = 0; m < 3; m++)
+        for (int i = 0; i < 4; i++)
+          acc[m][i] = _mm256_add_ps(acc[m][i], _mm256_mul_ps(_mm256_set1_ps(b->w[k][t0 + i] * b->G[k][m]), hi));
+    }
+    for (int m = 0; m < 3; m++)
+      for (int i = 0; i < 4; i++) _mm256_storeu_ps(a->L[m][t0 + i] + 8, acc[m][i]);
+  }
+  b->n = 0;
+}
+
+/* One MSE sample's terms (accel__reg_cell_add with ncc false): the metric
+ * and gradient here, the Gauss-Newton terms into the batch. */
+LANES_TARGET static void lane_add_mse(accel__reg_cell_acc *a, normal_batch *nb, double fv, double mv, double gx,
+                                      double gy, const double w[16], bool grad, bool normal) {
   a->s[ACCEL__REG_SUMS - 1] += 1;
   a->s[0] += (mv - fv) * (mv - fv);
   if (grad) {
@@ -190,17 +244,10 @@ LANES_TARGET static void lane_add_mse(accel__reg_cell_acc *a, double fv, double 
   }
   if (!normal) return;
   a->s[ACCEL__REG_SUM_NORMAL] += 1;
-  float wf[16];
+  float *wf = nb->w[nb->n], *G = nb->G[nb->n];
   for (int t = 0; t < 16; t++) wf[t] = (float)w[t];
-  const __m256 lo = _mm256_loadu_ps(wf), hi = _mm256_loadu_ps(wf + 8);
-  const float G[3] = {(float)(gx * gx), (float)(gx * gy), (float)(gy * gy)};
-  for (int m = 0; m < 3; m++)
-    for (int t = 0; t < 16; t++) {
-      const __m256 at = _mm256_set1_ps(wf[t] * G[m]);
-      float *row = a->L[m][t];
-      if (t < 8) _mm256_storeu_ps(row, _mm256_add_ps(_mm256_loadu_ps(row), _mm256_mul_ps(at, lo)));
-      _mm256_storeu_ps(row + 8, _mm256_add_ps(_mm256_loadu_ps(row + 8), _mm256_mul_ps(at, hi)));
-    }
+  G[0] = (float)(gx * gx), G[1] = (float)(gx * gy), G[2] = (float)(gy * gy);
+  if (++nb->n == NORMAL_BATCH) normal_flush(a, nb);
 }
 
 LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
@@ -226,6 +273,8 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
     accel__reg_cell_prefetch(e, ring[k % RING][0], ring[k % RING][1], ux, uy);
   }
   lane_out o;
+  normal_batch nb;
+  nb.n = 0;
   for (int64_t k0 = 0; k0 < ns; k0 += 4) {
     const int count = ns - k0 < 4 ? (int)(ns - k0) : 4;
     int64_t ix[4] = {0}, iy[4] = {0};
@@ -241,10 +290,11 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
       for (int t = 0; t < 16; t++) w[t] = o.w[t][l];
       const bool nl = normal && (k0 + l) % every == 0;
       if (ncc) accel__reg_cell_add(a, true, o.fv[l], o.mv[l], o.gx[l], o.gy[l], w, grad, nl);
-      else lane_add_mse(a, o.fv[l], o.mv[l], o.gx[l], o.gy[l], w, grad, nl);
+      else lane_add_mse(a, &nb, o.fv[l], o.mv[l], o.gx[l], o.gy[l], w, grad, nl);
     }
     ux = o.ux[count - 1], uy = o.uy[count - 1];
   }
+  if (nb.n) normal_flush(a, &nb);
 }
 
 static bool have_avx2(void) {
