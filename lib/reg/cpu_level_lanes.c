@@ -83,7 +83,7 @@ static inline void lane_coefficients(const float *coef, int64_t w, int64_t h, in
 
 /* What a group of (up to) four samples leaves for the sums, per lane. */
 typedef struct lane_out {
-  double w[16][4]; /* the sample's 16 B-spline weights */
+  double w[4][16]; /* each lane's 16 B-spline weights */
   double mv[4], gx[4], gy[4], fv[4];
   double ux[4], uy[4]; /* the displacement (the prefetches' guess) */
   bool ok[4];
@@ -149,13 +149,21 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
                                 _mm256_set1_pd((double)(cy + 1)))),
       wy);
   __m256d ux = _mm256_setzero_pd(), uy = _mm256_setzero_pd();
-  for (int j = 0; j < 4; j++)
+  for (int j = 0; j < 4; j++) {
+    __m256d r[4]; /* weights j * 4 + i, a lane each */
     for (int i = 0; i < 4; i++) {
-      const __m256d w = _mm256_mul_pd(wy[j], wx[i]);
-      _mm256_storeu_pd(o->w[j * 4 + i], w);
+      const __m256d w = r[i] = _mm256_mul_pd(wy[j], wx[i]);
       ux = _mm256_add_pd(ux, _mm256_mul_pd(w, _mm256_set1_pd(cpx[j * 4 + i])));
       uy = _mm256_add_pd(uy, _mm256_mul_pd(w, _mm256_set1_pd(cpy[j * 4 + i])));
     }
+    /* transposed: lane l's weights j * 4 .. j * 4 + 3 side by side */
+    const __m256d t0 = _mm256_unpacklo_pd(r[0], r[1]), t1 = _mm256_unpackhi_pd(r[0], r[1]);
+    const __m256d t2 = _mm256_unpacklo_pd(r[2], r[3]), t3 = _mm256_unpackhi_pd(r[2], r[3]);
+    _mm256_storeu_pd(o->w[0] + j * 4, _mm256_permute2f128_pd(t0, t2, 0x20));
+    _mm256_storeu_pd(o->w[1] + j * 4, _mm256_permute2f128_pd(t1, t3, 0x20));
+    _mm256_storeu_pd(o->w[2] + j * 4, _mm256_permute2f128_pd(t0, t2, 0x31));
+    _mm256_storeu_pd(o->w[3] + j * 4, _mm256_permute2f128_pd(t1, t3, 0x31));
+  }
   _mm256_storeu_pd(o->ux, ux);
   _mm256_storeu_pd(o->uy, uy);
   const __m256d vf = _mm256_set1_pd(inv_f), voff = _mm256_set1_pd(off);
@@ -286,8 +294,7 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
     lane_group(e, cpx, cpy, cx, cy, ix, iy, count, &o);
     for (int l = 0; l < count; l++) {
       if (!o.ok[l]) continue;
-      double w[16];
-      for (int t = 0; t < 16; t++) w[t] = o.w[t][l];
+      const double *w = o.w[l];
       const bool nl = normal && (k0 + l) % every == 0;
       if (ncc) accel__reg_cell_add(a, true, o.fv[l], o.mv[l], o.gx[l], o.gy[l], w, grad, nl);
       else lane_add_mse(a, &nb, o.fv[l], o.mv[l], o.gx[l], o.gy[l], w, grad, nl);
