@@ -36,7 +36,8 @@
  *    path cannot be opened or is not a regular file), ACCEL_ERR_OUT_OF_MEMORY;
  *    on failure *out (and *geo) is NULL, unless a NULL argument left it alone.
  *  - saves: every file is written under a temporary name in the target's
- *    directory and renamed over `path` only when complete and synced, so a
+ *    directory and renamed over `path` only when complete (and synced to
+ *    the disk first where the context's accel_sync_policy says so), so a
  *    failed save leaves any previous file at `path` untouched and no
  *    temporary behind. ACCEL_ERR_INVALID_ARG (a malformed array, a NULL or
  *    empty path, a path ending in "/", "." or ".."), ACCEL_ERR_IO (creating,

@@ -67,6 +67,7 @@ static void horizontal(const float *tmp, int64_t W, int64_t off, int64_t f, cons
     for (int k = -radius; k <= radius; k++) v += kern[k + radius] * tmp[clamp64(c + k, 0, W - 1)];
     out[j] = v;
   }
+  if (j0 == j1) return;
   float *restrict o = out;
   for (int64_t j = j0; j < j1; j++) o[j] = 0.0f;
   for (int k = -radius; k <= radius; k++) {

@@ -74,9 +74,11 @@ typedef struct accel__reg_level_job {
  * validated 2-D or 3-D (channels last) arrays of U8, U16 or F32 with the
  * same channels; `coef` (cubic only) holds rows coef_y0 .. coef_y0 +
  * coef_rows - 1 of in's B-spline coefficients, F32 (coef_rows, W, C)
- * contiguous: every row the job's output can read (warp.c cuts large
+ * contiguous: every row the job's output can read (warp.c cuts large host
  * images into bands of output rows, each with the coefficients of the
- * moving rows it reaches). */
+ * moving rows it reaches), or is NULL for a cubic job with a device layer:
+ * the op then makes the whole layer's coefficients itself (the GPU on the
+ * device, the CPU from its host copy). */
 typedef struct accel__reg_warp_job {
   accel__reg_xform xf;
   const accel_array *in;
@@ -93,9 +95,9 @@ typedef struct accel__reg_warp_job {
   accel_progress_fn progress;
   void *progress_user;
   double progress_base, progress_span;
-  /* 1: `in` / `out` is device memory (C-contiguous; linear interpolation
-   * only): a GPU op reads and writes it in place, a CPU run gets host
-   * copies (the dispatcher's slots). */
+  /* 1: `in` / `out` is device memory (C-contiguous): a GPU op reads and
+   * writes it in place, a CPU run gets host copies (the dispatcher's
+   * slots). */
   int32_t in_device, out_device;
 } accel__reg_warp_job;
 

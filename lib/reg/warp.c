@@ -15,10 +15,12 @@
  * shorter ones (with the exact start) in double.
  *
  * The coefficients of one layer take 4 bytes per pixel and channel: a
- * large layer is warped band by band of output rows, each band with the
- * coefficients of the moving rows it reaches (cubic_band), all channels
+ * large host layer is warped band by band of output rows, each band with
+ * the coefficients of the moving rows it reaches (cubic_band), all channels
  * together, or one channel at a time when even a band's would pass
- * accel__reg_coef_all_bytes (the same result).
+ * accel__reg_coef_all_bytes (the same result). A cubic warp with a device
+ * layer goes whole to the op, which makes the whole layer's coefficients
+ * (whole_layer; the GPU on the device, the CPU from host copies).
  */
 #include "reg/ops.h"
 #include "reg/transform.h"
@@ -204,7 +206,7 @@ int accel__reg_layer_coefficients(const accel_array *in, float *coef, int thread
 /* ------------------------------------------------------------ checks */
 
 /* One image of the call: a 2-D or (h, w, C) U8/U16/F32 array, C in 1, 3, 4;
- * a device array (on a CUDA context, linear interpolation) described in
+ * a device array (on a CUDA context) described in
  * *plain with *device set. *use is the one to read. */
 static accel_status check_image(accel_ctx *ctx, const char *func, const char *what, int32_t i, const accel_array *in,
                                 accel_array *plain, const accel_array **use, bool *device, int64_t *chans) {

@@ -10,7 +10,6 @@
 
 #include "reg/interp.h"
 
-#include <math.h>
 #include <stdint.h>
 
 /* The causal start's terms: ceil(log(1e-10) / log(2 - sqrt(3))). */
@@ -33,7 +32,8 @@ ACCEL__REG_HD void accel__reg_warp_line_f(float *c, int64_t n, int64_t s) {
  * double, times the gain already), with the exact mirrored start. */
 ACCEL__REG_HD void accel__reg_warp_line_d(double *c, int64_t n) {
   const double z = ACCEL__REG_POLE, iz = 1.0 / z;
-  double zn = z, z2n = pow(z, (double)(n - 1));
+  double zn = z, z2n = 1.0; /* z^(n-1) by products, the same on the host and a device (no library pow) */
+  for (int64_t k = 1; k < n; k++) z2n *= z;
   double sum = c[0] + z2n * c[n - 1];
   z2n *= z2n * iz;
   for (int64_t k = 1; k <= n - 2; k++) {

@@ -180,6 +180,7 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
   o.log_level = g->log_level;
   o.cpu_threads = g->threads;
   o.sync = g->sync;
+  cli_sync_all = g->sync == ACCEL_SYNC_ALL; /* the tool's own saves (cli_atomic_close) */
   o.log_fn = log_writer;
   accel_status s = accel_ctx_create(&o, ctx);
   if (s) {
@@ -207,10 +208,12 @@ int cli_atomic_open(const char *cmd, const char *path, char **tmp) {
   return fd;
 }
 
+bool cli_sync_all;
+
 bool cli_atomic_close(const char *cmd, const char *path, int fd, char *tmp, bool ok) {
   const mode_t mask = umask(0); /* a new file's permissions, as open() would give them */
   umask(mask);
-  if (ok && (fchmod(fd, 0666 & ~mask) != 0 || fsync(fd) != 0)) {
+  if (ok && (fchmod(fd, 0666 & ~mask) != 0 || (cli_sync_all && fsync(fd) != 0))) {
     cli_error("%s: %s: %s", cmd, path, strerror(errno));
     ok = false;
   }

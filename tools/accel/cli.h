@@ -302,8 +302,10 @@ bool cli_make_dirs(const char *path);
 /* Outputs written whole or not at all: cli_atomic_open creates a temporary
  * file beside `path` (*tmp, to pass on) and returns its descriptor, or -1
  * after printing why; cli_atomic_close (with ok: whether everything was
- * written) gives it a new file's permissions, syncs it and renames it over
- * `path`, or removes it, printing why when that fails; frees *tmp. */
+ * written) gives it a new file's permissions, syncs it under --sync all
+ * (cli_sync_all, set by cli_open_ctx) and renames it over `path`, or
+ * removes it, printing why when that fails; frees *tmp. */
+extern bool cli_sync_all;
 int cli_atomic_open(const char *cmd, const char *path, char **tmp);
 bool cli_atomic_close(const char *cmd, const char *path, int fd, char *tmp, bool ok);
 

@@ -558,7 +558,7 @@ static bool write_field_bands(accel_ctx *ctx, const char *path, const accel_reg_
 
 /* The field over the region r (x0, y0, w, h) of the fixed grid into a .npy
  * file, written under a temporary name beside it and renamed when complete
- * and synced, as the library's saves do. */
+ * (synced under --sync all), as the library's saves do. */
 static bool write_field(accel_ctx *ctx, const char *cmd, const accel_reg_transform *t, const char *path,
                         const int64_t r[4], bool progress) {
   char *tmp;
@@ -661,7 +661,8 @@ static bool warp_image(warp_job *j, const char *in_path, accel_buffer *in, const
   for (int k = 0; k < 3; k++) too_big |= __builtin_mul_overflow(bytes, (size_t)shape[k], &bytes);
   void *out = too_big ? NULL : malloc(bytes ? bytes : 1);
   if (!out || accel_array_init(&dst, out, src.dtype, src.ndim == 3 ? 3 : 2, shape)) {
-    cli_error("%s: %s: no memory for the warped image", cmd, out_path);
+    cli_error("%s: %s: no memory for the %lld x %lld warped image", cmd, out_path, (long long)shape[0],
+              (long long)shape[1]);
     free(out);
     accel_buffer_destroy(in);
     return false;

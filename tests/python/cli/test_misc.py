@@ -73,20 +73,24 @@ class Cli(CliTest):
         # (LeakSanitizer cannot run under ptrace: no strace in a sanitizer build)
         strace = None if os.environ.get("ACCEL_SANITIZED") == "1" else shutil.which("strace")
         outputs = {}
-        for policy, syncs in (("index", False), ("all", True), ("none", False)):
-            out = os.path.join(self.tmp, policy + ".pgm")
-            cmd = [CLI, "--sync", policy, "gray", "-o", out, SAMPLE]
+        transform = os.path.join(os.path.dirname(SAMPLE), "..", "tests", "data", "reg", "elastix_translation.txt")
+        for policy, syncs in (("index", False), ("all", True), ("none", False)) * 2:
+            field = len(outputs) >= 3  # the library's save (gray), then the tool's own (warp --out-field)
+            out = os.path.join(self.tmp, policy + (".npy" if field else ".pgm"))
+            cmd = [CLI, "--sync", policy, "warp", "--transform", transform, "--out-field", out] if field else \
+                [CLI, "--sync", policy, "gray", "-o", out, SAMPLE]
             if strace:
                 cmd = [strace, "-f", "-qq", "-e", "trace=fsync", "-o", out + ".trace"] + cmd
             r = subprocess.run(cmd, capture_output=True, text=True, env=env(), timeout=60)
             self.assertEqual(r.returncode, 0, r.stderr)
             with open(out, "rb") as f:
-                outputs[policy] = f.read()
+                outputs[(policy, field)] = f.read()
             if strace:
                 with open(out + ".trace") as f:
                     self.assertEqual("fsync(" in f.read(), syncs, policy)
-        self.assertEqual(outputs["index"], outputs["all"])
-        self.assertEqual(outputs["index"], outputs["none"])
+        for field in (False, True):
+            self.assertEqual(outputs[("index", field)], outputs[("all", field)])
+            self.assertEqual(outputs[("index", field)], outputs[("none", field)])
 
     def _stderr_on_a_terminal(self, *args):
         master, slave = pty.openpty()
