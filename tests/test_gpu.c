@@ -489,6 +489,62 @@ static void leave_stale_errors(void) {
   ck_assert_int_ne(cudaMalloc(&p, (size_t)1 << 62), 0); /* cudaErrorMemoryAllocation */
 }
 
+int cudaMemcpy(void *dst, const void *src, size_t count, int kind);
+int cudaFree(void *ptr);
+
+/* A device copy of n bytes at p (cudaMemcpyHostToDevice = 1). */
+static void *device_copy(const void *p, size_t n) {
+  void *d = NULL;
+  ck_assert_int_eq(cudaMalloc(&d, n), 0);
+  ck_assert_int_eq(cudaMemcpy(d, p, n, 1), 0);
+  return d;
+}
+
+/* The warp of an RGB layer in device memory, linear and cubic (the cubic
+ * coefficients made on the device), into device memory: the CPU's warp of
+ * the host layer within 1e-4, and the layer never crossed the bus. */
+START_TEST(warp_of_device_layers_equals_cpu) {
+  enum { H = 211, W = 187, N = H * W * 3 };
+  uint8_t *rgb = malloc(N);
+  float *want = malloc(sizeof(float) * N), *got = malloc(sizeof(float) * N);
+  for (int i = 0; i < N; i++) rgb[i] = (uint8_t)((i * 2654435761u) >> 24);
+  accel_reg_transform *t = reg_transform(W, H, 2.0);
+  void *din = device_copy(rgb, N), *dout = NULL;
+  ck_assert_int_eq(cudaMalloc(&dout, sizeof(float) * N), 0);
+  accel_array hi, ho, di, dd;
+  accel_array_init(&hi, rgb, ACCEL_DTYPE_U8, 3, (int64_t[]){H, W, 3});
+  accel_array_init(&ho, want, ACCEL_DTYPE_F32, 3, (int64_t[]){H, W, 3});
+  accel_array_init(&di, din, ACCEL_DTYPE_U8, 3, (int64_t[]){H, W, 3});
+  accel_array_init(&dd, dout, ACCEL_DTYPE_F32, 3, (int64_t[]){H, W, 3});
+  ck_assert_int_eq(accel_array_on_device(&di), ACCEL_OK);
+  ck_assert_int_eq(accel_array_on_device(&dd), ACCEL_OK);
+  const accel_array *hin[1] = {&hi}, *hout[1] = {&ho}, *din_[1] = {&di}, *dout_[1] = {&dd};
+  for (int interp = 1; interp <= 3; interp += 2) {
+    accel_reg_warp_options wo;
+    accel_reg_warp_options_init(&wo, sizeof wo);
+    wo.interp = (accel_reg_interp)interp;
+    ck_assert_int_eq(accel_reg_warp(cpu, t, hin, hout, 1, &wo), ACCEL_OK);
+    ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
+    ck_assert_msg(accel_reg_warp(gpu, t, din_, dout_, 1, &wo) == ACCEL_OK, "%s", accel_last_error(gpu));
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.warp", &st), ACCEL_OK);
+    ck_assert_uint_eq(st.gpu_runs, 1);
+    ck_assert_uint_eq(st.bytes_downloaded, 0);
+    ck_assert_uint_lt(st.bytes_uploaded, (uint64_t)N);                /* the transform only */
+    ck_assert_int_eq(cudaMemcpy(got, dout, sizeof(float) * N, 2), 0); /* cudaMemcpyDeviceToHost */
+    double d = 0;
+    for (int i = 0; i < N; i++) d = fmax(d, fabs((double)got[i] - (double)want[i]));
+    printf("warp of device layers (%s): %.3g from the CPU's\n", interp == 1 ? "linear" : "cubic", d);
+    ck_assert_msg(d <= 1e-4, "the warp of device layers differs by %g", d);
+  }
+  ck_assert_int_eq(cudaFree(din), 0);
+  ck_assert_int_eq(cudaFree(dout), 0);
+  accel_reg_transform_destroy(t);
+  free(rgb), free(want), free(got);
+}
+END_TEST
+
 /* Small inputs of every domain, and the CPU's answers. */
 typedef struct gpu_case {
   int op; /* gray, k nearest, self-join, fill holes, pipeline, sky view factors */
@@ -796,11 +852,27 @@ START_TEST(svf_equals_cpu) {
     ck_assert_int_eq(accel_svf_shadows(cpu, &ad, &ac, NULL, 247.5, 12, &so, &ob[0], &ob[1], &ob[2]), ACCEL_OK);
     ck_assert_msg(memcmp(ga, gb, sizeof(float) * R * C * 3) == 0, "shadows differ (tile %d)", tile);
   }
-  expect_gpu_runs(gpu, "svf.sky", 2);
+  /* the matrices a byte a patch: the CPU's bytes, and the bit-packed ones' bits */
+  uint8_t *ua = malloc((size_t)R * C * P), *ub = malloc((size_t)R * C * P);
+  accel_array xa, xb;
+  accel_array_init(&xa, ua, ACCEL_DTYPE_U8, 3, (int64_t[]){R, C, P});
+  accel_array_init(&xb, ub, ACCEL_DTYPE_U8, 3, (int64_t[]){R, C, P});
+  const accel_array *qa[3] = {&xa}, *qb[3] = {&xb};
+  accel_svf_options so;
+  accel_svf_options_init(&so, sizeof so);
+  so.pixel_size = 1;
+  ck_assert_msg(accel_svf_sky(gpu, &ad, &ac, NULL, &so, NULL, qa) == ACCEL_OK, "%s", accel_last_error(gpu));
+  ck_assert_int_eq(accel_svf_sky(cpu, &ad, &ac, NULL, &so, NULL, qb), ACCEL_OK);
+  ck_assert_msg(memcmp(ua, ub, (size_t)R * C * P) == 0, "unpacked visibility matrices differ");
+  for (int64_t i = 0; i < (int64_t)R * C * P; i++)
+    ck_assert_int_eq(ua[i], (ma[i / P * MB + i % P / 8] >> (i % P % 8)) & 1); /* the last tile's bit-packed sh */
+  expect_gpu_runs(gpu, "svf.sky", 3);
   free(ga);
   free(gb);
   free(ma);
   free(mb);
+  free(ua);
+  free(ub);
 }
 END_TEST
 
@@ -910,6 +982,7 @@ Suite *suite_gpu(void) {
   tcase_add_test(tc, every_failed_call_falls_back_on_the_device);
   tcase_add_test(tc, a_stale_error_never_fails_the_next_stage);
   tcase_add_test(tc, device_memory_goes_back_after_each_call);
+  tcase_add_test(tc, warp_of_device_layers_equals_cpu);
 #endif
   suite_add_tcase(s, tc);
   return s;
