@@ -483,7 +483,20 @@ struct knn_search {
   accel__knn_cand *cand = nullptr;
   size_t ncand = 0;
   dbuf dq, dc, dhist, dcut, dbelow, dstart, dfill, dout;
+  /* The queries' codes on the host (the final ordering's distances), and
+   * where results go: ids[(qi - base) * k], distances likewise (the job's
+   * outputs with base 0, or a chunk's host staging, base its first query,
+   * for outputs in device memory). */
+  accel__codes hq{};
+  uint64_t *hq_mem = nullptr, *ids = nullptr, base = 0;
+  uint32_t *dist = nullptr;
+  bool staged = false;
   ~knn_search() {
+    free(hq_mem);
+    if (staged) {
+      free(ids);
+      free(dist);
+    }
     free(cut);
     free(below);
     free(start);
@@ -592,11 +605,10 @@ accel_status knn_gather(accel__executor *x, accel__index_job *job, knn_search &k
     const size_t m = (size_t)(ks.start[t + 1] - ks.start[t]);
     for (size_t e = 0; e < m; e++) {
       const uint32_t j = ks.found[ks.start[t] + e];
-      ks.cand[e] =
-          accel__knn_cand{accel__field_distance(&job->queries, qi, &job->codes, j, job->field), job->entry_ids[j]};
+      ks.cand[e] = accel__knn_cand{accel__field_distance(&ks.hq, qi, &job->codes, j, job->field), job->entry_ids[j]};
     }
-    accel__knn_emit(ks.cand, m, job->k, job->out_ids + qi * job->k,
-                    job->out_distances ? job->out_distances + qi * job->k : nullptr);
+    const uint64_t at = (qi - ks.base) * job->k;
+    accel__knn_emit(ks.cand, m, job->k, ks.ids + at, ks.dist ? ks.dist + at : nullptr);
   }
   return s;
 }
@@ -672,18 +684,87 @@ accel_status knn_buffers(accel__executor *x, knn_search &ks, char *why) {
   return ACCEL_OK;
 }
 
+/* Query i's word w of field f from rows [nq][per] (a device array) into
+ * the device layout, out[w * nq + i]. */
+struct field_of_rows_f {
+  const uint64_t *rows;
+  uint64_t *out;
+  uint64_t nq;
+  uint32_t per, words, f;
+  __host__ __device__ void operator()(uint64_t t) const {
+    const uint64_t i = t % nq, w = t / nq;
+    out[t] = rows[i * per + (uint64_t)f * words + w];
+  }
+};
+
+/* The queries of accel_index_knn_arrays, rows in device memory: the
+ * searched field's words in the device layout, made on the device, and
+ * their host copy for the final ordering; the outputs staged per chunk. */
+accel_status device_queries(accel__executor *x, const accel__index_job *job, knn_search &ks, char *why) {
+  const uint32_t words = job->codes.words, nf = job->codes.nfields;
+  const uint64_t nq = job->nq;
+  const size_t bytes = (size_t)nq * words * sizeof(uint64_t);
+  ks.staged = true;
+  ks.hq_mem = (uint64_t *)malloc(bytes);
+  if (!ks.hq_mem) {
+    accel__why(why, "out of host memory");
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel_status s = ks.dq.get(x, bytes, why);
+  if (!s)
+    s = each(
+        x, nq * words,
+        field_of_rows_f{(const uint64_t *)job->array_rows, ks.dq.as<uint64_t>(), nq, nf * words, words, job->field},
+        why, "query layout");
+  if (!s) s = download(x, ks.hq_mem, ks.dq.p, bytes, why, "query download");
+  ks.q = dev_codes{words, 1, nq, nq, ks.dq.as<const uint64_t>()};
+  ks.hq.words = words;
+  ks.hq.nfields = nf;
+  ks.hq.n = ks.hq.stride = nq;
+  ks.hq.field[job->field] = ks.hq_mem;
+  return s;
+}
+
+/* A chunk's staged results into the device arrays of the job. */
+accel_status put_results(accel__executor *x, const accel__index_job *job, const knn_search &ks, uint64_t q0,
+                         uint64_t qn, char *why) {
+  const size_t at = (size_t)q0 * job->k, n = (size_t)qn * job->k;
+  accel_status s = upload(x, (uint64_t *)job->array_ids + at, ks.ids, n * sizeof(uint64_t), why, "result upload");
+  if (!s && job->array_distances)
+    s = upload(x, (uint32_t *)job->array_distances + at, ks.dist, n * sizeof(uint32_t), why, "result upload");
+  if (!s) s = accel__cuda_check(x->sync(), why, "result upload"); /* the staging is reused next */
+  return s;
+}
+
 accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   char *why = call->why;
   knn_search ks;
   ks.bins = job->codes.words * 64 + 1;
-  accel_status s = upload_codes(x, &job->queries, (int)job->field, &ks.dq, &ks.q, why);
+  const bool rows = job->array_rows != nullptr; /* device arrays (accel_index_knn_arrays) */
+  accel_status s =
+      rows ? device_queries(x, job, ks, why) : upload_codes(x, &job->queries, (int)job->field, &ks.dq, &ks.q, why);
+  if (!rows) {
+    ks.hq = job->queries;
+    ks.ids = job->out_ids;
+    ks.dist = job->out_distances;
+  }
   if (!s) s = upload_codes(x, &job->codes, (int)job->field, &ks.dc, &ks.c, why);
   if (!s && !ks.q.n) return ACCEL_OK;
   if (!s) s = knn_buffers(x, ks, why);
+  if (!s && rows) {
+    ks.ids = (uint64_t *)malloc((size_t)ks.qc * job->k * sizeof(uint64_t));
+    ks.dist = job->array_distances ? (uint32_t *)malloc((size_t)ks.qc * job->k * sizeof(uint32_t)) : nullptr;
+    if (!ks.ids || (job->array_distances && !ks.dist)) {
+      accel__why(why, "out of host memory for the results");
+      s = ACCEL_ERR_OUT_OF_MEMORY;
+    }
+  }
   for (uint64_t q0 = 0; !s && q0 < ks.q.n; q0 += ks.qc) {
     const uint64_t qn = ks.q.n - q0 < ks.qc ? ks.q.n - q0 : ks.qc;
+    ks.base = rows ? q0 : 0;
     s = knn_cuts(x, ks, job->k, q0, qn, why);
     if (!s) s = knn_lists(x, job, ks, q0, qn, why);
+    if (!s && rows) s = put_results(x, job, ks, q0, qn, why);
     if (!s && q0 + qn < ks.q.n && cancelled(job, (double)(q0 + qn) / (double)ks.q.n, why)) s = ACCEL_ERR_CANCELLED;
   }
   return s;

@@ -545,6 +545,62 @@ START_TEST(warp_of_device_layers_equals_cpu) {
 }
 END_TEST
 
+/* k nearest of queries in device memory into device arrays
+ * (accel_index_knn_arrays): the CPU's neighbours and distances, one GPU
+ * run, and the queries never crossed the bus whole (only the searched
+ * field's words come back, with the candidate lists). */
+START_TEST(knn_of_device_queries_equals_cpu) {
+  enum { K = 16 };
+  const size_t n = 30000, nq = 300;
+  uint64_t *codes = malloc(n * 4 * sizeof(uint64_t)), *ids = malloc(n * sizeof(uint64_t));
+  make_codes(codes, n, 4, 12); /* two fields of 128 bits */
+  for (size_t i = 0; i < n; i++) ids[i] = 3 * i + 1;
+  uint64_t *q = malloc(nq * 4 * sizeof(uint64_t));
+  memcpy(q, codes + 4 * 1000, nq * 4 * sizeof(uint64_t));
+  for (size_t i = 0; i < nq; i += 3) q[i * 4 + 2] ^= 0x10001;
+  accel_index_options io;
+  accel_index_options_init(&io, sizeof io);
+  io.bits = 128;
+  io.nfields = 2;
+  accel_index *ig = NULL, *ic = NULL;
+  ck_assert_int_eq(accel_index_create(gpu, &io, &ig), ACCEL_OK);
+  ck_assert_int_eq(accel_index_create(cpu, &io, &ic), ACCEL_OK);
+  ck_assert_int_eq(accel_index_add(ig, n, ids, codes, NULL, NULL), ACCEL_OK);
+  ck_assert_int_eq(accel_index_add(ic, n, ids, codes, NULL, NULL), ACCEL_OK);
+  uint64_t *want = malloc(nq * K * 8), *got = malloc(nq * K * 8);
+  uint32_t *wd = malloc(nq * K * 4), *gd = malloc(nq * K * 4);
+  ck_assert_int_eq(accel_index_knn(ic, nq, q, K, 1, want, wd), ACCEL_OK);
+  void *dq = device_copy(q, nq * 4 * 8), *di = NULL, *dd = NULL;
+  ck_assert_int_eq(cudaMalloc(&di, nq * K * 8), 0);
+  ck_assert_int_eq(cudaMalloc(&dd, nq * K * 4), 0);
+  accel_array aq, ai, ad;
+  accel_array_init(&aq, dq, ACCEL_DTYPE_U64, 3, (int64_t[]){(int64_t)nq, 2, 2});
+  accel_array_init(&ai, di, ACCEL_DTYPE_U64, 2, (int64_t[]){(int64_t)nq, K});
+  accel_array_init(&ad, dd, ACCEL_DTYPE_U32, 2, (int64_t[]){(int64_t)nq, K});
+  ck_assert_int_eq(accel_array_on_device(&aq), ACCEL_OK);
+  ck_assert_int_eq(accel_array_on_device(&ai), ACCEL_OK);
+  ck_assert_int_eq(accel_array_on_device(&ad), ACCEL_OK);
+  ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
+  ck_assert_msg(accel_index_knn_arrays(ig, &aq, K, 1, &ai, &ad) == ACCEL_OK, "%s", accel_last_error(gpu));
+  expect_gpu_runs(gpu, "index.knn", 1);
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.knn", &st), ACCEL_OK);
+  /* field 1's codes, the candidate lists' offsets and the results: never the queries */
+  ck_assert_uint_le(st.bytes_uploaded, (uint64_t)(n * 2 * 8 + nq * 8 + nq * K * 12));
+  ck_assert_int_eq(cudaMemcpy(got, di, nq * K * 8, 2), 0);
+  ck_assert_int_eq(cudaMemcpy(gd, dd, nq * K * 4, 2), 0);
+  ck_assert_mem_eq(got, want, nq * K * 8);
+  ck_assert_mem_eq(gd, wd, nq * K * 4);
+  ck_assert_int_eq(cudaFree(dq), 0);
+  ck_assert_int_eq(cudaFree(di), 0);
+  ck_assert_int_eq(cudaFree(dd), 0);
+  accel_index_destroy(ig);
+  accel_index_destroy(ic);
+  free(codes), free(ids), free(q), free(want), free(got), free(wd), free(gd);
+}
+END_TEST
+
 /* Small inputs of every domain, and the CPU's answers. */
 typedef struct gpu_case {
   int op; /* gray, k nearest, self-join, fill holes, pipeline, sky view factors */
@@ -983,6 +1039,7 @@ Suite *suite_gpu(void) {
   tcase_add_test(tc, a_stale_error_never_fails_the_next_stage);
   tcase_add_test(tc, device_memory_goes_back_after_each_call);
   tcase_add_test(tc, warp_of_device_layers_equals_cpu);
+  tcase_add_test(tc, knn_of_device_queries_equals_cpu);
 #endif
   suite_add_tcase(s, tc);
   return s;

@@ -541,6 +541,79 @@ static void check_groups_equal_components(const pair *p, size_t np, const accel_
   ck_assert_uint_eq(total, n);
 }
 
+/* accel_index_knn_arrays on host arrays: every accepted shape of the
+ * queries, strided outputs and no distances give accel_index_knn's results
+ * (checked against the reference above); wrong shapes, dtypes, overlaps
+ * and device arrays on a CPU context are refused without a write. */
+START_TEST(knn_arrays_equal_knn) {
+  accel_ctx *ctx = cpu_ctx();
+  const uint32_t K = 6;
+  for (int shape = 0; shape < 3; shape++) {
+    const uint32_t bits = shape == 0 ? 64 : 128, nf = shape == 0 ? 1 : 2;
+    dataset d = make_data(900, bits, nf, true, 300 + (uint64_t)shape);
+    accel_index *ix = build(ctx, &d);
+    const size_t nq = 50, wpe = nf * d.words;
+    uint64_t want_ids[50 * 6], got_ids[50 * 2 * 6];
+    uint32_t want_d[50 * 6], got_d[50 * 6];
+    const uint32_t field = nf - 1;
+    ck_assert_int_eq(accel_index_knn(ix, nq, d.codes, K, field, want_ids, want_d), ACCEL_OK);
+    accel_array q, ids, dist;
+    const int64_t q1[1] = {(int64_t)nq}, q2[2] = {(int64_t)nq, (int64_t)wpe}, q3[3] = {(int64_t)nq, nf, d.words};
+    const int64_t rs[2] = {(int64_t)nq, K};
+    ck_assert_int_eq(accel_array_init(&q, d.codes, ACCEL_DTYPE_U64, shape + 1,
+                                      shape == 0   ? q1
+                                      : shape == 1 ? q2
+                                                   : q3),
+                     ACCEL_OK);
+    /* ids every second element of a wider buffer: a strided output */
+    ck_assert_int_eq(accel_array_init(&ids, got_ids, ACCEL_DTYPE_U64, 2, rs), ACCEL_OK);
+    ids.strides[1] = 16;
+    ids.strides[0] = 16 * K;
+    ck_assert_int_eq(accel_array_init(&dist, got_d, ACCEL_DTYPE_U32, 2, rs), ACCEL_OK);
+    memset(got_ids, 0, sizeof got_ids);
+    ck_assert_msg(accel_index_knn_arrays(ix, &q, K, field, &ids, &dist) == ACCEL_OK, "%s", accel_last_error(ctx));
+    for (size_t i = 0; i < nq * K; i++) ck_assert_uint_eq(got_ids[2 * i], want_ids[i]);
+    ck_assert_mem_eq(got_d, want_d, sizeof want_d);
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &q, K, field, &ids, NULL), ACCEL_OK);
+    for (size_t i = 0; i < nq * K; i++) ck_assert_uint_eq(got_ids[2 * i], want_ids[i]);
+    /* refusals: nothing written */
+    memset(got_ids, 0xAB, sizeof got_ids);
+    accel_array bad = q;
+    bad.dtype = ACCEL_DTYPE_I64;
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &bad, K, field, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "queries must be U64"));
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &q, K + 1, field, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "ids must be of shape"));
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &q, K, nf, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    const int64_t wrong[2] = {(int64_t)nq, (int64_t)wpe + 1};
+    ck_assert_int_eq(accel_array_init(&bad, d.codes, ACCEL_DTYPE_U64, 2, wrong), ACCEL_OK);
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &bad, K, field, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    if (shape > 0) { /* (nq,) only for one 64-bit field */
+      ck_assert_int_eq(accel_array_init(&bad, d.codes, ACCEL_DTYPE_U64, 1, q1), ACCEL_OK);
+      ck_assert_int_eq(accel_index_knn_arrays(ix, &bad, K, field, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    }
+    accel_array ov = dist; /* distances over the ids' memory */
+    ov.data = got_ids;
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &q, K, field, &ids, &ov), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "overlap"));
+    accel_array dq = q;
+    ck_assert_int_eq(accel_array_on_device(&dq), ACCEL_OK);
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &dq, K, field, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    ck_assert_ptr_nonnull(strstr(accel_last_error(ctx), "device memory"));
+    ck_assert_int_eq(accel_index_knn_arrays(ix, NULL, K, field, &ids, &dist), ACCEL_ERR_INVALID_ARG);
+    for (size_t i = 0; i < sizeof got_ids; i++) ck_assert_uint_eq(((uint8_t *)got_ids)[i], 0xAB);
+    /* no queries: nothing to do */
+    const int64_t none[2] = {0, (int64_t)wpe}, rnone[2] = {0, K};
+    ck_assert_int_eq(accel_array_init(&bad, d.codes, ACCEL_DTYPE_U64, 2, none), ACCEL_OK);
+    ck_assert_int_eq(accel_array_init(&ids, got_ids, ACCEL_DTYPE_U64, 2, rnone), ACCEL_OK);
+    ck_assert_int_eq(accel_index_knn_arrays(ix, &bad, K, field, &ids, NULL), ACCEL_OK);
+    accel_index_destroy(ix);
+    free_data(&d);
+  }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 START_TEST(grouping_is_connected_components) {
   accel_ctx *ctx = cpu_ctx();
   dataset d = make_data(600, 64, 2, true, 123);
@@ -960,6 +1033,101 @@ START_TEST(gpu_knn_chunks_equal_the_cpu_in_emulation) {
 }
 END_TEST
 
+/* The k-nearest of queries in "device memory" (host memory flagged with
+ * accel_array_on_device: the emulated GPU's device memory is the host's)
+ * by accel_index_knn_arrays: rows (nq, nfields, words), outputs (nq, k). */
+typedef struct knn_dev_case {
+  const dataset *d;
+  size_t nq, k;
+  uint32_t field;
+  const uint64_t *ids; /* the CPU's, to compare with */
+  const uint32_t *dist;
+} knn_dev_case;
+
+static accel_status knn_on_device(accel_ctx *ctx, void *user) {
+  const knn_dev_case *c = user;
+  accel_index *ix = build(ctx, c->d);
+  uint64_t *ids = malloc(c->nq * c->k * 8);
+  uint32_t *dist = malloc(c->nq * c->k * 4);
+  const int64_t qs[3] = {(int64_t)c->nq, c->d->nfields, c->d->words}, rs[2] = {(int64_t)c->nq, (int64_t)c->k};
+  accel_array q, ai, ad;
+  ck_assert_int_eq(accel_array_init(&q, c->d->codes, ACCEL_DTYPE_U64, 3, qs), ACCEL_OK);
+  ck_assert_int_eq(accel_array_init(&ai, ids, ACCEL_DTYPE_U64, 2, rs), ACCEL_OK);
+  ck_assert_int_eq(accel_array_init(&ad, dist, ACCEL_DTYPE_U32, 2, rs), ACCEL_OK);
+  accel_array_on_device(&q);
+  accel_array_on_device(&ai);
+  accel_array_on_device(&ad);
+  const accel_status s = accel_index_knn_arrays(ix, &q, (uint32_t)c->k, c->field, &ai, &ad);
+  if (!s) {
+    ck_assert_mem_eq(ids, c->ids, c->nq * c->k * 8);
+    ck_assert_mem_eq(dist, c->dist, c->nq * c->k * 4);
+  }
+  free(ids);
+  free(dist);
+  accel_index_destroy(ix);
+  return s;
+}
+
+/* accel_index_knn_arrays with device arrays on the emulated GPU, for every
+ * code width, in several chunks of queries (a small budget): the CPU's
+ * neighbours and distances, one GPU run and no fallback; without the
+ * distances, the same ids; device and host arrays mixed are refused. Then
+ * every CUDA call of it made to fail in turn: each failure falls back to
+ * the CPU on host copies of the arrays and still gives the CPU's results
+ * (or, denied, the error). */
+START_TEST(gpu_knn_arrays_on_device_in_emulation) {
+  static const uint32_t widths[] = {64, 128, 256};
+  accel_ctx *cpu = cpu_ctx();
+  for (int wi = 0; wi < 3; wi++) {
+    dataset d = make_data(1500, widths[wi], 2, true, 1300 + (uint64_t)wi);
+    const size_t nq = 600, k = 40;
+    accel_index *cx = build(cpu, &d);
+    uint64_t *ic = malloc(nq * k * 8), *ig = malloc(nq * k * 8);
+    uint32_t *dc = malloc(nq * k * 4);
+    ck_assert_int_eq(accel_index_knn(cx, nq, d.codes, k, 1, ic, dc), ACCEL_OK);
+    knn_dev_case c = {&d, nq, k, 1, ic, dc};
+    log_capture cap = {0};
+    set_emulated_gpu_budget((d.n + nq) * d.words * 8 + 160 * 1024);
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, &cap);
+    set_emulated_gpu_budget(0);
+    ck_assert_msg(knn_on_device(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
+    accel_stage_stats st;
+    accel_stage_stats_init(&st, sizeof st);
+    ck_assert_int_eq(accel_ctx_stats_find(gpu, "index.knn", &st), ACCEL_OK);
+    ck_assert_uint_eq(st.gpu_runs, 1);
+    ck_assert_uint_eq(st.fallbacks, 0);
+    /* up: the searched field's codes, the lists' offsets, the results; never the queries */
+    ck_assert_uint_eq(st.bytes_uploaded, d.n * d.words * 8 + nq * 8 + nq * k * 12);
+    accel_index *gx = build(gpu, &d);
+    const int64_t qs[2] = {(int64_t)nq, 2 * d.words}, rs[2] = {(int64_t)nq, (int64_t)k};
+    accel_array q, ai;
+    accel_array_init(&q, d.codes, ACCEL_DTYPE_U64, 2, qs);
+    accel_array_init(&ai, ig, ACCEL_DTYPE_U64, 2, rs);
+    accel_array_on_device(&q);
+    accel_array_on_device(&ai);
+    ck_assert_int_eq(accel_index_knn_arrays(gx, &q, k, 1, &ai, NULL), ACCEL_OK);
+    ck_assert_mem_eq(ig, ic, nq * k * 8);
+    accel_array_init(&ai, ig, ACCEL_DTYPE_U64, 2, rs); /* a host output beside device queries */
+    ck_assert_int_eq(accel_index_knn_arrays(gx, &q, k, 1, &ai, NULL), ACCEL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(accel_last_error(gpu), "must all be device arrays or all host arrays"), "%s",
+                  accel_last_error(gpu));
+    accel_index_destroy(gx);
+    accel_ctx_destroy(gpu);
+    if (wi == 1) {
+      c.nq = 37, c.k = 5;
+      ck_assert_int_eq(accel_index_knn(cx, c.nq, d.codes, c.k, 1, ic, dc), ACCEL_OK);
+      ck_assert_int_ge(emulated_fault_sweep("index.knn", knn_on_device, &c), 6);
+    }
+    free(ic);
+    free(ig);
+    free(dc);
+    accel_index_destroy(cx);
+    free_data(&d);
+  }
+  accel_ctx_destroy(cpu);
+}
+END_TEST
+
 /* One search, and the CPU's answer to compare with. */
 typedef struct search_case {
   const dataset *d;
@@ -1054,6 +1222,7 @@ Suite *suite_index(void) {
   tcase_add_test(tc, multi_index_at_scale);
   tcase_add_test(tc, mih_plans_equal_brute_force);
   tcase_add_test(tc, range_and_knn_equal_the_reference);
+  tcase_add_test(tc, knn_arrays_equal_knn);
   tcase_add_test(tc, grouping_is_connected_components);
   tcase_add_test(tc, add_remove_get_find_meta);
 #if EXPECT_CUDA
@@ -1061,6 +1230,7 @@ Suite *suite_index(void) {
   tcase_add_test(tc, gpu_search_failures_fall_back_in_emulation);
   tcase_add_test(tc, gpu_pair_launches_split_in_emulation);
   tcase_add_test(tc, gpu_knn_chunks_equal_the_cpu_in_emulation);
+  tcase_add_test(tc, gpu_knn_arrays_on_device_in_emulation);
 #endif
   Suite *s = suite_of("index", tc);
   TCase *tf = new_case("files", 0, file_setup, file_teardown);

@@ -174,6 +174,24 @@ ACCEL_API accel_status accel_index_range(accel_index *index, size_t nq, const ui
  * after a failure. nq = 0 writes nothing. */
 ACCEL_API accel_status accel_index_knn(accel_index *index, size_t nq, const uint64_t *queries, uint32_t k,
                                        uint32_t field, uint64_t *ids, uint32_t *distances);
+/* accel_index_knn on arrays, which on a CUDA context may live in device
+ * memory (accel_array_on_device; then all three must, C-contiguous):
+ * `queries` U64 of shape (nq, nfields * bits / 64) or (nq, nfields, bits /
+ * 64), or (nq,) for one 64-bit field; `ids` U64 and `distances` U32 (may be
+ * NULL) of shape (nq, k). The results are accel_index_knn's. With device
+ * arrays the search reads the queries where they are (no copy through the
+ * host) and writes the results into the device arrays; the entries' codes
+ * live in host memory and are uploaded for each search, as with host
+ * queries, and each query's candidates are ordered by (distance, id) on the
+ * host, so the selected field's query words and the results pass through
+ * host memory once (stage "index.knn", counted in its statistics). A GPU
+ * failure falls back as usual: the CPU then gets host copies of the arrays.
+ * Errors: accel_index_knn's; ACCEL_ERR_INVALID_ARG for shapes or dtypes
+ * that do not match, device arrays on a CPU context, or device and host
+ * arrays mixed; ACCEL_ERR_UNSUPPORTED for a strided device array; inputs
+ * that overlap the outputs are refused. */
+ACCEL_API accel_status accel_index_knn_arrays(accel_index *index, const accel_array *queries, uint32_t k,
+                                              uint32_t field, const accel_array *ids, const accel_array *distances);
 
 /* The pairs: *count of them; first[i], second[i], and the distances of every
  * field, distances[i * nfields + f]. Pointers valid until the pairs are

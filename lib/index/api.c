@@ -345,6 +345,82 @@ accel_status accel_index_knn(accel_index *ix, size_t nq, const uint64_t *queries
   return st;
 }
 
+/* The shape of `queries` for accel_index_knn_arrays: (nq, per), (nq, nfields,
+ * words) or, with one word per entry, (nq,); *nq set. */
+static bool query_shape(const accel_index *ix, const accel_array *q, size_t *nq) {
+  const int64_t per = (int64_t)ix->nfields * ix->words;
+  const bool ok = (q->ndim == 1 && per == 1) || (q->ndim == 2 && q->shape[1] == per) ||
+                  (q->ndim == 3 && q->shape[1] == ix->nfields && q->shape[2] == ix->words);
+  *nq = ok ? (size_t)q->shape[0] : 0;
+  return ok;
+}
+
+static bool result_shape(const accel_array *a, size_t nq, uint32_t k) {
+  return a->ndim == 2 && a->shape[0] == (int64_t)nq && a->shape[1] == (int64_t)k;
+}
+
+accel_status accel_index_knn_arrays(accel_index *ix, const accel_array *queries, uint32_t k, uint32_t field,
+                                    const accel_array *ids, const accel_array *distances) {
+  const char *func = __func__;
+  if (!ix || !queries || !ids) return FAIL(ix ? ix->ctx : NULL, ACCEL_ERR_INVALID_ARG, "NULL argument");
+  accel_ctx *ctx = ix->ctx;
+  if (k < 1 || k > KNN_MAX) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "k %u outside 1..%d", k, KNN_MAX);
+  if (field >= ix->nfields) return FAIL(ctx, ACCEL_ERR_INVALID_ARG, "field %u, the index has %u", field, ix->nfields);
+  const accel_array *in[3] = {queries, ids, distances};
+  const char *names[3] = {"queries", "ids", "distances"};
+  const accel_dtype want[3] = {ACCEL_DTYPE_U64, ACCEL_DTYPE_U64, ACCEL_DTYPE_U32};
+  accel_array plain[3];
+  const accel_array *a[3] = {NULL, NULL, NULL};
+  bool dev[3] = {false, false, false};
+  accel_status s;
+  for (int i = 0; i < 3; i++) {
+    if (!in[i]) continue;
+    if ((s = accel__array_accept(ctx, func, names[i], in[i], &plain[i], &a[i], &dev[i]))) return s;
+    if (!dev[i] && (s = accel__array_check(ctx, func, names[i], a[i]))) return s;
+    if (a[i]->dtype != want[i])
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be %s, not %s", names[i],
+                            accel__dtype_name(want[i]), accel__dtype_name(a[i]->dtype));
+  }
+  if (dev[1] != dev[0] || (a[2] && dev[2] != dev[0]))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "queries, ids and distances must all be device arrays or all host arrays");
+  size_t nq;
+  if (!query_shape(ix, a[0], &nq))
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "queries of %d dimensions: expected (nq, %u), (nq, %u, %u)%s for %u field(s) of %u bits",
+                          (int)a[0]->ndim, ix->nfields * ix->words, ix->nfields, ix->words,
+                          ix->nfields * ix->words == 1 ? " or (nq,)" : "", ix->nfields, ix->bits);
+  for (int i = 1; i < 3; i++)
+    if (a[i] && !result_shape(a[i], nq, k))
+      return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be of shape (%zu, %u), the queries and k",
+                            names[i], nq, k);
+  for (int i = 0; i < 3; i++)
+    for (int j = i + 1; j < 3; j++)
+      if (a[i] && a[j] && accel__arrays_overlap(a[i], a[j]))
+        return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s and %s overlap", names[i], names[j]);
+  if (nq == 0) return ACCEL_OK;
+  accel__index_job job;
+  job_init(&job, ix, "index.knn", NULL, NULL);
+  job.k = k;
+  job.field = field;
+  job.nq = nq;
+  if (dev[0]) {
+    job.on_device = true;
+    job.array_rows = a[0]->data, job.array_ids = a[1]->data, job.array_distances = a[2] ? a[2]->data : NULL;
+    const size_t per = (size_t)ix->nfields * ix->words;
+    accel__device_slot slots[3] = {
+        {.ptr = &job.array_rows, .bytes = nq * per * sizeof(uint64_t), .in = true},
+        {.ptr = &job.array_ids, .bytes = nq * k * sizeof(uint64_t), .out = true},
+        {.ptr = &job.array_distances, .bytes = nq * k * sizeof(uint32_t), .out = true},
+    };
+    return accel__dispatch_device(ctx, "index.knn", run_knn, &job, slots, a[2] ? 3 : 2);
+  }
+  accel__view v[3] = {ACCEL__IN("queries", a[0]), ACCEL__OUT("ids", a[1]), ACCEL__OUT("distances", a[2])};
+  if ((s = accel__views_open(ctx, func, v, 3))) return s;
+  s = accel_index_knn(ix, nq, v[0].data, k, field, v[1].data, v[2].data);
+  return accel__views_close(v, 3, s);
+}
+
 /* ------------------------------------------------------------ union-find */
 
 typedef struct uf {

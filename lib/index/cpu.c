@@ -672,8 +672,8 @@ void accel__knn_emit(accel__knn_cand *c, size_t n, uint32_t k, uint64_t *ids, ui
 
 /* Distances are small integers: a histogram gives the k-th smallest, then
  * the entries at or below it are sorted by (distance, id). */
-static accel_status cpu_knn(accel__call *call, accel__index_job *job) {
-  const accel__codes *c = &job->codes, *q = &job->queries;
+static accel_status knn_of(accel__call *call, accel__index_job *job, const accel__codes *q) {
+  const accel__codes *c = &job->codes;
   const uint32_t k = job->k, f = job->field, maxd = c->words * 64;
   progress p = {job, q->n, 0, 0};
   int oom = 0;
@@ -728,6 +728,23 @@ static accel_status cpu_knn(accel__call *call, accel__index_job *job) {
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   return progress_end(&p, call);
+}
+
+/* The queries as the job holds them: word-major codes, or rows (arrays). */
+static accel_status cpu_knn(accel__call *call, accel__index_job *job) {
+  if (!job->array_rows) return knn_of(call, job, &job->queries);
+  accel__codes q;
+  uint64_t *storage = NULL;
+  if (accel__codes_from_rows(job->array_rows, job->nq, job->codes.nfields, job->codes.words, &q, &storage)) {
+    accel__why(call->why, "out of memory for %zu queries", job->nq);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  accel__index_job j = *job;
+  j.out_ids = job->array_ids;
+  j.out_distances = job->array_distances;
+  const accel_status s = knn_of(call, &j, &q);
+  free(storage);
+  return s;
 }
 
 const accel__index_ops accel__cpu_index_ops = {

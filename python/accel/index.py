@@ -6,7 +6,7 @@ import os
 import tempfile
 from typing import Any, List, Optional, Sequence, Tuple, Union
 
-from ._arrays import copy_out, host_only
+from ._arrays import Array, _device_kind, copy_out, device_empty, device_in, host, host_only
 from ._errors import check, choice
 from ._native import Handle, P, c_status, c_struct, declare, lib
 from ._progress import Call, ProgressArg
@@ -42,6 +42,8 @@ declare({
     "accel_index_range": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, P(SearchOptions), _ADDR_P]),
     "accel_index_knn": (c_status, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_uint32,
                                    ctypes.c_uint32, ctypes.c_void_p, ctypes.c_void_p]),
+    "accel_index_knn_arrays": (c_status, [ctypes.c_void_p, P(Array), ctypes.c_uint32, ctypes.c_uint32, P(Array),
+                                          P(Array)]),
     "accel_pairs_view": (c_status, [ctypes.c_void_p, _SIZE_P, _ADDR_P, _ADDR_P, _ADDR_P, P(ctypes.c_uint32)]),
     "accel_pairs_destroy": (None, [ctypes.c_void_p]),
     "accel_groups_from_pairs": (c_status, [ctypes.c_size_t, ctypes.c_void_p, ctypes.c_void_p, _ADDR_P]),
@@ -567,7 +569,12 @@ class Index(Handle):
         -------
         (ids, distances)
             (nq, k) each, nearest first, ties by smaller id; missing results
-            are id 2**64-1, distance 2**32-1.
+            are id 2**64-1, distance 2**32-1. numpy arrays for host
+            queries; for queries in GPU memory (CuPy, PyTorch, DLPack CUDA)
+            arrays of their kind on their device. On a CUDA context uint64
+            C-contiguous GPU queries, shaped as host queries are, are read
+            in place (``accel_index_knn_arrays``); others are staged
+            through the host.
 
         Examples
         --------
@@ -579,12 +586,23 @@ class Index(Handle):
         [[1, 3]]
         """
         import numpy as np
+        dv = device_in(self._ctx, queries, ("uint64",), (1, 2, 3), as3d=False)
+        if dv is not None:  # in place; the results on the queries' device
+            if not isinstance(k, numbers.Integral) or not 1 <= k <= 4096:
+                raise ValueError("k must be an integer in 1..4096, not %r" % (k,))
+            ids_d = device_empty(queries, (dv.shape[0], int(k)), "uint64", as3d=False)
+            dist_d = device_empty(queries, (dv.shape[0], int(k)), "uint32", as3d=False)
+            self._err(lib.accel_index_knn_arrays(self.handle, dv.ref(), k, field, ids_d.ref(), dist_d.ref()))
+            return ids_d.obj, dist_d.obj
+        back = None
+        if _device_kind(queries):  # not usable in place: staged, the results back as its kind
+            queries, back = host(queries, "queries")
         q = self._codes(queries, what="queries")
         ids = np.zeros((len(q), k), dtype=np.uint64)
         dist = np.zeros((len(q), k), dtype=np.uint32)
         self._err(lib.accel_index_knn(self.handle, len(q), q.ctypes.data, k, field, ids.ctypes.data,
                                       dist.ctypes.data))
-        return ids, dist
+        return (back(ids), back(dist)) if back is not None else (ids, dist)
 
     def groups(self, thresholds: Thresholds = 0, rule: str = "all", algorithm: str = "auto",
                progress: ProgressArg = None) -> List[Any]:

@@ -305,6 +305,35 @@ class DeviceArraysInPlace(unittest.TestCase):
         sh = self.gpu.svf.shadows(FakeDeviceArray(dsm), 200.0, 35.0, 1.0)
         np.testing.assert_array_equal(sh["sh"].get(), self.cpu.svf.shadows(dsm, 200.0, 35.0, 1.0)["sh"])
 
+    def test_knn_in_place(self):
+        rng = np.random.default_rng(3)
+        codes = rng.integers(0, 2**63, size=(500, 2, 2), dtype=np.uint64)  # two fields of 128 bits
+        codes[250:] = codes[:250] ^ np.uint64(1 << 40)  # near twins: ties and small distances
+        ids = np.arange(500, dtype=np.uint64) * 7 + 3
+        q = codes[::10].copy()
+        q[:, 1, 0] ^= np.uint64(5)
+        cpu_ix, gpu_ix = accel.Index(self.cpu, bits=128, nfields=2), accel.Index(self.gpu, bits=128, nfields=2)
+        cpu_ix.add(ids, codes)
+        gpu_ix.add(ids, codes)
+        want = cpu_ix.knn(q, 5, field=1)
+        for wrap, shaped in ((FakeDeviceArray, q), (FakeDlpackDeviceArray, q.reshape(50, 4))):
+            self.gpu.reset_stats()
+            got = gpu_ix.knn(wrap(shaped), 5, field=1)
+            self.assertIsInstance(got[0], wrap)
+            np.testing.assert_array_equal(got[0].get(), want[0])
+            np.testing.assert_array_equal(got[1].get(), want[1])
+            st = self.gpu.stats()["index.knn"]
+            self.assertEqual((st["gpu_runs"], st["fallbacks"]), (1, 0))
+            # up: field 1's codes, the candidate lists' offsets, the results; never the queries
+            self.assertEqual(st["bytes_uploaded"], 500 * 2 * 8 + 50 * 8 + 50 * 5 * 12)
+        if not accel.backends()["cuda"]["available"]:  # int64 queries would be staged: that needs a real device
+            with self.assertRaises(accel.DeviceArrayError):
+                gpu_ix.knn(FakeDeviceArray(q.astype(np.int64)), 5, field=1)
+        with self.assertRaises(ValueError):
+            gpu_ix.knn(FakeDeviceArray(q.reshape(50, 4)[:, :3].copy()), 5)  # 3 words an entry, not 4
+        with self.assertRaises(ValueError):
+            gpu_ix.knn(FakeDeviceArray(q), 0)
+
     def test_other_stages_stage_or_refuse(self):
         # the watershed has no device path: the array goes through the host rules
         if accel.backends()["cuda"]["available"]:
