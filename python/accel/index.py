@@ -546,6 +546,9 @@ class Index(Handle):
         ...     ix.range([1], thresholds=2)[1].tolist()
         [1]
         """
+        back = None
+        if _device_kind(queries):  # staged; the results back as its kind of array, on its device
+            queries, back = host(queries, "queries")
         q = self._codes(queries, what="queries")
         o = self._search(thresholds, rule, algorithm)
         out = ctypes.c_void_p()
@@ -553,7 +556,8 @@ class Index(Handle):
             o.progress = c.fn
             self._err(lib.accel_index_range(self.handle, len(q), q.ctypes.data, ctypes.byref(o),
                                             ctypes.byref(out)))
-        return self._pairs_out(out)
+        found = self._pairs_out(out)
+        return tuple(back(a) for a in found) if back is not None else found
 
     def knn(self, queries: Any, k: int, field: int = 0) -> Tuple[Any, Any]:
         """The k nearest entries of each query by one field's distance.

@@ -71,6 +71,26 @@ class GpuArrays(unittest.TestCase):
         sky = self.ctx.svf.sky(to_device(self.dsm), 1.0)
         self.assertIsInstance(sky["svf"], kind)
         np.testing.assert_array_equal(to_host(sky["svf"]), self.ctx.svf.sky(self.dsm, 1.0)["svf"])
+        # the index: k nearest of device queries in place, range staged; results of their kind
+        rng = np.random.default_rng(8)
+        codes = rng.integers(0, 2**63, size=(2000, 2), dtype=np.uint64)
+        cpu = accel.Context(backend="cpu")
+        ix, ic = accel.Index(self.ctx, bits=64, nfields=2), accel.Index(cpu, bits=64, nfields=2)
+        ix.add(np.arange(2000), codes)
+        ic.add(np.arange(2000), codes)
+        q = codes[::40] ^ np.uint64(3)
+        self.ctx.reset_stats()
+        ids, dist = ix.knn(to_device(q), 6, field=1)
+        self.assertIsInstance(ids, kind)
+        want = ic.knn(q, 6, field=1)
+        np.testing.assert_array_equal(to_host(ids), want[0])
+        np.testing.assert_array_equal(to_host(dist), want[1])
+        st = self.ctx.stats()["index.knn"]
+        self.assertEqual((st["gpu_runs"], st["fallbacks"]), (1, 0))
+        got = ix.range(to_device(q), thresholds=3)
+        self.assertIsInstance(got[0], kind)
+        for g, w in zip(got, ic.range(q, thresholds=3)):
+            np.testing.assert_array_equal(to_host(g), w)
 
     @unittest.skipIf(cupy is None, "CuPy is not installed")
     def test_cupy(self):
