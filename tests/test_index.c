@@ -1112,6 +1112,22 @@ START_TEST(gpu_knn_arrays_on_device_in_emulation) {
     ck_assert_msg(strstr(accel_last_error(gpu), "must all be device arrays or all host arrays"), "%s",
                   accel_last_error(gpu));
     accel_index_destroy(gx);
+    /* an empty index: every result missing, written into the device arrays */
+    accel_index_options io;
+    accel_index_options_init(&io, sizeof io);
+    io.bits = widths[wi];
+    io.nfields = 2;
+    ck_assert_int_eq(accel_index_create(gpu, &io, &gx), ACCEL_OK);
+    uint32_t *dg = malloc(nq * k * 4);
+    accel_array ad;
+    accel_array_init(&ad, dg, ACCEL_DTYPE_U32, 2, rs);
+    accel_array_on_device(&ad);
+    accel_array_init(&ai, ig, ACCEL_DTYPE_U64, 2, rs);
+    accel_array_on_device(&ai);
+    ck_assert_msg(accel_index_knn_arrays(gx, &q, k, 0, &ai, &ad) == ACCEL_OK, "%s", accel_last_error(gpu));
+    for (size_t i = 0; i < nq * k; i++) ck_assert(ig[i] == UINT64_MAX && dg[i] == UINT32_MAX);
+    free(dg);
+    accel_index_destroy(gx);
     accel_ctx_destroy(gpu);
     if (wi == 1) {
       c.nq = 37, c.k = 5;

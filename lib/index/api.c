@@ -405,7 +405,6 @@ accel_status accel_index_knn_arrays(accel_index *ix, const accel_array *queries,
   job.field = field;
   job.nq = nq;
   if (dev[0]) {
-    job.on_device = true;
     job.array_rows = a[0]->data, job.array_ids = a[1]->data, job.array_distances = a[2] ? a[2]->data : NULL;
     const size_t per = (size_t)ix->nfields * ix->words;
     accel__device_slot slots[3] = {

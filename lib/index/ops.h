@@ -16,12 +16,11 @@ typedef struct accel__index_job {
   accel__codes queries; /* range and k-nearest queries */
   /* k-nearest from accel_index_knn_arrays (array_rows NULL: `queries`,
    * out_ids and out_distances hold the search): the queries as rows
-   * [nq][nfields][words] and the outputs, device memory when on_device (a
-   * GPU op reads and writes them in place; a CPU run gets host copies, which
+   * [nq][nfields][words] and the outputs, all in device memory (a GPU op
+   * reads and writes them in place; a CPU run gets host copies, which
    * accel__dispatch_device swaps in through these void pointers). */
   void *array_rows, *array_ids, *array_distances;
   size_t nq;
-  bool on_device;
   const uint64_t *entry_ids; /* ids of the entries (k-nearest ties) */
   uint32_t bits;             /* bits per field */
   accel__search search;
