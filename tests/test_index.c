@@ -541,6 +541,61 @@ static void check_groups_equal_components(const pair *p, size_t np, const accel_
   ck_assert_uint_eq(total, n);
 }
 
+typedef struct dist_id {
+  uint32_t d;
+  uint64_t id;
+} dist_id;
+
+static int cmp_dist_id(const void *x, const void *y) {
+  const dist_id *a = x, *b = y;
+  return a->d != b->d ? (a->d < b->d ? -1 : 1) : a->id != b->id ? (a->id < b->id ? -1 : 1) : 0;
+}
+
+/* The CPU's k nearest with each popcount kernel (generic, POPCNT, AVX-512
+ * where the CPU has them: accel__index_isa_cap), every width, on clustered
+ * codes (runs of identical copies: ties at the k-th distance), queries in
+ * whole and partial blocks, k from 1 to more than the entries: every
+ * (distance, id) list sorted independently. */
+START_TEST(cpu_knn_kernels_equal_the_reference) {
+  static const uint32_t widths[] = {64, 128, 256}, ks[] = {1, 7, 100, 1600};
+  accel_ctx *ctx = cpu_ctx();
+  for (int wi = 0; wi < 3; wi++) {
+    dataset d = make_data(1500, widths[wi], 2, true, 400 + (uint64_t)wi);
+    const size_t nq = 37, wpe = 2 * d.words;
+    accel_index *ix = build(ctx, &d);
+    dist_id *all = malloc(d.n * sizeof *all);
+    uint64_t *ids = malloc(nq * 1600 * 8);
+    uint32_t *dist = malloc(nq * 1600 * 4);
+    for (int cap = 0; cap <= 2; cap++) {
+      accel__index_isa_cap = cap;
+      for (int ki = 0; ki < 4; ki++) {
+        const uint32_t k = ks[ki];
+        ck_assert_int_eq(accel_index_knn(ix, nq, d.codes + 3 * wpe, k, 1, ids, dist), ACCEL_OK);
+        for (size_t qi = 0; qi < nq; qi++) {
+          for (size_t j = 0; j < d.n; j++)
+            all[j] = (dist_id){slow_distance(d.codes + (3 + qi) * wpe + d.words, d.codes + j * wpe + d.words, d.words),
+                               d.ids[j]};
+          qsort(all, d.n, sizeof *all, cmp_dist_id);
+          for (uint32_t r = 0; r < k; r++) {
+            const uint64_t want_id = r < d.n ? all[r].id : UINT64_MAX;
+            const uint32_t want_d = r < d.n ? all[r].d : UINT32_MAX;
+            EXPECT(ids[qi * k + r] == want_id && dist[qi * k + r] == want_d,
+                   "kernel %d, %u bits, k %u, query %zu rank %u", cap, widths[wi], k, qi, r);
+          }
+        }
+      }
+    }
+    accel__index_isa_cap = 2;
+    free(all);
+    free(ids);
+    free(dist);
+    accel_index_destroy(ix);
+    free_data(&d);
+  }
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* accel_index_knn_arrays on host arrays: every accepted shape of the
  * queries, strided outputs and no distances give accel_index_knn's results
  * (checked against the reference above); wrong shapes, dtypes, overlaps
@@ -1238,6 +1293,7 @@ Suite *suite_index(void) {
   tcase_add_test(tc, multi_index_at_scale);
   tcase_add_test(tc, mih_plans_equal_brute_force);
   tcase_add_test(tc, range_and_knn_equal_the_reference);
+  tcase_add_test(tc, cpu_knn_kernels_equal_the_reference);
   tcase_add_test(tc, knn_arrays_equal_knn);
   tcase_add_test(tc, grouping_is_connected_components);
   tcase_add_test(tc, add_remove_get_find_meta);

@@ -132,14 +132,20 @@ __attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void tile1_avx5
 }
 #endif
 
-/* The popcount kernels this CPU runs: 2 AVX-512 VPOPCNTDQ, 1 POPCNT, 0 generic. */
+int accel__index_isa_cap = 2;
+
+/* The popcount kernels this CPU runs: 2 AVX-512 VPOPCNTDQ, 1 POPCNT, 0
+ * generic (at most accel__index_isa_cap). */
 static int isa_level(void) {
+  int level = 0;
 #if defined(__x86_64__)
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) return 2;
-  if (__builtin_cpu_supports("popcnt")) return 1;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vpopcntdq")) level = 2;
+  else if (__builtin_cpu_supports("popcnt")) level = 1;
 #endif
-  return 0;
+  return level < accel__index_isa_cap ? level : accel__index_isa_cap < 0 ? 0 : accel__index_isa_cap;
 }
+
+int accel__index_isa_level(void) { return isa_level(); }
 
 #if defined(__x86_64__)
 static const tile1_fn TILE1[3] = {tile1_generic, tile1_popcnt, tile1_avx512};
@@ -670,61 +676,190 @@ void accel__knn_emit(accel__knn_cand *c, size_t n, uint32_t k, uint64_t *ids, ui
   }
 }
 
-/* Distances are small integers: a histogram gives the k-th smallest, then
- * the entries at or below it are sorted by (distance, id). */
-static accel_status knn_of(accel__call *call, accel__index_job *job, const accel__codes *q) {
+/* Distances of one query's field (its words qw) to codes [j0, j0 + m) of
+ * a field laid out word-major (cf, stride) into d: the same sums for three
+ * instruction sets. */
+typedef void (*dist_fn)(const uint64_t *qw, uint32_t words, const uint64_t *cf, size_t stride, size_t j0, size_t m,
+                        uint16_t *d);
+
+#define DIST_SCALAR(from)                                                                                              \
+  for (size_t u = (from); u < m; u++) {                                                                                \
+    uint32_t s = 0;                                                                                                    \
+    for (uint32_t w = 0; w < words; w++) s += (uint32_t)__builtin_popcountll(qw[w] ^ cf[w * stride + j0 + u]);         \
+    d[u] = (uint16_t)s;                                                                                                \
+  }
+
+static void dist_generic(const uint64_t *qw, uint32_t words, const uint64_t *cf, size_t stride, size_t j0, size_t m,
+                         uint16_t *d) {
+  DIST_SCALAR(0)
+}
+
+#if defined(__x86_64__)
+__attribute__((target("popcnt"))) static void dist_popcnt(const uint64_t *qw, uint32_t words, const uint64_t *cf,
+                                                          size_t stride, size_t j0, size_t m, uint16_t *d) {
+  DIST_SCALAR(0)
+}
+
+__attribute__((target("avx512f,avx512vpopcntdq,popcnt"))) static void dist_avx512(const uint64_t *qw, uint32_t words,
+                                                                                  const uint64_t *cf, size_t stride,
+                                                                                  size_t j0, size_t m, uint16_t *d) {
+  size_t t = 0;
+  for (; t + 8 <= m; t += 8) {
+    __m512i s = _mm512_setzero_si512();
+    for (uint32_t w = 0; w < words; w++) {
+      const __m512i y = _mm512_loadu_si512((const void *)(cf + w * stride + j0 + t));
+      s = _mm512_add_epi64(s, _mm512_popcnt_epi64(_mm512_xor_si512(_mm512_set1_epi64((long long)qw[w]), y)));
+    }
+    _mm512_mask_cvtepi64_storeu_epi16((void *)(d + t), (__mmask8)0xff, s); /* the 8 sums, narrowed */
+  }
+  DIST_SCALAR(t)
+}
+static const dist_fn DIST[3] = {dist_generic, dist_popcnt, dist_avx512};
+#else
+static const dist_fn DIST[1] = {dist_generic};
+#endif
+
+/* One query's selection, one pass over the codes: the entries at or below
+ * `cut` so far (a list that may also hold entries above it, dropped when it
+ * is compacted) and how many lie at each distance. The cut starts at the
+ * largest distance and falls while at least k kept entries lie below it, so
+ * it ends at the smallest distance with at least k entries at or below it
+ * (the largest, with fewer than k entries): the entries at or below it,
+ * ordered by (distance, id), are the answer. */
+typedef struct knn_sel {
+  uint32_t cut;
+  size_t below; /* kept entries at or below cut */
+  size_t *hist; /* [maxd + 1] */
+  accel__knn_cand *c;
+  size_t n, cap;
+} knn_sel;
+
+static void sel_reset(knn_sel *s, uint32_t maxd) {
+  s->cut = maxd;
+  s->below = 0;
+  s->n = 0;
+  memset(s->hist, 0, (maxd + 1) * sizeof(size_t));
+}
+
+/* Drop the list's entries above the cut; grow it when that frees little. */
+static bool sel_room(knn_sel *s) {
+  size_t n = 0;
+  for (size_t i = 0; i < s->n; i++)
+    if (s->c[i].d <= s->cut) s->c[n++] = s->c[i];
+  s->n = n;
+  if (n <= s->cap / 2) return true;
+  accel__knn_cand *c = realloc(s->c, 2 * s->cap * sizeof *c);
+  if (!c) return false;
+  s->c = c;
+  s->cap *= 2;
+  return true;
+}
+
+static bool sel_block(knn_sel *s, const uint16_t *d, size_t m, const uint64_t *ids, uint32_t k) {
+  for (size_t t = 0; t < m; t++) {
+    if (t % 32 == 0 && t + 32 <= m) { /* most runs of 32 hold nothing at or below the cut: one vector test */
+      const uint16_t cut = (uint16_t)s->cut;
+      int any = 0;
+      for (size_t u = t; u < t + 32; u++) any |= d[u] <= cut;
+      if (!any) {
+        t += 31;
+        continue;
+      }
+    }
+    if (d[t] > s->cut) continue;
+    if (s->n == s->cap && !sel_room(s)) return false;
+    s->c[s->n++] = (accel__knn_cand){d[t], ids[t]};
+    s->hist[d[t]]++;
+    s->below++;
+    while (s->below - s->hist[s->cut] >= k) s->below -= s->hist[s->cut--];
+  }
+  return true;
+}
+
+/* Queries in blocks of KNN_QB against blocks of KNN_BLOCK codes, so that a
+ * block of codes is read from memory once for KNN_QB queries. */
+enum { KNN_QB = 8, KNN_BLOCK = 512 };
+
+typedef struct knn_ws {
+  knn_sel sel[KNN_QB];
+  uint16_t d[KNN_BLOCK];
+} knn_ws;
+
+static void ws_free(knn_ws *w) {
+  for (int i = 0; i < KNN_QB; i++) free(w->sel[i].hist), free(w->sel[i].c);
+  free(w);
+}
+
+static knn_ws *ws_alloc(uint32_t maxd, uint32_t k) {
+  knn_ws *w = calloc(1, sizeof *w);
+  if (!w) return NULL;
+  for (int i = 0; i < KNN_QB; i++) {
+    w->sel[i].cap = 2 * (size_t)k + KNN_BLOCK;
+    w->sel[i].hist = malloc((maxd + 1) * sizeof(size_t));
+    w->sel[i].c = malloc(w->sel[i].cap * sizeof(accel__knn_cand));
+    if (!w->sel[i].hist || !w->sel[i].c) {
+      ws_free(w);
+      return NULL;
+    }
+  }
+  return w;
+}
+
+/* Queries [q0, q0 + nb) of q: their k nearest into the job's outputs. */
+static bool knn_queries(const accel__index_job *job, const accel__codes *q, size_t q0, size_t nb, dist_fn dist,
+                        knn_ws *w) {
   const accel__codes *c = &job->codes;
-  const uint32_t k = job->k, f = job->field, maxd = c->words * 64;
+  const uint32_t k = job->k, f = job->field, words = c->words, maxd = words * 64;
+  uint64_t qw[KNN_QB][4]; /* at most 256 bits a field */
+  for (size_t i = 0; i < nb; i++) {
+    sel_reset(&w->sel[i], maxd);
+    for (uint32_t x = 0; x < words; x++) qw[i][x] = q->field[f][x * q->stride + q0 + i];
+  }
+  for (size_t j0 = 0; j0 < c->n; j0 += KNN_BLOCK) {
+    const size_t m = c->n - j0 < KNN_BLOCK ? c->n - j0 : KNN_BLOCK;
+    for (size_t i = 0; i < nb; i++) {
+      dist(qw[i], words, c->field[f], c->stride, j0, m, w->d);
+      if (!sel_block(&w->sel[i], w->d, m, job->entry_ids + j0, k)) return false;
+    }
+  }
+  for (size_t i = 0; i < nb; i++) {
+    knn_sel *s = &w->sel[i];
+    size_t n = 0;
+    for (size_t e = 0; e < s->n; e++)
+      if (s->c[e].d <= s->cut) s->c[n++] = s->c[e];
+    const size_t at = (q0 + i) * k;
+    accel__knn_emit(s->c, n, k, job->out_ids + at, job->out_distances ? job->out_distances + at : NULL);
+  }
+  return true;
+}
+
+/* Distances are small integers: each query's cut (its k-th smallest
+ * distance) falls as the codes stream by, and only the entries at or below
+ * it are kept, then sorted by (distance, id) (knn_sel). */
+static accel_status knn_of(accel__call *call, accel__index_job *job, const accel__codes *q) {
+  const uint32_t maxd = job->codes.words * 64;
+  const dist_fn dist = DIST[accel__index_isa_level()];
+  const long long blocks = (long long)((q->n + KNN_QB - 1) / KNN_QB);
   progress p = {job, q->n, 0, 0};
   int oom = 0;
 #pragma omp parallel num_threads(call->threads)
   {
-    uint16_t *dist = malloc((c->n ? c->n : 1) * sizeof(uint16_t));
-    size_t *hist = malloc((maxd + 1) * sizeof(size_t));
-    accel__knn_cand *cs = NULL;
-    size_t ccap = 0;
-    if (!dist || !hist) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
-#pragma omp for schedule(dynamic, 4)
-    for (long long qi = 0; qi < (long long)q->n; qi++) {
-      if (!dist || !hist || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED) || __atomic_load_n(&oom, __ATOMIC_RELAXED))
+    knn_ws *w = ws_alloc(maxd, job->k);
+    if (!w) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
+#pragma omp for schedule(dynamic, 1)
+    for (long long b = 0; b < blocks; b++) {
+      if (!w || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED) || __atomic_load_n(&oom, __ATOMIC_RELAXED)) continue;
+      const size_t q0 = (size_t)b * KNN_QB, nb = q->n - q0 < KNN_QB ? q->n - q0 : KNN_QB;
+      if (!knn_queries(job, q, q0, nb, dist, w)) {
+        __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
         continue;
-      memset(hist, 0, (maxd + 1) * sizeof(size_t));
-      for (size_t j = 0; j < c->n; j++) {
-        dist[j] = (uint16_t)accel__field_distance(q, (size_t)qi, c, j, f);
-        hist[dist[j]]++;
       }
-      uint32_t cut = maxd;
-      size_t below = 0;
-      for (uint32_t d = 0; d <= maxd; d++) {
-        below += hist[d];
-        if (below >= k) {
-          cut = d;
-          break;
-        }
-      }
-      size_t nc = 0;
-      if (below > ccap) {
-        free(cs);
-        ccap = below;
-        cs = malloc(ccap * sizeof *cs);
-        if (!cs) {
-          __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
-          ccap = 0;
-          continue;
-        }
-      }
-      for (size_t j = 0; j < c->n; j++)
-        if (dist[j] <= cut) cs[nc++] = (accel__knn_cand){dist[j], job->entry_ids[j]};
-      accel__knn_emit(cs, nc, k, job->out_ids + (size_t)qi * k,
-                      job->out_distances ? job->out_distances + (size_t)qi * k : NULL);
-      progress_step(&p, 1);
+      progress_step(&p, nb);
     }
-    free(dist);
-    free(hist);
-    free(cs);
+    if (w) ws_free(w);
   }
   if (oom) {
-    accel__why(call->why, "out of memory for %zu distances", c->n);
+    accel__why(call->why, "out of memory for the nearest entries' candidates");
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   return progress_end(&p, call);
