@@ -903,6 +903,104 @@ START_TEST(tiff_images_round_trip) {
 }
 END_TEST
 
+/* Images written in place (accel_tiff_create_image): U8, U16, F32 x 1..4
+ * channels, classic and BigTIFF, one strip and several: the pixels written
+ * into the mapping are what libtiff reads from the file, with the tags
+ * accel_tiff_save_image writes; a writer given up leaves the previous file
+ * and no temporary; refusals leave nothing either. */
+START_TEST(tiff_images_written_in_place) {
+  static const accel_dtype dtypes[] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+  accel_tiff_save_options opts[2];
+  for (int v = 0; v < 2; v++) accel_tiff_save_options_init(&opts[v], sizeof opts[v]);
+  opts[1].bigtiff = 1;
+  char path[512]; /* tmp() reuses its buffer */
+  snprintf(path, sizeof path, "%s", tmp("inplace.tif"));
+  uint32_t seed = 7;
+  for (size_t d = 0; d < 3; d++)
+    for (int64_t c = 1; c <= 4; c++)
+      for (int v = 0; v < 2; v++, seed++) {
+        const bool tall = d == 2 && c == 4 && v == 0; /* 11200-byte rows: 93 rows a strip, 7 strips */
+        const int64_t shape[3] = {tall ? 600 : 37 + v, tall ? 700 : 29 + 2 * v, c};
+        const int32_t ndim = c == 1 ? 2 : 3;
+        accel_tiff_writer *w = NULL;
+        accel_array px;
+        const accel_status s = accel_tiff_create_image(NULL, path, dtypes[d], ndim, shape, &opts[v], &w, &px);
+        ck_assert_msg(s == ACCEL_OK, "%s: %s", accel_status_string(s), accel_last_error(NULL));
+        const size_t bytes = (size_t)(shape[0] * shape[1] * c) * accel_dtype_size(dtypes[d]);
+        ck_assert_int_eq(px.dtype, dtypes[d]);
+        ck_assert_int_eq(px.ndim, ndim);
+        ck_assert(px.shape[0] == shape[0] && px.shape[1] == shape[1]);
+        uint8_t *want = malloc(bytes);
+        fill_random(want, bytes, seed);
+        if (dtypes[d] == ACCEL_DTYPE_F32) /* finite floats: random bytes make NaNs, which compare unequal */
+          for (size_t i = 0; i < bytes / 4; i++) ((float *)(void *)want)[i] = (float)(want[4 * i] % 97) - 40.5f;
+        memcpy(px.data, want, bytes);
+        ck_assert_int_eq(accel_tiff_writer_commit(w), ACCEL_OK);
+        const accel_array a = array_of(want, dtypes[d], ndim, shape);
+        expect_tags(path, &opts[v], dtypes[d], c);
+        expect_file_holds(path, &a);
+        free(want);
+      }
+  ck_assert_int_eq(count_files(), 1);
+  /* given up: the previous file stays, no temporary */
+  unsigned char before[64], after[64];
+  const size_t nb = file_bytes(path, before, sizeof before);
+  accel_tiff_writer *w = NULL;
+  accel_array px;
+  ck_assert_int_eq(accel_tiff_create_image(NULL, path, ACCEL_DTYPE_U8, 2, (int64_t[]){40, 50}, NULL, &w, &px),
+                   ACCEL_OK);
+  memset(px.data, 9, 2000);
+  accel_tiff_writer_destroy(w);
+  ck_assert_uint_eq(file_bytes(path, after, sizeof after), nb);
+  ck_assert_mem_eq(before, after, nb);
+  ck_assert_int_eq(count_files(), 1);
+  /* refusals: compressed or tiled, not an image, missing outputs */
+  accel_tiff_save_options o;
+  accel_tiff_save_options_init(&o, sizeof o);
+  o.compression = ACCEL_TIFF_COMPRESSION_DEFLATE;
+  w = (accel_tiff_writer *)&o;
+  ck_assert_int_eq(accel_tiff_create_image(NULL, tmp("x.tif"), ACCEL_DTYPE_U8, 2, (int64_t[]){4, 4}, &o, &w, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_null(w);
+  ck_assert_ptr_null(px.data);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(NULL), "uncompressed and in strips"));
+  accel_tiff_save_options_init(&o, sizeof o);
+  o.tile_size = 16;
+  ck_assert_int_eq(accel_tiff_create_image(NULL, tmp("x.tif"), ACCEL_DTYPE_U8, 2, (int64_t[]){4, 4}, &o, &w, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_create_image(NULL, tmp("x.tif"), ACCEL_DTYPE_U8, 3, (int64_t[]){4, 4, 5}, NULL, &w, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_create_image(NULL, tmp("x.tif"), ACCEL_DTYPE_U8, 1, (int64_t[]){4}, NULL, &w, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_create_image(NULL, tmp("x.tif"), ACCEL_DTYPE_U8, 2, (int64_t[]){0, 4}, NULL, &w, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_create_image(NULL, NULL, ACCEL_DTYPE_U8, 2, (int64_t[]){4, 4}, NULL, &w, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_tiff_create_image(NULL, tmp("x.tif"), ACCEL_DTYPE_U8, 2, (int64_t[]){4, 4}, NULL, NULL, &px),
+                   ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(
+      accel_tiff_create_image(NULL, tmp("nodir/x.tif"), ACCEL_DTYPE_U8, 2, (int64_t[]){4, 4}, NULL, &w, &px),
+      ACCEL_ERR_IO);
+  ck_assert_int_eq(accel_tiff_writer_commit(NULL), ACCEL_ERR_INVALID_ARG);
+  accel_tiff_writer_destroy(NULL);
+  ck_assert_int_eq(count_files(), 1);
+  /* through a named temporary (no O_TMPFILE) */
+  accel__atomic_named_only = true;
+  const accel_status s = accel_tiff_create_image(NULL, path, ACCEL_DTYPE_U16, 2, (int64_t[]){30, 20}, NULL, &w, &px);
+  if (!s) {
+    for (int i = 0; i < 600; i++) ((uint16_t *)px.data)[i] = (uint16_t)(i * 97);
+    ck_assert_int_eq(accel_tiff_writer_commit(w), ACCEL_OK);
+  }
+  accel__atomic_named_only = false;
+  ck_assert_int_eq(s, ACCEL_OK);
+  uint16_t want[600];
+  for (int i = 0; i < 600; i++) want[i] = (uint16_t)(i * 97);
+  const accel_array a = array_of(want, ACCEL_DTYPE_U16, 2, (int64_t[]){30, 20});
+  expect_file_holds(path, &a);
+  ck_assert_int_eq(count_files(), 1);
+}
+END_TEST
+
 /* Classic TIFF while the file's size bound fits 32-bit offsets, BigTIFF
  * above (the bound lowered here: 4 GiB files are too slow for a test). */
 START_TEST(tiff_images_switch_to_bigtiff) {
@@ -1287,6 +1385,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, hostile_tiffs_are_refused_before_allocating);
   tcase_add_loop_test(tc, tiff_images_from_other_writers, 0, 2);
   tcase_add_test(tc, tiff_images_round_trip);
+  tcase_add_test(tc, tiff_images_written_in_place);
   tcase_add_test(tc, tiff_images_switch_to_bigtiff);
   tcase_add_test(tc, tiff_images_refuse_cleanly);
   tcase_add_test(tc, tiff_save_refuses_bad_arguments);

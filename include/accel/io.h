@@ -197,6 +197,37 @@ ACCEL_API accel_status accel_tiff_save_options_init(accel_tiff_save_options *opt
 ACCEL_API accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, const accel_array *image,
                                              const accel_tiff_save_options *options);
 
+/* An image written in place into its TIFF file: for outputs too large to
+ * hold twice (a 300-megapixel RGB layer), the pixels are written straight
+ * into the file's pages instead of into a buffer that is then copied.
+ *
+ * accel_tiff_create_image lays out an uncompressed TIFF in strips of about
+ * 1 MiB for an image of `dtype` and `shape` ((H, W) or (H, W, 1..4), the
+ * dtypes and tags of accel_tiff_save_image, BigTIFF when needed or asked)
+ * under a temporary name beside `path`, reserves its space on the disk and
+ * maps its pixels: *pixels describes them, C-contiguous, zero until
+ * written. Write every pixel (any threads), then accel_tiff_writer_commit
+ * replaces `path` with the file (atomically; synced under
+ * ACCEL_SYNC_ALL); accel_tiff_writer_destroy gives it up instead (nothing
+ * is left at `path`'s place). `options` may be NULL; compression must be
+ * none and tile_size 0 (ACCEL_ERR_INVALID_ARG otherwise); geo and nodata
+ * are written. Errors: accel_tiff_save_image's, ACCEL_ERR_IO when the disk
+ * lacks the space (reported here, never as a fault while writing), and
+ * ACCEL_ERR_UNSUPPORTED where the file system cannot reserve space or
+ * the file cannot be mapped (save a buffer with accel_tiff_save_image
+ * then) or libaccel was built without libtiff. *out is NULL and *pixels
+ * zeroed on failure. */
+typedef struct accel_tiff_writer accel_tiff_writer;
+ACCEL_API accel_status accel_tiff_create_image(accel_ctx *ctx, const char *path, accel_dtype dtype, int32_t ndim,
+                                               const int64_t *shape, const accel_tiff_save_options *options,
+                                               accel_tiff_writer **out, accel_array *pixels);
+/* Finish the file and put it at its path; the writer is released either
+ * way (its pixels are no longer valid). ACCEL_ERR_INVALID_ARG for NULL,
+ * ACCEL_ERR_IO for a failed sync or rename. */
+ACCEL_API accel_status accel_tiff_writer_commit(accel_tiff_writer *writer);
+/* Give the file up and release the writer; accepts NULL. */
+ACCEL_API void accel_tiff_writer_destroy(accel_tiff_writer *writer);
+
 /* Load an image file by its signature, not its name: TIFF and BigTIFF as
  * accel_tiff_load_image does (samples as stored); PNG and JPEG decoded as
  * Pillow 9.4 opens them (accel_image_decode_file's decoders), then gray

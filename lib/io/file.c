@@ -121,15 +121,16 @@ accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const ch
   af->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   int err = af->dir_fd < 0 ? errno : 0;
   free(dir);
+  /* read and write: an image written in place maps the file (accel_tiff_create_image) */
   if (!err && !accel__atomic_named_only && access("/proc/self/fd", X_OK) == 0) /* linkat names it later */
-    af->fd = openat(af->dir_fd, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+    af->fd = openat(af->dir_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
   if (!err && af->fd < 0) { /* no O_TMPFILE here: a named temporary */
     remove_stale(af->dir_fd, af->name);
     if (!(af->tmp_name = named_tmp(af->name))) {
       accel__atomic_abort(af);
       return accel__fail_in(ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
     }
-    af->fd = openat(af->dir_fd, af->tmp_name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    af->fd = openat(af->dir_fd, af->tmp_name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (af->fd < 0) {
       err = errno;
       free(af->tmp_name);

@@ -20,6 +20,7 @@ enum { TIFF_SAVE_V1_SIZE = offsetof(accel_tiff_save_options, geo) }; /* the firs
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
 #include <sys/mman.h>
 #endif
 
@@ -951,7 +952,158 @@ accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, const accel
   return accel__atomic_commit(ctx, __func__, &af);
 }
 
+/* ------------------------------------------------------------ written in place */
+
+struct accel_tiff_writer {
+  accel_ctx *ctx;
+  accel__atomic_file af;
+  void *map;
+  size_t map_bytes;
+};
+
+/* libtiff's I/O for a file laid out but not filled: while `skip` is set,
+ * a write (a strip's pixels) only extends the file by its length, as a
+ * hole, and the strips' extent is recorded (gap: they are not one run). */
+typedef struct sparse_out {
+  accel__atomic_file *af;
+  bool skip, gap;
+  uint64_t start, end;
+} sparse_out;
+
+static tmsize_t sparse_read(thandle_t h, void *buf, tmsize_t n) { return tiff_read(((sparse_out *)h)->af, buf, n); }
+
+static tmsize_t sparse_write(thandle_t h, void *buf, tmsize_t n) {
+  sparse_out *o = h;
+  if (!o->skip) return tiff_write(o->af, buf, n);
+  const off_t at = lseek(o->af->fd, 0, SEEK_CUR);
+  if (at < 0 || ftruncate(o->af->fd, at + (off_t)n) != 0 || lseek(o->af->fd, at + (off_t)n, SEEK_SET) < 0) {
+    if (!o->af->err) o->af->err = errno;
+    return -1;
+  }
+  if (o->end == 0) o->start = o->end = (uint64_t)at;
+  o->gap = o->gap || (uint64_t)at != o->end;
+  o->end = (uint64_t)at + (uint64_t)n;
+  return n;
+}
+
+static toff_t sparse_seek(thandle_t h, toff_t off, int whence) { return tiff_seek(((sparse_out *)h)->af, off, whence); }
+
+static toff_t sparse_size(thandle_t h) { return tiff_size(((sparse_out *)h)->af); }
+
+/* The file of plan p laid out by libtiff (its tags, then its strips as one
+ * hole, then its directory); *o the strips' extent. */
+static bool lay_out(const char *path, const save_plan *p, const accel_tiff_save_options *opt, sparse_out *o) {
+  TIFF *tif = TIFFClientOpen(path, p->big ? "w8" : "w", (thandle_t)o, sparse_read, sparse_write, sparse_seek,
+                             tiff_close, sparse_size, tiff_map, tiff_unmap);
+  if (!tif) return false;
+  set_image_tags(tif, p, opt);
+  const size_t row = (size_t)p->w * p->pix;
+  uint8_t *zero = calloc(row * p->rps, 1); /* what libtiff is handed; never read (skipped) */
+  bool ok = zero != NULL;
+  o->skip = true;
+  for (uint32_t y = 0; y < p->h && ok; y += p->rps) {
+    const uint32_t rows = p->h - y < p->rps ? p->h - y : p->rps;
+    ok = TIFFWriteRawStrip(tif, y / p->rps, zero, (tmsize_t)(rows * row)) >= 0;
+  }
+  o->skip = false;
+  ok = TIFFFlush(tif) == 1 && ok;
+  TIFFClose(tif);
+  free(zero);
+  return ok;
+}
+
+/* Reserve the strips' blocks (no fault for want of space while the pixels
+ * are written) and map them. */
+static accel_status map_pixels(accel_ctx *ctx, const char *func, const char *path, accel_tiff_writer *w,
+                               const sparse_out *o, void **pixels) {
+  const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), base = o->start / page * page;
+  if (fallocate(w->af.fd, 0, (off_t)o->start, (off_t)(o->end - o->start)) != 0) {
+    const int e = errno;
+    if (e == EOPNOTSUPP || e == ENOSYS)
+      return FAIL(ctx, ACCEL_ERR_UNSUPPORTED, "%s: its file system cannot reserve space (save a buffer instead)", path);
+    return accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot reserve %llu bytes for %s: %s",
+                          (unsigned long long)(o->end - o->start), path, strerror(e));
+  }
+  w->map_bytes = (size_t)(o->end - base);
+  w->map = mmap(NULL, w->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, w->af.fd, (off_t)base);
+  if (w->map == MAP_FAILED) {
+    w->map = NULL;
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED, "cannot map %s for writing: %s (save a buffer instead)",
+                          path, strerror(errno));
+  }
+  *pixels = (uint8_t *)w->map + (o->start - base);
+  return ACCEL_OK;
+}
+
+accel_status accel_tiff_create_image(accel_ctx *ctx, const char *path, accel_dtype dtype, int32_t ndim,
+                                     const int64_t *shape, const accel_tiff_save_options *options,
+                                     accel_tiff_writer **out, accel_array *pixels) {
+  const char *func = __func__;
+  REQUIRE(ctx, out && pixels && shape, ACCEL_ERR_INVALID_ARG, "out, pixels and shape are required");
+  *out = NULL;
+  memset(pixels, 0, sizeof *pixels);
+  accel_tiff_save_options o;
+  accel_tiff_save_options_init(&o, sizeof o);
+  accel_status s =
+      options ? accel__versioned_in(ctx, func, "options", options, &o, sizeof o, TIFF_SAVE_V1_SIZE) : ACCEL_OK;
+  if (s) return s;
+  REQUIRE(ctx, o.compression == ACCEL_TIFF_COMPRESSION_NONE && o.tile_size == 0, ACCEL_ERR_INVALID_ARG,
+          "an image written in place is uncompressed and in strips (compression none, tile_size 0)");
+  static char placeholder; /* the plan checks the shape and dtype; it reads no pixel */
+  accel_array a;
+  if ((s = accel_array_init(&a, &placeholder, dtype, ndim, shape)))
+    return FAIL(ctx, s, "dtype %d, %d dimensions: not an image", (int)dtype, (int)ndim);
+  save_plan p;
+  if ((s = plan_save(ctx, func, &a, &o, &p))) return s;
+  REQUIRE(ctx, path, ACCEL_ERR_INVALID_ARG, "path is NULL");
+  pthread_once(&tiff_once, tiff_setup);
+  tiff_message[0] = '\0';
+  accel_tiff_writer *w = calloc(1, sizeof *w);
+  if (!w) return FAIL(ctx, ACCEL_ERR_OUT_OF_MEMORY, "out of memory");
+  w->ctx = ctx;
+  if ((s = accel__atomic_open(ctx, func, path, false, &w->af))) {
+    free(w);
+    return s;
+  }
+  sparse_out so = {&w->af, false, false, 0, 0};
+  const bool laid = lay_out(path, &p, &o, &so);
+  const uint64_t bytes = (uint64_t)p.h * p.w * p.pix;
+  void *data = NULL;
+  if (!laid || w->af.err)
+    s = w->af.err ? accel__atomic_fail(ctx, func, &w->af)
+                  : FAIL(ctx, ACCEL_ERR_IO, "cannot write %s (%s)", path, tiff_message);
+  else if (so.gap || so.end - so.start != bytes || so.start % p.es)
+    s = FAIL(ctx, ACCEL_ERR_INTERNAL, "%s: libtiff did not lay the strips out as one run", path);
+  else s = map_pixels(ctx, func, path, w, &so, &data);
+  if (!s) s = accel_array_init(pixels, data, dtype, ndim, shape);
+  if (s) {
+    memset(pixels, 0, sizeof *pixels);
+    accel_tiff_writer_destroy(w);
+    return s;
+  }
+  *out = w;
+  return ACCEL_OK;
+}
+
+accel_status accel_tiff_writer_commit(accel_tiff_writer *w) {
+  REQUIRE(NULL, w, ACCEL_ERR_INVALID_ARG, "writer is NULL");
+  if (w->map) munmap(w->map, w->map_bytes); /* the pages stay in the file; a sync writes them */
+  w->map = NULL;
+  const accel_status s = accel__atomic_commit(w->ctx, __func__, &w->af);
+  free(w);
+  return s;
+}
+
+void accel_tiff_writer_destroy(accel_tiff_writer *w) {
+  if (!w) return;
+  if (w->map) munmap(w->map, w->map_bytes);
+  if (w->af.fd >= 0 || w->af.tmp_name) accel__atomic_abort(&w->af);
+  free(w);
+}
+
 #else /* !ACCEL_HAVE_TIFF */
+
+#include <string.h>
 
 static accel_status no_tiff(accel_ctx *ctx, const char *func) {
   return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
@@ -972,6 +1124,22 @@ accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const accel_array
   (void)geo;
   return no_tiff(ctx, __func__);
 }
+
+accel_status accel_tiff_create_image(accel_ctx *ctx, const char *path, accel_dtype dtype, int32_t ndim,
+                                     const int64_t *shape, const accel_tiff_save_options *options,
+                                     accel_tiff_writer **out, accel_array *pixels) {
+  (void)path, (void)dtype, (void)ndim, (void)shape, (void)options;
+  if (out) *out = NULL;
+  if (pixels) memset(pixels, 0, sizeof *pixels);
+  return no_tiff(ctx, __func__);
+}
+
+accel_status accel_tiff_writer_commit(accel_tiff_writer *w) {
+  (void)w;
+  return no_tiff(NULL, __func__);
+}
+
+void accel_tiff_writer_destroy(accel_tiff_writer *w) { (void)w; }
 
 accel_status accel_geo_pixel_size(const accel_geo *g, double *x, double *y) {
   (void)g;
