@@ -46,6 +46,7 @@ constexpr uint64_t FIRST_LAUNCHES = 32;                   /* a large pair search
 constexpr uint64_t GROWTH = 4;                            /* launches grow at most this much from one to the next */
 constexpr unsigned long long MAX_PAIRS = 1ull << 27;      /* pairs buffered per launch (1 GiB) */
 constexpr unsigned long long MAX_CANDIDATES = 1ull << 28; /* k-nearest candidates per gather (1 GiB) */
+constexpr uint64_t STAGING = 256ull << 20; /* host bytes of k-nearest results on their way to device arrays */
 
 /* Codes in the device layout: field-major, then word-major, then entry. */
 struct dev_codes {
@@ -741,8 +742,10 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   knn_search ks;
   ks.bins = job->codes.words * 64 + 1;
   const bool rows = job->array_rows != nullptr; /* device arrays (accel_index_knn_arrays) */
-  accel_status s =
-      rows ? device_queries(x, job, ks, why) : upload_codes(x, &job->queries, (int)job->field, &ks.dq, &ks.q, why);
+  /* the caller's work on its arrays (any stream) is done before they are read or written */
+  accel_status s = rows ? accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize") : ACCEL_OK;
+  if (!s)
+    s = rows ? device_queries(x, job, ks, why) : upload_codes(x, &job->queries, (int)job->field, &ks.dq, &ks.q, why);
   if (!rows) {
     ks.hq = job->queries;
     ks.ids = job->out_ids;
@@ -751,7 +754,9 @@ accel_status knn(accel__executor *x, accel__call *call, accel__index_job *job) {
   if (!s) s = upload_codes(x, &job->codes, (int)job->field, &ks.dc, &ks.c, why);
   if (!s && !ks.q.n) return ACCEL_OK;
   if (!s) s = knn_buffers(x, ks, why);
-  if (!s && rows) {
+  if (!s && rows) { /* the results' host staging: at most STAGING bytes a chunk */
+    const uint64_t most = STAGING / ((uint64_t)job->k * 12);
+    ks.qc = ks.qc < most ? ks.qc : most ? most : 1;
     ks.ids = (uint64_t *)malloc((size_t)ks.qc * job->k * sizeof(uint64_t));
     ks.dist = job->array_distances ? (uint32_t *)malloc((size_t)ks.qc * job->k * sizeof(uint32_t)) : nullptr;
     if (!ks.ids || (job->array_distances && !ks.dist)) {

@@ -212,10 +212,14 @@ ACCEL_API accel_status accel_tiff_save_image(accel_ctx *ctx, const char *path, c
  * is left at `path`'s place). `options` may be NULL; compression must be
  * none and tile_size 0 (ACCEL_ERR_INVALID_ARG otherwise); geo and nodata
  * are written. Errors: accel_tiff_save_image's, ACCEL_ERR_IO when the disk
- * lacks the space (reported here, never as a fault while writing), and
- * ACCEL_ERR_UNSUPPORTED where the file system cannot reserve space or
- * the file cannot be mapped (save a buffer with accel_tiff_save_image
- * then) or libaccel was built without libtiff. *out is NULL and *pixels
+ * lacks the space (reported here: on file systems whose fallocate reserves
+ * the blocks, such as ext4, XFS and tmpfs, writing the pixels then cannot
+ * fail for space; on copy-on-write ones such as btrfs or ZFS it can, as a
+ * SIGBUS), and ACCEL_ERR_UNSUPPORTED where the file system cannot reserve
+ * space, the file cannot be mapped or libtiff lays it out otherwise (save
+ * a buffer with accel_tiff_save_image then), or libaccel was built without
+ * libtiff. Errors of the later write-back to the disk are reported only
+ * under ACCEL_SYNC_ALL (the commit's sync). *out is NULL and *pixels
  * zeroed on failure. */
 typedef struct accel_tiff_writer accel_tiff_writer;
 ACCEL_API accel_status accel_tiff_create_image(accel_ctx *ctx, const char *path, accel_dtype dtype, int32_t ndim,

@@ -719,43 +719,54 @@ static const dist_fn DIST[3] = {dist_generic, dist_popcnt, dist_avx512};
 static const dist_fn DIST[1] = {dist_generic};
 #endif
 
-/* One query's selection, one pass over the codes: the entries at or below
- * `cut` so far (a list that may also hold entries above it, dropped when it
- * is compacted) and how many lie at each distance. The cut starts at the
- * largest distance and falls while at least k kept entries lie below it, so
- * it ends at the smallest distance with at least k entries at or below it
- * (the largest, with fewer than k entries): the entries at or below it,
- * ordered by (distance, id), are the answer. */
+/* One query's selection, one pass over the codes: the k smallest (distance,
+ * id) seen so far in a max-heap (at most k entries, whatever the ties), and
+ * the cut, the largest distance that can still enter it (the heap's top
+ * distance once it is full, the code width before). At the end the heap
+ * holds the k smallest (distance, id) of all entries: the entries at or
+ * below the k-th smallest distance, ordered by (distance, id), first k,
+ * which is what the histogram and second pass this replaced gave. */
 typedef struct knn_sel {
   uint32_t cut;
-  size_t below; /* kept entries at or below cut */
-  size_t *hist; /* [maxd + 1] */
-  accel__knn_cand *c;
-  size_t n, cap;
+  size_t n;
+  accel__knn_cand *c; /* [k], a max-heap by (d, id) */
 } knn_sel;
 
-static void sel_reset(knn_sel *s, uint32_t maxd) {
-  s->cut = maxd;
-  s->below = 0;
-  s->n = 0;
-  memset(s->hist, 0, (maxd + 1) * sizeof(size_t));
+static inline bool cand_less(accel__knn_cand a, accel__knn_cand b) { return a.d != b.d ? a.d < b.d : a.id < b.id; }
+
+static void heap_down(accel__knn_cand *h, size_t n, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, big = i;
+    if (l < n && cand_less(h[big], h[l])) big = l;
+    if (l + 1 < n && cand_less(h[big], h[l + 1])) big = l + 1;
+    if (big == i) return;
+    const accel__knn_cand t = h[i];
+    h[i] = h[big];
+    h[big] = t;
+    i = big;
+  }
 }
 
-/* Drop the list's entries above the cut; grow it when that frees little. */
-static bool sel_room(knn_sel *s) {
-  size_t n = 0;
-  for (size_t i = 0; i < s->n; i++)
-    if (s->c[i].d <= s->cut) s->c[n++] = s->c[i];
-  s->n = n;
-  if (n <= s->cap / 2) return true;
-  accel__knn_cand *c = realloc(s->c, 2 * s->cap * sizeof *c);
-  if (!c) return false;
-  s->c = c;
-  s->cap *= 2;
-  return true;
+static void sel_add(knn_sel *s, accel__knn_cand x, uint32_t k) {
+  if (s->n < k) {
+    size_t i = s->n++;
+    s->c[i] = x;
+    while (i && cand_less(s->c[(i - 1) / 2], s->c[i])) { /* up */
+      const accel__knn_cand t = s->c[i];
+      s->c[i] = s->c[(i - 1) / 2];
+      s->c[(i - 1) / 2] = t;
+      i = (i - 1) / 2;
+    }
+  } else if (cand_less(x, s->c[0])) {
+    s->c[0] = x;
+    heap_down(s->c, s->n, 0);
+  } else {
+    return;
+  }
+  if (s->n == k) s->cut = s->c[0].d;
 }
 
-static bool sel_block(knn_sel *s, const uint16_t *d, size_t m, const uint64_t *ids, uint32_t k) {
+static void sel_block(knn_sel *s, const uint16_t *d, size_t m, const uint64_t *ids, uint32_t k) {
   for (size_t t = 0; t < m; t++) {
     if (t % 32 == 0 && t + 32 <= m) { /* most runs of 32 hold nothing at or below the cut: one vector test */
       const uint16_t cut = (uint16_t)s->cut;
@@ -766,14 +777,8 @@ static bool sel_block(knn_sel *s, const uint16_t *d, size_t m, const uint64_t *i
         continue;
       }
     }
-    if (d[t] > s->cut) continue;
-    if (s->n == s->cap && !sel_room(s)) return false;
-    s->c[s->n++] = (accel__knn_cand){d[t], ids[t]};
-    s->hist[d[t]]++;
-    s->below++;
-    while (s->below - s->hist[s->cut] >= k) s->below -= s->hist[s->cut--];
+    if (d[t] <= s->cut) sel_add(s, (accel__knn_cand){d[t], ids[t]}, k);
   }
-  return true;
 }
 
 /* Queries in blocks of KNN_QB against blocks of KNN_BLOCK codes, so that a
@@ -786,74 +791,63 @@ typedef struct knn_ws {
 } knn_ws;
 
 static void ws_free(knn_ws *w) {
-  for (int i = 0; i < KNN_QB; i++) free(w->sel[i].hist), free(w->sel[i].c);
+  for (int i = 0; i < KNN_QB; i++) free(w->sel[i].c);
   free(w);
 }
 
-static knn_ws *ws_alloc(uint32_t maxd, uint32_t k) {
+static knn_ws *ws_alloc(uint32_t k) {
   knn_ws *w = calloc(1, sizeof *w);
   if (!w) return NULL;
-  for (int i = 0; i < KNN_QB; i++) {
-    w->sel[i].cap = 2 * (size_t)k + KNN_BLOCK;
-    w->sel[i].hist = malloc((maxd + 1) * sizeof(size_t));
-    w->sel[i].c = malloc(w->sel[i].cap * sizeof(accel__knn_cand));
-    if (!w->sel[i].hist || !w->sel[i].c) {
+  for (int i = 0; i < KNN_QB; i++)
+    if (!(w->sel[i].c = malloc((size_t)k * sizeof(accel__knn_cand)))) {
       ws_free(w);
       return NULL;
     }
-  }
   return w;
 }
 
 /* Queries [q0, q0 + nb) of q: their k nearest into the job's outputs. */
-static bool knn_queries(const accel__index_job *job, const accel__codes *q, size_t q0, size_t nb, dist_fn dist,
+static void knn_queries(const accel__index_job *job, const accel__codes *q, size_t q0, size_t nb, dist_fn dist,
                         knn_ws *w) {
   const accel__codes *c = &job->codes;
-  const uint32_t k = job->k, f = job->field, words = c->words, maxd = words * 64;
+  const uint32_t k = job->k, f = job->field, words = c->words;
   uint64_t qw[KNN_QB][4]; /* at most 256 bits a field */
   for (size_t i = 0; i < nb; i++) {
-    sel_reset(&w->sel[i], maxd);
+    w->sel[i].n = 0;
+    w->sel[i].cut = words * 64;
     for (uint32_t x = 0; x < words; x++) qw[i][x] = q->field[f][x * q->stride + q0 + i];
   }
   for (size_t j0 = 0; j0 < c->n; j0 += KNN_BLOCK) {
     const size_t m = c->n - j0 < KNN_BLOCK ? c->n - j0 : KNN_BLOCK;
     for (size_t i = 0; i < nb; i++) {
       dist(qw[i], words, c->field[f], c->stride, j0, m, w->d);
-      if (!sel_block(&w->sel[i], w->d, m, job->entry_ids + j0, k)) return false;
+      sel_block(&w->sel[i], w->d, m, job->entry_ids + j0, k);
     }
   }
   for (size_t i = 0; i < nb; i++) {
-    knn_sel *s = &w->sel[i];
-    size_t n = 0;
-    for (size_t e = 0; e < s->n; e++)
-      if (s->c[e].d <= s->cut) s->c[n++] = s->c[e];
     const size_t at = (q0 + i) * k;
-    accel__knn_emit(s->c, n, k, job->out_ids + at, job->out_distances ? job->out_distances + at : NULL);
+    accel__knn_emit(w->sel[i].c, w->sel[i].n, k, job->out_ids + at,
+                    job->out_distances ? job->out_distances + at : NULL);
   }
-  return true;
 }
 
-/* Distances are small integers: each query's cut (its k-th smallest
- * distance) falls as the codes stream by, and only the entries at or below
- * it are kept, then sorted by (distance, id) (knn_sel). */
+/* Distances are small integers: each query's cut (the largest distance
+ * that can still be among its k nearest) falls as the codes stream by, so
+ * most distances are rejected 32 at a time (knn_sel). */
 static accel_status knn_of(accel__call *call, accel__index_job *job, const accel__codes *q) {
-  const uint32_t maxd = job->codes.words * 64;
   const dist_fn dist = DIST[accel__index_isa_level()];
   const long long blocks = (long long)((q->n + KNN_QB - 1) / KNN_QB);
   progress p = {job, q->n, 0, 0};
   int oom = 0;
 #pragma omp parallel num_threads(call->threads)
   {
-    knn_ws *w = ws_alloc(maxd, job->k);
+    knn_ws *w = ws_alloc(job->k);
     if (!w) __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
 #pragma omp for schedule(dynamic, 1)
     for (long long b = 0; b < blocks; b++) {
       if (!w || __atomic_load_n(&p.cancelled, __ATOMIC_RELAXED) || __atomic_load_n(&oom, __ATOMIC_RELAXED)) continue;
       const size_t q0 = (size_t)b * KNN_QB, nb = q->n - q0 < KNN_QB ? q->n - q0 : KNN_QB;
-      if (!knn_queries(job, q, q0, nb, dist, w)) {
-        __atomic_store_n(&oom, 1, __ATOMIC_RELAXED);
-        continue;
-      }
+      knn_queries(job, q, q0, nb, dist, w);
       progress_step(&p, nb);
     }
     if (w) ws_free(w);

@@ -1073,7 +1073,8 @@ accel_status accel_tiff_create_image(accel_ctx *ctx, const char *path, accel_dty
     s = w->af.err ? accel__atomic_fail(ctx, func, &w->af)
                   : FAIL(ctx, ACCEL_ERR_IO, "cannot write %s (%s)", path, tiff_message);
   else if (so.gap || so.end - so.start != bytes || so.start % p.es)
-    s = FAIL(ctx, ACCEL_ERR_INTERNAL, "%s: libtiff did not lay the strips out as one run", path);
+    s = FAIL(ctx, ACCEL_ERR_UNSUPPORTED, "%s: libtiff did not lay the strips out as one run (save a buffer instead)",
+             path);
   else s = map_pixels(ctx, func, path, w, &so, &data);
   if (!s) s = accel_array_init(pixels, data, dtype, ndim, shape);
   if (s) {
