@@ -548,7 +548,7 @@ typedef struct dist_id {
 
 static int cmp_dist_id(const void *x, const void *y) {
   const dist_id *a = x, *b = y;
-  return a->d != b->d ? (a->d < b->d ? -1 : 1) : a->id != b->id ? (a->id < b->id ? -1 : 1) : 0;
+  return accel__cmp_u64_pair(a->d, a->id, b->d, b->id);
 }
 
 /* The CPU's k nearest with each popcount kernel (generic, POPCNT, AVX-512

@@ -145,8 +145,6 @@ static int isa_level(void) {
   return level < accel__index_isa_cap ? level : accel__index_isa_cap < 0 ? 0 : accel__index_isa_cap;
 }
 
-int accel__index_isa_level(void) { return isa_level(); }
-
 #if defined(__x86_64__)
 static const tile1_fn TILE1[3] = {tile1_generic, tile1_popcnt, tile1_avx512};
 static const scan_fn SCAN[3] = {scan_generic, scan_popcnt, scan_avx512};
@@ -835,7 +833,7 @@ static void knn_queries(const accel__index_job *job, const accel__codes *q, size
  * that can still be among its k nearest) falls as the codes stream by, so
  * most distances are rejected 32 at a time (knn_sel). */
 static accel_status knn_of(accel__call *call, accel__index_job *job, const accel__codes *q) {
-  const dist_fn dist = DIST[accel__index_isa_level()];
+  const dist_fn dist = DIST[isa_level()];
   const long long blocks = (long long)((q->n + KNN_QB - 1) / KNN_QB);
   progress p = {job, q->n, 0, 0};
   int oom = 0;

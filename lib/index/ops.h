@@ -43,9 +43,9 @@ typedef struct accel__index_ops {
 
 /* Which popcount kernel the CPU uses: "avx512-vpopcntdq", "popcnt", "generic". */
 const char *accel__index_isa(void);
-/* Its level (2, 1, 0), at most accel__index_isa_cap (default 2; tests lower
- * it to run each kernel on a CPU that has the faster ones). */
-int accel__index_isa_level(void);
+/* The highest popcount kernel the CPU searches may use: 2 AVX-512
+ * VPOPCNTDQ (the default), 1 POPCNT, 0 generic (tests lower it to run each
+ * kernel on a CPU that has the faster ones). */
 extern int accel__index_isa_cap;
 /* The automatic choice: multi-index hashing for this search? */
 bool accel__prefer_mih(size_t n, uint32_t bits, const accel__search *search, uint32_t nfields);
