@@ -896,6 +896,127 @@ START_TEST(axis_cache_keeps_what_it_handed_out) {
 }
 END_TEST
 
+/* The vertical pass, forced onto each path where the CPU has it (the VNNI
+ * and VBMI paths take 64 columns at a time in byte products, 2 to 4 parts),
+ * equals the plain loop to the bit: downscales short and long, upscales,
+ * widths below, at and past 64 columns, input rows offset from row 0. */
+START_TEST(vertical_paths_equal_the_scalar_loop) {
+  const int64_t sizes[][2] = {{1600, 1024}, {3000, 2048}, {1600, 8}, {1600, 32},
+                              {37, 5},      {5, 37},      {100, 99}, {7000, 3}};
+  const int64_t widths[] = {8, 64, 130, 1029};
+  uint32_t seed = 11;
+  int parts[5] = {0};
+  for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
+    accel__axis ay;
+    ck_assert_int_eq(accel__axis_init(&ay, sizes[c][0], sizes[c][1]), ACCEL_OK);
+    parts[ay.vparts]++;
+    int64_t y0, y1;
+    accel__axis_span(&ay, &y0, &y1);
+    for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+      const int64_t w = widths[k], stride = w + 3, out = sizes[c][1];
+      uint8_t *src = malloc((size_t)((y1 - y0) * stride)), *want = malloc((size_t)(out * w)),
+              *got = malloc((size_t)(out * w));
+      for (int64_t i = 0; i < (y1 - y0) * stride; i++) {
+        seed = seed * 1664525u + 1013904223u;
+        src[i] = (uint8_t)(i % 89 < 50 ? (seed >> 24) : (i / 7) % 2 * 255); /* noise, and hard edges */
+      }
+      accel__resample_path = ACCEL__RESAMPLE_SCALAR;
+      accel__resample_cols(&ay, src, stride, y0, w, want, w);
+      for (int path = ACCEL__RESAMPLE_SSE2; path <= ACCEL__RESAMPLE_VBMI; path++) {
+        if (!accel__resample_path_available(path)) continue;
+        accel__resample_path = path;
+        memset(got, 0xA5, (size_t)(out * w));
+        accel__resample_cols(&ay, src, stride, y0, w, got, w);
+        ck_assert_msg(memcmp(got, want, (size_t)(out * w)) == 0, "%lld -> %lld, width %lld: path %d differs",
+                      (long long)sizes[c][0], (long long)out, (long long)w, path);
+      }
+      accel__resample_path = ACCEL__RESAMPLE_AUTO;
+      free(src);
+      free(want);
+      free(got);
+    }
+    accel__axis_free(&ay);
+  }
+  /* every split ran: long downscales in two parts, short ones in three, upscales in four */
+  ck_assert_int_gt(parts[2], 0);
+  ck_assert_int_gt(parts[3], 0);
+  ck_assert_int_gt(parts[4], 0);
+}
+END_TEST
+
+/* pywt's whash steps on the whole N x N image (wavedec2 to the top, the top
+ * approximation zeroed, waverec2, wavedec2 to log2(N / n) levels; or the
+ * last alone when the top is kept), then imagehash's median rule: the
+ * definition the block-wise accel__whash_plane and its shortcut (most
+ * blocks' round trip skipped, see cpu_hashes.c) must equal. */
+static void whash_whole_image(const uint8_t *px, int64_t N, int n, bool keep, uint8_t *out) {
+  double *x = malloc(sizeof(double) * (size_t)(N * N)), *tmp = malloc(sizeof(double) * (size_t)(4 * N * N)),
+         *low = malloc(sizeof(double) * (size_t)(n * n)), *sorted = malloc(sizeof(double) * (size_t)(n * n));
+  ck_assert_ptr_nonnull(x);
+  ck_assert_ptr_nonnull(tmp);
+  for (int64_t i = 0; i < N * N; i++) x[i] = (double)px[i] / 255.;
+  int L = 0, m = 0;
+  while ((int64_t)1 << (L + 1) <= N) L++;
+  while ((int64_t)n << (m + 1) <= N) m++;
+  if (!keep) {
+    for (int k = 0; k < L; k++) accel__haar_analyze(x, N, N >> k, tmp);
+    x[0] *= 0;
+    for (int k = L - 1; k >= 0; k--) accel__haar_synthesize(x, N, N >> (k + 1), tmp);
+  }
+  for (int k = 0; k < m; k++) accel__haar_analyze(x, N, N >> k, tmp);
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) low[i * n + j] = x[i * N + j];
+  accel__whash_bits(low, n, sorted, out);
+  free(x);
+  free(tmp);
+  free(low);
+  free(sorted);
+}
+
+/* The whash plane equals the whole-image transform on planes made to put
+ * block approximations at or near the median: flat images, a few grey
+ * levels, blocks that are the same pixels shuffled (equal sums, rounded
+ * differently), a gradient, noise, and noise with a flat half. */
+START_TEST(whash_plane_equals_the_whole_image_transform) {
+  const struct {
+    int64_t N;
+    int n;
+  } geo[] = {{64, 8}, {256, 8}, {256, 16}, {128, 4}, {8, 8}, {1024, 8}};
+  uint32_t seed = 5;
+  for (size_t c = 0; c < sizeof geo / sizeof geo[0]; c++) {
+    const int64_t N = geo[c].N, B = N / geo[c].n;
+    uint8_t *px = malloc((size_t)(N * N));
+    for (int pattern = 0; pattern < 6; pattern++) {
+      for (int64_t i = 0; i < N; i++)
+        for (int64_t j = 0; j < N; j++) {
+          seed = seed * 1664525u + 1013904223u;
+          const uint8_t r = (uint8_t)(seed >> 24);
+          const int64_t bi = i / B, bj = j / B, u = i % B, v = j % B;
+          uint8_t val = 0;
+          switch (pattern) {
+          case 0: val = 200; break;                                                  /* flat */
+          case 1: val = (uint8_t)((bi * 3 + bj * 5) % 4 * 60); break;                /* four levels by block */
+          case 2: val = (uint8_t)(((u * 7 + v * 3 + bi + bj) % B) * 255 / B); break; /* shuffled ramps */
+          case 3: val = (uint8_t)((i + j) * 255 / (2 * N)); break;                   /* gradient */
+          case 4: val = r; break;                                                    /* noise */
+          default: val = i < N / 2 ? 90 : r; break;                                  /* half flat */
+          }
+          px[i * N + j] = val;
+        }
+      for (int keep = 0; keep < 2; keep++) {
+        uint8_t want[128] = {0}, got[128] = {0};
+        whash_whole_image(px, N, geo[c].n, keep, want);
+        ck_assert_int_eq(accel__whash_plane(px, N, geo[c].n, keep, got), ACCEL_OK);
+        ck_assert_msg(memcmp(got, want, (size_t)(geo[c].n * geo[c].n + 7) / 8) == 0,
+                      "whash %lld/%d, pattern %d, keep %d: differs from the whole-image transform", (long long)N,
+                      geo[c].n, pattern, keep);
+      }
+    }
+    free(px);
+  }
+}
+END_TEST
+
 /* The horizontal pass's dot products (scalar, SSE2, AVX2, AVX-512 VNNI and
  * VBMI, the byte products with three weight parts and with two), each
  * forced in turn where the CPU has it, equal the scalar loop to the bit on
@@ -904,12 +1025,14 @@ START_TEST(resample_paths_equal_the_scalar_loop) {
   const int64_t sizes[][2] = {{2560, 8}, {2560, 9}, {2560, 32}, {2560, 1024}, {1600, 1024}, {4000, 2048}, {37, 5},
                               {5, 37},   {3, 17},   {100, 99},  {64, 64},     {7000, 3},    {4000, 8},    {3000, 9}};
   uint32_t seed = 2026;
-  int split[4] = {0}; /* axes with 0, -, 2, 3 byte parts */
+  int split[4] = {0};  /* axes with 0, -, 2, 3 byte parts */
+  int blocks[5] = {0}; /* axes with 0, -, -, 3, 4 byte parts in the 16-output blocks */
   for (size_t c = 0; c < sizeof sizes / sizeof sizes[0]; c++) {
     const int64_t in = sizes[c][0], out = sizes[c][1], rows = 3;
     accel__axis ax;
     ck_assert_int_eq(accel__axis_init(&ax, in, out), ACCEL_OK);
     split[ax.w8 ? ax.w8_parts : 0]++;
+    blocks[ax.wt ? ax.wt_parts : 0]++;
     uint8_t *src = malloc((size_t)(in * rows)), *want = malloc((size_t)(out * rows)),
             *got = malloc((size_t)(out * rows));
     for (int64_t i = 0; i < in * rows; i++) {
@@ -935,6 +1058,9 @@ START_TEST(resample_paths_equal_the_scalar_loop) {
   /* both splits of the long kernels ran (2560 -> 8: two parts; 2560 -> 32: three) */
   ck_assert_int_gt(split[2], 0);
   ck_assert_int_gt(split[3], 0);
+  /* and both of the short kernels' blocks (downscales: three parts; upscales, weights near 2^22: four) */
+  ck_assert_int_gt(blocks[3], 0);
+  ck_assert_int_gt(blocks[4], 0);
 }
 END_TEST
 
@@ -1156,6 +1282,8 @@ END_TEST
 Suite *suite_hash(void) {
   TCase *tc = new_case("hash", 120, NULL, NULL);
   tcase_add_test(tc, resample_paths_equal_the_scalar_loop);
+  tcase_add_test(tc, vertical_paths_equal_the_scalar_loop);
+  tcase_add_test(tc, whash_plane_equals_the_whole_image_transform);
   tcase_add_test(tc, axis_cache_keeps_what_it_handed_out);
   tcase_add_test(tc, band_fed_resizes_equal_the_whole_plane);
   tcase_add_test(tc, whash_db4_matches_imagehash);

@@ -65,34 +65,104 @@ static accel_status phash_plane(const uint8_t *px, int n, int N, uint8_t *out, c
  * (ACCEL__CLONES); the operations, and so the bits, are the same on every
  * path. */
 
+/* accel__whash_block_ll with its first level read from the pixels through
+ * t1[v] = S * (v / 255.) (each rounded, as pywt rounds them): the same
+ * operations, without a division per pixel. t0[v] = v / 255. serves m = 0. */
+static inline double block_ll_u8(const uint8_t *px, const accel__whash_geom *g, int bi, int bj, const double *t0,
+                                 const double *t1, double *blk, double *tmp) {
+  const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
+  if (g->m == 0) return t0[src[0]];
+  const double S = ACCEL__HAAR_S;
+  const int64_t B = g->B, h = B / 2;
+  for (int64_t i = 0; i < h; i++) {
+    const uint8_t *xe = src + (2 * i) * g->N, *xo = xe + g->N;
+    double *A = tmp + i * B;
+    for (int64_t j = 0; j < B; j++) A[j] = t1[xo[j]] + t1[xe[j]];
+  }
+  for (int64_t i = 0; i < h; i++) {
+    const double *r = tmp + i * B;
+    double *o = blk + i * B;
+    for (int64_t j = 0; j < h; j++) {
+      const double po = S * r[2 * j + 1], pe = S * r[2 * j];
+      o[j] = po + pe;
+    }
+  }
+  for (int k = 1, s = (int)h; k < g->m; k++, s /= 2) accel__haar_analyze_ll(blk, B, s, tmp);
+  return blk[0];
+}
+
+static int cmp_double(const void *a, const void *b) {
+  const double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* whash without the coarsest approximation needs, per block, the level-m
+ * approximation of the pixels pywt's waverec2 gives back
+ * (accel__whash_block_final): the block's details with the reconstructed
+ * approximation `a` on top, synthesized m levels, analysed m levels. In
+ * exact arithmetic that is `a` itself (the Haar steps are orthonormal);
+ * rounded, it differs from `a` by at most
+ *   sum over the 4m one-dimensional steps of sqrt(2)^j * 3u * 2^(m+1)
+ *   < 4^m / (sqrt(2) - 1) * 3 * 2^(m+1) * 2^-53 < 2^(3m - 49)
+ * (each step's three roundings on values below 2^(m+1), pixels / 255 being
+ * in [0, 1]; a step multiplies earlier errors by at most sqrt(2)). WHASH_EPS
+ * takes 2^(3m - 40), 512 times that. So a block's bit is certain without the
+ * round trip unless `a` lies within the bound of the median; and the median
+ * (the mean of the middle order statistics) is exact once every block
+ * within twice the bound of the approximations' middle order statistics is
+ * computed exactly (no other block can hold those ranks, rounded or not).
+ * Those blocks, and any block whose bit is still in doubt, take the round
+ * trip: the bits are pywt's, for a fraction of the work (ties, as in flat
+ * images, simply take the round trip). */
+static double whash_eps(int m) { return ldexp(1.0, 3 * m - 40); }
+
 /* Block by block (memory of one block, not of the N x N double image), with
  * exactly the operations pywt performs on the whole image: Haar is local, so
  * below level m a block's coefficients depend on the block alone. */
 ACCEL__CLONES("avx512f", "avx2", "default")
 ACCEL__HIDDEN accel_status accel__whash_plane(const uint8_t *px, int64_t N, int n, bool keep_ll, uint8_t *out) {
   const accel__whash_geom g = accel__whash_geometry(N, n);
+  const int nn = n * n;
   double *blk = malloc(sizeof(double) * (size_t)(g.B * g.B)), *tmp = malloc(sizeof(double) * (size_t)(g.B * g.B));
-  double *pyr = calloc((size_t)(3 * n * n), sizeof(double));
+  double *pyr = calloc((size_t)(4 * nn), sizeof(double));
+  bool *exact = calloc((size_t)nn, sizeof(bool));
   accel_status s = ACCEL_OK;
-  if (!blk || !tmp || !pyr) {
+  if (!blk || !tmp || !pyr || !exact) {
     s = ACCEL_ERR_OUT_OF_MEMORY;
   } else {
-    double *ptmp = pyr + n * n, *low = ptmp + n * n;
+    double *ptmp = pyr + nn, *low = ptmp + nn, *sorted = low + nn, t0[256], t1[256];
+    for (int v = 0; v < 256; v++) t0[v] = (double)v / 255., t1[v] = ACCEL__HAAR_S * t0[v];
     for (int bi = 0; bi < n; bi++)
-      for (int bj = 0; bj < n; bj++) pyr[bi * n + bj] = accel__whash_block_ll(px, &g, bi, bj, blk, tmp);
+      for (int bj = 0; bj < n; bj++) pyr[bi * n + bj] = block_ll_u8(px, &g, bi, bj, t0, t1, blk, tmp);
     if (keep_ll) { /* remove_max_haar_ll=False: the approximation of the pixels themselves */
       accel__whash_bits(pyr, n, ptmp, out);
     } else {
       accel__whash_top(pyr, n, g.ln, ptmp);
-      for (int bi = 0; bi < n; bi++)
-        for (int bj = 0; bj < n; bj++)
-          low[bi * n + bj] = accel__whash_block_final(px, &g, bi, bj, pyr[bi * n + bj], blk, tmp);
-      accel__whash_bits(low, n, ptmp, out);
+      const double e = whash_eps(g.m);
+      memcpy(sorted, pyr, sizeof(double) * (size_t)nn);
+      qsort(sorted, (size_t)nn, sizeof(double), cmp_double);
+      const double lo = sorted[(nn - 1) / 2], hi = sorted[nn / 2];
+      for (int b = 0; b < nn; b++) {
+        low[b] = pyr[b];
+        if (fabs(pyr[b] - lo) <= 2 * e || fabs(pyr[b] - hi) <= 2 * e) {
+          low[b] = accel__whash_block_final(px, &g, b / n, b % n, pyr[b], blk, tmp);
+          exact[b] = true;
+        }
+      }
+      memcpy(sorted, low, sizeof(double) * (size_t)nn);
+      const double med = accel__median_inplace(sorted, nn);
+      accel__clear_bits(out, nn);
+      for (int b = 0; b < nn; b++) {
+        if (!exact[b] && fabs(pyr[b] - med) <= e)
+          low[b] = accel__whash_block_final(px, &g, b / n, b % n, pyr[b], blk, tmp), exact[b] = true;
+        accel__set_bit(out, b, exact[b] ? low[b] > med : pyr[b] > med);
+      }
     }
   }
   free(blk);
   free(tmp);
   free(pyr);
+  free(exact);
   return s;
 }
 

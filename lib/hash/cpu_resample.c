@@ -14,18 +14,41 @@ static double sinc(double x) {
 
 static double lanczos(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3) : 0.0; }
 
-/* The transposed weights of the 16-output blocks (accel__axis.wt) when
- * every full block's pixels fit in the 64 bytes from its first; tails and
- * other axes take the dot products. */
+/* The fewest byte parts, from `parts` up to 4, that hold n weights, and
+ * part i of a weight k, most significant first, for P parts:
+ * k = sum of part[i] * 2^(7 (P - 1 - i)), the first part signed, the others
+ * in 0..127 (arithmetic shifts). P parts hold k in [-2^(7P), 2^(7P)). */
+static int byte_parts(const int32_t *w, int64_t n, int parts) {
+  for (int64_t i = 0; i < n; i++)
+    while (parts < 4 && (w[i] < -(1 << (7 * parts)) || w[i] >= (1 << (7 * parts)))) parts++;
+  return parts;
+}
+static int8_t byte_part(int32_t k, int parts, int i) {
+  const int shift = 7 * (parts - 1 - i);
+  return (int8_t)(i == 0 ? k >> shift : (k >> shift) & 127);
+}
+
+/* The 16-output blocks' weights in byte parts (accel__axis.wt) when every
+ * full block's pixels, four taps per output rounded up, fit in the 64 bytes
+ * from its first: [block][group of 4 taps][part][16 outputs x 4 taps].
+ * Tails and other axes take the dot products. */
 static void transpose_short(accel__axis *a) {
   const int64_t blocks = a->out_size / 16;
-  if (blocks == 0 || a->ksize > 64) return;
+  const int kq = (a->ksize + 3) / 4;
+  if (blocks == 0 || 4 * kq > 64) return;
   for (int64_t b = 0; b < blocks; b++)
-    if (a->first[b * 16 + 15] - a->first[b * 16] + a->ksize > 64) return;
-  if (!(a->wt = malloc(sizeof(int32_t) * (size_t)(blocks * 16 * a->ksize)))) return; /* optional: dots then */
+    if (a->first[b * 16 + 15] - a->first[b * 16] + 4 * kq > 64) return;
+  /* 3 or 4: two would need every weight below 2^14 (1/256), which a kernel of at most 64 taps summing to 1 never has */
+  const int parts = byte_parts(a->weight, a->out_size * a->ksize, 3);
+  if (!(a->wt = calloc((size_t)(blocks * kq * parts * 64), 1))) return; /* optional: dots then */
+  a->wt_parts = parts;
+  a->wt_groups = kq;
   for (int64_t b = 0; b < blocks; b++)
-    for (int t = 0; t < a->ksize; t++)
-      for (int l = 0; l < 16; l++) a->wt[(b * a->ksize + t) * 16 + l] = a->weight[(b * 16 + l) * a->ksize + t];
+    for (int l = 0; l < 16; l++)
+      for (int t = 0; t < a->count[b * 16 + l]; t++)
+        for (int p = 0; p < parts; p++)
+          a->wt[((b * kq + t / 4) * parts + p) * 64 + 4 * l + t % 4] =
+              byte_part(a->weight[(b * 16 + l) * a->ksize + t], parts, p);
 }
 
 /* The int8 parts of every weight (accel__axis.w8) when each lies in
@@ -92,6 +115,7 @@ accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size)
     a->count[x] = n;
   }
   free(w);
+  a->vparts = byte_parts(a->weight, out_size * a->ksize, 2);
   /* split weights for the SIMD pass; huge kernels (a downscale by more than
    * ~700x) would overflow its 32-bit lanes and keep the scalar pass */
   if (a->ksize <= 4096) {
@@ -300,32 +324,45 @@ VBMI_TARGET static inline int32_t dot_bytes(const uint8_t *p, const int8_t *w, i
 }
 
 /* Short kernels, 16 outputs at once: the block's 64 bytes of pixels loaded
- * once, each tap's 16 pixels picked into int32 lanes by vpermb, multiplied
- * by the tap's 16 weights and added (int32 products and sums: Pillow's own
- * accumulator, exact), then clipped as clip8 clips. Tails take the dots. */
+ * once; for each group of four taps, vpermb picks each output's four pixels
+ * into its int32 lane and vpdpbusd multiplies them by the four weights'
+ * byte parts and adds them, one accumulator per part; the parts are joined
+ * (shifted 7 bits apart) and clipped as clip8 clips. Every step is exact
+ * modulo 2^32 and the true sum (Pillow's int32 accumulator) fits, so the
+ * result is Pillow's. Tails take the dots. */
+VBMI_TARGET static inline __attribute__((always_inline)) void block_bytes(const accel__axis *h, int64_t b, int parts,
+                                                                          const uint8_t *src, uint8_t *dst) {
+  const int32_t *first = h->first + b * 16;
+  const int8_t *w = h->wt + b * h->wt_groups * parts * 64;
+  const __m512i win = _mm512_loadu_si512((const void *)(src + first[0]));
+  /* byte 4 l + c: output l's pixel c of the group within the window */
+  const __m512i d = _mm512_sub_epi32(_mm512_loadu_si512((const void *)first), _mm512_set1_epi32(first[0]));
+  __m512i idx = _mm512_add_epi32(_mm512_mullo_epi32(d, _mm512_set1_epi32(0x01010101)), _mm512_set1_epi32(0x03020100));
+  __m512i acc[4] = {_mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512(), _mm512_setzero_si512()};
+  for (int q = 0; q < h->wt_groups; q++, w += parts * 64) {
+    const __m512i px = _mm512_permutexvar_epi8(idx, win);
+    for (int p = 0; p < parts; p++)
+      acc[p] = _mm512_dpbusd_epi32(acc[p], px, _mm512_loadu_si512((const void *)(w + p * 64)));
+    idx = _mm512_add_epi8(idx, _mm512_set1_epi8(4));
+  }
+  __m512i v = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
+  for (int p = 0; p < parts; p++) v = _mm512_add_epi32(v, _mm512_slli_epi32(acc[p], (unsigned)(7 * (parts - 1 - p))));
+  v = _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(v, _mm512_setzero_si512()), 22), _mm512_set1_epi32(255));
+  _mm_storeu_si128((__m128i *)(void *)(dst + b * 16), _mm512_cvtepi32_epi8(v));
+}
+
 VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8_t *dst) {
   const int64_t blocks = h->wt ? h->out_size / 16 : 0;
-  for (int64_t b = 0; b < blocks; b++) {
-    const int32_t *first = h->first + b * 16, *w = h->wt + b * 16 * h->ksize;
-    const __m512i win = _mm512_loadu_si512((const void *)(src + first[0]));
-    /* byte 4 l of the index: output l's first pixel within the window (the other bytes are masked off) */
-    __m512i idx = _mm512_sub_epi32(_mm512_loadu_si512((const void *)first), _mm512_set1_epi32(first[0]));
-    __m512i acc = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
-    for (int t = 0; t < h->ksize; t++) {
-      const __m512i px = _mm512_maskz_permutexvar_epi8((__mmask64)0x1111111111111111ULL, idx, win);
-      acc = _mm512_add_epi32(acc, _mm512_mullo_epi32(px, _mm512_loadu_si512((const void *)(w + t * 16))));
-      idx = _mm512_add_epi32(idx, _mm512_set1_epi32(1));
-    }
-    const __m512i v =
-        _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(acc, _mm512_setzero_si512()), 22), _mm512_set1_epi32(255));
-    _mm_storeu_si128((__m128i *)(void *)(dst + b * 16), _mm512_cvtepi32_epi8(v));
-  }
+  /* the part count a constant in each loop, so the accumulators stay in registers */
+  if (h->wt_parts == 3)
+    for (int64_t b = 0; b < blocks; b++) block_bytes(h, b, 3, src, dst);
+  else
+    for (int64_t b = 0; b < blocks; b++) block_bytes(h, b, 4, src, dst);
   for (int64_t x = blocks * 16; x < h->out_size; x++)
     dst[x] = clip8((1 << (ACCEL__RESAMPLE_BITS - 1)) +
                    (h->w8 ? dot_bytes(src + h->first[x], h->w8 + x * h->w8_parts * h->k64, h->k64, h->w8_parts)
                           : dot_vnni(src + h->first[x], h->hi + x * h->kpad, h->lo + x * h->kpad, h->kpad)));
 }
-#pragma GCC diagnostic pop
 
 typedef void (*row_fn)(const accel__axis *, const uint8_t *, uint8_t *);
 
@@ -343,22 +380,98 @@ bool accel__resample_path_available(int path) {
   }
 }
 
-/* The row function of the path in force (NULL: the scalar loop). */
-static row_fn pick_row(void) {
+/* The path in force: the test switch where the CPU has it, else the fastest. */
+static int path_in_force(void) {
   static int best = -1;
   if (best < 0)
     best = accel__resample_path_available(ACCEL__RESAMPLE_VBMI)   ? ACCEL__RESAMPLE_VBMI
            : accel__resample_path_available(ACCEL__RESAMPLE_VNNI) ? ACCEL__RESAMPLE_VNNI
            : accel__resample_path_available(ACCEL__RESAMPLE_AVX2) ? ACCEL__RESAMPLE_AVX2
                                                                   : ACCEL__RESAMPLE_SSE2;
-  const int path =
-      accel__resample_path && accel__resample_path_available(accel__resample_path) ? accel__resample_path : best;
+  return accel__resample_path && accel__resample_path_available(accel__resample_path) ? accel__resample_path : best;
+}
+
+/* The row function of the path in force (NULL: the scalar loop). */
+static row_fn pick_row(void) {
+  const int path = path_in_force();
   return path == ACCEL__RESAMPLE_VBMI   ? row_vbmi
          : path == ACCEL__RESAMPLE_VNNI ? row_vnni
          : path == ACCEL__RESAMPLE_AVX2 ? row_avx2
          : path == ACCEL__RESAMPLE_SSE2 ? row_sse2
                                         : NULL;
 }
+
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/* The vertical pass, 64 columns at a time, four taps (input rows) per step:
+ * the four rows' 64 bytes interleaved by unpacking (each int32 lane then
+ * holds one column's four pixels) and multiplied by the taps' byte parts
+ * with vpdpbusd, one accumulator per part and per quarter of the columns;
+ * the parts joined, clipped, and the quarters put back in column order with
+ * vpermd. Exact modulo 2^32 at every step, as the rows' dot products are.
+ * Columns [0, w / 64 * 64) of every output row. */
+VNNI_TARGET static inline __attribute__((always_inline)) void cols64(const accel__axis *v, const uint8_t *in,
+                                                                     int64_t in_stride, int64_t in_row0, int64_t w,
+                                                                     uint8_t *out, int64_t out_stride, int parts,
+                                                                     int32_t *wq) {
+  /* quarter j's lane 4 L + c is column 16 L + 4 j + c: in the quarters' bytes laid end to end, the
+   * four columns 16 L + 4 j .. + 3 are dword 4 j + L, and go to dword 4 L + j (a 4 x 4 transpose) */
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int64_t yy = 0; yy < v->out_size; yy++) {
+    const int32_t *k = v->weight + yy * v->ksize;
+    const int n = v->count[yy], groups = (n + 3) / 4;
+    const uint8_t *base = in + (v->first[yy] - in_row0) * in_stride;
+    for (int q = 0; q < groups; q++) /* each part's four bytes of taps 4q .. 4q + 3 */
+      for (int p = 0; p < parts; p++) {
+        uint32_t word = 0;
+        for (int c = 0; c < 4; c++)
+          if (4 * q + c < n) word |= (uint32_t)(uint8_t)byte_part(k[4 * q + c], parts, p) << (8 * c);
+        wq[q * parts + p] = (int32_t)word;
+      }
+    for (int64_t x = 0; x + 64 <= w; x += 64) {
+      __m512i acc[4][4];
+      for (int j = 0; j < 4; j++)
+        for (int p = 0; p < parts; p++) acc[j][p] = _mm512_setzero_si512();
+      for (int q = 0; q < groups; q++) {
+        __m512i r[4];
+        for (int c = 0; c < 4; c++) /* taps past the count weigh 0: any row in range will do */
+          r[c] = _mm512_loadu_si512((const void *)(base + (4 * q + c < n ? 4 * q + c : 0) * in_stride + x));
+        const __m512i a = _mm512_unpacklo_epi8(r[0], r[1]), b = _mm512_unpackhi_epi8(r[0], r[1]);
+        const __m512i c = _mm512_unpacklo_epi8(r[2], r[3]), d = _mm512_unpackhi_epi8(r[2], r[3]);
+        const __m512i quarter[4] = {_mm512_unpacklo_epi16(a, c), _mm512_unpackhi_epi16(a, c),
+                                    _mm512_unpacklo_epi16(b, d), _mm512_unpackhi_epi16(b, d)};
+        for (int p = 0; p < parts; p++) {
+          const __m512i wp = _mm512_set1_epi32(wq[q * parts + p]);
+          for (int j = 0; j < 4; j++) acc[j][p] = _mm512_dpbusd_epi32(acc[j][p], quarter[j], wp);
+        }
+      }
+      __m512i bytes = _mm512_setzero_si512();
+      for (int j = 0; j < 4; j++) {
+        __m512i s = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
+        for (int p = 0; p < parts; p++)
+          s = _mm512_add_epi32(s, _mm512_slli_epi32(acc[j][p], (unsigned)(7 * (parts - 1 - p))));
+        s = _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(s, _mm512_setzero_si512()), 22),
+                             _mm512_set1_epi32(255));
+        bytes = _mm512_inserti32x4(bytes, _mm512_cvtepi32_epi8(s), j);
+      }
+      _mm512_storeu_si512((void *)(out + yy * out_stride + x), _mm512_permutexvar_epi32(order, bytes));
+    }
+  }
+}
+
+/* cols64 with the part count a constant (the accumulators in registers);
+ * false when out of memory. */
+VNNI_TARGET static bool cols_vnni(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0,
+                                  int64_t w, uint8_t *out, int64_t out_stride) {
+  int32_t *wq = malloc(sizeof(int32_t) * 4 * (size_t)((v->ksize + 3) / 4));
+  if (!wq) return false;
+  if (v->vparts == 2) cols64(v, in, in_stride, in_row0, w, out, out_stride, 2, wq);
+  else if (v->vparts == 3) cols64(v, in, in_stride, in_row0, w, out, out_stride, 3, wq);
+  else cols64(v, in, in_stride, in_row0, w, out, out_stride, 4, wq);
+  free(wq);
+  return true;
+}
+#pragma GCC diagnostic pop
 #else
 bool accel__resample_path_available(int path) { return path == ACCEL__RESAMPLE_SCALAR; }
 #endif
@@ -404,15 +517,16 @@ void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_st
   }
 }
 
-/* The vertical pass vectorizes across columns; compiled for AVX2 as well
- * (ACCEL__CLONES). */
+/* The vertical pass over columns [x0, x1), vectorised by the compiler
+ * across columns; compiled for AVX2 as well (ACCEL__CLONES). */
 ACCEL__CLONES("avx2", "default")
-ACCEL__HIDDEN void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0,
-                                        int64_t w, uint8_t *out, int64_t out_stride) {
+static void cols_loop(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0, int64_t x0,
+                      int64_t x1, uint8_t *out, int64_t out_stride) {
+  const int64_t w = x1 - x0;
   int32_t *acc = malloc(sizeof(int32_t) * (size_t)(w > 0 ? w : 1));
   if (!acc) { /* tiny fallback without the row accumulator */
     for (int64_t yy = 0; yy < v->out_size; yy++)
-      for (int64_t x = 0; x < w; x++) {
+      for (int64_t x = x0; x < x1; x++) {
         int32_t ss = 1 << (ACCEL__RESAMPLE_BITS - 1);
         const int32_t *k = v->weight + yy * v->ksize;
         for (int i = 0; i < v->count[yy]; i++) ss += (int32_t)in[(v->first[yy] - in_row0 + i) * in_stride + x] * k[i];
@@ -422,17 +536,27 @@ ACCEL__HIDDEN void accel__resample_cols(const accel__axis *v, const uint8_t *in,
   }
   for (int64_t yy = 0; yy < v->out_size; yy++) {
     const int32_t *k = v->weight + yy * v->ksize;
-    const uint8_t *base = in + (v->first[yy] - in_row0) * in_stride;
+    const uint8_t *base = in + (v->first[yy] - in_row0) * in_stride + x0;
     for (int64_t x = 0; x < w; x++) acc[x] = 1 << (ACCEL__RESAMPLE_BITS - 1);
     for (int i = 0; i < v->count[yy]; i++) {
       const uint8_t *row = base + i * in_stride;
       const int32_t ki = k[i];
       for (int64_t x = 0; x < w; x++) acc[x] += (int32_t)row[x] * ki;
     }
-    uint8_t *dst = out + yy * out_stride;
+    uint8_t *dst = out + yy * out_stride + x0;
     for (int64_t x = 0; x < w; x++) dst[x] = clip8(acc[x]);
   }
   free(acc);
+}
+
+void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0, int64_t w,
+                          uint8_t *out, int64_t out_stride) {
+  int64_t x0 = 0;
+#if defined(__x86_64__)
+  if (w >= 64 && path_in_force() >= ACCEL__RESAMPLE_VNNI && cols_vnni(v, in, in_stride, in_row0, w, out, out_stride))
+    x0 = w / 64 * 64;
+#endif
+  if (x0 < w) cols_loop(v, in, in_stride, in_row0, x0, w, out, out_stride);
 }
 
 accel_status accel__resize_gray(const uint8_t *in, int64_t w, int64_t h, int64_t stride, uint8_t *out, int64_t ow,

@@ -38,14 +38,21 @@ typedef struct accel__axis {
   int kpad;
   int16_t *hi, *lo; /* [out_size * kpad] */
   /* For short kernels (whash's): the weights of each block of 16 outputs
-   * transposed, tap by tap ([out_size / 16][ksize][16] int32), when every
-   * block's pixels lie within 64 bytes of its first; else NULL. */
-  int32_t *wt;
+   * in groups of four taps, each weight split into wt_parts bytes as w8 is
+   * (3 or 4 parts: the first signed, the others 0..127, 7 bits apart):
+   * [out_size / 16][wt_groups][wt_parts][16 outputs][4 taps] int8, when
+   * every block's pixels (4 * wt_groups from its first) lie within 64
+   * bytes; else NULL. */
+  int wt_groups, wt_parts;
+  int8_t *wt;
   /* For long kernels whose weights lie in [-2^21, 2^21): each split exactly
    * as a * 2^14 + b * 2^7 + c (a signed, b and c in 0..127, int8 each), or,
    * when every weight lies in [-2^14, 2^14) (downscales by more than about
    * 260, where no tap weighs much), as b * 2^7 + c (b signed) in two parts;
    * padded with zeros to k64 taps (a multiple of 64); else NULL. */
+  /* The byte parts (2 to 4, split as wt's) every weight fits in: the
+   * vertical pass's byte products. */
+  int vparts;
   int k64;
   int w8_parts; /* 3 or 2 */
   int8_t *w8;   /* [out_size][w8_parts][k64]: a, b, c or b, c */
@@ -97,7 +104,8 @@ bool accel__resample_path_available(int path);
 void accel__resample_rows(const accel__axis *h, const uint8_t *in, int64_t in_stride, int64_t row0, int64_t row1,
                           uint8_t *out, int64_t out_stride);
 /* Vertical pass: `in` holds input rows starting at row `in_row0` (so the
- * weights' first indices are shifted by it); width w. */
+ * weights' first indices are shifted by it); width w. With AVX-512 VNNI
+ * (the VNNI and VBMI paths) 64 columns at a time in byte products. */
 void accel__resample_cols(const accel__axis *v, const uint8_t *in, int64_t in_stride, int64_t in_row0, int64_t w,
                           uint8_t *out, int64_t out_stride);
 
