@@ -445,15 +445,19 @@ VNNI_TARGET static inline __attribute__((always_inline)) void cols64(const accel
           for (int j = 0; j < 4; j++) acc[j][p] = _mm512_dpbusd_epi32(acc[j][p], quarter[j], wp);
         }
       }
-      __m512i bytes = _mm512_setzero_si512();
+      __m128i quad[4];
       for (int j = 0; j < 4; j++) {
         __m512i s = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
         for (int p = 0; p < parts; p++)
           s = _mm512_add_epi32(s, _mm512_slli_epi32(acc[j][p], (unsigned)(7 * (parts - 1 - p))));
         s = _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(s, _mm512_setzero_si512()), 22),
                              _mm512_set1_epi32(255));
-        bytes = _mm512_inserti32x4(bytes, _mm512_cvtepi32_epi8(s), j);
+        quad[j] = _mm512_cvtepi32_epi8(s);
       }
+      __m512i bytes = _mm512_castsi128_si512(quad[0]);
+      bytes = _mm512_inserti32x4(bytes, quad[1], 1);
+      bytes = _mm512_inserti32x4(bytes, quad[2], 2);
+      bytes = _mm512_inserti32x4(bytes, quad[3], 3);
       _mm512_storeu_si512((void *)(out + yy * out_stride + x), _mm512_permutexvar_epi32(order, bytes));
     }
   }
