@@ -99,21 +99,24 @@ static int cmp_double(const void *a, const void *b) {
 /* whash without the coarsest approximation needs, per block, the level-m
  * approximation of the pixels pywt's waverec2 gives back
  * (accel__whash_block_final): the block's details with the reconstructed
- * approximation `a` on top, synthesized m levels, analysed m levels. In
- * exact arithmetic that is `a` itself (the Haar steps are orthonormal);
- * rounded, it differs from `a` by at most
- *   sum over the 4m one-dimensional steps of sqrt(2)^j * 3u * 2^(m+1)
- *   < 4^m / (sqrt(2) - 1) * 3 * 2^(m+1) * 2^-53 < 2^(3m - 49)
- * (each step's three roundings on values below 2^(m+1), pixels / 255 being
- * in [0, 1]; a step multiplies earlier errors by at most sqrt(2)). WHASH_EPS
- * takes 2^(3m - 40), 512 times that. So a block's bit is certain without the
- * round trip unless `a` lies within the bound of the median; and the median
- * (the mean of the middle order statistics) is exact once every block
- * within twice the bound of the approximations' middle order statistics is
- * computed exactly (no other block can hold those ranks, rounded or not).
- * Those blocks, and any block whose bit is still in doubt, take the round
- * trip: the bits are pywt's, for a fraction of the work (ties, as in flat
- * images, simply take the round trip). */
+ * approximation `a` on top, synthesized m levels, analysed m levels. With
+ * the exact 1/sqrt(2) that is `a` itself (the Haar steps are orthonormal).
+ * With pywt's rounded S (|S - 1/sqrt(2)| < 2^-54) and every product and sum
+ * rounded, each of the 4m one-dimensional steps adds less than 4u * 2^m
+ * (u = 2^-53; every value is at most 2^m: 2^k times a mean of pixels / 255
+ * less the image's mean, all in [0, 1]) and multiplies the errors before it
+ * by about sqrt(2) (2S), so the two differ by less than
+ *   4^m / (sqrt(2) - 1) * 4u * 2^m < 2^(3m - 49).
+ * whash_eps takes 2^(3m - 40), 512 times that. So a block's bit is certain
+ * without the round trip unless `a` lies within the bound of the median;
+ * and the median (the mean of the middle order statistics) is exact once
+ * every block within twice the bound of the approximations' middle order
+ * statistics is computed exactly (no other block can hold those ranks,
+ * rounded or not). Those blocks take the round trip, and any other block
+ * whose bit is still in doubt (none can be: the median lies within the
+ * bound of the middle values; the check stays as a guard). The bits are
+ * pywt's, for a fraction of the work; ties, as in flat images, simply take
+ * the round trip. */
 static double whash_eps(int m) { return ldexp(1.0, 3 * m - 40); }
 
 /* Block by block (memory of one block, not of the N x N double image), with

@@ -382,12 +382,15 @@ bool accel__resample_path_available(int path) {
 
 /* The path in force: the test switch where the CPU has it, else the fastest. */
 static int path_in_force(void) {
-  static int best = -1;
-  if (best < 0)
+  static int cached = -1; /* threads may race to fill it, with the same value */
+  int best = __atomic_load_n(&cached, __ATOMIC_RELAXED);
+  if (best < 0) {
     best = accel__resample_path_available(ACCEL__RESAMPLE_VBMI)   ? ACCEL__RESAMPLE_VBMI
            : accel__resample_path_available(ACCEL__RESAMPLE_VNNI) ? ACCEL__RESAMPLE_VNNI
            : accel__resample_path_available(ACCEL__RESAMPLE_AVX2) ? ACCEL__RESAMPLE_AVX2
                                                                   : ACCEL__RESAMPLE_SSE2;
+    __atomic_store_n(&cached, best, __ATOMIC_RELAXED);
+  }
   return accel__resample_path && accel__resample_path_available(accel__resample_path) ? accel__resample_path : best;
 }
 

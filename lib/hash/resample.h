@@ -50,12 +50,12 @@ typedef struct accel__axis {
    * when every weight lies in [-2^14, 2^14) (downscales by more than about
    * 260, where no tap weighs much), as b * 2^7 + c (b signed) in two parts;
    * padded with zeros to k64 taps (a multiple of 64); else NULL. */
-  /* The byte parts (2 to 4, split as wt's) every weight fits in: the
-   * vertical pass's byte products. */
-  int vparts;
   int k64;
   int w8_parts; /* 3 or 2 */
   int8_t *w8;   /* [out_size][w8_parts][k64]: a, b, c or b, c */
+  /* The byte parts (2 to 4, split as wt's) every weight fits in: the
+   * vertical pass's byte products. */
+  int vparts;
 } accel__axis;
 
 accel_status accel__axis_init(accel__axis *axis, int64_t in_size, int64_t out_size);
@@ -84,9 +84,11 @@ accel__axis_cache *accel__axis_cache_thread(void);
 /* Rows of the input the vertical pass of `v` reads: [*begin, *end). */
 void accel__axis_span(const accel__axis *v, int64_t *begin, int64_t *end);
 
-/* The horizontal pass's dot products, chosen at run time from the CPU's
- * features (AUTO: the fastest available); tests force each one in turn and
- * compare them, bit for bit, with the scalar loop. */
+/* The passes' dot products, chosen at run time from the CPU's features
+ * (AUTO: the fastest available): the horizontal pass has one per path, the
+ * vertical pass its byte products on the VNNI and VBMI paths and a plain
+ * loop on the others. Tests force each path in turn and compare them, bit
+ * for bit, with the scalar loop. */
 enum {
   ACCEL__RESAMPLE_AUTO = 0,
   ACCEL__RESAMPLE_SCALAR = 1,
