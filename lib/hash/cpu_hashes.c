@@ -72,28 +72,15 @@ static inline double block_ll_u8(const uint8_t *px, const accel__whash_geom *g, 
                                  const double *t1, double *blk, double *tmp) {
   const uint8_t *src = px + (bi * g->B) * g->N + bj * g->B;
   if (g->m == 0) return t0[src[0]];
-  const double S = ACCEL__HAAR_S;
   const int64_t B = g->B, h = B / 2;
   for (int64_t i = 0; i < h; i++) {
     const uint8_t *xe = src + (2 * i) * g->N, *xo = xe + g->N;
     double *A = tmp + i * B;
     for (int64_t j = 0; j < B; j++) A[j] = t1[xo[j]] + t1[xe[j]];
   }
-  for (int64_t i = 0; i < h; i++) {
-    const double *r = tmp + i * B;
-    double *o = blk + i * B;
-    for (int64_t j = 0; j < h; j++) {
-      const double po = S * r[2 * j + 1], pe = S * r[2 * j];
-      o[j] = po + pe;
-    }
-  }
+  accel__haar_ll_rows(tmp, B, blk, B);
   for (int k = 1, s = (int)h; k < g->m; k++, s /= 2) accel__haar_analyze_ll(blk, B, s, tmp);
   return blk[0];
-}
-
-static int cmp_double(const void *a, const void *b) {
-  const double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
 }
 
 /* whash without the coarsest approximation needs, per block, the level-m
@@ -143,7 +130,7 @@ ACCEL__HIDDEN accel_status accel__whash_plane(const uint8_t *px, int64_t N, int 
       accel__whash_top(pyr, n, g.ln, ptmp);
       const double e = whash_eps(g.m);
       memcpy(sorted, pyr, sizeof(double) * (size_t)nn);
-      qsort(sorted, (size_t)nn, sizeof(double), cmp_double);
+      accel__median_inplace(sorted, nn); /* sorts them (a heap sort) */
       const double lo = sorted[(nn - 1) / 2], hi = sorted[nn / 2];
       for (int b = 0; b < nn; b++) {
         low[b] = pyr[b];

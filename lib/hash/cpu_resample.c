@@ -14,8 +14,9 @@ static double sinc(double x) {
 
 static double lanczos(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3) : 0.0; }
 
-/* The fewest byte parts, from `parts` up to 4, that hold n weights, and
- * part i of a weight k, most significant first, for P parts:
+/* The fewest byte parts, from `parts` up to 4, that hold n weights
+ * (accel__axis.vparts), and part i of a weight k, most significant first,
+ * for P parts:
  * k = sum of part[i] * 2^(7 (P - 1 - i)), the first part signed, the others
  * in 0..127 (arithmetic shifts). P parts hold k in [-2^(7P), 2^(7P)). */
 static int byte_parts(const int32_t *w, int64_t n, int parts) {
@@ -39,7 +40,7 @@ static void transpose_short(accel__axis *a) {
   for (int64_t b = 0; b < blocks; b++)
     if (a->first[b * 16 + 15] - a->first[b * 16] + 4 * kq > 64) return;
   /* 3 or 4: two would need every weight below 2^14 (1/256), which a kernel of at most 64 taps summing to 1 never has */
-  const int parts = byte_parts(a->weight, a->out_size * a->ksize, 3);
+  const int parts = a->vparts < 3 ? 3 : a->vparts;
   if (!(a->wt = calloc((size_t)(blocks * kq * parts * 64), 1))) return; /* optional: dots then */
   a->wt_parts = parts;
   a->wt_groups = kq;
@@ -53,27 +54,18 @@ static void transpose_short(accel__axis *a) {
 
 /* The int8 parts of every weight (accel__axis.w8) when each lies in
  * [-2^21, 2^21) and the kernels are long enough for 64-byte steps to pay:
- * three, or two where every weight lies in [-2^14, 2^14). */
+ * three, or two where every weight lies in [-2^14, 2^14) (vparts, split as
+ * byte_part splits). */
 static void split_bytes(accel__axis *a) {
-  if (a->ksize < 64) return;
-  bool two = true;
-  for (int64_t i = 0; i < a->out_size * a->ksize; i++) {
-    if (a->weight[i] < -(1 << 21) || a->weight[i] >= (1 << 21)) return;
-    two = two && a->weight[i] >= -(1 << 14) && a->weight[i] < (1 << 14);
-  }
-  const int parts = two ? 2 : 3;
+  const int parts = a->vparts;
+  if (a->ksize < 64 || parts > 3) return;
   a->k64 = (a->ksize + 63) / 64 * 64;
   if (!(a->w8 = calloc((size_t)(a->out_size * parts * a->k64), 1))) return; /* optional: the int16 dots then */
   a->w8_parts = parts;
   for (int64_t x = 0; x < a->out_size; x++)
-    for (int i = 0; i < a->count[x]; i++) {
-      const int32_t k = a->weight[x * a->ksize + i];
-      int8_t *p = a->w8 + x * parts * a->k64 + i;
-      /* arithmetic shifts: k = a * 2^14 + b * 2^7 + c, or b * 2^7 + c with b signed */
-      if (parts == 3) *p = (int8_t)(k >> 14), p += a->k64;
-      p[0] = (int8_t)(parts == 3 ? (k >> 7) & 127 : k >> 7);
-      p[a->k64] = (int8_t)(k & 127);
-    }
+    for (int i = 0; i < a->count[x]; i++)
+      for (int p = 0; p < parts; p++)
+        a->w8[(x * parts + p) * a->k64 + i] = byte_part(a->weight[x * a->ksize + i], parts, p);
 }
 
 accel_status accel__axis_init(accel__axis *a, int64_t in_size, int64_t out_size) {
@@ -299,6 +291,16 @@ ACCEL__ROW_FN(row_vnni, __attribute__((target("avx512f,avx512bw,avx512vnni"))), 
 #undef ACCEL__ROW_FN
 
 #define VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi,avx512vnni")))
+#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+/* The byte-part accumulators joined (part p shifted 7 (parts - 1 - p) bits),
+ * Pillow's rounding term added and the sums clipped as clip8 clips: 16
+ * outputs in 0..255, one per int32 lane. */
+VNNI_TARGET static inline __attribute__((always_inline)) __m512i join_clip(const __m512i *acc, int parts) {
+  __m512i v = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
+  for (int p = 0; p < parts; p++) v = _mm512_add_epi32(v, _mm512_slli_epi32(acc[p], (unsigned)(7 * (parts - 1 - p))));
+  return _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(v, _mm512_setzero_si512()), 22), _mm512_set1_epi32(255));
+}
 
 /* Long kernels with byte-sized weight parts: vpdpbusd multiplies 64 pixels
  * (uint8) by 64 weight bytes (int8) and adds them to 16 int32 lanes, for
@@ -345,10 +347,7 @@ VBMI_TARGET static inline __attribute__((always_inline)) void block_bytes(const 
       acc[p] = _mm512_dpbusd_epi32(acc[p], px, _mm512_loadu_si512((const void *)(w + p * 64)));
     idx = _mm512_add_epi8(idx, _mm512_set1_epi8(4));
   }
-  __m512i v = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
-  for (int p = 0; p < parts; p++) v = _mm512_add_epi32(v, _mm512_slli_epi32(acc[p], (unsigned)(7 * (parts - 1 - p))));
-  v = _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(v, _mm512_setzero_si512()), 22), _mm512_set1_epi32(255));
-  _mm_storeu_si128((__m128i *)(void *)(dst + b * 16), _mm512_cvtepi32_epi8(v));
+  _mm_storeu_si128((__m128i *)(void *)(dst + b * 16), _mm512_cvtepi32_epi8(join_clip(acc, parts)));
 }
 
 VBMI_TARGET static void row_vbmi(const accel__axis *h, const uint8_t *src, uint8_t *dst) {
@@ -404,8 +403,6 @@ static row_fn pick_row(void) {
                                         : NULL;
 }
 
-#define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni")))
-
 /* The vertical pass, 64 columns at a time, four taps (input rows) per step:
  * the four rows' 64 bytes interleaved by unpacking (each int32 lane then
  * holds one column's four pixels) and multiplied by the taps' byte parts
@@ -449,14 +446,7 @@ VNNI_TARGET static inline __attribute__((always_inline)) void cols64(const accel
         }
       }
       __m128i quad[4];
-      for (int j = 0; j < 4; j++) {
-        __m512i s = _mm512_set1_epi32(1 << (ACCEL__RESAMPLE_BITS - 1));
-        for (int p = 0; p < parts; p++)
-          s = _mm512_add_epi32(s, _mm512_slli_epi32(acc[j][p], (unsigned)(7 * (parts - 1 - p))));
-        s = _mm512_min_epi32(_mm512_srai_epi32(_mm512_max_epi32(s, _mm512_setzero_si512()), 22),
-                             _mm512_set1_epi32(255));
-        quad[j] = _mm512_cvtepi32_epi8(s);
-      }
+      for (int j = 0; j < 4; j++) quad[j] = _mm512_cvtepi32_epi8(join_clip(acc[j], parts));
       __m512i bytes = _mm512_castsi128_si512(quad[0]);
       bytes = _mm512_inserti32x4(bytes, quad[1], 1);
       bytes = _mm512_inserti32x4(bytes, quad[2], 2);

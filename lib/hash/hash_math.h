@@ -160,6 +160,21 @@ ACCEL__MATH_HD void accel__haar_analyze(double *x, int64_t ld, int64_t s, double
   }
 }
 
+/* The axis-1 half of the aa band: the s/2 rows of tmp (s wide, the axis-0
+ * approximations) into the top-left s/2 x s/2 of x (row stride ld). */
+ACCEL__MATH_HD void accel__haar_ll_rows(const double *tmp, int64_t s, double *x, int64_t ld) {
+  const double S = ACCEL__HAAR_S;
+  const int64_t h = s / 2;
+  for (int64_t i = 0; i < h; i++) {
+    const double *r = tmp + i * s;
+    double *o = x + i * ld;
+    for (int64_t j = 0; j < h; j++) {
+      const double po = S * r[2 * j + 1], pe = S * r[2 * j];
+      o[j] = po + pe;
+    }
+  }
+}
+
 /* The aa band alone of accel__haar_analyze (its top-left s/2 x s/2), with the
  * same operations: for an analysis whose details nobody reads. tmp: s*s/2. */
 ACCEL__MATH_HD void accel__haar_analyze_ll(double *x, int64_t ld, int64_t s, double *tmp) {
@@ -173,14 +188,7 @@ ACCEL__MATH_HD void accel__haar_analyze_ll(double *x, int64_t ld, int64_t s, dou
       A[j] = po + pe;
     }
   }
-  for (int64_t i = 0; i < h; i++) {
-    const double *r = tmp + i * s;
-    double *o = x + i * ld;
-    for (int64_t j = 0; j < h; j++) {
-      const double po = S * r[2 * j + 1], pe = S * r[2 * j];
-      o[j] = po + pe;
-    }
-  }
+  accel__haar_ll_rows(tmp, s, x, ld);
 }
 
 /* Inverse of accel__haar_analyze for the 2s x 2s corner; tmp: 4*s*s. */
