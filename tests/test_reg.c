@@ -10,7 +10,9 @@
 
 #include "accel/reg.h"
 #include "accel_config.h"
+#include "reg/cpu.h"
 #include "reg/cpu_lanes.h"
+#include "reg/prefilter.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -431,6 +433,40 @@ static int count_calls(void *user, int32_t level, int32_t iteration, double metr
   return level == c->cancel_level && iteration == c->cancel_iteration;
 }
 
+/* The CPU's level coefficients (columns in bands of whole rows) equal, to
+ * the bit, the shared row and column recursions the GPU runs (8 rows and
+ * 64 columns at a time), at sizes around the causal start's horizon and
+ * the bands' width, on one thread and two. */
+START_TEST(prefilter_bands_equal_the_strips) {
+  static const int64_t sizes[][2] = {{1, 5},    {5, 1},     {2, 2},     {3, 17},    {20, 19},
+                                     {64, 300}, {37, 1029}, {2100, 40}, {1025, 23}, {3071, 9}};
+  for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+    const int64_t w = sizes[i][0], h = sizes[i][1];
+    float *ref = malloc(sizeof(float) * (size_t)(w * h)), *got = malloc(sizeof(float) * (size_t)(w * h));
+    uint64_t x = 0x9E3779B97F4A7C15ull + (uint64_t)i;
+    for (int64_t k = 0; k < w * h; k++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      ref[k] = (float)(x % 65536) / 256.0f - (k % 7 == 0 ? 100.0f : 0.0f);
+    }
+    for (int threads = 1; threads <= 2; threads++) {
+      memcpy(got, ref, sizeof(float) * (size_t)(w * h));
+      accel__reg_prefilter(got, w, h, threads);
+      float *want = malloc(sizeof(float) * (size_t)(w * h));
+      memcpy(want, ref, sizeof(float) * (size_t)(w * h));
+      for (int64_t r = 0; r < h; r += 8) accel__reg_prefilter_rows(want + r * w, w, h - r < 8 ? (int)(h - r) : 8);
+      for (int64_t c = 0; c < w; c += 64) accel__reg_prefilter_cols(want, w, h, c, c + 64 < w ? c + 64 : w);
+      for (int64_t k = 0; k < w * h; k++)
+        ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0,
+                      "%lld x %lld, %d threads: coefficient (%lld, %lld) %.9g, the strips' %.9g", (long long)w,
+                      (long long)h, threads, (long long)(k / w), (long long)(k % w), got[k], want[k]);
+      free(want);
+    }
+    free(ref);
+    free(got);
+  }
+}
+END_TEST
+
 START_TEST(progress_and_cancel) {
   accel_ctx *ctx = cpu_ctx();
   pair p;
@@ -754,6 +790,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
   tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
+  tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);
   tcase_add_test(tc, ncc_and_bending);

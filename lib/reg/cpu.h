@@ -14,5 +14,9 @@ accel_status accel__reg_cpu_finite(accel__call *call, accel__reg_finite_job *job
 /* The first non-finite value of a 2-D F32 host image (row * width +
  * column), or -1; on `threads` threads. */
 int64_t accel__reg_first_nonfinite(const accel_array *a, int threads); /* cpu_pyramid.c */
+/* A level image's cubic B-spline coefficients in place: the coefficients
+ * of accel__reg_prefilter_rows and accel__reg_prefilter_cols
+ * (prefilter.h, the GPU's), on `threads` threads. */
+void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads); /* cpu_pyramid.c */
 
 #endif

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads);
-
 static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
 /* tmp[c] += k * in[row][c] for every input column. */
@@ -117,17 +115,57 @@ accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *j
   return ACCEL_OK;
 }
 
+/* The columns [c0, c1) of an image of w x h in place, with
+ * accel__reg_prefilter_cols's arithmetic on every column (the same
+ * coefficients to the bit), taken row by row: each step reads and writes
+ * c1 - c0 consecutive floats, where a strip of columns walked down the
+ * image touches a new page at every row and, at 300 MP, leaves the cache
+ * before its anticausal pass (2.5 times slower at 17320^2). sum: c1 - c0
+ * doubles. */
+static void prefilter_band(float *img, int64_t w, int64_t h, int64_t c0, int64_t c1, double *sum) {
+  if (h < 2) return;
+  const double z = ACCEL__REG_POLE;
+  const int64_t m = c1 - c0;
+  for (int64_t c = 0; c < m; c++) sum[c] = 0;
+  double zk = 1;
+  for (int k = 0; k < accel__reg_horizon(h); k++, zk *= z) {
+    const float *row = img + k * w + c0;
+    for (int64_t c = 0; c < m; c++) sum[c] += zk * 6.0 * row[c];
+  }
+  for (int64_t c = 0; c < m; c++) img[c0 + c] = (float)sum[c];
+  for (int64_t r = 1; r < h; r++) {
+    float *row = img + r * w + c0;
+    const float *up = row - w;
+    for (int64_t c = 0; c < m; c++) row[c] = (float)(6.0 * row[c] + z * up[c]);
+  }
+  float *last = img + (h - 1) * w + c0;
+  for (int64_t c = 0; c < m; c++) last[c] = (float)(z / (z * z - 1) * ((double)last[c] + z * (double)last[c - w]));
+  for (int64_t r = h - 2; r >= 0; r--) {
+    float *row = img + r * w + c0;
+    const float *down = row + w;
+    for (int64_t c = 0; c < m; c++) row[c] = (float)(z * (down[c] - row[c]));
+  }
+}
+
+/* Columns per band of the column pass: a band's row stays in the first
+ * level cache between one row's step and the next. */
+#define PREFILTER_BAND 1024
+
 /* Cubic B-spline prefiltering in place (lib/reg/prefilter.h, shared with
- * the GPU): rows 8 side by side (each as the GPU's one by one); columns as
- * whole rows at a time. */
+ * the GPU): rows 8 side by side (each as the GPU's one by one); columns in
+ * bands of whole rows (prefilter_band: each column as the GPU's). */
 void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
   (void)threads; /* unused without OpenMP */
+  const int64_t bands = (w + PREFILTER_BAND - 1) / PREFILTER_BAND;
 #pragma omp parallel num_threads(threads)
   {
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < h; r += 8) accel__reg_prefilter_rows(img + r * w, w, h - r < 8 ? (int)(h - r) : 8);
-#pragma omp for schedule(static)
-    for (int64_t c0 = 0; c0 < w; c0 += 64) accel__reg_prefilter_cols(img, w, h, c0, c0 + 64 < w ? c0 + 64 : w);
+    double sum[PREFILTER_BAND];
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t b = 0; b < bands; b++)
+      prefilter_band(img, w, h, b * PREFILTER_BAND,
+                     b * PREFILTER_BAND + PREFILTER_BAND < w ? (b + 1) * PREFILTER_BAND : w, sum);
   }
 }
 
