@@ -417,6 +417,40 @@ START_TEST(lanes_equal_the_scalar_evaluator) {
 }
 END_TEST
 
+/* Gauss-Newton's products from the matrix's upper half (level.c) give
+ * the parameters of the products from the whole matrix to the bit: the
+ * default registration with MSE, with NCC, with the bending penalty, and
+ * with a mask on an odd-sized crop (nodes at the grid's edges). */
+START_TEST(half_matrix_equals_the_whole) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  if (_i == 1) o.metric = ACCEL_REG_METRIC_NCC;
+  if (_i == 2) o.bending_weight = 0.5;
+  uint8_t *mask = NULL;
+  accel_array mk = p.fixed, f = p.fixed, m = p.moving;
+  if (_i == 3) {
+    f.shape[0] = m.shape[0] = 203, f.shape[1] = m.shape[1] = 237;
+    mask = malloc((size_t)(203 * 237));
+    for (int64_t k = 0; k < 203 * 237; k++) mask[k] = (k % 237) > 40;
+    mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){203, 237});
+  }
+  accel_reg_transform *a = NULL, *b = NULL;
+  accel__reg_normal_full = true;
+  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &a, NULL), ACCEL_OK);
+  accel__reg_normal_full = false;
+  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &b, NULL), ACCEL_OK);
+  assert_same_params(a, b);
+  accel_reg_transform_destroy(a);
+  accel_reg_transform_destroy(b);
+  free(mask);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 typedef struct calls {
   int n, last_level, last_iteration, cancel_level, cancel_iteration;
   bool ordered, finite;
@@ -790,6 +824,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
   tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
+  tcase_add_loop_test(tc, half_matrix_equals_the_whole, 0, 4);
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);

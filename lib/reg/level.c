@@ -277,35 +277,132 @@ static double dot(const double *a, const double *b, int64_t n, int threads) {
  * time slice). */
 #define NORMAL_APPLY_PARALLEL 2048
 
-/* y = (N + diag(damp)) x in the node-block layout. */
-static void normal_apply(const double *N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
+/* The system's products. N is symmetric to the bit: the entries of nodes
+ * a and b receive the same cells' terms in the same order (level_cell.h),
+ * and the bending stencil is even. So the products keep only the blocks
+ * of each node with the 25 nodes from itself on (neighbour index nb >= 24:
+ * rows below, or its own row to the right) and read a node's other 24
+ * blocks from those nodes' entries, slot by slot: H[(slot * 3 + m) * n +
+ * node], slot nb - 24 of node a or 24 - nb of node b. Neighbouring
+ * nodes of a row then read consecutive values of every array, and
+ * are summed side by side in vector lanes (eight): each node's sums are added in
+ * the order of the whole matrix's product (one chain of additions per
+ * node, which one node at a time waits on: the products took a fifth of
+ * a 300 MP registration). Tests set accel__reg_normal_full to read the
+ * whole matrix one node at a time, as before, and compare. */
+#define HALF 25
+bool accel__reg_normal_full = false;
+
+/* The system the products read: n * HALF * 3 values by slot, or the whole
+ * matrix (full). */
+typedef struct gn_system {
+  const double *m;
+  int64_t n;
+  bool full;
+} gn_system;
+
+/* Node a's block {xx, xy, yy} with neighbour nb (node b). */
+static inline void gn_block(gn_system N, int64_t a, int64_t b, int nb, double v[3]) {
+  if (N.full) {
+    memcpy(v, N.m + (a * ACCEL__REG_NB + nb) * 3, sizeof(double) * 3);
+    return;
+  }
+  const int64_t node = nb >= 24 ? a : b, slot = nb >= 24 ? nb - 24 : 24 - nb;
+  for (int k = 0; k < 3; k++) v[k] = N.m[(slot * 3 + k) * N.n + node];
+}
+
+/* The upper half of N into H by slot (n * HALF * 3). */
+static void normal_half(const double *N, int64_t n, double *H, int threads) {
+  (void)threads; /* unused without OpenMP */
+#pragma omp parallel for num_threads(threads) schedule(static) if (n > NORMAL_APPLY_PARALLEL)
+  for (int64_t a = 0; a < n; a++)
+    for (int k = 0; k < HALF * 3; k++) H[k * n + a] = N[(a * ACCEL__REG_NB + 24) * 3 + k];
+}
+
+/* Node a's row of the product (node by node, either layout). */
+static void apply_node(gn_system N, const double *damp, int64_t nx, int64_t ny, int64_t a, const double *x, double *y) {
+  const int64_t n = nx * ny, i = a % nx, j = a / nx;
+  double sx = damp[a] * x[a], sy = damp[n + a] * x[n + a];
+  for (int dj = -3; dj <= 3; dj++) {
+    if (j + dj < 0 || j + dj >= ny) continue;
+    for (int di = -3; di <= 3; di++) {
+      if (i + di < 0 || i + di >= nx) continue;
+      const int64_t b = a + dj * nx + di;
+      double v[3];
+      gn_block(N, a, b, (dj + 3) * 7 + di + 3, v);
+      sx += v[0] * x[b] + v[1] * x[n + b];
+      sy += v[1] * x[b] + v[2] * x[n + b];
+    }
+  }
+  y[a] = sx;
+  y[n + a] = sy;
+}
+
+typedef double v8d __attribute__((vector_size(64)));
+/* Eight doubles at any double's address. */
+typedef double v8d_u __attribute__((vector_size(64), aligned(8), may_alias));
+#define v8d_at(p) (*(const v8d_u *)(p))
+
+#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define CLONES __attribute__((target_clones("avx2", "default")))
+#endif
+#endif
+#ifndef CLONES
+#define CLONES
+#endif
+
+/* Nodes a .. a + 7 of one row, all 7 x 7 neighbours of each inside the
+ * row (by slot): apply_node's operations in each lane (no contraction of
+ * the multiplies and adds: -ffp-contract=off). */
+static inline __attribute__((always_inline)) void apply_eight(gn_system N, const double *damp, int64_t nx, int64_t ny,
+                                                              int64_t a, const double *x, double *y) {
+  const int64_t n = N.n, j = a / nx;
+  v8d sx = v8d_at(damp + a) * v8d_at(x + a), sy = v8d_at(damp + n + a) * v8d_at(x + n + a);
+  for (int dj = -3; dj <= 3; dj++) {
+    if (j + dj < 0 || j + dj >= ny) continue;
+    for (int di = -3; di <= 3; di++) {
+      const int nb = (dj + 3) * 7 + di + 3;
+      const int64_t b = a + dj * nx + di, node = nb >= 24 ? a : b, slot = nb >= 24 ? nb - 24 : 24 - nb;
+      const double *h = N.m + slot * 3 * n + node;
+      const v8d v0 = v8d_at(h), v1 = v8d_at(h + n), v2 = v8d_at(h + 2 * n);
+      const v8d xb = v8d_at(x + b), xnb = v8d_at(x + n + b);
+      sx += v0 * xb + v1 * xnb;
+      sy += v1 * xb + v2 * xnb;
+    }
+  }
+  *(v8d_u *)(y + a) = sx;
+  *(v8d_u *)(y + n + a) = sy;
+}
+
+/* Grid rows [j0, j1) of y = (N + diag(damp)) x. */
+CLONES static void apply_rows(gn_system N, const double *damp, int64_t nx, int64_t ny, int64_t j0, int64_t j1,
+                              const double *x, double *y) {
+  for (int64_t j = j0; j < j1; j++) {
+    int64_t i = 0;
+    while (i < nx)
+      if (!N.full && i >= 3 && i + 10 < nx) {
+        apply_eight(N, damp, nx, ny, j * nx + i, x, y);
+        i += 8;
+      } else {
+        apply_node(N, damp, nx, ny, j * nx + i, x, y);
+        i++;
+      }
+  }
+}
+
+/* y = (N + diag(damp)) x, row by row of the grid. */
+static void normal_apply(gn_system N, const double *damp, int64_t nx, int64_t ny, const double *x, double *y,
                          int threads) {
   (void)threads; /* unused without OpenMP */
-  const int64_t n = nx * ny;
-#pragma omp parallel for num_threads(threads) schedule(static) if (n > NORMAL_APPLY_PARALLEL)
-  for (int64_t a = 0; a < n; a++) {
-    const int64_t i = a % nx, j = a / nx;
-    double sx = damp[a] * x[a], sy = damp[n + a] * x[n + a];
-    const double *e = N + a * ACCEL__REG_NB3;
-    for (int dj = -3; dj <= 3; dj++) {
-      if (j + dj < 0 || j + dj >= ny) continue;
-      for (int di = -3; di <= 3; di++) {
-        if (i + di < 0 || i + di >= nx) continue;
-        const int64_t b = a + dj * nx + di;
-        const double *v = e + ((dj + 3) * 7 + di + 3) * 3;
-        sx += v[0] * x[b] + v[1] * x[n + b];
-        sy += v[1] * x[b] + v[2] * x[n + b];
-      }
-    }
-    y[a] = sx;
-    y[n + a] = sy;
-  }
+#pragma omp parallel for num_threads(threads) schedule(static) if (nx * ny > NORMAL_APPLY_PARALLEL)
+  for (int64_t j = 0; j < ny; j++) apply_rows(N, damp, nx, ny, j, j + 1, x, y);
 }
 
 /* Solve (N + diag(damp)) d = -g by preconditioned conjugate gradients,
  * from d = 0, the preconditioner the inverse 2 x 2 diagonal blocks.
  * work: 4 * 2n doubles. */
-static void pcg(const double *N, const double *damp, int64_t nx, int64_t ny, const double *g, double *d, double *work,
+static void pcg(gn_system N, const double *damp, int64_t nx, int64_t ny, const double *g, double *d, double *work,
                 int threads) {
   const int64_t n = nx * ny, P = 2 * n;
   double *r = work, *z = work + P, *p = work + 2 * P, *q = work + 3 * P;
@@ -315,7 +412,8 @@ static void pcg(const double *N, const double *damp, int64_t nx, int64_t ny, con
   double rz = 0;
   for (int it = 0; it < GN_CG_MAX; it++) {
     for (int64_t a = 0; a < n; a++) {
-      const double *e = N + (a * ACCEL__REG_NB + 24) * 3;
+      double e[3];
+      gn_block(N, a, a, 24, e);
       const double xx = e[0] + damp[a], xy = e[1], yy = e[2] + damp[n + a], det = xx * yy - xy * xy;
       z[a] = det > 0 ? (yy * r[a] - xy * r[n + a]) / det : 0;
       z[n + a] = det > 0 ? (xx * r[n + a] - xy * r[a]) / det : 0;
@@ -382,11 +480,12 @@ static accel_status objective(accel__call *call, const accel__reg_evaluator *ev,
 /* ------------------------------------------------------------ Gauss-Newton */
 
 typedef struct gn_mem {
-  double *grad, *normal, *damp, *step, *trial, *work, *scratch, *hist;
+  double *grad, *normal, *half, *damp, *step, *trial, *work, *scratch, *hist;
 } gn_mem;
 
 static void gn_free(gn_mem *m) {
-  free(m->grad), free(m->normal), free(m->damp), free(m->step), free(m->trial), free(m->work), free(m->scratch);
+  free(m->grad), free(m->normal), free(m->half), free(m->damp), free(m->step), free(m->trial), free(m->work),
+      free(m->scratch);
   free(m->hist);
 }
 
@@ -394,10 +493,12 @@ static bool gn_alloc(gn_mem *m, int64_t n, int32_t iterations) {
   const size_t P = (size_t)(2 * n);
   memset(m, 0, sizeof *m);
   m->grad = malloc(P * sizeof(double)), m->normal = malloc((size_t)n * ACCEL__REG_NB3 * sizeof(double));
+  m->half = accel__reg_normal_full ? NULL : malloc((size_t)n * HALF * 3 * sizeof(double));
   m->damp = malloc(P * sizeof(double)), m->step = malloc(P * sizeof(double)), m->trial = malloc(P * sizeof(double));
   m->work = malloc(4 * P * sizeof(double)), m->scratch = malloc(P * sizeof(double));
   m->hist = malloc(((size_t)iterations + 1) * sizeof(double));
-  return m->grad && m->normal && m->damp && m->step && m->trial && m->work && m->scratch && m->hist;
+  return m->grad && m->normal && (m->half || accel__reg_normal_full) && m->damp && m->step && m->trial && m->work &&
+         m->scratch && m->hist;
 }
 
 /* One accepted step from x (objective *v), or false (stalled). lambda in/out. */
@@ -405,27 +506,34 @@ static accel_status gn_step(accel__call *call, const accel__reg_evaluator *ev, c
                             const bending *b, gn_mem *m, double *x, int32_t it, double *lambda, double *nu, double *v,
                             bool *stalled) {
   const int64_t nx = g->xf.nx, ny = g->xf.ny, n = nx * ny;
+  gn_system N = {m->normal, n, true};
+  if (m->half) {
+    normal_half(m->normal, n, m->half, call->threads);
+    N = (gn_system){m->half, n, false};
+  }
   double mean = 0;
   for (int64_t a = 0; a < n; a++) {
-    const double *e = m->normal + (a * ACCEL__REG_NB + 24) * 3;
+    double e[3];
+    gn_block(N, a, a, 24, e);
     mean += e[0] + e[2];
   }
   const double eps = GN_EPS * mean / (double)(2 * n) + 1e-300;
   *stalled = true;
   for (int t = 0; t < GN_TRIES; t++) {
     for (int64_t a = 0; a < n; a++) {
-      const double *e = m->normal + (a * ACCEL__REG_NB + 24) * 3;
+      double e[3];
+      gn_block(N, a, a, 24, e);
       m->damp[a] = *lambda * (e[0] + eps);
       m->damp[n + a] = *lambda * (e[2] + eps);
     }
-    pcg(m->normal, m->damp, nx, ny, m->grad, m->step, m->work, call->threads);
+    pcg(N, m->damp, nx, ny, m->grad, m->step, m->work, call->threads);
     for (int64_t a = 0; a < n; a++) {
       const double len = hypot(m->step[a], m->step[n + a]);
       if (len > g->cap) m->step[a] *= g->cap / len, m->step[n + a] *= g->cap / len;
     }
     for (int64_t k = 0; k < 2 * n; k++) m->trial[k] = x[k] + m->step[k];
     /* The model's predicted decrease -(g.d + d.N d / 2). */
-    normal_apply(m->normal, m->damp, nx, ny, m->step, m->work, call->threads);
+    normal_apply(N, m->damp, nx, ny, m->step, m->work, call->threads);
     double gd = 0, dnd = 0;
     for (int64_t k = 0; k < 2 * n; k++)
       gd += m->grad[k] * m->step[k], dnd += m->step[k] * m->work[k] - m->damp[k] * m->step[k] * m->step[k];

@@ -66,6 +66,10 @@ enum { ACCEL__REG_NB = 49, ACCEL__REG_NB3 = 147 };
  * and of the matrix's samples (a subset of the training samples) per grid
  * node. */
 #define ACCEL__REG_GN_PER_NODE 192
+/* Tests set this to have Gauss-Newton's products read the whole matrix
+ * rather than its upper half (level.c), to compare. */
+extern bool accel__reg_normal_full;
+
 #define ACCEL__REG_GN_NORMAL_PER_NODE 48
 
 /* A level's geometry, as the optimizer and every evaluator see it. */
