@@ -5,7 +5,9 @@
 #include "testutil.h"
 
 #include "accel/reg.h"
+#include "reg/cpu.h"
 #include "reg/transform.h"
+#include "reg/warp_prefilter.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -739,6 +741,44 @@ START_TEST(channels_one_at_a_time_equal_all_at_once) {
 }
 END_TEST
 
+/* A layer's cubic coefficients on the CPU (rows eight lines at a time,
+ * long columns in bands of whole rows) equal, to the bit, the line
+ * recursions of warp_prefilter.h (the GPU's) applied line by line: gray
+ * and colour, U8 and F32, lines of one sample, of at most the causal
+ * start's horizon (exact start) and longer, rows wider than a band. */
+START_TEST(layer_coefficients_equal_the_line_recursions) {
+  static const int64_t shapes[][3] = {{1, 5, 1},   {5, 1, 3},     {2, 2, 1},    {17, 18, 3},
+                                      {19, 20, 1}, {40, 1100, 3}, {300, 37, 4}, {23, 2049, 1}};
+  for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+    const int64_t h = shapes[i][0], w = shapes[i][1], nc = shapes[i][2], n = w * nc;
+    uint8_t *u8 = malloc((size_t)(h * n));
+    float *f32 = malloc(sizeof(float) * (size_t)(h * n)), *got = malloc(sizeof(float) * (size_t)(h * n)),
+          *want = malloc(sizeof(float) * (size_t)(h * n));
+    for (int64_t k = 0; k < h * n; k++) u8[k] = (uint8_t)((uint64_t)(k + 7 * i) * 2654435761u >> 24);
+    for (int64_t k = 0; k < h * n; k++) f32[k] = (float)u8[k] * 0.37f - 11.0f;
+    for (int f = 0; f < 2; f++) {
+      const int64_t shape[3] = {h, w, nc};
+      const accel_array in =
+          array_of(f ? (void *)f32 : (void *)u8, f ? ACCEL_DTYPE_F32 : ACCEL_DTYPE_U8, nc > 1 ? 3 : 2, shape);
+      int64_t bad = -1;
+      ck_assert_int_eq(accel__reg_layer_coefficients(&in, got, 2, &bad), 0);
+      for (int64_t k = 0; k < h * n; k++) want[k] = (w > 1 ? 6.0f : 1.0f) * (f ? f32[k] : (float)u8[k]);
+      for (int64_t r = 0; r < h; r++)
+        for (int64_t c = 0; c < nc; c++) accel__reg_warp_line(want + r * n + c, w, nc, 1.0f);
+      for (int64_t x = 0; x < n; x++) accel__reg_warp_line(want + x, h, n, 6.0f);
+      for (int64_t k = 0; k < h * n; k++)
+        ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0,
+                      "%lld x %lld x %lld (%s): coefficient %lld is %.9g, the lines' %.9g", (long long)h, (long long)w,
+                      (long long)nc, f ? "f32" : "u8", (long long)k, got[k], want[k]);
+    }
+    free(u8);
+    free(f32);
+    free(got);
+    free(want);
+  }
+}
+END_TEST
+
 /* Large images go band by band of output rows, each with the coefficients
  * of the moving rows it reaches: the same values (to float rounding) as the
  * whole image's, with or without a rotation, also for bands that reach no
@@ -966,6 +1006,7 @@ static Suite *suite_reg_transform(void) {
   tcase_add_loop_test(tc, tiles_and_threads_do_not_matter, 0, 2);
   tcase_add_loop_test(tc, layers_types_channels_regions, 0, 2);
   tcase_add_loop_test(tc, channels_one_at_a_time_equal_all_at_once, 0, 2);
+  tcase_add_test(tc, layer_coefficients_equal_the_line_recursions);
   tcase_add_loop_test(tc, bands_equal_the_whole, 0, 3);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, bad_warp_arguments);

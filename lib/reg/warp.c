@@ -40,8 +40,10 @@
 int64_t accel__reg_coef_all_bytes = (int64_t)1 << 30;
 #define HORIZON ACCEL__REG_HORIZON
 #define POLE ACCEL__REG_POLE
-/* Columns per strip of the column pass. */
+/* Columns per strip of the column pass on short columns, per band on
+ * long ones. */
 #define STRIP 64
+#define BAND 1024
 
 accel_status accel_reg_warp_options_init(accel_reg_warp_options *o, size_t struct_size) {
   static const accel_reg_warp_options DEFAULTS = {.interp = ACCEL_REG_INTERP_CUBIC};
@@ -154,41 +156,59 @@ static int prefilter_rows(const accel_array *in, int64_t r0, int64_t rows, int64
 }
 
 /* Columns: the same recursions down every column of coef (h rows of n
- * floats), strip by strip, in float (double for whole columns of at most
- * HORIZON rows, which take the exact mirrored start). `top`: the rows start
- * at the image's first row (ITK's causal start), else somewhere inside it:
- * the causal recursion then starts from the first row's sample alone, whose
- * error has decayed below float precision MARGIN rows further down (the
- * anticausal start at the band's end likewise). */
+ * floats), in float (double for whole columns of at most HORIZON rows,
+ * which take the exact mirrored start, strip by strip). `top`: the rows
+ * start at the image's first row (ITK's causal start), else somewhere
+ * inside it: the causal recursion then starts from the first row's sample
+ * alone, whose error has decayed below float precision MARGIN rows further
+ * down (the anticausal start at the band's end likewise). Long columns go
+ * in bands of BAND columns taken row by row (each step reads and writes
+ * consecutive floats; a narrow strip walked down the rows touches a new
+ * page at every row), each column with the operations of its own
+ * recursion. */
 static void prefilter_columns(float *coef, int64_t h, int64_t n, bool top, int threads) {
   (void)threads; /* unused without OpenMP */
   if (h < 2) return;
   const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
-  const int64_t strips = (n + STRIP - 1) / STRIP;
+  if (h <= HORIZON) {
+    const int64_t strips = (n + STRIP - 1) / STRIP;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (int64_t s = 0; s < strips; s++) {
-    const int64_t x0 = s * STRIP, m = n - x0 < STRIP ? n - x0 : STRIP;
-    float *c = coef + x0;
-    if (h <= HORIZON) {
+    for (int64_t s = 0; s < strips; s++) {
+      const int64_t x0 = s * STRIP, m = n - x0 < STRIP ? n - x0 : STRIP;
+      float *c = coef + x0;
       double col[HORIZON];
       for (int64_t x = 0; x < m; x++) {
         for (int64_t r = 0; r < h; r++) col[r] = 6.0 * (double)c[r * n + x];
         accel__reg_warp_line_d(col, h);
         for (int64_t r = 0; r < h; r++) c[r * n + x] = (float)col[r];
       }
-      continue;
     }
-    float sum[STRIP];
+    return;
+  }
+  const int64_t bands = (n + BAND - 1) / BAND;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t s = 0; s < bands; s++) {
+    const int64_t x0 = s * BAND, m = n - x0 < BAND ? n - x0 : BAND;
+    float *c = coef + x0, sum[BAND];
     for (int64_t x = 0; x < m; x++) sum[x] = 6.0f * c[x];
     float zn = z;
-    for (int64_t k = 1; k < HORIZON && top; k++, zn *= z)
-      for (int64_t x = 0; x < m; x++) sum[x] += zn * (6.0f * c[k * n + x]);
+    for (int64_t k = 1; k < HORIZON && top; k++, zn *= z) {
+      const float *row = c + k * n;
+      for (int64_t x = 0; x < m; x++) sum[x] += zn * (6.0f * row[x]);
+    }
     for (int64_t x = 0; x < m; x++) c[x] = sum[x];
-    for (int64_t r = 1; r < h; r++)
-      for (int64_t x = 0; x < m; x++) c[r * n + x] = 6.0f * c[r * n + x] + z * c[(r - 1) * n + x];
-    for (int64_t x = 0; x < m; x++) c[(h - 1) * n + x] = za * (z * c[(h - 2) * n + x] + c[(h - 1) * n + x]);
-    for (int64_t r = h - 2; r >= 0; r--)
-      for (int64_t x = 0; x < m; x++) c[r * n + x] = z * (c[(r + 1) * n + x] - c[r * n + x]);
+    for (int64_t r = 1; r < h; r++) {
+      float *row = c + r * n;
+      const float *up = row - n;
+      for (int64_t x = 0; x < m; x++) row[x] = 6.0f * row[x] + z * up[x];
+    }
+    float *last = c + (h - 1) * n;
+    for (int64_t x = 0; x < m; x++) last[x] = za * (z * last[x - n] + last[x]);
+    for (int64_t r = h - 2; r >= 0; r--) {
+      float *row = c + r * n;
+      const float *down = row + n;
+      for (int64_t x = 0; x < m; x++) row[x] = z * (down[x] - row[x]);
+    }
   }
 }
 
