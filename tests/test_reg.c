@@ -10,6 +10,7 @@
 
 #include "accel/reg.h"
 #include "accel_config.h"
+#include "core/internal.h"
 #include "reg/cpu.h"
 #include "reg/cpu_lanes.h"
 #include "reg/prefilter.h"
@@ -413,6 +414,59 @@ START_TEST(lanes_equal_the_scalar_evaluator) {
   accel_reg_transform_destroy(b);
   free(mask);
   free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+ACCEL__STAGE_FN(run_pyramid, reg, pyramid, job)
+
+/* The CPU's pyramid level from contiguous rows (the vertical pass 16
+ * columns at a time through all taps, the last columns one by one) equals,
+ * to the bit, the level from the same values every other pixel of a wider
+ * buffer (a row at a time per tap): every dtype, the factors and
+ * smoothing of four levels and a smoothing at full size. */
+START_TEST(pyramid_chunks_equal_the_rows) {
+  static const struct {
+    int32_t factor, offset;
+    double sigma;
+  } L[] = {{1, 0, 0.0}, {2, 0, 1.0}, {4, 1, 2.0}, {8, 3, 4.0}, {1, 0, 0.5}};
+  const int64_t h = 41, w = 1100;
+  const accel_dtype dts[3] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+  accel_ctx *ctx = cpu_ctx();
+  for (int d = 0; d < 3; d++) {
+    const int64_t es = (int64_t)accel_dtype_size(dts[d]);
+    uint8_t *dense = malloc((size_t)(h * w * es)), *gapped = calloc((size_t)(h * w * 2 * es), 1);
+    for (int64_t k = 0; k < h * w; k++) {
+      const uint32_t v = (uint32_t)(k * 2654435761u) >> 16;
+      uint8_t *p = dense + k * es, *q = gapped + 2 * k * es;
+      if (dts[d] == ACCEL_DTYPE_U8) *p = (uint8_t)v;
+      else if (dts[d] == ACCEL_DTYPE_U16) *(uint16_t *)(void *)p = (uint16_t)v;
+      else *(float *)(void *)p = (float)v / 77.0f - 300.0f;
+      memcpy(q, p, (size_t)es);
+    }
+    accel_array a = array_of(dense, dts[d], 2, (const int64_t[]){h, w}), b = a;
+    b.data = gapped;
+    b.strides[0] = 2 * w * es, b.strides[1] = 2 * es;
+    for (size_t l = 0; l < sizeof L / sizeof *L; l++) {
+      accel__reg_pyramid_job job = {0};
+      job.sigma = L[l].sigma, job.factor = L[l].factor, job.offset = L[l].offset;
+      job.width = (w - 1 - job.offset) / job.factor + 1, job.height = (h - 1 - job.offset) / job.factor + 1;
+      job.coefficients = (int32_t)(l % 2);
+      const size_t n = (size_t)(job.width * job.height);
+      float *got = malloc(n * sizeof(float)), *want = malloc(n * sizeof(float));
+      job.in = &a, job.out = got;
+      ck_assert_int_eq(accel__dispatch(ctx, "reg.pyramid", run_pyramid, &job), ACCEL_OK);
+      job.in = &b, job.out = want;
+      ck_assert_int_eq(accel__dispatch(ctx, "reg.pyramid", run_pyramid, &job), ACCEL_OK);
+      for (size_t k = 0; k < n; k++)
+        ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0, "%s, factor %d, sigma %g: pixel %zu %.9g, %.9g",
+                      accel__dtype_name(dts[d]), (int)job.factor, job.sigma, k, got[k], want[k]);
+      free(got);
+      free(want);
+    }
+    free(dense);
+    free(gapped);
+  }
   accel_ctx_destroy(ctx);
 }
 END_TEST
@@ -825,6 +879,7 @@ static Suite *suite_reg(void) {
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
   tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
   tcase_add_loop_test(tc, half_matrix_equals_the_whole, 0, 4);
+  tcase_add_test(tc, pyramid_chunks_equal_the_rows);
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);

@@ -12,6 +12,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static inline int64_t clamp64(int64_t v, int64_t lo, int64_t hi) { return v < lo ? lo : v > hi ? hi : v; }
 
@@ -45,6 +46,37 @@ static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
     break;
   }
 }
+
+/* The vertical pass over contiguous rows: tmp[c] = sum_k kern[k]
+ * rows[k][c], k from 0 (add_row's operations on each column: from 0, a
+ * tap at a time), 16 columns at a time summed in registers through all
+ * taps (three times faster than a pass over the row per tap, which loads
+ * and stores tmp at every tap). */
+#define VERTICAL_FN(name, T)                                                                                           \
+  ACCEL__CLONES("avx2", "default")                                                                                     \
+  static void name(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {             \
+    int64_t c = 0;                                                                                                     \
+    for (; c + 16 <= w; c += 16) {                                                                                     \
+      float acc[16] = {0};                                                                                             \
+      for (int k = 0; k < taps; k++) {                                                                                 \
+        const float kk = kern[k];                                                                                      \
+        const T *p = (const T *)rows[k] + c;                                                                           \
+        for (int l = 0; l < 16; l++) acc[l] += kk * (float)p[l];                                                       \
+      }                                                                                                                \
+      memcpy(tmp + c, acc, sizeof acc);                                                                                \
+    }                                                                                                                  \
+    for (; c < w; c++) {                                                                                               \
+      float v = 0.0f;                                                                                                  \
+      for (int k = 0; k < taps; k++) v += kern[k] * (float)((const T *)rows[k])[c];                                    \
+      tmp[c] = v;                                                                                                      \
+    }                                                                                                                  \
+  }
+VERTICAL_FN(vertical_u8, uint8_t)
+VERTICAL_FN(vertical_u16, uint16_t)
+VERTICAL_FN(vertical_f32, float)
+
+/* Taps of the chunked vertical pass at most (larger kernels: add_row). */
+#define VERTICAL_TAPS 128
 
 /* out[j] = sum_k kern[k] tmp[off + f j + k] (k = -radius..radius, columns
  * clamped to the row), the terms added in the order of k from 0: the
@@ -99,9 +131,18 @@ accel_status accel__reg_cpu_pyramid(accel__call *call, accel__reg_pyramid_job *j
 #pragma omp for schedule(dynamic, 4)
     for (int64_t i = 0; i < job->height; i++) {
       if (!tmp) continue;
-      for (int64_t c = 0; c < W; c++) tmp[c] = 0.0f;
-      const int64_t r = off + f * i;
-      for (int k = -radius; k <= radius; k++) add_row(in, clamp64(r + k, 0, H - 1), kern[k + radius], tmp);
+      const int64_t r = off + f * i, unit = in->dtype == ACCEL_DTYPE_U8 ? 1 : in->dtype == ACCEL_DTYPE_U16 ? 2 : 4;
+      if (in->strides[1] == unit && 2 * radius + 1 <= VERTICAL_TAPS) {
+        const void *rows[VERTICAL_TAPS];
+        for (int k = -radius; k <= radius; k++)
+          rows[k + radius] = (const char *)in->data + clamp64(r + k, 0, H - 1) * in->strides[0];
+        if (in->dtype == ACCEL_DTYPE_U8) vertical_u8(rows, 2 * radius + 1, kern, W, tmp);
+        else if (in->dtype == ACCEL_DTYPE_U16) vertical_u16(rows, 2 * radius + 1, kern, W, tmp);
+        else vertical_f32(rows, 2 * radius + 1, kern, W, tmp);
+      } else {
+        for (int64_t c = 0; c < W; c++) tmp[c] = 0.0f;
+        for (int k = -radius; k <= radius; k++) add_row(in, clamp64(r + k, 0, H - 1), kern[k + radius], tmp);
+      }
       horizontal(tmp, W, off, f, kern, radius, job->out + i * job->width, job->width);
     }
     free(tmp);

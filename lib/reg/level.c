@@ -343,15 +343,6 @@ typedef double v8d __attribute__((vector_size(64)));
 typedef double v8d_u __attribute__((vector_size(64), aligned(8), may_alias));
 #define v8d_at(p) (*(const v8d_u *)(p))
 
-#if defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && defined(__has_attribute)
-#if __has_attribute(target_clones)
-#define CLONES __attribute__((target_clones("avx2", "default")))
-#endif
-#endif
-#ifndef CLONES
-#define CLONES
-#endif
-
 /* Nodes a .. a + 7 of one row, all 7 x 7 neighbours of each inside the
  * row (by slot): apply_node's operations in each lane (no contraction of
  * the multiplies and adds: -ffp-contract=off). */
@@ -376,8 +367,9 @@ static inline __attribute__((always_inline)) void apply_eight(gn_system N, const
 }
 
 /* Grid rows [j0, j1) of y = (N + diag(damp)) x. */
-CLONES static void apply_rows(gn_system N, const double *damp, int64_t nx, int64_t ny, int64_t j0, int64_t j1,
-                              const double *x, double *y) {
+ACCEL__CLONES("avx2", "default")
+static void apply_rows(gn_system N, const double *damp, int64_t nx, int64_t ny, int64_t j0, int64_t j1, const double *x,
+                       double *y) {
   for (int64_t j = j0; j < j1; j++) {
     int64_t i = 0;
     while (i < nx)
