@@ -15,6 +15,7 @@
 #include "reg/cpu_lanes.h"
 #include "reg/prefilter.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +416,37 @@ START_TEST(lanes_equal_the_scalar_evaluator) {
   free(mask);
   free_pair(&p);
   accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* The first non-finite value of an F32 image (row-major index), found
+ * wherever it lies, the first of several, in contiguous rows and strided
+ * ones; the largest finite values, subnormals and negative zeros are
+ * finite. */
+START_TEST(first_nonfinite_finds_the_first) {
+  const int64_t h = 37, w = 101;
+  float *img = malloc(sizeof(float) * (size_t)(2 * h * w));
+  const float odd[4] = {FLT_MAX, -FLT_MAX, 1e-45f, -0.0f};
+  const struct {
+    int64_t at, also;
+    float v;
+  } C[] = {{-1, -1, 0},
+           {0, -1, NAN},
+           {h * w - 1, -1, INFINITY},
+           {5 * w + 3, 9 * w, -INFINITY},
+           {20 * w + 99, 20 * w + 100, NAN},
+           {w - 1, 3 * w, NAN}};
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++)
+    for (int strided = 0; strided < 2; strided++) {
+      const int64_t step = strided ? 2 : 1;
+      for (int64_t k = 0; k < h * w; k++) img[k * step] = k % 17 == 0 ? odd[k / 17 % 4] : (float)k;
+      if (C[i].at >= 0) img[C[i].at * step] = C[i].v;
+      if (C[i].also >= 0) img[C[i].also * step] = NAN;
+      accel_array a = array_of(img, ACCEL_DTYPE_F32, 2, (const int64_t[]){h, w});
+      a.strides[0] = w * step * 4, a.strides[1] = step * 4;
+      for (int threads = 1; threads <= 2; threads++) ck_assert_int_eq(accel__reg_first_nonfinite(&a, threads), C[i].at);
+    }
+  free(img);
 }
 END_TEST
 
@@ -880,6 +912,7 @@ static Suite *suite_reg(void) {
   tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
   tcase_add_loop_test(tc, half_matrix_equals_the_whole, 0, 4);
   tcase_add_test(tc, pyramid_chunks_equal_the_rows);
+  tcase_add_test(tc, first_nonfinite_finds_the_first);
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);
