@@ -82,33 +82,72 @@ static bool load_line(const accel_array *in, int64_t r, int64_t k, float *t) {
   return finite;
 }
 
-/* The recursions of accel__reg_warp_line_f (warp_prefilter.h) on LANES lines of n > HORIZON samples
- * at once, in float. */
+typedef float v8f __attribute__((vector_size(32)));
+/* LANES floats at any float's address. */
+typedef float v8f_u __attribute__((vector_size(32), aligned(4), may_alias));
+
+/* The recursions of accel__reg_warp_line_f (warp_prefilter.h) on LANES
+ * lines of n > HORIZON samples at once, in float: each lane's operations
+ * are the line's. */
 static void lanes_coefficients(float *t, int64_t n) {
+  v8f_u *T = (v8f_u *)(void *)t;
   const float z = (float)POLE, za = (float)(POLE / (POLE * POLE - 1.0));
-  float sum[LANES], zn = z;
-  for (int l = 0; l < LANES; l++) sum[l] = t[l];
-  for (int64_t k = 1; k < HORIZON; k++, zn *= z)
-    for (int l = 0; l < LANES; l++) sum[l] += zn * t[k * LANES + l];
-  for (int l = 0; l < LANES; l++) t[l] = sum[l];
-  for (int64_t k = 1; k < n; k++)
-    for (int l = 0; l < LANES; l++) t[k * LANES + l] += z * t[(k - 1) * LANES + l];
-  for (int l = 0; l < LANES; l++) t[(n - 1) * LANES + l] = za * (z * t[(n - 2) * LANES + l] + t[(n - 1) * LANES + l]);
-  for (int64_t k = n - 2; k >= 0; k--)
-    for (int l = 0; l < LANES; l++) t[k * LANES + l] = z * (t[(k + 1) * LANES + l] - t[k * LANES + l]);
+  v8f sum = T[0];
+  float zn = z;
+  for (int64_t k = 1; k < HORIZON; k++, zn *= z) sum += zn * T[k];
+  T[0] = sum;
+  v8f prev = sum;
+  for (int64_t k = 1; k < n; k++) T[k] = prev = T[k] + z * prev;
+  v8f next = za * (z * T[n - 2] + T[n - 1]);
+  T[n - 1] = next;
+  for (int64_t k = n - 2; k >= 0; k--) T[k] = next = z * (next - T[k]);
 }
+
+/* LANES whole lines starting at src[l] (samples s1 bytes apart) times the
+ * gain into t[x * LANES + l], a sample of every line at a time (the lines
+ * of one row lie side by side in memory); fin[l]: line l's F32 samples
+ * are finite. */
+#define LOAD_LANES(T, check)                                                                                           \
+  for (int64_t x = 0; x < w; x++)                                                                                      \
+    for (int l = 0; l < LANES; l++) {                                                                                  \
+      const float v = (float)*(const T *)(const void *)(src[l] + x * s1);                                              \
+      if (check) fin[l] &= isfinite(v) != 0;                                                                           \
+      t[x * LANES + l] = gain * v;                                                                                     \
+    }
 
 /* Lines [l0, l0 + LANES) of the rows [r0, r0 + rows) of `in` (row-major,
  * channel fastest) into coef; false for a non-finite sample (*bad: its row). */
+ACCEL__CLONES("avx2", "default")
 static bool lines_block(const accel_array *in, int64_t r0, int64_t rows, int64_t ch, int64_t nc, int64_t l0, float *t,
                         float *coef, int64_t *bad) {
-  const int64_t w = in->shape[1], lines = rows * nc;
-  for (int l = 0; l < LANES; l++) {
-    if (l0 + l >= lines) {
-      for (int64_t x = 0; x < w; x++) t[x * LANES + l] = 0.0f;
-    } else if (!load_line(in, r0 + (l0 + l) / nc, ch + (l0 + l) % nc, t + l)) {
-      *bad = r0 + (l0 + l) / nc;
-      return false;
+  const int64_t w = in->shape[1], lines = rows * nc, s1 = in->strides[1];
+  if (l0 + LANES <= lines) { /* a full block */
+    const char *src[LANES];
+    bool fin[LANES];
+    const float gain = w > 1 ? 6.0f : 1.0f;
+    for (int l = 0; l < LANES; l++) {
+      src[l] = (const char *)in->data + (r0 + (l0 + l) / nc) * in->strides[0] +
+               (in->ndim == 3 ? (ch + (l0 + l) % nc) * in->strides[2] : 0);
+      fin[l] = true;
+    }
+    switch (in->dtype) {
+    case ACCEL_DTYPE_U8: LOAD_LANES(uint8_t, false) break;
+    case ACCEL_DTYPE_U16: LOAD_LANES(uint16_t, false) break;
+    default: LOAD_LANES(float, true) break;
+    }
+    for (int l = 0; l < LANES; l++)
+      if (!fin[l]) {
+        *bad = r0 + (l0 + l) / nc;
+        return false;
+      }
+  } else {
+    for (int l = 0; l < LANES; l++) {
+      if (l0 + l >= lines) {
+        for (int64_t x = 0; x < w; x++) t[x * LANES + l] = 0.0f;
+      } else if (!load_line(in, r0 + (l0 + l) / nc, ch + (l0 + l) % nc, t + l)) {
+        *bad = r0 + (l0 + l) / nc;
+        return false;
+      }
     }
   }
   if (w > HORIZON) {
@@ -121,10 +160,15 @@ static bool lines_block(const accel_array *in, int64_t r0, int64_t rows, int64_t
       for (int64_t x = 0; x < w; x++) t[x * LANES + l] = (float)line[x];
     }
   }
-  for (int l = 0; l < LANES && l0 + l < lines; l++) {
-    float *dst = coef + (l0 + l) / nc * w * nc + (l0 + l) % nc;
-    for (int64_t x = 0; x < w; x++) dst[x * nc] = t[x * LANES + l];
-  }
+  const int m = lines - l0 < LANES ? (int)(lines - l0) : LANES;
+  float *dst[LANES];
+  for (int l = 0; l < m; l++) dst[l] = coef + (l0 + l) / nc * w * nc + (l0 + l) % nc;
+  if (m == LANES) /* constant bounds: the lanes' stores unrolled */
+    for (int64_t x = 0; x < w; x++)
+      for (int l = 0; l < LANES; l++) dst[l][x * nc] = t[x * LANES + l];
+  else
+    for (int64_t x = 0; x < w; x++)
+      for (int l = 0; l < m; l++) dst[l][x * nc] = t[x * LANES + l];
   return true;
 }
 
