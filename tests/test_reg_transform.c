@@ -744,34 +744,44 @@ END_TEST
 /* A layer's cubic coefficients on the CPU (rows eight lines at a time,
  * long columns in bands of whole rows) equal, to the bit, the line
  * recursions of warp_prefilter.h (the GPU's) applied line by line: gray
- * and colour, U8 and F32, lines of one sample, of at most the causal
- * start's horizon (exact start) and longer, rows wider than a band. */
+ * and colour, lines of one sample, of at most the causal
+ * start's horizon (exact start) and longer, rows wider than a band;
+ * U8, U16 and F32. */
 START_TEST(layer_coefficients_equal_the_line_recursions) {
   static const int64_t shapes[][3] = {{1, 5, 1},   {5, 1, 3},     {2, 2, 1},    {17, 18, 3},
                                       {19, 20, 1}, {40, 1100, 3}, {300, 37, 4}, {23, 2049, 1}};
   for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
     const int64_t h = shapes[i][0], w = shapes[i][1], nc = shapes[i][2], n = w * nc;
     uint8_t *u8 = malloc((size_t)(h * n));
+    uint16_t *u16 = malloc(sizeof(uint16_t) * (size_t)(h * n));
     float *f32 = malloc(sizeof(float) * (size_t)(h * n)), *got = malloc(sizeof(float) * (size_t)(h * n)),
           *want = malloc(sizeof(float) * (size_t)(h * n));
     for (int64_t k = 0; k < h * n; k++) u8[k] = (uint8_t)((uint64_t)(k + 7 * i) * 2654435761u >> 24);
+    for (int64_t k = 0; k < h * n; k++) u16[k] = (uint16_t)(u8[k] * 257 ^ (k & 255));
     for (int64_t k = 0; k < h * n; k++) f32[k] = (float)u8[k] * 0.37f - 11.0f;
-    for (int f = 0; f < 2; f++) {
+    static const accel_dtype dts[3] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+    for (int f = 0; f < 3; f++) {
       const int64_t shape[3] = {h, w, nc};
-      const accel_array in =
-          array_of(f ? (void *)f32 : (void *)u8, f ? ACCEL_DTYPE_F32 : ACCEL_DTYPE_U8, nc > 1 ? 3 : 2, shape);
+      void *data = f == 0 ? (void *)u8 : f == 1 ? (void *)u16 : (void *)f32;
+      const accel_array in = array_of(data, dts[f], nc > 1 ? 3 : 2, shape);
       int64_t bad = -1;
       ck_assert_int_eq(accel__reg_layer_coefficients(&in, got, 2, &bad), 0);
-      for (int64_t k = 0; k < h * n; k++) want[k] = (w > 1 ? 6.0f : 1.0f) * (f ? f32[k] : (float)u8[k]);
+      for (int64_t k = 0; k < h * n; k++)
+        want[k] = (w > 1 ? 6.0f : 1.0f) * (f == 0 ? (float)u8[k] : f == 1 ? (float)u16[k] : f32[k]);
       for (int64_t r = 0; r < h; r++)
         for (int64_t c = 0; c < nc; c++) accel__reg_warp_line(want + r * n + c, w, nc, 1.0f);
       for (int64_t x = 0; x < n; x++) accel__reg_warp_line(want + x, h, n, 6.0f);
       for (int64_t k = 0; k < h * n; k++)
         ck_assert_msg(memcmp(&got[k], &want[k], sizeof(float)) == 0,
                       "%lld x %lld x %lld (%s): coefficient %lld is %.9g, the lines' %.9g", (long long)h, (long long)w,
-                      (long long)nc, f ? "f32" : "u8", (long long)k, got[k], want[k]);
+                      (long long)nc,
+                      f == 0   ? "u8"
+                      : f == 1 ? "u16"
+                               : "f32",
+                      (long long)k, got[k], want[k]);
     }
     free(u8);
+    free(u16);
     free(f32);
     free(got);
     free(want);
