@@ -396,13 +396,18 @@ static void normal_apply(gn_system N, const double *damp, int64_t nx, int64_t ny
  * work: 4 * 2n doubles. */
 static void pcg(gn_system N, const double *damp, int64_t nx, int64_t ny, const double *g, double *d, double *work,
                 int threads) {
+  (void)threads; /* unused without OpenMP */
   const int64_t n = nx * ny, P = 2 * n;
+  const bool par = n > NORMAL_APPLY_PARALLEL;
+  (void)par;
   double *r = work, *z = work + P, *p = work + 2 * P, *q = work + 3 * P;
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
   for (int64_t k = 0; k < P; k++) d[k] = 0, r[k] = -g[k];
   const double r0 = sqrt(dot(r, r, P, threads));
   if (!(r0 > 0)) return;
   double rz = 0;
   for (int it = 0; it < GN_CG_MAX; it++) {
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int64_t a = 0; a < n; a++) {
       double e[3];
       gn_block(N, a, a, 24, e);
@@ -410,16 +415,15 @@ static void pcg(gn_system N, const double *damp, int64_t nx, int64_t ny, const d
       z[a] = det > 0 ? (yy * r[a] - xy * r[n + a]) / det : 0;
       z[n + a] = det > 0 ? (xx * r[n + a] - xy * r[a]) / det : 0;
     }
-    const double rz1 = dot(r, z, P, threads);
-    if (it == 0)
-      for (int64_t k = 0; k < P; k++) p[k] = z[k];
-    else
-      for (int64_t k = 0; k < P; k++) p[k] = z[k] + (rz1 / rz) * p[k];
+    const double rz1 = dot(r, z, P, threads), beta = it == 0 ? 0.0 : rz1 / rz;
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
+    for (int64_t k = 0; k < P; k++) p[k] = it == 0 ? z[k] : z[k] + beta * p[k];
     rz = rz1;
     normal_apply(N, damp, nx, ny, p, q, threads);
     const double pq = dot(p, q, P, threads);
     if (!(pq > 0)) break;
     const double alpha = rz / pq;
+#pragma omp parallel for num_threads(threads) schedule(static) if (par)
     for (int64_t k = 0; k < P; k++) d[k] += alpha * p[k], r[k] -= alpha * q[k];
     if (sqrt(dot(r, r, P, threads)) < GN_CG_TOL * r0) break;
   }
@@ -519,11 +523,12 @@ static accel_status gn_step(accel__call *call, const accel__reg_evaluator *ev, c
       m->damp[n + a] = *lambda * (e[2] + eps);
     }
     pcg(N, m->damp, nx, ny, m->grad, m->step, m->work, call->threads);
+#pragma omp parallel for num_threads(call->threads) schedule(static) if (n > NORMAL_APPLY_PARALLEL)
     for (int64_t a = 0; a < n; a++) {
       const double len = hypot(m->step[a], m->step[n + a]);
       if (len > g->cap) m->step[a] *= g->cap / len, m->step[n + a] *= g->cap / len;
+      m->trial[a] = x[a] + m->step[a], m->trial[n + a] = x[n + a] + m->step[n + a];
     }
-    for (int64_t k = 0; k < 2 * n; k++) m->trial[k] = x[k] + m->step[k];
     /* The model's predicted decrease -(g.d + d.N d / 2). */
     normal_apply(N, m->damp, nx, ny, m->step, m->work, call->threads);
     double gd = 0, dnd = 0;
