@@ -746,7 +746,7 @@ END_TEST
  * recursions of warp_prefilter.h (the GPU's) applied line by line: gray
  * and colour, lines of one sample, of at most the causal
  * start's horizon (exact start) and longer, rows wider than a band;
- * U8, U16 and F32. */
+ * U8, U16 and F32; and the first row with a non-finite F32 sample. */
 START_TEST(layer_coefficients_equal_the_line_recursions) {
   static const int64_t shapes[][3] = {{1, 5, 1},   {5, 1, 3},     {2, 2, 1},    {17, 18, 3},
                                       {19, 20, 1}, {40, 1100, 3}, {300, 37, 4}, {23, 2049, 1}};
@@ -779,6 +779,15 @@ START_TEST(layer_coefficients_equal_the_line_recursions) {
                       : f == 1 ? "u16"
                                : "f32",
                       (long long)k, got[k], want[k]);
+    }
+    if (h >= 3 && w > 1) { /* non-finite samples: the first row that holds one */
+      const int64_t shape[3] = {h, w, nc};
+      f32[(h - 1) * n + n - 1] = NAN;
+      f32[(h / 2) * n + n / 2] = INFINITY;
+      const accel_array in = array_of(f32, ACCEL_DTYPE_F32, nc > 1 ? 3 : 2, shape);
+      int64_t bad = -1;
+      ck_assert_int_eq(accel__reg_layer_coefficients(&in, got, 2, &bad), 1);
+      ck_assert_int_eq(bad, h / 2);
     }
     free(u8);
     free(u16);
