@@ -379,6 +379,22 @@ START_TEST(same_result_on_one_and_two_threads) {
 }
 END_TEST
 
+/* Register f and m with *path set (the path a test compares against),
+ * then without it: the parameters are the same to the bit. The switch is
+ * cleared before any assertion. */
+static void assert_path_changes_nothing(accel_ctx *ctx, const accel_array *f, const accel_array *m,
+                                        const accel_array *mask, const accel_reg_options *o, bool *path) {
+  accel_reg_transform *a = NULL, *b = NULL;
+  *path = true;
+  const accel_status first = accel_reg_register(ctx, f, m, mask, NULL, o, &a, NULL);
+  *path = false;
+  ck_assert_int_eq(first, ACCEL_OK);
+  ck_assert_int_eq(accel_reg_register(ctx, f, m, mask, NULL, o, &b, NULL), ACCEL_OK);
+  assert_same_params(a, b);
+  accel_reg_transform_destroy(a);
+  accel_reg_transform_destroy(b);
+}
+
 /* The lane-parallel evaluator (lib/reg/cpu_level_lanes.c) gives the scalar
  * evaluator's parameters to the bit: MSE and NCC, Gauss-Newton (samples
  * outside the moving image read from its mirrored extension) and ASGD
@@ -405,14 +421,7 @@ START_TEST(lanes_equal_the_scalar_evaluator) {
   }
   if (_i == 4) /* a 203 x 237 crop of both images */
     f.shape[0] = m.shape[0] = 203, f.shape[1] = m.shape[1] = 237;
-  accel_reg_transform *a = NULL, *b = NULL;
-  accel__reg_lanes_off = true;
-  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &a, NULL), ACCEL_OK);
-  accel__reg_lanes_off = false;
-  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &b, NULL), ACCEL_OK);
-  assert_same_params(a, b);
-  accel_reg_transform_destroy(a);
-  accel_reg_transform_destroy(b);
+  assert_path_changes_nothing(ctx, &f, &m, mask ? &mk : NULL, &o, &accel__reg_lanes_off);
   free(mask);
   free_pair(&p);
   accel_ctx_destroy(ctx);
@@ -457,7 +466,7 @@ ACCEL__STAGE_FN(run_pyramid, reg, pyramid, job)
  * to the bit, the level from the same values every other pixel of a wider
  * buffer (a row at a time per tap): every dtype, the factors and
  * smoothing of four levels and a smoothing at full size. */
-START_TEST(pyramid_chunks_equal_the_rows) {
+START_TEST(pyramid_register_sums_equal_the_rows) {
   static const struct {
     int32_t factor, offset;
     double sigma;
@@ -528,15 +537,7 @@ START_TEST(half_matrix_equals_the_whole) {
     for (int64_t k = 0; k < 203 * 237; k++) mask[k] = (k % 237) > 40;
     mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){203, 237});
   }
-  accel_reg_transform *a = NULL, *b = NULL;
-  accel__reg_normal_full = true;
-  const accel_status whole = accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &a, NULL);
-  accel__reg_normal_full = false;
-  ck_assert_int_eq(whole, ACCEL_OK);
-  ck_assert_int_eq(accel_reg_register(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &b, NULL), ACCEL_OK);
-  assert_same_params(a, b);
-  accel_reg_transform_destroy(a);
-  accel_reg_transform_destroy(b);
+  assert_path_changes_nothing(ctx, &f, &m, mask ? &mk : NULL, &o, &accel__reg_normal_full);
   free(mask);
   free_pair(&p);
   accel_ctx_destroy(ctx);
@@ -917,7 +918,7 @@ static Suite *suite_reg(void) {
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
   tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
   tcase_add_loop_test(tc, half_matrix_equals_the_whole, 0, 5);
-  tcase_add_test(tc, pyramid_chunks_equal_the_rows);
+  tcase_add_test(tc, pyramid_register_sums_equal_the_rows);
   tcase_add_test(tc, first_nonfinite_finds_the_first);
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);

@@ -75,7 +75,7 @@ VERTICAL_FN(vertical_u8, uint8_t)
 VERTICAL_FN(vertical_u16, uint16_t)
 VERTICAL_FN(vertical_f32, float)
 
-/* Taps of the chunked vertical pass at most (larger kernels: add_row). */
+/* Taps of the register-summed vertical pass at most (larger kernels: add_row). */
 #define VERTICAL_TAPS 128
 
 /* out[j] = sum_k kern[k] tmp[off + f j + k] (k = -radius..radius, columns
