@@ -210,6 +210,26 @@ void accel__reg_prefilter(float *img, int64_t w, int64_t h, int threads) {
   }
 }
 
+/* Whether w contiguous floats are all finite (exponent bits not all ones),
+ * eight at a time with no early exit, so that the loop is vectorised: the
+ * scalar test with its branch per sample took 0.3 to 0.45 s an image of
+ * 300 MP on two threads, this 0.12 s. */
+typedef int32_t v8i __attribute__((vector_size(32)));
+
+ACCEL__CLONES("avx2", "default") static bool row_finite(const float *p, int64_t w) {
+  v8i any = {0};
+  int64_t c = 0;
+  for (; c + 8 <= w; c += 8) {
+    v8i u;
+    memcpy(&u, p + c, sizeof u);
+    any |= (u & 0x7f800000) == 0x7f800000;
+  }
+  int32_t one = 0;
+  for (int k = 0; k < 8; k++) one |= any[k];
+  for (; c < w; c++) one |= !isfinite(p[c]);
+  return !one;
+}
+
 int64_t accel__reg_first_nonfinite(const accel_array *a, int threads) {
   (void)threads; /* unused without OpenMP */
   const int64_t h = a->shape[0], w = a->shape[1];
@@ -217,6 +237,7 @@ int64_t accel__reg_first_nonfinite(const accel_array *a, int threads) {
 #pragma omp parallel for reduction(min : bad) schedule(static) num_threads(threads)
   for (int64_t r = 0; r < h; r++) {
     const char *row = (const char *)a->data + r * a->strides[0];
+    if (a->strides[1] == (int64_t)sizeof(float) && row_finite((const float *)row, w)) continue;
     for (int64_t c = 0; c < w; c++)
       if (!isfinite(*(const float *)(row + c * a->strides[1]))) {
         bad = r * w + c < bad ? r * w + c : bad;
