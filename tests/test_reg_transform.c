@@ -798,6 +798,58 @@ START_TEST(layer_coefficients_equal_the_line_recursions) {
 }
 END_TEST
 
+/* The cubic warp's vector code (the per-pixel set-up four pixels at a
+ * time, three channels' sums from 12 contiguous coefficients a support row,
+ * integer stores four channels at a time) writes, to the bit, what the code
+ * it replaced writes (accel__reg_warp_plain): over a region reaching past
+ * the image on every side (fills, positions clamped before their floor,
+ * mirrored supports), rows whose width is not a multiple of 4, the
+ * separable and the point-by-point positions, positions exactly on the
+ * inside test's edges and on pixel centres (a shift of half a pixel with no
+ * B-spline), values beyond every output type's range; gray, RGB and RGBA,
+ * every output type, whole and in tiles of 7. */
+START_TEST(vector_warp_equals_the_plain_code) {
+  const int64_t w = 45, h = 31, ow = w + 9, oh = h + 7;
+  accel_reg_transform *t = random_transform(w, h, 8, _i == 2 ? 0 : 6, 61 + (uint32_t)_i);
+  if (_i == 1) {
+    const double euler[3] = {0.11, -1.25, 2.5}, centre[2] = {22, 15};
+    ck_assert_int_eq(accel_reg_transform_set_initial(NULL, t, ACCEL_REG_LINEAR_RIGID, euler, centre), ACCEL_OK);
+  } else if (_i == 2) {
+    const double by[2] = {-0.5, 0.5};
+    ck_assert_int_eq(accel_reg_transform_set_initial(NULL, t, ACCEL_REG_LINEAR_TRANSLATION, by, NULL), ACCEL_OK);
+  }
+  float *img = malloc(sizeof(float) * (size_t)(w * h * 4));
+  char *a = malloc(sizeof(float) * (size_t)(ow * oh * 4)), *b = malloc(sizeof(float) * (size_t)(ow * oh * 4));
+  accel_ctx *ctx = threads_ctx(2);
+  static const accel_dtype outs[3] = {ACCEL_DTYPE_U8, ACCEL_DTYPE_U16, ACCEL_DTYPE_F32};
+  static const char *const names[3] = {"U8", "U16", "F32"};
+  for (int64_t nc = 1; nc <= 4; nc += nc == 1 ? 2 : 1) {
+    make_image(img, w, h, nc, 9 + (uint32_t)nc);
+    for (int64_t k = 0; k < w * h * nc; k += 5) img[k] = k % 2 ? img[k] * 300.0f : -img[k]; /* past 65535, below 0 */
+    const int64_t si[3] = {h, w, nc}, so[3] = {oh, ow, nc};
+    const accel_array in = array_of(img, ACCEL_DTYPE_F32, nc > 1 ? 3 : 2, si);
+    for (int o = 0; o < 3; o++)
+      for (int64_t tile = 0; tile <= 7; tile += 7) {
+        const accel_array oa = array_of(a, outs[o], nc > 1 ? 3 : 2, so), ob = array_of(b, outs[o], nc > 1 ? 3 : 2, so);
+        const size_t bytes = (size_t)(ow * oh * nc) * accel_dtype_size(outs[o]);
+        memset(a, 1, bytes), memset(b, 2, bytes);
+        accel__reg_warp_plain = true;
+        const accel_status plain = warp1(ctx, t, &in, &oa, ACCEL_REG_INTERP_CUBIC, 3.25, -5, -3, tile);
+        accel__reg_warp_plain = false;
+        ck_assert_int_eq(plain, ACCEL_OK);
+        ck_assert_int_eq(warp1(ctx, t, &in, &ob, ACCEL_REG_INTERP_CUBIC, 3.25, -5, -3, tile), ACCEL_OK);
+        ck_assert_msg(memcmp(a, b, bytes) == 0, "case %d, %lld channels, %s output, tile %lld: the outputs differ", _i,
+                      (long long)nc, names[o], (long long)tile);
+      }
+  }
+  accel_ctx_destroy(ctx);
+  accel_reg_transform_destroy(t);
+  free(img);
+  free(a);
+  free(b);
+}
+END_TEST
+
 /* Large images go band by band of output rows, each with the coefficients
  * of the moving rows it reaches: the same values (to float rounding) as the
  * whole image's, with or without a rotation, also for bands that reach no
@@ -1026,6 +1078,7 @@ static Suite *suite_reg_transform(void) {
   tcase_add_loop_test(tc, layers_types_channels_regions, 0, 2);
   tcase_add_loop_test(tc, channels_one_at_a_time_equal_all_at_once, 0, 2);
   tcase_add_test(tc, layer_coefficients_equal_the_line_recursions);
+  tcase_add_loop_test(tc, vector_warp_equals_the_plain_code, 0, 3);
   tcase_add_loop_test(tc, bands_equal_the_whole, 0, 3);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, bad_warp_arguments);

@@ -197,6 +197,66 @@ ALWAYS_INLINE v4f cubic_colour(const float *coef, const int64_t oy[4], const int
          ((v4f){wx[1], wx[1], wx[1], wx[1]} * col[1] + (v4f){wx[3], wx[3], wx[3], wx[3]} * col[3]);
 }
 
+/* Three channels of contiguous coefficients: each row of the support is
+ * 12 floats (4 pixels x RGB), one 8-float and one 4-float vector (the
+ * lanes hold the same products and sums as cubic_colour's, packed tighter),
+ * then each pixel column moved into a 4-lane vector for cubic_colour's
+ * final sums in its order. Lane 3 of the result is not a channel. */
+typedef float v8f __attribute__((vector_size(32)));
+/* The same at any float's address. */
+typedef float v8f_u __attribute__((vector_size(32), aligned(4), may_alias));
+typedef float v4f_u __attribute__((vector_size(16), aligned(4), may_alias));
+
+ALWAYS_INLINE v4f cubic_rgb(const float *coef, const int64_t oy[4], int64_t ox0, const float wy[4], const float wx[4]) {
+  /* one variable a load (an array of them went through the stack) */
+  const v8f a0 = *(const v8f_u *)(coef + oy[0] + ox0), a1 = *(const v8f_u *)(coef + oy[1] + ox0);
+  const v8f a2 = *(const v8f_u *)(coef + oy[2] + ox0), a3 = *(const v8f_u *)(coef + oy[3] + ox0);
+  const v4f b0 = *(const v4f_u *)(coef + oy[0] + ox0 + 8), b1 = *(const v4f_u *)(coef + oy[1] + ox0 + 8);
+  const v4f b2 = *(const v4f_u *)(coef + oy[2] + ox0 + 8), b3 = *(const v4f_u *)(coef + oy[3] + ox0 + 8);
+  const v8f A = (v8f){wy[0], wy[0], wy[0], wy[0], wy[0], wy[0], wy[0], wy[0]} * a0 +
+                (v8f){wy[1], wy[1], wy[1], wy[1], wy[1], wy[1], wy[1], wy[1]} * a1 +
+                (v8f){wy[2], wy[2], wy[2], wy[2], wy[2], wy[2], wy[2], wy[2]} * a2 +
+                (v8f){wy[3], wy[3], wy[3], wy[3], wy[3], wy[3], wy[3], wy[3]} * a3;
+  const v4f B = (v4f){wy[0], wy[0], wy[0], wy[0]} * b0 + (v4f){wy[1], wy[1], wy[1], wy[1]} * b1 +
+                (v4f){wy[2], wy[2], wy[2], wy[2]} * b2 + (v4f){wy[3], wy[3], wy[3], wy[3]} * b3;
+  const v4f col0 = __builtin_shufflevector(A, A, 0, 1, 2, 3), col1 = __builtin_shufflevector(A, A, 3, 4, 5, 6);
+  const v4f high = __builtin_shufflevector(A, A, 4, 5, 6, 7), col2 = __builtin_shufflevector(high, B, 2, 3, 4, 5);
+  const v4f col3 = __builtin_shufflevector(B, B, 1, 2, 3, 3);
+  return ((v4f){wx[0], wx[0], wx[0], wx[0]} * col0 + (v4f){wx[2], wx[2], wx[2], wx[2]} * col2) +
+         ((v4f){wx[1], wx[1], wx[1], wx[1]} * col1 + (v4f){wx[3], wx[3], wx[3], wx[3]} * col3);
+}
+
+/* The first C lanes of v stored as store_out stores them: for integers
+ * clamped to 0..hi and rounded as accel__reg_to_int (the same comparisons
+ * and the same sum, truncated: equal for every value, NaN included). */
+ALWAYS_INLINE void store_lanes(char *dst, int64_t os2, accel_dtype odt, v4f v, int64_t C) {
+  if (odt == ACCEL_DTYPE_F32) {
+    for (int64_t ch = 0; ch < C; ch++) *(float *)(dst + ch * os2) = v[ch];
+    return;
+  }
+  typedef int32_t v4s __attribute__((vector_size(16)));
+  const float hi = odt == ACCEL_DTYPE_U8 ? 255.0f : 65535.0f;
+  const v4f zero = {0.0f, 0.0f, 0.0f, 0.0f}, top = {hi, hi, hi, hi}, half = {0.5f, 0.5f, 0.5f, 0.5f};
+  v4s m = v < zero;
+  v = (v4f)((v4s)v & ~m);
+  m = v > top;
+  v = (v4f)(((v4s)top & m) | ((v4s)v & ~m));
+  const v4s q = __builtin_convertvector(v + half, v4s);
+  for (int64_t ch = 0; ch < C; ch++) {
+    if (odt == ACCEL_DTYPE_U8) *(uint8_t *)(dst + ch * os2) = (uint8_t)q[ch];
+    else *(uint16_t *)(dst + ch * os2) = (uint16_t)q[ch];
+  }
+}
+
+/* Four doubles and their comparisons' masks, four int32 (cubic_setup). */
+typedef double v4d __attribute__((vector_size(32)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+/* Lanewise m ? a : b for a comparison's mask m (every bit of a lane set or
+ * none), bit for bit; a macro: 32-byte vectors are not passed to functions
+ * in the baseline ABI. */
+#define SELECT(m, a, b) ((v4d)(((v4l)(a) & (m)) | ((v4l)(b) & ~(m))))
+
 ALWAYS_INLINE int64_t max4(const int64_t v[4]) {
   const int64_t a = v[0] > v[1] ? v[0] : v[1], b = v[2] > v[3] ? v[2] : v[3];
   return a > b ? a : b;
@@ -208,14 +268,37 @@ ALWAYS_INLINE int64_t max4(const int64_t v[4]) {
  * clamped to [-1, n] first (enough for any inside one; the others are
  * filled) so that their floor fits 32 bits. Compiled for AVX2 as well
  * (four doubles a step; the same bits). */
-ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile_tab *tt) {
+ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile_tab *tt, bool plain) {
   const int64_t n = tt->w;
   const double *restrict X = tt->X, *restrict Y = tt->Y;
   int32_t *restrict ix = tt->ix, *restrict iy = tt->iy;
   uint8_t *restrict ok = tt->ok;
   float *restrict wt = tt->wt, *restrict tx = tt->wt + 8 * n, *restrict ty = tt->wt + 9 * n;
   const double wl = (double)g->in_w, hl = (double)g->in_h;
-  for (int64_t c = 0; c < n; c++) {
+  int64_t c = 0;
+  /* four pixels at a time with the same operations on each lane (the
+   * compiler makes a branch per comparison of the scalar loop) */
+  const v4d lo = {-1.0, -1.0, -1.0, -1.0}, half = {-0.5, -0.5, -0.5, -0.5};
+  const v4d wv = {wl, wl, wl, wl}, hv = {hl, hl, hl, hl}, wh = wv + half, hh = hv + half;
+  for (; c + 4 <= n && !plain; c += 4) {
+    v4d x, y;
+    memcpy(&x, X + c, sizeof x);
+    memcpy(&y, Y + c, sizeof y);
+    const v4l in = (x >= half) & (x < wh) & (y >= half) & (y < hh);
+    const v4d cx = SELECT(x < lo, lo, SELECT(x > wv, wv, x)), cy = SELECT(y < lo, lo, SELECT(y > hv, hv, y));
+    v4i i = __builtin_convertvector(cx, v4i), j = __builtin_convertvector(cy, v4i);
+    i += __builtin_convertvector(__builtin_convertvector(i, v4d) > cx, v4i); /* -1 where the truncation rounded up */
+    j += __builtin_convertvector(__builtin_convertvector(j, v4d) > cy, v4i);
+    const v4i one = {1, 1, 1, 1}, i1 = i - one, j1 = j - one;
+    const v4f fx = __builtin_convertvector(cx - __builtin_convertvector(i, v4d), v4f);
+    const v4f fy = __builtin_convertvector(cy - __builtin_convertvector(j, v4d), v4f);
+    memcpy(ix + c, &i1, sizeof i1);
+    memcpy(iy + c, &j1, sizeof j1);
+    memcpy(tx + c, &fx, sizeof fx);
+    memcpy(ty + c, &fy, sizeof fy);
+    for (int k = 0; k < 4; k++) ok[c + k] = (uint8_t)(in[k] & 1);
+  }
+  for (; c < n; c++) {
     const double x = X[c], y = Y[c];
     ok[c] = (uint8_t)((x >= -0.5) & (x < wl - 0.5) & (y >= -0.5) & (y < hl - 0.5));
     const double cx = x < -1.0 ? -1.0 : (x > wl ? wl : x), cy = y < -1.0 ? -1.0 : (y > hl ? hl : y);
@@ -227,12 +310,12 @@ ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile
     tx[c] = (float)(cx - (double)i);
     ty[c] = (float)(cy - (double)j);
   }
-  for (int64_t c = 0; c < n; c++) {
+  for (c = 0; c < n; c++) {
     float w[4];
     accel__reg_cubic_weights(tx[c], w);
     wt[c] = w[0], wt[n + c] = w[1], wt[2 * n + c] = w[2], wt[3 * n + c] = w[3];
   }
-  for (int64_t c = 0; c < n; c++) {
+  for (c = 0; c < n; c++) {
     float w[4];
     accel__reg_cubic_weights(ty[c], w);
     wt[4 * n + c] = w[0], wt[5 * n + c] = w[1], wt[6 * n + c] = w[2], wt[7 * n + c] = w[3];
@@ -244,9 +327,10 @@ ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile
  * otherwise alias it. */
 ALWAYS_INLINE void cubic_row(const warp_geo *g, tile_tab *tt, char *o, accel_dtype odt, int64_t C) {
   const int64_t w = g->in_w, h = g->in_h, n = tt->w, os1 = g->os1, os2 = g->os2;
-  const int64_t row = w * C, y0 = g->job->coef_y0, limit = g->job->coef_rows * row;
+  const int64_t row = w * C, y0 = g->job->coef_y0, rows = g->job->coef_rows, limit = rows * row;
   const float fill = g->fill, *coef = g->job->coef;
-  cubic_setup(g, tt);
+  const bool plain = accel__reg_warp_plain;
+  cubic_setup(g, tt, plain);
   const uint8_t *restrict ok = tt->ok;
   const int32_t *restrict ix = tt->ix, *restrict iy = tt->iy;
   const float *restrict wt = tt->wt;
@@ -257,19 +341,25 @@ ALWAYS_INLINE void cubic_row(const warp_geo *g, tile_tab *tt, char *o, accel_dty
       continue;
     }
     const int64_t i = ix[c], j = iy[c];
+    const bool inner_x = i >= 0 && i + 3 < w, inner_y = j >= 0 && j + 3 < h;
+    if (inner_x && j + 4 - y0 >= 0 && j + 4 - y0 < rows) /* the row the next output row will need */
+      __builtin_prefetch(coef + (j + 4 - y0) * row + i * C);
     int64_t ox[4], oy[4];
     const float wx[4] = {wt[c], wt[n + c], wt[2 * n + c], wt[3 * n + c]};
     const float wy[4] = {wt[4 * n + c], wt[5 * n + c], wt[6 * n + c], wt[7 * n + c]};
-    const bool inner_x = i >= 0 && i + 3 < w, inner_y = j >= 0 && j + 3 < h;
     for (int k = 0; k < 4; k++) {
       ox[k] = (inner_x ? i + k : accel__reg_mirror(i + k, w)) * C;
       oy[k] = ((inner_y ? j + k : accel__reg_mirror(j + k, h)) - y0) * row;
     }
     if (C == 1) {
       store_out(dst, odt, inner_x ? cubic_gray(coef, oy, ox[0], wy, wx) : accel__reg_cubic_sum(coef, oy, ox, wy, wx));
+    } else if (C == 3 && inner_x && !plain) {
+      store_lanes(dst, os2, odt, cubic_rgb(coef, oy, ox[0], wy, wx), 3);
     } else if (C == 4 || max4(oy) + max4(ox) + 4 <= limit) {
       const v4f v = cubic_colour(coef, oy, ox, wy, wx);
-      for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * os2, odt, v[ch]);
+      if (plain)
+        for (int64_t ch = 0; ch < C; ch++) store_out(dst + ch * os2, odt, v[ch]);
+      else store_lanes(dst, os2, odt, v, C);
     } else { /* the image's last pixel: the 4th lane would read past the coefficients */
       for (int64_t ch = 0; ch < C; ch++)
         store_out(dst + ch * os2, odt, accel__reg_cubic_sum(coef + ch, oy, ox, wy, wx));
@@ -415,6 +505,8 @@ static void geo_of(const accel__reg_warp_job *job, warp_geo *g) {
 }
 
 static bool warp_tile(void *user, int64_t index) { return run_tile(user, index); }
+
+bool accel__reg_warp_plain = false;
 
 /* A cubic job without coefficients (a device layer's, here from its host
  * copy): those of the whole layer, in *own (freed by the caller). */
