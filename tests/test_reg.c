@@ -444,7 +444,11 @@ START_TEST(first_nonfinite_finds_the_first) {
            {h * w - 1, -1, INFINITY},
            {5 * w + 3, 9 * w, -INFINITY},
            {20 * w + 99, 20 * w + 100, NAN},
-           {w - 1, 3 * w, NAN}};
+           {w - 1, 3 * w, NAN},
+           {12 * w + 7, -1, NAN},                /* the last lane of the first eight */
+           {14 * w + 46, 30 * w, -INFINITY},     /* lane 6 */
+           {16 * w + 89, 16 * w + 90, INFINITY}, /* lane 1 of the last eight */
+           {33 * w + 61, -1, -NAN}};             /* lane 5 */
   for (size_t i = 0; i < sizeof C / sizeof *C; i++)
     for (int strided = 0; strided < 2; strided++) {
       const int64_t step = strided ? 2 : 1;

@@ -227,8 +227,8 @@ ALWAYS_INLINE v4f cubic_rgb(const float *coef, const int64_t oy[4], int64_t ox0,
 }
 
 /* The first C lanes of v stored as store_out stores them: for integers
- * clamped to 0..hi and rounded as accel__reg_to_int (the same comparisons
- * and the same sum, truncated: equal for every value, NaN included). */
+ * clamped to 0..hi and rounded as accel__reg_to_int (the same comparisons,
+ * NaN to 0, and the same sum, truncated: equal for every value). */
 ALWAYS_INLINE void store_lanes(char *dst, int64_t os2, accel_dtype odt, v4f v, int64_t C) {
   if (odt == ACCEL_DTYPE_F32) {
     for (int64_t ch = 0; ch < C; ch++) *(float *)(dst + ch * os2) = v[ch];
@@ -237,8 +237,8 @@ ALWAYS_INLINE void store_lanes(char *dst, int64_t os2, accel_dtype odt, v4f v, i
   typedef int32_t v4s __attribute__((vector_size(16)));
   const float hi = odt == ACCEL_DTYPE_U8 ? 255.0f : 65535.0f;
   const v4f zero = {0.0f, 0.0f, 0.0f, 0.0f}, top = {hi, hi, hi, hi}, half = {0.5f, 0.5f, 0.5f, 0.5f};
-  v4s m = v < zero;
-  v = (v4f)((v4s)v & ~m);
+  v4s m = v >= zero; /* false for NaN */
+  v = (v4f)((v4s)v & m);
   m = v > top;
   v = (v4f)(((v4s)top & m) | ((v4s)v & ~m));
   const v4s q = __builtin_convertvector(v + half, v4s);
@@ -265,9 +265,9 @@ ALWAYS_INLINE int64_t max4(const int64_t v[4]) {
 /* The setup of one row's pixels: inside or not, the support's first index
  * and the weights in each axis - accel__reg_inside and accel__reg_cubic_axis
  * (before mirroring), in loops the compiler can vectorise: positions are
- * clamped to [-1, n] first (enough for any inside one; the others are
- * filled) so that their floor fits 32 bits. Compiled for AVX2 as well
- * (four doubles a step; the same bits). */
+ * clamped to [-1, n] first, NaN to -1 (enough for any inside one; the
+ * others are filled) so that their floor fits 32 bits. Compiled for AVX2
+ * as well (four doubles a step; the same bits). */
 ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile_tab *tt, bool plain) {
   const int64_t n = tt->w;
   const double *restrict X = tt->X, *restrict Y = tt->Y;
@@ -285,7 +285,7 @@ ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile
     memcpy(&x, X + c, sizeof x);
     memcpy(&y, Y + c, sizeof y);
     const v4l in = (x >= half) & (x < wh) & (y >= half) & (y < hh);
-    const v4d cx = SELECT(x < lo, lo, SELECT(x > wv, wv, x)), cy = SELECT(y < lo, lo, SELECT(y > hv, hv, y));
+    const v4d cx = SELECT(x >= lo, SELECT(x > wv, wv, x), lo), cy = SELECT(y >= lo, SELECT(y > hv, hv, y), lo);
     v4i i = __builtin_convertvector(cx, v4i), j = __builtin_convertvector(cy, v4i);
     i += __builtin_convertvector(__builtin_convertvector(i, v4d) > cx, v4i); /* -1 where the truncation rounded up */
     j += __builtin_convertvector(__builtin_convertvector(j, v4d) > cy, v4i);
@@ -301,7 +301,7 @@ ACCEL__CLONES("avx2", "default") static void cubic_setup(const warp_geo *g, tile
   for (; c < n; c++) {
     const double x = X[c], y = Y[c];
     ok[c] = (uint8_t)((x >= -0.5) & (x < wl - 0.5) & (y >= -0.5) & (y < hl - 0.5));
-    const double cx = x < -1.0 ? -1.0 : (x > wl ? wl : x), cy = y < -1.0 ? -1.0 : (y > hl ? hl : y);
+    const double cx = x >= -1.0 ? (x > wl ? wl : x) : -1.0, cy = y >= -1.0 ? (y > hl ? hl : y) : -1.0;
     int32_t i = (int32_t)cx, j = (int32_t)cy;
     i -= (double)i > cx;
     j -= (double)j > cy;

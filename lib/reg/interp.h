@@ -103,9 +103,10 @@ ACCEL__REG_HD float accel__reg_linear_mix(float v00, float v10, float v01, float
 }
 
 /* An interpolated value stored into an integer type of maximum `hi`:
- * clamped to 0..hi and rounded to nearest (halves up). */
+ * clamped to 0..hi and rounded to nearest (halves up); NaN gives 0 (a
+ * conversion of NaN would be undefined). */
 ACCEL__REG_HD uint32_t accel__reg_to_int(float v, float hi) {
-  v = v < 0.0f ? 0.0f : (v > hi ? hi : v);
+  v = v >= 0.0f ? (v > hi ? hi : v) : 0.0f;
   return (uint32_t)(v + 0.5f); /* v + 0.5 >= 0: truncation is floor */
 }
 
