@@ -237,13 +237,26 @@ struct accel__executor {
     return cudaSuccess;
   }
   /* Rows between layouts: `rows` rows of `width` bytes, spitch/dpitch bytes
-   * apart (host to device or back). */
+   * apart (host to device or back). Packed rows on both sides go as one
+   * plain copy; pitches over max_pitch, which cudaMemcpy2DAsync refuses
+   * (cudaErrorInvalidPitchValue: the device's maxPitch, 2^31 - 1 bytes on
+   * current GPUs), a copy per row. */
+  static constexpr size_t max_pitch = (size_t)INT32_MAX;
   [[nodiscard]] cudaError_t copy2d(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t rows,
                                    cudaMemcpyKind kind) {
     if (const cudaError_t e = accel__cuda_fault()) return e;
     if (kind == cudaMemcpyHostToDevice) call->bytes_up += width * rows;
     if (kind == cudaMemcpyDeviceToHost) call->bytes_down += width * rows;
-    if (st) return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, st->stream);
+    if (st && dpitch == width && spitch == width) return cudaMemcpyAsync(dst, src, width * rows, kind, st->stream);
+    if (st && dpitch <= max_pitch && spitch <= max_pitch)
+      return cudaMemcpy2DAsync(dst, dpitch, src, spitch, width, rows, kind, st->stream);
+    if (st) {
+      for (size_t r = 0; r < rows; r++)
+        if (const cudaError_t e =
+                cudaMemcpyAsync((char *)dst + r * dpitch, (const char *)src + r * spitch, width, kind, st->stream))
+          return e;
+      return cudaSuccess;
+    }
     for (size_t r = 0; r < rows; r++) memcpy((char *)dst + r * dpitch, (const char *)src + r * spitch, width);
     return cudaSuccess;
   }
