@@ -88,9 +88,12 @@ void move_block(const accel_array *a, const layout &l, int64_t r0, int64_t r1, i
       }
 }
 
-/* Rows [r0, r1) of a caller's array into packed device rows at d. Staging
- * holds the packed rows when the array's rows are not pitched; the copy may
- * still read it until the stream is synchronized. A device array (`device`:
+/* Rows [r0, r1) of a caller's array into packed device rows at d. When the
+ * array's rows are not pitched they are packed into `staging`, two chunks
+ * of about accel__cuda_pin_chunk bytes (at least a row each) taken in turn,
+ * each packed while the other's upload is in flight (as upload_pinned): a
+ * whole layer is never pinned at once; the last upload may still read its
+ * chunk until the stream is synchronized. A device array (`device`:
  * C-contiguous) is copied on the device. */
 accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, int64_t r1, uint8_t *d, hbuf &staging,
                          char *why, bool device = false) {
@@ -104,11 +107,19 @@ accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, i
     return accel__cuda_check(x->copy2d(d, l.row_bytes, (const uint8_t *)a->data + r0 * a->strides[0],
                                        (size_t)a->strides[0], l.row_bytes, n, cudaMemcpyHostToDevice),
                              why, "upload rows");
+  if (n == 0) return ACCEL_OK;
+  const size_t fit = accel__cuda_pin_chunk / l.row_bytes, per = fit < 1 ? 1 : fit < n ? fit : n;
+  const size_t chunk = l.row_bytes * per;
   accel_status s = accel__cuda_check(x->sync(), why, "wait for the staging buffer"); /* an upload may read it */
-  if (!s) s = staging.reserve(x, l.row_bytes * n, why, "staging memory");
-  if (s) return s;
-  move_block(a, l, r0, r1, 0, l.cols, staging.p, true);
-  return upload(x, d, staging.p, l.row_bytes * n, why, "upload rows");
+  if (!s) s = staging.reserve(x, per < n ? 2 * chunk : chunk, why, "staging memory");
+  for (size_t r = 0, k = 0; !s && r < n; r += per, k++) {
+    const size_t m = n - r < per ? n - r : per;
+    uint8_t *buf = staging.p + (k & 1) * chunk; /* chunk k - 2's upload has ended (the sync below, at k - 1) */
+    move_block(a, l, r0 + (int64_t)r, r0 + (int64_t)(r + m), 0, l.cols, buf, true);
+    if (k > 0) s = accel__cuda_check(x->sync(), why, "upload rows"); /* chunk k - 1 has left its buffer */
+    if (!s) s = accel__cuda_check(x->upload(d + r * l.row_bytes, buf, l.row_bytes * m), why, "upload rows");
+  }
+  return s;
 }
 
 /* A packed device block (rows [r0, r1), columns [c0, c1)) into a caller's

@@ -187,6 +187,17 @@ END_TEST
 START_TEST(pyramid_bands_equal_cpu_in_emulation) { pyramid_equals_cpu(30000); }
 END_TEST
 
+/* Rows that are not pitched (the gapped layout) packed into staging chunks
+ * of 1000 bytes: 2 to 10 rows a chunk, the two chunks taken in turn. */
+START_TEST(pyramid_staged_in_chunks_equals_cpu_in_emulation) {
+  const size_t chunk = accel__cuda_pin_chunk;
+  accel__cuda_pin_chunk = 1000;
+  pyramid_equals_cpu(0);
+  pyramid_equals_cpu(30000);
+  accel__cuda_pin_chunk = chunk;
+}
+END_TEST
+
 /* ---------------------------------------------------------------- warp */
 
 /* A transform over a fixed image of fw x fh: a small affine part (one that
@@ -951,6 +962,7 @@ static Suite *suite_reg_gpu(void) {
 #if EXPECT_CUDA
   tcase_add_test(tc, pyramid_equals_cpu_in_emulation);
   tcase_add_test(tc, pyramid_bands_equal_cpu_in_emulation);
+  tcase_add_test(tc, pyramid_staged_in_chunks_equals_cpu_in_emulation);
   tcase_add_test(tc, warp_equals_cpu_in_emulation);
   tcase_add_test(tc, warp_tiles_equal_cpu_in_emulation);
   tcase_add_test(tc, warp_source_bands_equal_cpu_in_emulation);
