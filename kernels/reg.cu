@@ -456,14 +456,16 @@ uint64_t tile_bytes(const warp_plan &p, int64_t t) {
 /* Whole source or bands, and the tile side: a multiple of the tile asked
  * for, about 1024 (fewer, larger launches and copies than the CPU's tiles),
  * halved until it fits beside the whole source; else bands, with the tile
- * asked for. */
-void plan_tiles(accel__executor *x, warp_plan &p) {
+ * asked for. Coefficients made from a host layer (device_coefficients)
+ * hold the uploaded layer beside them until they are made: the whole
+ * source needs room for that too. */
+void plan_tiles(accel__executor *x, warp_plan &p, uint64_t raw) {
   const int64_t side = p.out.rows > p.out.cols ? p.out.rows : p.out.cols, asked = p.job->tile > 0 ? p.job->tile : 128;
   const uint64_t src = p.s_row * (uint64_t)p.rows, room = x->room();
   p.tile = asked < 1024 ? asked * (1024 / asked) : asked;
   p.tile = p.tile < side ? p.tile : side;
   while (p.tile > 16 && src + tile_bytes(p, p.tile) > room) p.tile = (p.tile + 1) / 2;
-  p.whole = src + tile_bytes(p, p.tile) <= room;
+  p.whole = src + tile_bytes(p, p.tile) <= room && src + raw <= room;
   if (!p.whole) p.tile = asked;
 }
 
@@ -600,10 +602,12 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   accel_status s = dparams.put(x, job->xf.params, np, why, "upload the transform");
   accel__reg_xform dxf = job->xf;
   dxf.params = np ? dparams.as<double>() : nullptr;
-  if (!s) plan_tiles(x, p);
+  const uint64_t raw = make && !job->in_device ? in.row_bytes * (uint64_t)in.rows : 0; /* the layer, uploaded */
+  if (!s) plan_tiles(x, p, raw);
   if (!s && make && !p.whole) {
-    accel__why(why, "the layer's %.3f MiB of cubic coefficients and a tile are over the %.3f MiB left of the budget",
-               p.s_row * (double)p.rows / 1048576.0, x->room() / 1048576.0);
+    accel__why(why, "the layer's %.3f MiB of cubic coefficients and a tile%s are over the %.3f MiB left of the budget",
+               p.s_row * (double)p.rows / 1048576.0, raw ? " (or the layer itself, uploaded to make them)" : "",
+               x->room() / 1048576.0);
     s = ACCEL_ERR_DEVICE_MEMORY;
   }
   if (!s && make) s = device_coefficients(x, job, p, src, in_stage, why);

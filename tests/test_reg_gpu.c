@@ -795,6 +795,37 @@ START_TEST(register_reads_device_images_in_place) {
 }
 END_TEST
 
+/* A cubic warp that makes a host layer's coefficients on the device holds
+ * the uploaded layer beside them until they are made: with room for the
+ * coefficients and a tile but not for the layer too, the plan declines at
+ * once (no upload, the reason given); with room for both, the CPU's
+ * pixels. */
+START_TEST(warp_plans_room_for_the_uploaded_layer_in_emulation) {
+  warp_case c;
+  warp_case_init(&c, ACCEL_DTYPE_U8, ACCEL_DTYPE_F32, 3, ACCEL_REG_INTERP_CUBIC, LAYOUT_DENSE);
+  c.job.coef = NULL; /* made by the op, from the layer */
+  accel_ctx *cpu = cpu_ctx();
+  ck_assert_int_eq(accel__dispatch(cpu, "reg.warp", run_warp, &c.job), ACCEL_OK);
+  accel_ctx_destroy(cpu);
+  const uint64_t coef = 57 * 69 * 3 * 4, layer = 57 * 69 * 3, params = 2 * sizeof(double) * c.job.xf.nx * c.job.xf.ny;
+  const uint64_t tile = 16 * 16 * 3 * 4 + 16 * 16; /* a tile of 16 and its rows' reach */
+  ck_assert(tile + 1024 < layer);
+  set_emulated_gpu_budget(coef + params + tile + 1024);
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  ck_assert_int_ne(warp_on_gpu(gpu, &c), ACCEL_OK);
+  ck_assert_msg(strstr(accel_last_error(gpu), "(or the layer itself, uploaded to make them)"), "%s",
+                accel_last_error(gpu));
+  ck_assert_uint_eq(uploaded(gpu, "reg.warp"), params);
+  accel_ctx_destroy(gpu);
+  set_emulated_gpu_budget(coef + params + layer + tile);
+  gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  ck_assert_msg(warp_on_gpu(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
+  accel_ctx_destroy(gpu);
+  set_emulated_gpu_budget(0);
+  warp_case_free(&c);
+}
+END_TEST
+
 /* A warp of device layers (RGB U8 in, F32 out; and a host output): the
  * CPU's pixels, nothing of the layers on the bus. Linear: the CPU's to the
  * bit; cubic (the coefficients made on the device from the layer in place):
@@ -972,6 +1003,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
   tcase_add_test(tc, level_over_the_budget_falls_back);
   tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
+  tcase_add_test(tc, warp_plans_room_for_the_uploaded_layer_in_emulation);
   tcase_add_test(tc, warp_too_small_a_budget_falls_back);
   tcase_add_test(tc, failures_fall_back_in_emulation);
   tcase_add_test(tc, register_reads_device_images_in_place);
