@@ -49,6 +49,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+extern "C" int64_t accel__reg_finite_segment = 256;
+
 namespace {
 
 /* ---------------------------------------------------------------- arrays */
@@ -319,39 +321,45 @@ accel_status pyramid_on_device(accel__call *call, accel__reg_pyramid_job *job) {
   });
 }
 
-/* A device image's first non-finite value: a thread per row finds its
- * row's first (or w), then the host the first row that has one. */
+/* A device image's first non-finite value: a thread per segment of
+ * accel__reg_finite_segment values of a row finds the segment's first (or
+ * w), then the host the first segment, in row order, that has one. A thread
+ * per row would read a whole row alone: a long row (a strip image) would
+ * take seconds. */
 struct first_bad_f {
   const float *img;
-  int64_t w;
+  int64_t w, seg, segs; /* segs: segments per row */
   int64_t *col;
-  __host__ __device__ void operator()(uint64_t r) const {
-    int64_t c = 0;
-    while (c < w && isfinite(img[(int64_t)r * w + c])) c++;
-    col[r] = c;
+  __host__ __device__ void operator()(uint64_t i) const {
+    const int64_t r = (int64_t)i / segs, c1 = ((int64_t)i % segs + 1) * seg;
+    int64_t c = c1 - seg;
+    const float *row = img + r * w;
+    while (c < c1 && c < w && isfinite(row[c])) c++;
+    col[i] = c < c1 && c < w ? c : w;
   }
 };
 
 accel_status finite_on_device(accel__call *call, accel__reg_finite_job *job) {
   if (!job->device) return accel__decline(call, "a host image is checked on the host");
   return with_device(call, [&](accel__executor *x) {
-    const int64_t h = job->image->shape[0], w = job->image->shape[1];
+    const int64_t h = job->image->shape[0], w = job->image->shape[1], seg = accel__reg_finite_segment;
+    const int64_t segs = w > 0 ? (w + seg - 1) / seg : 0, n = h * segs;
     char *why = call->why;
     dbuf dcol;
-    int64_t *col = (int64_t *)malloc(sizeof(int64_t) * (size_t)h);
+    int64_t *col = (int64_t *)malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
     if (!col) {
       accel__why(why, "out of host memory");
       return ACCEL_ERR_OUT_OF_MEMORY;
     }
     accel_status s = accel__cuda_check(x->device_sync(), why, "cudaDeviceSynchronize");
-    if (!s) s = dcol.get(x, sizeof(int64_t) * (size_t)h, why);
-    if (!s)
-      s = each(x, (uint64_t)h, first_bad_f{(const float *)job->image->data, w, dcol.as<int64_t>()}, why,
+    if (!s && n > 0) s = dcol.get(x, sizeof(int64_t) * (size_t)n, why);
+    if (!s && n > 0)
+      s = each(x, (uint64_t)n, first_bad_f{(const float *)job->image->data, w, seg, segs, dcol.as<int64_t>()}, why,
                "look for non-finite values");
-    if (!s) s = download(x, col, dcol.p, sizeof(int64_t) * (size_t)h, why, "download the rows' findings");
+    if (!s && n > 0) s = download(x, col, dcol.p, sizeof(int64_t) * (size_t)n, why, "download the segments' findings");
     job->bad = -1;
-    for (int64_t r = 0; r < h && !s && job->bad < 0; r++)
-      if (col[r] < w) job->bad = r * w + col[r];
+    for (int64_t i = 0; i < n && !s && job->bad < 0; i++)
+      if (col[i] < w) job->bad = i / segs * w + col[i];
     free(col);
     return s;
   });

@@ -35,6 +35,10 @@ extern int accel__cuda_fault_error;
  * in (16 MiB); tests lower it so small volumes take the chunked path. */
 extern size_t accel__cuda_pin_chunk;
 
+/* Values per thread of the device's non-finite check of an F32 image
+ * (kernels/reg.cu; 256); tests lower it so small images span segments. */
+extern int64_t accel__reg_finite_segment;
+
 /* false: slab and tile loops upload each slab after the kernels on the
  * previous one, as they do when two staged slabs do not fit (slab_stager);
  * tests run both ways. Default true. */

@@ -786,6 +786,33 @@ START_TEST(register_reads_device_images_in_place) {
   ck_assert_int_eq(accel_reg_register(gpu, &df, &dm, NULL, NULL, &o, &bad, NULL), ACCEL_ERR_INVALID_ARG);
   ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "fixed[7, 3] is not finite"));
   ck_assert_ptr_null(bad);
+  /* rows in segments of 16 (the last one of 8): the first non-finite value
+   * in row order, wherever its segment lies */
+  const int64_t segment = accel__reg_finite_segment;
+  accel__reg_finite_segment = 16;
+  static const struct {
+    int n;
+    int at[3][2]; /* row, column */
+    float v;
+  } cases[] = {{1, {{7, 3}}, NAN},
+               {3, {{8, 0}, {7, 90}, {7, 50}}, INFINITY},
+               {2, {{95, 103}, {95, 96}}, -INFINITY},
+               {1, {{0, 15}}, NAN},
+               {1, {{0, 16}}, NAN}};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    float *d = df.data, *h = fixed.a.data;
+    for (int64_t i = 0; i < H * W; i++) d[i] = h[i] = isfinite(h[i]) ? h[i] : 1.0f;
+    for (int k = 0; k < cases[c].n; k++) d[cases[c].at[k][0] * W + cases[c].at[k][1]] = cases[c].v;
+    memcpy(h, d, sizeof(float) * H * W);
+    ck_assert_int_eq(accel_reg_register(cpu, &fixed.a, &moving.a, NULL, NULL, &o, &bad, NULL), ACCEL_ERR_INVALID_ARG);
+    char want[64];
+    snprintf(want, sizeof want, "fixed[%d, %d] is not finite", cases[c].at[cases[c].n - 1][0],
+             cases[c].at[cases[c].n - 1][1]);
+    ck_assert_msg(strstr(accel_last_error(cpu), want), "case %zu: %s", c, accel_last_error(cpu));
+    ck_assert_int_eq(accel_reg_register(gpu, &df, &dm, NULL, NULL, &o, &bad, NULL), ACCEL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(accel_last_error(gpu), want), "case %zu: %s", c, accel_last_error(gpu));
+  }
+  accel__reg_finite_segment = segment;
   free(pg), free(pc), free(df.data), free(dm.data);
   accel_reg_transform_destroy(tc);
   accel_reg_transform_destroy(tg);
