@@ -109,7 +109,7 @@ accel_status upload_rows(accel__executor *x, const accel_array *a, int64_t r0, i
     return accel__cuda_check(x->copy2d(d, l.row_bytes, (const uint8_t *)a->data + r0 * a->strides[0],
                                        (size_t)a->strides[0], l.row_bytes, n, cudaMemcpyHostToDevice),
                              why, "upload rows");
-  if (n == 0) return ACCEL_OK;
+  if (n == 0 || l.row_bytes == 0) return ACCEL_OK;
   const size_t fit = accel__cuda_pin_chunk / l.row_bytes, per = fit < 1 ? 1 : fit < n ? fit : n;
   const size_t chunk = l.row_bytes * per;
   accel_status s = accel__cuda_check(x->sync(), why, "wait for the staging buffer"); /* an upload may read it */
@@ -342,7 +342,8 @@ struct first_bad_f {
 accel_status finite_on_device(accel__call *call, accel__reg_finite_job *job) {
   if (!job->device) return accel__decline(call, "a host image is checked on the host");
   return with_device(call, [&](accel__executor *x) {
-    const int64_t h = job->image->shape[0], w = job->image->shape[1], seg = accel__reg_finite_segment;
+    const int64_t h = job->image->shape[0], w = job->image->shape[1],
+                  seg = accel__reg_finite_segment > 0 ? accel__reg_finite_segment : 256;
     const int64_t segs = w > 0 ? (w + seg - 1) / seg : 0, n = h * segs;
     char *why = call->why;
     dbuf dcol;
