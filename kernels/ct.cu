@@ -692,16 +692,16 @@ template <class T> struct host_uf {
   }
 };
 
-/* Fill holes of a host mask into host out, in Z slabs. Pass 1 labels each
- * slab's background on the device and brings the labels back with the
- * roots that reach the volume's border; the host joins the labels across the
- * planes where slabs meet; pass 2 labels each slab again and writes it with
- * the joined answer (per voxel, whether its component is outside). */
 /* fill_slabs' bytes a voxel: staged slabs of mask and outside flags
  * (slab_stager); labels (label_bytes), outside, out, bitmap. */
 constexpr uint64_t FILL_STAGED = 2;
 constexpr uint64_t fill_fixed(uint64_t label_bytes) { return label_bytes + 1 + 1 + 1; }
 
+/* Fill holes of a host mask into host out, in Z slabs. Pass 1 labels each
+ * slab's background on the device and brings the labels back with the
+ * roots that reach the volume's border; the host joins the labels across the
+ * planes where slabs meet; pass 2 labels each slab again and writes it with
+ * the joined answer (per voxel, whether its component is outside). */
 template <class T> accel_status fill_slabs(run_ctx &r, const uint8_t *mask, reach conn, uint8_t *out) {
   char *why = r.call->why;
   const dims3 &d = r.d;
@@ -1135,8 +1135,8 @@ accel_status stage(accel__executor *x, accel__call *call, accel__ct_fill_job *jo
                : fill_device<uint32_t>(x, dm.p, r.d, reach_of(job->connectivity), dout.p, why);
     return s ? s : stage_result(x, dev, job->out, dout, n, why);
   }
-  if (dev &&
-      slab_planes(r, FILL_STAGED + fill_fixed(wide ? 8 : 4), 0) < 1) { /* fill_slabs' own test, before any copy */
+  /* fill_slabs' own test, before any copy */
+  if (dev && slab_planes(r, FILL_STAGED + fill_fixed(wide ? 8 : 4), 0) < 1) {
     accel__why(why, "one plane of fill holes needs more than the device budget");
     return ACCEL_ERR_DEVICE_MEMORY;
   }

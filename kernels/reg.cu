@@ -49,7 +49,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern "C" int64_t accel__reg_finite_segment = 256;
+/* Values per thread of the non-finite check (first_bad_f). */
+constexpr int64_t FINITE_SEGMENT = 256;
+extern "C" int64_t accel__reg_finite_segment = FINITE_SEGMENT;
 
 namespace {
 
@@ -343,7 +345,7 @@ accel_status finite_on_device(accel__call *call, accel__reg_finite_job *job) {
   if (!job->device) return accel__decline(call, "a host image is checked on the host");
   return with_device(call, [&](accel__executor *x) {
     const int64_t h = job->image->shape[0], w = job->image->shape[1],
-                  seg = accel__reg_finite_segment > 0 ? accel__reg_finite_segment : 256;
+                  seg = accel__reg_finite_segment > 0 ? accel__reg_finite_segment : FINITE_SEGMENT;
     const int64_t segs = w > 0 ? (w + seg - 1) / seg : 0, n = h * segs;
     char *why = call->why;
     dbuf dcol;
