@@ -278,6 +278,49 @@ START_TEST(slabs_copy_device_arrays_through_the_host) {
 }
 END_TEST
 
+/* A budget where no plane of the fill's slab path fits, but a check that
+ * counted a byte a voxel fewer would pass: fill holes refuses device arrays
+ * before any byte of them crosses the bus (strict policy), and under the
+ * default policy the CPU rerun copies each across exactly once. */
+START_TEST(fill_refuses_device_arrays_without_copies_when_no_plane_fits) {
+  refs *r = malloc(sizeof *r);
+  make_refs(r);
+  /* 90% of it (slab_planes' headroom) holds 8.5 bytes a voxel of a plane;
+   * the slab path with 32-bit labels needs 9 (2 staged, 4 labels, 3) */
+  const uint64_t budget = (uint64_t)NY * NX * 85 / 9;
+  uint8_t *dev_in = malloc(N), *dev_out = malloc(N);
+  accel_array in = volume(dev_in, ACCEL_DTYPE_U8, true), out = volume(dev_out, ACCEL_DTYPE_U8, true);
+  for (int strict = 1; strict >= 0; strict--) {
+    set_emulated_gpu_budget(budget);
+    log_capture cap = {0};
+    accel_ctx *gpu = make_emulated_gpu_ctx(strict ? ACCEL_FALLBACK_DENY : ACCEL_FALLBACK_ALLOW, &cap);
+    set_emulated_gpu_budget(0);
+    memcpy(dev_in, r->solid, N);
+    memset(dev_out, 0xEE, N);
+    const accel_status s = accel_ct_fill_holes(gpu, &in, ACCEL_CT_FACES, &out);
+    accel_stage_stats st = stats_of(gpu, "ct.fill_holes");
+    if (strict) {
+      ck_assert_int_eq(s, ACCEL_ERR_DEVICE_MEMORY);
+      ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "one plane of fill holes needs more than the device budget"));
+      ck_assert_uint_eq(st.bytes_downloaded, 0);
+      ck_assert_uint_eq(st.bytes_uploaded, 0);
+      ck_assert_mem_eq(dev_in, r->solid, N);
+    } else {
+      ck_assert_int_eq(s, ACCEL_OK);
+      ck_assert_mem_eq(dev_out, r->filled, N);
+      ck_assert_uint_eq(st.fallbacks, 1);
+      ck_assert_uint_eq(st.bytes_downloaded, N); /* the mask, once, for the CPU */
+      ck_assert_uint_eq(st.bytes_uploaded, N);   /* the filled volume */
+      ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "[GPU] ct.fill_holes failed: "), 1);
+    }
+    accel_ctx_destroy(gpu);
+  }
+  free(dev_in);
+  free(dev_out);
+  free(r);
+}
+END_TEST
+
 /* Functions without a device path refuse device arrays on a GPU context,
  * and so do strided device arrays. */
 START_TEST(the_gpu_refuses_what_it_cannot_take) {
@@ -766,6 +809,7 @@ static Suite *suite_device_arrays(void) {
   tcase_add_test(tc, every_other_function_refuses_device_arrays_on_the_gpu);
   tcase_add_test(tc, stages_use_device_arrays_in_place);
   tcase_add_test(tc, slabs_copy_device_arrays_through_the_host);
+  tcase_add_test(tc, fill_refuses_device_arrays_without_copies_when_no_plane_fits);
   tcase_add_test(tc, the_gpu_refuses_what_it_cannot_take);
   tcase_add_test(tc, pipeline_uses_device_arrays_in_place);
   tcase_add_test(tc, fallback_stages_device_arrays_through_the_host);
