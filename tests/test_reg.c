@@ -383,13 +383,14 @@ END_TEST
  * then without it: the parameters are the same to the bit. The switch is
  * cleared before any assertion. */
 static void assert_path_changes_nothing(accel_ctx *ctx, const accel_array *f, const accel_array *m,
-                                        const accel_array *mask, const accel_reg_options *o, bool *path) {
+                                        const accel_array *mask, const accel_reg_transform *initial,
+                                        const accel_reg_options *o, bool *path) {
   accel_reg_transform *a = NULL, *b = NULL;
   *path = true;
-  const accel_status first = accel_reg_register(ctx, f, m, mask, NULL, o, &a, NULL);
+  const accel_status first = accel_reg_register(ctx, f, m, mask, initial, o, &a, NULL);
   *path = false;
   ck_assert_int_eq(first, ACCEL_OK);
-  ck_assert_int_eq(accel_reg_register(ctx, f, m, mask, NULL, o, &b, NULL), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_register(ctx, f, m, mask, initial, o, &b, NULL), ACCEL_OK);
   assert_same_params(a, b);
   accel_reg_transform_destroy(a);
   accel_reg_transform_destroy(b);
@@ -399,9 +400,11 @@ static void assert_path_changes_nothing(accel_ctx *ctx, const accel_array *f, co
  * evaluator's parameters to the bit: MSE and NCC, Gauss-Newton (samples
  * outside the moving image read from its mirrored extension) and ASGD
  * (skipped), every pixel or random samples, a mask over half the image, an
- * odd-sized crop (cells and samples at the mirrored edges), and (where the
- * lanes do not apply) a pre-aligned start. Processors without AVX2 compare
- * the scalar code with itself. */
+ * odd-sized crop (cells and samples at the mirrored edges), a translation
+ * and a rigid pre-alignment (the fixed image read at the initial part's
+ * inverse; the rigid one with the mask), and an initial transform with a
+ * B-spline part (added to the coarse levels' displacements). Processors
+ * without AVX2 compare the scalar code with itself. */
 START_TEST(lanes_equal_the_scalar_evaluator) {
   accel_ctx *ctx = cpu_ctx();
   pair p;
@@ -412,16 +415,24 @@ START_TEST(lanes_equal_the_scalar_evaluator) {
   if (_i == 2) o.levels = 2, o.iterations = 20;
   if (_i == 3) o.samples = 0;
   if (_i == 5) o.prealign = 1;
+  if (_i == 6) o.prealign = 2;
   uint8_t *mask = NULL;
   accel_array mk = p.fixed, f = p.fixed, m = p.moving;
-  if (_i == 3) {
+  accel_reg_transform *initial = NULL;
+  if (_i == 7) { /* a short run's result starts the compared ones */
+    accel_reg_options short_run = o;
+    short_run.levels = 2, short_run.iterations = 3;
+    ck_assert_int_eq(accel_reg_register(ctx, &f, &m, NULL, NULL, &short_run, &initial, NULL), ACCEL_OK);
+  }
+  if (_i == 3 || _i == 6) {
     mask = malloc((size_t)(p.w * p.h));
     for (int64_t k = 0; k < p.w * p.h; k++) mask[k] = (k % p.w) < p.w / 2 + 17;
     mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){p.h, p.w});
   }
   if (_i == 4) /* a 203 x 237 crop of both images */
     f.shape[0] = m.shape[0] = 203, f.shape[1] = m.shape[1] = 237;
-  assert_path_changes_nothing(ctx, &f, &m, mask ? &mk : NULL, &o, &accel__reg_lanes_off);
+  assert_path_changes_nothing(ctx, &f, &m, mask ? &mk : NULL, initial, &o, &accel__reg_lanes_off);
+  accel_reg_transform_destroy(initial);
   free(mask);
   free_pair(&p);
   accel_ctx_destroy(ctx);
@@ -541,7 +552,7 @@ START_TEST(half_matrix_equals_the_whole) {
     for (int64_t k = 0; k < 203 * 237; k++) mask[k] = (k % 237) > 40;
     mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){203, 237});
   }
-  assert_path_changes_nothing(ctx, &f, &m, mask ? &mk : NULL, &o, &accel__reg_normal_full);
+  assert_path_changes_nothing(ctx, &f, &m, mask ? &mk : NULL, NULL, &o, &accel__reg_normal_full);
   free(mask);
   free_pair(&p);
   accel_ctx_destroy(ctx);
@@ -920,7 +931,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, bspline_reproduces_linear_fields);
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
-  tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 6);
+  tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 8);
   tcase_add_loop_test(tc, half_matrix_equals_the_whole, 0, 5);
   tcase_add_test(tc, pyramid_register_sums_equal_the_rows);
   tcase_add_test(tc, first_nonfinite_finds_the_first);

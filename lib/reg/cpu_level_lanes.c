@@ -20,9 +20,11 @@
  * upper triangle, t <= u, which is all that accel__reg_cell_L reads): the
  * upper triangle gets the same terms in the same order.
  *
- * Used for the cells of a level whose lattice is the fixed image's own
- * (no linear part) and without an initial B-spline part; the others, and
- * processors without AVX2, take the scalar code.
+ * Every level's cells take it on processors with AVX2: with an initial
+ * linear part the fixed value of each lane is the scalar code's
+ * (accel__reg_fixed_at), and an initial B-spline part is added to each
+ * lane's displacement after the level's own, as the scalar code adds it.
+ * Processors without AVX2 take the scalar code.
  */
 #include "reg/cpu_lanes.h"
 
@@ -134,9 +136,9 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
   for (int l = 0; l < 4; l++) {
     const int m = l < count ? l : 0;
     qxs[l] = f * (double)ix[m] + off, qys[l] = f * (double)iy[m] + off;
-    const int64_t k = iy[m] * g->fw + ix[m];
-    o->ok[l] = l < count && !(e->mask && !e->mask[k]);
-    o->fv[l] = e->fixed[k];
+    double fv = 0;
+    o->ok[l] = accel__reg_fixed_at(e, ix[m], iy[m], qxs[l], qys[l], &fv) && l < count;
+    o->fv[l] = fv;
   }
   const __m256d qx = _mm256_loadu_pd(qxs), qy = _mm256_loadu_pd(qys);
   __m256d wx[4], wy[4];
@@ -163,6 +165,12 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
     _mm256_storeu_pd(o->w[1] + j * 4, _mm256_permute2f128_pd(t1, t3, 0x20));
     _mm256_storeu_pd(o->w[2] + j * 4, _mm256_permute2f128_pd(t0, t2, 0x31));
     _mm256_storeu_pd(o->w[3] + j * 4, _mm256_permute2f128_pd(t1, t3, 0x31));
+  }
+  if (e->base.params) { /* the initial B-spline part, added after the level's own */
+    double bx[4], by[4];
+    for (int l = 0; l < 4; l++) accel__reg_bspline_at(&e->base, qxs[l], qys[l], &bx[l], &by[l]);
+    ux = _mm256_add_pd(ux, _mm256_loadu_pd(bx));
+    uy = _mm256_add_pd(uy, _mm256_loadu_pd(by));
   }
   _mm256_storeu_pd(o->ux, ux);
   _mm256_storeu_pd(o->uy, uy);
@@ -312,7 +320,7 @@ static bool have_avx2(void) {
 
 bool accel__reg_cell_eval_lanes(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
                                 double density, uint64_t stream, bool grad, bool normal, accel__reg_cell_acc *a) {
-  if (accel__reg_lanes_off || !e->g->identity || e->base.params || !have_avx2()) return false;
+  if (accel__reg_lanes_off || !have_avx2()) return false;
   cell_eval_lanes(e, params, cx, cy, density, stream, grad, normal, a);
   return true;
 }
