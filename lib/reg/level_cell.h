@@ -200,9 +200,14 @@ ACCEL__REG_HD void accel__reg_cell_prefetch(const accel__reg_cell_in *e, int64_t
     ACCEL__REG_PREFETCH(e->fixed + iy * g->fw + ix);
   } else {
     const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
+    /* the bilinear read's two rows and two columns (accel__reg_fixed_at) */
     const int64_t lx = accel__reg_clamp((int64_t)((px - off) * inv_f), 0, g->fw - 1);
     const int64_t ly = accel__reg_clamp((int64_t)((py - off) * inv_f), 0, g->fh - 1);
+    const int64_t lx1 = lx + 1 < g->fw ? lx + 1 : lx, ly1 = ly + 1 < g->fh ? ly + 1 : ly;
     ACCEL__REG_PREFETCH(e->fixed + ly * g->fw + lx);
+    ACCEL__REG_PREFETCH(e->fixed + ly * g->fw + lx1);
+    ACCEL__REG_PREFETCH(e->fixed + ly1 * g->fw + lx);
+    ACCEL__REG_PREFETCH(e->fixed + ly1 * g->fw + lx1);
   }
   const double mx = (qx + ux - off) * inv_f, my = (qy + uy - off) * inv_f;
   if (!(mx > -4.0 && mx < (double)g->mw + 4.0 && my > -4.0 && my < (double)g->mh + 4.0)) return;
