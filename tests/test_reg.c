@@ -403,7 +403,8 @@ static void assert_path_changes_nothing(accel_ctx *ctx, const accel_array *f, co
  * odd-sized crop (cells and samples at the mirrored edges), a translation
  * and a rigid pre-alignment (the fixed image read at the initial part's
  * inverse; the rigid one with the mask), and an initial transform with a
- * B-spline part (added to the coarse levels' displacements). Processors
+ * B-spline part (added to the coarse levels' displacements), without and
+ * with a rigid part. Processors
  * without AVX2 compare the scalar code with itself. */
 START_TEST(lanes_equal_the_scalar_evaluator) {
   accel_ctx *ctx = cpu_ctx();
@@ -419,9 +420,10 @@ START_TEST(lanes_equal_the_scalar_evaluator) {
   uint8_t *mask = NULL;
   accel_array mk = p.fixed, f = p.fixed, m = p.moving;
   accel_reg_transform *initial = NULL;
-  if (_i == 7) { /* a short run's result starts the compared ones */
+  if (_i >= 7) { /* a short run's result starts the compared ones; 8: with a rigid part */
     accel_reg_options short_run = o;
     short_run.levels = 2, short_run.iterations = 3;
+    if (_i == 8) short_run.prealign = 2;
     ck_assert_int_eq(accel_reg_register(ctx, &f, &m, NULL, NULL, &short_run, &initial, NULL), ACCEL_OK);
   }
   if (_i == 3 || _i == 6) {
@@ -931,7 +933,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, bspline_reproduces_linear_fields);
   tcase_add_test(tc, bad_arguments_are_errors);
   tcase_add_loop_test(tc, same_result_on_one_and_two_threads, 0, 4);
-  tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 8);
+  tcase_add_loop_test(tc, lanes_equal_the_scalar_evaluator, 0, 9);
   tcase_add_loop_test(tc, half_matrix_equals_the_whole, 0, 5);
   tcase_add_test(tc, pyramid_register_sums_equal_the_rows);
   tcase_add_test(tc, first_nonfinite_finds_the_first);

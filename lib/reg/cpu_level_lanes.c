@@ -137,7 +137,7 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
     const int m = l < count ? l : 0;
     qxs[l] = f * (double)ix[m] + off, qys[l] = f * (double)iy[m] + off;
     double fv = 0;
-    o->ok[l] = accel__reg_fixed_at(e, ix[m], iy[m], qxs[l], qys[l], &fv) && l < count;
+    o->ok[l] = l < count && accel__reg_fixed_at(e, ix[m], iy[m], qxs[l], qys[l], &fv);
     o->fv[l] = fv;
   }
   const __m256d qx = _mm256_loadu_pd(qxs), qy = _mm256_loadu_pd(qys);
