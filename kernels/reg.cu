@@ -15,7 +15,11 @@
  *   on each side, clamped at the edges). The moving level's cubic B-spline
  *   coefficients (lib/reg/prefilter.h) with a thread per row, then per
  *   column.
- * - level: the images of the level uploaded once, the backend-neutral
+ * - level: the level's images made on the device by the pyramid's code
+ *   above (each input's rows uploaded once for the level, or copied on the
+ *   device from a device input; the fixed image uploaded as it is where it
+ *   is the level's image itself) and kept there for the level, never
+ *   downloaded; the backend-neutral
  *   optimizer of lib/reg/level.c run on the host with a device evaluator:
  *   one thread per control-grid cell forms the cell's sums in sample order
  *   (lib/reg/level_cell.h, the CPU's code), then each gradient entry and
@@ -224,18 +228,19 @@ struct pyramid_plan {
   const accel__reg_pyramid_job *job;
   layout in;
   int32_t radius;
-  int64_t band; /* output rows per band */
+  int64_t band;  /* output rows per band */
+  bool in_place; /* the output is a device image (no band of output rows to download) */
 };
 
 /* Device bytes of a band of n output rows (its input rows at most). */
 uint64_t band_bytes(const pyramid_plan &p, int64_t n) {
   int64_t rows = p.job->factor * (n - 1) + 2 * (int64_t)p.radius + 1;
   if (rows > p.in.rows) rows = p.in.rows;
-  return (uint64_t)rows * p.in.row_bytes + 4u * (uint64_t)n * (uint64_t)(p.in.cols + p.job->width);
+  return (uint64_t)rows * p.in.row_bytes + 4u * (uint64_t)n * (uint64_t)(p.in.cols + (p.in_place ? 0 : p.job->width));
 }
 
 accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float *dk, int64_t i0, int64_t i1,
-                          hbuf &staging, char *why) {
+                          hbuf &staging, float *dev_out, char *why) {
   const accel__reg_pyramid_job *job = p.job;
   int64_t lo, hi;
   rows_reached(job->offset + job->factor * i0 - p.radius, job->offset + job->factor * (i1 - 1) + p.radius, p.in.rows,
@@ -244,7 +249,8 @@ accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float
   dbuf din, dtmp, dout;
   accel_status s = din.get(x, p.in.row_bytes * (size_t)(hi - lo + 1), why);
   if (!s) s = dtmp.get(x, sizeof(float) * (size_t)(n * p.in.cols), why);
-  if (!s) s = dout.get(x, sizeof(float) * (size_t)(n * job->width), why);
+  if (!s && !dev_out) s = dout.get(x, sizeof(float) * (size_t)(n * job->width), why);
+  float *out = dev_out ? dev_out + i0 * job->width : dout.as<float>();
   if (!s) s = upload_rows(x, job->in, lo, hi + 1, din.p, staging, why, job->in_device != 0);
   if (!s)
     s = each2d(x, n, p.in.cols,
@@ -253,10 +259,9 @@ accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float
                why, "the pyramid's vertical pass");
   if (!s)
     s = each2d(x, n, job->width,
-               smooth_rows_f{dtmp.as<float>(), p.in.cols, dk, p.radius, job->offset, job->factor, job->width,
-                             dout.as<float>()},
-               why, "the pyramid's horizontal pass");
-  if (!s)
+               smooth_rows_f{dtmp.as<float>(), p.in.cols, dk, p.radius, job->offset, job->factor, job->width, out}, why,
+               "the pyramid's horizontal pass");
+  if (!s && !dev_out)
     s = download(x, job->out + i0 * job->width, dout.p, sizeof(float) * (size_t)(n * job->width), why,
                  "download a band");
   return s;
@@ -278,23 +283,28 @@ struct prefilter_cols_f {
   }
 };
 
-accel_status coefficients(accel__executor *x, const accel__reg_pyramid_job *job, char *why) {
+/* In place on the device image at dev_out, else on job->out through the
+ * device. */
+accel_status coefficients(accel__executor *x, const accel__reg_pyramid_job *job, float *dev_out, char *why) {
   const size_t n = (size_t)(job->width * job->height);
   dbuf d;
-  accel_status s = d.put(x, job->out, n, why, "upload the level");
-  if (!s) s = each(x, (uint64_t)job->height, prefilter_rows_f{d.as<float>(), job->width}, why, "prefilter the rows");
+  accel_status s = dev_out ? ACCEL_OK : d.put(x, job->out, n, why, "upload the level");
+  float *img = dev_out ? dev_out : d.as<float>();
+  if (!s) s = each(x, (uint64_t)job->height, prefilter_rows_f{img, job->width}, why, "prefilter the rows");
   if (!s)
-    s = each(x, (uint64_t)job->width, prefilter_cols_f{d.as<float>(), job->width, job->height}, why,
-             "prefilter the columns");
-  if (!s) s = download(x, job->out, d.p, sizeof(float) * n, why, "download the coefficients");
+    s = each(x, (uint64_t)job->width, prefilter_cols_f{img, job->width, job->height}, why, "prefilter the columns");
+  if (!s && !dev_out) s = download(x, job->out, d.p, sizeof(float) * n, why, "download the coefficients");
   return s;
 }
 
-accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_job *job) {
+/* The level image of `job` into job->out, or, with dev_out, into that
+ * device image (width x height floats), which then stays on the device. */
+accel_status pyramid(accel__executor *x, accel__call *call, const accel__reg_pyramid_job *job,
+                     float *dev_out = nullptr) {
   char *why = call->why;
   if (job->width <= 0 || job->height <= 0) return ACCEL_OK;
   float k[2 * MAX_RADIUS + 1];
-  pyramid_plan p = {job, layout_of(job->in), 0, job->height};
+  pyramid_plan p = {job, layout_of(job->in), 0, job->height, dev_out != nullptr};
   if ((p.radius = gaussian(job->sigma, k, MAX_RADIUS)) < 0)
     return accel__decline(call, "a smoothing kernel over %d taps", 2 * MAX_RADIUS + 1);
   dbuf dk;
@@ -307,9 +317,10 @@ accel_status pyramid(accel__executor *x, accel__call *call, accel__reg_pyramid_j
   }
   hbuf staging;
   for (int64_t i0 = 0; i0 < job->height && !s; i0 += p.band)
-    s = pyramid_band(x, p, dk.as<float>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, why);
+    s = pyramid_band(x, p, dk.as<float>(), i0, i0 + p.band < job->height ? i0 + p.band : job->height, staging, dev_out,
+                     why);
   dk.reset();
-  if (!s && job->coefficients) s = coefficients(x, job, why);
+  if (!s && job->coefficients) s = coefficients(x, job, dev_out, why);
   if (s) x->drain();
   return s;
 }
@@ -740,8 +751,10 @@ accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *wh
   const accel__reg_geom *g = d.g;
   const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
   const size_t nb = job->base.params ? (size_t)(2 * job->base.nx * job->base.ny) : 0;
-  accel_status s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
-  if (!s) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
+  /* images the level made on the device already (level_images) stay */
+  accel_status s =
+      d.fixed.p ? ACCEL_OK : d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
+  if (!s && !d.moving.p) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
   if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
   if (!s) s = d.axx.put(x, g->ax.first, (size_t)(g->ax.cells + 1), why, "upload the cells");
   if (!s) s = d.axy.put(x, g->ay.first, (size_t)(g->ay.cells + 1), why, "upload the cells");
@@ -807,6 +820,22 @@ accel_status level_eval(accel__call *call, void *state, const double *params, in
   return ACCEL_OK;
 }
 
+/* The level's images made on the device from the inputs (job->make): the
+ * fixed one by its pyramid job (without one it is the caller's own image,
+ * which level_setup uploads as it is), the moving one's coefficients. */
+accel_status level_images(accel__executor *x, accel__call *call, level_dev &d, const accel__reg_level_job *job) {
+  const accel__reg_geom *g = d.g;
+  char *why = call->why;
+  accel_status s = ACCEL_OK;
+  if (job->make[0]) {
+    s = d.fixed.get(x, sizeof(float) * (size_t)(g->fw * g->fh), why);
+    if (!s) s = pyramid(x, call, job->make[0], d.fixed.as<float>());
+  }
+  if (!s) s = d.moving.get(x, sizeof(float) * (size_t)(g->mw * g->mh), why);
+  if (!s) s = pyramid(x, call, job->make[1], d.moving.as<float>());
+  return s;
+}
+
 accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *job) {
   accel__reg_geom g;
   accel_status s = accel__reg_geom_init(call, job, &g);
@@ -833,7 +862,8 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   if (!s) {
     memcpy(mine.params, job->params, sizeof(double) * 2 * (size_t)d.n);
     mine.xf.params = mine.params;
-    s = level_setup(d, job, call->why);
+    if (job->make[1]) s = level_images(x, call, d, job);
+    if (!s) s = level_setup(d, job, call->why);
   }
   if (!s) {
     const accel__reg_evaluator ev = {&d, level_eval};
@@ -849,7 +879,12 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
 }
 
 accel_status level_on_device(accel__call *call, accel__reg_level_job *job) {
-  return with_device(call, [&](accel__executor *x) { return level(x, call, job); });
+  return with_device(call, [&](accel__executor *x) {
+    /* the caller's work that writes a device input comes first */
+    const bool device = (job->make[0] && job->make[0]->in_device) || (job->make[1] && job->make[1]->in_device);
+    accel_status s = device ? accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize") : ACCEL_OK;
+    return s ? s : level(x, call, job);
+  });
 }
 
 } // namespace

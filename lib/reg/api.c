@@ -334,11 +334,19 @@ static accel_status one_level(reg_run *r, int32_t l) {
   accel_status s = ACCEL_OK;
   if (r->mask && !mask)
     s = accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for level %d's mask", (int)l);
-  accel__reg_pyramid_job pf = {r->fixed, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0, 0};
-  accel__reg_pyramid_job pm = {r->moving, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1, 0};
-  if (!s && !direct) s = pyramid(r->ctx, &pf, r->fixed_dev);
-  if (!s) s = pyramid(r->ctx, &pm, r->moving_dev);
-  if (!s && l == 0 && r->o->prealign) s = prealign(r, fimg, &fr);
+  /* The level stage makes its own images (on a GPU, in device memory: they
+   * never come back to the host), but for the pre-alignment, which reads
+   * the coarsest level's fixed image on the host before it. */
+  const bool made = l == 0 && r->o->prealign;
+  accel_array fixed_in = *r->fixed, moving_in = *r->moving; /* the device inputs' host copies in a CPU run */
+  accel__reg_pyramid_job pf = {&fixed_in, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0, r->fixed_dev};
+  accel__reg_pyramid_job pm = {&moving_in, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1, r->moving_dev};
+  if (made) {
+    pf.in = r->fixed, pm.in = r->moving, pf.in_device = pm.in_device = 0; /* pyramid() sets them */
+    if (!s && !direct) s = pyramid(r->ctx, &pf, r->fixed_dev);
+    if (!s) s = pyramid(r->ctx, &pm, r->moving_dev);
+    if (!s) s = prealign(r, fimg, &fr);
+  }
   const lgrid *g = &r->grids[l];
   const int64_t n = (g->m1[0] - g->m0[0] + 1) * (g->m1[1] - g->m0[1] + 1);
   if (!s && !(r->params[l] = calloc((size_t)(2 * n), sizeof(double))))
@@ -360,8 +368,18 @@ static accel_status one_level(reg_run *r, int32_t l) {
     if (last) job.base.params = NULL;
     job.options = r->o;
     job.report = &r->report.level[l];
+    job.make[0] = made || direct ? NULL : &pf;
+    job.make[1] = made ? NULL : &pm;
+    accel__device_slot slots[2];
+    int ns = 0;
+    for (int k = 0; k < 2; k++)
+      if (job.make[k] && job.make[k]->in_device) {
+        accel_array *a = k ? &moving_in : &fixed_in;
+        slots[ns++] = (accel__device_slot){
+            .ptr = &a->data, .bytes = (size_t)(a->shape[0] * a->shape[1]) * accel_dtype_size(a->dtype), .in = true};
+      }
     const double t0 = accel__now();
-    s = accel__dispatch(r->ctx, "reg.level", run_level, &job);
+    s = accel__dispatch_device(r->ctx, "reg.level", run_level, &job, slots, ns);
     r->report.level[l].seconds = accel__now() - t0;
   }
   free(mask);

@@ -113,8 +113,12 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
 }
 
 accel_status accel__reg_cpu_level(accel__call *call, accel__reg_level_job *job) {
+  accel_status s = ACCEL_OK;
+  for (int k = 0; k < 2 && !s; k++)
+    if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
+  if (s) return s;
   accel__reg_geom g;
-  accel_status s = accel__reg_geom_init(call, job, &g);
+  s = accel__reg_geom_init(call, job, &g);
   if (s) return s;
   const int64_t n = g.xf.nx * g.xf.ny, cells = g.ax.cells * g.ay.cells;
   cpu_eval e = {{&g, job->fixed, job->moving, job->mask, job->base},

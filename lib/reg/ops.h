@@ -68,6 +68,15 @@ typedef struct accel__reg_level_job {
   accel__reg_xform base; /* base.params NULL: no base displacement */
   const accel_reg_options *options;
   accel_reg_level_report *report;
+  /* The level's images still to be made, or NULL (made already): the
+   * pyramid jobs of the fixed image (NULL: `fixed` is the caller's own
+   * image, read as it is) and of the moving one (its coefficients), whose
+   * `out` are `fixed` and `moving`. A CPU op runs them into those host
+   * buffers; a GPU op makes the images in device memory from the inputs
+   * and keeps them there for the level, so that they never come back to
+   * the host. The inputs may be device arrays (`in_device`; a CPU run gets
+   * host copies, the dispatcher's slots). */
+  accel__reg_pyramid_job *make[2];
 } accel__reg_level_job;
 
 /* Warp one image: out(r, c) = in(T(x0 + c, y0 + r)). `in` and `out` are
