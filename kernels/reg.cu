@@ -26,8 +26,13 @@
  *   Gauss-Newton block gathers its cells' terms in the order the CPU adds
  *   them, and the scalar sums are added on the host in cell order: the
  *   CPU's result to the bit. The optimizer, on the host, reads the metric
- *   and its derivatives back after every evaluation. Levels whose images do
- *   not fit the budget fall back to the CPU.
+ *   and its derivatives back after every evaluation. A level whose images
+ *   do not fit beside its arrays makes them on the host (the CPU's pyramid)
+ *   and streams them: every evaluation uploads bands of cell rows with the
+ *   rows their samples can read (the fixed rows, through the linear part;
+ *   the moving rows the displacement's range reaches, mirrored at the
+ *   edges) and runs the band's cells on them (level_stream); with device
+ *   inputs, or when a row of cells does not fit, it falls back to the CPU.
  * - warp: the output in tiles, each computed on the device and downloaded
  *   into the caller's array (pitched copies when its rows allow, else through
  *   a host staging buffer). The source (the input, or for cubic
@@ -41,6 +46,9 @@
  */
 #include "cuda_util.h"
 
+extern "C" {
+#include "reg/cpu.h" /* the CPU's pyramid, for a level whose images do not fit */
+}
 #include "reg/interp.h"
 #include "reg/level_cell.h"
 #include "reg/ops.h"
@@ -672,8 +680,10 @@ struct cell_f {
   uint64_t stream;
   bool grad, normal;
   accel__reg_cell_acc *acc;
-  double *sums; /* cells x ACCEL__REG_SUMS */
-  __host__ __device__ void operator()(uint64_t c) const {
+  double *sums;   /* cells x ACCEL__REG_SUMS */
+  uint64_t first; /* the cell of thread 0 */
+  __host__ __device__ void operator()(uint64_t k) const {
+    const uint64_t c = first + k;
     accel__reg_cell_in e = in;
     e.g = &g;
     accel__reg_cell_acc *a = acc + c;
@@ -744,18 +754,33 @@ struct level_dev {
   int64_t n, cells;
   dbuf fixed, moving, mask, axx, axy, base, params, acc, sums, grad, normal;
   double *h_sums, *h_grad; /* host: cells x SUMS; NCC's 6n */
+  /* images over the budget: host level images (job's), streamed through
+   * `band` in bands of cell rows every evaluation (level_stream) */
+  bool stream;
+  dbuf band;
+  const accel__reg_level_job *job;
 };
+
+/* Every device buffer of the level given back. */
+void level_release(level_dev &d) {
+  dbuf *all[] = {&d.fixed,  &d.moving, &d.mask, &d.axx,  &d.axy,    &d.base,
+                 &d.params, &d.acc,    &d.sums, &d.grad, &d.normal, &d.band};
+  for (dbuf *b : all) b->reset();
+}
 
 accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *why) {
   accel__executor *x = d.x;
   const accel__reg_geom *g = d.g;
   const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
   const size_t nb = job->base.params ? (size_t)(2 * job->base.nx * job->base.ny) : 0;
-  /* images the level made on the device already (level_images) stay */
-  accel_status s =
-      d.fixed.p ? ACCEL_OK : d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
-  if (!s && !d.moving.p) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
-  if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
+  /* images the level made on the device already (level_images) stay;
+   * streamed ones come band by band (level_stream) */
+  accel_status s = d.fixed.p || d.stream
+                       ? ACCEL_OK
+                       : d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
+  if (!s && !d.moving.p && !d.stream)
+    s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
+  if (!s && job->mask && !d.stream) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
   if (!s) s = d.axx.put(x, g->ax.first, (size_t)(g->ax.cells + 1), why, "upload the cells");
   if (!s) s = d.axy.put(x, g->ay.first, (size_t)(g->ay.cells + 1), why, "upload the cells");
   if (!s) s = d.base.put(x, job->base.params, nb, why, "upload the base transform");
@@ -765,6 +790,7 @@ accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *wh
   if (!s) s = d.sums.get(x, sizeof(double) * ACCEL__REG_SUMS * cells, why);
   if (!s) s = d.grad.get(x, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
   if (!s) s = d.normal.get(x, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
+  if (!s && d.stream) s = d.band.get(x, x->room() / 8 * 8, why); /* all that is left: the widest bands */
   if (s) return s;
   d.dg = *g;
   d.dg.ax.first = d.axx.as<int64_t>();
@@ -776,6 +802,132 @@ accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *wh
   d.in.base = job->base;
   d.in.base.params = nb ? d.base.as<double>() : nullptr;
   return ACCEL_OK;
+}
+
+/* The rows [*lo, *hi] of an image of h rows that cubic B-spline reads at
+ * rows y in [y_lo, y_hi] (level pixels) touch: floor(y) - 1 .. floor(y) +
+ * 2, mirrored at the edges as accel__reg_level_cubic mirrors them, a row
+ * more on either side for rounding. */
+void cubic_rows(double y_lo, double y_hi, int64_t h, int64_t *lo, int64_t *hi) {
+  const int64_t a = (int64_t)floor(y_lo) - 2, b = (int64_t)floor(y_hi) + 3;
+  if (a >= 0 && b <= h - 1) {
+    *lo = a, *hi = b;
+    return;
+  }
+  if (h == 1 || b - a + 1 >= 2 * (h - 1)) { /* a whole period of the mirrored image */
+    *lo = 0, *hi = h - 1;
+    return;
+  }
+  *lo = h, *hi = -1;
+  for (int64_t y = a; y <= b; y++) {
+    const int64_t m = accel__reg_mirror(y, h);
+    *lo = m < *lo ? m : *lo, *hi = m > *hi ? m : *hi;
+  }
+}
+
+/* The fixed level's rows [*lo, *hi] that the samples of cell rows [cy0,
+ * cy1) read (accel__reg_fixed_at: the lattice rows themselves, or through
+ * the linear part's inverse the bilinear reads' two rows), clamped. */
+void fixed_rows(const accel__reg_geom *g, int64_t cy0, int64_t cy1, int64_t *lo, int64_t *hi) {
+  const int64_t iy0 = g->ay.first[cy0], iy1 = g->ay.first[cy1] - 1;
+  if (g->identity || iy1 < iy0) {
+    *lo = iy0, *hi = iy1;
+    return;
+  }
+  const double f = g->factor, off = g->offset;
+  const double qx[2] = {f * (double)g->ax.first[0] + off, f * (double)(g->ax.first[g->ax.cells] - 1) + off};
+  const double qy[2] = {f * (double)iy0 + off, f * (double)iy1 + off};
+  double a = INFINITY, b = -INFINITY;
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) {
+      const double ly = (g->inv[2] * qx[i] + g->inv[3] * qy[j] + g->invb[1] - off) / f;
+      a = fmin(a, ly), b = fmax(b, ly);
+    }
+  *lo = (int64_t)floor(a) - 1, *hi = (int64_t)floor(b) + 2;
+  *lo = *lo < 0 ? 0 : *lo, *hi = *hi > g->fh - 1 ? g->fh - 1 : *hi;
+}
+
+/* The y displacement's range [*lo, *hi] over node rows [j0, j1] of the
+ * level's grid, with the base part's whole range, both with 0 (a sample's
+ * displacement is a weighted mean of its support's, weights at most 1). */
+void uy_range(const level_dev &d, const double *params, int64_t j0, int64_t j1, double *lo, double *hi) {
+  const int64_t nx = d.g->xf.nx;
+  double a = 0, b = 0;
+  for (int64_t k = j0 * nx; k < (j1 + 1) * nx; k++) a = fmin(a, params[d.n + k]), b = fmax(b, params[d.n + k]);
+  const accel__reg_xform &base = d.job->base;
+  if (base.params) {
+    const int64_t nb = base.nx * base.ny;
+    double ba = 0, bb = 0;
+    for (int64_t k = nb; k < 2 * nb; k++) ba = fmin(ba, base.params[k]), bb = fmax(bb, base.params[k]);
+    a += ba, b += bb;
+  }
+  *lo = a, *hi = b;
+}
+
+/* A band of cell rows [cy0, cy1): the level rows its samples read. */
+struct band_rows {
+  int64_t f0, f1, m0, m1; /* fixed and moving rows, inclusive (f1 < f0: none) */
+  uint64_t bytes;         /* of the fixed rows, their mask and the moving rows */
+};
+
+band_rows rows_of(const level_dev &d, const double *params, int64_t cy0, int64_t cy1) {
+  const accel__reg_geom *g = d.g;
+  band_rows b;
+  fixed_rows(g, cy0, cy1, &b.f0, &b.f1);
+  double ulo, uhi;
+  uy_range(d, params, cy0, cy1 + 2, &ulo, &uhi);
+  const double f = g->factor;
+  const double qlo = f * (double)g->ay.first[cy0] + g->offset, qhi = f * (double)(g->ay.first[cy1] - 1) + g->offset;
+  cubic_rows((qlo + ulo - g->offset) / f, (qhi + uhi - g->offset) / f, g->mh, &b.m0, &b.m1);
+  const uint64_t fr = b.f1 >= b.f0 ? (uint64_t)(b.f1 - b.f0 + 1) : 0;
+  b.bytes = fr * (uint64_t)g->fw * (sizeof(float) + (d.job->mask ? 1 : 0)) +
+            (uint64_t)(b.m1 - b.m0 + 1) * (uint64_t)g->mw * sizeof(float);
+  return b;
+}
+
+/* The cells' sums of a level whose images stream: bands of cell rows, as
+ * many as the band buffer holds the rows of, each band's rows uploaded
+ * (moving, fixed, mask) and its cells run reading them in place. The sums
+ * are the resident images' (the same reads). */
+accel_status level_stream(level_dev &d, cell_f cf, const double *params, char *why) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  const int64_t cx_n = g->ax.cells, cy_n = g->ay.cells;
+  accel_status s = ACCEL_OK;
+  for (int64_t cy0 = 0; cy0 < cy_n && !s;) {
+    int64_t cy1 = cy0 + 1;
+    band_rows b = rows_of(d, params, cy0, cy1);
+    if (b.bytes > d.band.n) {
+      accel__why(why, "one row of cells reads %.3f MiB of the level's images, over the %.3f MiB left of the budget",
+                 b.bytes / 1048576.0, d.band.n / 1048576.0);
+      return ACCEL_ERR_DEVICE_MEMORY;
+    }
+    for (; cy1 < cy_n; cy1++) {
+      const band_rows wider = rows_of(d, params, cy0, cy1 + 1);
+      if (wider.bytes > d.band.n) break;
+      b = wider;
+    }
+    float *mov = d.band.as<float>();
+    float *fix = mov + (b.m1 - b.m0 + 1) * g->mw;
+    const int64_t fr = b.f1 >= b.f0 ? b.f1 - b.f0 + 1 : 0;
+    uint8_t *msk = (uint8_t *)(fix + fr * g->fw);
+    const accel__reg_level_job *job = d.job;
+    s = upload(x, mov, job->moving + b.m0 * g->mw, sizeof(float) * (size_t)((b.m1 - b.m0 + 1) * g->mw), why,
+               "upload the moving rows");
+    if (!s && fr)
+      s = upload(x, fix, job->fixed + b.f0 * g->fw, sizeof(float) * (size_t)(fr * g->fw), why, "upload the fixed rows");
+    if (!s && fr && job->mask)
+      s = upload(x, msk, job->mask + b.f0 * g->fw, (size_t)(fr * g->fw), why, "upload the mask rows");
+    /* the cells index the whole images: pointers shifted back by the band's first row
+     * (only the band's rows are read) */
+    cf.in.moving = mov - b.m0 * g->mw;
+    cf.in.fixed = fix - b.f0 * g->fw;
+    cf.in.mask = job->mask ? msk - b.f0 * g->fw : nullptr;
+    cf.first = (uint64_t)(cy0 * cx_n);
+    if (!s) s = each(x, (uint64_t)((cy1 - cy0) * cx_n), cf, why, "the cells' sums");
+    cy0 = cy1;
+  }
+  return s;
 }
 
 /* The evaluator (lib/reg/level.h): the cells' sums on the device, the
@@ -796,9 +948,10 @@ accel_status level_eval(accel__call *call, void *state, const double *params, in
                      grad != nullptr,
                      normal != nullptr,
                      d.acc.as<accel__reg_cell_acc>(),
-                     d.sums.as<double>()};
+                     d.sums.as<double>(),
+                     0};
   accel_status s = upload(x, d.params.p, params, sizeof(double) * (size_t)(2 * d.n), why, "upload the parameters");
-  if (!s) s = each(x, (uint64_t)d.cells, cf, why, "the cells' sums");
+  if (!s) s = d.stream ? level_stream(d, cf, params, why) : each(x, (uint64_t)d.cells, cf, why, "the cells' sums");
   const int64_t nx = g->xf.nx, cx_n = g->ax.cells, cy_n = g->ay.cells;
   if (!s && grad)
     s = each(x, (uint64_t)d.n,
@@ -845,6 +998,8 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   d.g = &g;
   d.n = g.xf.nx * g.xf.ny;
   d.cells = g.ax.cells * g.ay.cells;
+  d.stream = false;
+  d.job = job;
   d.h_sums = (double *)malloc(sizeof(double) * ACCEL__REG_SUMS * (size_t)(d.cells ? d.cells : 1));
   d.h_grad = (double *)malloc(sizeof(double) * 6 * (size_t)d.n);
   if (!d.h_sums || !d.h_grad) {
@@ -864,6 +1019,19 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
     mine.xf.params = mine.params;
     if (job->make[1]) s = level_images(x, call, d, job);
     if (!s) s = level_setup(d, job, call->why);
+    const bool device_inputs = (job->make[0] && job->make[0]->in_device) || (job->make[1] && job->make[1]->in_device);
+    if (s == ACCEL_ERR_DEVICE_MEMORY && !device_inputs) {
+      /* the images do not fit beside the level's arrays: made on the host
+       * (the CPU's pyramid) and streamed in bands every evaluation */
+      x->drain(); /* before what the stream's work uses is given back */
+      level_release(d);
+      call->why[0] = '\0';
+      d.stream = true;
+      s = ACCEL_OK;
+      for (int k = 0; k < 2 && !s; k++)
+        if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
+      if (!s) s = level_setup(d, job, call->why);
+    }
   }
   if (!s) {
     const accel__reg_evaluator ev = {&d, level_eval};

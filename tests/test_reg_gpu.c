@@ -338,8 +338,18 @@ typedef struct level_case {
   accel__reg_level_job job;
 } level_case;
 
+/* A level case whose transform has an initial rotation of `degrees` about
+ * the image's centre (0: none). */
+static accel_status level_case_init_rotated(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
+                                            int32_t iterations, double degrees);
+
 static accel_status level_case_init(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
                                     int32_t iterations) {
+  return level_case_init_rotated(c, metric, opt, mask, iterations, 0.0);
+}
+
+static accel_status level_case_init_rotated(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
+                                            int32_t iterations, double degrees) {
   for (int r = 0; r < LH; r++)
     for (int k = 0; k < LW; k++) {
       const double dx = 1.5 * sin(0.05 * r), dy = -1.0 + 0.8 * cos(0.07 * k);
@@ -350,6 +360,10 @@ static accel_status level_case_init(level_case *c, accel_reg_metric metric, acce
   accel_reg_grid g;
   ck_assert_int_eq(accel_reg_grid_for(LW, LH, 24, &g), ACCEL_OK);
   ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &c->t), ACCEL_OK);
+  if (degrees != 0) {
+    const double rigid[3] = {degrees * M_PI / 180.0, 0.7, -0.4}, centre[2] = {(LW - 1) / 2.0, (LH - 1) / 2.0};
+    ck_assert_int_eq(accel_reg_transform_set_initial(NULL, c->t, ACCEL_REG_LINEAR_RIGID, rigid, centre), ACCEL_OK);
+  }
   c->n = accel_reg_transform_count(c->t);
   c->start = calloc((size_t)c->n, sizeof(double));
   c->cpu = calloc((size_t)c->n, sizeof(double));
@@ -514,6 +528,65 @@ START_TEST(register_equals_cpu_in_emulation) {
 }
 END_TEST
 
+static uint64_t uploaded(accel_ctx *ctx, const char *stage);
+
+/* Whole registrations under budgets from one that holds every level down
+ * to one where the finest level's images do not fit beside its arrays:
+ * those made on the host and streamed, the CPU's transform to the bit
+ * either way (no fallback allowed), or the device memory error. */
+START_TEST(register_streams_over_the_budget_in_emulation) {
+  enum { H = 120, W = 136 };
+  float *moving = malloc(sizeof(float) * H * W), *fixed = malloc(sizeof(float) * H * W);
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++)
+      moving[r * W + c] = (float)(100 + 60 * sin(0.11 * c) * cos(0.07 * r) + 40 * sin(0.031 * (c + 2 * r)) +
+                                  25 * ((r / 9 + c / 11) % 2));
+  accel_reg_transform *truth = make_transform(W, H, 2.0, 3);
+  accel_array am, af;
+  accel_array_init(&am, moving, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  accel_array_init(&af, fixed, ACCEL_DTYPE_F32, 2, (int64_t[]){H, W});
+  const accel_array *in[1] = {&am}, *out[1] = {&af};
+  accel_ctx *cpu = cpu_ctx();
+  ck_assert_int_eq(accel_reg_warp(cpu, truth, in, out, 1, NULL), ACCEL_OK);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 2, o.grid_spacing = 32, o.iterations = 8, o.samples = 2000;
+  accel_reg_transform *tc = NULL;
+  ck_assert_int_eq(accel_reg_register(cpu, &af, &am, NULL, NULL, &o, &tc, NULL), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(tc);
+  double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+  ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+  int streamed = 0, resident = 0;
+  for (uint64_t budget = 400000; budget >= 160000; budget -= 20000) {
+    set_emulated_gpu_budget(budget);
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+    accel_reg_transform *tg = NULL;
+    const accel_status s = accel_reg_register(gpu, &af, &am, NULL, NULL, &o, &tg, NULL);
+    if (s == ACCEL_OK) {
+      ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+      ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "budget %llu: the GPU's transform differs",
+                    (unsigned long long)budget);
+      /* each level uploads its inputs' rows once when resident (8 H W
+       * bytes at most), far more when it streams them every evaluation */
+      if (uploaded(gpu, "reg.level") > (uint64_t)(32 * H * W)) streamed++;
+      else resident++;
+    } else {
+      ck_assert_int_eq(s, ACCEL_ERR_DEVICE_MEMORY);
+    }
+    accel_reg_transform_destroy(tg);
+    accel_ctx_destroy(gpu);
+  }
+  ck_assert_msg(streamed > 0 && resident > 0, "%d budgets streamed, %d resident", streamed, resident);
+  set_emulated_gpu_budget(0);
+  free(pg), free(pc);
+  accel_reg_transform_destroy(tc);
+  accel_reg_transform_destroy(truth);
+  accel_ctx_destroy(cpu);
+  free(moving);
+  free(fixed);
+}
+END_TEST
+
 /* Progress: fractions rising to 1 from the calling thread; a nonzero
  * answer cancels the GPU's warp, which is no failure (no fallback). */
 typedef struct progress_log {
@@ -651,12 +724,12 @@ START_TEST(register_edge_cases_equal_cpu_in_emulation) {
 }
 END_TEST
 
-/* A level whose images do not fit the budget: the fallback line and the
- * CPU's parameters. */
+/* A level whose working arrays do not fit the budget, nor a fortiori its
+ * images: the fallback line and the CPU's parameters. */
 START_TEST(level_over_the_budget_falls_back) {
   level_case *c = malloc(sizeof *c);
   ck_assert_int_eq(level_case_init(c, ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, false, 3), ACCEL_OK);
-  set_emulated_gpu_budget(30000); /* the level's two images take 50 KiB */
+  set_emulated_gpu_budget(30000); /* its arrays take about 100 KiB, its two images 50 KiB */
   log_capture cap = {0};
   accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
   ck_assert_int_eq(level_on_gpu(gpu, c), ACCEL_OK);
@@ -667,6 +740,53 @@ START_TEST(level_over_the_budget_falls_back) {
   accel_ctx_destroy(gpu);
   level_case_free(c);
   free(c);
+  set_emulated_gpu_budget(0);
+}
+END_TEST
+
+/* A level whose images do not fit beside its arrays streams them: the
+ * images made on the host and uploaded in bands of cell rows every
+ * evaluation. From a budget that holds everything down to one that holds
+ * the arrays alone, every run gives the CPU's parameters to the bit (MSE;
+ * NCC with a mask; a rotated start, whose fixed rows are read through the
+ * rotation), on the GPU while a row of cells fits, else by the fallback
+ * with the reason; some budgets stream (the images uploaded more than
+ * twice over). */
+START_TEST(level_streams_images_over_the_budget) {
+  for (int k = 0; k < 3; k++) {
+    level_case *c = malloc(sizeof *c);
+    ck_assert_int_eq(level_case_init_rotated(c, k == 1 ? ACCEL_REG_METRIC_NCC : ACCEL_REG_METRIC_MSE,
+                                             ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, k == 1, 6, k == 2 ? 2.0 : 0.0),
+                     ACCEL_OK);
+    const uint64_t images = 2 * sizeof(float) * LH * LW;
+    int resident = 0, streamed = 0, fell_back = 0;
+    for (uint64_t budget = 200000; budget >= 80000; budget -= 4000) {
+      set_emulated_gpu_budget(budget);
+      log_capture cap = {0};
+      accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+      ck_assert_int_eq(level_on_gpu(gpu, c), ACCEL_OK); /* the CPU's parameters and report */
+      accel_stage_stats st;
+      accel_stage_stats_init(&st, sizeof st);
+      ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.level", &st), ACCEL_OK);
+      if (st.fallbacks) {
+        fell_back++;
+        ck_assert_msg(cap.n == 1 && strstr(cap.line[0], "budget"), "budget %llu: %s", (unsigned long long)budget,
+                      cap.n ? cap.line[0] : "no line");
+      } else if (st.bytes_uploaded > 2 * images) {
+        streamed++;
+        ck_assert_int_eq(cap.n, 0);
+      } else {
+        ck_assert_msg(!streamed && !fell_back, "budget %llu: resident after a smaller budget streamed",
+                      (unsigned long long)budget);
+        resident++;
+      }
+      accel_ctx_destroy(gpu);
+    }
+    ck_assert_msg(resident > 0 && streamed > 0 && fell_back > 0, "case %d: %d resident, %d streamed, %d fell back", k,
+                  resident, streamed, fell_back);
+    level_case_free(c);
+    free(c);
+  }
   set_emulated_gpu_budget(0);
 }
 END_TEST
@@ -1060,6 +1180,8 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, register_equals_cpu_in_emulation);
   tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
   tcase_add_test(tc, level_over_the_budget_falls_back);
+  tcase_add_test(tc, level_streams_images_over_the_budget);
+  tcase_add_test(tc, register_streams_over_the_budget_in_emulation);
   tcase_add_test(tc, warp_progress_and_cancel_in_emulation);
   tcase_add_test(tc, warp_plans_room_for_the_uploaded_layer_in_emulation);
   tcase_add_test(tc, warp_too_small_a_budget_falls_back);
