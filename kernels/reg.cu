@@ -758,30 +758,21 @@ struct level_dev {
    * `band` in bands of cell rows every evaluation (level_stream) */
   bool stream;
   dbuf band;
+  double base_lo, base_hi; /* the base part's y displacement range, with 0 */
+  double *row_lo, *row_hi; /* host: each node row's y displacement range, with 0 (every evaluation) */
   const accel__reg_level_job *job;
 };
 
-/* Every device buffer of the level given back. */
-void level_release(level_dev &d) {
-  dbuf *all[] = {&d.fixed,  &d.moving, &d.mask, &d.axx,  &d.axy,    &d.base,
-                 &d.params, &d.acc,    &d.sums, &d.grad, &d.normal, &d.band};
-  for (dbuf *b : all) b->reset();
-}
+void base_range(level_dev &d);
+accel_status level_images(accel__executor *x, accel__call *call, level_dev &d, const accel__reg_level_job *job);
 
-accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *why) {
+/* The level's arrays (cells, base, parameters, sums, derivatives). */
+accel_status level_arrays(level_dev &d, const accel__reg_level_job *job, char *why) {
   accel__executor *x = d.x;
   const accel__reg_geom *g = d.g;
   const bool ncc = g->metric == ACCEL_REG_METRIC_NCC;
   const size_t nb = job->base.params ? (size_t)(2 * job->base.nx * job->base.ny) : 0;
-  /* images the level made on the device already (level_images) stay;
-   * streamed ones come band by band (level_stream) */
-  accel_status s = d.fixed.p || d.stream
-                       ? ACCEL_OK
-                       : d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
-  if (!s && !d.moving.p && !d.stream)
-    s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
-  if (!s && job->mask && !d.stream) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
-  if (!s) s = d.axx.put(x, g->ax.first, (size_t)(g->ax.cells + 1), why, "upload the cells");
+  accel_status s = d.axx.put(x, g->ax.first, (size_t)(g->ax.cells + 1), why, "upload the cells");
   if (!s) s = d.axy.put(x, g->ay.first, (size_t)(g->ay.cells + 1), why, "upload the cells");
   if (!s) s = d.base.put(x, job->base.params, nb, why, "upload the base transform");
   if (!s) s = d.params.get(x, sizeof(double) * (size_t)(2 * d.n), why);
@@ -790,25 +781,64 @@ accel_status level_setup(level_dev &d, const accel__reg_level_job *job, char *wh
   if (!s) s = d.sums.get(x, sizeof(double) * ACCEL__REG_SUMS * cells, why);
   if (!s) s = d.grad.get(x, sizeof(double) * (size_t)((ncc ? 6 : 2) * d.n), why);
   if (!s) s = d.normal.get(x, sizeof(double) * ACCEL__REG_NB3 * (size_t)d.n, why);
-  if (!s && d.stream) s = d.band.get(x, x->room() / 8 * 8, why); /* all that is left: the widest bands */
   if (s) return s;
   d.dg = *g;
   d.dg.ax.first = d.axx.as<int64_t>();
   d.dg.ay.first = d.axy.as<int64_t>();
   d.in.g = nullptr; /* each cell points it at its own copy of dg */
-  d.in.fixed = d.fixed.as<float>();
-  d.in.moving = d.moving.as<float>();
-  d.in.mask = job->mask ? d.mask.p : nullptr;
   d.in.base = job->base;
   d.in.base.params = nb ? d.base.as<double>() : nullptr;
   return ACCEL_OK;
 }
 
+/* The level's images on the device for the whole level: made there
+ * (level_images) or uploaded as they are, and the mask. */
+accel_status level_resident(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  char *why = call->why;
+  accel_status s = job->make[1] ? level_images(x, call, d, job) : ACCEL_OK;
+  if (!s && !d.fixed.p) s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
+  if (!s && !d.moving.p) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
+  if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
+  d.in.fixed = d.fixed.as<float>();
+  d.in.moving = d.moving.as<float>();
+  d.in.mask = job->mask ? d.mask.p : nullptr;
+  return s;
+}
+
+/* Images that do not fit: made on the host (the CPU's pyramid) and
+ * streamed through a band buffer of what is left of the budget, up to the
+ * whole images (level_stream). */
+accel_status level_streamed(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  d.stream = true;
+  if (!(d.row_lo = (double *)malloc(sizeof(double) * 2 * (size_t)g->xf.ny))) {
+    accel__why(call->why, "out of host memory for %lld node rows", (long long)g->xf.ny);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  d.row_hi = d.row_lo + g->xf.ny;
+  base_range(d);
+  accel_status s = ACCEL_OK;
+  for (int k = 0; k < 2 && !s; k++)
+    if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
+  const uint64_t whole =
+      (uint64_t)(g->fw * g->fh) * (sizeof(float) + (job->mask ? 1 : 0)) + (uint64_t)(g->mw * g->mh) * sizeof(float);
+  if (!s) s = d.band.get(x, (size_t)((x->room() < whole ? x->room() : whole) / 8 * 8), call->why);
+  return s;
+}
+
 /* The rows [*lo, *hi] of an image of h rows that cubic B-spline reads at
  * rows y in [y_lo, y_hi] (level pixels) touch: floor(y) - 1 .. floor(y) +
  * 2, mirrored at the edges as accel__reg_level_cubic mirrors them, a row
- * more on either side for rounding. */
+ * more on either side for rounding (the whole image for a range beyond
+ * any image: non-finite parameters). */
 void cubic_rows(double y_lo, double y_hi, int64_t h, int64_t *lo, int64_t *hi) {
+  if (!(y_lo > -1e15 && y_hi < 1e15)) {
+    *lo = 0, *hi = h - 1;
+    return;
+  }
   const int64_t a = (int64_t)floor(y_lo) - 2, b = (int64_t)floor(y_hi) + 3;
   if (a >= 0 && b <= h - 1) {
     *lo = a, *hi = b;
@@ -847,21 +877,37 @@ void fixed_rows(const accel__reg_geom *g, int64_t cy0, int64_t cy1, int64_t *lo,
   *lo = *lo < 0 ? 0 : *lo, *hi = *hi > g->fh - 1 ? g->fh - 1 : *hi;
 }
 
-/* The y displacement's range [*lo, *hi] over node rows [j0, j1] of the
- * level's grid, with the base part's whole range, both with 0 (a sample's
- * displacement is a weighted mean of its support's, weights at most 1). */
-void uy_range(const level_dev &d, const double *params, int64_t j0, int64_t j1, double *lo, double *hi) {
-  const int64_t nx = d.g->xf.nx;
-  double a = 0, b = 0;
-  for (int64_t k = j0 * nx; k < (j1 + 1) * nx; k++) a = fmin(a, params[d.n + k]), b = fmax(b, params[d.n + k]);
-  const accel__reg_xform &base = d.job->base;
-  if (base.params) {
-    const int64_t nb = base.nx * base.ny;
-    double ba = 0, bb = 0;
-    for (int64_t k = nb; k < 2 * nb; k++) ba = fmin(ba, base.params[k]), bb = fmax(bb, base.params[k]);
-    a += ba, b += bb;
+/* Range with 0 of the y displacements of each node row of the level's
+ * grid (every evaluation) and of the whole base part (once): a sample's
+ * displacement is a weighted mean of its support's, weights at most 1. A
+ * non-finite value widens a range to infinity. */
+void widen(double v, double *lo, double *hi) {
+  if (v != v) *lo = -INFINITY, *hi = INFINITY;
+  else *lo = v < *lo ? v : *lo, *hi = v > *hi ? v : *hi;
+}
+
+void node_row_ranges(level_dev &d, const double *params) {
+  const int64_t nx = d.g->xf.nx, ny = d.g->xf.ny;
+  for (int64_t j = 0; j < ny; j++) {
+    double a = 0, b = 0;
+    for (int64_t k = j * nx; k < (j + 1) * nx; k++) widen(params[d.n + k], &a, &b);
+    d.row_lo[j] = a, d.row_hi[j] = b;
   }
-  *lo = a, *hi = b;
+}
+
+void base_range(level_dev &d) {
+  const accel__reg_xform &base = d.job->base;
+  double a = 0, b = 0;
+  const int64_t nb = base.params ? base.nx * base.ny : 0;
+  for (int64_t k = nb; k < 2 * nb; k++) widen(base.params[k], &a, &b);
+  d.base_lo = a, d.base_hi = b;
+}
+
+/* The y displacement's range [*lo, *hi] over node rows [j0, j1]. */
+void uy_range(const level_dev &d, int64_t j0, int64_t j1, double *lo, double *hi) {
+  double a = 0, b = 0;
+  for (int64_t j = j0; j <= j1; j++) a = fmin(a, d.row_lo[j]), b = fmax(b, d.row_hi[j]);
+  *lo = a + d.base_lo, *hi = b + d.base_hi;
 }
 
 /* A band of cell rows [cy0, cy1): the level rows its samples read. */
@@ -870,12 +916,12 @@ struct band_rows {
   uint64_t bytes;         /* of the fixed rows, their mask and the moving rows */
 };
 
-band_rows rows_of(const level_dev &d, const double *params, int64_t cy0, int64_t cy1) {
+band_rows rows_of(const level_dev &d, int64_t cy0, int64_t cy1) {
   const accel__reg_geom *g = d.g;
   band_rows b;
   fixed_rows(g, cy0, cy1, &b.f0, &b.f1);
   double ulo, uhi;
-  uy_range(d, params, cy0, cy1 + 2, &ulo, &uhi);
+  uy_range(d, cy0, cy1 + 2, &ulo, &uhi);
   const double f = g->factor;
   const double qlo = f * (double)g->ay.first[cy0] + g->offset, qhi = f * (double)(g->ay.first[cy1] - 1) + g->offset;
   cubic_rows((qlo + ulo - g->offset) / f, (qhi + uhi - g->offset) / f, g->mh, &b.m0, &b.m1);
@@ -894,16 +940,17 @@ accel_status level_stream(level_dev &d, cell_f cf, const double *params, char *w
   const accel__reg_geom *g = d.g;
   const int64_t cx_n = g->ax.cells, cy_n = g->ay.cells;
   accel_status s = ACCEL_OK;
+  node_row_ranges(d, params);
   for (int64_t cy0 = 0; cy0 < cy_n && !s;) {
     int64_t cy1 = cy0 + 1;
-    band_rows b = rows_of(d, params, cy0, cy1);
+    band_rows b = rows_of(d, cy0, cy1);
     if (b.bytes > d.band.n) {
       accel__why(why, "one row of cells reads %.3f MiB of the level's images, over the %.3f MiB left of the budget",
                  b.bytes / 1048576.0, d.band.n / 1048576.0);
       return ACCEL_ERR_DEVICE_MEMORY;
     }
     for (; cy1 < cy_n; cy1++) {
-      const band_rows wider = rows_of(d, params, cy0, cy1 + 1);
+      const band_rows wider = rows_of(d, cy0, cy1 + 1);
       if (wider.bytes > d.band.n) break;
       b = wider;
     }
@@ -975,7 +1022,7 @@ accel_status level_eval(accel__call *call, void *state, const double *params, in
 
 /* The level's images made on the device from the inputs (job->make): the
  * fixed one by its pyramid job (without one it is the caller's own image,
- * which level_setup uploads as it is), the moving one's coefficients. */
+ * which level_resident uploads as it is), the moving one's coefficients. */
 accel_status level_images(accel__executor *x, accel__call *call, level_dev &d, const accel__reg_level_job *job) {
   const accel__reg_geom *g = d.g;
   char *why = call->why;
@@ -1000,6 +1047,7 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   d.cells = g.ax.cells * g.ay.cells;
   d.stream = false;
   d.job = job;
+  d.row_lo = d.row_hi = nullptr;
   d.h_sums = (double *)malloc(sizeof(double) * ACCEL__REG_SUMS * (size_t)(d.cells ? d.cells : 1));
   d.h_grad = (double *)malloc(sizeof(double) * 6 * (size_t)d.n);
   if (!d.h_sums || !d.h_grad) {
@@ -1017,20 +1065,15 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   if (!s) {
     memcpy(mine.params, job->params, sizeof(double) * 2 * (size_t)d.n);
     mine.xf.params = mine.params;
-    if (job->make[1]) s = level_images(x, call, d, job);
-    if (!s) s = level_setup(d, job, call->why);
+    s = level_arrays(d, job, call->why);
+    if (!s) s = level_resident(d, call, job);
     const bool device_inputs = (job->make[0] && job->make[0]->in_device) || (job->make[1] && job->make[1]->in_device);
-    if (s == ACCEL_ERR_DEVICE_MEMORY && !device_inputs) {
-      /* the images do not fit beside the level's arrays: made on the host
-       * (the CPU's pyramid) and streamed in bands every evaluation */
+    if (s == ACCEL_ERR_DEVICE_MEMORY && !device_inputs && d.normal.p) {
+      /* the arrays fit, the images do not beside them */
       x->drain(); /* before what the stream's work uses is given back */
-      level_release(d);
+      d.fixed.reset(), d.moving.reset(), d.mask.reset();
       call->why[0] = '\0';
-      d.stream = true;
-      s = ACCEL_OK;
-      for (int k = 0; k < 2 && !s; k++)
-        if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
-      if (!s) s = level_setup(d, job, call->why);
+      s = level_streamed(d, call, job);
     }
   }
   if (!s) {
@@ -1042,6 +1085,7 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   free(mine.params);
   free(d.h_sums);
   free(d.h_grad);
+  free(d.row_lo);
   accel__reg_geom_free(&g);
   return s;
 }

@@ -330,7 +330,7 @@ enum { LH = 72, LW = 88 };
 typedef struct level_case {
   float fixed[LH * LW], moving[LH * LW];
   uint8_t mask[LH * LW];
-  accel_reg_transform *t;
+  accel_reg_transform *t, *base;
   int64_t n;
   double *start, *cpu;
   accel_reg_options o;
@@ -338,18 +338,26 @@ typedef struct level_case {
   accel__reg_level_job job;
 } level_case;
 
-/* A level case whose transform has an initial rotation of `degrees` about
- * the image's centre (0: none). */
-static accel_status level_case_init_rotated(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
-                                            int32_t iterations, double degrees);
+/* How a level case departs from the plain one. */
+typedef struct level_variant {
+  double degrees;         /* an initial rotation about the image's centre */
+  int32_t factor, offset; /* the level's frame (0, 0: full resolution) */
+  double base;            /* the y amplitude of a base B-spline part (0: none) */
+  double edge;            /* the start's y displacement of the last edge_rows node rows, past the bottom edge */
+  int32_t edge_rows;
+} level_variant;
+
+static accel_status level_case_init_as(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
+                                       int32_t iterations, level_variant v);
 
 static accel_status level_case_init(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
                                     int32_t iterations) {
-  return level_case_init_rotated(c, metric, opt, mask, iterations, 0.0);
+  return level_case_init_as(c, metric, opt, mask, iterations, (level_variant){.degrees = 0});
 }
 
-static accel_status level_case_init_rotated(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
-                                            int32_t iterations, double degrees) {
+static accel_status level_case_init_as(level_case *c, accel_reg_metric metric, accel_reg_optimizer opt, bool mask,
+                                       int32_t iterations, level_variant v) {
+  const int32_t f = v.factor ? v.factor : 1;
   for (int r = 0; r < LH; r++)
     for (int k = 0; k < LW; k++) {
       const double dx = 1.5 * sin(0.05 * r), dy = -1.0 + 0.8 * cos(0.07 * k);
@@ -357,17 +365,29 @@ static accel_status level_case_init_rotated(level_case *c, accel_reg_metric metr
       c->moving[r * LW + k] = (float)(100 * (0.5 + 0.3 * sin(0.21 * (k - dx)) * cos(0.13 * (r - dy))) + 3);
       c->mask[r * LW + k] = (uint8_t)((r - 36) * (r - 36) + (k - 44) * (k - 44) < 34 * 34);
     }
+  /* the level's pixels stand for the points f i + offset of an image f
+   * times its size, the grid's spacing f times 24 */
   accel_reg_grid g;
-  ck_assert_int_eq(accel_reg_grid_for(LW, LH, 24, &g), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_grid_for(f * LW, f * LH, 24.0 * f, &g), ACCEL_OK);
   ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &c->t), ACCEL_OK);
-  if (degrees != 0) {
-    const double rigid[3] = {degrees * M_PI / 180.0, 0.7, -0.4}, centre[2] = {(LW - 1) / 2.0, (LH - 1) / 2.0};
+  if (v.degrees != 0) {
+    const double rigid[3] = {v.degrees * M_PI / 180.0, 0.7 * f, -0.4 * f},
+                 centre[2] = {(f * LW - 1) / 2.0, (f * LH - 1) / 2.0};
     ck_assert_int_eq(accel_reg_transform_set_initial(NULL, c->t, ACCEL_REG_LINEAR_RIGID, rigid, centre), ACCEL_OK);
   }
   c->n = accel_reg_transform_count(c->t);
   c->start = calloc((size_t)c->n, sizeof(double));
   c->cpu = calloc((size_t)c->n, sizeof(double));
-  for (int64_t i = 0; i < c->n; i++) c->start[i] = 0.3 * sin(0.9 * (double)i);
+  for (int64_t i = 0; i < c->n; i++) c->start[i] = 0.3 * f * sin(0.9 * (double)i);
+  for (int64_t i = c->n - v.edge_rows * g.size[0]; v.edge != 0 && i < c->n; i++) c->start[i] = v.edge * f; /* y */
+  c->base = NULL;
+  if (v.base != 0) {
+    ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &c->base), ACCEL_OK);
+    double *bp = calloc((size_t)c->n, sizeof(double));
+    for (int64_t i = c->n / 2; i < c->n; i++) bp[i] = v.base * f * cos(0.7 * (double)i);
+    ck_assert_int_eq(accel_reg_transform_set_parameters(c->base, bp, c->n), ACCEL_OK);
+    free(bp);
+  }
   accel_reg_options_init(&c->o, sizeof c->o);
   c->o.metric = metric;
   c->o.optimizer = opt;
@@ -382,8 +402,10 @@ static accel_status level_case_init_rotated(level_case *c, accel_reg_metric metr
   c->job.fixed_width = c->job.moving_width = LW;
   c->job.fixed_height = c->job.moving_height = LH;
   c->job.mask = mask ? c->mask : NULL;
-  c->job.factor = 1;
+  c->job.factor = f;
+  c->job.offset = v.offset;
   accel__reg_xform_of(c->t, &c->job.xf);
+  if (c->base) accel__reg_xform_of(c->base, &c->job.base);
   c->job.options = &c->o;
   memcpy(c->cpu, c->start, sizeof(double) * (size_t)c->n);
   c->job.params = c->cpu;
@@ -401,6 +423,7 @@ static void level_case_free(level_case *c) {
   free(c->start);
   free(c->cpu);
   accel_reg_transform_destroy(c->t);
+  accel_reg_transform_destroy(c->base);
 }
 
 /* The GPU's level of c, checked against the CPU's when it succeeds: the
@@ -529,11 +552,13 @@ START_TEST(register_equals_cpu_in_emulation) {
 END_TEST
 
 static uint64_t uploaded(accel_ctx *ctx, const char *stage);
+static uint64_t downloaded(accel_ctx *ctx, const char *stage);
 
 /* Whole registrations under budgets from one that holds every level down
  * to one where the finest level's images do not fit beside its arrays:
  * those made on the host and streamed, the CPU's transform to the bit
- * either way (no fallback allowed), or the device memory error. */
+ * either way (no fallback allowed), or the device memory error; no level
+ * image is ever downloaded. */
 START_TEST(register_streams_over_the_budget_in_emulation) {
   enum { H = 120, W = 136 };
   float *moving = malloc(sizeof(float) * H * W), *fixed = malloc(sizeof(float) * H * W);
@@ -557,6 +582,7 @@ START_TEST(register_streams_over_the_budget_in_emulation) {
   double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
   ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
   int streamed = 0, resident = 0;
+  uint64_t down = 0;
   for (uint64_t budget = 400000; budget >= 160000; budget -= 20000) {
     set_emulated_gpu_budget(budget);
     accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
@@ -570,6 +596,10 @@ START_TEST(register_streams_over_the_budget_in_emulation) {
        * bytes at most), far more when it streams them every evaluation */
       if (uploaded(gpu, "reg.level") > (uint64_t)(32 * H * W)) streamed++;
       else resident++;
+      /* what comes back is the optimizer's sums alone, the same whether the
+       * images were made on the device or streamed from the host */
+      if (!down) down = downloaded(gpu, "reg.level");
+      ck_assert_uint_eq(downloaded(gpu, "reg.level"), down);
     } else {
       ck_assert_int_eq(s, ACCEL_ERR_DEVICE_MEMORY);
     }
@@ -747,17 +777,41 @@ END_TEST
 /* A level whose images do not fit beside its arrays streams them: the
  * images made on the host and uploaded in bands of cell rows every
  * evaluation. From a budget that holds everything down to one that holds
- * the arrays alone, every run gives the CPU's parameters to the bit (MSE;
- * NCC with a mask; a rotated start, whose fixed rows are read through the
- * rotation), on the GPU while a row of cells fits, else by the fallback
- * with the reason; some budgets stream (the images uploaded more than
- * twice over). */
+ * the arrays alone, every run gives the CPU's parameters to the bit, on the
+ * GPU while a row of cells fits, else by the fallback with the reason; some
+ * budgets stream (the images uploaded more than twice over). Cases: MSE;
+ * NCC with a mask; a rotated start (the fixed rows read through the
+ * rotation); ASGD (samples mapped outside the moving image skipped); a
+ * coarse level (factor 4, offset 1) with a base B-spline part; starts
+ * whose last node row, or last three, reach far past the bottom edge (the
+ * band's rows then come from the last node row's displacement, or from
+ * mirrored rows well above the band). */
 START_TEST(level_streams_images_over_the_budget) {
-  for (int k = 0; k < 3; k++) {
+  static const struct {
+    accel_reg_metric metric;
+    accel_reg_optimizer opt;
+    bool mask;
+    level_variant v;
+  } cases[] = {
+      {ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, false, {.degrees = 0}},
+      {ACCEL_REG_METRIC_NCC, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, true, {.degrees = 0}},
+      {ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, false, {.degrees = 2.0}},
+      {ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_ASGD, false, {.degrees = -1.0}},
+      {ACCEL_REG_METRIC_MSE,
+       ACCEL_REG_OPTIMIZER_GAUSS_NEWTON,
+       false,
+       {.degrees = 1.0, .factor = 4, .offset = 1, .base = 3.0}},
+      {ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, true, {.factor = 2, .edge = 40.0, .edge_rows = 1}},
+      {ACCEL_REG_METRIC_MSE, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, false, {.edge = 50.0, .edge_rows = 3}},
+  };
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
     level_case *c = malloc(sizeof *c);
-    ck_assert_int_eq(level_case_init_rotated(c, k == 1 ? ACCEL_REG_METRIC_NCC : ACCEL_REG_METRIC_MSE,
-                                             ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, k == 1, 6, k == 2 ? 2.0 : 0.0),
-                     ACCEL_OK);
+    const accel_status si = level_case_init_as(c, cases[k].metric, cases[k].opt, cases[k].mask, 6, cases[k].v);
+    if (si) { /* an optimizer the CPU does not have: skipped, with a line */
+      level_case_free(c);
+      free(c);
+      continue;
+    }
     const uint64_t images = 2 * sizeof(float) * LH * LW;
     int resident = 0, streamed = 0, fell_back = 0;
     for (uint64_t budget = 200000; budget >= 80000; budget -= 4000) {
@@ -782,7 +836,7 @@ START_TEST(level_streams_images_over_the_budget) {
       }
       accel_ctx_destroy(gpu);
     }
-    ck_assert_msg(resident > 0 && streamed > 0 && fell_back > 0, "case %d: %d resident, %d streamed, %d fell back", k,
+    ck_assert_msg(resident > 0 && streamed > 0 && fell_back > 0, "case %zu: %d resident, %d streamed, %d fell back", k,
                   resident, streamed, fell_back);
     level_case_free(c);
     free(c);
@@ -885,9 +939,10 @@ static void copied(accel_ctx *ctx, uint64_t *up, uint64_t *down) {
 
 /* Registration of device images (F32 fixed, U8 moving): the CPU's
  * transform from host arrays to the bit, the full-resolution images never
- * uploaded (each level copies the rows of its inputs on the device) and no
- * level image ever copied either way, a non-finite device value refused
- * as on the host. */
+ * uploaded (each level copies the rows of its inputs on the device) nor
+ * any level image, the same downloads as from host arrays (that none is a
+ * level image, register_streams_over_the_budget_in_emulation checks), a
+ * non-finite device value refused as on the host. */
 START_TEST(register_reads_device_images_in_place) {
   enum { H = 96, W = 104 };
   image fixed = make_image(ACCEL_DTYPE_F32, H, W, 1, LAYOUT_DENSE, 5);
@@ -926,7 +981,7 @@ START_TEST(register_reads_device_images_in_place) {
   accel_reg_transform_destroy(th);
   uint64_t host_up, host_down;
   copied(gpu, &host_up, &host_down);
-  ck_assert_uint_eq(host_down, device_down); /* the optimizer's sums only, never a level image */
+  ck_assert_uint_eq(host_down, device_down);
   ck_assert_uint_eq(host_up + sizeof(float), device_up + (uint64_t)(H * W) * (4 + 4 + 1 + 1));
   /* a NaN in the device image: refused as the host refuses it */
   ((float *)df.data)[7 * W + 3] = NAN;

@@ -263,7 +263,7 @@ typedef struct accel_reg_level_report {
   int64_t width, height; /* the level's image size */
   double grid_spacing;
   double metric_first, metric_last; /* the objective (metric plus bending) on the validation samples */
-  double seconds;                   /* making the level's images and optimising */
+  double seconds;                   /* making the level's images (the pre-alignment too, at level 0) and optimising */
 } accel_reg_level_report;
 
 typedef struct accel_reg_report {

@@ -338,6 +338,7 @@ static accel_status one_level(reg_run *r, int32_t l) {
    * never come back to the host), but for the pre-alignment, which reads
    * the coarsest level's fixed image on the host before it. */
   const bool made = l == 0 && r->o->prealign;
+  const double t0 = accel__now();
   accel_array fixed_in = *r->fixed, moving_in = *r->moving; /* the device inputs' host copies in a CPU run */
   accel__reg_pyramid_job pf = {&fixed_in, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0, r->fixed_dev};
   accel__reg_pyramid_job pm = {&moving_in, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1, r->moving_dev};
@@ -378,7 +379,6 @@ static accel_status one_level(reg_run *r, int32_t l) {
         slots[ns++] = (accel__device_slot){
             .ptr = &a->data, .bytes = (size_t)(a->shape[0] * a->shape[1]) * accel_dtype_size(a->dtype), .in = true};
       }
-    const double t0 = accel__now();
     s = accel__dispatch_device(r->ctx, "reg.level", run_level, &job, slots, ns);
     r->report.level[l].seconds = accel__now() - t0;
   }
