@@ -892,6 +892,19 @@ START_TEST(failures_fall_back_in_emulation) {
   level_case *l = malloc(sizeof *l);
   ck_assert_int_eq(level_case_init(l, ACCEL_REG_METRIC_NCC, ACCEL_REG_OPTIMIZER_GAUSS_NEWTON, true, 2), ACCEL_OK);
   ck_assert_int_ge(emulated_fault_sweep("reg.level", level_on_gpu, l), 10);
+  /* the same level streaming its images: the largest budget that makes it
+   * stream, then a fault at every CUDA call of it */
+  uint64_t streams = 0;
+  for (uint64_t budget = 200000; budget >= 80000 && !streams; budget -= 4000) {
+    set_emulated_gpu_budget(budget);
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+    if (level_on_gpu(gpu, l) == ACCEL_OK && uploaded(gpu, "reg.level") > 4 * sizeof(float) * LH * LW) streams = budget;
+    accel_ctx_destroy(gpu);
+  }
+  ck_assert_uint_gt(streams, 0);
+  set_emulated_gpu_budget(streams);
+  ck_assert_int_ge(emulated_fault_sweep("reg.level", level_on_gpu, l), 20);
+  set_emulated_gpu_budget(0);
   level_case_free(l);
   free(l);
 }
