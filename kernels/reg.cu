@@ -755,16 +755,13 @@ struct level_dev {
   dbuf fixed, moving, mask, axx, axy, base, params, acc, sums, grad, normal;
   double *h_sums, *h_grad; /* host: cells x SUMS; NCC's 6n */
   /* images over the budget: host level images (job's), streamed through
-   * `band` in bands of cell rows every evaluation (level_stream) */
-  bool stream;
+   * `band` (allocated only then) in bands of cell rows every evaluation
+   * (level_stream) */
   dbuf band;
   double base_lo, base_hi; /* the base part's y displacement range, with 0 */
   double *row_lo, *row_hi; /* host: each node row's y displacement range, with 0 (every evaluation) */
   const accel__reg_level_job *job;
 };
-
-void base_range(level_dev &d);
-accel_status level_images(accel__executor *x, accel__call *call, level_dev &d, const accel__reg_level_job *job);
 
 /* The level's arrays (cells, base, parameters, sums, derivatives). */
 accel_status level_arrays(level_dev &d, const accel__reg_level_job *job, char *why) {
@@ -789,44 +786,6 @@ accel_status level_arrays(level_dev &d, const accel__reg_level_job *job, char *w
   d.in.base = job->base;
   d.in.base.params = nb ? d.base.as<double>() : nullptr;
   return ACCEL_OK;
-}
-
-/* The level's images on the device for the whole level: made there
- * (level_images) or uploaded as they are, and the mask. */
-accel_status level_resident(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
-  accel__executor *x = d.x;
-  const accel__reg_geom *g = d.g;
-  char *why = call->why;
-  accel_status s = job->make[1] ? level_images(x, call, d, job) : ACCEL_OK;
-  if (!s && !d.fixed.p) s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
-  if (!s && !d.moving.p) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
-  if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
-  d.in.fixed = d.fixed.as<float>();
-  d.in.moving = d.moving.as<float>();
-  d.in.mask = job->mask ? d.mask.p : nullptr;
-  return s;
-}
-
-/* Images that do not fit: made on the host (the CPU's pyramid) and
- * streamed through a band buffer of what is left of the budget, up to the
- * whole images (level_stream). */
-accel_status level_streamed(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
-  accel__executor *x = d.x;
-  const accel__reg_geom *g = d.g;
-  d.stream = true;
-  if (!(d.row_lo = (double *)malloc(sizeof(double) * 2 * (size_t)g->xf.ny))) {
-    accel__why(call->why, "out of host memory for %lld node rows", (long long)g->xf.ny);
-    return ACCEL_ERR_OUT_OF_MEMORY;
-  }
-  d.row_hi = d.row_lo + g->xf.ny;
-  base_range(d);
-  accel_status s = ACCEL_OK;
-  for (int k = 0; k < 2 && !s; k++)
-    if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
-  const uint64_t whole =
-      (uint64_t)(g->fw * g->fh) * (sizeof(float) + (job->mask ? 1 : 0)) + (uint64_t)(g->mw * g->mh) * sizeof(float);
-  if (!s) s = d.band.get(x, (size_t)((x->room() < whole ? x->room() : whole) / 8 * 8), call->why);
-  return s;
 }
 
 /* The rows [*lo, *hi] of an image of h rows that cubic B-spline reads at
@@ -910,6 +869,13 @@ void uy_range(const level_dev &d, int64_t j0, int64_t j1, double *lo, double *hi
   *lo = a + d.base_lo, *hi = b + d.base_hi;
 }
 
+/* Bytes of `fixed` rows of the fixed level (with the mask's, if any) and
+ * `moving` rows of the moving one. */
+uint64_t rows_bytes(const level_dev &d, int64_t fixed, int64_t moving) {
+  return (uint64_t)fixed * (uint64_t)d.g->fw * (sizeof(float) + (d.job->mask ? 1 : 0)) +
+         (uint64_t)moving * (uint64_t)d.g->mw * sizeof(float);
+}
+
 /* A band of cell rows [cy0, cy1): the level rows its samples read. */
 struct band_rows {
   int64_t f0, f1, m0, m1; /* fixed and moving rows, inclusive (f1 < f0: none) */
@@ -925,10 +891,60 @@ band_rows rows_of(const level_dev &d, int64_t cy0, int64_t cy1) {
   const double f = g->factor;
   const double qlo = f * (double)g->ay.first[cy0] + g->offset, qhi = f * (double)(g->ay.first[cy1] - 1) + g->offset;
   cubic_rows((qlo + ulo - g->offset) / f, (qhi + uhi - g->offset) / f, g->mh, &b.m0, &b.m1);
-  const uint64_t fr = b.f1 >= b.f0 ? (uint64_t)(b.f1 - b.f0 + 1) : 0;
-  b.bytes = fr * (uint64_t)g->fw * (sizeof(float) + (d.job->mask ? 1 : 0)) +
-            (uint64_t)(b.m1 - b.m0 + 1) * (uint64_t)g->mw * sizeof(float);
+  b.bytes = rows_bytes(d, b.f1 >= b.f0 ? b.f1 - b.f0 + 1 : 0, b.m1 - b.m0 + 1);
   return b;
+}
+
+/* The level's images made on the device from the inputs (job->make): the
+ * fixed one by its pyramid job (without one it is the caller's own image,
+ * which level_resident uploads as it is), the moving one's coefficients. */
+accel_status level_images(accel__executor *x, accel__call *call, level_dev &d, const accel__reg_level_job *job) {
+  const accel__reg_geom *g = d.g;
+  char *why = call->why;
+  accel_status s = ACCEL_OK;
+  if (job->make[0]) {
+    s = d.fixed.get(x, sizeof(float) * (size_t)(g->fw * g->fh), why);
+    if (!s) s = pyramid(x, call, job->make[0], d.fixed.as<float>());
+  }
+  if (!s) s = d.moving.get(x, sizeof(float) * (size_t)(g->mw * g->mh), why);
+  if (!s) s = pyramid(x, call, job->make[1], d.moving.as<float>());
+  return s;
+}
+
+/* The level's images on the device for the whole level: made there
+ * (level_images) or uploaded as they are, and the mask. */
+accel_status level_resident(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  char *why = call->why;
+  accel_status s = job->make[1] ? level_images(x, call, d, job) : ACCEL_OK;
+  if (!s && !d.fixed.p) s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
+  if (!s && !d.moving.p) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
+  if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
+  d.in.fixed = d.fixed.as<float>();
+  d.in.moving = d.moving.as<float>();
+  d.in.mask = job->mask ? d.mask.p : nullptr;
+  return s;
+}
+
+/* Images that do not fit: made on the host (the CPU's pyramid) and
+ * streamed through a band buffer of what is left of the budget, up to the
+ * whole images (level_stream). */
+accel_status level_streamed(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
+  accel__executor *x = d.x;
+  const accel__reg_geom *g = d.g;
+  if (!(d.row_lo = (double *)malloc(sizeof(double) * 2 * (size_t)g->xf.ny))) {
+    accel__why(call->why, "out of host memory for %lld node rows", (long long)g->xf.ny);
+    return ACCEL_ERR_OUT_OF_MEMORY;
+  }
+  d.row_hi = d.row_lo + g->xf.ny;
+  base_range(d);
+  accel_status s = ACCEL_OK;
+  for (int k = 0; k < 2 && !s; k++)
+    if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
+  const uint64_t whole = rows_bytes(d, g->fh, g->mh);
+  if (!s) s = d.band.get(x, (size_t)((x->room() < whole ? x->room() : whole) / 8 * 8), call->why);
+  return s;
 }
 
 /* The cells' sums of a level whose images stream: bands of cell rows, as
@@ -998,7 +1014,7 @@ accel_status level_eval(accel__call *call, void *state, const double *params, in
                      d.sums.as<double>(),
                      0};
   accel_status s = upload(x, d.params.p, params, sizeof(double) * (size_t)(2 * d.n), why, "upload the parameters");
-  if (!s) s = d.stream ? level_stream(d, cf, params, why) : each(x, (uint64_t)d.cells, cf, why, "the cells' sums");
+  if (!s) s = d.band.p ? level_stream(d, cf, params, why) : each(x, (uint64_t)d.cells, cf, why, "the cells' sums");
   const int64_t nx = g->xf.nx, cx_n = g->ax.cells, cy_n = g->ay.cells;
   if (!s && grad)
     s = each(x, (uint64_t)d.n,
@@ -1020,20 +1036,10 @@ accel_status level_eval(accel__call *call, void *state, const double *params, in
   return ACCEL_OK;
 }
 
-/* The level's images made on the device from the inputs (job->make): the
- * fixed one by its pyramid job (without one it is the caller's own image,
- * which level_resident uploads as it is), the moving one's coefficients. */
-accel_status level_images(accel__executor *x, accel__call *call, level_dev &d, const accel__reg_level_job *job) {
-  const accel__reg_geom *g = d.g;
-  char *why = call->why;
-  accel_status s = ACCEL_OK;
-  if (job->make[0]) {
-    s = d.fixed.get(x, sizeof(float) * (size_t)(g->fw * g->fh), why);
-    if (!s) s = pyramid(x, call, job->make[0], d.fixed.as<float>());
-  }
-  if (!s) s = d.moving.get(x, sizeof(float) * (size_t)(g->mw * g->mh), why);
-  if (!s) s = pyramid(x, call, job->make[1], d.moving.as<float>());
-  return s;
+/* Whether the level's inputs are device arrays (its pyramid jobs read them
+ * in place). */
+bool device_inputs(const accel__reg_level_job *job) {
+  return (job->make[0] && job->make[0]->in_device) || (job->make[1] && job->make[1]->in_device);
 }
 
 accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *job) {
@@ -1045,7 +1051,6 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   d.g = &g;
   d.n = g.xf.nx * g.xf.ny;
   d.cells = g.ax.cells * g.ay.cells;
-  d.stream = false;
   d.job = job;
   d.row_lo = d.row_hi = nullptr;
   d.h_sums = (double *)malloc(sizeof(double) * ACCEL__REG_SUMS * (size_t)(d.cells ? d.cells : 1));
@@ -1066,14 +1071,14 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
     memcpy(mine.params, job->params, sizeof(double) * 2 * (size_t)d.n);
     mine.xf.params = mine.params;
     s = level_arrays(d, job, call->why);
-    if (!s) s = level_resident(d, call, job);
-    const bool device_inputs = (job->make[0] && job->make[0]->in_device) || (job->make[1] && job->make[1]->in_device);
-    if (s == ACCEL_ERR_DEVICE_MEMORY && !device_inputs && d.normal.p) {
-      /* the arrays fit, the images do not beside them */
-      x->drain(); /* before what the stream's work uses is given back */
-      d.fixed.reset(), d.moving.reset(), d.mask.reset();
-      call->why[0] = '\0';
-      s = level_streamed(d, call, job);
+    if (!s) {
+      s = level_resident(d, call, job);
+      if (s == ACCEL_ERR_DEVICE_MEMORY && !device_inputs(job)) { /* the images do not fit beside the arrays */
+        x->drain();                                              /* before what the stream's work uses is given back */
+        d.fixed.reset(), d.moving.reset(), d.mask.reset();
+        call->why[0] = '\0';
+        s = level_streamed(d, call, job);
+      }
     }
   }
   if (!s) {
@@ -1093,8 +1098,8 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
 accel_status level_on_device(accel__call *call, accel__reg_level_job *job) {
   return with_device(call, [&](accel__executor *x) {
     /* the caller's work that writes a device input comes first */
-    const bool device = (job->make[0] && job->make[0]->in_device) || (job->make[1] && job->make[1]->in_device);
-    accel_status s = device ? accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize") : ACCEL_OK;
+    accel_status s =
+        device_inputs(job) ? accel__cuda_check(x->device_sync(), call->why, "cudaDeviceSynchronize") : ACCEL_OK;
     return s ? s : level(x, call, job);
   });
 }

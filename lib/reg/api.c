@@ -251,14 +251,20 @@ static bool refine(const lgrid *gc, const double *c, const lgrid *gf, double *f)
 ACCEL__STAGE_FN(run_pyramid, reg, pyramid, job)
 ACCEL__STAGE_FN(run_level, reg, level, job)
 
+/* The dispatcher's slot for a 2-D device input `a` (a copy of the
+ * caller's descriptor): a CPU run reads a host copy of it. */
+static accel__device_slot input_slot(accel_array *a) {
+  return (accel__device_slot){
+      .ptr = &a->data, .bytes = (size_t)(a->shape[0] * a->shape[1]) * accel_dtype_size(a->dtype), .in = true};
+}
+
 /* One pyramid job; a device image read in place by the GPU (a CPU run
  * gets a host copy of it). */
 static accel_status pyramid(accel_ctx *ctx, accel__reg_pyramid_job *job, bool device) {
   if (!device) return accel__dispatch(ctx, "reg.pyramid", run_pyramid, job);
   accel_array copy = *job->in;
   const accel_array *in = job->in;
-  const accel__device_slot slot = {
-      .ptr = &copy.data, .bytes = (size_t)(copy.shape[0] * copy.shape[1]) * accel_dtype_size(copy.dtype), .in = true};
+  const accel__device_slot slot = input_slot(&copy);
   job->in = &copy;
   job->in_device = 1;
   const accel_status s = accel__dispatch_device(ctx, "reg.pyramid", run_pyramid, job, &slot, 1);
@@ -343,7 +349,6 @@ static accel_status one_level(reg_run *r, int32_t l) {
   accel__reg_pyramid_job pf = {&fixed_in, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0, r->fixed_dev};
   accel__reg_pyramid_job pm = {&moving_in, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1, r->moving_dev};
   if (made) {
-    pf.in = r->fixed, pm.in = r->moving, pf.in_device = pm.in_device = 0; /* pyramid() sets them */
     if (!s && !direct) s = pyramid(r->ctx, &pf, r->fixed_dev);
     if (!s) s = pyramid(r->ctx, &pm, r->moving_dev);
     if (!s) s = prealign(r, fimg, &fr);
@@ -374,11 +379,7 @@ static accel_status one_level(reg_run *r, int32_t l) {
     accel__device_slot slots[2];
     int ns = 0;
     for (int k = 0; k < 2; k++)
-      if (job.make[k] && job.make[k]->in_device) {
-        accel_array *a = k ? &moving_in : &fixed_in;
-        slots[ns++] = (accel__device_slot){
-            .ptr = &a->data, .bytes = (size_t)(a->shape[0] * a->shape[1]) * accel_dtype_size(a->dtype), .in = true};
-      }
+      if (job.make[k] && job.make[k]->in_device) slots[ns++] = input_slot(k ? &moving_in : &fixed_in);
     s = accel__dispatch_device(r->ctx, "reg.level", run_level, &job, slots, ns);
     r->report.level[l].seconds = accel__now() - t0;
   }
