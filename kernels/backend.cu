@@ -20,6 +20,8 @@
  */
 #include "cuda_util.h"
 
+#include "core/context.h"
+
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -341,6 +343,11 @@ extern "C" const accel__backend accel__cuda_backend = {
     /* .reg = */ &accel__cuda_reg_ops,
     /* .copy = */ cuda_copy,
 };
+
+extern "C" uint64_t accel__cuda_memory_in_use(const accel_ctx *ctx) {
+  if (!ctx || ctx->backend->kind != ACCEL_BACKEND_CUDA || !ctx->backend_state) return 0;
+  return __atomic_load_n(&((const accel__cuda_state *)ctx->backend_state)->in_use, __ATOMIC_RELAXED);
+}
 
 /* ------------------------------------------------------------ the host emulation, for tests */
 

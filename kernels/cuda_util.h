@@ -37,7 +37,7 @@ typedef struct accel__cuda_state {
   cudaStream_t stream;
   cudaMemPool_t pool;
   uint64_t budget;    /* bytes the context may hold */
-  uint64_t in_use;    /* bytes currently allocated through accel__cuda_alloc */
+  uint64_t in_use;    /* bytes currently allocated through accel__cuda_alloc (emulated: by the executors) */
   pthread_mutex_t mu; /* serializes GPU work of one context */
 } accel__cuda_state;
 
@@ -376,10 +376,16 @@ accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *w
  * entered (stale errors forgotten) and then left (memory given back); in
  * the host emulation (tests), within the context's budget. */
 template <class F> accel_status with_device(accel__call *call, F f) {
-  if (((const accel__cuda_state *)call->state)->emulated) {
+  accel__cuda_state *st = (accel__cuda_state *)call->state;
+  if (st->emulated) {
     accel__cuda_forget_stale_error(false);
-    accel__executor x = {nullptr, ((const accel__cuda_state *)call->state)->budget, 0, call};
-    return f(&x);
+    /* memory a call keeps (the registration's held inputs) stays counted
+     * against the budget until a later call gives it back, as on a device */
+    const uint64_t start = __atomic_load_n(&st->in_use, __ATOMIC_RELAXED);
+    accel__executor x = {nullptr, st->budget, start, call};
+    const accel_status s = f(&x);
+    __atomic_add_fetch(&st->in_use, x.emu_in_use - start, __ATOMIC_RELAXED); /* wraps for a net release */
+    return s;
   }
   accel__cuda_scope scope;
   accel_status s = accel__cuda_enter(call, &scope);
@@ -412,6 +418,24 @@ struct dbuf {
     return s;
   }
   template <class T> T *as() const { return (T *)(void *)p; }
+  /* The memory handed on to outlive the buffer and the call (memory one
+   * call keeps for later calls: adopt() takes it back), no longer released
+   * here; its size is the caller's to keep. */
+  [[nodiscard]] void *keep() {
+    void *q = p;
+    x = nullptr;
+    p = nullptr;
+    n = 0;
+    return q;
+  }
+  /* Memory of `bytes` from keep() (NULL: none), released with the buffer. */
+  void adopt(accel__executor *ex, void *mem, size_t bytes) {
+    reset();
+    if (!mem) return;
+    x = ex;
+    p = (uint8_t *)mem;
+    n = bytes;
+  }
   /* The caller's device memory (a device array) in place of a buffer of
    * ours: used as one, never released. */
   void borrow(void *mem) {

@@ -89,6 +89,16 @@ layout layout_of(const accel_array *a) {
   return l;
 }
 
+/* A C-contiguous array of `a`'s shape and dtype at `data`. */
+accel_array packed_at(const accel_array *a, const void *data) {
+  accel_array p = *a;
+  p.data = (void *)data;
+  const int64_t es = (int64_t)accel_dtype_size(a->dtype);
+  p.strides[1] = es;
+  p.strides[0] = a->shape[1] * es;
+  return p;
+}
+
 /* The elements of rows [r0, r1) and columns [c0, c1) of a caller's array,
  * between it and a packed buffer (out: array to buffer). */
 void move_block(const accel_array *a, const layout &l, int64_t r0, int64_t r1, int64_t c0, int64_t c1, uint8_t *buf,
@@ -311,6 +321,15 @@ accel_status pyramid(accel__executor *x, accel__call *call, const accel__reg_pyr
                      float *dev_out = nullptr) {
   char *why = call->why;
   if (job->width <= 0 || job->height <= 0) return ACCEL_OK;
+  accel__reg_pyramid_job held;
+  accel_array copy;
+  if (job->resident) { /* the input's packed copy on the device, read there */
+    copy = packed_at(job->in, job->resident);
+    held = *job;
+    held.in = &copy;
+    held.in_device = 1;
+    job = &held;
+  }
   float k[2 * MAX_RADIUS + 1];
   pyramid_plan p = {job, layout_of(job->in), 0, job->height, dev_out != nullptr};
   if ((p.radius = gaussian(job->sigma, k, MAX_RADIUS)) < 0)
@@ -331,6 +350,41 @@ accel_status pyramid(accel__executor *x, accel__call *call, const accel__reg_pyr
   if (!s && job->coefficients) s = coefficients(x, job, dev_out, why);
   if (s) x->drain();
   return s;
+}
+
+/* The registration's inputs held on the device (ops.h), or given back:
+ * buffers whose memory outlives the call (keep) until the release takes it
+ * back (adopt). */
+accel_status hold_on_device(accel__call *call, accel__reg_hold_job *job) {
+  return with_device(call, [&](accel__executor *x) {
+    dbuf buf[2];
+    if (job->release) { /* released with the buffers */
+      for (int k = 0; k < 2; k++) buf[k].adopt(x, job->held[k], job->bytes[k]);
+      job->held[0] = job->held[1] = nullptr;
+      return ACCEL_OK;
+    }
+    uint64_t total = job->need;
+    for (int k = 0; k < 2; k++) {
+      job->held[k] = nullptr;
+      job->bytes[k] = job->in[k] ? layout_of(job->in[k]).row_bytes * (size_t)job->in[k]->shape[0] : 0;
+      total += job->bytes[k];
+    }
+    if (total > x->room()) return ACCEL_OK; /* the levels upload what they read */
+    hbuf staging;
+    accel_status s = ACCEL_OK;
+    for (int k = 0; k < 2 && !s; k++) {
+      if (!job->in[k]) continue;
+      s = buf[k].get(x, job->bytes[k], call->why);
+      if (!s) s = upload_rows(x, job->in[k], 0, job->in[k]->shape[0], buf[k].p, staging, call->why);
+    }
+    if (!s) s = accel__cuda_check(x->sync(), call->why, "hold the inputs"); /* before the staging memory goes */
+    if (s) {
+      x->drain();
+      return s;
+    }
+    for (int k = 0; k < 2; k++) job->held[k] = buf[k].keep();
+    return ACCEL_OK;
+  });
 }
 
 accel_status pyramid_on_device(accel__call *call, accel__reg_pyramid_job *job) {
@@ -918,6 +972,7 @@ accel_status level_resident(level_dev &d, accel__call *call, const accel__reg_le
   const accel__reg_geom *g = d.g;
   char *why = call->why;
   accel_status s = job->make[1] ? level_images(x, call, d, job) : ACCEL_OK;
+  if (!s && !d.fixed.p && job->fixed_resident) d.fixed.borrow((void *)job->fixed_resident);
   if (!s && !d.fixed.p) s = d.fixed.put(x, job->fixed, (size_t)(g->fw * g->fh), why, "upload the fixed level");
   if (!s && !d.moving.p) s = d.moving.put(x, job->moving, (size_t)(g->mw * g->mh), why, "upload the moving level");
   if (!s && job->mask) s = d.mask.put(x, job->mask, (size_t)(g->fw * g->fh), why, "upload the mask");
@@ -1112,4 +1167,5 @@ extern "C" const accel__reg_ops accel__cuda_reg_ops = {
     /* .warp = */ warp_on_device,
     /* .prealign = */ accel__reg_cuda_prealign,
     /* .finite = */ finite_on_device,
+    /* .hold = */ hold_on_device,
 };

@@ -44,6 +44,11 @@ extern int64_t accel__reg_finite_segment;
  * tests run both ways. Default true. */
 extern bool accel__cuda_overlap;
 
+/* Device memory that ctx's CUDA (or emulated) backend holds now, between
+ * calls (what a registration holds across its levels; 0 when nothing is
+ * held, and on other backends). */
+uint64_t accel__cuda_memory_in_use(const accel_ctx *ctx);
+
 /* "kernels/<file>.cu:<line>" of the last failed CUDA call that a stage
  * reported on this thread (accel__cuda_check), "" when none has since the
  * thread's last stage began. */

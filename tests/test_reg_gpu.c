@@ -950,6 +950,98 @@ static void copied(accel_ctx *ctx, uint64_t *up, uint64_t *down) {
   }
 }
 
+/* A registration of host images on a GPU holds them on the device for all
+ * its levels (reg.hold), each uploaded once: three levels upload them once
+ * where they uploaded them three times, with the CPU's transform to the
+ * bit. Under a budget too small to hold them beside the finest level
+ * nothing is held and each level uploads the rows it reads, as before. A
+ * failure at any CUDA call of the hold falls back (nothing held, the levels
+ * still on the GPU) or, under DENY, is the error; the memory is given back
+ * in every case. */
+START_TEST(register_holds_host_images_once_in_emulation) {
+  enum { H = 120, W = 136 };
+  image fixed = make_image(ACCEL_DTYPE_F32, H, W, 1, LAYOUT_DENSE, 3);
+  image moving = make_image(ACCEL_DTYPE_U16, H, W, 1, LAYOUT_GAPPED, 4);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 3, o.grid_spacing = 16, o.iterations = 6, o.samples = 2000;
+  accel_ctx *cpu = cpu_ctx();
+  accel_reg_transform *tc = NULL, *tg = NULL;
+  ck_assert_int_eq(accel_reg_register(cpu, &fixed.a, &moving.a, NULL, NULL, &o, &tc, NULL), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(tc);
+  double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+  ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+  const uint64_t px = (uint64_t)(H * W), inputs = px * (4 + 2);
+  uint64_t level_up[2] = {0, 0};
+  for (int small = 0; small < 2; small++) {
+    set_emulated_gpu_budget(small ? (uint64_t)32 << 20 : 0); /* under the hold's 64 MiB of room for the bands */
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+    ck_assert_msg(accel_reg_register(gpu, &fixed.a, &moving.a, NULL, NULL, &o, &tg, NULL) == ACCEL_OK, "%s",
+                  accel_last_error(gpu));
+    ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+    ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "budget %d: the GPU's transform differs", small);
+    accel_reg_transform_destroy(tg);
+    tg = NULL;
+    ck_assert_uint_eq(uploaded(gpu, "reg.hold"), small ? 0 : inputs);
+    level_up[small] = uploaded(gpu, "reg.level");
+    ck_assert_uint_eq(accel__cuda_memory_in_use(gpu), 0);
+    accel_ctx_destroy(gpu);
+  }
+  /* held: the levels upload no image rows (taps, cells, parameters only,
+   * less than the inputs); not held: each level all rows of both inputs
+   * (the finest level the fixed image as it is), three times the inputs */
+  ck_assert_uint_lt(level_up[0], inputs);
+  ck_assert_uint_eq(level_up[1], level_up[0] + 3 * inputs);
+  set_emulated_gpu_budget(0);
+  /* a fault at each CUDA call of the hold (the registration's first) */
+  int held_faults = 0;
+  for (int64_t k = 0;; k++) {
+    log_capture cap = {0};
+    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+    accel__cuda_fault_error = CUDA_ERROR_LAUNCH_FAILURE;
+    accel__cuda_fault_at = k;
+    const accel_status s = accel_reg_register(gpu, &fixed.a, &moving.a, NULL, NULL, &o, &tg, NULL);
+    const bool hit = accel__cuda_fault_at < 0;
+    accel__cuda_fault_at = -1;
+    ck_assert_int_eq(s, ACCEL_OK);
+    ck_assert(hit);
+    ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+    ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "fault %lld: the transform differs", (long long)k);
+    accel_reg_transform_destroy(tg);
+    tg = NULL;
+    ck_assert_int_eq(cap.n, 1);
+    ck_assert_msg(strstr(cap.line[0], "cudaErrorLaunchFailure") && strstr(cap.line[0], ". CPU fallback."), "%s",
+                  cap.line[0]);
+    ck_assert_uint_eq(accel__cuda_memory_in_use(gpu), 0);
+    const bool in_hold = strncmp(cap.line[0], "[GPU] reg.hold failed: ", 23) == 0;
+    if (in_hold) { /* nothing held: the levels upload the rows they read, on the GPU */
+      accel_stage_stats st;
+      accel_stage_stats_init(&st, sizeof st);
+      ck_assert_int_eq(accel_ctx_stats_find(gpu, "reg.level", &st), ACCEL_OK);
+      ck_assert_int_eq((int)st.gpu_runs, 3);
+      ck_assert_uint_eq(st.bytes_uploaded, level_up[1]);
+    }
+    accel_ctx_destroy(gpu);
+    if (!in_hold) break; /* past the hold: the level's faults are failures_fall_back_in_emulation's */
+    held_faults++;
+  }
+  ck_assert_int_ge(held_faults, 3); /* two allocations, two uploads, the wait */
+  accel_ctx *strict = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  accel__cuda_fault_error = CUDA_ERROR_LAUNCH_FAILURE;
+  accel__cuda_fault_at = 1;
+  ck_assert_int_eq(accel_reg_register(strict, &fixed.a, &moving.a, NULL, NULL, &o, &tg, NULL), ACCEL_ERR_DEVICE);
+  accel__cuda_fault_at = -1;
+  ck_assert_ptr_null(tg);
+  ck_assert_uint_eq(accel__cuda_memory_in_use(strict), 0);
+  accel_ctx_destroy(strict);
+  free(pg), free(pc);
+  accel_reg_transform_destroy(tc);
+  accel_ctx_destroy(cpu);
+  free(fixed.mem);
+  free(moving.mem);
+}
+END_TEST
+
 /* Registration of device images (F32 fixed, U8 moving): the CPU's
  * transform from host arrays to the bit, the full-resolution images never
  * uploaded (each level copies the rows of its inputs on the device) nor
@@ -984,18 +1076,23 @@ START_TEST(register_reads_device_images_in_place) {
   ck_assert_uint_eq(up, device_up);
   ck_assert_uint_eq(down, device_down + H * sizeof(int64_t));
   ck_assert_uint_lt(up, (uint64_t)(H * W) * sizeof(float));
-  /* the same from host arrays uploads each input's rows once a level (the
-   * F32 fixed image's at the coarse level, and at the finest as the level's
-   * image itself, with no smoothing job and so one tap fewer; the U8
-   * moving image's at both) and otherwise the same */
+  /* the same from host arrays uploads each input once (reg.hold: 4 + 1
+   * bytes a pixel), which the levels then read on the device as they read
+   * device arrays (the finest level's fixed image is the held copy itself,
+   * with no smoothing job and so one tap fewer), and gives it back after */
   ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
   accel_reg_transform *th = NULL;
   ck_assert_int_eq(accel_reg_register(gpu, &fixed.a, &moving.a, NULL, NULL, &o, &th, NULL), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_parameters(th, pg, n), ACCEL_OK);
+  ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "the held images' transform differs");
   accel_reg_transform_destroy(th);
   uint64_t host_up, host_down;
   copied(gpu, &host_up, &host_down);
   ck_assert_uint_eq(host_down, device_down);
-  ck_assert_uint_eq(host_up + sizeof(float), device_up + (uint64_t)(H * W) * (4 + 4 + 1 + 1));
+  ck_assert_uint_eq(uploaded(gpu, "reg.hold"), (uint64_t)(H * W) * (4 + 1));
+  ck_assert_uint_eq(uploaded(gpu, "reg.level") + sizeof(float), device_up);
+  ck_assert_uint_eq(host_up, uploaded(gpu, "reg.hold") + uploaded(gpu, "reg.level"));
+  ck_assert_uint_eq(accel__cuda_memory_in_use(gpu), 0);
   /* a NaN in the device image: refused as the host refuses it */
   ((float *)df.data)[7 * W + 3] = NAN;
   ((float *)fixed.a.data)[7 * W + 3] = NAN;
@@ -1254,6 +1351,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, warp_plans_room_for_the_uploaded_layer_in_emulation);
   tcase_add_test(tc, warp_too_small_a_budget_falls_back);
   tcase_add_test(tc, failures_fall_back_in_emulation);
+  tcase_add_test(tc, register_holds_host_images_once_in_emulation);
   tcase_add_test(tc, register_reads_device_images_in_place);
   tcase_add_test(tc, warp_reads_device_layers_in_place);
 #endif

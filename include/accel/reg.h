@@ -24,10 +24,15 @@
  * inside. Nothing needs a dense full-resolution displacement field: the
  * field is evaluated from the control grid where it is needed, tile by tile.
  *
- * Stage names: "reg.pyramid" (smoothing and downsampling), "reg.level" (the
- * optimisation of one resolution level), "reg.warp". On a CUDA backend all
- * three run on the GPU: the images of a level are uploaded once, the warp is
- * streamed tile by tile within the device memory budget.
+ * Stage names: "reg.pyramid" (smoothing and downsampling, for the
+ * pre-alignment), "reg.level" (one resolution level: its images and their
+ * optimisation), "reg.hold" (a registration's inputs held on a GPU across
+ * its levels, and given back), "reg.check", "reg.prealign", "reg.warp". On
+ * a CUDA backend they run on the GPU: a registration's host images are
+ * uploaded once when they fit the device memory budget beside its finest
+ * level (each level then makes its images on the device and keeps them
+ * there; otherwise each level uploads the input rows it reads), the warp is
+ * streamed tile by tile within the budget.
  *
  * Errors (core.h has the general rules): ACCEL_ERR_INVALID_ARG for a NULL
  * ctx (reported through accel_last_error(NULL)), a NULL required pointer, an
@@ -287,8 +292,8 @@ ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t st
  * Device arrays (core.h): on a CUDA context `fixed` and `moving` may be
  * C-contiguous device arrays, read in place (the pyramid copies their rows
  * on the device; an F32 image's finiteness is checked there, stage
- * "reg.check"); the level images the pyramid makes go through the host as
- * for host images. The mask must be host memory. */
+ * "reg.check"); the level images are made and kept on the device, as from
+ * held host images. The mask must be host memory. */
 ACCEL_API accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const accel_array *moving,
                                           const accel_array *fixed_mask, const accel_reg_transform *initial,
                                           const accel_reg_options *options, accel_reg_transform **out,

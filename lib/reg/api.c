@@ -20,6 +20,7 @@
  * cover the image; the result of a level is carried to the next exactly by
  * B-spline subdivision (1/8 [1 4 6 4 1] per axis). */
 #include "reg/cpu.h"
+#include "reg/level_cell.h"
 #include "reg/ops.h"
 #include "reg/prealign.h"
 #include "reg/transform.h"
@@ -250,6 +251,7 @@ static bool refine(const lgrid *gc, const double *c, const lgrid *gf, double *f)
 
 ACCEL__STAGE_FN(run_pyramid, reg, pyramid, job)
 ACCEL__STAGE_FN(run_level, reg, level, job)
+ACCEL__STAGE_FN(run_hold, reg, hold, job)
 
 /* The dispatcher's slot for a 2-D device input `a` (a copy of the
  * caller's descriptor): a CPU run reads a host copy of it. */
@@ -293,7 +295,8 @@ typedef struct reg_run {
   accel__reg_xform base;  /* the initial B-spline part on the final grid (params NULL: none) */
   lgrid grids[8];
   double *params[8];
-  float *fimg, *mimg; /* the level images, sized for the finest level and reused by every level */
+  float *fimg, *mimg;       /* the level images, sized for the finest level and reused by every level */
+  accel__reg_hold_job hold; /* the host inputs' device copies (GPU; held NULL: none) */
   accel_reg_report report;
 } reg_run;
 
@@ -306,7 +309,8 @@ static accel_status prealign(reg_run *r, const float *fixed, const frame *fr) {
   const char *func = "accel_reg_register";
   float *moving = malloc((size_t)(fr->mw * fr->mh) * sizeof(float));
   if (!moving) return accel__fail_in(r->ctx, func, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the pre-alignment");
-  accel__reg_pyramid_job pm = {r->moving, fr->sigma, fr->factor, fr->offset, moving, fr->mw, fr->mh, 0, 0};
+  accel__reg_pyramid_job pm = {r->moving, fr->sigma, fr->factor, fr->offset, moving,
+                               fr->mw,    fr->mh,    0,          0,          r->hold.held[1]};
   accel_status s = pyramid(r->ctx, &pm, r->moving_dev);
   const double centre[2] = {(double)(r->fixed->shape[1] - 1) / 2.0, (double)(r->fixed->shape[0] - 1) / 2.0};
   double pa[3];
@@ -346,8 +350,10 @@ static accel_status one_level(reg_run *r, int32_t l) {
   const bool made = l == 0 && r->o->prealign;
   const double t0 = accel__now();
   accel_array fixed_in = *r->fixed, moving_in = *r->moving; /* the device inputs' host copies in a CPU run */
-  accel__reg_pyramid_job pf = {&fixed_in, fr.sigma, fr.factor, fr.offset, fimg, fr.fw, fr.fh, 0, r->fixed_dev};
-  accel__reg_pyramid_job pm = {&moving_in, fr.sigma, fr.factor, fr.offset, mimg, fr.mw, fr.mh, 1, r->moving_dev};
+  accel__reg_pyramid_job pf = {&fixed_in, fr.sigma, fr.factor, fr.offset,    fimg,
+                               fr.fw,     fr.fh,    0,         r->fixed_dev, r->hold.held[0]};
+  accel__reg_pyramid_job pm = {&moving_in, fr.sigma, fr.factor, fr.offset,     mimg,
+                               fr.mw,      fr.mh,    1,         r->moving_dev, r->hold.held[1]};
   if (made) {
     if (!s && !direct) s = pyramid(r->ctx, &pf, r->fixed_dev);
     if (!s) s = pyramid(r->ctx, &pm, r->moving_dev);
@@ -376,6 +382,7 @@ static accel_status one_level(reg_run *r, int32_t l) {
     job.report = &r->report.level[l];
     job.make[0] = made || direct ? NULL : &pf;
     job.make[1] = made ? NULL : &pm;
+    job.fixed_resident = direct ? r->hold.held[0] : NULL;
     accel__device_slot slots[2];
     int ns = 0;
     for (int k = 0; k < 2; k++)
@@ -385,6 +392,34 @@ static accel_status one_level(reg_run *r, int32_t l) {
   }
   free(mask);
   return s;
+}
+
+/* On a GPU, the host inputs copied to the device once for every level
+ * (stage reg.hold), when they fit the budget beside what the finest level
+ * (frame fr) needs there: its images (the fixed one unless it is the input
+ * itself), mask, cells' terms and node arrays, and 64 MiB for the
+ * pyramid's bands. Otherwise, or after a GPU failure (the CPU fallback
+ * holds nothing), each level uploads the input rows it reads. A single
+ * level reads each input once anyway. */
+static accel_status hold_inputs(reg_run *r, const frame *fr) {
+  r->hold.in[0] = r->fixed_dev ? NULL : r->fixed;
+  r->hold.in[1] = r->moving_dev ? NULL : r->moving;
+  if (!accel__ctx_on_gpu(r->ctx) || r->o->levels < 2 || (!r->hold.in[0] && !r->hold.in[1])) return ACCEL_OK;
+  const lgrid *g = &r->grids[r->o->levels - 1];
+  const uint64_t nodes = (uint64_t)((g->m1[0] - g->m0[0] + 1) * (g->m1[1] - g->m0[1] + 1));
+  const uint64_t fpx = (uint64_t)(fr->fw * fr->fh), mpx = (uint64_t)(fr->mw * fr->mh);
+  r->hold.need = (fixed_in_place(r->fixed, fr) ? 0 : 4 * fpx) + 4 * mpx + (r->mask ? fpx : 0) +
+                 nodes * (sizeof(accel__reg_cell_acc) + sizeof(double) * (ACCEL__REG_SUMS + 8 + ACCEL__REG_NB3)) +
+                 ((uint64_t)64 << 20);
+  return accel__dispatch(r->ctx, "reg.hold", run_hold, &r->hold);
+}
+
+/* The held inputs given back (whatever the registration's outcome). */
+static void release_inputs(reg_run *r) {
+  if (!r->hold.held[0] && !r->hold.held[1]) return;
+  r->hold.release = 1;
+  (void)accel__dispatch(r->ctx, "reg.hold", run_hold, &r->hold);
+  r->hold.held[0] = r->hold.held[1] = NULL;
 }
 
 static accel_status check_initial(accel_ctx *ctx, const accel_reg_transform *in, const accel_reg_grid *final,
@@ -474,7 +509,9 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     if (!r.fimg || !r.mimg)
       s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the level images (%lld pixels)",
                          (long long)(ff.fw * ff.fh + fr.mw * fr.mh));
+    if (!s) s = hold_inputs(&r, &fr);
     for (int32_t l = 0; l < o.levels && !s; l++) s = one_level(&r, l);
+    release_inputs(&r);
     free(r.fimg);
     free(r.mimg);
     r.report.seconds = accel__now() - t0;

@@ -28,7 +28,27 @@ typedef struct accel__reg_pyramid_job {
   /* 1: `in` is device memory (a C-contiguous device array); a GPU op reads
    * it in place, a CPU run gets a host copy (the dispatcher's slot). */
   int32_t in_device;
+  /* A C-contiguous device copy of the host array `in` that the
+   * registration holds across its levels (the hold job), or NULL: a GPU op
+   * reads it there instead of uploading `in`'s rows; a CPU op reads `in`. */
+  const void *resident;
 } accel__reg_pyramid_job;
+
+/* The registration's host inputs held in device memory across its levels,
+ * so that each is uploaded once, not once a level. `release` 0: copy each
+ * `in[k]` (fixed, moving; NULL: not this one) into device memory of its
+ * packed size, `held[k]` and `bytes[k]` out, when they fit the budget with
+ * `need` bytes to spare (what the finest level needs beside them);
+ * otherwise hold nothing (held NULL), which is not a failure: the levels
+ * then upload the rows they read. `release` 1: give `held` back. The CPU
+ * op holds nothing. */
+typedef struct accel__reg_hold_job {
+  const accel_array *in[2];
+  uint64_t need;
+  void *held[2];
+  size_t bytes[2];
+  int32_t release;
+} accel__reg_hold_job;
 
 /* Where an F32 image (2-D, validated) first holds a non-finite value:
  * `bad` = row * width + column, or -1. The registration asks it of device
@@ -75,8 +95,12 @@ typedef struct accel__reg_level_job {
    * buffers; a GPU op makes the images in device memory from the inputs
    * and keeps them there for the level, so that they never come back to
    * the host. The inputs may be device arrays (`in_device`; a CPU run gets
-   * host copies, the dispatcher's slots). */
+   * host copies, the dispatcher's slots) or held on the device
+   * (`resident`). */
   accel__reg_pyramid_job *make[2];
+  /* Without make[0]: the device copy of `fixed` that the registration
+   * holds (a GPU op reads it in place instead of uploading it), or NULL. */
+  const void *fixed_resident;
 } accel__reg_level_job;
 
 /* Warp one image: out(r, c) = in(T(x0 + c, y0 + r)). `in` and `out` are
@@ -131,6 +155,7 @@ typedef struct accel__reg_ops {
   accel_status (*warp)(accel__call *call, accel__reg_warp_job *job);
   accel_status (*prealign)(accel__call *call, accel__reg_prealign_job *job);
   accel_status (*finite)(accel__call *call, accel__reg_finite_job *job);
+  accel_status (*hold)(accel__call *call, accel__reg_hold_job *job);
 } accel__reg_ops;
 
 #ifdef __cplusplus
