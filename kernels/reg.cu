@@ -15,11 +15,13 @@
  *   on each side, clamped at the edges). The moving level's cubic B-spline
  *   coefficients (lib/reg/prefilter.h) with a thread per row, then per
  *   column.
+ * - hold: a registration's host inputs copied to the device once for all
+ *   its levels when they fit beside the finest level, given back at its end.
  * - level: the level's images made on the device by the pyramid's code
- *   above (each input's rows uploaded once for the level, or copied on the
- *   device from a device input; the fixed image uploaded as it is where it
- *   is the level's image itself) and kept there for the level, never
- *   downloaded; the backend-neutral
+ *   above (from the held copies or device inputs, read on the device, else
+ *   each input's rows uploaded once for the level; the fixed image uploaded
+ *   as it is, or its held copy used, where it is the level's image itself)
+ *   and kept there for the level, never downloaded; the backend-neutral
  *   optimizer of lib/reg/level.c run on the host with a device evaluator:
  *   one thread per control-grid cell forms the cell's sums in sample order
  *   (lib/reg/level_cell.h, the CPU's code), then each gradient entry and
@@ -27,12 +29,13 @@
  *   them, and the scalar sums are added on the host in cell order: the
  *   CPU's result to the bit. The optimizer, on the host, reads the metric
  *   and its derivatives back after every evaluation. A level whose images
- *   do not fit beside its arrays makes them on the host (the CPU's pyramid)
- *   and streams them: every evaluation uploads bands of cell rows with the
- *   rows their samples can read (the fixed rows, through the linear part;
- *   the moving rows the displacement's range reaches, mirrored at the
- *   edges) and runs the band's cells on them (level_stream); with device
- *   inputs, or when a row of cells does not fit, it falls back to the CPU.
+ *   do not fit beside its arrays makes them on the host (the CPU's pyramid,
+ *   or from device inputs the device's, downloaded) and streams them: every
+ *   evaluation uploads bands of cell rows with the rows their samples can
+ *   read (the fixed rows, through the linear part; the moving rows the
+ *   displacement's range reaches, mirrored at the edges) and runs the
+ *   band's cells on them (level_stream); when a row of cells does not fit,
+ *   it falls back to the CPU.
  * - warp: the output in tiles, each computed on the device and downloaded
  *   into the caller's array (pitched copies when its rows allow, else through
  *   a host staging buffer). The source (the input, or for cubic
@@ -982,9 +985,23 @@ accel_status level_resident(level_dev &d, accel__call *call, const accel__reg_le
   return s;
 }
 
-/* Images that do not fit: made on the host (the CPU's pyramid) and
- * streamed through a band buffer of what is left of the budget, up to the
- * whole images (level_stream). */
+/* A level image that does not fit beside the level's arrays, made into its
+ * host buffer (job->out): from a host input by the CPU's pyramid; from a
+ * device array by the device's pyramid in bands of what the budget has
+ * left, downloaded, then (the moving image) the coefficients by the CPU's
+ * prefilter, whose arithmetic the device's is (prefilter.h). */
+accel_status host_image(accel__executor *x, accel__call *call, accel__reg_pyramid_job *job) {
+  if (!job->in_device) return accel__reg_cpu_pyramid(call, job);
+  accel__reg_pyramid_job smooth = *job;
+  smooth.coefficients = 0;
+  const accel_status s = pyramid(x, call, &smooth); /* each band waited for */
+  if (!s && job->coefficients) accel__reg_prefilter(job->out, job->width, job->height, call->threads);
+  return s;
+}
+
+/* Images that do not fit: made on the host (host_image) and streamed
+ * through a band buffer of what is left of the budget, up to the whole
+ * images (level_stream). */
 accel_status level_streamed(level_dev &d, accel__call *call, const accel__reg_level_job *job) {
   accel__executor *x = d.x;
   const accel__reg_geom *g = d.g;
@@ -996,7 +1013,7 @@ accel_status level_streamed(level_dev &d, accel__call *call, const accel__reg_le
   base_range(d);
   accel_status s = ACCEL_OK;
   for (int k = 0; k < 2 && !s; k++)
-    if (job->make[k]) s = accel__reg_cpu_pyramid(call, job->make[k]);
+    if (job->make[k]) s = host_image(x, call, job->make[k]);
   const uint64_t whole = rows_bytes(d, g->fh, g->mh);
   if (!s) s = d.band.get(x, (size_t)((x->room() < whole ? x->room() : whole) / 8 * 8), call->why);
   return s;
@@ -1128,8 +1145,8 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
     s = level_arrays(d, job, call->why);
     if (!s) {
       s = level_resident(d, call, job);
-      if (s == ACCEL_ERR_DEVICE_MEMORY && !device_inputs(job)) { /* the images do not fit beside the arrays */
-        x->drain();                                              /* before what the stream's work uses is given back */
+      if (s == ACCEL_ERR_DEVICE_MEMORY) { /* the images do not fit beside the arrays */
+        x->drain();                       /* before what the stream's work uses is given back */
         d.fixed.reset(), d.moving.reset(), d.mask.reset();
         call->why[0] = '\0';
         s = level_streamed(d, call, job);

@@ -554,11 +554,14 @@ END_TEST
 static uint64_t uploaded(accel_ctx *ctx, const char *stage);
 static uint64_t downloaded(accel_ctx *ctx, const char *stage);
 
+static accel_array on_device_copy(const accel_array *a);
+
 /* Whole registrations under budgets from one that holds every level down
  * to one where the finest level's images do not fit beside its arrays:
  * those made on the host and streamed, the CPU's transform to the bit
- * either way (no fallback allowed), or the device memory error; no level
- * image is ever downloaded. */
+ * either way (no fallback allowed), or the device memory error. From host
+ * images no level image is ever downloaded; from device arrays a streamed
+ * level's images are made on the device and come down to stream. */
 START_TEST(register_streams_over_the_budget_in_emulation) {
   enum { H = 120, W = 136 };
   float *moving = malloc(sizeof(float) * H * W), *fixed = malloc(sizeof(float) * H * W);
@@ -581,33 +584,40 @@ START_TEST(register_streams_over_the_budget_in_emulation) {
   const int64_t n = accel_reg_transform_count(tc);
   double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
   ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
-  int streamed = 0, resident = 0;
-  uint64_t down = 0;
-  for (uint64_t budget = 400000; budget >= 160000; budget -= 20000) {
-    set_emulated_gpu_budget(budget);
-    accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
-    accel_reg_transform *tg = NULL;
-    const accel_status s = accel_reg_register(gpu, &af, &am, NULL, NULL, &o, &tg, NULL);
-    if (s == ACCEL_OK) {
-      ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
-      ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "budget %llu: the GPU's transform differs",
-                    (unsigned long long)budget);
-      /* each level uploads its inputs' rows once when resident (8 H W
-       * bytes at most), far more when it streams them every evaluation */
-      if (uploaded(gpu, "reg.level") > (uint64_t)(32 * H * W)) streamed++;
-      else resident++;
-      /* what comes back is the optimizer's sums alone, the same whether the
-       * images were made on the device or streamed from the host */
-      if (!down) down = downloaded(gpu, "reg.level");
-      ck_assert_uint_eq(downloaded(gpu, "reg.level"), down);
-    } else {
-      ck_assert_int_eq(s, ACCEL_ERR_DEVICE_MEMORY);
+  accel_array df = on_device_copy(&af), dm = on_device_copy(&am);
+  for (int dev = 0; dev < 2; dev++) {
+    int streamed = 0, resident = 0;
+    uint64_t down = 0;
+    for (uint64_t budget = 400000; budget >= 160000; budget -= 20000) {
+      set_emulated_gpu_budget(budget);
+      accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+      accel_reg_transform *tg = NULL;
+      const accel_status s = accel_reg_register(gpu, dev ? &df : &af, dev ? &dm : &am, NULL, NULL, &o, &tg, NULL);
+      if (s == ACCEL_OK) {
+        ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+        ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0,
+                      "budget %llu, device inputs %d: the GPU's transform differs", (unsigned long long)budget, dev);
+        /* each level uploads its inputs' rows once when resident (8 H W
+         * bytes at most), far more when it streams them every evaluation */
+        const bool streams = uploaded(gpu, "reg.level") > (uint64_t)(32 * H * W);
+        streamed += streams, resident += !streams;
+        /* what comes back is the optimizer's sums alone, the same whether
+         * the images were made on the device or streamed from the host;
+         * from device arrays a streamed level's images come down too */
+        if (!down) down = downloaded(gpu, "reg.level");
+        if (dev && streams) ck_assert_uint_ge(downloaded(gpu, "reg.level"), down + (uint64_t)(8 * H * W));
+        else ck_assert_uint_eq(downloaded(gpu, "reg.level"), down);
+      } else {
+        ck_assert_int_eq(s, ACCEL_ERR_DEVICE_MEMORY);
+      }
+      accel_reg_transform_destroy(tg);
+      accel_ctx_destroy(gpu);
     }
-    accel_reg_transform_destroy(tg);
-    accel_ctx_destroy(gpu);
+    ck_assert_msg(streamed > 0 && resident > 0, "device inputs %d: %d budgets streamed, %d resident", dev, streamed,
+                  resident);
   }
-  ck_assert_msg(streamed > 0 && resident > 0, "%d budgets streamed, %d resident", streamed, resident);
   set_emulated_gpu_budget(0);
+  free(df.data), free(dm.data);
   free(pg), free(pc);
   accel_reg_transform_destroy(tc);
   accel_reg_transform_destroy(truth);
