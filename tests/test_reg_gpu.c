@@ -1103,6 +1103,16 @@ START_TEST(register_reads_device_images_in_place) {
   ck_assert_uint_eq(uploaded(gpu, "reg.level") + sizeof(float), device_up);
   ck_assert_uint_eq(host_up, uploaded(gpu, "reg.hold") + uploaded(gpu, "reg.level"));
   ck_assert_uint_eq(accel__cuda_memory_in_use(gpu), 0);
+  /* a device fixed image and a host moving one: only the host one is held,
+   * and the levels upload what they do from two device arrays */
+  ck_assert_int_eq(accel_ctx_stats_reset(gpu), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_register(gpu, &df, &moving.a, NULL, NULL, &o, &th, NULL), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_parameters(th, pg, n), ACCEL_OK);
+  ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "the mixed inputs' transform differs");
+  accel_reg_transform_destroy(th);
+  ck_assert_uint_eq(uploaded(gpu, "reg.hold"), (uint64_t)(H * W));
+  ck_assert_uint_eq(uploaded(gpu, "reg.level"), device_up);
+  ck_assert_uint_eq(accel__cuda_memory_in_use(gpu), 0);
   /* a NaN in the device image: refused as the host refuses it */
   ((float *)df.data)[7 * W + 3] = NAN;
   ((float *)fixed.a.data)[7 * W + 3] = NAN;

@@ -408,7 +408,7 @@ static accel_status hold_inputs(reg_run *r, const frame *fr) {
   const lgrid *g = &r->grids[r->o->levels - 1];
   const uint64_t nodes = (uint64_t)((g->m1[0] - g->m0[0] + 1) * (g->m1[1] - g->m0[1] + 1));
   const uint64_t fpx = (uint64_t)(fr->fw * fr->fh), mpx = (uint64_t)(fr->mw * fr->mh);
-  r->hold.need = (fixed_in_place(r->fixed, fr) ? 0 : 4 * fpx) + 4 * mpx + (r->mask ? fpx : 0) +
+  r->hold.need = (!r->fixed_dev && fixed_in_place(r->fixed, fr) ? 0 : 4 * fpx) + 4 * mpx + (r->mask ? fpx : 0) +
                  nodes * (sizeof(accel__reg_cell_acc) + sizeof(double) * (ACCEL__REG_SUMS + 8 + ACCEL__REG_NB3)) +
                  ((uint64_t)64 << 20);
   return accel__dispatch(r->ctx, "reg.hold", run_hold, &r->hold);
