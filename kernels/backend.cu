@@ -12,7 +12,9 @@
  * A context opens only after a test kernel ran on its device (so a build
  * without code for the device, or a driver that cannot load it, fails once,
  * at creation, with the reason); each call leaves the device with nothing
- * held in the context's pool.
+ * held in the context's pool but what a call keeps for later ones on
+ * purpose (a registration's inputs, stage reg.hold, from its start to its
+ * end), which stays counted against the budget.
  *
  * For tests, the same ops tables also make the emulated backend
  * (kernels/testing.h): its state says "emulated" and every stage runs on the
@@ -269,7 +271,8 @@ void accel__cuda_leave(accel__cuda_scope *scope) {
   accel__cuda_state *st = scope->st;
   if (!st) return;
   /* the call's frees are queued on the stream: once it is idle, the pool can
-   * give their memory back to the device (nothing is held between calls) */
+   * give their unused memory back to the device (what a call keeps, dbuf's
+   * keep(), stays allocated) */
   (void)accel__cuda_check(cudaStreamSynchronize(st->stream), nullptr, "cudaStreamSynchronize");
   (void)accel__cuda_check(cudaMemPoolTrimTo(st->pool, 0), nullptr, "cudaMemPoolTrimTo");
   (void)accel__cuda_check(cudaSetDevice(scope->prev_device), nullptr, "cudaSetDevice");

@@ -383,7 +383,11 @@ accel_status hold_on_device(accel__call *call, accel__reg_hold_job *job) {
     if (!s) s = accel__cuda_check(x->sync(), call->why, "hold the inputs"); /* before the staging memory goes */
     if (s) {
       x->drain();
-      return s;
+      if (s != ACCEL_ERR_DEVICE_MEMORY) return s;
+      /* the device had less free than the budget (another process): hold
+       * nothing, as when the budget has no room, which is no failure */
+      call->why[0] = '\0';
+      return ACCEL_OK;
     }
     for (int k = 0; k < 2; k++) job->held[k] = buf[k].keep();
     return ACCEL_OK;

@@ -960,6 +960,22 @@ static void copied(accel_ctx *ctx, uint64_t *up, uint64_t *down) {
   }
 }
 
+/* The device memory a context holds at every progress call (between the
+ * stage calls of a level's iterations). */
+typedef struct held_probe {
+  accel_ctx *ctx;
+  uint64_t least, most;
+} held_probe;
+
+static int held_during(void *user, int32_t level, int32_t iteration, double value) {
+  (void)level, (void)iteration, (void)value;
+  held_probe *p = user;
+  const uint64_t n = accel__cuda_memory_in_use(p->ctx);
+  p->least = n < p->least ? n : p->least;
+  p->most = n > p->most ? n : p->most;
+  return 0;
+}
+
 /* A registration of host images on a GPU holds them on the device for all
  * its levels (reg.hold), each uploaded once: three levels upload them once
  * where they uploaded them three times, with the CPU's transform to the
@@ -983,11 +999,18 @@ START_TEST(register_holds_host_images_once_in_emulation) {
   ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
   const uint64_t px = (uint64_t)(H * W), inputs = px * (4 + 2);
   uint64_t level_up[2] = {0, 0};
+  held_probe probe = {NULL, UINT64_MAX, 0};
+  o.progress = held_during, o.progress_user = &probe;
   for (int small = 0; small < 2; small++) {
     set_emulated_gpu_budget(small ? (uint64_t)32 << 20 : 0); /* under the hold's 64 MiB of room for the bands */
     accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+    probe.ctx = gpu, probe.least = UINT64_MAX, probe.most = 0;
     ck_assert_msg(accel_reg_register(gpu, &fixed.a, &moving.a, NULL, NULL, &o, &tg, NULL) == ACCEL_OK, "%s",
                   accel_last_error(gpu));
+    /* between the levels' calls the device holds the inputs (counted
+     * against the budget of every call meanwhile), or nothing */
+    ck_assert_uint_eq(probe.least, (small ? 0 : inputs));
+    ck_assert_uint_eq(probe.most, (small ? 0 : inputs));
     ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
     ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "budget %d: the GPU's transform differs", small);
     accel_reg_transform_destroy(tg);
@@ -1003,6 +1026,7 @@ START_TEST(register_holds_host_images_once_in_emulation) {
   ck_assert_uint_lt(level_up[0], inputs);
   ck_assert_uint_eq(level_up[1], level_up[0] + 3 * inputs);
   set_emulated_gpu_budget(0);
+  o.progress = NULL, o.progress_user = NULL;
   /* a fault at each CUDA call of the hold (the registration's first) */
   int held_faults = 0;
   for (int64_t k = 0;; k++) {
@@ -1035,7 +1059,7 @@ START_TEST(register_holds_host_images_once_in_emulation) {
     if (!in_hold) break; /* past the hold: the level's faults are failures_fall_back_in_emulation's */
     held_faults++;
   }
-  ck_assert_int_ge(held_faults, 3); /* two allocations, two uploads, the wait */
+  ck_assert_int_ge(held_faults, 5); /* two allocations, two uploads, the wait */
   accel_ctx *strict = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
   accel__cuda_fault_error = CUDA_ERROR_LAUNCH_FAILURE;
   accel__cuda_fault_at = 1;

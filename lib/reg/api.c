@@ -396,19 +396,23 @@ static accel_status one_level(reg_run *r, int32_t l) {
 
 /* On a GPU, the host inputs copied to the device once for every level
  * (stage reg.hold), when they fit the budget beside what the finest level
- * (frame fr) needs there: its images (the fixed one unless it is the input
- * itself), mask, cells' terms and node arrays, and 64 MiB for the
- * pyramid's bands. Otherwise, or after a GPU failure (the CPU fallback
- * holds nothing), each level uploads the input rows it reads. A single
- * level reads each input once anyway. */
-static accel_status hold_inputs(reg_run *r, const frame *fr) {
+ * (frame fr) needs there: its images (where its fixed image is the input
+ * itself, the next level's fixed image instead), mask, cells' terms and
+ * node arrays, and 64 MiB for the pyramid's bands. Otherwise (also when
+ * the device has less free memory than the budget says), or after a GPU
+ * failure (the CPU fallback holds nothing), each level uploads the input
+ * rows it reads. A single level reads each input once anyway. */
+static accel_status hold_inputs(reg_run *r, const frame *fr, const frame *coarser) {
   r->hold.in[0] = r->fixed_dev ? NULL : r->fixed;
   r->hold.in[1] = r->moving_dev ? NULL : r->moving;
   if (!accel__ctx_on_gpu(r->ctx) || r->o->levels < 2 || (!r->hold.in[0] && !r->hold.in[1])) return ACCEL_OK;
   const lgrid *g = &r->grids[r->o->levels - 1];
   const uint64_t nodes = (uint64_t)((g->m1[0] - g->m0[0] + 1) * (g->m1[1] - g->m0[1] + 1));
   const uint64_t fpx = (uint64_t)(fr->fw * fr->fh), mpx = (uint64_t)(fr->mw * fr->mh);
-  r->hold.need = (!r->fixed_dev && fixed_in_place(r->fixed, fr) ? 0 : 4 * fpx) + 4 * mpx + (r->mask ? fpx : 0) +
+  /* where the finest fixed image is the input itself, the next level's is
+   * the largest fixed image a level makes */
+  const uint64_t own = !r->fixed_dev && fixed_in_place(r->fixed, fr) ? (uint64_t)(coarser->fw * coarser->fh) : fpx;
+  r->hold.need = 4 * own + 4 * mpx + (r->mask ? fpx : 0) +
                  nodes * (sizeof(accel__reg_cell_acc) + sizeof(double) * (ACCEL__REG_SUMS + 8 + ACCEL__REG_NB3)) +
                  ((uint64_t)64 << 20);
   return accel__dispatch(r->ctx, "reg.hold", run_hold, &r->hold);
@@ -509,7 +513,7 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     if (!r.fimg || !r.mimg)
       s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the level images (%lld pixels)",
                          (long long)(ff.fw * ff.fh + fr.mw * fr.mh));
-    if (!s) s = hold_inputs(&r, &fr);
+    if (!s) s = hold_inputs(&r, &fr, &ff);
     for (int32_t l = 0; l < o.levels && !s; l++) s = one_level(&r, l);
     release_inputs(&r);
     free(r.fimg);
