@@ -33,6 +33,17 @@ START_TEST(grid_is_elastix_layout) {
   ck_assert_int_eq(g.size[0], 19);
   ck_assert(g.origin[0] == -64.5);
   ck_assert_int_eq(accel_reg_grid_for(1024, 1024, 0, &g), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_reg_grid_for(1, 50, 64, &g), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_reg_grid_for(50, 1, 64, &g), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_reg_grid_for(2, 2, 64, &g), ACCEL_OK);
+  ck_assert_int_eq(g.size[0], 4);
+  /* a grid that is too small: the error names the function the caller called */
+  g.size[0] = 3;
+  accel_reg_transform *t = NULL;
+  ck_assert_int_eq(accel_reg_transform_create(NULL, &g, &t), ACCEL_ERR_INVALID_ARG);
+  ck_assert_ptr_null(t);
+  const char *e = accel_last_error(NULL);
+  ck_assert_msg(strstr(e, "accel_reg_transform_create") && strstr(e, "at least 4 nodes"), "%s", e);
 }
 END_TEST
 
@@ -772,6 +783,12 @@ START_TEST(bad_arguments_are_errors) {
   bad = f;
   bad.shape[0] = 0;
   expect_error(ctx, &bad, &f, NULL, NULL, &o, ACCEL_ERR_INVALID_ARG, "fixed");
+  /* one pixel along an axis: no grid of 4 nodes fits it; said as such, in the public function's name */
+  accel_array thin = f;
+  thin.shape[1] = 1;
+  expect_error(ctx, &thin, &f, NULL, NULL, &o, ACCEL_ERR_INVALID_ARG, "fixed is 96 x 1 pixels");
+  thin.shape[0] = 1, thin.shape[1] = N;
+  expect_error(ctx, &f, &thin, NULL, NULL, &o, ACCEL_ERR_INVALID_ARG, "at least 2 along each axis");
   const struct {
     const char *needle;
     int field;

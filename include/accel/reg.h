@@ -81,7 +81,7 @@ typedef struct accel_reg_grid {
 
 /* The elastix grid for a fixed image of width x height and a control point
  * spacing (pixels, > 0): see the layout above. ACCEL_ERR_INVALID_ARG for a
- * NULL grid, sizes < 1 or a spacing that is not positive and finite (no
+ * NULL grid, sizes < 2 or a spacing that is not positive and finite (no
  * last-error message; no context needed). */
 ACCEL_API accel_status accel_reg_grid_for(int64_t width, int64_t height, double spacing, accel_reg_grid *grid);
 

@@ -105,9 +105,10 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
   if (a->dtype != ACCEL_DTYPE_U8 && a->dtype != ACCEL_DTYPE_U16 && a->dtype != ACCEL_DTYPE_F32)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s must be U8, U16 or F32, not %s", what,
                           accel__dtype_name(a->dtype));
-  if (a->shape[0] < 1 || a->shape[1] < 1)
-    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is empty (%lld x %lld)", what, (long long)a->shape[0],
-                          (long long)a->shape[1]);
+  if (a->shape[0] < 2 || a->shape[1] < 2)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "%s is %lld x %lld pixels: registration needs at least 2 along each axis", what,
+                          (long long)a->shape[0], (long long)a->shape[1]);
   if (a->shape[0] > INT32_MAX || a->shape[1] > INT32_MAX ||
       (uint64_t)a->shape[0] * (uint64_t)a->shape[1] > accel__ctx_max_pixels(ctx))
     return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %lld x %lld pixels, over the context's limit", what,
@@ -493,7 +494,7 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
             "fixed_mask has %lld nonzero pixels, fewer than 16 per node of the coarsest grid (%lld nodes)",
             (long long)inside, (long long)nodes);
   }
-  if ((s = accel__reg_transform_new(ctx, &final, &r.t))) return s;
+  if ((s = accel__reg_transform_new(ctx, __func__, &final, &r.t))) return s;
   if (!(s = check_initial(ctx, initial, &final, &r))) {
     const double t0 = accel__now();
     accel_reg_report_init(&r.report, sizeof r.report);

@@ -461,7 +461,7 @@ accel_status accel_reg_transform_load(accel_ctx *ctx, const char *path, accel_re
     return s;
   }
   accel_reg_transform *t = NULL;
-  if (top.params) s = accel__reg_transform_new(ctx, &top.grid, &t);
+  if (top.params) s = accel__reg_transform_new(ctx, __func__, &top.grid, &t);
   else s = accel__reg_transform_new_linear(ctx, top.size[0], top.size[1], &t);
   if (!s && top.params) memcpy(t->params, top.params, (size_t)accel_reg_transform_count(t) * sizeof *t->params);
   free(top.params);

@@ -9,7 +9,7 @@
 #include <string.h>
 
 accel_status accel_reg_grid_for(int64_t width, int64_t height, double spacing, accel_reg_grid *grid) {
-  if (!grid || width < 1 || height < 1 || !(spacing > 0) || !isfinite(spacing)) return ACCEL_ERR_INVALID_ARG;
+  if (!grid || width < 2 || height < 2 || !(spacing > 0) || !isfinite(spacing)) return ACCEL_ERR_INVALID_ARG;
   const int64_t size[2] = {width, height};
   for (int d = 0; d < 2; d++) {
     const double extent = (double)(size[d] - 1);
@@ -44,22 +44,25 @@ static accel_status transform_alloc(accel_ctx *ctx, const char *func, const acce
   return ACCEL_OK;
 }
 
-accel_status accel__reg_transform_new(accel_ctx *ctx, const accel_reg_grid *g, accel_reg_transform **out) {
-  REQUIRE(ctx, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+accel_status accel__reg_transform_new(accel_ctx *ctx, const char *func, const accel_reg_grid *g,
+                                      accel_reg_transform **out) {
+#define CHECK(cond, status, ...)                                                                                       \
+  if (!(cond)) return accel__fail_in(ctx, func, status, __VA_ARGS__)
+  CHECK(out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
-  REQUIRE(ctx, g, ACCEL_ERR_INVALID_ARG, "grid is NULL");
+  CHECK(g, ACCEL_ERR_INVALID_ARG, "grid is NULL");
   for (int d = 0; d < 2; d++) {
-    REQUIRE(ctx, g->size[d] >= 4, ACCEL_ERR_INVALID_ARG, "grid size %lld in %c: at least 4 nodes",
-            (long long)g->size[d], "xy"[d]);
-    REQUIRE(ctx, g->spacing[d] > 0 && isfinite(g->spacing[d]), ACCEL_ERR_INVALID_ARG, "grid spacing %g must be > 0",
-            g->spacing[d]);
-    REQUIRE(ctx, isfinite(g->origin[d]), ACCEL_ERR_INVALID_ARG, "grid origin is not finite");
-    REQUIRE(ctx, g->image_size[d] >= 1, ACCEL_ERR_INVALID_ARG, "image size %lld < 1", (long long)g->image_size[d]);
+    CHECK(g->size[d] >= 4, ACCEL_ERR_INVALID_ARG, "grid size %lld in %c: at least 4 nodes", (long long)g->size[d],
+          "xy"[d]);
+    CHECK(g->spacing[d] > 0 && isfinite(g->spacing[d]), ACCEL_ERR_INVALID_ARG, "grid spacing %g must be > 0",
+          g->spacing[d]);
+    CHECK(isfinite(g->origin[d]), ACCEL_ERR_INVALID_ARG, "grid origin is not finite");
+    CHECK(g->image_size[d] >= 1, ACCEL_ERR_INVALID_ARG, "image size %lld < 1", (long long)g->image_size[d]);
   }
-  REQUIRE(ctx, g->size[0] <= MAX_PARAMS / 2 / g->size[1], ACCEL_ERR_LIMIT,
-          "grid of %lld x %lld nodes: over %lld parameters", (long long)g->size[0], (long long)g->size[1],
-          (long long)MAX_PARAMS);
-  return transform_alloc(ctx, __func__, g, out);
+  CHECK(g->size[0] <= MAX_PARAMS / 2 / g->size[1], ACCEL_ERR_LIMIT, "grid of %lld x %lld nodes: over %lld parameters",
+        (long long)g->size[0], (long long)g->size[1], (long long)MAX_PARAMS);
+#undef CHECK
+  return transform_alloc(ctx, func, g, out);
 }
 
 accel_status accel__reg_transform_new_linear(accel_ctx *ctx, int64_t width, int64_t height, accel_reg_transform **out) {
@@ -69,7 +72,7 @@ accel_status accel__reg_transform_new_linear(accel_ctx *ctx, int64_t width, int6
 }
 
 accel_status accel_reg_transform_create(accel_ctx *ctx, const accel_reg_grid *grid, accel_reg_transform **out) {
-  return accel__reg_transform_new(ctx, grid, out);
+  return accel__reg_transform_new(ctx, __func__, grid, out);
 }
 
 /* Fold an elastix linear transform into q = M p + b. Translation: q = p + t.

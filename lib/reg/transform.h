@@ -20,7 +20,8 @@ struct accel_reg_transform {
 
 /* A new transform with all parameters 0 and no initial part (checks the
  * grid; fails as accel_reg_transform_create). */
-accel_status accel__reg_transform_new(accel_ctx *ctx, const accel_reg_grid *grid, accel_reg_transform **out);
+accel_status accel__reg_transform_new(accel_ctx *ctx, const char *func, const accel_reg_grid *grid,
+                                      accel_reg_transform **out);
 
 /* A transform without a B-spline part (a grid of 0 x 0 nodes over a fixed
  * image of width x height, no parameters) and no initial part yet: what a
