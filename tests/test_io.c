@@ -761,6 +761,69 @@ START_TEST(tiff_images_from_other_writers) {
 }
 END_TEST
 
+typedef struct log_lines {
+  char text[4][256];
+  int n;
+} log_lines;
+
+static void keep_line(void *user, accel_log_level level, const char *message) {
+  log_lines *l = user;
+  (void)level;
+  if (l->n < 4) snprintf(l->text[l->n], sizeof l->text[0], "%s", message);
+  l->n++;
+}
+
+/* A file of two gray images (8 x 6, then 5 x 4, values k and 100 + k),
+ * written with libtiff: the first loads, and the log says that only it
+ * did; a file of one image logs nothing. */
+START_TEST(tiff_stack_loads_its_first_image_and_says_so) {
+  const char *path = tmp("stack.tif");
+  TIFF *tif = TIFFOpen(path, "w");
+  ck_assert_ptr_nonnull(tif);
+  for (int page = 0; page < 2; page++) {
+    const uint32_t w = page ? 4 : 8, h = page ? 5 : 6;
+    TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, w);
+    TIFFSetField(tif, TIFFTAG_IMAGELENGTH, h);
+    TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+    TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+    TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+    TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+    TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, h);
+    uint8_t row[8];
+    for (uint32_t y = 0; y < h; y++) {
+      for (uint32_t x = 0; x < w; x++) row[x] = (uint8_t)((page ? 100 : 0) + y * w + x);
+      ck_assert_int_eq(TIFFWriteScanline(tif, row, y, 0), 1);
+    }
+    ck_assert_int_eq(TIFFWriteDirectory(tif), 1);
+  }
+  TIFFClose(tif);
+  accel_ctx_options o;
+  accel_ctx_options_init(&o, sizeof o);
+  o.backend = ACCEL_BACKEND_CPU;
+  log_lines lines = {.n = 0};
+  o.log_fn = keep_line;
+  o.log_user = &lines;
+  accel_ctx *ctx = NULL;
+  ck_assert_int_eq(accel_ctx_create(&o, &ctx), ACCEL_OK);
+  lines.n = 0;
+  accel_buffer *b = NULL;
+  ck_assert_int_eq(accel_tiff_load_image(ctx, path, &b), ACCEL_OK);
+  const accel_array a = view_of(b);
+  ck_assert_int_eq(a.shape[0], 6);
+  ck_assert_int_eq(a.shape[1], 8);
+  for (int k = 0; k < 48; k++) ck_assert_int_eq(((const uint8_t *)a.data)[k], k);
+  accel_buffer_destroy(b);
+  ck_assert_int_eq(lines.n, 1);
+  ck_assert_msg(strstr(lines.text[0], "stack.tif holds more than one image; only the first is loaded"), "%s",
+                lines.text[0]);
+  lines.n = 0;
+  ck_assert_int_eq(accel_tiff_load_image(ctx, tiff_fixture("u8_1.tif"), &b), ACCEL_OK);
+  accel_buffer_destroy(b);
+  ck_assert_int_eq(lines.n, 0);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* An image of every dtype the saver takes, with strides: every other
  * column of a wider buffer, rows from the bottom up. */
 typedef struct strided_image {
@@ -1388,6 +1451,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, tiff_images_written_in_place);
   tcase_add_test(tc, tiff_images_switch_to_bigtiff);
   tcase_add_test(tc, tiff_images_refuse_cleanly);
+  tcase_add_test(tc, tiff_stack_loads_its_first_image_and_says_so);
   tcase_add_test(tc, tiff_save_refuses_bad_arguments);
   tcase_add_test(tc, tiff_load_peaks_near_the_image_size);
   tcase_add_test(tc, image_load_sniffs_the_format);

@@ -137,7 +137,8 @@ ACCEL_API accel_status accel_tiff_save(accel_ctx *ctx, const char *path, const a
  * are read, and their pixels decoded straight into the buffer strip by
  * strip or tile by tile; the peak is the image plus one strip or tile
  * (plus its compressed bytes; strips of separate planes over 4 MiB are read
- * a band of rows at a time). Multi-image files: the first image only.
+ * a band of rows at a time). Multi-image files: the first image only (a
+ * warning in the context's log says so).
  * Errors: the loads' above, ACCEL_ERR_FORMAT (not a TIFF, an empty
  * image, a damaged or truncated file, strips or tiles larger than the file
  * can hold), ACCEL_ERR_LIMIT (more pixels than the context's max_pixels,

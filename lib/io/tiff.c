@@ -637,6 +637,9 @@ accel_status accel_tiff_load_image(accel_ctx *ctx, const char *path, accel_buffe
   REQUIRE(ctx, tif, ACCEL_ERR_FORMAT, "%s is not a readable TIFF (%s)", path, tiff_message);
   image_layout L;
   s = image_header(ctx, __func__, path, tif, &L);
+  /* a stack given where an image is meant: say which image is used */
+  if (!s && !TIFFLastDirectory(tif))
+    accel__log(ctx, ACCEL_LOG_WARN, "accel: %s holds more than one image; only the first is loaded", path);
   char why[200];
   const size_t chunk_bps = L.planar == PLANARCONFIG_SEPARATE ? L.es : L.es * L.spp;
   const char *bad = s ? NULL : check_layout(tif, L.w, L.h, chunk_bps, (uint64_t)file_size, why, sizeof why);
