@@ -280,8 +280,8 @@ typedef struct accel_reg_report {
 
 ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t struct_size);
 
-/* Register `moving` to `fixed` (2-D U8, U16 or F32, any sizes and strides;
- * they need not have the same size): *out receives a new transform over the
+/* Register `moving` to `fixed` (2-D U8, U16 or F32, any sizes from 2 x 2
+ * and strides; they need not have the same size): *out receives a new transform over the
  * fixed image's grid (free with accel_reg_transform_destroy). `fixed_mask`
  * (NULL: everywhere) limits the samples to its nonzero pixels. `initial`
  * (NULL: identity) gives the initial part (its linear part is kept; a
