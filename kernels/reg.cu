@@ -1123,6 +1123,7 @@ accel_status level(accel__executor *x, accel__call *call, accel__reg_level_job *
   accel_status s = accel__reg_geom_init(call, job, &g);
   if (s) return s;
   level_dev d;
+  d.in = accel__reg_cell_in{}; /* no 8- or 16-bit fixed image: the device's is float */
   d.x = x;
   d.g = &g;
   d.n = g.xf.nx * g.xf.ny;

@@ -704,6 +704,56 @@ START_TEST(strides_and_a_full_mask_change_nothing) {
 }
 END_TEST
 
+/* An 8- or 16-bit fixed image gives the parameters of the F32 image with
+ * the same values, to the bit: packed, its finest level (unsmoothed, the
+ * samples on its pixels) is read in place, on the lanes and the scalar
+ * evaluator; strided, or with a pre-alignment (the samples between pixels),
+ * the level converts it to float first. */
+START_TEST(fixed_8_and_16_bit_equal_float) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  const int64_t w = p.w, h = p.h, scale = _i == 1 ? 200 : 1;
+  const accel_dtype dtype = _i == 1 ? ACCEL_DTYPE_U16 : ACCEL_DTYPE_U8;
+  const size_t size = _i == 1 ? 2 : 1;
+  uint8_t *ints = malloc((size_t)(2 * w * h) * size);
+  float *same = malloc(sizeof(float) * (size_t)(w * h));
+  const float *src = p.fixed.data;
+  for (int64_t k = 0; k < w * h; k++) {
+    const float v = src[k];
+    const int64_t q = (int64_t)(v < 0 ? 0 : v > 255 ? 255 : v + 0.5f) * scale;
+    same[k] = (float)q;
+    if (_i == 1) ((uint16_t *)ints)[k] = (uint16_t)q;
+    else ints[k] = (uint8_t)q;
+  }
+  accel_array fi = array_of(ints, dtype, 2, (const int64_t[]){h, w});
+  const accel_array ff = array_of(same, ACCEL_DTYPE_F32, 2, (const int64_t[]){h, w});
+  if (_i == 2) { /* every other byte of a wider buffer: not packed */
+    uint8_t *wide = ints + w * h;
+    for (int64_t k = w * h - 1; k >= 0; k--) wide[k] = ints[k];
+    for (int64_t k = 0; k < w * h; k++) ints[2 * k] = wide[k], ints[2 * k + 1] = 99;
+    fi.strides[1] = 2, fi.strides[0] = 2 * w;
+  }
+  accel_reg_options o = quick_options();
+  if (_i == 3) o.prealign = 2;
+  for (int lanes = 0; lanes < 2; lanes++) {
+    accel__reg_lanes_off = lanes == 1;
+    accel_reg_transform *a = NULL, *b = NULL;
+    const accel_status sa = accel_reg_register(ctx, &fi, &p.moving, NULL, NULL, &o, &a, NULL);
+    const accel_status sb = accel_reg_register(ctx, &ff, &p.moving, NULL, NULL, &o, &b, NULL);
+    accel__reg_lanes_off = false;
+    ck_assert_msg(sa == ACCEL_OK && sb == ACCEL_OK, "register: %s", accel_last_error(ctx));
+    assert_same_params(a, b);
+    accel_reg_transform_destroy(a);
+    accel_reg_transform_destroy(b);
+  }
+  free(ints);
+  free(same);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Normalised correlation registers the pair too (its gain and offset do
  * not matter to it); a strong bending penalty makes the field smoother. */
 START_TEST(ncc_and_bending) {
@@ -957,6 +1007,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);
+  tcase_add_loop_test(tc, fixed_8_and_16_bit_equal_float, 0, 4);
   tcase_add_test(tc, ncc_and_bending);
   tcase_add_test(tc, committed_pair_beats_elastix);
 #if ACCEL_HAVE_KISSFFT

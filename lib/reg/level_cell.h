@@ -47,7 +47,25 @@ typedef struct accel__reg_cell_in {
   const float *fixed, *moving;
   const uint8_t *mask;
   accel__reg_xform base; /* base.params NULL: none */
+  /* The fixed level image as the caller's own 8- or 16-bit pixels, read in
+   * place (the CPU's unsmoothed finest level with samples on the fixed
+   * pixels, g->identity: its float copy would hold the same values), or
+   * NULL: `fixed` is read. */
+  const uint8_t *fixed_u8;
+  const uint16_t *fixed_u16;
 } accel__reg_cell_in;
+
+/* Pixel k of the fixed level image, whichever type holds it. */
+ACCEL__REG_HD float accel__reg_fixed_pixel(const accel__reg_cell_in *e, int64_t k) {
+  return e->fixed_u8 ? (float)e->fixed_u8[k] : e->fixed_u16 ? (float)e->fixed_u16[k] : e->fixed[k];
+}
+
+/* Its address (for the prefetches). */
+ACCEL__REG_HD const void *accel__reg_fixed_address(const accel__reg_cell_in *e, int64_t k) {
+  return e->fixed_u8    ? (const void *)(e->fixed_u8 + k)
+         : e->fixed_u16 ? (const void *)(e->fixed_u16 + k)
+                        : (const void *)(e->fixed + k);
+}
 
 /* Bilinear value (and, when gx is not NULL, gradient per level pixel) of
  * img (w x h) at (x, y), which lies in [0, w - 1] x [0, h - 1]. */
@@ -75,7 +93,7 @@ ACCEL__REG_HD bool accel__reg_fixed_at(const accel__reg_cell_in *e, int64_t ix, 
   if (g->identity) {
     const int64_t k = iy * g->fw + ix;
     if (e->mask && !e->mask[k]) return false;
-    *f = e->fixed[k];
+    *f = accel__reg_fixed_pixel(e, k);
     return true;
   }
   const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
@@ -197,7 +215,7 @@ ACCEL__REG_HD void accel__reg_cell_prefetch(const accel__reg_cell_in *e, int64_t
   const accel__reg_geom *g = e->g;
   const double f = g->factor, off = g->offset, inv_f = 1.0 / f, qx = f * (double)ix + off, qy = f * (double)iy + off;
   if (g->identity) {
-    ACCEL__REG_PREFETCH(e->fixed + iy * g->fw + ix);
+    ACCEL__REG_PREFETCH(accel__reg_fixed_address(e, iy * g->fw + ix));
   } else {
     const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
     /* the bilinear read's two rows and two columns (accel__reg_fixed_at) */
