@@ -10,6 +10,7 @@
 #include "core/internal.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,9 +72,73 @@ static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
       tmp[c] = v;                                                                                                      \
     }                                                                                                                  \
   }
-VERTICAL_FN(vertical_u8, uint8_t)
-VERTICAL_FN(vertical_u16, uint16_t)
+VERTICAL_FN(vertical_u8_any, uint8_t)
+VERTICAL_FN(vertical_u16_any, uint16_t)
 VERTICAL_FN(vertical_f32, float)
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+/* The 8- and 16-bit passes with AVX2 spelled out: the compilers convert
+ * their pixels to float one at a time (a third of the F32 pass's speed; at
+ * 300 MP 1.5 s of 8-bit pyramids). The same operations per column as
+ * VERTICAL_FN (each tap's product, then its sum, from 0; no fused
+ * multiply-add), so the same bits. */
+#define VERTICAL_AVX2(name, T, LOAD16)                                                                                 \
+  __attribute__((target("avx2"))) static void name(const void *const *rows, int taps, const float *kern, int64_t w,   \
+                                                   float *restrict tmp) {                                              \
+    int64_t c = 0;                                                                                                     \
+    for (; c + 16 <= w; c += 16) {                                                                                     \
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();                                                       \
+      for (int k = 0; k < taps; k++) {                                                                                 \
+        const __m256 kk = _mm256_set1_ps(kern[k]);                                                                     \
+        __m256 v0, v1;                                                                                                 \
+        LOAD16((const T *)rows[k] + c, v0, v1);                                                                        \
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(kk, v0));                                                                 \
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(kk, v1));                                                                 \
+      }                                                                                                                \
+      _mm256_storeu_ps(tmp + c, a0);                                                                                   \
+      _mm256_storeu_ps(tmp + c + 8, a1);                                                                               \
+    }                                                                                                                  \
+    for (; c < w; c++) {                                                                                               \
+      float v = 0.0f;                                                                                                  \
+      for (int k = 0; k < taps; k++) v += kern[k] * (float)((const T *)rows[k])[c];                                    \
+      tmp[c] = v;                                                                                                      \
+    }                                                                                                                  \
+  }
+#define LOAD16_U8(p, v0, v1)                                                                                           \
+  do {                                                                                                                 \
+    const __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(p));                                             \
+    v0 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));                                                                  \
+    v1 = _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_srli_si128(b, 8)));                                               \
+  } while (0)
+#define LOAD16_U16(p, v0, v1)                                                                                          \
+  do {                                                                                                                 \
+    v0 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))));              \
+    v1 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((p) + 8))));         \
+  } while (0)
+VERTICAL_AVX2(vertical_u8_avx2, uint8_t, LOAD16_U8)
+VERTICAL_AVX2(vertical_u16_avx2, uint16_t, LOAD16_U16)
+
+static bool have_avx2(void) {
+  static int cached = -1;
+  if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
+  return cached == 1;
+}
+
+static void vertical_u8(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {
+  if (have_avx2()) vertical_u8_avx2(rows, taps, kern, w, tmp);
+  else vertical_u8_any(rows, taps, kern, w, tmp);
+}
+
+static void vertical_u16(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {
+  if (have_avx2()) vertical_u16_avx2(rows, taps, kern, w, tmp);
+  else vertical_u16_any(rows, taps, kern, w, tmp);
+}
+#else
+#define vertical_u8 vertical_u8_any
+#define vertical_u16 vertical_u16_any
+#endif
 
 /* Taps of the register-summed vertical pass at most (larger kernels: add_row). */
 #define VERTICAL_TAPS 128
