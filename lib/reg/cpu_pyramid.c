@@ -85,7 +85,7 @@ VERTICAL_FN(vertical_f32, float)
  * VERTICAL_FN (each tap's product, then its sum, from 0; no fused
  * multiply-add), so the same bits. */
 #define VERTICAL_AVX2(name, T, LOAD16)                                                                                 \
-  __attribute__((target("avx2"))) static void name(const void *const *rows, int taps, const float *kern, int64_t w,   \
+  __attribute__((target("avx2"))) static void name(const void *const *rows, int taps, const float *kern, int64_t w,    \
                                                    float *restrict tmp) {                                              \
     int64_t c = 0;                                                                                                     \
     for (; c + 16 <= w; c += 16) {                                                                                     \
@@ -114,7 +114,7 @@ VERTICAL_FN(vertical_f32, float)
   } while (0)
 #define LOAD16_U16(p, v0, v1)                                                                                          \
   do {                                                                                                                 \
-    v0 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))));              \
+    v0 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(p))));               \
     v1 = _mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)((p) + 8))));         \
   } while (0)
 VERTICAL_AVX2(vertical_u8_avx2, uint8_t, LOAD16_U8)
