@@ -466,7 +466,11 @@ struct hbuf {
     if (!s) n = bytes;
     return s;
   }
+  /* Waits for the stream first: a copy from or into the pinned memory may
+   * still be queued (an upload's last chunk is not waited for), and
+   * cudaFreeHost is not documented to wait for it. */
   void reset() {
+    if (x && p) x->drain();
     if (x) x->host_free(p);
     x = nullptr;
     p = nullptr;
