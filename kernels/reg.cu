@@ -14,7 +14,8 @@
  *   bands of output rows with the input rows they reach (the kernel's radius
  *   on each side, clamped at the edges). The moving level's cubic B-spline
  *   coefficients (lib/reg/prefilter.h) with a thread per row, then per
- *   column.
+ *   column; images with lines over MAX_PREFILTER_LINE pixels are left to
+ *   the CPU.
  * - hold: a registration's host inputs copied to the device once for all
  *   its levels when they fit beside the finest level, given back at its end.
  * - level: the level's images made on the device by the pyramid's code
@@ -288,6 +289,14 @@ accel_status pyramid_band(accel__executor *x, const pyramid_plan &p, const float
   return s;
 }
 
+/* The longest line the recursive prefilters below take on the device (a
+ * pyramid level's or a warp layer's): each line is one thread's three
+ * dependent passes, so a line of millions of pixels keeps one thread busy
+ * for seconds (a strip image gives few of them, and a GPU that drives a
+ * display stops such a kernel, which ends the process's GPU use). Longer
+ * lines are left to the CPU (accel__decline; the same arithmetic). */
+static const int64_t MAX_PREFILTER_LINE = (int64_t)1 << 18;
+
 /* The level's cubic B-spline coefficients (lib/reg/prefilter.h): a thread
  * per row, then a thread per column. */
 struct prefilter_rows_f {
@@ -333,6 +342,9 @@ accel_status pyramid(accel__executor *x, accel__call *call, const accel__reg_pyr
     held.in_device = 1;
     job = &held;
   }
+  if (job->coefficients && (job->width > MAX_PREFILTER_LINE || job->height > MAX_PREFILTER_LINE))
+    return accel__decline(call, "the coefficients of a %lld x %lld level image (lines over %lld pixels)",
+                          (long long)job->width, (long long)job->height, (long long)MAX_PREFILTER_LINE);
   float k[2 * MAX_RADIUS + 1];
   pyramid_plan p = {job, layout_of(job->in), 0, job->height, dev_out != nullptr};
   if ((p.radius = gaussian(job->sigma, k, MAX_RADIUS)) < 0)
@@ -683,6 +695,9 @@ accel_status warp(accel__executor *x, accel__call *call, accel__reg_warp_job *jo
   p.ch = in.ch;
   /* cubic without the host's coefficients: made here, for the whole layer */
   const bool make = job->interp == ACCEL_REG_INTERP_CUBIC && !job->coef;
+  if (make && (p.sw > MAX_PREFILTER_LINE || p.sh > MAX_PREFILTER_LINE))
+    return accel__decline(call, "the coefficients of a %lld x %lld layer (lines over %lld pixels)", (long long)p.sw,
+                          (long long)p.sh, (long long)MAX_PREFILTER_LINE);
   p.sdt = job->coef || make ? ACCEL_DTYPE_F32 : job->in->dtype;
   p.s_row = (size_t)(p.sw * p.ch) * (job->coef || make ? sizeof(float) : in.es);
   p.y0 = job->coef ? job->coef_y0 : 0;

@@ -1306,6 +1306,63 @@ static void cubic_device_layers(const accel_reg_transform *t, const accel_array 
   accel_ctx_destroy(gpu);
 }
 
+/* gpu's runs and fallbacks of `stage`. */
+static void expect_runs(accel_ctx *gpu, const char *stage, uint64_t runs, uint64_t gpu_runs) {
+  accel_stage_stats st;
+  accel_stage_stats_init(&st, sizeof st);
+  ck_assert_int_eq(accel_ctx_stats_find(gpu, stage, &st), ACCEL_OK);
+  ck_assert_uint_eq(st.runs, runs);
+  ck_assert_uint_eq(st.gpu_runs, gpu_runs);
+  ck_assert_uint_eq(st.fallbacks, 0);
+}
+
+/* Lines over 2^18 pixels are not prefiltered on the device (a thread a
+ * line: seconds for one thread): a level image's coefficients and a device
+ * layer's cubic warp are left to the CPU without a fallback, even under
+ * DENY, with the CPU's results; the same images without coefficients (a
+ * smoothed level, a linear warp) run on the device. */
+START_TEST(long_lines_are_left_to_the_cpu_in_emulation) {
+  const int64_t L = ((int64_t)1 << 18) + 1;
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_DENY, NULL);
+  static const int64_t sizes[2][2] = {{3, L}, {L, 2}};
+  for (int k = 0; k < 2; k++) {
+    pyr_case c;
+    pyr_case_init(&c, ACCEL_DTYPE_U8, LAYOUT_DENSE, sizes[k][0], sizes[k][1], 1, 0, 0.0, 1);
+    ck_assert_msg(pyr_on_gpu(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
+    expect_runs(gpu, "reg.pyramid", 2 * (uint64_t)k + 1, (uint64_t)k);
+    pyr_case_free(&c);
+    pyr_case_init(&c, ACCEL_DTYPE_U8, LAYOUT_DENSE, sizes[k][0], sizes[k][1], 1, 0, 0.0, 0); /* on the device */
+    ck_assert_msg(pyr_on_gpu(gpu, &c) == ACCEL_OK, "%s", accel_last_error(gpu));
+    expect_runs(gpu, "reg.pyramid", 2 * (uint64_t)k + 2, (uint64_t)k + 1);
+    pyr_case_free(&c);
+  }
+  /* a device layer of 2 x L, cubic then linear */
+  accel_ctx *cpu = cpu_ctx();
+  image in = make_image(ACCEL_DTYPE_U8, 2, L, 1, LAYOUT_DENSE, 5);
+  accel_reg_transform *t = make_transform(L, 2, 0.4, 7);
+  for (int interp = 0; interp < 2; interp++) {
+    image want = make_image(ACCEL_DTYPE_F32, 2, L, 1, LAYOUT_DENSE, 1), got = want;
+    got.mem = malloc((size_t)(2 * L) * sizeof(float));
+    got.a.data = got.mem;
+    accel_reg_warp_options wo;
+    accel_reg_warp_options_init(&wo, sizeof wo);
+    wo.interp = interp ? ACCEL_REG_INTERP_LINEAR : ACCEL_REG_INTERP_CUBIC;
+    const accel_array *hin[1] = {&in.a}, *hout[1] = {&want.a}, *gout[1] = {&got.a};
+    ck_assert_int_eq(accel_reg_warp(cpu, t, hin, hout, 1, &wo), ACCEL_OK);
+    accel_array din = on_device_copy(&in.a);
+    const accel_array *din_[1] = {&din};
+    ck_assert_msg(accel_reg_warp(gpu, t, din_, gout, 1, &wo) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_double_le(max_abs_diff_f32((const float *)(void *)got.mem, (const float *)(void *)want.mem, 2 * L), 1e-4);
+    expect_runs(gpu, "reg.warp", (uint64_t)interp + 1, (uint64_t)interp);
+    free(din.data), free(got.mem), free(want.mem);
+  }
+  accel_reg_transform_destroy(t);
+  free(in.mem);
+  accel_ctx_destroy(cpu);
+  accel_ctx_destroy(gpu);
+}
+END_TEST
+
 /* Cubic device layers of every line length the prefilter treats apart:
  * one pixel (left as it is), short lines (the exact start, in double) and
  * long ones, in rows and in columns: the CPU's warp of the host layer. */
@@ -1398,6 +1455,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, register_holds_host_images_once_in_emulation);
   tcase_add_test(tc, register_reads_device_images_in_place);
   tcase_add_test(tc, warp_reads_device_layers_in_place);
+  tcase_add_test(tc, long_lines_are_left_to_the_cpu_in_emulation);
 #endif
   return suite_of("reg_gpu", tc);
 }
