@@ -343,6 +343,12 @@ START_TEST(the_gpu_refuses_what_it_cannot_take) {
   small.strides[1] = NX / 2, small.strides[0] = NY * (NX / 2);
   ck_assert_int_eq(accel_ct_threshold(gpu, &strided, 1, ACCEL_CT_GREATER, &small), ACCEL_ERR_UNSUPPORTED);
   ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "in is a strided device array"));
+  /* elements at an odd address (a view one byte into a buffer): kernels cannot load them */
+  static float g[N + 1];
+  accel_array odd = volume(f, ACCEL_DTYPE_F32, true), m8 = volume(raw, ACCEL_DTYPE_U8, true);
+  odd.data = (uint8_t *)(void *)g + 1;
+  ck_assert_int_eq(accel_ct_threshold(gpu, &odd, 1, ACCEL_CT_GREATER, &m8), ACCEL_ERR_UNSUPPORTED);
+  ck_assert_ptr_nonnull(strstr(accel_last_error(gpu), "in is a device array at an address that is not a multiple"));
   accel_ctx_destroy(gpu);
 }
 END_TEST

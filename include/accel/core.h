@@ -482,8 +482,9 @@ ACCEL_API accel_status accel_array_init(accel_array *array, void *data, accel_dt
  *   the markers and labels are made on the host and go up, and the host
  *   stages read the pore mask and the distance map, which come down). The
  *   stage statistics' bytes_uploaded and bytes_downloaded show it: device
- *   arrays are never counted. Device arrays must be C-contiguous
- *   (ACCEL_ERR_UNSUPPORTED otherwise). When the GPU op fails and the
+ *   arrays are never counted. Device arrays must be C-contiguous, their
+ *   data at a multiple of the element size (ACCEL_ERR_UNSUPPORTED
+ *   otherwise). When the GPU op fails and the
  *   fallback policy is ALLOW, the CPU rerun copies the device inputs to the
  *   host and its outputs back (counted in the same statistics).
  * - Every other function: ACCEL_ERR_UNSUPPORTED ("device arrays are not

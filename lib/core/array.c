@@ -2,6 +2,7 @@
 #include "internal.h"
 
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -102,6 +103,12 @@ accel_status accel__array_accept(const accel_ctx *ctx, const char *func, const c
                           "%s is a strided device array; device arrays must be C-contiguous (copy it to a "
                           "contiguous one)",
                           what);
+  const size_t item = accel_dtype_size(plain->dtype);
+  if ((uintptr_t)plain->data % item)
+    return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
+                          "%s is a device array at an address that is not a multiple of its %zu-byte elements; device "
+                          "kernels need aligned elements (copy it to an aligned one)",
+                          what, item);
   *use = plain;
   *device = true;
   return ACCEL_OK;
