@@ -707,8 +707,9 @@ END_TEST
 /* An 8- or 16-bit fixed image gives the parameters of the F32 image with
  * the same values, to the bit: packed, its finest level (unsmoothed, the
  * samples on its pixels) is read in place, on the lanes and the scalar
- * evaluator; strided, or with a pre-alignment (the samples between pixels),
- * the level converts it to float first. */
+ * evaluator, also with normalised correlation, ASGD and a mask; strided, or
+ * with a pre-alignment (the samples between pixels), the level converts it
+ * to float first. */
 START_TEST(fixed_8_and_16_bit_equal_float) {
   accel_ctx *ctx = cpu_ctx();
   pair p;
@@ -736,17 +737,26 @@ START_TEST(fixed_8_and_16_bit_equal_float) {
   }
   accel_reg_options o = quick_options();
   if (_i == 3) o.prealign = 2;
+  uint8_t *mask = NULL; /* 4: normalised correlation, ASGD and a mask over part of the image, in place */
+  accel_array mk;
+  if (_i == 4) {
+    o.metric = ACCEL_REG_METRIC_NCC, o.optimizer = ACCEL_REG_OPTIMIZER_ASGD, o.iterations = 30;
+    mask = malloc((size_t)(w * h));
+    for (int64_t k = 0; k < w * h; k++) mask[k] = (k % w) + (k / w) < w + h / 3;
+    mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){h, w});
+  }
   for (int lanes = 0; lanes < 2; lanes++) {
     accel__reg_lanes_off = lanes == 1;
     accel_reg_transform *a = NULL, *b = NULL;
-    const accel_status sa = accel_reg_register(ctx, &fi, &p.moving, NULL, NULL, &o, &a, NULL);
-    const accel_status sb = accel_reg_register(ctx, &ff, &p.moving, NULL, NULL, &o, &b, NULL);
+    const accel_status sa = accel_reg_register(ctx, &fi, &p.moving, mask ? &mk : NULL, NULL, &o, &a, NULL);
+    const accel_status sb = accel_reg_register(ctx, &ff, &p.moving, mask ? &mk : NULL, NULL, &o, &b, NULL);
     accel__reg_lanes_off = false;
     ck_assert_msg(sa == ACCEL_OK && sb == ACCEL_OK, "register: %s", accel_last_error(ctx));
     assert_same_params(a, b);
     accel_reg_transform_destroy(a);
     accel_reg_transform_destroy(b);
   }
+  free(mask);
   free(ints);
   free(same);
   free_pair(&p);
@@ -1007,7 +1017,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);
-  tcase_add_loop_test(tc, fixed_8_and_16_bit_equal_float, 0, 4);
+  tcase_add_loop_test(tc, fixed_8_and_16_bit_equal_float, 0, 5);
   tcase_add_test(tc, ncc_and_bending);
   tcase_add_test(tc, committed_pair_beats_elastix);
 #if ACCEL_HAVE_KISSFFT
