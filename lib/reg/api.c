@@ -501,7 +501,10 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     r.report.levels = o.levels;
     /* The finest level's images are the largest; one allocation serves
      * every level, so that its memory is faulted in once (the fixed image's
-     * the largest level that copies it). */
+     * the largest level that copies it). An 8- or 16-bit fixed image that
+     * the CPU's finest level reads in place (cpu_level.c) leaves the end of
+     * fimg untouched, so never in memory; a GPU level or an initial linear
+     * part needs it. */
     frame fr, ff;
     level_frame(&o, o.levels - 1, W, H, moving->shape[1], moving->shape[0], &fr);
     ff = fr;

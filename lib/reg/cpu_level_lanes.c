@@ -312,7 +312,7 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
   if (nb.n) normal_flush(a, &nb);
 }
 
-static bool have_avx2(void) {
+bool accel__reg_have_avx2(void) {
   static int cached = -1;
   if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
   return cached == 1;
@@ -320,12 +320,14 @@ static bool have_avx2(void) {
 
 bool accel__reg_cell_eval_lanes(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
                                 double density, uint64_t stream, bool grad, bool normal, accel__reg_cell_acc *a) {
-  if (accel__reg_lanes_off || !have_avx2()) return false;
+  if (accel__reg_lanes_off || !accel__reg_have_avx2()) return false;
   cell_eval_lanes(e, params, cx, cy, density, stream, grad, normal, a);
   return true;
 }
 
 #else
+
+bool accel__reg_have_avx2(void) { return false; }
 
 bool accel__reg_cell_eval_lanes(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
                                 double density, uint64_t stream, bool grad, bool normal, accel__reg_cell_acc *a) {

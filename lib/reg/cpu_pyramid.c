@@ -5,6 +5,7 @@
  * columns of those. Each output row is one thread's work, so the result
  * does not depend on the thread count. */
 #include "reg/cpu.h"
+#include "reg/cpu_lanes.h"
 #include "reg/prefilter.h"
 
 #include "core/internal.h"
@@ -53,6 +54,13 @@ static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
  * tap at a time), 16 columns at a time summed in registers through all
  * taps (three times faster than a pass over the row per tap, which loads
  * and stores tmp at every tap). */
+/* The last columns (fewer than 16), one at a time. */
+#define VERTICAL_TAIL(T)                                                                                               \
+  for (; c < w; c++) {                                                                                                 \
+    float v = 0.0f;                                                                                                    \
+    for (int k = 0; k < taps; k++) v += kern[k] * (float)((const T *)rows[k])[c];                                      \
+    tmp[c] = v;                                                                                                        \
+  }
 #define VERTICAL_FN(name, T)                                                                                           \
   ACCEL__CLONES("avx2", "default")                                                                                     \
   static void name(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {             \
@@ -66,11 +74,7 @@ static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
       }                                                                                                                \
       memcpy(tmp + c, acc, sizeof acc);                                                                                \
     }                                                                                                                  \
-    for (; c < w; c++) {                                                                                               \
-      float v = 0.0f;                                                                                                  \
-      for (int k = 0; k < taps; k++) v += kern[k] * (float)((const T *)rows[k])[c];                                    \
-      tmp[c] = v;                                                                                                      \
-    }                                                                                                                  \
+    VERTICAL_TAIL(T)                                                                                                   \
   }
 VERTICAL_FN(vertical_u8_any, uint8_t)
 VERTICAL_FN(vertical_u16_any, uint16_t)
@@ -100,11 +104,7 @@ VERTICAL_FN(vertical_f32, float)
       _mm256_storeu_ps(tmp + c, a0);                                                                                   \
       _mm256_storeu_ps(tmp + c + 8, a1);                                                                               \
     }                                                                                                                  \
-    for (; c < w; c++) {                                                                                               \
-      float v = 0.0f;                                                                                                  \
-      for (int k = 0; k < taps; k++) v += kern[k] * (float)((const T *)rows[k])[c];                                    \
-      tmp[c] = v;                                                                                                      \
-    }                                                                                                                  \
+    VERTICAL_TAIL(T)                                                                                                   \
   }
 #define LOAD16_U8(p, v0, v1)                                                                                           \
   do {                                                                                                                 \
@@ -120,19 +120,13 @@ VERTICAL_FN(vertical_f32, float)
 VERTICAL_AVX2(vertical_u8_avx2, uint8_t, LOAD16_U8)
 VERTICAL_AVX2(vertical_u16_avx2, uint16_t, LOAD16_U16)
 
-static bool have_avx2(void) {
-  static int cached = -1;
-  if (cached < 0) cached = __builtin_cpu_supports("avx2") ? 1 : 0;
-  return cached == 1;
-}
-
 static void vertical_u8(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {
-  if (have_avx2()) vertical_u8_avx2(rows, taps, kern, w, tmp);
+  if (accel__reg_have_avx2()) vertical_u8_avx2(rows, taps, kern, w, tmp);
   else vertical_u8_any(rows, taps, kern, w, tmp);
 }
 
 static void vertical_u16(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {
-  if (have_avx2()) vertical_u16_avx2(rows, taps, kern, w, tmp);
+  if (accel__reg_have_avx2()) vertical_u16_avx2(rows, taps, kern, w, tmp);
   else vertical_u16_any(rows, taps, kern, w, tmp);
 }
 #else
