@@ -296,7 +296,7 @@ typedef struct reg_run {
   accel__reg_xform base;  /* the initial B-spline part on the final grid (params NULL: none) */
   lgrid grids[8];
   double *params[8];
-  float *fimg, *mimg;       /* the level images, sized for the finest level and reused by every level */
+  float *images;            /* every level's images (fixed_offset): one allocation, reused by every level */
   accel__reg_hold_job hold; /* the host inputs' device copies (GPU; held NULL: none) */
   accel_reg_report report;
 } reg_run;
@@ -335,12 +335,25 @@ static bool fixed_in_place(const accel_array *fixed, const frame *fr) {
          fixed->strides[1] == (int64_t)sizeof(float) && fixed->strides[0] == fixed->shape[1] * (int64_t)sizeof(float);
 }
 
+/* Where a level's images lie in reg_run's images: the moving image's
+ * B-spline coefficients first, the fixed image after them (from a multiple
+ * of 64 bytes). Every level starts at the same address, so the pages a
+ * coarser level touched serve the finer ones: at the finest level of a
+ * 300 MP pair whose fixed image is read in place, the coefficients reuse
+ * the pages of the level before's two images (two buffers would have
+ * 0.3 GB more to fault in). */
+static int64_t fixed_offset(const frame *fr) { return (fr->mw * fr->mh + 15) / 16 * 16; }
+
+/* The floats of the images of level l; direct: its fixed image is the
+ * caller's (none made on the host). */
+static int64_t level_floats(const frame *fr, bool direct) { return fixed_offset(fr) + (direct ? 0 : fr->fw * fr->fh); }
+
 static accel_status one_level(reg_run *r, int32_t l) {
   const char *func = "accel_reg_register";
   frame fr;
   level_frame(r->o, l, r->fixed->shape[1], r->fixed->shape[0], r->moving->shape[1], r->moving->shape[0], &fr);
   const bool direct = !r->fixed_dev && fixed_in_place(r->fixed, &fr);
-  float *fimg = direct ? (float *)r->fixed->data : r->fimg, *mimg = r->mimg;
+  float *fimg = direct ? (float *)r->fixed->data : r->images + fixed_offset(&fr), *mimg = r->images;
   uint8_t *mask = r->mask ? level_mask(r->mask, &fr) : NULL;
   accel_status s = ACCEL_OK;
   if (r->mask && !mask)
@@ -499,29 +512,33 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     const double t0 = accel__now();
     accel_reg_report_init(&r.report, sizeof r.report);
     r.report.levels = o.levels;
-    /* The finest level's images are the largest; one allocation serves
-     * every level, so that its memory is faulted in once (the fixed image's
-     * the largest level that copies it). An 8- or 16-bit fixed image that
-     * the CPU's finest level reads in place (cpu_level.c) leaves the end of
-     * fimg untouched, so never in memory; a GPU level or an initial linear
-     * part needs it. */
+    /* One allocation serves every level's images (fixed_offset), so that
+     * its memory is faulted in once. An 8- or 16-bit fixed image that the
+     * CPU's finest level reads in place (cpu_level.c) leaves the end of
+     * the finest level's part untouched, so never in memory; a GPU level or
+     * an initial linear part needs it. */
     frame fr, ff;
     level_frame(&o, o.levels - 1, W, H, moving->shape[1], moving->shape[0], &fr);
     ff = fr;
-    if (!fixed_dev && fixed_in_place(fixed, &fr)) {
+    if (!fixed_dev && fixed_in_place(fixed, &fr)) { /* the largest fixed image a level makes */
       if (o.levels > 1) level_frame(&o, o.levels - 2, W, H, moving->shape[1], moving->shape[0], &ff);
       else ff.fw = ff.fh = 1;
     }
-    r.fimg = malloc((size_t)(ff.fw * ff.fh) * sizeof(float));
-    r.mimg = malloc((size_t)(fr.mw * fr.mh) * sizeof(float));
-    if (!r.fimg || !r.mimg)
+    int64_t floats = 0;
+    for (int32_t l = 0; l < o.levels; l++) {
+      frame f;
+      level_frame(&o, l, W, H, moving->shape[1], moving->shape[0], &f);
+      const int64_t k = level_floats(&f, !fixed_dev && fixed_in_place(fixed, &f));
+      floats = k > floats ? k : floats;
+    }
+    r.images = malloc((size_t)floats * sizeof(float));
+    if (!r.images)
       s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the level images (%lld pixels)",
-                         (long long)(ff.fw * ff.fh + fr.mw * fr.mh));
+                         (long long)floats);
     if (!s) s = hold_inputs(&r, &fr, &ff);
     for (int32_t l = 0; l < o.levels && !s; l++) s = one_level(&r, l);
     release_inputs(&r);
-    free(r.fimg);
-    free(r.mimg);
+    free(r.images);
     r.report.seconds = accel__now() - t0;
   }
   if (!s) memcpy(r.t->params, r.params[o.levels - 1], sizeof(double) * (size_t)accel_reg_transform_count(r.t));
