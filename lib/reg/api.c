@@ -533,8 +533,9 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     }
     r.images = malloc((size_t)floats * sizeof(float));
     if (!r.images)
-      s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY, "out of memory for the level images (%lld pixels)",
-                         (long long)floats);
+      s = accel__fail_in(ctx, __func__, ACCEL_ERR_OUT_OF_MEMORY,
+                         "out of memory for the level images (%lld floats, %.2f GB)", (long long)floats,
+                         (double)floats * sizeof(float) / 1e9);
     if (!s) s = hold_inputs(&r, &fr, &ff);
     for (int32_t l = 0; l < o.levels && !s; l++) s = one_level(&r, l);
     release_inputs(&r);
