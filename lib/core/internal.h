@@ -41,6 +41,14 @@ accel_status accel__fail_in(const accel_ctx *ctx, const char *func, accel_status
     if (!(cond)) return FAIL(ctx, status, __VA_ARGS__);                                                                \
   } while (0)
 
+/* REQUIRE_IN(ctx, func, cond, status, fmt, ...): the same in a helper that
+ * checks arguments for the public function `func` (its name is what the
+ * user sees). */
+#define REQUIRE_IN(ctx, func, cond, status, ...)                                                                       \
+  do {                                                                                                                 \
+    if (!(cond)) return accel__fail_in((ctx), (func), (status), __VA_ARGS__);                                          \
+  } while (0)
+
 /* ---- logging (log.c) */
 
 void accel__log(accel_ctx *ctx, accel_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

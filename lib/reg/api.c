@@ -130,8 +130,7 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
   accel_reg_options_init(o, sizeof *o);
   accel_status s;
   if (in && (s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, REG_OPTIONS_V1))) return s;
-#define CHECK(cond, ...)                                                                                               \
-  if (!(cond)) return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, __VA_ARGS__)
+#define CHECK(cond, ...) REQUIRE_IN(ctx, func, cond, ACCEL_ERR_INVALID_ARG, __VA_ARGS__)
   CHECK(o->levels >= 1 && o->levels <= 8, "levels %d: 1 to 8", (int)o->levels);
   CHECK(o->grid_spacing > 0 && isfinite(o->grid_spacing), "grid_spacing %g must be > 0", o->grid_spacing);
   CHECK(o->downsample == 0 || o->downsample == 1, "downsample %d: 0 or 1", (int)o->downsample);

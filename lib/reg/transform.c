@@ -46,22 +46,21 @@ static accel_status transform_alloc(accel_ctx *ctx, const char *func, const acce
 
 accel_status accel__reg_transform_new(accel_ctx *ctx, const char *func, const accel_reg_grid *g,
                                       accel_reg_transform **out) {
-#define CHECK(cond, status, ...)                                                                                       \
-  if (!(cond)) return accel__fail_in(ctx, func, status, __VA_ARGS__)
-  CHECK(out, ACCEL_ERR_INVALID_ARG, "out is NULL");
+  REQUIRE_IN(ctx, func, out, ACCEL_ERR_INVALID_ARG, "out is NULL");
   *out = NULL;
-  CHECK(g, ACCEL_ERR_INVALID_ARG, "grid is NULL");
+  REQUIRE_IN(ctx, func, g, ACCEL_ERR_INVALID_ARG, "grid is NULL");
   for (int d = 0; d < 2; d++) {
-    CHECK(g->size[d] >= 4, ACCEL_ERR_INVALID_ARG, "grid size %lld in %c: at least 4 nodes", (long long)g->size[d],
-          "xy"[d]);
-    CHECK(g->spacing[d] > 0 && isfinite(g->spacing[d]), ACCEL_ERR_INVALID_ARG, "grid spacing %g must be > 0",
-          g->spacing[d]);
-    CHECK(isfinite(g->origin[d]), ACCEL_ERR_INVALID_ARG, "grid origin is not finite");
-    CHECK(g->image_size[d] >= 1, ACCEL_ERR_INVALID_ARG, "image size %lld < 1", (long long)g->image_size[d]);
+    REQUIRE_IN(ctx, func, g->size[d] >= 4, ACCEL_ERR_INVALID_ARG, "grid size %lld in %c: at least 4 nodes",
+               (long long)g->size[d], "xy"[d]);
+    REQUIRE_IN(ctx, func, g->spacing[d] > 0 && isfinite(g->spacing[d]), ACCEL_ERR_INVALID_ARG,
+               "grid spacing %g must be > 0", g->spacing[d]);
+    REQUIRE_IN(ctx, func, isfinite(g->origin[d]), ACCEL_ERR_INVALID_ARG, "grid origin is not finite");
+    REQUIRE_IN(ctx, func, g->image_size[d] >= 1, ACCEL_ERR_INVALID_ARG, "image size %lld < 1",
+               (long long)g->image_size[d]);
   }
-  CHECK(g->size[0] <= MAX_PARAMS / 2 / g->size[1], ACCEL_ERR_LIMIT, "grid of %lld x %lld nodes: over %lld parameters",
-        (long long)g->size[0], (long long)g->size[1], (long long)MAX_PARAMS);
-#undef CHECK
+  REQUIRE_IN(ctx, func, g->size[0] <= MAX_PARAMS / 2 / g->size[1], ACCEL_ERR_LIMIT,
+             "grid of %lld x %lld nodes: over %lld parameters", (long long)g->size[0], (long long)g->size[1],
+             (long long)MAX_PARAMS);
   return transform_alloc(ctx, func, g, out);
 }
 
