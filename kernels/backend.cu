@@ -255,6 +255,32 @@ static accel_status cuda_open(accel__backend_config *cfg, void **state, char *wh
   return ACCEL_OK;
 }
 
+/* This thread's entered contexts, innermost last (nesting deeper than the
+ * array is counted, not recorded: a guard, not a limit). */
+enum { ENTERED_MAX = 16 };
+static thread_local const accel__cuda_state *entered[ENTERED_MAX];
+static thread_local int entered_depth;
+
+bool accel__cuda_entered(const accel__cuda_state *st) {
+  for (int k = 0; k < entered_depth && k < ENTERED_MAX; k++)
+    if (entered[k] == st) return true;
+  return false;
+}
+
+void accel__cuda_mark(const accel__cuda_state *st) {
+  if (entered_depth < ENTERED_MAX) entered[entered_depth] = st;
+  entered_depth++;
+}
+
+void accel__cuda_unmark(void) { entered_depth--; }
+
+accel_status accel__cuda_reentry(accel__call *call) {
+  accel__why(call->why,
+             "called from inside another call on the same GPU context (a progress callback?): a GPU context runs "
+             "one call at a time; use another context");
+  return ACCEL_ERR_INVALID_ARG;
+}
+
 accel_status accel__cuda_enter(accel__call *call, accel__cuda_scope *scope) {
   accel__cuda_state *st = (accel__cuda_state *)call->state;
   scope->st = st;

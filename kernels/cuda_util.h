@@ -134,6 +134,15 @@ typedef struct accel__cuda_scope {
 accel_status accel__cuda_enter(accel__call *call, accel__cuda_scope *scope);
 void accel__cuda_leave(accel__cuda_scope *scope);
 
+/* The contexts whose GPU work this thread is running (with_device marks
+ * them, emulated or not). A progress callback runs inside that work, so a
+ * stage it calls on the same context would wait for its own lock: that
+ * call fails at once instead (accel__cuda_reentry). */
+bool accel__cuda_entered(const accel__cuda_state *st);
+void accel__cuda_mark(const accel__cuda_state *st);
+void accel__cuda_unmark(void);
+accel_status accel__cuda_reentry(accel__call *call);
+
 /* Stream-ordered allocation from the context's pool, within its budget.
  * ACCEL_ERR_DEVICE_MEMORY when over budget or out of device memory. */
 accel_status accel__cuda_alloc(accel__cuda_state *st, size_t bytes, void **ptr, char *why, accel__cuda_site at);
@@ -377,13 +386,16 @@ accel_status each2d(accel__executor *x, int64_t rows, int64_t cols, F f, char *w
  * the host emulation (tests), within the context's budget. */
 template <class F> accel_status with_device(accel__call *call, F f) {
   accel__cuda_state *st = (accel__cuda_state *)call->state;
+  if (accel__cuda_entered(st)) return accel__cuda_reentry(call);
   if (st->emulated) {
     accel__cuda_forget_stale_error(false);
     /* memory a call keeps (the registration's held inputs) stays counted
      * against the budget until a later call gives it back, as on a device */
     const uint64_t start = __atomic_load_n(&st->in_use, __ATOMIC_RELAXED);
     accel__executor x = {nullptr, st->budget, start, call};
+    accel__cuda_mark(st);
     const accel_status s = f(&x);
+    accel__cuda_unmark();
     __atomic_add_fetch(&st->in_use, x.emu_in_use - start, __ATOMIC_RELAXED); /* wraps for a net release */
     return s;
   }
@@ -391,7 +403,9 @@ template <class F> accel_status with_device(accel__call *call, F f) {
   accel_status s = accel__cuda_enter(call, &scope);
   if (s) return s;
   accel__executor x = {scope.st, 0, 0, call};
+  accel__cuda_mark(st);
   s = f(&x);
+  accel__cuda_unmark();
   accel__cuda_leave(&scope);
   return s;
 }

@@ -764,6 +764,80 @@ START_TEST(register_edge_cases_equal_cpu_in_emulation) {
 }
 END_TEST
 
+/* A progress callback that runs a stage on the context whose call it
+ * reports on: on a GPU context that call would wait for its own lock, so
+ * it fails at once with a message (no fallback: the caller's mistake), and
+ * the registration goes on to the CPU's transform. */
+typedef struct reentry {
+  accel_ctx *ctx;
+  const accel_reg_transform *t;
+  const accel_array *in;
+  accel_array *out;
+  int calls;
+  accel_status status;
+  char message[512];
+} reentry;
+
+static int warp_from_progress(void *user, int32_t level, int32_t iteration, double metric) {
+  (void)level, (void)iteration, (void)metric;
+  reentry *r = user;
+  if (r->calls++) return 0;
+  const accel_array *in[1] = {r->in};
+  const accel_array *out[1] = {r->out};
+  r->status = accel_reg_warp(r->ctx, r->t, in, out, 1, NULL);
+  snprintf(r->message, sizeof r->message, "%s", accel_last_error(r->ctx));
+  return 0;
+}
+
+START_TEST(progress_callback_calling_the_same_gpu_context_fails_cleanly) {
+  enum { H = 48, W = 56 };
+  float *fixed = malloc(sizeof(float) * H * W), *moving = malloc(sizeof(float) * H * W),
+        *warped = malloc(sizeof(float) * H * W);
+  for (int r = 0; r < H; r++)
+    for (int c = 0; c < W; c++) {
+      fixed[r * W + c] = (float)(100 * pattern(r, c, 0, 3));
+      moving[r * W + c] = (float)(100 * pattern(r + 1, c, 0, 3));
+    }
+  const accel_array f = array_of(fixed, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  const accel_array m = array_of(moving, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  accel_array out = array_of(warped, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  accel_reg_transform *t = make_transform(W, H, 1.0, 9);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 2, o.grid_spacing = 16, o.iterations = 4, o.samples = 1000;
+  accel_ctx *cpu = cpu_ctx();
+  accel_reg_transform *want = NULL;
+  ck_assert_int_eq(accel_reg_register(cpu, &f, &m, NULL, NULL, &o, &want, NULL), ACCEL_OK);
+  for (int allow = 0; allow < 2; allow++) {
+    log_capture cap = {0};
+    accel_ctx *gpu = make_emulated_gpu_ctx(allow ? ACCEL_FALLBACK_ALLOW : ACCEL_FALLBACK_DENY, &cap);
+    reentry r = {gpu, t, &m, &out, 0, ACCEL_OK, ""};
+    o.progress = warp_from_progress, o.progress_user = &r;
+    accel_reg_transform *got = NULL;
+    ck_assert_msg(accel_reg_register(gpu, &f, &m, NULL, NULL, &o, &got, NULL) == ACCEL_OK, "%s", accel_last_error(gpu));
+    ck_assert_int_eq(r.status, ACCEL_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(r.message, "inside another call on the same GPU context"), "%s", r.message);
+    ck_assert_int_eq(cap.n, 0); /* no fallback line */
+    const int64_t n = accel_reg_transform_count(want);
+    double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+    ck_assert_int_eq(accel_reg_transform_parameters(got, pg, n), ACCEL_OK);
+    ck_assert_int_eq(accel_reg_transform_parameters(want, pc, n), ACCEL_OK);
+    ck_assert(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0);
+    free(pg), free(pc);
+    accel_reg_transform_destroy(got);
+    /* after the call, the context takes stages again */
+    const accel_array *in[1] = {&m};
+    const accel_array *outs[1] = {&out};
+    ck_assert_msg(accel_reg_warp(gpu, t, in, outs, 1, NULL) == ACCEL_OK, "%s", accel_last_error(gpu));
+    accel_ctx_destroy(gpu);
+  }
+  accel_reg_transform_destroy(want);
+  accel_reg_transform_destroy(t);
+  accel_ctx_destroy(cpu);
+  free(fixed), free(moving), free(warped);
+}
+END_TEST
+
 /* A level whose working arrays do not fit the budget, nor a fortiori its
  * images: the fallback line and the CPU's parameters. */
 START_TEST(level_over_the_budget_falls_back) {
@@ -1445,6 +1519,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, level_equals_cpu_in_emulation);
   tcase_add_test(tc, register_equals_cpu_in_emulation);
   tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
+  tcase_add_test(tc, progress_callback_calling_the_same_gpu_context_fails_cleanly);
   tcase_add_test(tc, level_over_the_budget_falls_back);
   tcase_add_test(tc, level_streams_images_over_the_budget);
   tcase_add_test(tc, register_streams_over_the_budget_in_emulation);

@@ -179,8 +179,9 @@ typedef void (*accel_log_fn)(void *user, accel_log_level level, const char *mess
 /* Reports progress of a long call: `stage` names the stage (static storage),
  * `fraction` rises from 0 to 1. Return 0 to continue; a nonzero return
  * cancels the call, which then returns ACCEL_ERR_CANCELLED. Called on the
- * thread that made the call. It must not run stages on the same context (on
- * a GPU backend the running call holds the context's GPU lock). */
+ * thread that made the call. It must not run stages on the same context: on
+ * a GPU backend the running call holds the context's GPU lock, and such a
+ * call fails with ACCEL_ERR_INVALID_ARG (use another context). */
 typedef int (*accel_progress_fn)(void *user, const char *stage, double fraction);
 
 /* ---------------------------------------------------------------- context */
