@@ -982,6 +982,50 @@ START_TEST(tiny_images_every_pixel_and_an_initial_transform) {
 }
 END_TEST
 
+/* A start so far off that no sample of the first level maps into the
+ * moving image: B-spline parameters of 1e200 (beyond any int64_t pixel
+ * index: such samples never count), a translation of 1e13, and for the
+ * elastix preset (samples outside the moving image skipped) one of 1e4: an
+ * error that says so, from the lanes and from the scalar evaluator. */
+START_TEST(an_initial_transform_off_the_images_is_an_error) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  accel_reg_grid g;
+  ck_assert_int_eq(accel_reg_grid_for(p.w, p.h, 64, &g), ACCEL_OK);
+  for (int k = 0; k < 3; k++)
+    for (int lanes_off = 0; lanes_off < 2; lanes_off++) {
+      accel_reg_transform *init = NULL, *t = NULL;
+      ck_assert_int_eq(accel_reg_transform_create(ctx, &g, &init), ACCEL_OK);
+      accel_reg_options o = quick_options();
+      if (k == 0) {
+        const int64_t n = accel_reg_transform_count(init);
+        double *v = malloc(sizeof(double) * (size_t)n);
+        for (int64_t i = 0; i < n; i++) v[i] = i % 2 ? 1e200 : -1e200;
+        ck_assert_int_eq(accel_reg_transform_set_parameters(init, v, n), ACCEL_OK);
+        free(v);
+      } else {
+        const double shift[2] = {k == 1 ? 1e13 : 1e4, 0};
+        ck_assert_int_eq(accel_reg_transform_set_initial(ctx, init, ACCEL_REG_LINEAR_TRANSLATION, shift, NULL),
+                         ACCEL_OK);
+        if (k == 2) {
+          ck_assert_int_eq(accel_reg_options_preset(&o, "elastix"), ACCEL_OK);
+          o.iterations = 5;
+        }
+      }
+      accel__reg_lanes_off = lanes_off;
+      const accel_status s = accel_reg_register(ctx, &p.fixed, &p.moving, NULL, init, &o, &t, NULL);
+      accel__reg_lanes_off = false;
+      ck_assert_msg(s == ACCEL_ERR_INVALID_ARG && t == NULL, "case %d: %d %s", k, (int)s, accel_last_error(ctx));
+      ck_assert_msg(strstr(accel_last_error(ctx), "level 0: none of its samples maps into the moving image"), "%s",
+                    accel_last_error(ctx));
+      accel_reg_transform_destroy(init);
+    }
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 static const char *const shared_pairs[] = {"tex_512_s1", "tex_1024_s2"};
 
 START_TEST(shared_pairs_beat_elastix) {
@@ -1025,6 +1069,7 @@ static Suite *suite_reg(void) {
 #endif
   tcase_add_test(tc, elastix_preset_reproduces_elastix);
   tcase_add_test(tc, tiny_images_every_pixel_and_an_initial_transform);
+  tcase_add_test(tc, an_initial_transform_off_the_images_is_an_error);
   return suite_of("reg", tc);
 }
 

@@ -838,6 +838,35 @@ START_TEST(progress_callback_calling_the_same_gpu_context_fails_cleanly) {
 }
 END_TEST
 
+/* A start whose samples all lie absurdly far off the moving image (their
+ * pixel index beyond an int64_t, which a device converts differently from
+ * a CPU): the CPU's error, from the GPU's level, with no fallback. */
+START_TEST(an_initial_transform_off_the_images_is_the_cpus_error) {
+  enum { H = 48, W = 56 };
+  float *img = malloc(sizeof(float) * H * W);
+  for (int k = 0; k < H * W; k++) img[k] = (float)(100 * pattern(k / W, k % W, 0, 3));
+  const accel_array a = array_of(img, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W});
+  accel_reg_transform *init = make_transform(W, H, 1.0, 4), *t = NULL;
+  const int64_t n = accel_reg_transform_count(init);
+  double *v = malloc(sizeof(double) * (size_t)n);
+  for (int64_t k = 0; k < n; k++) v[k] = k % 3 ? 1e200 : -1e200;
+  ck_assert_int_eq(accel_reg_transform_set_parameters(init, v, n), ACCEL_OK);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.levels = 2, o.grid_spacing = 16, o.iterations = 4, o.samples = 1000;
+  log_capture cap = {0};
+  accel_ctx *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+  ck_assert_int_eq(accel_reg_register(gpu, &a, &a, NULL, init, &o, &t, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(accel_last_error(gpu), "none of its samples maps into the moving image"), "%s",
+                accel_last_error(gpu));
+  ck_assert_int_eq(cap.n, 0);
+  accel_ctx_destroy(gpu);
+  accel_reg_transform_destroy(init);
+  free(v);
+  free(img);
+}
+END_TEST
+
 /* A level whose working arrays do not fit the budget, nor a fortiori its
  * images: the fallback line and the CPU's parameters. */
 START_TEST(level_over_the_budget_falls_back) {
@@ -1520,6 +1549,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, register_equals_cpu_in_emulation);
   tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
   tcase_add_test(tc, progress_callback_calling_the_same_gpu_context_fails_cleanly);
+  tcase_add_test(tc, an_initial_transform_off_the_images_is_the_cpus_error);
   tcase_add_test(tc, level_over_the_budget_falls_back);
   tcase_add_test(tc, level_streams_images_over_the_budget);
   tcase_add_test(tc, register_streams_over_the_budget_in_emulation);

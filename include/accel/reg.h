@@ -199,7 +199,9 @@ typedef enum accel_reg_stop {
 /* Called after every iteration of every level (level 0 is the coarsest):
  * the metric's value on the iteration's (training) samples. Return 0 to go on, nonzero
  * to cancel (the call returns ACCEL_ERR_CANCELLED). Called on the calling
- * thread. */
+ * thread. It must not run stages on the same context: on a GPU backend the
+ * registration holds the context's GPU lock, and such a call fails with
+ * ACCEL_ERR_INVALID_ARG (use another context). */
 typedef int (*accel_reg_progress_fn)(void *user, int32_t level, int32_t iteration, double metric);
 
 typedef struct accel_reg_options {
@@ -288,7 +290,10 @@ ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t st
  * B-spline part with the final grid starts the optimisation). `report` may
  * be NULL. Errors: the general ones above, and ACCEL_ERR_INVALID_ARG for a
  * mask with fewer nonzero pixels than 16 per control point of the coarsest
- * grid, an initial transform over another image size.
+ * grid, an initial transform over another image size, and a level none of
+ * whose first samples maps into the moving image (an initial transform far
+ * off the images: "level L: none of its samples maps into the moving
+ * image").
  * Device arrays (core.h): on a CUDA context `fixed` and `moving` may be
  * C-contiguous device arrays, read in place (the pyramid copies their rows
  * on the device; an F32 image's finiteness is checked there, stage

@@ -175,16 +175,20 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
   _mm256_storeu_pd(o->ux, ux);
   _mm256_storeu_pd(o->uy, uy);
   const __m256d vf = _mm256_set1_pd(inv_f), voff = _mm256_set1_pd(off);
-  const __m256d mx = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(qx, ux), voff), vf);
-  const __m256d my = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(qy, uy), voff), vf);
-  if (!g->keep_outside) {
-    double mxs[4], mys[4];
-    _mm256_storeu_pd(mxs, mx);
-    _mm256_storeu_pd(mys, my);
-    for (int l = 0; l < 4; l++)
-      if (!(mxs[l] >= 0 && mxs[l] <= (double)(g->mw - 1) && mys[l] >= 0 && mys[l] <= (double)(g->mh - 1)))
-        o->ok[l] = false;
+  __m256d mx = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(qx, ux), voff), vf);
+  __m256d my = _mm256_mul_pd(_mm256_sub_pd(_mm256_add_pd(qy, uy), voff), vf);
+  double mxs[4], mys[4];
+  _mm256_storeu_pd(mxs, mx);
+  _mm256_storeu_pd(mys, my);
+  bool far = false;
+  for (int l = 0; l < 4; l++) {
+    if (accel__reg_moving_far(mxs[l], mys[l])) o->ok[l] = false, far = true, mxs[l] = mys[l] = 0;
+    if (!g->keep_outside &&
+        !(mxs[l] >= 0 && mxs[l] <= (double)(g->mw - 1) && mys[l] >= 0 && mys[l] <= (double)(g->mh - 1)))
+      o->ok[l] = false;
   }
+  if (far) /* such lanes do not count; their positions are only read */
+    mx = _mm256_loadu_pd(mxs), my = _mm256_loadu_pd(mys);
   __m256d v, vx, vy;
   lane_cubic(e, mx, my, &v, &vx, &vy);
   _mm256_storeu_pd(o->mv, v);

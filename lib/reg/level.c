@@ -473,6 +473,19 @@ static accel_status objective(accel__call *call, const accel__reg_evaluator *ev,
   return ACCEL_OK;
 }
 
+/* A level whose first training samples all fall outside the moving image
+ * (or, in the Gauss-Newton's mirrored extension, absurdly far from it):
+ * its start, the initial transform or the coarser levels' result, is far
+ * off, and no step could be measured. An error, not a transform left as it
+ * came in. */
+static accel_status no_samples(accel__call *call, int32_t level) {
+  accel__why(call->why,
+             "level %d: none of its samples maps into the moving image (is the initial transform far off the "
+             "images?)",
+             (int)level);
+  return ACCEL_ERR_INVALID_ARG;
+}
+
 /* ------------------------------------------------------------ Gauss-Newton */
 
 typedef struct gn_mem {
@@ -592,6 +605,7 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
     double value;
     int64_t count;
     s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, m.grad, m.normal);
+    if (!s && it == 0 && count == 0) s = no_samples(call, job->level);
     if (s) break;
     const double be = bending_add(&b, g, x, m.grad, m.normal, m.scratch);
     if (g->valid == 0) v = value + be;
@@ -659,11 +673,12 @@ typedef struct asgd_params {
   double a, fmin, fmax, omega;
 } asgd_params;
 
-/* The Jacobian terms (elastix's ComputeJacobianTerms for a B-spline). */
-static bool jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, double *maxJJ, double *maxJCJ) {
+/* The Jacobian terms (elastix's ComputeJacobianTerms for a B-spline): 1,
+ * 0 when the level has no candidate points, -1 out of memory. */
+static int jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, double *maxJJ, double *maxJCJ) {
   const int64_t nx = g->xf.nx, n = nx * g->xf.ny, cxn = g->ax.cells, cells = cxn * g->ay.cells;
   double *S = calloc((size_t)(n * ACCEL__REG_NB), sizeof(double));
-  if (!S) return false;
+  if (!S) return -1;
   const uint64_t stream = accel__reg_stream(g, ACCEL__REG_SET_JACOBIAN, 0);
   double M = 0;
   *maxJJ = *maxJCJ = 0;
@@ -701,7 +716,7 @@ static bool jacobian_terms(const accel__reg_geom *g, double *TrC, double *TrCC, 
     for (int nb = 0; nb < ACCEL__REG_NB; nb++) *TrCC += 2 * pow(S[a * ACCEL__REG_NB + nb] / M, 2);
   }
   free(S);
-  return M > 0;
+  return M > 0 ? 1 : 0;
 }
 
 /* A standard normal number from the counter hash (Box-Muller). */
@@ -716,7 +731,9 @@ static accel_status asgd_estimate(accel__call *call, const accel__reg_evaluator 
                                   const double *x, double *work, asgd_params *p) {
   const int64_t P = 2 * g->xf.nx * g->xf.ny;
   double TrC, TrCC, maxJJ, maxJCJ;
-  if (!jacobian_terms(g, &TrC, &TrCC, &maxJJ, &maxJCJ)) {
+  const int terms = jacobian_terms(g, &TrC, &TrCC, &maxJJ, &maxJCJ);
+  if (terms == 0) return no_samples(call, g->level);
+  if (terms < 0) {
     accel__why(call->why, "out of memory for the Jacobian terms");
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
@@ -796,6 +813,7 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
     double value;
     int64_t count;
     if ((s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, grad, NULL))) break;
+    if (it == 0 && count == 0 && (s = no_samples(call, job->level))) break;
     bending_add(&b, g, x, grad, NULL, scratch);
     if (it > 0) t = fmax(0.0, t + asgd_sigmoid(&p, -dot(prev, grad, P, call->threads)));
     const double gain = p.a / (ASGD_A + t + 1);

@@ -106,6 +106,15 @@ ACCEL__REG_HD bool accel__reg_fixed_at(const accel__reg_cell_in *e, int64_t ix, 
 
 ACCEL__REG_HD double accel__reg_frac01(double t) { return t < 0 ? 0 : t >= 1 ? 0.9999999999999999 : t; }
 
+/* Whether a sample's moving position (level pixels) is too far from any
+ * image to interpolate: a transform gone astray (an initial part of absurd
+ * size). Its floor would not fit an int64_t, which a CPU and a GPU convert
+ * differently; such a sample does not count, on every backend. */
+#define ACCEL__REG_FAR 1e12
+ACCEL__REG_HD bool accel__reg_moving_far(double mx, double my) {
+  return !(fabs(mx) < ACCEL__REG_FAR && fabs(my) < ACCEL__REG_FAR);
+}
+
 /* Add one sample's terms to a cell's sums. */
 ACCEL__REG_HD void accel__reg_cell_add(accel__reg_cell_acc *a, bool ncc, double fv, double mv, double gx, double gy,
                                        const double w[16], bool grad, bool normal) {
@@ -218,9 +227,11 @@ ACCEL__REG_HD void accel__reg_cell_prefetch(const accel__reg_cell_in *e, int64_t
     ACCEL__REG_PREFETCH(accel__reg_fixed_address(e, iy * g->fw + ix));
   } else {
     const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
-    /* the bilinear read's two rows and two columns (accel__reg_fixed_at) */
-    const int64_t lx = accel__reg_clamp((int64_t)((px - off) * inv_f), 0, g->fw - 1);
-    const int64_t ly = accel__reg_clamp((int64_t)((py - off) * inv_f), 0, g->fh - 1);
+    /* the bilinear read's two rows and two columns (accel__reg_fixed_at),
+     * clamped before the conversion */
+    const double lxd = (px - off) * inv_f, lyd = (py - off) * inv_f;
+    const int64_t lx = !(lxd > 0) ? 0 : lxd < (double)(g->fw - 1) ? (int64_t)lxd : g->fw - 1;
+    const int64_t ly = !(lyd > 0) ? 0 : lyd < (double)(g->fh - 1) ? (int64_t)lyd : g->fh - 1;
     const int64_t lx1 = lx + 1 < g->fw ? lx + 1 : lx, ly1 = ly + 1 < g->fh ? ly + 1 : ly;
     ACCEL__REG_PREFETCH(e->fixed + ly * g->fw + lx);
     ACCEL__REG_PREFETCH(e->fixed + ly * g->fw + lx1);
@@ -293,6 +304,7 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
       ux += bx, uy += by;
     }
     const double mx = (qx + ux - off) * inv_f, my = (qy + uy - off) * inv_f;
+    if (accel__reg_moving_far(mx, my)) continue;
     if (!g->keep_outside && !(mx >= 0 && mx <= (double)(g->mw - 1) && my >= 0 && my <= (double)(g->mh - 1))) continue;
     double gx, gy;
     const double mv = accel__reg_level_cubic(e->moving, g->mw, g->mh, mx, my, &gx, &gy);
