@@ -321,6 +321,11 @@ def run_elastix(folder, threads, work, repeat, quiet, sparse=False):
     return res
 
 
+def seed_args(args):
+    """accel register's --seed, when the run names one (the samples' seed: accuracy over seeds)."""
+    return [] if args.seed is None else ["--seed", str(args.seed)]
+
+
 def run_accel(args, folder, threads, work, repeat):
     """accel register (timed), accel warp of the RGB layer (timed), and the accuracy of its transform."""
     tp, warped = os.path.join(work, "T-t%d.txt" % threads), os.path.join(work, "W-t%d.tif" % threads)
@@ -328,7 +333,8 @@ def run_accel(args, folder, threads, work, repeat):
 
     def cmd(k):
         return base + ["register", "--fixed", os.path.join(folder, "fixed.tif"), "--moving",
-                       os.path.join(folder, "moving.tif"), "--out-transform", tp, "--out-warped", warped]
+                       os.path.join(folder, "moving.tif"), "--out-transform", tp, "--out-warped",
+                       warped] + seed_args(args)
     m = best_of(repeat, cmd, os.path.join(work, "accel-t%d.log" % threads), accel_env(), args.wait_quiet)
     if m["rc"] != 0:
         return {"run": m, "error": "accel register failed: " + m["tail"]}
@@ -375,7 +381,7 @@ def run_big(args, data, work):
         fixed, moving = (integer_copy(folder, n, args.big_dtype) for n in ("fixed", "moving"))
     cmd = [args.cli] + accel_global(args, t) + [
         "register", "--fixed", fixed, "--moving", moving,
-        "--out-transform", tp, "--warp", os.path.join(folder, "moving_rgb.tif"), rgb]
+        "--out-transform", tp, "--warp", os.path.join(folder, "moving_rgb.tif"), rgb] + seed_args(args)
     shown = " ".join(cmd[1:]).replace(folder + os.sep, "PAIR/").replace(work + os.sep, "")
     res = {"size": args.big_size, "pair": folder, "generator": gen, "threads": t, "command": shown,
            "dtype": args.big_dtype}
@@ -535,6 +541,7 @@ def main():
                     help="where generated pairs are cached (default $ACCEL_BENCH_DATA, else <build>/bench-reg-data)")
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--quick", action="store_true", help="1024^2 only, all cores only")
+    ap.add_argument("--seed", type=int, default=None, help="accel register --seed S (default: the tool's, 1)")
     ap.add_argument("--keep", action="store_true", help="keep the runs' files (DATA/runs)")
     ap.add_argument("--wait-quiet", type=float, default=60.0,
                     help="before each timed run, wait up to this many seconds for the CPUs to idle (0: never)")
