@@ -1088,7 +1088,7 @@ accel_status level_stream(level_dev &d, cell_f cf, const double *params, char *w
  * gradient and matrix gathered there, the scalar sums added on the host in
  * cell order, then the CPU's finish. */
 accel_status level_eval(accel__call *call, void *state, const double *params, int set, int32_t iteration, double *value,
-                        int64_t *count, double *grad, double *normal) {
+                        int64_t count[3], double *grad, double *normal) {
   level_dev &d = *(level_dev *)state;
   accel__executor *x = d.x;
   char *why = call->why;
@@ -1122,7 +1122,9 @@ accel_status level_eval(accel__call *call, void *state, const double *params, in
   double sum[ACCEL__REG_SUMS] = {0};
   for (int64_t c = 0; c < d.cells; c++)
     for (int k = 0; k < ACCEL__REG_SUMS; k++) sum[k] += d.h_sums[c * ACCEL__REG_SUMS + k];
-  *count = (int64_t)sum[ACCEL__REG_SUMS - 1];
+  count[0] = (int64_t)sum[ACCEL__REG_SUMS - 1];
+  count[1] = (int64_t)sum[ACCEL__REG_SUM_FIXED];
+  count[2] = (int64_t)sum[ACCEL__REG_SUM_INSIDE];
   accel__reg_finish(g, sum, d.h_grad, d.h_grad + 2 * d.n, d.h_grad + 4 * d.n, value, grad, normal);
   return ACCEL_OK;
 }

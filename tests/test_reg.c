@@ -993,6 +993,12 @@ START_TEST(an_initial_transform_off_the_images_is_an_error) {
   committed_pair(ctx, &p);
   accel_reg_grid g;
   ck_assert_int_eq(accel_reg_grid_for(p.w, p.h, 64, &g), ACCEL_OK);
+  struct {
+    uint8_t *mask;
+    accel_array a;
+  } full = {malloc((size_t)(p.w * p.h)), {0}};
+  memset(full.mask, 1, (size_t)(p.w * p.h));
+  full.a = array_of(full.mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){p.h, p.w});
   for (int k = 0; k < 3; k++)
     for (int lanes_off = 0; lanes_off < 2; lanes_off++) {
       accel_reg_transform *init = NULL, *t = NULL;
@@ -1014,13 +1020,58 @@ START_TEST(an_initial_transform_off_the_images_is_an_error) {
         }
       }
       accel__reg_lanes_off = lanes_off;
-      const accel_status s = accel_reg_register(ctx, &p.fixed, &p.moving, NULL, init, &o, &t, NULL);
+      for (int masked = 0; masked < 2; masked++) { /* a full mask: the samples are in it, so still the error */
+        const accel_status s =
+            accel_reg_register(ctx, &p.fixed, &p.moving, masked ? &full.a : NULL, init, &o, &t, NULL);
+        ck_assert_msg(s == ACCEL_ERR_INVALID_ARG && t == NULL, "case %d: %d %s", k, (int)s, accel_last_error(ctx));
+        ck_assert_msg(strstr(accel_last_error(ctx), "level 0: none of its samples maps into the moving image"), "%s",
+                      accel_last_error(ctx));
+      }
       accel__reg_lanes_off = false;
-      ck_assert_msg(s == ACCEL_ERR_INVALID_ARG && t == NULL, "case %d: %d %s", k, (int)s, accel_last_error(ctx));
-      ck_assert_msg(strstr(accel_last_error(ctx), "level 0: none of its samples maps into the moving image"), "%s",
-                    accel_last_error(ctx));
       accel_reg_transform_destroy(init);
     }
+  free(full.mask);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
+/* A mask that passes the registration's check (16 pixels per node of the
+ * coarsest grid) but that the coarse level's samples, on every 8th row,
+ * miss entirely (three rows): no error; the coarse level measures nothing
+ * and stalls at once, the finer levels register (Gauss-Newton and the
+ * elastix preset's ASGD, on the lanes and the scalar evaluator alike). */
+START_TEST(a_mask_the_coarse_samples_miss_is_no_error) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  const int64_t w = p.w, h = p.h;
+  uint8_t *mask = calloc((size_t)(w * h), 1);
+  for (int64_t r = 100; r < 103; r++) memset(mask + r * w, 1, (size_t)w);
+  const accel_array mk = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){h, w});
+  for (int asgd = 0; asgd < 2; asgd++) {
+    accel_reg_options o;
+    accel_reg_options_init(&o, sizeof o);
+    if (asgd) ck_assert_int_eq(accel_reg_options_preset(&o, "elastix"), ACCEL_OK);
+    o.iterations = 20;
+    accel_reg_transform *t[2] = {NULL, NULL};
+    for (int lanes_off = 0; lanes_off < 2; lanes_off++) {
+      accel_reg_report r;
+      accel_reg_report_init(&r, sizeof r);
+      accel__reg_lanes_off = lanes_off;
+      const accel_status s = accel_reg_register(ctx, &p.fixed, &p.moving, &mk, NULL, &o, &t[lanes_off], &r);
+      accel__reg_lanes_off = false;
+      ck_assert_msg(s == ACCEL_OK, "%s: %d %s", asgd ? "asgd" : "gn", (int)s, accel_last_error(ctx));
+      ck_assert_int_eq(r.levels, 4);
+      if (!asgd) ck_assert_int_eq(r.level[0].stop, ACCEL_REG_STOP_STALLED);
+      ck_assert_int_eq(r.level[3].iterations > 1, 1);
+      ck_assert(isfinite(r.level[3].metric_last));
+    }
+    assert_same_params(t[0], t[1]);
+    accel_reg_transform_destroy(t[0]);
+    accel_reg_transform_destroy(t[1]);
+  }
+  free(mask);
   free_pair(&p);
   accel_ctx_destroy(ctx);
 }
@@ -1070,6 +1121,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, elastix_preset_reproduces_elastix);
   tcase_add_test(tc, tiny_images_every_pixel_and_an_initial_transform);
   tcase_add_test(tc, an_initial_transform_off_the_images_is_an_error);
+  tcase_add_test(tc, a_mask_the_coarse_samples_miss_is_no_error);
   return suite_of("reg", tc);
 }
 

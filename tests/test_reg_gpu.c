@@ -867,6 +867,54 @@ START_TEST(an_initial_transform_off_the_images_is_the_cpus_error) {
 }
 END_TEST
 
+/* A mask the coarsest level's samples (every 8th row) miss altogether: no
+ * error on either backend; that level measures nothing and stalls at once,
+ * the finer ones register, and the GPU's transform is the CPU's to the bit
+ * (the counts that decide it are the GPU's own), with no fallback. */
+START_TEST(a_mask_the_coarse_samples_miss_is_the_cpus_result) {
+  enum { H = 48, W = 56 };
+  float *img = malloc(sizeof(float) * H * W), *moved = malloc(sizeof(float) * H * W);
+  uint8_t *mask = calloc(H * W, 1);
+  for (int k = 0; k < H * W; k++) img[k] = (float)(100 * pattern(k / W, k % W, 0, 3));
+  for (int r = 13; r < 18; r++) memset(mask + r * W, 1, W);
+  for (int k = 0; k < H * W; k++) moved[k] = img[(k / W) * W + (k % W + 1) % W];
+  const accel_array f = array_of(img, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W}),
+                    m = array_of(moved, ACCEL_DTYPE_F32, 2, (const int64_t[]){H, W}),
+                    k = array_of(mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){H, W});
+  for (int asgd = 0; asgd < 2; asgd++) {
+    accel_reg_options o;
+    accel_reg_options_init(&o, sizeof o);
+    if (asgd) ck_assert_int_eq(accel_reg_options_preset(&o, "elastix"), ACCEL_OK);
+    o.levels = 4, o.grid_spacing = 16, o.iterations = 6, o.samples = 1000;
+    log_capture cap = {0};
+    accel_ctx *cpu = cpu_ctx(), *gpu = make_emulated_gpu_ctx(ACCEL_FALLBACK_ALLOW, &cap);
+    accel_reg_report rg, rc;
+    accel_reg_report_init(&rg, sizeof rg);
+    accel_reg_report_init(&rc, sizeof rc);
+    accel_reg_transform *tg = NULL, *tc = NULL;
+    ck_assert_msg(accel_reg_register(cpu, &f, &m, &k, NULL, &o, &tc, &rc) == ACCEL_OK, "%s", accel_last_error(cpu));
+    ck_assert_msg(accel_reg_register(gpu, &f, &m, &k, NULL, &o, &tg, &rg) == ACCEL_OK, "%s", accel_last_error(gpu));
+    if (!asgd) ck_assert(rc.level[0].iterations == 1 && rc.level[0].stop == ACCEL_REG_STOP_STALLED);
+    ck_assert_int_eq(cap.n, 0);
+    const int64_t n = accel_reg_transform_count(tc);
+    double *pg = malloc(sizeof(double) * (size_t)n), *pc = malloc(sizeof(double) * (size_t)n);
+    ck_assert_int_eq(accel_reg_transform_parameters(tg, pg, n), ACCEL_OK);
+    ck_assert_int_eq(accel_reg_transform_parameters(tc, pc, n), ACCEL_OK);
+    ck_assert_msg(memcmp(pg, pc, sizeof(double) * (size_t)n) == 0, "asgd %d: the GPU's transform differs", asgd);
+    for (int l = 0; l < 4; l++) ck_assert_int_eq(rg.level[l].iterations, rc.level[l].iterations);
+    free(pg);
+    free(pc);
+    accel_reg_transform_destroy(tg);
+    accel_reg_transform_destroy(tc);
+    accel_ctx_destroy(gpu);
+    accel_ctx_destroy(cpu);
+  }
+  free(mask);
+  free(moved);
+  free(img);
+}
+END_TEST
+
 /* A level whose working arrays do not fit the budget, nor a fortiori its
  * images: the fallback line and the CPU's parameters. */
 START_TEST(level_over_the_budget_falls_back) {
@@ -1550,6 +1598,7 @@ static Suite *suite_reg_gpu(void) {
   tcase_add_test(tc, register_edge_cases_equal_cpu_in_emulation);
   tcase_add_test(tc, progress_callback_calling_the_same_gpu_context_fails_cleanly);
   tcase_add_test(tc, an_initial_transform_off_the_images_is_the_cpus_error);
+  tcase_add_test(tc, a_mask_the_coarse_samples_miss_is_the_cpus_result);
   tcase_add_test(tc, level_over_the_budget_falls_back);
   tcase_add_test(tc, level_streams_images_over_the_budget);
   tcase_add_test(tc, register_streams_over_the_budget_in_emulation);

@@ -290,10 +290,16 @@ ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t st
  * B-spline part with the final grid starts the optimisation). `report` may
  * be NULL. Errors: the general ones above, and ACCEL_ERR_INVALID_ARG for a
  * mask with fewer nonzero pixels than 16 per control point of the coarsest
- * grid, an initial transform over another image size, and a level none of
- * whose first samples maps into the moving image (an initial transform far
- * off the images: "level L: none of its samples maps into the moving
- * image").
+ * grid, an initial transform over another image size, and a level whose
+ * first training samples the initial transform puts far off the images
+ * ("level L: none of its samples maps into the moving image"): its linear
+ * part maps all of them off the fixed image, or none of those in the fixed
+ * image and its mask maps into the moving image (with Gauss-Newton, which
+ * reads beyond the moving image's edges from its mirrored extension: none
+ * within 1e12 pixels of it). A mask that a coarse level's samples miss
+ * altogether (a few rows; the level reads it every 2^(levels - 1 - l)
+ * pixels) is no error: that level measures nothing and changes nothing,
+ * and the finer ones register.
  * Device arrays (core.h): on a CUDA context `fixed` and `moving` may be
  * C-contiguous device arrays, read in place (the pyramid copies their rows
  * on the device; an F32 image's finiteness is checked there, stage

@@ -69,7 +69,7 @@ static void acc_clear(accel__reg_cell_acc *a, bool grad, bool ncc, bool normal) 
 }
 
 static accel_status cpu_eval_fn(accel__call *call, void *state, const double *params, int set, int32_t iteration,
-                                double *value, int64_t *count, double *grad, double *normal) {
+                                double *value, int64_t count[3], double *grad, double *normal) {
   const cpu_eval *e = state;
   const accel__reg_geom *g = e->in.g;
   const int64_t n = g->xf.nx * g->xf.ny, cx_n = g->ax.cells, cells = cx_n * g->ay.cells;
@@ -107,7 +107,9 @@ static accel_status cpu_eval_fn(accel__call *call, void *state, const double *pa
   double s[ACCEL__REG_SUMS] = {0};
   for (int64_t c = 0; c < cells; c++)
     for (int k = 0; k < ACCEL__REG_SUMS; k++) s[k] += e->cell_sums[c * ACCEL__REG_SUMS + k];
-  *count = (int64_t)s[ACCEL__REG_SUMS - 1];
+  count[0] = (int64_t)s[ACCEL__REG_SUMS - 1];
+  count[1] = (int64_t)s[ACCEL__REG_SUM_FIXED];
+  count[2] = (int64_t)s[ACCEL__REG_SUM_INSIDE];
   accel__reg_finish(g, s, e->gf, e->gm, e->g1, value, grad, normal);
   return ACCEL_OK;
 }

@@ -89,6 +89,7 @@ typedef struct lane_out {
   double mv[4], gx[4], gy[4], fv[4];
   double ux[4], uy[4]; /* the displacement (the prefetches' guess) */
   bool ok[4];
+  int fixed, inside; /* the lanes in the fixed image and its mask, in the fixed image */
 } lane_out;
 
 /* Value and gradient of the moving image's cubic B-spline at (mx, my),
@@ -133,12 +134,16 @@ LANES_TARGET static void lane_group(const accel__reg_cell_in *e, const double cp
   const double f = g->factor, off = g->offset, inv_f = 1.0 / f;
   const double isx = 1.0 / g->xf.spacing[0], isy = 1.0 / g->xf.spacing[1];
   double qxs[4], qys[4];
+  o->fixed = o->inside = 0;
   for (int l = 0; l < 4; l++) {
     const int m = l < count ? l : 0;
     qxs[l] = f * (double)ix[m] + off, qys[l] = f * (double)iy[m] + off;
     double fv = 0;
-    o->ok[l] = l < count && accel__reg_fixed_at(e, ix[m], iy[m], qxs[l], qys[l], &fv);
+    const int where = l < count ? accel__reg_fixed_at(e, ix[m], iy[m], qxs[l], qys[l], &fv) : ACCEL__REG_FIXED_OUT;
+    o->ok[l] = where == ACCEL__REG_FIXED_IN;
     o->fv[l] = fv;
+    o->fixed += o->ok[l];
+    o->inside += where != ACCEL__REG_FIXED_OUT;
   }
   const __m256d qx = _mm256_loadu_pd(qxs), qy = _mm256_loadu_pd(qys);
   __m256d wx[4], wy[4];
@@ -304,6 +309,8 @@ LANES_TARGET static void cell_eval_lanes(const accel__reg_cell_in *e, const doub
       accel__reg_cell_prefetch(e, ring[k % RING][0], ring[k % RING][1], ux, uy);
     }
     lane_group(e, cpx, cpy, cx, cy, ix, iy, count, &o);
+    a->s[ACCEL__REG_SUM_FIXED] += o.fixed;
+    a->s[ACCEL__REG_SUM_INSIDE] += o.inside;
     for (int l = 0; l < count; l++) {
       if (!o.ok[l]) continue;
       const double *w = o.w[l];

@@ -465,9 +465,9 @@ static accel_status progress(accel__call *call, const accel__reg_level_job *job,
  * training set of `it` when there is none. */
 static accel_status objective(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
                               const bending *b, const double *x, int32_t it, double *scratch, double *v) {
-  int64_t count;
+  int64_t count[3];
   accel_status s = ev->eval(call, ev->state, x, g->valid > 0 ? ACCEL__REG_SET_VALID : ACCEL__REG_SET_TRAIN, it, v,
-                            &count, NULL, NULL);
+                            count, NULL, NULL);
   if (s) return s;
   *v += bending_add(b, g, x, NULL, NULL, scratch);
   return ACCEL_OK;
@@ -477,7 +477,14 @@ static accel_status objective(accel__call *call, const accel__reg_evaluator *ev,
  * (or, in the Gauss-Newton's mirrored extension, absurdly far from it):
  * its start, the initial transform or the coarser levels' result, is far
  * off, and no step could be measured. An error, not a transform left as it
- * came in. */
+ * came in; so too when the initial linear part maps every sample off the
+ * fixed image. Not when the fixed mask is the reason (the samples in the
+ * fixed image all outside the mask): a mask sampled at the level's spacing
+ * can miss every sample of an iteration (a few rows, a sparse mask) while
+ * later iterations and levels find it; such a level runs on (a step that
+ * measures nothing changes nothing) as any level does. */
+static bool no_samples_error(const int64_t count[3]) { return count[0] == 0 && (count[1] > 0 || count[2] == 0); }
+
 static accel_status no_samples(accel__call *call, int32_t level) {
   accel__why(call->why,
              "level %d: none of its samples maps into the moving image (is the initial transform far off the "
@@ -603,9 +610,9 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
   stopper_push(&st, v);
   for (int32_t it = 0; !s && it < o->iterations; it++) {
     double value;
-    int64_t count;
-    s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, m.grad, m.normal);
-    if (!s && it == 0 && count == 0) s = no_samples(call, job->level);
+    int64_t count[3];
+    s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, count, m.grad, m.normal);
+    if (!s && it == 0 && no_samples_error(count)) s = no_samples(call, job->level);
     if (s) break;
     const double be = bending_add(&b, g, x, m.grad, m.normal, m.scratch);
     if (g->valid == 0) v = value + be;
@@ -742,12 +749,12 @@ static accel_status asgd_estimate(accel__call *call, const accel__reg_evaluator 
   measurements = measurements < 2 ? 2 : measurements > 1000 ? 1000 : measurements;
   const double sigma4 = maxJJ > 1e-14 ? delta / sqrt(maxJJ) : 0;
   double *mu = work, *ge = work + P, *ga = work + 2 * P, gg = 0, ee = 0, value;
-  int64_t count;
+  int64_t count[3];
   for (int i = 0; i < measurements; i++) {
     const uint64_t stream = ((uint64_t)5 << 32) | (uint32_t)i;
     for (int64_t k = 0; k < P; k++) mu[k] = x[k] + sigma4 * normal_at(g, stream, k);
-    accel_status s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_EXACT, -1 - i, &value, &count, ge, NULL);
-    if (!s) s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_TRAIN, -1 - i, &value, &count, ga, NULL);
+    accel_status s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_EXACT, -1 - i, &value, count, ge, NULL);
+    if (!s) s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_TRAIN, -1 - i, &value, count, ga, NULL);
     if (s) return s;
     for (int64_t k = 0; k < P; k++) gg += ge[k] * ge[k], ee += (ge[k] - ga[k]) * (ge[k] - ga[k]);
   }
@@ -811,9 +818,9 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
   r->stop = ACCEL_REG_STOP_ITERATIONS;
   for (int32_t it = 0; !s && it < o->iterations; it++) {
     double value;
-    int64_t count;
-    if ((s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, &count, grad, NULL))) break;
-    if (it == 0 && count == 0 && (s = no_samples(call, job->level))) break;
+    int64_t count[3];
+    if ((s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, count, grad, NULL))) break;
+    if (it == 0 && no_samples_error(count) && (s = no_samples(call, job->level))) break;
     bending_add(&b, g, x, grad, NULL, scratch);
     if (it > 0) t = fmax(0.0, t + asgd_sigmoid(&p, -dot(prev, grad, P, call->threads)));
     const double gain = p.a / (ASGD_A + t + 1);

@@ -26,7 +26,7 @@
  *
  * The evaluator interface (one per backend):
  *
- *   eval(state, params, set, iteration, &value, &count, grad, normal)
+ *   eval(state, params, set, iteration, &value, count, grad, normal)
  *
  * evaluates the metric at `params` (2 n parameters, n = nx ny, the level
  * grid's layout: all x then all y) over the samples of `set`
@@ -36,8 +36,12 @@
  * `iteration` always), drawn as sampler.h says, at accel__reg_density and
  * with accel__reg_stream. Iterations of the estimation's gradient
  * measurements are negative (-1 - i). It writes the metric's value (MSE: mean squared
- * difference; NCC: 1 - normalised correlation) and the number of samples
- * that counted; when `grad` is not NULL, the metric's gradient with respect
+ * difference; NCC: 1 - normalised correlation) and three counts: count[0]
+ * the samples that counted, count[1] those in the fixed image and its mask
+ * (count[1] - count[0] of them mapped outside the moving image, or
+ * absurdly far from it, and did not count), count[2] those in the fixed
+ * image, masked or not (the others the initial linear part maps off it);
+ * when `grad` is not NULL, the metric's gradient with respect
  * to the parameters (2 n); when `normal` is not NULL, the Gauss-Newton
  * matrix (n * 49 * 3; MSE: (2 / N) sum J^T J, J the residual's Jacobian;
  * NCC: the same for the residual normalised by the moving samples'
@@ -99,7 +103,7 @@ typedef struct accel__reg_geom {
 typedef struct accel__reg_evaluator {
   void *state;
   accel_status (*eval)(accel__call *call, void *state, const double *params, int set, int32_t iteration, double *value,
-                       int64_t *count, double *grad, double *normal);
+                       int64_t count[3], double *grad, double *normal);
 } accel__reg_evaluator;
 
 /* Fill `g` for a level job: the linear part's inverse, the cells and their

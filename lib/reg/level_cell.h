@@ -22,9 +22,10 @@
 #include <math.h>
 #include <string.h>
 
-/* MSE: sum r^2, -, -, -, -, matrix count, count; NCC: f, m, ff, mm, fm, matrix count, count (the matrix count:
- * the samples that added Gauss-Newton terms) */
-enum { ACCEL__REG_SUMS = 7, ACCEL__REG_SUM_NORMAL = 5 };
+/* MSE: sum r^2, -, -, -, -, matrix count, fixed count, inside count, count; NCC: f, m, ff, mm, fm, then the same
+ * counts (the matrix count: the samples that added Gauss-Newton terms; the fixed count: the samples in the fixed
+ * image and its mask, whether or not they then counted; the inside count: those in the fixed image, masked or not) */
+enum { ACCEL__REG_SUMS = 9, ACCEL__REG_SUM_NORMAL = 5, ACCEL__REG_SUM_FIXED = 6, ACCEL__REG_SUM_INSIDE = 7 };
 
 /* One cell's sums. */
 typedef struct accel__reg_cell_acc {
@@ -85,23 +86,26 @@ ACCEL__REG_HD float accel__reg_bilinear(const float *img, int64_t w, int64_t h, 
   return (float)(top + fy * (bot - top));
 }
 
-/* The fixed value at lattice (ix, iy), or false when the sample does not
- * count (outside the fixed image or its mask). */
-ACCEL__REG_HD bool accel__reg_fixed_at(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double qx, double qy,
-                                       double *f) {
+/* Where the sample at lattice (ix, iy) lies: ACCEL__REG_FIXED_IN (it
+ * counts; *f its fixed value), ACCEL__REG_FIXED_MASKED (in the fixed image,
+ * outside its mask) or ACCEL__REG_FIXED_OUT (outside the fixed image: the
+ * initial linear part maps it there). */
+enum { ACCEL__REG_FIXED_OUT = 0, ACCEL__REG_FIXED_MASKED = 1, ACCEL__REG_FIXED_IN = 2 };
+ACCEL__REG_HD int accel__reg_fixed_at(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double qx, double qy,
+                                      double *f) {
   const accel__reg_geom *g = e->g;
   if (g->identity) {
     const int64_t k = iy * g->fw + ix;
-    if (e->mask && !e->mask[k]) return false;
+    if (e->mask && !e->mask[k]) return ACCEL__REG_FIXED_MASKED;
     *f = accel__reg_fixed_pixel(e, k);
-    return true;
+    return ACCEL__REG_FIXED_IN;
   }
   const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
   const double lx = (px - g->offset) / g->factor, ly = (py - g->offset) / g->factor;
-  if (!(lx >= 0 && lx <= (double)(g->fw - 1) && ly >= 0 && ly <= (double)(g->fh - 1))) return false;
-  if (e->mask && !e->mask[(int64_t)floor(ly + 0.5) * g->fw + (int64_t)floor(lx + 0.5)]) return false;
+  if (!(lx >= 0 && lx <= (double)(g->fw - 1) && ly >= 0 && ly <= (double)(g->fh - 1))) return ACCEL__REG_FIXED_OUT;
+  if (e->mask && !e->mask[(int64_t)floor(ly + 0.5) * g->fw + (int64_t)floor(lx + 0.5)]) return ACCEL__REG_FIXED_MASKED;
   *f = accel__reg_bilinear(e->fixed, g->fw, g->fh, lx, ly, NULL, NULL);
-  return true;
+  return ACCEL__REG_FIXED_IN;
 }
 
 ACCEL__REG_HD double accel__reg_frac01(double t) { return t < 0 ? 0 : t >= 1 ? 0.9999999999999999 : t; }
@@ -286,7 +290,10 @@ ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const doubl
     }
     const double qx = f * (double)ix + off, qy = f * (double)iy + off;
     double fv;
-    if (!accel__reg_fixed_at(e, ix, iy, qx, qy, &fv)) continue;
+    const int where = accel__reg_fixed_at(e, ix, iy, qx, qy, &fv);
+    if (where != ACCEL__REG_FIXED_OUT) a->s[ACCEL__REG_SUM_INSIDE] += 1;
+    if (where != ACCEL__REG_FIXED_IN) continue;
+    a->s[ACCEL__REG_SUM_FIXED] += 1;
     double wx[4], wy[4], w[16];
     accel__reg_level_weights(accel__reg_frac01((qx - g->xf.origin[0]) * isx - (double)(cx + 1)), wx);
     accel__reg_level_weights(accel__reg_frac01((qy - g->xf.origin[1]) * isy - (double)(cy + 1)), wy);
