@@ -993,12 +993,9 @@ START_TEST(an_initial_transform_off_the_images_is_an_error) {
   committed_pair(ctx, &p);
   accel_reg_grid g;
   ck_assert_int_eq(accel_reg_grid_for(p.w, p.h, 64, &g), ACCEL_OK);
-  struct {
-    uint8_t *mask;
-    accel_array a;
-  } full = {malloc((size_t)(p.w * p.h)), {0}};
-  memset(full.mask, 1, (size_t)(p.w * p.h));
-  full.a = array_of(full.mask, ACCEL_DTYPE_U8, 2, (const int64_t[]){p.h, p.w});
+  uint8_t *ones = malloc((size_t)(p.w * p.h));
+  memset(ones, 1, (size_t)(p.w * p.h));
+  const accel_array full = array_of(ones, ACCEL_DTYPE_U8, 2, (const int64_t[]){p.h, p.w});
   for (int k = 0; k < 3; k++)
     for (int lanes_off = 0; lanes_off < 2; lanes_off++) {
       accel_reg_transform *init = NULL, *t = NULL;
@@ -1021,8 +1018,7 @@ START_TEST(an_initial_transform_off_the_images_is_an_error) {
       }
       accel__reg_lanes_off = lanes_off;
       for (int masked = 0; masked < 2; masked++) { /* a full mask: the samples are in it, so still the error */
-        const accel_status s =
-            accel_reg_register(ctx, &p.fixed, &p.moving, masked ? &full.a : NULL, init, &o, &t, NULL);
+        const accel_status s = accel_reg_register(ctx, &p.fixed, &p.moving, masked ? &full : NULL, init, &o, &t, NULL);
         ck_assert_msg(s == ACCEL_ERR_INVALID_ARG && t == NULL, "case %d: %d %s", k, (int)s, accel_last_error(ctx));
         ck_assert_msg(strstr(accel_last_error(ctx), "level 0: none of its samples maps into the moving image"), "%s",
                       accel_last_error(ctx));
@@ -1030,7 +1026,7 @@ START_TEST(an_initial_transform_off_the_images_is_an_error) {
       accel__reg_lanes_off = false;
       accel_reg_transform_destroy(init);
     }
-  free(full.mask);
+  free(ones);
   free_pair(&p);
   accel_ctx_destroy(ctx);
 }

@@ -49,18 +49,18 @@ static void add_row(const accel_array *in, int64_t row, float k, float *tmp) {
   }
 }
 
-/* The vertical pass over contiguous rows: tmp[c] = sum_k kern[k]
- * rows[k][c], k from 0 (add_row's operations on each column: from 0, a
- * tap at a time), 16 columns at a time summed in registers through all
- * taps (three times faster than a pass over the row per tap, which loads
- * and stores tmp at every tap). */
-/* The last columns (fewer than 16), one at a time. */
+/* The vertical passes' last columns (fewer than 16), one at a time. */
 #define VERTICAL_TAIL(T)                                                                                               \
   for (; c < w; c++) {                                                                                                 \
     float v = 0.0f;                                                                                                    \
     for (int k = 0; k < taps; k++) v += kern[k] * (float)((const T *)rows[k])[c];                                      \
     tmp[c] = v;                                                                                                        \
   }
+/* The vertical pass over contiguous rows: tmp[c] = sum_k kern[k]
+ * rows[k][c], k from 0 (add_row's operations on each column: from 0, a
+ * tap at a time), 16 columns at a time summed in registers through all
+ * taps (three times faster than a pass over the row per tap, which loads
+ * and stores tmp at every tap). */
 #define VERTICAL_FN(name, T)                                                                                           \
   ACCEL__CLONES("avx2", "default")                                                                                     \
   static void name(const void *const *rows, int taps, const float *kern, int64_t w, float *restrict tmp) {             \
