@@ -50,10 +50,19 @@ END_TEST
 START_TEST(presets) {
   accel_reg_options o;
   ck_assert_int_eq(accel_reg_options_init(&o, sizeof o), ACCEL_OK);
-  ck_assert_int_eq(o.levels, 4);
+  ck_assert_int_eq(o.levels, 0); /* automatic */
   ck_assert(o.grid_spacing == 64);
   ck_assert_int_eq(o.iterations, 500);
+  /* automatic levels: 4, or 5 from a shorter side of 2048 pixels */
+  ck_assert_int_eq(accel_reg_levels_for(&o, 2047, 100000), 4);
+  ck_assert_int_eq(accel_reg_levels_for(&o, 2048, 2048), 5);
+  ck_assert_int_eq(accel_reg_levels_for(&o, 17320, 17320), 5);
+  ck_assert_int_eq(accel_reg_levels_for(NULL, 256, 256), 4);
+  o.levels = 3;
+  ck_assert_int_eq(accel_reg_levels_for(&o, 17320, 17320), 3);
   ck_assert_int_eq(accel_reg_options_preset(&o, "elastix"), ACCEL_OK);
+  ck_assert_int_eq(o.levels, 4); /* elastix's NumberOfResolutions, whatever the size */
+  ck_assert_int_eq(accel_reg_levels_for(&o, 17320, 17320), 4);
   ck_assert_int_eq(o.optimizer, ACCEL_REG_OPTIMIZER_ASGD);
   ck_assert_int_eq(o.samples, 5000);
   ck_assert(o.tolerance == 0);
@@ -276,7 +285,7 @@ static void check_pair(accel_ctx *ctx, const pair *p, const char *name) {
   ck_assert_msg(mean <= p->el_mean && p95 <= p->el_p95, "%s: field error %g %g, elastix %g %g", name, mean, p95,
                 p->el_mean, p->el_p95);
   ck_assert_msg(mse <= p->el_mse, "%s: MSE %g, elastix %g", name, mse, p->el_mse);
-  ck_assert_int_le(2 * total_iterations(&rep), o.levels * o.iterations);
+  ck_assert_int_le(2 * total_iterations(&rep), rep.levels * o.iterations);
   for (int l = 0; l < rep.levels; l++)
     ck_assert(rep.level[l].stop == ACCEL_REG_STOP_CONVERGED || rep.level[l].stop == ACCEL_REG_STOP_STALLED);
   o.tolerance = 0;
@@ -654,6 +663,56 @@ START_TEST(progress_and_cancel) {
 }
 END_TEST
 
+/* levels 0 (the default) runs 4 levels below a shorter side of 2048
+ * pixels and 5 from it: the report, the progress callback and the level
+ * sizes say so; an explicit count is kept. The images are the committed
+ * pair's fixed image mirror-tiled to 2048 x 2048 (and its 2047-row top). */
+START_TEST(the_default_levels_follow_the_image_size) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  const int64_t n = 2048;
+  uint8_t *big = malloc((size_t)(n * n));
+  const float *f = p.fixed.data;
+  for (int64_t r = 0; r < n; r++)
+    for (int64_t c = 0; c < n; c++) {
+      const int64_t tr = r / p.h % 2 ? p.h - 1 - r % p.h : r % p.h, tc = c / p.w % 2 ? p.w - 1 - c % p.w : c % p.w;
+      const float v = f[tr * p.w + tc];
+      big[r * n + c] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v + 0.5f);
+    }
+  static const struct {
+    int64_t rows;
+    int32_t levels, expect;
+  } cases[] = {{2048, 0, 5}, {2047, 0, 4}, {2048, 3, 3}};
+  for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+    const accel_array a = array_of(big, ACCEL_DTYPE_U8, 2, (const int64_t[]){cases[k].rows, n});
+    accel_reg_options o;
+    accel_reg_options_init(&o, sizeof o);
+    o.levels = cases[k].levels;
+    o.iterations = 1;
+    calls c = {0, -1, -1, -1, -1, true, true};
+    o.progress = count_calls;
+    o.progress_user = &c;
+    ck_assert_int_eq(accel_reg_levels_for(&o, n, cases[k].rows), cases[k].expect);
+    accel_reg_report rep;
+    accel_reg_report_init(&rep, sizeof rep);
+    accel_reg_transform *t = NULL;
+    ck_assert_int_eq(accel_reg_register(ctx, &a, &a, NULL, NULL, &o, &t, &rep), ACCEL_OK);
+    ck_assert_int_eq(rep.levels, cases[k].expect);
+    ck_assert_int_eq(c.last_level, cases[k].expect - 1);
+    ck_assert(c.ordered);
+    const int64_t f0 = (int64_t)1 << (cases[k].expect - 1);
+    ck_assert_int_eq(rep.level[0].width, (n + f0 - 1) / f0);
+    ck_assert(rep.level[0].grid_spacing == 64.0 * (double)f0);
+    ck_assert_int_eq(rep.level[cases[k].expect - 1].width, n);
+    accel_reg_transform_destroy(t);
+  }
+  free(big);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A U8 image read through strides (every other column of a wider buffer,
  * rows reversed) registers exactly as its contiguous copy; a mask that is
  * everywhere nonzero changes nothing. */
@@ -853,7 +912,7 @@ START_TEST(bad_arguments_are_errors) {
     const char *needle;
     int field;
     double value;
-  } opts[] = {{"levels", 0, 0},      {"levels", 0, 9},        {"grid_spacing", 1, 0},        {"iterations", 2, 0},
+  } opts[] = {{"levels", 0, -1},     {"levels", 0, 9},        {"grid_spacing", 1, 0},        {"iterations", 2, 0},
               {"samples", 3, -1},    {"metric", 4, 7},        {"optimizer", 5, 9},           {"bending_weight", 6, -1},
               {"tolerance", 7, 1},   {"window", 8, 0},        {"validation_samples", 9, -1}, {"prealign", 10, 3},
               {"downsample", 11, 2}, {"renew_samples", 12, 5}};
@@ -1107,6 +1166,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, first_nonfinite_finds_the_first);
   tcase_add_test(tc, prefilter_bands_equal_the_strips);
   tcase_add_test(tc, progress_and_cancel);
+  tcase_add_test(tc, the_default_levels_follow_the_image_size);
   tcase_add_test(tc, strides_and_a_full_mask_change_nothing);
   tcase_add_loop_test(tc, fixed_8_and_16_bit_equal_float, 0, 5);
   tcase_add_test(tc, ncc_and_bending);

@@ -206,8 +206,11 @@ typedef int (*accel_reg_progress_fn)(void *user, int32_t level, int32_t iteratio
 
 typedef struct accel_reg_options {
   uint32_t struct_size; /* set by accel_reg_options_init */
-  int32_t levels;       /* resolution levels, 1..8; default 4 */
-  double grid_spacing;  /* final control point spacing, pixels; default 64. Level l (0 = coarsest)
+  /* Resolution levels, 1..8, or 0 (the default): automatic, 4, or 5 when
+   * the fixed image's shorter side is at least 2048 pixels (its coarsest
+   * level is then still at least 128 pixels; accel_reg_levels_for). */
+  int32_t levels;
+  double grid_spacing; /* final control point spacing, pixels; default 64. Level l (0 = coarsest)
                            uses grid_spacing * 2^(levels - 1 - l), elastix's grid schedule */
   /* Pyramid: level l is the image smoothed with a Gaussian of sigma
    * 0.5 * f, f = 2^(levels - 1 - l) (elastix's default schedule); with
@@ -253,6 +256,15 @@ typedef struct accel_reg_options {
 
 /* Fill `options` with the defaults (the "default" preset). */
 ACCEL_API accel_status accel_reg_options_init(accel_reg_options *options, size_t struct_size);
+
+/* The number of levels a registration of a `width` x `height` fixed image
+ * with `options` runs: options->levels, or when that is 0 (or `options` is
+ * NULL) the automatic choice, 4 levels, or 5 when the shorter side is at
+ * least 2048 pixels. On large images the fifth level finds the global
+ * displacement (a rotation of a fraction of a degree moves the borders of
+ * a 17320^2 scan by tens of pixels) at a sixteenth of the resolution,
+ * where it costs little (docs/reg.md). */
+ACCEL_API int32_t accel_reg_levels_for(const accel_reg_options *options, int64_t width, int64_t height);
 
 /* Set every field but struct_size, progress and progress_user from a named
  * preset: "default" (what accel_reg_options_init gives) or "elastix"

@@ -36,7 +36,7 @@
 #define REG_REPORT_V1 sizeof(accel_reg_report)
 
 static const accel_reg_options DEFAULTS = {
-    .levels = 4,
+    .levels = 0,
     .grid_spacing = 64.0,
     .downsample = 1,
     .iterations = 500,
@@ -63,6 +63,7 @@ accel_status accel_reg_options_preset(accel_reg_options *o, const char *name) {
   if (!o || !name || o->struct_size < REG_OPTIONS_V1) return ACCEL_ERR_INVALID_ARG;
   accel_reg_options p = DEFAULTS;
   if (!strcmp(name, "elastix")) {
+    p.levels = 4;
     p.downsample = 0;
     p.optimizer = ACCEL_REG_OPTIMIZER_ASGD;
     p.tolerance = 0;
@@ -74,6 +75,11 @@ accel_status accel_reg_options_preset(accel_reg_options *o, const char *name) {
   p.progress_user = o->progress_user;
   memcpy(o, &p, sizeof p);
   return ACCEL_OK;
+}
+
+int32_t accel_reg_levels_for(const accel_reg_options *o, int64_t width, int64_t height) {
+  if (o && o->struct_size >= REG_OPTIONS_V1 && o->levels != 0) return o->levels;
+  return (width < height ? width : height) >= 2048 ? 5 : 4;
 }
 
 /* ------------------------------------------------------------ checks */
@@ -131,7 +137,7 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
   accel_status s;
   if (in && (s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, REG_OPTIONS_V1))) return s;
 #define CHECK(cond, ...) REQUIRE_IN(ctx, func, cond, ACCEL_ERR_INVALID_ARG, __VA_ARGS__)
-  CHECK(o->levels >= 1 && o->levels <= 8, "levels %d: 1 to 8", (int)o->levels);
+  CHECK(o->levels >= 0 && o->levels <= 8, "levels %d: 1 to 8, or 0 (automatic)", (int)o->levels);
   CHECK(o->grid_spacing > 0 && isfinite(o->grid_spacing), "grid_spacing %g must be > 0", o->grid_spacing);
   CHECK(o->downsample == 0 || o->downsample == 1, "downsample %d: 0 or 1", (int)o->downsample);
   CHECK(o->iterations >= 1 && o->iterations <= 1000000, "iterations %d: 1 to 1000000", (int)o->iterations);
@@ -485,6 +491,7 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
   REQUIRE(ctx, !report || report->struct_size >= REG_REPORT_V1, ACCEL_ERR_VERSION,
           "report->struct_size %u: call accel_reg_report_init first", report ? (unsigned)report->struct_size : 0u);
   const int64_t W = fixed->shape[1], H = fixed->shape[0];
+  o.levels = accel_reg_levels_for(&o, W, H);
   accel_reg_grid final;
   accel_reg_grid_for(W, H, o.grid_spacing, &final);
   reg_run r;

@@ -186,10 +186,11 @@ static const cli_option REGISTER_OPTIONS[] = {
      .kind = CLI_OPT_INT,
      CLI_AT(reg_args, set.levels),
      CLI_SEEN(reg_args, given.levels),
-     .lo = 1,
+     .lo = 0,
      .hi = 8,
      .arg = "N",
-     .help = "resolution levels, 1..8 (default 4)"},
+     .help = "resolution levels, 1..8, or 0 (default): 4, or 5 when\n"
+             "the fixed image's shorter side is at least 2048 px"},
     {.name = "--pyramid",
      .kind = CLI_OPT_CHOICE,
      CLI_AT(reg_args, set.downsample),
@@ -872,7 +873,8 @@ static void print_report(const reg_run *r) {
 }
 
 static int register_pair(const cli_globals *g, reg_run *r) {
-  reg_progress p = {.levels = r->o.levels, .iterations = r->o.iterations};
+  reg_progress p = {.levels = accel_reg_levels_for(&r->o, r->vf.shape[1], r->vf.shape[0]),
+                    .iterations = r->o.iterations};
   cli_progress_begin(&p.bar, REG, g->progress);
   r->o.progress = on_iteration;
   r->o.progress_user = &p;

@@ -109,7 +109,7 @@ class CliReg(CliTest):
     def test_usage_errors(self):
         self.make_pair()
         fm = ["register", "--fixed", self.p("fixed.tif"), "--moving", self.p("moving.npy")]
-        for args in (["register"], ["register", "--fixed", self.p("fixed.tif")], fm + ["--levels", "0"],
+        for args in (["register"], ["register", "--fixed", self.p("fixed.tif")], fm + ["--levels", "-1"],
                      fm + ["--levels", "9"], fm + ["--grid", "0"], fm + ["--grid", "x"], fm + ["--iterations", "0"],
                      fm + ["--samples", "-1"], fm + ["--metric", "mi"], fm + ["--optimizer", "lbfgs"],
                      fm + ["--preset", "ants"], fm + ["--tolerance", "-1"], fm + ["--bending", "-0.5"],
