@@ -561,7 +561,8 @@ class Reg(ContextCalls):
             True shows a progress bar over each level's iterations.
         preset : {"default", "elastix"}
         **options
-            levels, grid_spacing, downsample, iterations, samples,
+            levels (0, the default: 4, or 5 when the fixed image's shorter
+            side is at least 2048 px), grid_spacing, downsample, iterations, samples,
             renew_samples, seed, metric ("mse" | "ncc"), optimizer
             ("gauss-newton" | "asgd"), bending_weight, tolerance, window,
             validation_samples, prealign ("none" | "translation" | "rigid").
