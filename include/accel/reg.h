@@ -258,9 +258,10 @@ typedef struct accel_reg_options {
 ACCEL_API accel_status accel_reg_options_init(accel_reg_options *options, size_t struct_size);
 
 /* The number of levels a registration of a `width` x `height` fixed image
- * with `options` runs: options->levels, or when that is 0 (or `options` is
- * NULL) the automatic choice, 4 levels, or 5 when the shorter side is at
- * least 2048 pixels. On large images the fifth level finds the global
+ * with `options` (from accel_reg_options_init or _preset) runs:
+ * options->levels as it is, or when that is 0 (or `options` is NULL or
+ * its struct_size unset) the automatic choice, 4 levels, or 5 when the
+ * shorter side is at least 2048 pixels. On large images the fifth level finds the global
  * displacement (a rotation of a fraction of a degree moves the borders of
  * a 17320^2 scan by tens of pixels) at a sixteenth of the resolution,
  * where it costs little (docs/reg.md). */
