@@ -31,7 +31,7 @@ if [ ! -f $build/build.ninja ]; then
 fi
 meson compile -C $build -j "$jobs" >$build.compile.log 2>&1 || { tail -40 $build.compile.log; exit 1; }
 
-harnesses=${*:-npy raw pnm tiff image index}
+harnesses=${*:-npy raw pnm tiff tiff_image elastix image index}
 found=""
 summary=""
 verdict='ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer): [^(]*|runtime error: .*|fuzz check failed: .*'
