@@ -147,9 +147,14 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   g->train = g->train_density >= 1.0 ? g->candidates : train;
   const int64_t normal = ACCEL__REG_GN_NORMAL_PER_NODE * nodes;
   g->normal_density = !gn ? 0.0 : o->samples <= 0 ? 1.0 : (double)normal / cand;
-  g->normal_every = gn && g->normal_density > 0 && g->normal_density < g->train_density
-                        ? (int64_t)floor(g->train_density / g->normal_density + 0.5)
-                        : 1;
+  /* A training density of 1 or more draws every candidate once. Counted
+   * as such (or as the per-node minimum's, when that is above 1, as the
+   * default's count), so that more samples than the level has pixels leave
+   * the matrix the share the default leaves it, not a vanishing one. */
+  const double least = (double)(ACCEL__REG_GN_PER_NODE * nodes) / cand;
+  const double drawn = fmin(g->train_density, fmax(1.0, least));
+  g->normal_every =
+      gn && g->normal_density > 0 && g->normal_density < drawn ? (int64_t)floor(drawn / g->normal_density + 0.5) : 1;
   g->normal = !gn ? 0 : g->train / g->normal_every;
   g->exact_density = ASGD_EXACT_SAMPLES / cand;
   g->jacobian_density = (double)(2 * nodes > 1000 ? 2 * nodes : 1000) / cand;
