@@ -342,6 +342,33 @@ START_TEST(more_samples_than_pixels) {
 }
 END_TEST
 
+/* A 7 x 7 texture and its copy rolled one column right, with the default
+ * (four) levels: the coarsest of 1 x 1 pixels. Its matrix had a vanishing
+ * share of the samples too (above), and the result moved the wrong way
+ * (u_x -0.84 at the centre). */
+START_TEST(a_7x7_shift_with_the_default_levels) {
+  accel_ctx *ctx = cpu_ctx();
+  float f[49], m[49];
+  for (int y = 0; y < 7; y++)
+    for (int x = 0; x < 7; x++)
+      f[y * 7 + x] = (float)(128 + 60 * sin(x / 5.0) * cos(y / 7.0) + 20 * sin((x + y) / 3.0));
+  for (int y = 0; y < 7; y++)
+    for (int x = 0; x < 7; x++) m[y * 7 + x] = f[y * 7 + (x + 6) % 7];
+  const accel_array a = array_of(f, ACCEL_DTYPE_F32, 2, (const int64_t[]){7, 7});
+  const accel_array b = array_of(m, ACCEL_DTYPE_F32, 2, (const int64_t[]){7, 7});
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  accel_reg_transform *t = NULL;
+  ck_assert_msg(accel_reg_register(ctx, &a, &b, NULL, NULL, &o, &t, NULL) == ACCEL_OK, "%s", accel_last_error(ctx));
+  double xy[2] = {3, 3};
+  ck_assert_int_eq(accel_reg_transform_points(ctx, t, xy, 1), ACCEL_OK);
+  ck_assert_msg(xy[0] - 3 > 0.5 && xy[0] - 3 < 1.5 && fabs(xy[1] - 3) < 0.3, "u at the centre %g %g", xy[0] - 3,
+                xy[1] - 3);
+  accel_reg_transform_destroy(t);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* With the FFT pre-alignment the result has a rigid initial part and stays
  * within twice elastix's error on the committed pair (whose misalignment is
  * small: there the pre-alignment only moves the start, measured 0.038 px
@@ -1203,6 +1230,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, ncc_and_bending);
   tcase_add_test(tc, committed_pair_beats_elastix);
   tcase_add_test(tc, more_samples_than_pixels);
+  tcase_add_test(tc, a_7x7_shift_with_the_default_levels);
 #if ACCEL_HAVE_KISSFFT
   tcase_add_test(tc, prealigned_registration);
 #endif
