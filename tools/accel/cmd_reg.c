@@ -1010,6 +1010,18 @@ static int warp_files(const cli_globals *g, const warp_cmd_args *a, accel_ctx *c
   accel_reg_transform_grid(t, &grid);
   int64_t region[4] = {0, 0, grid.image_size[0], grid.image_size[1]};
   if (a->w.have_region) memcpy(region, a->w.region, sizeof region);
+  /* Before any output: a transform file's Size (or --region) can ask for
+   * any size, and the field's file would be written until the disk is full
+   * (a warped image is refused by accel_reg_warp, after its buffer). */
+  accel_ctx_info info;
+  accel_ctx_info_init(&info, sizeof info);
+  if (!accel_ctx_query(ctx, &info) && (uint64_t)region[2] * (uint64_t)region[3] > info.max_pixels) {
+    cli_error("%s: %s: the output region has %lld x %lld pixels, over the context's max_pixels %llu (%s)", WARP,
+              accel_status_string(ACCEL_ERR_LIMIT), (long long)region[3], (long long)region[2],
+              (unsigned long long)info.max_pixels, a->w.have_region ? "--region" : "the transform's Size");
+    accel_reg_transform_destroy(t);
+    return CLI_SOME_FAILED;
+  }
   printf("shape\t%lld,%lld\n", (long long)region[3], (long long)region[2]);
   int written = 0, failed = 0;
   if (a->out_field) {

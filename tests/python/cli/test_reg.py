@@ -130,15 +130,27 @@ class CliReg(CliTest):
             self.assertEqual(r.returncode, 2, (args, r.stderr))
             self.assertTrue(r.stderr.startswith("accel: "), (args, r.stderr))
 
-    def translation_file(self, tx, ty):
-        """An elastix TranslationTransform file over the fixed image, written here."""
+    def translation_file(self, tx, ty, size=(W, H)):
+        """An elastix TranslationTransform file over the fixed image (or an image of `size`), written here."""
         path = self.p("translation.txt")
         with open(path, "w") as f:
             f.write('(Transform "TranslationTransform")\n(NumberOfParameters 2)\n(TransformParameters %r %r)\n'
                     '(InitialTransformParametersFileName "NoInitialTransform")\n(HowToCombineTransforms "Compose")\n'
                     '(FixedImageDimension 2)\n(MovingImageDimension 2)\n(Size %d %d)\n(Index 0 0)\n(Spacing 1 1)\n'
-                    '(Origin 0 0)\n(Direction 1 0 0 1)\n(UseDirectionCosines "true")\n' % (tx, ty, W, H))
+                    '(Origin 0 0)\n(Direction 1 0 0 1)\n(UseDirectionCosines "true")\n' % ((tx, ty) + size))
         return path
+
+    def test_outputs_over_the_pixel_limit(self):
+        """A transform over a 100000 x 100000 image: the field (80 GB) is refused at once, as the warped
+        image is, not written until the disk is full."""
+        self.make_pair()
+        t = self.translation_file(1.0, 1.0, (100000, 100000))
+        for args in (("--out-field", self.p("D.npy")), (self.p("moving.npy"), self.p("o.npy"))):
+            r = run("warp", "--transform", t, *args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn("ACCEL_ERR_LIMIT", r.stderr)
+            self.assertIn("100000 x 100000 pixels", r.stderr)
+            self.assertFalse([n for n in os.listdir(self.tmp) if "D.npy" in n or "o.npy" in n])
 
     def test_warp_with_an_elastix_translation(self):
         """T(x, y) = (x + 2, y - 3): OUT[r][c] = IN[r - 3][c + 2], the fill outside."""
