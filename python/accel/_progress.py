@@ -159,10 +159,10 @@ class Call:
     the user's callable."""
 
     def __init__(self, progress: ProgressArg, c_type: Any = PROGRESS_FN,
-                 adapt: Optional[Callable[..., tuple]] = None) -> None:
+                 adapt: Optional[Callable[..., tuple]] = None, signature: str = "stage, fraction") -> None:
         if progress is not None and not isinstance(progress, bool) and not callable(progress):
-            raise TypeError("progress must be None, True or a callable(stage, fraction), not %s"
-                            % type(progress).__name__)
+            raise TypeError("progress must be None, True or a callable(%s), not %s"
+                            % (signature, type(progress).__name__))
         self._bar = _Bar() if progress is True else None
         self._user = self._bar if progress is True else (progress or None)
         self._adapt = adapt or (lambda stage, fraction: (stage.decode(errors="replace"), fraction))

@@ -11,6 +11,7 @@ Coordinates are elastix's: x = column, y = row, pixel centres at integers; T
 maps a point of the fixed image into the moving image, T(p) = p + u(p).
 """
 import ctypes
+import numbers
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
@@ -79,6 +80,22 @@ _OPTIONS: Dict[str, Any] = {
     "tolerance": float, "window": int, "validation_samples": int, "prealign": PREALIGN}
 
 
+def _integer(name, value):
+    """value for the integer field `name` of accel_reg_options: a whole number
+    that its C type holds (a larger one would wrap: levels=2**32 + 4 ran four
+    levels, seed=2**64 seed 0), else ValueError (TypeError for a non-number)."""
+    ctype = dict(RegOptions._fields_)[name]
+    bits = 8 * ctypes.sizeof(ctype)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value < 0 else (0, (1 << bits) - 1)
+    if not isinstance(value, numbers.Real) or isinstance(value, complex):
+        raise TypeError("%s must be an integer, not %r" % (name, value))
+    if value != value or value in (float("inf"), float("-inf")) or int(value) != value:
+        raise ValueError("%s must be a whole number, not %r" % (name, value))
+    if not lo <= int(value) <= hi:
+        raise ValueError("%s must be in [%d, %d], not %r" % (name, lo, hi, value))
+    return int(value)
+
+
 def _choice(name, table, value):
     if isinstance(value, str):
         if value not in table:
@@ -96,13 +113,16 @@ def registration_image(a: Any, what: str = "image") -> Any:
     reads from an RGB file (alpha ignored); other real dtypes as float32."""
     import numpy as np
     a = host_only(a, what)
+    if a.dtype.kind not in "biuf":
+        raise TypeError("%s must be real numbers, not %s" % (what, a.dtype))
     if a.ndim == 3 and a.shape[2] in (1, 2):
         a = a[:, :, 0]
     if a.ndim == 3 and a.shape[2] in (3, 4):
         c = a[..., :3].astype(np.float64)
         return ((2125.0 * c[..., 0] + 7154.0 * c[..., 1] + 721.0 * c[..., 2]) / 10000.0).astype(np.float32)
     if a.ndim != 2:
-        raise ValueError("%s must be (H, W) or RGB(A) (H, W, 3|4), not shape %s" % (what, a.shape))
+        raise ValueError("%s must be (H, W), gray and alpha (H, W, 1|2) or RGB(A) (H, W, 3|4), not shape %s"
+                         % (what, a.shape))
     if a.dtype.name in ("uint8", "uint16", "float32") and a.dtype.isnative:
         return a
     return a.astype(np.float32)
@@ -539,7 +559,8 @@ class Reg(ContextCalls):
             kind = _OPTIONS.get(name)
             if kind is None:
                 raise TypeError("unknown option %r (options: %s)" % (name, ", ".join(sorted(_OPTIONS))))
-            setattr(o, name, _choice(name, kind, value) if isinstance(kind, dict) else kind(value))
+            setattr(o, name, _choice(name, kind, value) if isinstance(kind, dict) else
+                    _integer(name, value) if kind is int else kind(value))
         return o
 
     def register(self, fixed: Any, moving: Any, mask: Any = None, initial: Optional[TransformT] = None,
@@ -598,7 +619,7 @@ class Reg(ContextCalls):
                 return level, iteration, metric
         report = RegReport.defaults()
         h = ctypes.c_void_p()
-        with Call(progress, REG_PROGRESS_FN, adapt) as c:
+        with Call(progress, REG_PROGRESS_FN, adapt, "level, iteration, metric") as c:
             o.progress = c.fn
             self._call(lib.accel_reg_register, f.ref() if isinstance(f, DeviceView) else ref(f),
                        m.ref() if isinstance(m, DeviceView) else ref(m), ref(k),

@@ -358,6 +358,20 @@ class Register(OnCpu):
         self.assertEqual(e.exception.name, "ACCEL_ERR_CANCELLED")
         o = accel.Reg.options("elastix", levels=2, metric="ncc")
         self.assertEqual((o.levels, o.metric, o.optimizer, o.downsample, o.tolerance), (2, 1, 1, 0, 0.0))
+        # integers their C fields cannot hold are refused, not wrapped (levels=2**32 + 4 ran 4 levels)
+        for bad in (dict(levels=2 ** 32 + 4), dict(iterations=2 ** 32 + 3), dict(seed=2 ** 64), dict(seed=-1),
+                    dict(samples=2 ** 63), dict(levels=2.5), dict(window=float("nan"))):
+            with self.assertRaises(ValueError, msg=bad):
+                accel.Reg.options(**bad)
+        with self.assertRaises(TypeError):
+            accel.Reg.options(levels="3")
+        with self.assertRaises(TypeError):  # was a ComplexWarning and the real part
+            self.ctx.reg.register(fixed.astype(np.complex64), moving)
+        with self.assertRaises(TypeError) as e:
+            self.ctx.reg.register(fixed, moving, progress=3)
+        self.assertIn("callable(level, iteration, metric)", str(e.exception))
+        o = accel.Reg.options(seed=2 ** 64 - 1, samples=np.int64(7000), levels=3.0, renew_samples=False)
+        self.assertEqual((o.seed, o.samples, o.levels, o.renew_samples), (2 ** 64 - 1, 7000, 3, 0))
 
 
 if __name__ == "__main__":
