@@ -238,7 +238,9 @@ typedef struct accel_reg_options {
    * still stop when no step improves the objective). Gauss-Newton's finest
    * level also stops 2 window + 1 iterations after the decrease first falls
    * below 10 x tolerance, and returns the mean of those iterates where its
-   * objective is the lower (docs/reg.md). */
+   * objective is the lower (docs/reg.md). validation_samples 0: the
+   * objective of the iteration's training samples takes the validation
+   * set's place (noisier) and the finest level does not average. */
   double tolerance;
   int32_t window;
   int64_t validation_samples;
