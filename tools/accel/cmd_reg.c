@@ -817,8 +817,28 @@ static bool load_for_registration(reg_run *r, const char *path, accel_buffer **b
   return ok;
 }
 
+/* Whether `path` opens for reading (errors say why): the --warp layers
+ * are read after the registration, and a typo there should not cost it. */
+static bool readable(const char *what, const char *path) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    close(fd);
+    cli_error("%s: %s %s: is a directory", REG, what, path);
+    return false;
+  }
+  if (fd < 0) {
+    cli_error("%s: %s %s: cannot read: %s", REG, what, path, strerror(errno));
+    return false;
+  }
+  close(fd);
+  return true;
+}
+
 static int load_inputs(reg_run *r) {
   const reg_args *a = &r->a;
+  for (int k = 0; k < a->warps.n; k++)
+    if (!readable("--warp", a->warps.in[k])) return CLI_SOME_FAILED;
   if (!load_for_registration(r, a->fixed, &r->fixed, &r->vf, 0) ||
       !load_for_registration(r, a->moving, &r->moving, &r->vm, 1) ||
       (a->mask && !load_for_registration(r, a->mask, &r->mask, &r->vk, 2)))

@@ -188,6 +188,14 @@ class CliReg(CliTest):
         self.assertEqual(r.returncode, 1, r.stderr)
         r = run("warp", "--transform", self.p("missing.txt"), self.p("moving.npy"), self.p("o.npy"))
         self.assertEqual(r.returncode, 1, r.stderr)
+        # a --warp layer that cannot be read is reported before the registration, which writes nothing
+        r = run("register", "--fixed", self.p("fixed.tif"), "--moving", self.p("moving.npy"), "--out-transform",
+                self.p("T.txt"), "--warp", self.p("moving_u8.npy"), self.p("w1.npy"), "--warp",
+                self.p("missing.npy"), self.p("w2.npy"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("missing.npy: cannot read", r.stderr)
+        self.assertNotIn("level", r.stdout)
+        self.assertFalse(os.path.exists(self.p("T.txt")) or os.path.exists(self.p("w1.npy")))
         with open(self.p("bad.txt"), "w") as f:
             f.write("(Transform \"SplineKernelTransform\")\n")
         r = run("warp", "--transform", self.p("bad.txt"), self.p("moving.npy"), self.p("o.npy"))
