@@ -205,7 +205,7 @@ static const cli_option REGISTER_OPTIONS[] = {
      CLI_AT(reg_args, set.iterations),
      CLI_SEEN(reg_args, given.iterations),
      .lo = 1,
-     .hi = 100000000,
+     .hi = 1000000, /* the library's bounds, so that a value beyond them is a usage error */
      .arg = "N",
      .help = "iterations per level at most (default 500)"},
     {.name = "--samples",
@@ -244,7 +244,7 @@ static const cli_option REGISTER_OPTIONS[] = {
      CLI_AT(reg_args, set.tolerance),
      CLI_SEEN(reg_args, given.tolerance),
      .min = 0,
-     .range = "a number >= 0",
+     .range = "a number >= 0 and below 1",
      .arg = "T",
      .help = "stop a level when the validation objective's relative\n"
              "decrease over --window evaluations is below T\n"
@@ -254,7 +254,7 @@ static const cli_option REGISTER_OPTIONS[] = {
      CLI_AT(reg_args, set.window),
      CLI_SEEN(reg_args, given.window),
      .lo = 1,
-     .hi = 1000000,
+     .hi = 100000,
      .arg = "N",
      .help = "evaluations the early stopping looks back (default 3)"},
     {.name = "--validation-samples",
@@ -792,6 +792,10 @@ static int parse_register(int argc, char **argv, reg_run *r) {
     return CLI_USAGE;
   }
   r->outs = argv + first;
+  if (a->given.tolerance && !(a->set.tolerance < 1)) {
+    cli_error("%s: --tolerance %g: a number >= 0 and below 1", REG, a->set.tolerance);
+    return CLI_USAGE;
+  }
   if (!a->fixed || !a->moving) {
     cli_error("%s: %s is required (see accel register --help)", REG, !a->fixed ? "--fixed" : "--moving");
     return CLI_USAGE;
