@@ -455,9 +455,10 @@ static accel_status check_initial(accel_ctx *ctx, const accel_reg_transform *in,
                           (int)r->o->prealign);
   if (in->grid.image_size[0] != final->image_size[0] || in->grid.image_size[1] != final->image_size[1])
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
-                          "the initial transform is over a %lld x %lld image, the fixed image is %lld x %lld",
-                          (long long)in->grid.image_size[0], (long long)in->grid.image_size[1],
-                          (long long) final->image_size[0], (long long) final->image_size[1]);
+                          "the initial transform is over a %lld x %lld image (rows x columns), the fixed image is "
+                          "%lld x %lld",
+                          (long long)in->grid.image_size[1], (long long)in->grid.image_size[0],
+                          (long long) final->image_size[1], (long long) final->image_size[0]);
   accel_status s = accel_reg_transform_set_initial(ctx, r->t, in->kind, in->linear, in->centre);
   if (s) return s;
   bool same = in->grid.size[0] == final->size[0] && in->grid.size[1] == final->size[1];
