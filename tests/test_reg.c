@@ -970,10 +970,10 @@ START_TEST(bad_arguments_are_errors) {
     const char *needle;
     int field;
     double value;
-  } opts[] = {{"levels", 0, -1},     {"levels", 0, 9},        {"grid_spacing", 1, 0},        {"iterations", 2, 0},
-              {"samples", 3, -1},    {"metric", 4, 7},        {"optimizer", 5, 9},           {"bending_weight", 6, -1},
-              {"tolerance", 7, 1},   {"window", 8, 0},        {"validation_samples", 9, -1}, {"prealign", 10, 3},
-              {"downsample", 11, 2}, {"renew_samples", 12, 5}};
+  } opts[] = {{"levels", 0, -1},     {"levels", 0, 9},         {"grid_spacing", 1, 0},        {"iterations", 2, 0},
+              {"samples", 3, -1},    {"metric", 4, 7},         {"optimizer", 5, 9},           {"bending_weight", 6, -1},
+              {"tolerance", 7, 1},   {"window", 8, 0},         {"validation_samples", 9, -1}, {"prealign", 10, 3},
+              {"downsample", 11, 2}, {"renew_samples", 12, 5}, {"grid_spacing", 1, 1e13}};
   for (size_t k = 0; k < sizeof opts / sizeof opts[0]; k++) {
     accel_reg_options x = o;
     const double v = opts[k].value;

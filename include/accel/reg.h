@@ -210,7 +210,7 @@ typedef struct accel_reg_options {
    * the fixed image's shorter side is at least 2048 pixels (its coarsest
    * level is then still at least 128 pixels; accel_reg_levels_for). */
   int32_t levels;
-  double grid_spacing; /* final control point spacing, pixels; default 64. Level l (0 = coarsest)
+  double grid_spacing; /* final control point spacing, pixels, up to 1e12; default 64. Level l (0 = coarsest)
                            uses grid_spacing * 2^(levels - 1 - l), elastix's grid schedule */
   /* Pyramid: level l is the image smoothed with a Gaussian of sigma
    * 0.5 * f, f = 2^(levels - 1 - l) (elastix's default schedule); with

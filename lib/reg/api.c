@@ -138,7 +138,10 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
   if (in && (s = accel__versioned_in(ctx, func, "options", in, o, sizeof *o, REG_OPTIONS_V1))) return s;
 #define CHECK(cond, ...) REQUIRE_IN(ctx, func, cond, ACCEL_ERR_INVALID_ARG, __VA_ARGS__)
   CHECK(o->levels >= 0 && o->levels <= 8, "levels %d: 1 to 8, or 0 (automatic)", (int)o->levels);
-  CHECK(o->grid_spacing > 0 && isfinite(o->grid_spacing), "grid_spacing %g must be > 0", o->grid_spacing);
+  /* beyond about 1e15 the sample positions lose their cells in double
+   * precision; any grid of more than 1e12 pixels is one cell anyway */
+  CHECK(o->grid_spacing > 0 && o->grid_spacing <= 1e12, "grid_spacing %g: above 0 and at most 1e12 pixels",
+        o->grid_spacing);
   CHECK(o->downsample == 0 || o->downsample == 1, "downsample %d: 0 or 1", (int)o->downsample);
   CHECK(o->iterations >= 1 && o->iterations <= 1000000, "iterations %d: 1 to 1000000", (int)o->iterations);
   CHECK(o->samples >= 0, "samples %lld < 0", (long long)o->samples);

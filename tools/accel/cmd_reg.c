@@ -178,7 +178,7 @@ static const cli_option REGISTER_OPTIONS[] = {
      CLI_SEEN(reg_args, given.grid),
      .min = 0,
      .exclusive = true,
-     .range = "a spacing > 0",
+     .range = "a spacing above 0 and at most 1e12",
      .arg = "S",
      .help = "final control point spacing in pixels (default 64);\n"
              "it doubles from level to level towards the coarsest"},
@@ -792,6 +792,10 @@ static int parse_register(int argc, char **argv, reg_run *r) {
     return CLI_USAGE;
   }
   r->outs = argv + first;
+  if (a->given.grid && !(a->set.grid_spacing <= 1e12)) {
+    cli_error("%s: --grid %g: a spacing above 0 and at most 1e12 pixels", REG, a->set.grid_spacing);
+    return CLI_USAGE;
+  }
   if (a->given.tolerance && !(a->set.tolerance < 1)) {
     cli_error("%s: --tolerance %g: a number >= 0 and below 1", REG, a->set.tolerance);
     return CLI_USAGE;
