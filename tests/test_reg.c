@@ -1047,6 +1047,34 @@ START_TEST(elastix_preset_reproduces_elastix) {
 }
 END_TEST
 
+/* A constant image is registered (any result is a minimum) but logged as
+ * such; a textured one logs nothing of the kind. */
+START_TEST(a_constant_image_is_logged) {
+  accel_ctx *ctx = cpu_ctx();
+  log_capture cap = {0};
+  ck_assert_int_eq(accel_set_log(ctx, capture_log, &cap, ACCEL_LOG_WARN), ACCEL_OK);
+  pair p;
+  committed_pair(ctx, &p);
+  float *flat = malloc(sizeof(float) * (size_t)(p.w * p.h));
+  for (int64_t k = 0; k < p.w * p.h; k++) flat[k] = 7;
+  const accel_array c = array_of(flat, ACCEL_DTYPE_F32, 2, (const int64_t[]){p.h, p.w});
+  accel_reg_options o = quick_options();
+  accel_reg_transform *t = NULL;
+  ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &p.moving, NULL, NULL, &o, &t, NULL), ACCEL_OK);
+  accel_reg_transform_destroy(t);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "constant"), 0);
+  ck_assert_int_eq(accel_reg_register(ctx, &c, &p.moving, NULL, NULL, &o, &t, NULL), ACCEL_OK);
+  accel_reg_transform_destroy(t);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "the fixed image is constant"), 1);
+  ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &c, NULL, NULL, &o, &t, NULL), ACCEL_OK);
+  accel_reg_transform_destroy(t);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "the moving image is constant"), 1);
+  free(flat);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* Images of a few pixels register (the levels shrink to single pixels);
  * every pixel as samples; and a registration started from an earlier
  * result (its linear part and B-spline parameters) stays as accurate. */
@@ -1231,6 +1259,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, committed_pair_beats_elastix);
   tcase_add_test(tc, more_samples_than_pixels);
   tcase_add_test(tc, a_7x7_shift_with_the_default_levels);
+  tcase_add_test(tc, a_constant_image_is_logged);
 #if ACCEL_HAVE_KISSFFT
   tcase_add_test(tc, prealigned_registration);
 #endif

@@ -96,6 +96,19 @@ accel_status accel__reg_device_nonfinite(accel_ctx *ctx, const accel_array *a, i
   return s;
 }
 
+/* Whether every pixel of a host image holds the first one's bits. Reads up
+ * to the first that differs: a pixel or a row into any textured image. */
+static bool constant(const accel_array *a) {
+  const size_t k = accel_dtype_size(a->dtype);
+  const char *first = a->data;
+  for (int64_t r = 0; r < a->shape[0]; r++) {
+    const char *row = (const char *)a->data + r * a->strides[0];
+    for (int64_t c = 0; c < a->shape[1]; c++)
+      if (memcmp(row + c * a->strides[1], first, k)) return false;
+  }
+  return true;
+}
+
 /* One image of accel_reg_register: a host array, or a device array (on a
  * CUDA context) described in *plain with *device set; *use is the one to
  * read. */
@@ -119,6 +132,11 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
       (uint64_t)a->shape[0] * (uint64_t)a->shape[1] > accel__ctx_max_pixels(ctx))
     return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %lld x %lld pixels, over the context's limit", what,
                           (long long)a->shape[0], (long long)a->shape[1]);
+  if (!*device && constant(a))
+    accel__log(ctx, ACCEL_LOG_WARN,
+               "accel: %s: the %s image is constant: nothing to register on (with mse the result follows the "
+               "other image's values alone; with ncc it stays where it starts)",
+               func, what);
   if (a->dtype == ACCEL_DTYPE_F32) {
     int64_t bad = -1;
     if (*device) s = accel__reg_device_nonfinite(ctx, a, &bad);
