@@ -654,6 +654,13 @@ static bool warp_image(warp_job *j, const char *in_path, accel_buffer *in, const
     accel_buffer_destroy(in);
     return false;
   }
+  if (src.ndim == 3 && src.shape[2] != 1 && src.shape[2] != 3 && src.shape[2] != 4) {
+    /* said before an output file is made (the TIFF writer's refusal names
+     * the output, not the channels) */
+    cli_error("%s: %s: has %lld channels; the warp takes 1, 3 or 4", cmd, in_path, (long long)src.shape[2]);
+    accel_buffer_destroy(in);
+    return false;
+  }
   const int64_t shape[3] = {r[3], r[2], src.ndim == 3 ? src.shape[2] : 1};
   const int32_t ndim = src.ndim == 3 ? 3 : 2;
   /* An uncompressed TIFF is warped straight into the file's pages (no

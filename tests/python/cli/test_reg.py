@@ -143,6 +143,19 @@ class CliReg(CliTest):
                     '(Origin 0 0)\n(Direction 1 0 0 1)\n(UseDirectionCosines "true")\n' % ((tx, ty) + size))
         return path
 
+    def test_layers_of_other_channel_counts(self):
+        """5 channels: refused naming the channels, whatever the output's format (a TIFF output named
+        the TIFF writer's limits instead), the other layers still warped."""
+        self.make_pair()
+        write_npy(self.p("five.npy"), (H, W, 5), "|u1", [7] * (H * W * 5))
+        t = self.translation_file(1.0, 1.0)
+        for out in ("o5.tif", "o5.npy"):
+            r = run("warp", "--transform", t, self.p("five.npy"), self.p(out), self.p("moving_u8.npy"), self.p("ok.npy"))
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn("has 5 channels", r.stderr)
+            self.assertEqual(keys(r.stdout)["written"], "1")
+            self.assertFalse(os.path.exists(self.p(out)))
+
     def test_outputs_over_the_pixel_limit(self):
         """A transform over a 100000 x 100000 image: the field (80 GB) is refused at once, as the warped
         image is, not written until the disk is full."""
