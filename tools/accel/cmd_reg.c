@@ -661,7 +661,15 @@ static bool warp_image(warp_job *j, const char *in_path, accel_buffer *in, const
     accel_buffer_destroy(in);
     return false;
   }
-  const int64_t shape[3] = {r[3], r[2], src.ndim == 3 ? src.shape[2] : 1};
+  const int64_t channels = src.ndim == 3 ? src.shape[2] : 1;
+  if (kind_of(out_path) == IMG_PNM && (src.dtype == ACCEL_DTYPE_F32 || channels == 4)) {
+    /* before the warp, not when saving after it */
+    cli_error("%s: %s: PGM and PPM hold 8- and 16-bit gray or RGB, not %s%s; write .tif or .npy", cmd, out_path,
+              src.dtype == ACCEL_DTYPE_F32 ? "float32" : "RGBA", src.dtype == ACCEL_DTYPE_F32 ? " pixels" : "");
+    accel_buffer_destroy(in);
+    return false;
+  }
+  const int64_t shape[3] = {r[3], r[2], channels};
   const int32_t ndim = src.ndim == 3 ? 3 : 2;
   /* An uncompressed TIFF is warped straight into the file's pages (no
    * buffer of the image, no copy of it into the file: about 1.5 s of a

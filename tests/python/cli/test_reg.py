@@ -155,6 +155,13 @@ class CliReg(CliTest):
             self.assertIn("has 5 channels", r.stderr)
             self.assertEqual(keys(r.stdout)["written"], "1")
             self.assertFalse(os.path.exists(self.p(out)))
+        # float32 into PGM: refused before the warp, as PNM holds 8- and 16-bit pixels only
+        r = run("warp", "--transform", t, self.p("moving.npy"), self.p("f.pgm"), self.p("moving_u8.npy"),
+                self.p("u8.pgm"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("not float32 pixels", r.stderr)
+        self.assertEqual(keys(r.stdout)["written"], "1")
+        self.assertFalse(os.path.exists(self.p("f.pgm")))
 
     def test_outputs_over_the_pixel_limit(self):
         """A transform over a 100000 x 100000 image: the field (80 GB) is refused at once, as the warped
