@@ -132,11 +132,6 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
       (uint64_t)a->shape[0] * (uint64_t)a->shape[1] > accel__ctx_max_pixels(ctx))
     return accel__fail_in(ctx, func, ACCEL_ERR_LIMIT, "%s has %lld x %lld pixels, over the context's limit", what,
                           (long long)a->shape[0], (long long)a->shape[1]);
-  if (!*device && constant(a))
-    accel__log(ctx, ACCEL_LOG_WARN,
-               "accel: %s: the %s image is constant: nothing to register on (with mse the result follows the "
-               "other image's values alone; with ncc it stays where it starts)",
-               func, what);
   if (a->dtype == ACCEL_DTYPE_F32) {
     int64_t bad = -1;
     if (*device) s = accel__reg_device_nonfinite(ctx, a, &bad);
@@ -147,6 +142,11 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
       return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s[%lld, %lld] is not finite", what,
                             (long long)(bad / w), (long long)(bad % w));
   }
+  if (!*device && constant(a)) /* host images only: a device one would be read back for it */
+    accel__log(ctx, ACCEL_LOG_WARN,
+               "accel: %s: the %s image is constant: nothing to register on (with mse the result follows the "
+               "other image's values alone; with ncc it stays where it starts)",
+               func, what);
   return ACCEL_OK;
 }
 

@@ -48,7 +48,8 @@
  * deviation). With both `grad` and `normal` (Gauss-Newton's training
  * set), the matrix is formed from every g->normal_every-th sample of a
  * cell only (sampler.h's row-stratified order makes that a stratified
- * subset) and scaled as if from all. Both are overwritten (not accumulated). Sums are formed
+ * subset; where the cell draws every pixel, every k-th pixel in row order)
+ * and scaled as if from all. Both are overwritten (not accumulated). Sums are formed
  * per cell in sample order and reduced in a fixed order, so results do not
  * depend on the number of threads. A failure returns a status and leaves
  * the reason in call->why.

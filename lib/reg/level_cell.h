@@ -257,7 +257,8 @@ ACCEL__REG_HD void accel__reg_cell_prefetch(const accel__reg_cell_in *e, int64_t
  * `params` into a (which starts at 0): the metric's sums, with `grad` the
  * gradient's terms, with `normal` the Gauss-Newton terms - of every sample,
  * or, with `grad` too, of every g->normal_every-th sample of the cell (a
- * subset stratified by rows as the samples are). */
+ * subset stratified by rows as the samples are; where the cell draws every
+ * pixel, every k-th pixel in row order). */
 ACCEL__REG_HD void accel__reg_cell_eval(const accel__reg_cell_in *e, const double *params, int64_t cx, int64_t cy,
                                         double density, uint64_t stream, bool grad, bool normal,
                                         accel__reg_cell_acc *a) {

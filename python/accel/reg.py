@@ -12,6 +12,7 @@ maps a point of the fixed image into the moving image, T(p) = p + u(p).
 """
 import ctypes
 import numbers
+import operator
 import os
 from typing import Any, Dict, Optional, Sequence, Tuple, Union
 
@@ -87,13 +88,18 @@ def _integer(name, value):
     ctype = dict(RegOptions._fields_)[name]
     bits = 8 * ctypes.sizeof(ctype)
     lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ctype(-1).value < 0 else (0, (1 << bits) - 1)
-    if not isinstance(value, numbers.Real) or isinstance(value, complex):
-        raise TypeError("%s must be an integer, not %r" % (name, value))
-    if value != value or value in (float("inf"), float("-inf")) or int(value) != value:
-        raise ValueError("%s must be a whole number, not %r" % (name, value))
-    if not lo <= int(value) <= hi:
+    try:
+        v = operator.index(value)  # int, bool, numpy integers and bool_, 0-d integer arrays
+    except TypeError:
+        if not isinstance(value, numbers.Number) or (isinstance(value, numbers.Complex) and
+                                                     not isinstance(value, numbers.Real)):
+            raise TypeError("%s must be an integer, not %r" % (name, value)) from None
+        if value != value or value in (float("inf"), float("-inf")) or int(value) != value:
+            raise ValueError("%s must be a whole number, not %r" % (name, value)) from None
+        v = int(value)
+    if not lo <= v <= hi:
         raise ValueError("%s must be in [%d, %d], not %r" % (name, lo, hi, value))
-    return int(value)
+    return v
 
 
 def _choice(name, table, value):

@@ -372,6 +372,9 @@ class Register(OnCpu):
         self.assertIn("callable(level, iteration, metric)", str(e.exception))
         o = accel.Reg.options(seed=2 ** 64 - 1, samples=np.int64(7000), levels=3.0, renew_samples=False)
         self.assertEqual((o.seed, o.samples, o.levels, o.renew_samples), (2 ** 64 - 1, 7000, 3, 0))
+        o = accel.Reg.options(seed=np.uint64(2 ** 64 - 1), levels=np.array(2), renew_samples=np.True_,
+                              iterations=np.float32(9))
+        self.assertEqual((o.seed, o.levels, o.renew_samples, o.iterations), (2 ** 64 - 1, 2, 1, 9))
 
 
 if __name__ == "__main__":

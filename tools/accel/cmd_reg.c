@@ -657,15 +657,16 @@ static bool warp_image(warp_job *j, const char *in_path, accel_buffer *in, const
   if (src.ndim == 3 && src.shape[2] != 1 && src.shape[2] != 3 && src.shape[2] != 4) {
     /* said before an output file is made (the TIFF writer's refusal names
      * the output, not the channels) */
-    cli_error("%s: %s: has %lld channels; the warp takes 1, 3 or 4", cmd, in_path, (long long)src.shape[2]);
+    cli_error("%s: %s: has %lld channels; the warp takes gray (1), gray and alpha (2, as gray), RGB (3) or RGBA (4)",
+              cmd, in_path, (long long)src.shape[2]);
     accel_buffer_destroy(in);
     return false;
   }
   const int64_t channels = src.ndim == 3 ? src.shape[2] : 1;
   if (kind_of(out_path) == IMG_PNM && (src.dtype == ACCEL_DTYPE_F32 || channels == 4)) {
     /* before the warp, not when saving after it */
-    cli_error("%s: %s: PGM and PPM hold 8- and 16-bit gray or RGB, not %s%s; write .tif or .npy", cmd, out_path,
-              src.dtype == ACCEL_DTYPE_F32 ? "float32" : "RGBA", src.dtype == ACCEL_DTYPE_F32 ? " pixels" : "");
+    cli_error("%s: %s: PGM and PPM hold 8- and 16-bit gray or RGB, not %s; write .tif or .npy", cmd, out_path,
+              src.dtype == ACCEL_DTYPE_F32 ? "floating-point pixels" : "RGBA");
     accel_buffer_destroy(in);
     return false;
   }
@@ -1058,7 +1059,9 @@ static int warp_files(const cli_globals *g, const warp_cmd_args *a, accel_ctx *c
    * (a warped image is refused by accel_reg_warp, after its buffer). */
   accel_ctx_info info;
   accel_ctx_info_init(&info, sizeof info);
-  if (!accel_ctx_query(ctx, &info) && (uint64_t)region[2] * (uint64_t)region[3] > info.max_pixels) {
+  uint64_t pixels = 0;
+  const bool wraps = __builtin_mul_overflow((uint64_t)region[2], (uint64_t)region[3], &pixels);
+  if (!accel_ctx_query(ctx, &info) && (wraps || pixels > info.max_pixels)) {
     cli_error("%s: %s: the output region has %lld x %lld pixels, over the context's max_pixels %llu (%s)", WARP,
               accel_status_string(ACCEL_ERR_LIMIT), (long long)region[3], (long long)region[2],
               (unsigned long long)info.max_pixels, a->w.have_region ? "--region" : "the transform's Size");

@@ -159,20 +159,21 @@ class CliReg(CliTest):
         r = run("warp", "--transform", t, self.p("moving.npy"), self.p("f.pgm"), self.p("moving_u8.npy"),
                 self.p("u8.pgm"))
         self.assertEqual(r.returncode, 1, r.stderr)
-        self.assertIn("not float32 pixels", r.stderr)
+        self.assertIn("not floating-point pixels", r.stderr)
         self.assertEqual(keys(r.stdout)["written"], "1")
         self.assertFalse(os.path.exists(self.p("f.pgm")))
 
     def test_outputs_over_the_pixel_limit(self):
         """A transform over a 100000 x 100000 image: the field (80 GB) is refused at once, as the warped
-        image is, not written until the disk is full."""
+        image is, not written until the disk is full; so is a --region whose pixel count wraps 2^64."""
         self.make_pair()
         t = self.translation_file(1.0, 1.0, (100000, 100000))
-        for args in (("--out-field", self.p("D.npy")), (self.p("moving.npy"), self.p("o.npy"))):
+        for args in (("--out-field", self.p("D.npy")), (self.p("moving.npy"), self.p("o.npy")),
+                     ("--region", "0,0,16777216,1099511627776", "--out-field", self.p("D.npy"))):
             r = run("warp", "--transform", t, *args)
             self.assertEqual(r.returncode, 1, (args, r.stderr))
             self.assertIn("ACCEL_ERR_LIMIT", r.stderr)
-            self.assertIn("100000 x 100000 pixels", r.stderr)
+            self.assertIn(" pixels, over the context's max_pixels", r.stderr)
             self.assertFalse([n for n in os.listdir(self.tmp) if "D.npy" in n or "o.npy" in n])
 
     def test_warp_with_an_elastix_translation(self):
