@@ -966,6 +966,14 @@ START_TEST(bad_arguments_are_errors) {
   expect_error(ctx, &thin, &f, NULL, NULL, &o, ACCEL_ERR_INVALID_ARG, "fixed is 96 x 1 pixels");
   thin.shape[0] = 1, thin.shape[1] = N;
   expect_error(ctx, &f, &thin, NULL, NULL, &o, ACCEL_ERR_INVALID_ARG, "at least 2 along each axis");
+  /* an initial transform over another size, given as rows x columns like the messages above */
+  accel_reg_grid og;
+  accel_reg_grid_for(40, N, 64, &og); /* 40 columns, 96 rows */
+  accel_reg_transform *other = NULL;
+  ck_assert_int_eq(accel_reg_transform_create(ctx, &og, &other), ACCEL_OK);
+  expect_error(ctx, &f, &f, NULL, other, &o, ACCEL_ERR_INVALID_ARG,
+               "over a 96 x 40 image (rows x columns), the fixed image is 96 x 96");
+  accel_reg_transform_destroy(other);
   const struct {
     const char *needle;
     int field;
