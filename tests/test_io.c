@@ -761,6 +761,46 @@ START_TEST(tiff_images_from_other_writers) {
 }
 END_TEST
 
+/* FillOrder 2 (bits of each byte stored last to first), written by
+ * libtiff: the same pixels read through libtiff and where mapping would
+ * apply, which leaves such a file to libtiff (mapped, its bytes came back
+ * with their bits reversed from files of 64 MiB on). */
+START_TEST(tiff_fill_order_2_reads_the_same_mapped_or_not) {
+  const char *path = tmp("fill2.tif");
+  enum { W = 40, H = 12 };
+  uint8_t px[H][W];
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) px[y][x] = (uint8_t)(y * 37 + x * 11 + 1);
+  TIFF *tif = TIFFOpen(path, "w");
+  ck_assert_ptr_nonnull(tif);
+  TIFFSetField(tif, TIFFTAG_IMAGEWIDTH, W);
+  TIFFSetField(tif, TIFFTAG_IMAGELENGTH, H);
+  TIFFSetField(tif, TIFFTAG_SAMPLESPERPIXEL, 1);
+  TIFFSetField(tif, TIFFTAG_BITSPERSAMPLE, 8);
+  TIFFSetField(tif, TIFFTAG_PHOTOMETRIC, PHOTOMETRIC_MINISBLACK);
+  TIFFSetField(tif, TIFFTAG_PLANARCONFIG, PLANARCONFIG_CONTIG);
+  TIFFSetField(tif, TIFFTAG_FILLORDER, FILLORDER_LSB2MSB);
+  TIFFSetField(tif, TIFFTAG_ROWSPERSTRIP, 4);
+  for (int y = 0; y < H; y++) ck_assert_int_eq(TIFFWriteScanline(tif, px[y], (uint32_t)y, 0), 1);
+  TIFFClose(tif);
+  const uint64_t saved = accel__tiff_map_min;
+  for (int mapped = 0; mapped < 2; mapped++) {
+    accel__tiff_map_min = mapped ? 0 : UINT64_MAX;
+    accel_buffer *b = NULL;
+    ck_assert_msg(accel_tiff_load_image(NULL, path, &b) == ACCEL_OK, "%s", accel_last_error(NULL));
+    const accel_array a = view_of(b);
+    ck_assert(a.ndim == 2 && a.shape[0] == H && a.shape[1] == W && a.dtype == ACCEL_DTYPE_U8);
+    ck_assert(!accel__buffer_is_mapped(b));
+    for (int y = 0; y < H; y++)
+      for (int x = 0; x < W; x++)
+        EXPECT(*pixel_at(&a, y, x, 0) == px[y][x], "map_min %s: (%d, %d) is %d, not %d", mapped ? "0" : "max", y, x,
+               *pixel_at(&a, y, x, 0), px[y][x]);
+    accel_buffer_destroy(b);
+  }
+  accel__tiff_map_min = saved;
+}
+END_TEST
+
 /* A file of two gray images (8 x 6, then 5 x 4, values k and 100 + k),
  * written with libtiff: the first loads, and the log says that only it
  * did; a file of one image logs nothing. */
@@ -1430,6 +1470,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, geotiff_round_trip);
   tcase_add_test(tc, hostile_tiffs_are_refused_before_allocating);
   tcase_add_loop_test(tc, tiff_images_from_other_writers, 0, 2);
+  tcase_add_test(tc, tiff_fill_order_2_reads_the_same_mapped_or_not);
   tcase_add_test(tc, tiff_images_round_trip);
   tcase_add_test(tc, tiff_images_written_in_place);
   tcase_add_test(tc, tiff_images_switch_to_bigtiff);

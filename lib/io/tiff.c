@@ -585,11 +585,15 @@ uint64_t accel__tiff_map_min = (uint64_t)64 << 20;
  * or mapping fails (the caller reads the strips). */
 static accel_buffer *map_strips(TIFF *tif, const image_layout *L, uint64_t file_size) {
 #if defined(__unix__) || defined(__APPLE__)
-  uint16_t compression = COMPRESSION_NONE;
+  uint16_t compression = COMPRESSION_NONE, fill = FILLORDER_MSB2LSB;
   TIFFGetFieldDefaulted(tif, TIFFTAG_COMPRESSION, &compression);
+  TIFFGetFieldDefaulted(tif, TIFFTAG_FILLORDER, &fill);
   const uint64_t row = (uint64_t)L->w * L->spp * L->es, bytes = row * L->h;
-  if (TIFFIsTiled(tif) || compression != COMPRESSION_NONE || (L->planar == PLANARCONFIG_SEPARATE && L->spp > 1) ||
-      TIFFIsByteSwapped(tif) || bytes < accel__tiff_map_min || bytes > (uint64_t)SIZE_MAX)
+  /* FillOrder 2: libtiff reverses each byte's bits as it reads; the file's
+   * bytes are not the raster */
+  if (TIFFIsTiled(tif) || compression != COMPRESSION_NONE || fill != FILLORDER_MSB2LSB ||
+      (L->planar == PLANARCONFIG_SEPARATE && L->spp > 1) || TIFFIsByteSwapped(tif) || bytes < accel__tiff_map_min ||
+      bytes > (uint64_t)SIZE_MAX)
     return NULL;
   uint32_t rps = 0;
   TIFFGetFieldDefaulted(tif, TIFFTAG_ROWSPERSTRIP, &rps);
