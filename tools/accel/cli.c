@@ -180,6 +180,7 @@ int cli_open_ctx(const cli_globals *g, accel_ctx **ctx) {
   o.log_level = g->log_level;
   o.cpu_threads = g->threads;
   o.sync = g->sync;
+  o.max_pixels = (uint64_t)g->max_pixels;
   cli_sync_all = g->sync == ACCEL_SYNC_ALL; /* the tool's own saves (cli_atomic_close) */
   o.log_fn = log_writer;
   accel_status s = accel_ctx_create(&o, ctx);

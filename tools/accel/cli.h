@@ -23,6 +23,7 @@ typedef struct cli_globals {
   int threads;            /* 0: all */
   bool progress;          /* draw progress bars (stderr is a terminal and not --no-progress) */
   accel_sync_policy sync; /* which saves are fsync'd */
+  int64_t max_pixels;     /* the loaders' and outputs' pixel limit; 0: the library's default */
 } cli_globals;
 
 /* ------------------------------------------------------------ options

@@ -76,6 +76,14 @@ static const cli_option GLOBAL_OPTIONS[] = {
      .help = "which saved files are fsync'd before they replace their target\n"
              "(default index: index files; images and arrays are replaced\n"
              "atomically but not synced)"},
+    {.name = "--max-pixels",
+     .kind = CLI_OPT_INT,
+     CLI_AT(cli_globals, max_pixels),
+     .lo = 0,
+     .hi = INT64_MAX,
+     .arg = "N",
+     .help = "the largest image (width x height) read or written\n"
+             "(default 0: 1073741824, 2^30)"},
     {.name = "--no-progress",
      .kind = CLI_OPT_CLEAR,
      CLI_AT(cli_globals, progress),

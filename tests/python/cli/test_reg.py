@@ -175,6 +175,16 @@ class CliReg(CliTest):
             self.assertIn("ACCEL_ERR_LIMIT", r.stderr)
             self.assertIn(" pixels, over the context's max_pixels", r.stderr)
             self.assertFalse([n for n in os.listdir(self.tmp) if "D.npy" in n or "o.npy" in n])
+        # --max-pixels sets the limit: the 128 x 128 pair is over 1000
+        small = self.translation_file(1.0, 1.0)
+        for args in (("warp", "--transform", small, self.p("moving.npy"), self.p("o.npy")),
+                     ("register", "--fixed", self.p("fixed.tif"), "--moving", self.p("moving.npy"))):
+            r = run("--max-pixels", "1000", *args)
+            self.assertEqual(r.returncode, 1, (args, r.stderr))
+            self.assertIn("ACCEL_ERR_LIMIT", r.stderr)
+            self.assertFalse([n for n in os.listdir(self.tmp) if "D.npy" in n or "o.npy" in n])
+        r = run("--max-pixels", "16384", "warp", "--transform", small, self.p("moving.npy"), self.p("o.npy"))
+        self.assertEqual(r.returncode, 0, r.stderr)
 
     def test_warp_with_an_elastix_translation(self):
         """T(x, y) = (x + 2, y - 3): OUT[r][c] = IN[r - 3][c + 2], the fill outside."""
