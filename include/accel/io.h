@@ -16,8 +16,10 @@
  *      uncompressed strips, F32 or U8. Before anything is allocated, the
  *      raster must be within the context's max_pixels, its strips or tiles
  *      must lie inside the file and hold enough bytes for their pixels (at
- *      the most their compression can expand), and tiles may not exceed the
- *      image (rounded up to 16) or 4096 x 4096 pixels.
+ *      the most their compression can expand), and a tile may not hold more
+ *      pixels than the image rounded up to multiples of 16, or than 4096 x
+ *      4096, whichever is more (a tile of 8192 x 8192 loads in an image as
+ *      large; one of 256 x 256 in any image).
  *      Images (accel_tiff_load_image, accel_tiff_save_image): gray, gray and
  *      alpha, RGB, RGBA with samples as stored (8/16/32-bit integers, 32/64-
  *      bit floats), TIFF or BigTIFF, strips or tiles, uncompressed or deflate
