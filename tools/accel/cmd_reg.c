@@ -542,6 +542,16 @@ static bool write_field_bands(accel_ctx *ctx, const char *path, const accel_reg_
       break;
     }
     float *plane[2] = {all.data, (float *)((char *)all.data + all.strides[0])};
+    for (int k = 0; k < 2 && ok; k++)
+      for (int64_t i = 0; i < n * w; i++)
+        if (!isfinite(plane[k][i])) { /* beyond float32 (a parameter of 1e300): not written as inf */
+          cli_error(
+              "%s: the displacement at row %lld, column %lld is beyond float32's range (%g); the transform's "
+              "parameters are far off",
+              path, (long long)(r[1] + y + i / w), (long long)(r[0] + i % w), (double)plane[k][i]);
+          ok = false;
+          break;
+        }
     for (int k = 0; k < 2 && ok; k++) {
       to_little_endian(plane[k], (size_t)(n * w));
       const off_t at = (off_t)header + (off_t)(((int64_t)k * h + y) * w * 4);

@@ -185,6 +185,11 @@ class CliReg(CliTest):
             self.assertFalse([n for n in os.listdir(self.tmp) if "D.npy" in n or "o.npy" in n])
         r = run("--max-pixels", "16384", "warp", "--transform", small, self.p("moving.npy"), self.p("o.npy"))
         self.assertEqual(r.returncode, 0, r.stderr)
+        # a displacement beyond float32 (a translation of 1e300) is an error, not a field of inf
+        r = run("warp", "--transform", self.translation_file(1e300, 0.0), "--out-field", self.p("D.npy"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("beyond float32's range", r.stderr)
+        self.assertFalse([n for n in os.listdir(self.tmp) if "D.npy" in n])
 
     def test_warp_with_an_elastix_translation(self):
         """T(x, y) = (x + 2, y - 3): OUT[r][c] = IN[r - 3][c + 2], the fill outside."""
