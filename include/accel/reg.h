@@ -142,7 +142,9 @@ ACCEL_API accel_status accel_reg_transform_clone(accel_ctx *ctx, const accel_reg
  * with the digits that read back as the same double. With an initial part,
  * that part is written first to "<path without .txt>.initial.txt" (an
  * elastix TranslationTransform, EulerTransform or AffineTransform file) and
- * named by its absolute path in InitialTransformParametersFileName. A
+ * named by its absolute path in InitialTransformParametersFileName ("T"
+ * and "T.txt" share it: keep such names apart), after the path itself
+ * proved writable (not a directory, its folder there). A
  * transform without a B-spline part (loaded from a linear file) is written
  * as that linear file alone. Errors: the saves' of io.h (each file written
  * whole under a temporary name, then renamed), ACCEL_ERR_INVALID_ARG also

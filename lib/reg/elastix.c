@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define LOAD "accel_reg_transform_load"
 #define SAVE "accel_reg_transform_save"
@@ -593,11 +594,24 @@ accel_status accel_reg_transform_save(accel_ctx *ctx, const accel_reg_transform 
   REQUIRE(ctx, stem + 13 < sizeof initial, ACCEL_ERR_INVALID_ARG, "path is too long");
   memcpy(initial, path, stem);
   memcpy(initial + stem, ".initial.txt", 13);
-  accel_status s = write_file(ctx, initial, &(saved){t, false, "NoInitialTransform"});
+  /* the file's own temporary first: a path that cannot be written (a
+   * directory, a missing folder) fails before the initial part is made */
+  struct stat st;
+  REQUIRE(ctx, stat(path, &st) != 0 || !S_ISDIR(st.st_mode), ACCEL_ERR_IO, "cannot replace %s: it is a directory",
+          path);
+  accel__atomic_file af;
+  accel_status s = accel__atomic_open(ctx, SAVE, path, false, &af);
   if (s) return s;
-  if (!realpath(initial, absolute))
-    return FAIL(ctx, ACCEL_ERR_IO, "cannot find the absolute path of %s: %s", initial, strerror(errno));
-  REQUIRE(ctx, !strpbrk(absolute, "\"\n\r"), ACCEL_ERR_INVALID_ARG,
-          "the path %s cannot be written in a parameter file (a quote or a line break)", absolute);
-  return write_file(ctx, path, &(saved){t, true, absolute});
+  s = write_file(ctx, initial, &(saved){t, false, "NoInitialTransform"});
+  if (!s && !realpath(initial, absolute))
+    s = FAIL(ctx, ACCEL_ERR_IO, "cannot find the absolute path of %s: %s", initial, strerror(errno));
+  if (!s && strpbrk(absolute, "\"\n\r"))
+    s = FAIL(ctx, ACCEL_ERR_INVALID_ARG, "the path %s cannot be written in a parameter file (a quote or a line break)",
+             absolute);
+  if (s) {
+    accel__atomic_abort(&af);
+    return s;
+  }
+  put_file(af.f, &(saved){t, true, absolute});
+  return accel__atomic_commit(ctx, SAVE, &af);
 }

@@ -289,6 +289,13 @@ class Files(OnCpu):
             with open(path) as f:
                 text = f.read()
             self.assertIn('(Transform "BSplineTransform")', text)
+        # a path that cannot be written fails before the initial part's file is made (it was left behind)
+        for bad in ("isdir.txt", os.path.join("missing", "t.txt")):
+            if bad == "isdir.txt":
+                os.mkdir(os.path.join(self.tmp, bad))
+            with self.assertRaises(accel.AccelError):
+                t.save(os.path.join(self.tmp, bad))
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "isdir.initial.txt")))
 
     def test_elastix_transform_against_transformix(self):
         case = os.path.join(SHARED_REG, "tex_512_s1")
