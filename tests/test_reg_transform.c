@@ -391,6 +391,13 @@ START_TEST(bad_arguments_of_files) {
   ck_assert_int_eq(accel_reg_transform_load(NULL, "/tmp/x.txt", NULL), ACCEL_ERR_INVALID_ARG);
   ck_assert_int_eq(accel_reg_transform_load(NULL, "/nonexistent-dir/x.txt", &out), ACCEL_ERR_IO);
   ck_assert_ptr_null(out);
+  /* field offsets where x0 + c would overflow (it returned OK and displacements of 2e18) */
+  float buf[2 * 3 * 4];
+  accel_array f;
+  ck_assert_int_eq(accel_array_init(&f, buf, ACCEL_DTYPE_F32, 3, (const int64_t[]){2, 3, 4}), ACCEL_OK);
+  ck_assert_int_eq(accel_reg_transform_field(NULL, t, INT64_MAX - 2, 0, &f), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_reg_transform_field(NULL, t, 0, INT64_MIN, &f), ACCEL_ERR_INVALID_ARG);
+  ck_assert_int_eq(accel_reg_transform_field(NULL, t, -((int64_t)1 << 40), (int64_t)1 << 40, &f), ACCEL_OK);
   accel_reg_transform_destroy(t);
 }
 END_TEST

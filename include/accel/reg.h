@@ -127,7 +127,7 @@ ACCEL_API accel_status accel_reg_transform_points(accel_ctx *ctx, const accel_re
  * grid: `field` is F32 (2, h, w), any strides; field[0][r][c] is u_x and
  * field[1][r][c] u_y at the pixel (x0 + c, y0 + r). The region may extend
  * beyond the image. Errors: ACCEL_ERR_INVALID_ARG (NULL arguments, a field
- * of another dtype or shape). */
+ * of another dtype or shape, x0 or y0 beyond +-2^40). */
 ACCEL_API accel_status accel_reg_transform_field(accel_ctx *ctx, const accel_reg_transform *t, int64_t x0, int64_t y0,
                                                  const accel_array *field);
 

@@ -183,6 +183,9 @@ accel_status accel_reg_transform_field(accel_ctx *ctx, const accel_reg_transform
   if (s) return s;
   REQUIRE(ctx, field->dtype == ACCEL_DTYPE_F32 && field->ndim == 3 && field->shape[0] == 2, ACCEL_ERR_INVALID_ARG,
           "field must be F32 (2, h, w)");
+  const int64_t lim = (int64_t)1 << 40; /* as accel_reg_warp's region: x0 + c never overflows */
+  REQUIRE(ctx, x0 >= -lim && x0 <= lim && y0 >= -lim && y0 <= lim, ACCEL_ERR_INVALID_ARG,
+          "region offset (%lld, %lld) beyond +-2^40", (long long)x0, (long long)y0);
   const int64_t h = field->shape[1], w = field->shape[2];
   accel__reg_xform x;
   accel__reg_xform_of(t, &x);
