@@ -196,7 +196,10 @@ class Transform(Handle):
         self._ctx = _default_context(ctx)
         self.report = None
         g = RegGrid()
-        rows, cols = (int(v) for v in shape)
+        shape = tuple(shape)
+        if len(shape) != 2:
+            raise ValueError("shape must be the fixed image's (rows, cols), not %s" % (shape,))
+        rows, cols = (operator.index(v) for v in shape)
         if lib.accel_reg_grid_for(cols, rows, float(grid_spacing), ctypes.byref(g)) != 0:
             raise ValueError("shape %s and grid_spacing %r do not make a grid" % (tuple(shape), grid_spacing))
         h = ctypes.c_void_p()
@@ -386,7 +389,10 @@ class Transform(Handle):
         if given.size != LINEAR_COUNTS[kind]:
             raise ValueError("a %s initial part has %d parameters, not %d" % (kind, LINEAR_COUNTS[kind], given.size))
         p[:given.size] = given
-        c = (ctypes.c_double * 2)(*(float(v) for v in centre))
+        centre = tuple(float(v) for v in centre)
+        if len(centre) != 2:
+            raise ValueError("centre must be (x, y), not %s" % (centre,))
+        c = (ctypes.c_double * 2)(*centre)
         self._check(lib.accel_reg_transform_set_initial(self._ctx.handle, self.handle, LINEAR_KINDS[kind],
                                                         p.ctypes.data_as(P(ctypes.c_double)), c))
 

@@ -296,6 +296,13 @@ class Files(OnCpu):
             with self.assertRaises(accel.AccelError):
                 t.save(os.path.join(self.tmp, bad))
         self.assertFalse(os.path.exists(os.path.join(self.tmp, "isdir.initial.txt")))
+        # a centre of other than 2 values and an RGB shape are refused (a 1-value centre was (x, 0))
+        for bad in (lambda: t.set_initial("translation", (1.0, 1.0), (1.0,)), lambda: accel.Transform((60, 80, 3)),
+                    lambda: t.set_initial("translation", (1.0, 1.0), (1.0, 2.0, 3.0))):
+            with self.assertRaises(ValueError):
+                bad()
+        with self.assertRaises(TypeError):
+            accel.Transform((60.5, 80))
 
     def test_elastix_transform_against_transformix(self):
         case = os.path.join(SHARED_REG, "tex_512_s1")
