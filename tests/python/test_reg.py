@@ -303,6 +303,9 @@ class Files(OnCpu):
                 bad()
         with self.assertRaises(TypeError):
             accel.Transform((60.5, 80))
+        for bad in (["1"] * t.parameters.size, t.parameters.astype(np.complex128)):
+            with self.assertRaises(TypeError):
+                t.parameters = bad
 
     def test_elastix_transform_against_transformix(self):
         case = os.path.join(SHARED_REG, "tex_512_s1")
