@@ -268,6 +268,22 @@ START_TEST(save_and_load_round_trip) {
   ck_assert_double_eq_tol(xy[0], 12, 1e-12);
   ck_assert_double_eq_tol(xy[1], 23, 1e-12);
   accel_reg_transform_destroy(lin);
+  /* lone CR line ends (and CRLF) read as line ends, comments included */
+  for (int crlf = 0; crlf < 2; crlf++) {
+    const char *end = crlf ? "\r\n" : "\r";
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "// a comment%s(Transform \"EulerTransform\") // another%s(NumberOfParameters 3)%s"
+             "(TransformParameters 0.1 2 3)%s(CenterOfRotationPoint 10 20)%s(Size 64 48)%s",
+             end, end, end, end, end, end);
+    write_text(path, buf);
+    lin = NULL;
+    ck_assert_msg(accel_reg_transform_load(NULL, path, &lin) == ACCEL_OK, "%s", accel_last_error(NULL));
+    double q[2] = {10, 20};
+    ck_assert_int_eq(accel_reg_transform_points(NULL, lin, q, 1), ACCEL_OK);
+    ck_assert_double_eq_tol(q[0], 12, 1e-12);
+    accel_reg_transform_destroy(lin);
+  }
   accel_reg_transform_destroy(t);
   free(a);
   free(b);

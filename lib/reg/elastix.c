@@ -62,6 +62,10 @@ static accel_status read_text(accel_ctx *ctx, const char *func, const char *path
     return accel__fail_in(ctx, func, ACCEL_ERR_IO, "%s: cannot read it", path);
   f->text[size] = '\0';
   f->size = size;
+  /* old Mac line ends (a lone CR) as line ends: a comment ran to the end of
+   * the file through them ("(Size) is missing") */
+  for (int64_t i = 0; i < size; i++)
+    if (f->text[i] == '\r' && f->text[i + 1] != '\n') f->text[i] = '\n';
   return ACCEL_OK;
 }
 
