@@ -110,6 +110,9 @@ accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const ch
   const char *name = slash ? slash + 1 : path;
   if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s names a directory, not a file", path);
+  struct stat st; /* refused now, not by the rename at the commit after all the writing */
+  if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    return accel__fail_in(ctx, func, ACCEL_ERR_IO, "cannot replace %s: it is a directory", path);
   char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
   af->path = strdup(path);
   af->name = strdup(name);

@@ -39,7 +39,9 @@ typedef struct accel__atomic_file {
 } accel__atomic_file;
 
 /* Start a save of `path`; `index`: an index file (synced by default, see
- * accel_sync_policy), else any other file. */
+ * accel_sync_policy), else any other file. A path ending in "/", "." or
+ * ".." is ACCEL_ERR_INVALID_ARG, an existing directory ACCEL_ERR_IO (as its
+ * rename would fail), both before anything is written. */
 accel_status accel__atomic_open(const accel_ctx *ctx, const char *func, const char *path, bool index,
                                 accel__atomic_file *af);
 /* Write n bytes to the temporary, bypassing `f` (do not mix the two without

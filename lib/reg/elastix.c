@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define LOAD "accel_reg_transform_load"
 #define SAVE "accel_reg_transform_save"
@@ -600,9 +599,6 @@ accel_status accel_reg_transform_save(accel_ctx *ctx, const accel_reg_transform 
   memcpy(initial + stem, ".initial.txt", 13);
   /* the file's own temporary first: a path that cannot be written (a
    * directory, a missing folder) fails before the initial part is made */
-  struct stat st;
-  REQUIRE(ctx, stat(path, &st) != 0 || !S_ISDIR(st.st_mode), ACCEL_ERR_IO, "cannot replace %s: it is a directory",
-          path);
   accel__atomic_file af;
   accel_status s = accel__atomic_open(ctx, SAVE, path, false, &af);
   if (s) return s;
