@@ -334,10 +334,10 @@ class Transform(Handle):
     @parameters.setter
     def parameters(self, values: Any) -> None:
         import numpy as np
-        kind = np.asarray(values).dtype.kind
-        if kind not in "biuf":  # strings and complex values converted silently (the imaginary part dropped)
-            raise TypeError("parameters must be real numbers, not %s" % np.asarray(values).dtype)
-        v = np.ascontiguousarray(values, dtype=np.float64).ravel()
+        given = np.asarray(values)
+        if given.dtype.kind not in "biuf":  # strings and complex values were converted (the imaginary part dropped)
+            raise TypeError("parameters must be real numbers, not %s" % given.dtype)
+        v = np.ascontiguousarray(given, dtype=np.float64).ravel()
         n = lib.accel_reg_transform_count(self.handle)
         if v.size != n:
             raise ValueError("a transform of this grid has %d parameters, not %d" % (n, v.size))

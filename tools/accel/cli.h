@@ -66,6 +66,8 @@ struct cli_option {
   int64_t lo, hi;      /* CLI_OPT_INT */
   double min;          /* CLI_OPT_REAL with range */
   bool exclusive;
+  double max;         /* CLI_OPT_REAL with range: the largest value (0: no upper bound) */
+  bool max_exclusive; /* max itself refused */
   const char *range;
   const cli_choice *choices; /* CLI_OPT_CHOICE */
   cli_parse_fn parse;        /* CLI_OPT_CUSTOM */

@@ -178,6 +178,7 @@ static const cli_option REGISTER_OPTIONS[] = {
      CLI_SEEN(reg_args, given.grid),
      .min = 0,
      .exclusive = true,
+     .max = 1e12, /* the library's bound */
      .range = "a spacing above 0 and at most 1e12",
      .arg = "S",
      .help = "final control point spacing in pixels (default 64);\n"
@@ -244,6 +245,8 @@ static const cli_option REGISTER_OPTIONS[] = {
      CLI_AT(reg_args, set.tolerance),
      CLI_SEEN(reg_args, given.tolerance),
      .min = 0,
+     .max = 1,
+     .max_exclusive = true,
      .range = "a number >= 0 and below 1",
      .arg = "T",
      .help = "stop a level when the validation objective's relative\n"
@@ -818,14 +821,6 @@ static int parse_register(int argc, char **argv, reg_run *r) {
     return CLI_USAGE;
   }
   r->outs = argv + first;
-  if (a->given.grid && !(a->set.grid_spacing <= 1e12)) {
-    cli_error("%s: --grid %g: a spacing above 0 and at most 1e12 pixels", REG, a->set.grid_spacing);
-    return CLI_USAGE;
-  }
-  if (a->given.tolerance && !(a->set.tolerance < 1)) {
-    cli_error("%s: --tolerance %g: a number >= 0 and below 1", REG, a->set.tolerance);
-    return CLI_USAGE;
-  }
   if (!a->fixed || !a->moving) {
     cli_error("%s: %s is required (see accel register --help)", REG, !a->fixed ? "--fixed" : "--moving");
     return CLI_USAGE;

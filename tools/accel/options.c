@@ -62,7 +62,8 @@ static bool read_value(const char *cmd, const cli_option *o, const char *v, void
     if (!cli_parse_reals(cmd, what, v, n, field)) return false;
     for (int k = 0; o->range && k < n; k++) {
       const double x = ((const double *)field)[k];
-      if (x < o->min || (o->exclusive && x == o->min)) {
+      if (x < o->min || (o->exclusive && x == o->min) ||
+          (o->max != 0 && (x > o->max || (o->max_exclusive && x == o->max)))) {
         cli_error("%s%s%s takes %s, not '%s'", CLI_CMD_PREFIX(cmd), what, o->range, v);
         return false;
       }
