@@ -232,17 +232,20 @@ typedef struct accel_reg_options {
   accel_reg_optimizer optimizer; /* default ACCEL_REG_OPTIMIZER_GAUSS_NEWTON */
   double bending_weight;         /* weight of the bending energy penalty; default 0 */
   /* Early stopping (docs/reg.md): the objective on a fixed validation
-   * sample set of `validation_samples` pixels (default 20000), drawn once
-   * per level, stops a level when its relative decrease over the last
+   * sample set of `validation_samples` pixels (default 20000; at least
+   * 5000, or all of a level's pixels where it has fewer), drawn once per
+   * level, stops a level when its relative decrease over the last
    * `window` evaluations (default 3) falls below `tolerance` (default
    * 1e-3). Gauss-Newton evaluates it after every iteration; ASGD every 10
    * iterations. tolerance 0 = off: every iteration runs (Gauss-Newton may
    * still stop when no step improves the objective). Gauss-Newton's finest
    * level also stops 2 window + 1 iterations after the decrease first falls
    * below 10 x tolerance, and returns the mean of those iterates where its
-   * objective is the lower (docs/reg.md). validation_samples 0: the
-   * objective of the iteration's training samples takes the validation
-   * set's place (noisier) and the finest level does not average. */
+   * objective is the lower (docs/reg.md). validation_samples 0 (ASGD
+   * only; ACCEL_ERR_INVALID_ARG with Gauss-Newton, which takes a step only
+   * where the validation objective falls): the objective of the
+   * iteration's training samples takes the validation set's place
+   * (noisier). */
   double tolerance;
   int32_t window;
   int64_t validation_samples;

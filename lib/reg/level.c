@@ -158,8 +158,11 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   g->normal = !gn ? 0 : g->train / g->normal_every;
   g->exact_density = ASGD_EXACT_SAMPLES / cand;
   g->jacobian_density = (double)(2 * nodes > 1000 ? 2 * nodes : 1000) / cand;
-  g->valid_density = o->validation_samples <= 0 ? 0.0 : (double)o->validation_samples / cand;
-  g->valid = o->validation_samples <= 0 ? 0 : g->valid_density >= 1.0 ? g->candidates : o->validation_samples;
+  const int64_t valid = o->validation_samples <= 0                     ? 0
+                        : o->validation_samples < ACCEL__REG_VALID_MIN ? ACCEL__REG_VALID_MIN
+                                                                       : o->validation_samples;
+  g->valid_density = (double)valid / cand;
+  g->valid = valid <= 0 ? 0 : g->valid_density >= 1.0 ? g->candidates : valid;
   return ACCEL_OK;
 }
 

@@ -77,6 +77,12 @@ extern bool accel__reg_normal_full;
 
 #define ACCEL__REG_GN_NORMAL_PER_NODE 48
 
+/* The least validation samples of a level (all its pixels where it has
+ * fewer): a step is taken when the objective on them falls, and with
+ * fewer the sampling noise decides (the 1024^2 shared pair: 1000 of them
+ * left 1.5% of the points over 0.5 px off, 5000 0.05%). */
+#define ACCEL__REG_VALID_MIN 5000
+
 /* A level's geometry, as the optimizer and every evaluator see it. */
 typedef struct accel__reg_geom {
   accel__reg_xform xf;    /* the level grid and linear part; params = NULL (eval gets them) */

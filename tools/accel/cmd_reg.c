@@ -267,7 +267,8 @@ static const cli_option REGISTER_OPTIONS[] = {
      .lo = 0,
      .hi = INT64_MAX,
      .arg = "N",
-     .help = "samples of the early stopping's metric (default\n20000)"},
+     .help =
+         "samples of the early stopping's metric (default\n20000, at least 5000; 0: none, with --optimizer\nasgd only)"},
     {.name = "--seed",
      .kind = CLI_OPT_INT,
      CLI_AT(reg_args, set.seed),
@@ -826,6 +827,13 @@ static int parse_register(int argc, char **argv, reg_run *r) {
     return CLI_USAGE;
   }
   apply_options(a, &r->o);
+  if (r->o.validation_samples == 0 && r->o.optimizer == ACCEL_REG_OPTIMIZER_GAUSS_NEWTON) {
+    cli_error(
+        "%s: --validation-samples 0 (no validation set) needs --optimizer asgd: Gauss-Newton takes a step "
+        "only where the objective on the validation samples falls",
+        REG);
+    return CLI_USAGE;
+  }
   return check_files(r) ? CLI_OK : CLI_USAGE;
 }
 

@@ -117,7 +117,7 @@ class CliReg(CliTest):
                      fm + ["--fill", "nan"], fm + ["--window", "0"], fm + ["--bogus"], fm + ["extra"],
                      # the library's bounds are usage errors too (they were exit status 1, after loading)
                      fm + ["--tolerance", "1"], fm + ["--iterations", "1000001"], fm + ["--window", "100001"],
-                     fm + ["--grid", "1e30"],
+                     fm + ["--grid", "1e30"], fm + ["--validation-samples", "0"],
                      fm + ["--tiff-compression", "lzw"], fm + ["--tile", "70000"],
                      fm + ["--warp", self.p("moving.npy")], fm + ["--out-field", self.p("d.tif")],
                      fm + ["--out-warped", self.p("w.png")], fm + ["--out-warped", self.p("moving.npy")],
