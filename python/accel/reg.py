@@ -472,7 +472,9 @@ class Transform(Handle):
         ----------
         images : array or sequence of arrays
             Each (H, W) or (H, W, C), C = 1, 3 or 4, uint8, uint16 or
-            float32, any size; one array alone is one image.
+            float32, any size; one array alone is one image. Other
+            floating-point arrays (float16, float64) are warped as float32
+            and returned in their own dtype.
         interp : {"cubic", "linear"}
             B-spline of order 3 (transformix's final resampler) or linear.
         fill : float
@@ -507,7 +509,7 @@ class Transform(Handle):
         # coefficients made on the device)
         views = [device_in(self._ctx, a, ("uint8", "uint16", "float32"), (2, 3), as3d=False, bool_as_uint8=False)
                  for a in given]
-        pairs = [(v, None) if v is not None else host(a, "image") for v, a in zip(views, given)]
+        pairs = [(v, None) if v is not None else _warp_host(a) for v, a in zip(views, given)]
         ins = [a for a, _ in pairs]
         if not ins:
             return []
@@ -524,6 +526,18 @@ class Transform(Handle):
             self._check(lib.accel_reg_warp(self._ctx.handle, self.handle, pin, pout, len(ins), ctypes.byref(o)))
         outs = [a.obj if back is None else back(a) for a, (_, back) in zip(outs, pairs)]
         return outs[0] if single else outs
+
+
+def _warp_host(a):
+    """(array, back) for a host layer of the warp: floating-point arrays
+    other than native float32 warped as float32 and given back in their
+    own dtype (the library's warp computes in float32 either way)."""
+    import numpy as np
+    arr, back = host(a, "image")
+    if arr.dtype.kind != "f" or (arr.dtype == np.float32 and arr.dtype.isnative):
+        return arr, back
+    dtype = arr.dtype
+    return arr.astype(np.float32), lambda r: back(r.astype(dtype))
 
 
 # The Transform class under a name that Reg's annotations can use (Reg.Transform shadows it there).

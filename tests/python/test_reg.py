@@ -249,10 +249,22 @@ class Warp(OnCpu):
         self.assertEqual(t.warp(big, interp="linear")[:47, :62].tolist(),
                          t.warp(self.img, interp="linear")[:47, :62].tolist())
 
+    def test_other_floats_warp_as_float32(self):
+        # float64 and float16 layers (numpy's default and a compact one) were refused; they are warped
+        # as float32, as accel warp converts them, and come back in their own dtype
+        t = self.shift(1.5, 0.25)
+        ref = t.warp(self.img)
+        for dtype in (np.float64, np.float16, np.dtype(">f4")):
+            a = self.img.astype(dtype)
+            out = t.warp(a)
+            self.assertEqual(out.dtype, dtype)
+            np.testing.assert_array_equal(out, t.warp(a.astype(np.float32)).astype(dtype))
+        np.testing.assert_array_equal(t.warp(self.img.astype(np.float64)), ref.astype(np.float64))
+
     def test_bad_inputs(self):
         t = self.shift(1, 1)
         with self.assertRaises(accel.AccelError):
-            t.warp(np.zeros((8, 8), np.float64))
+            t.warp(np.zeros((8, 8), np.int32))
         with self.assertRaises(accel.AccelError):
             t.warp(np.zeros((8, 8, 2), np.uint8))
         with self.assertRaises(ValueError):
