@@ -1010,6 +1010,20 @@ START_TEST(bad_warp_arguments) {
     img[3][4][1] = 0;
     ck_assert_int_eq(accel_reg_warp(ctx, t, ins, outs, 1, &opt), ACCEL_OK);
   }
+  /* an empty output is an empty region (it was "out[0] is empty" while the field of one is empty),
+   * and the other layers of the call are still written */
+  float none[1], grayin[10][20];
+  for (int r = 0; r < 10; r++)
+    for (int c = 0; c < 20; c++) grayin[r][c] = (float)(r * 20 + c);
+  const int64_t s00[2] = {10, 0};
+  accel_array gin = array_of(grayin, ACCEL_DTYPE_F32, 2, s2), gout = array_of(none, ACCEL_DTYPE_F32, 2, s00);
+  for (int interp = 1; interp <= 3; interp += 2) {
+    opt.interp = interp;
+    memset(out, 0xff, sizeof out);
+    const accel_array *two_in[2] = {&gin, &gin}, *two_out[2] = {&gout, &gray};
+    ck_assert_int_eq(accel_reg_warp(ctx, t, two_in, two_out, 2, &opt), ACCEL_OK);
+    ck_assert(isfinite(((const float *)out)[5 * 20 + 10])); /* gray over out: (5, 10) written */
+  }
   opt.struct_size = 4;
   ck_assert_int_eq(accel_reg_warp(ctx, t, ins, outs, 1, &opt), ACCEL_ERR_VERSION);
   accel_ctx_destroy(ctx);

@@ -357,7 +357,8 @@ ACCEL_API accel_status accel_reg_warp_options_init(accel_reg_warp_options *optio
  * y0 + r)), interpolated; `fill` where T falls outside in[i] (as elastix:
  * more than half a pixel outside its edge pixels). in[i]: (H, W) or (H, W, C),
  * C in 1, 3, 4, U8, U16 or F32; out[i]: any (h, w) with in[i]'s channels,
- * U8, U16 or F32 (integers rounded to nearest and clamped to their range).
+ * U8, U16 or F32 (integers rounded to nearest and clamped to their range;
+ * h or w 0: an empty region, nothing written, as accel_reg_transform_field).
  * Cubic interpolation is exact B-spline interpolation (the input's
  * coefficients by recursive prefiltering with mirror boundaries, as ITK
  * does); linear is ITK's bilinear interpolation, the edge pixels repeated

@@ -290,7 +290,9 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
   *chans = a->ndim == 3 ? a->shape[2] : 1;
   if (*chans != 1 && *chans != 3 && *chans != 4)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s has %lld channels; 1, 3 or 4", name, (long long)*chans);
-  if (a->shape[0] < 1 || a->shape[1] < 1)
+  /* an empty output is an empty region, as accel_reg_transform_field's */
+  const int64_t least = strcmp(what, "out") == 0 ? 0 : 1;
+  if (a->shape[0] < least || a->shape[1] < least)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s is empty (%lld x %lld)", name, (long long)a->shape[0],
                           (long long)a->shape[1]);
   if (a->shape[0] > INT32_MAX || a->shape[1] > INT32_MAX)
@@ -574,6 +576,7 @@ accel_status accel_reg_warp(accel_ctx *ctx, const accel_reg_transform *t, const 
   job.progress = o.progress;
   job.progress_user = o.progress_user;
   for (int32_t i = 0; i < count && !s; i++) {
+    if (L.out[i]->shape[0] == 0 || L.out[i]->shape[1] == 0) continue; /* nothing to write */
     const bool dev[2] = {L.device[i], L.device[count + i]};
     s = warp_layer(ctx, __func__, &job, i, L.in[i], L.out[i], (double)i / count, 1.0 / count, dev);
   }

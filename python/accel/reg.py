@@ -430,7 +430,13 @@ class Transform(Handle):
         if region is None:
             h, w = self.shape
             return 0, 0, w, h
-        x0, y0, w, h = (int(v) for v in region)
+        region = tuple(region)
+        if len(region) != 4:
+            raise ValueError("region must be (x0, y0, w, h), not %r" % (region,))
+        try:  # a fractional value was truncated (1.7 became 1)
+            x0, y0, w, h = (operator.index(v) for v in region)
+        except TypeError:
+            raise TypeError("region must be 4 integers (x0, y0, w, h), not %r" % (region,)) from None
         if w < 0 or h < 0:
             raise ValueError("region's width and height must be >= 0")
         return x0, y0, w, h

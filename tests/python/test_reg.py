@@ -261,6 +261,22 @@ class Warp(OnCpu):
             np.testing.assert_array_equal(out, t.warp(a.astype(np.float32)).astype(dtype))
         np.testing.assert_array_equal(t.warp(self.img.astype(np.float64)), ref.astype(np.float64))
 
+    def test_empty_and_bad_regions(self):
+        # an empty region is an empty field and an empty warp (the warp was an error)
+        t = self.shift(1.5, 0.25)
+        self.assertEqual(t.field((3, 4, 0, 5)).shape, (2, 5, 0))
+        rgb = np.zeros((48, 64, 3), np.uint8)
+        outs = t.warp([self.img, rgb], region=(3, 4, 0, 5))
+        self.assertEqual([o.shape for o in outs], [(5, 0), (5, 0, 3)])
+        self.assertEqual(t.warp(self.img, region=(3, 4, 7, 0), interp="linear").shape, (0, 7))
+        for bad in ((0, 0, 1.5, 4), (0, 0, "4", 4)):
+            with self.assertRaises(TypeError):
+                t.field(bad)
+        with self.assertRaises(ValueError):
+            t.warp(self.img, region=(0, 0, 4))
+        with self.assertRaises(ValueError):
+            t.field((0, 0, -1, 4))
+
     def test_bad_inputs(self):
         t = self.shift(1, 1)
         with self.assertRaises(accel.AccelError):
