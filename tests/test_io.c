@@ -1110,6 +1110,45 @@ START_TEST(tiff_images_switch_to_bigtiff) {
 }
 END_TEST
 
+/* A palette image of 8 bits whose colormap is missing (a damaged file):
+ * libtiff reads it as min-is-black (RGB with 3 samples) without a word, and
+ * it loaded as its colour indices. Made by saving a gray or RGB image,
+ * classic TIFF and BigTIFF, and setting its Photometric entry to palette. */
+START_TEST(tiff_palette_without_colormap_is_refused) {
+  static uint8_t px[40 * 30 * 3]; /* zeros: no pixel bytes look like the entry */
+  unsigned char file[8192];
+  const uint64_t saved = accel__tiff_classic_max;
+  for (int k = 0; k < 4; k++) {
+    const bool big = k >= 2;
+    const int64_t spp = k % 2 ? 3 : 1;
+    const accel_array a = array_of(px, ACCEL_DTYPE_U8, spp == 1 ? 2 : 3, (int64_t[]){30, 40, spp});
+    accel__tiff_classic_max = big ? 1000 : saved;
+    const accel_status s = accel_tiff_save_image(NULL, tmp("pal.tif"), &a, NULL);
+    accel__tiff_classic_max = saved;
+    ck_assert_int_eq(s, ACCEL_OK);
+    const size_t n = file_bytes(tmp("pal.tif"), file, sizeof file);
+    ck_assert_uint_lt(n, sizeof file);
+    /* the entry: tag 262, type SHORT, count 1 (4 bytes, or 8 in BigTIFF), then the value */
+    const unsigned char entry[12] = {0x06, 0x01, 0x03, 0x00, 0x01};
+    const size_t len = big ? 12 : 8;
+    size_t at = 0;
+    for (size_t i = 0; i + len + 2 <= n && !at; i++)
+      if (!memcmp(file + i, entry, len)) at = i + len;
+    ck_assert_msg(at > 0, "no Photometric entry found (BigTIFF %d)", (int)big);
+    ck_assert_int_eq(file[at], spp == 1 ? 1 : 2);
+    file[at] = 3; /* PHOTOMETRIC_PALETTE */
+    FILE *f = fopen(tmp("pal.tif"), "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(file, 1, n, f), n);
+    fclose(f);
+    accel_buffer *b = NULL;
+    ck_assert_int_eq(accel_tiff_load_image(NULL, tmp("pal.tif"), &b), ACCEL_ERR_FORMAT);
+    ck_assert_msg(strstr(accel_last_error(NULL), "without its colormap"), "%s", accel_last_error(NULL));
+    ck_assert_ptr_null(b);
+  }
+}
+END_TEST
+
 /* Refused: what the loader does not read (palette, bilevel, YCbCr JPEG),
  * hostile headers, truncated files at every length, arrays and options the
  * saver does not take. */
@@ -1475,6 +1514,7 @@ Suite *suite_io(void) {
   tcase_add_test(tc, tiff_images_written_in_place);
   tcase_add_test(tc, tiff_images_switch_to_bigtiff);
   tcase_add_test(tc, tiff_images_refuse_cleanly);
+  tcase_add_test(tc, tiff_palette_without_colormap_is_refused);
   tcase_add_test(tc, tiff_stack_loads_its_first_image_and_says_so);
   tcase_add_test(tc, tiff_save_refuses_bad_arguments);
   tcase_add_test(tc, tiff_load_peaks_near_the_image_size);

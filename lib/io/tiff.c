@@ -399,6 +399,38 @@ static const char *photometric_name(uint16_t p) {
   }
 }
 
+/* n (2, 4 or 8) bytes at p in the file's byte order. */
+static uint64_t file_uint(const uint8_t *p, int n, bool le) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; i++) v |= (uint64_t)p[le ? i : n - 1 - i] << (8 * i);
+  return v;
+}
+
+/* The Photometric tag as the first directory of the file at fd stores it,
+ * or -1 when that cannot be read (libtiff's value then stands). libtiff
+ * reads a palette image of 8 bits or more whose colormap is missing as
+ * min-is-black (RGB with 3 samples) without a word: the stored value tells
+ * it apart. */
+static int stored_photometric(int fd) {
+  enum { MAX_ENTRIES = 512 }; /* a directory holds a few dozen; a longer one is not looked through */
+  uint8_t h[16], e[MAX_ENTRIES * 20];
+  if (fd < 0 || pread(fd, h, 8, 0) != 8 || (h[0] != 'I' && h[0] != 'M') || h[1] != h[0]) return -1;
+  const bool le = h[0] == 'I', big = file_uint(h + 2, 2, le) == 43;
+  if (big && pread(fd, h + 8, 8, 8) != 8) return -1;
+  const uint64_t ifd = big ? file_uint(h + 8, 8, le) : file_uint(h + 4, 4, le);
+  const int cn = big ? 8 : 2, esz = big ? 20 : 12;
+  if (ifd > (uint64_t)INT64_MAX / 2 || pread(fd, e, (size_t)cn, (off_t)ifd) != cn) return -1;
+  const uint64_t count = file_uint(e, cn, le);
+  const size_t n = count < MAX_ENTRIES ? (size_t)count : MAX_ENTRIES;
+  const ssize_t got = pread(fd, e, n * (size_t)esz, (off_t)(ifd + (uint64_t)cn));
+  for (size_t k = 0; got > 0 && k < (size_t)got / (size_t)esz; k++) {
+    const uint8_t *p = e + k * (size_t)esz;
+    if (file_uint(p, 2, le) == TIFFTAG_PHOTOMETRIC)
+      return file_uint(p + 2, 2, le) == TIFF_SHORT ? (int)file_uint(p + (big ? 12 : 8), 2, le) : -1;
+  }
+  return -1;
+}
+
 /* Read and check the tags of the first directory (nothing is allocated). */
 static accel_status image_header(accel_ctx *ctx, const char *func, const char *path, TIFF *tif, image_layout *L) {
   memset(L, 0, sizeof *L);
@@ -416,6 +448,10 @@ static accel_status image_header(accel_ctx *ctx, const char *func, const char *p
   L->es = L->bits / 8u;
   const uint64_t limit = accel__ctx_max_pixels(ctx);
   if (!L->w || !L->h) return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT, "%s is empty (%u x %u)", path, L->w, L->h);
+  if (L->photometric != PHOTOMETRIC_PALETTE && stored_photometric(TIFFFileno(tif)) == PHOTOMETRIC_PALETTE)
+    return accel__fail_in(ctx, func, ACCEL_ERR_FORMAT,
+                          "%s: a palette (colour-mapped) image without its colormap; its pixels are colour indices",
+                          path);
   if (L->photometric != PHOTOMETRIC_MINISBLACK && L->photometric != PHOTOMETRIC_RGB)
     return accel__fail_in(ctx, func, ACCEL_ERR_UNSUPPORTED,
                           "%s: %s images (photometric interpretation %u) are not supported; gray and RGB are", path,
