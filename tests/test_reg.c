@@ -372,6 +372,37 @@ START_TEST(few_validation_samples_are_raised) {
 }
 END_TEST
 
+/* ASGD with a large bending weight: its step size was estimated from the
+ * metric's gradient alone, the steps grew without bound (parameters of
+ * 1e8 px) and the level reported `converged` on the sentinel value of no
+ * samples. The estimate now includes the bending gradient: the result is
+ * Gauss-Newton's (the same stiff, nearly affine transform). */
+START_TEST(asgd_with_a_large_bending_weight_stays_bounded) {
+  accel_ctx *ctx = cpu_ctx();
+  pair p;
+  committed_pair(ctx, &p);
+  accel_reg_options o;
+  accel_reg_options_init(&o, sizeof o);
+  o.metric = ACCEL_REG_METRIC_NCC;
+  o.bending_weight = 1e6;
+  accel_reg_report rep;
+  accel_reg_report_init(&rep, sizeof rep);
+  accel_reg_transform *gn = must_register(ctx, &p, &o, &rep);
+  o.optimizer = ACCEL_REG_OPTIMIZER_ASGD;
+  accel_reg_transform *sg = must_register(ctx, &p, &o, &rep);
+  ck_assert(rep.level[rep.levels - 1].metric_last < 1);
+  double gmean, gp95, amean, ap95;
+  field_error(gn, &p, 64, &gmean, &gp95);
+  field_error(sg, &p, 64, &amean, &ap95);
+  fprintf(stderr, "tex_256_s5, NCC, bending 1e6: Gauss-Newton %.4f %.4f, ASGD %.4f %.4f\n", gmean, gp95, amean, ap95);
+  ck_assert_msg(fabs(amean - gmean) <= 0.1 * gmean, "ASGD %g, Gauss-Newton %g", amean, gmean);
+  accel_reg_transform_destroy(gn);
+  accel_reg_transform_destroy(sg);
+  free_pair(&p);
+  accel_ctx_destroy(ctx);
+}
+END_TEST
+
 /* A 7 x 7 texture and its copy rolled one column right, with the default
  * (four) levels: the coarsest of 1 x 1 pixels. Its matrix had a vanishing
  * share of the samples too (above), and the result moved the wrong way
@@ -1310,6 +1341,7 @@ static Suite *suite_reg(void) {
   tcase_add_test(tc, more_samples_than_pixels);
   tcase_add_test(tc, a_7x7_shift_with_the_default_levels);
   tcase_add_test(tc, few_validation_samples_are_raised);
+  tcase_add_test(tc, asgd_with_a_large_bending_weight_stays_bounded);
   tcase_add_test(tc, a_constant_image_is_logged);
 #if ACCEL_HAVE_KISSFFT
   tcase_add_test(tc, prealigned_registration);

@@ -741,9 +741,12 @@ static double normal_at(const accel__reg_geom *g, uint64_t stream, int64_t k) {
   return sqrt(-2 * log(u1)) * cos(2 * M_PI * u2);
 }
 
-/* The automatic parameter estimation at x; work: 3 * 2n doubles. */
+/* The automatic parameter estimation at x; work: 3 * 2n doubles, scratch
+ * 2n. The gradients are the objective's, bending included (as elastix's
+ * estimation samples its whole cost function): from the metric's alone, a
+ * large bending weight made steps that grew without bound. */
 static accel_status asgd_estimate(accel__call *call, const accel__reg_evaluator *ev, const accel__reg_geom *g,
-                                  const double *x, double *work, asgd_params *p) {
+                                  const bending *b, const double *x, double *work, double *scratch, asgd_params *p) {
   const int64_t P = 2 * g->xf.nx * g->xf.ny;
   double TrC, TrCC, maxJJ, maxJCJ;
   const int terms = jacobian_terms(g, &TrC, &TrCC, &maxJJ, &maxJCJ);
@@ -764,6 +767,8 @@ static accel_status asgd_estimate(accel__call *call, const accel__reg_evaluator 
     accel_status s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_EXACT, -1 - i, &value, count, ge, NULL);
     if (!s) s = ev->eval(call, ev->state, mu, ACCEL__REG_SET_TRAIN, -1 - i, &value, count, ga, NULL);
     if (s) return s;
+    bending_add(b, g, mu, ge, NULL, scratch);
+    bending_add(b, g, mu, ga, NULL, scratch);
     for (int64_t k = 0; k < P; k++) gg += ge[k] * ge[k], ee += (ge[k] - ga[k]) * (ge[k] - ga[k]);
   }
   gg /= measurements, ee /= measurements;
@@ -821,7 +826,7 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
   double *x = job->params, v, t = 0, recent[3] = {0, 0, 0};
   asgd_params p;
   accel_status s = objective(call, ev, g, &b, x, 0, scratch, &v);
-  if (!s) s = asgd_estimate(call, ev, g, x, work, &p);
+  if (!s) s = asgd_estimate(call, ev, g, &b, x, work, scratch, &p);
   r->metric_first = r->metric_last = v;
   r->stop = ACCEL_REG_STOP_ITERATIONS;
   for (int32_t it = 0; !s && it < o->iterations; it++) {
@@ -829,6 +834,14 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
     int64_t count[3];
     if ((s = ev->eval(call, ev->state, x, ACCEL__REG_SET_TRAIN, it, &value, count, grad, NULL))) break;
     if (it == 0 && no_samples_error(count) && (s = no_samples(call, job->level))) break;
+    if (it > 0 && no_samples_error(count)) { /* its value would be a sentinel, its gradient 0: not converged */
+      accel__why(call->why,
+                 "level %d diverged: after %d iterations none of its samples maps into the moving image "
+                 "(ASGD's steps grew without bound; a smaller bending weight, or the Gauss-Newton optimizer?)",
+                 (int)job->level, (int)it);
+      s = ACCEL_ERR_INVALID_ARG;
+      break;
+    }
     bending_add(&b, g, x, grad, NULL, scratch);
     if (it > 0) t = fmax(0.0, t + asgd_sigmoid(&p, -dot(prev, grad, P, call->threads)));
     const double gain = p.a / (ASGD_A + t + 1);
