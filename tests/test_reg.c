@@ -1187,6 +1187,13 @@ START_TEST(tiny_images_every_pixel_and_an_initial_transform) {
   ck_assert(lin[0] == 0 && lin[1] == 0);
   field_error(t2, &p, 64, &mean1, &p951);
   ck_assert_msg(mean1 < 1.5 * mean0 + 0.01, "from an initial transform: %g, before %g", mean1, mean0);
+  /* its B-spline part on another grid than the final one: refused (it was dropped without a word) */
+  accel_reg_options half = o;
+  half.grid_spacing = o.grid_spacing / 2;
+  accel_reg_transform *t4 = NULL;
+  ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &p.moving, NULL, t, &half, &t4, NULL), ACCEL_ERR_INVALID_ARG);
+  ck_assert_msg(strstr(accel_last_error(ctx), "B-spline part is on another grid"), "%s", accel_last_error(ctx));
+  ck_assert_ptr_null(t4);
   /* a rigid initial part off the truth: the samples then lie off the
    * pixel lattice, and the B-spline takes up the rest */
   accel_reg_grid g;

@@ -310,7 +310,8 @@ ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t st
  * B-spline part with the final grid starts the optimisation). `report` may
  * be NULL. Errors: the general ones above, and ACCEL_ERR_INVALID_ARG for a
  * mask with fewer nonzero pixels than 16 per control point of the coarsest
- * grid, an initial transform over another image size, and a level whose
+ * grid, an initial transform over another image size or with a nonzero
+ * B-spline part on another grid than the final one, and a level whose
  * first training samples the initial transform puts far off the images
  * ("level L: none of its samples maps into the moving image"): its linear
  * part maps all of them off the fixed image, or none of those in the fixed

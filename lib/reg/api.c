@@ -493,10 +493,18 @@ static accel_status check_initial(accel_ctx *ctx, const accel_reg_transform *in,
     same = same && fabs(in->grid.spacing[d] - final->spacing[d]) < 1e-9 * final->spacing[d] &&
            fabs(in->grid.origin[d] - final->origin[d]) < 1e-9 * final->spacing[d];
   bool any = false;
-  for (int64_t k = 0; same && k < accel_reg_transform_count(in); k++) any = any || in->params[k] != 0;
-  if (any) {
-    accel__reg_xform_of(in, &r->base);
-  }
+  for (int64_t k = 0; k < accel_reg_transform_count(in); k++) any = any || in->params[k] != 0;
+  /* a B-spline part on another grid was dropped without a word (its linear
+   * part kept): the final grid cannot hold it exactly */
+  if (any && !same)
+    return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
+                          "the initial transform's B-spline part is on another grid (%lld x %lld nodes, spacing %g "
+                          "x %g) than the registration's final grid (%lld x %lld nodes, spacing %g x %g): register "
+                          "with its grid spacing, or give an initial transform without a B-spline part",
+                          (long long)in->grid.size[0], (long long)in->grid.size[1], in->grid.spacing[0],
+                          in->grid.spacing[1], (long long) final->size[0], (long long) final->size[1],
+                          final->spacing[0], final->spacing[1]);
+  if (any) accel__reg_xform_of(in, &r->base);
   return ACCEL_OK;
 }
 

@@ -598,7 +598,8 @@ class Reg(ContextCalls):
                     _integer(name, value) if kind is int else kind(value))
         return o
 
-    def register(self, fixed: Any, moving: Any, mask: Any = None, initial: Optional[TransformT] = None,
+    def register(self, fixed: Any, moving: Any, mask: Any = None,
+                 initial: Union[TransformT, str, "os.PathLike[str]", None] = None,
                  progress: ProgressArg = None, preset: str = "default", **options: Any) -> TransformT:
         """Register moving to fixed: the Transform T with moving(T(p)) ~ fixed(p).
 
@@ -609,8 +610,10 @@ class Reg(ContextCalls):
             other dtypes are converted as ``registration_image`` says).
         mask : array, optional
             The fixed image's shape, nonzero = inside: limits the samples.
-        initial : Transform, optional
-            Where to start from.
+        initial : Transform or path, optional
+            Where to start from: a Transform, or a TransformParameters file
+            (``Transform.load``). Its linear part is kept; a B-spline part
+            must be on the final grid (ValueError otherwise).
         progress : None, True or callable(level, iteration, metric)
             Called after every iteration; a true result cancels
             (CancelledError), an exception it raises cancels and is re-raised;
@@ -644,6 +647,11 @@ class Reg(ContextCalls):
             or registration_image(moving, "moving")
         k = _mask(mask, tuple(f.shape))
         o = self.options(preset, **options)
+        if isinstance(initial, (str, bytes, os.PathLike)):
+            initial = Transform.load(initial, self._ctx)
+        elif initial is not None and not isinstance(initial, Transform):
+            raise TypeError("initial must be a Transform or a TransformParameters file's path, not %s"
+                            % type(initial).__name__)
         if progress is True:
             iterations = max(int(o.iterations), 1)
 

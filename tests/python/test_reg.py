@@ -7,6 +7,7 @@ transformix's field (../shared/data/reg), and registrations of synthetic
 pairs with a known deformation."""
 import math
 import os
+import pathlib
 import shutil
 import tempfile
 import unittest
@@ -378,6 +379,23 @@ class Register(OnCpu):
         w = t.warp(moving)
         inner = slice(16, -16)
         self.assertLess(np.abs(w - fixed)[inner, inner].mean(), 0.1 * np.abs(moving - fixed)[inner, inner].mean())
+
+    def test_initial_from_a_file_and_on_another_grid(self):
+        fixed, moving, truth = shifted_pair(96, 96, self.ctx, 48.0, 2)
+        t = self.ctx.reg.register(fixed, moving, grid_spacing=48, levels=2, iterations=30)
+        path = os.path.join(tempfile.mkdtemp(prefix="accel-reg-"), "T.txt")
+        t.save(path)
+        # a path reads the file (it was AttributeError: 'str' object has no attribute 'handle')
+        for given in (path, pathlib.Path(path), t):
+            t2 = self.ctx.reg.register(fixed, moving, grid_spacing=48, levels=1, iterations=1, initial=given)
+            self.assertEqual(t2.shape, t.shape)
+        with self.assertRaises(TypeError):
+            self.ctx.reg.register(fixed, moving, initial=3)
+        # a B-spline part on another grid than the final one is refused (it was dropped without a word)
+        with self.assertRaises(ValueError) as e:
+            self.ctx.reg.register(fixed, moving, grid_spacing=24, levels=1, iterations=1, initial=path)
+        self.assertIn("another grid", str(e.exception))
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
     def test_inputs_options_and_cancel(self):
         fixed, moving, truth = shifted_pair(96, 96, self.ctx, 48.0, 2)
