@@ -1150,6 +1150,22 @@ START_TEST(a_constant_image_is_logged) {
   ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &c, NULL, NULL, &o, &t, NULL), ACCEL_OK);
   accel_reg_transform_destroy(t);
   ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "the moving image is constant"), 1);
+  /* constant inside the mask alone: a 96 x 96 flat square of the fixed image, masked to it */
+  float *patched = malloc(sizeof(float) * (size_t)(p.w * p.h));
+  uint8_t *inside = calloc((size_t)(p.w * p.h), 1);
+  memcpy(patched, p.fixed.data, sizeof(float) * (size_t)(p.w * p.h));
+  for (int64_t y = 80; y < 176; y++)
+    for (int64_t x = 80; x < 176; x++) patched[y * p.w + x] = 7, inside[y * p.w + x] = 1;
+  const accel_array pf = array_of(patched, ACCEL_DTYPE_F32, 2, (const int64_t[]){p.h, p.w});
+  const accel_array mk = array_of(inside, ACCEL_DTYPE_U8, 2, (const int64_t[]){p.h, p.w});
+  ck_assert_int_eq(accel_reg_register(ctx, &p.fixed, &p.moving, &mk, NULL, &o, &t, NULL), ACCEL_OK);
+  accel_reg_transform_destroy(t);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "constant inside fixed_mask"), 0);
+  ck_assert_int_eq(accel_reg_register(ctx, &pf, &p.moving, &mk, NULL, &o, &t, NULL), ACCEL_OK);
+  accel_reg_transform_destroy(t);
+  ck_assert_int_eq(capture_count_containing(&cap, ACCEL_LOG_WARN, "the fixed image is constant inside fixed_mask"), 1);
+  free(patched);
+  free(inside);
   free(flat);
   free_pair(&p);
   accel_ctx_destroy(ctx);

@@ -182,6 +182,24 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
   return ACCEL_OK;
 }
 
+/* Whether every pixel of a host image inside the mask holds the same bits
+ * (false when the mask is empty). Reads up to the first that differs. */
+static bool constant_inside(const accel_array *a, const accel_array *m) {
+  const size_t k = accel_dtype_size(a->dtype);
+  const char *first = NULL;
+  for (int64_t r = 0; r < a->shape[0]; r++) {
+    const char *row = (const char *)a->data + r * a->strides[0];
+    const char *mrow = (const char *)m->data + r * m->strides[0];
+    for (int64_t c = 0; c < a->shape[1]; c++) {
+      if (!mrow[c * m->strides[1]]) continue;
+      const char *p = row + c * a->strides[1];
+      if (!first) first = p;
+      else if (memcmp(p, first, k)) return false;
+    }
+  }
+  return first != NULL;
+}
+
 static int64_t mask_count(const accel_array *m) {
   int64_t n = 0;
 #pragma omp parallel for reduction(+ : n) schedule(static)
@@ -548,6 +566,11 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     REQUIRE(ctx, inside >= 16 * nodes, ACCEL_ERR_INVALID_ARG,
             "fixed_mask has %lld nonzero pixels, fewer than 16 per node of the coarsest grid (%lld nodes)",
             (long long)inside, (long long)nodes);
+    if (!fixed_dev && !constant(fixed) && constant_inside(fixed, fixed_mask))
+      accel__log(ctx, ACCEL_LOG_WARN,
+                 "accel: %s: the fixed image is constant inside fixed_mask: nothing to register on (the levels "
+                 "fit what their smoothing carries in from outside the mask)",
+                 __func__);
   }
   if ((s = accel__reg_transform_new(ctx, __func__, &final, &r.t))) return s;
   if (!(s = check_initial(ctx, initial, &final, &r))) {
