@@ -230,7 +230,10 @@ typedef struct accel_reg_options {
   uint64_t seed;                 /* the samples' seed; same seed, same result, whatever the thread count */
   accel_reg_metric metric;       /* default ACCEL_REG_METRIC_MSE */
   accel_reg_optimizer optimizer; /* default ACCEL_REG_OPTIMIZER_GAUSS_NEWTON */
-  double bending_weight;         /* weight of the bending energy penalty; default 0 */
+  /* Weight of the bending energy penalty (default 0): the mean over the
+   * image of u_xx^2 + 2 u_xy^2 + u_yy^2, as elastix's
+   * TransformBendingEnergyPenalty (its Metric1Weight carries over). */
+  double bending_weight;
   /* Early stopping (docs/reg.md): the objective on a fixed validation
    * sample set of `validation_samples` pixels (default 20000; at least
    * 5000, or all of a level's pixels where it has fewer), drawn once per

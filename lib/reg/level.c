@@ -178,40 +178,81 @@ static double bspline_d(double t, int order) {
   return order == 0 ? b * b * b / 6 : order == 1 ? -s * b * b / 2 : b;
 }
 
-/* K(di, dj) for |di|, |dj| <= 3: the 2-D bending stencil from the 1-D
- * integrals A_m(d) = int beta^(m)(t) beta^(m)(t - d) dt (4-point
- * Gauss-Legendre per unit interval, exact for these piecewise
- * polynomials). */
-static void bending_stencil(double k[ACCEL__REG_NB]) {
-  static const double gx[4] = {-0.8611363115940526, -0.3399810435848563, 0.3399810435848563, 0.8611363115940526};
-  static const double gw[4] = {0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538};
-  double A[3][4];
-  for (int m = 0; m < 3; m++)
-    for (int d = 0; d < 4; d++) {
-      double s = 0;
-      for (int u = -2; u < 2; u++)
-        for (int q = 0; q < 4; q++) {
-          const double t = u + 0.5 + 0.5 * gx[q];
-          s += 0.5 * gw[q] * bspline_d(t, m) * bspline_d(t - d, m);
-        }
-      A[m][d] = s;
+/* Gauss-Legendre, 4 points on [-1, 1]: exact for the products of two
+ * cubic pieces. */
+static const double GL_X[4] = {-0.8611363115940526, -0.3399810435848563, 0.3399810435848563, 0.8611363115940526};
+static const double GL_W[4] = {0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538};
+
+/* The mean over c in [c0, c1] of beta^(m)(c - k) beta^(m)(c - k - d)
+ * (the value at c0 when c1 = c0): split at the integers, where the
+ * pieces join, each piece by Gauss-Legendre. */
+static double axis_mean(double c0, double c1, int64_t k, int d, int m) {
+  if (!(c1 > c0)) return bspline_d(c0 - (double)k, m) * bspline_d(c0 - (double)(k + d), m);
+  const double lo = fmax(c0, (double)(k + (d > 0 ? d : 0) - 2)), hi = fmin(c1, (double)(k + (d < 0 ? d : 0) + 2));
+  double sum = 0;
+  for (double a = lo; a < hi;) {
+    const double b = fmin(hi, floor(a) + 1), h = (b - a) / 2, mid = (a + b) / 2;
+    for (int q = 0; q < 4; q++) {
+      const double c = mid + h * GL_X[q];
+      sum += h * GL_W[q] * bspline_d(c - (double)k, m) * bspline_d(c - (double)(k + d), m);
     }
-  for (int dj = -3; dj <= 3; dj++)
-    for (int di = -3; di <= 3; di++) {
-      const int i = abs(di), j = abs(dj);
-      k[(dj + 3) * 7 + di + 3] = A[2][i] * A[0][j] + 2 * A[1][i] * A[1][j] + A[0][i] * A[2][j];
-    }
+    a = b;
+  }
+  return sum / (c1 - c0);
 }
 
+/* The bending energy BE = c^T K c: the mean, over the region the level
+ * samples (in the B-spline's domain), of u_xx^2 + 2 u_xy^2 + u_yy^2 of
+ * both components, as elastix's TransformBendingEnergyPenalty averages it
+ * over its samples. K is separable: for node (i, j) and its neighbour
+ * (i + di, j + dj), K = X2 Y0 + 2 X1 Y1 + X0 Y2 with X_m[i][di] the mean
+ * of the m-th derivatives' product along x (in pixels), Y_m likewise. */
 typedef struct bending {
-  double weight; /* the option times 1 / (spacing^2 area): BE = weight c^T K c */
-  double k[ACCEL__REG_NB];
+  double weight;       /* the option: the penalty is weight c^T K c */
+  double *x[3], *y[3]; /* X_m, Y_m: [node * 7 + d + 3] */
 } bending;
 
-static void bending_init(bending *b, const accel__reg_geom *g, double option) {
-  const double area = (double)g->fw * g->factor * (double)g->fh * g->factor;
-  b->weight = option / (g->xf.spacing[0] * g->xf.spacing[1] * area);
-  bending_stencil(b->k);
+/* One axis's tables: n nodes at origin/spacing, the level's lattice
+ * indices [lo, hi) at q = factor i + offset. */
+static bool bending_axis(double *t[3], int64_t n, double origin, double spacing, int32_t factor, int32_t offset,
+                         int64_t lo, int64_t hi) {
+  for (int m = 0; m < 3; m++)
+    if (!(t[m] = malloc(sizeof(double) * (size_t)(7 * n)))) return false;
+  const double q0 = (double)factor * (double)lo + offset, q1 = (double)factor * (double)(hi - 1) + offset;
+  const double c0 = (q0 - origin) / spacing, c1 = (q1 - origin) / spacing;
+  for (int m = 0; m < 3; m++) {
+    const double scale = pow(spacing, -2.0 * m);
+    for (int64_t k = 0; k < n; k++)
+      for (int d = -3; d <= 3; d++)
+        t[m][k * 7 + d + 3] = k + d < 0 || k + d >= n ? 0 : scale * axis_mean(c0, c1, k, d, m);
+  }
+  return true;
+}
+
+static void bending_free(bending *b) {
+  for (int m = 0; m < 3; m++) free(b->x[m]), free(b->y[m]);
+}
+
+/* false: out of memory (bending_free either way). */
+static bool bending_init(bending *b, const accel__reg_geom *g, double option) {
+  memset(b, 0, sizeof *b);
+  b->weight = option;
+  if (!(option > 0)) return true;
+  return bending_axis(b->x, g->xf.nx, g->xf.origin[0], g->xf.spacing[0], g->factor, g->offset, g->ax.first[0],
+                      g->ax.first[g->ax.cells]) &&
+         bending_axis(b->y, g->xf.ny, g->xf.origin[1], g->xf.spacing[1], g->factor, g->offset, g->ay.first[0],
+                      g->ay.first[g->ay.cells]);
+}
+
+static accel_status bending_oom(accel__call *call) {
+  accel__why(call->why, "out of memory for the bending energy's tables");
+  return ACCEL_ERR_OUT_OF_MEMORY;
+}
+
+/* K between node (i, j) and (i + di, j + dj). */
+static double bending_k(const bending *b, int64_t i, int64_t j, int di, int dj) {
+  const int64_t x = i * 7 + di + 3, y = j * 7 + dj + 3;
+  return b->x[2][x] * b->y[0][y] + 2 * b->x[1][x] * b->y[1][y] + b->x[0][x] * b->y[2][y];
 }
 
 /* y = K x for both components (y may not alias x); returns x^T K x. */
@@ -225,7 +266,7 @@ static double bending_apply(const bending *b, const accel__reg_geom *g, const do
         if (j + dj < 0 || j + dj >= ny) continue;
         for (int di = -3; di <= 3; di++) {
           if (i + di < 0 || i + di >= nx) continue;
-          const double kk = b->k[(dj + 3) * 7 + di + 3];
+          const double kk = bending_k(b, i, j, di, dj);
           const int64_t c = (j + dj) * nx + i + di;
           sx += kk * x[c];
           sy += kk * x[n + c];
@@ -250,8 +291,12 @@ static double bending_add(const bending *b, const accel__reg_geom *g, const doub
   if (normal)
     for (int64_t a = 0; a < n; a++)
       for (int nb = 0; nb < ACCEL__REG_NB; nb++) {
-        normal[(a * ACCEL__REG_NB + nb) * 3] += 2 * b->weight * b->k[nb];
-        normal[(a * ACCEL__REG_NB + nb) * 3 + 2] += 2 * b->weight * b->k[nb];
+        const int64_t i = a % g->xf.nx, j = a / g->xf.nx;
+        const int di = nb % 7 - 3, dj = nb / 7 - 3;
+        if (i + di < 0 || i + di >= g->xf.nx || j + dj < 0 || j + dj >= g->xf.ny) continue;
+        const double kk = bending_k(b, i, j, di, dj);
+        normal[(a * ACCEL__REG_NB + nb) * 3] += 2 * b->weight * kk;
+        normal[(a * ACCEL__REG_NB + nb) * 3 + 2] += 2 * b->weight * kk;
       }
   return b->weight * e;
 }
@@ -608,11 +653,11 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   bending b;
-  bending_init(&b, g, o->bending_weight);
+  const bool bent = bending_init(&b, g, o->bending_weight);
   stopper st = {o->tolerance, o->window, 0, m.hist};
   accel_reg_level_report *r = job->report;
   double *x = job->params, v, lambda = LAMBDA_START, nu = 2;
-  accel_status s = objective(call, ev, g, &b, x, 0, m.scratch, &v);
+  accel_status s = bent ? objective(call, ev, g, &b, x, 0, m.scratch, &v) : bending_oom(call);
   r->metric_first = r->metric_last = v;
   r->stop = ACCEL_REG_STOP_ITERATIONS;
   stopper_push(&st, v);
@@ -659,6 +704,7 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
   }
   free(avg.sum);
   gn_free(&m);
+  bending_free(&b);
   return s;
 }
 
@@ -819,13 +865,13 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
   }
   double *grad = mem, *prev = mem + P, *scratch = mem + 2 * P, *work = mem + 3 * P;
   bending b;
-  bending_init(&b, g, o->bending_weight);
+  const bool bent = bending_init(&b, g, o->bending_weight);
   const int window = o->window / ASGD_EVAL_EVERY > 1 ? o->window / ASGD_EVAL_EVERY : 1;
   stopper st = {o->tolerance, window, 0, mem + 6 * P};
   accel_reg_level_report *r = job->report;
   double *x = job->params, v, t = 0, recent[3] = {0, 0, 0};
   asgd_params p;
-  accel_status s = objective(call, ev, g, &b, x, 0, scratch, &v);
+  accel_status s = bent ? objective(call, ev, g, &b, x, 0, scratch, &v) : bending_oom(call);
   if (!s) s = asgd_estimate(call, ev, g, &b, x, work, scratch, &p);
   r->metric_first = r->metric_last = v;
   r->stop = ACCEL_REG_STOP_ITERATIONS;
@@ -857,6 +903,7 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
   }
   if (!s) s = objective(call, ev, g, &b, x, o->iterations, scratch, &r->metric_last);
   free(mem);
+  bending_free(&b);
   return s;
 }
 
