@@ -416,7 +416,7 @@ accel_status accel__reg_prealign(accel_ctx *ctx, const char *func, const float *
   if (fw < 2 || fh < 2 || mw < 2 || mh < 2)
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,
                           "pre-alignment needs level images of at least 2 x 2 pixels (fixed %lld x %lld, moving %lld x "
-                          "%lld)",
+                          "%lld at the coarsest level: fewer levels make it larger)",
                           (long long)fw, (long long)fh, (long long)mw, (long long)mh);
   if (factor < 1 || offset < 0 || (mode != 1 && mode != 2) || !isfinite(centre[0]) || !isfinite(centre[1]))
     return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG,

@@ -880,6 +880,14 @@ static int load_inputs(reg_run *r) {
       !load_for_registration(r, a->moving, &r->moving, &r->vm, 1) ||
       (a->mask && !load_for_registration(r, a->mask, &r->mask, &r->vk, 2)))
     return CLI_SOME_FAILED;
+  if (a->mask && (r->vk.shape[0] != r->vf.shape[0] || r->vk.shape[1] != r->vf.shape[1])) {
+    cli_error(
+        "%s: --mask %s is %lld x %lld pixels, the fixed image %s %lld x %lld (rows x columns): a mask has the "
+        "fixed image's size",
+        REG, a->mask, (long long)r->vk.shape[0], (long long)r->vk.shape[1], a->fixed, (long long)r->vf.shape[0],
+        (long long)r->vf.shape[1]);
+    return CLI_SOME_FAILED;
+  }
   r->moving_shape[0] = r->vm.shape[0];
   r->moving_shape[1] = r->vm.shape[1];
   if (a->initial) {

@@ -225,6 +225,12 @@ class CliReg(CliTest):
                 self.assertTrue(r.stderr.startswith("accel: "), (args, r.stderr))
         r = run("register", "--fixed", self.p("missing.tif"), "--moving", self.p("moving.npy"))
         self.assertEqual(r.returncode, 1, r.stderr)
+        # a mask of another size is named by its file (it was the library's "fixed_mask is ...")
+        write_npy(self.p("mask_small.npy"), (H - 1, W), "|u1", [1] * ((H - 1) * W))
+        r = run("register", "--fixed", self.p("fixed.tif"), "--moving", self.p("moving.npy"), "--mask",
+                self.p("mask_small.npy"))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn("--mask %s is %d x %d pixels" % (self.p("mask_small.npy"), H - 1, W), r.stderr)
         r = run("warp", "--transform", self.p("missing.txt"), self.p("moving.npy"), self.p("o.npy"))
         self.assertEqual(r.returncode, 1, r.stderr)
         # a --warp layer that cannot be read is reported before the registration, which writes nothing
