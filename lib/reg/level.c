@@ -656,7 +656,7 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
   const bool bent = bending_init(&b, g, o->bending_weight);
   stopper st = {o->tolerance, o->window, 0, m.hist};
   accel_reg_level_report *r = job->report;
-  double *x = job->params, v, lambda = LAMBDA_START, nu = 2;
+  double *x = job->params, v = NAN, lambda = LAMBDA_START, nu = 2;
   accel_status s = bent ? objective(call, ev, g, &b, x, 0, m.scratch, &v) : bending_oom(call);
   r->metric_first = r->metric_last = v;
   r->stop = ACCEL_REG_STOP_ITERATIONS;
@@ -869,7 +869,7 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
   const int window = o->window / ASGD_EVAL_EVERY > 1 ? o->window / ASGD_EVAL_EVERY : 1;
   stopper st = {o->tolerance, window, 0, mem + 6 * P};
   accel_reg_level_report *r = job->report;
-  double *x = job->params, v, t = 0, recent[3] = {0, 0, 0};
+  double *x = job->params, v = NAN, t = 0, recent[3] = {0, 0, 0};
   asgd_params p;
   accel_status s = bent ? objective(call, ev, g, &b, x, 0, scratch, &v) : bending_oom(call);
   if (!s) s = asgd_estimate(call, ev, g, &b, x, work, scratch, &p);
