@@ -232,12 +232,14 @@ typedef struct accel_reg_options {
   accel_reg_optimizer optimizer; /* default ACCEL_REG_OPTIMIZER_GAUSS_NEWTON */
   /* Weight of the bending energy penalty (default 0): the mean over the
    * image of u_xx^2 + 2 u_xy^2 + u_yy^2, as elastix's
-   * TransformBendingEnergyPenalty (its Metric1Weight carries over). */
+   * TransformBendingEnergyPenalty (its Metric1Weight carries over; not
+   * with a mask, whose samples elastix's mean is over, nor with an initial
+   * linear part: docs/reg.md). */
   double bending_weight;
   /* Early stopping (docs/reg.md): the objective on a fixed validation
    * sample set of `validation_samples` pixels (default 20000; at least
-   * 5000, or all of a level's pixels where it has fewer), drawn once per
-   * level, stops a level when its relative decrease over the last
+   * 5000, or all of a level's pixels where it has fewer; inside the mask
+   * when one is given), drawn once per level, stops a level when its relative decrease over the last
    * `window` evaluations (default 3) falls below `tolerance` (default
    * 1e-3). Gauss-Newton evaluates it after every iteration; ASGD every 10
    * iterations. tolerance 0 = off: every iteration runs (Gauss-Newton may
@@ -314,7 +316,9 @@ ACCEL_API accel_status accel_reg_report_init(accel_reg_report *report, size_t st
  * be NULL. Errors: the general ones above, and ACCEL_ERR_INVALID_ARG for a
  * mask with fewer nonzero pixels than 16 per control point of the coarsest
  * grid, an initial transform over another image size or with a nonzero
- * B-spline part on another grid than the final one, and a level whose
+ * B-spline part on another grid than the final one, an ASGD level that
+ * diverges ("level L diverged": after its first iteration none of its
+ * samples maps into the moving image), and a level whose
  * first training samples the initial transform puts far off the images
  * ("level L: none of its samples maps into the moving image"): its linear
  * part maps all of them off the fixed image, or none of those in the fixed

@@ -12,9 +12,10 @@
  * shapes the step, and from the gradient's own samples it matches the
  * gradient it scales). With
  * the bending energy penalty (weight w) the objective is metric + w BE,
- * BE = c^T K c, K the exact integral of the squared second derivatives of
- * the B-spline (u_xx^2 + 2 u_xy^2 + u_yy^2, per unit area of the image), a
- * 7 x 7 stencil on the grid. The step solves (N + lambda (diag N + eps))
+ * BE = c^T K c, the mean over the region the level samples of the
+ * squared second derivatives of the B-spline (u_xx^2 + 2 u_xy^2 + u_yy^2,
+ * as elastix's TransformBendingEnergyPenalty), computed exactly: K couples
+ * each node with its 7 x 7 neighbours, separably per axis. The step solves (N + lambda (diag N + eps))
  * d = -g by conjugate gradients preconditioned with the nodes' 2 x 2
  * diagonal blocks. A node moves at most one level pixel (factor
  * full-resolution pixels) per step: longer steps leave the range where the
@@ -161,7 +162,18 @@ accel_status accel__reg_geom_init(accel__call *call, const accel__reg_level_job 
   const int64_t valid = o->validation_samples <= 0                     ? 0
                         : o->validation_samples < ACCEL__REG_VALID_MIN ? ACCEL__REG_VALID_MIN
                                                                        : o->validation_samples;
-  g->valid_density = (double)valid / cand;
+  /* Draws outside the mask do not count: the validation set is drawn at
+   * the density that leaves `valid` of them inside it (a mask over 1% of
+   * the image left 50 of 5000). Training samples keep their density: a
+   * node's own samples, not the level's total, decide its step. */
+  double inside = 1.0;
+  if (job->mask && valid > 0) {
+    int64_t in = 0;
+    const int64_t px = g->fw * g->fh;
+    for (int64_t k = 0; k < px; k++) in += job->mask[k] != 0;
+    if (in > 0) inside = (double)in / (double)px;
+  }
+  g->valid_density = (double)valid / cand / inside;
   g->valid = valid <= 0 ? 0 : g->valid_density >= 1.0 ? g->candidates : valid;
   return ACCEL_OK;
 }
@@ -883,7 +895,7 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
     if (it > 0 && no_samples_error(count)) { /* its value would be a sentinel, its gradient 0: not converged */
       accel__why(call->why,
                  "level %d diverged: after %d iterations none of its samples maps into the moving image "
-                 "(ASGD's steps grew without bound; a smaller bending weight, or the Gauss-Newton optimizer?)",
+                 "(ASGD's steps grew without bound; try the Gauss-Newton optimizer)",
                  (int)job->level, (int)it);
       s = ACCEL_ERR_INVALID_ARG;
       break;
