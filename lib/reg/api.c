@@ -96,17 +96,23 @@ accel_status accel__reg_device_nonfinite(accel_ctx *ctx, const accel_array *a, i
   return s;
 }
 
-/* Whether every pixel of a host image holds the first one's bits. Reads up
- * to the first that differs: a pixel or a row into any textured image. */
-static bool constant(const accel_array *a) {
+/* Whether every pixel of a host image (inside the mask m, when not NULL)
+ * holds the first one's bits; false when the mask holds none. Reads up to
+ * the first that differs: a pixel or a row into any textured image. */
+static bool constant(const accel_array *a, const accel_array *m) {
   const size_t k = accel_dtype_size(a->dtype);
-  const char *first = a->data;
+  const char *first = NULL;
   for (int64_t r = 0; r < a->shape[0]; r++) {
     const char *row = (const char *)a->data + r * a->strides[0];
-    for (int64_t c = 0; c < a->shape[1]; c++)
-      if (memcmp(row + c * a->strides[1], first, k)) return false;
+    const char *mrow = m ? (const char *)m->data + r * m->strides[0] : NULL;
+    for (int64_t c = 0; c < a->shape[1]; c++) {
+      if (mrow && !mrow[c * m->strides[1]]) continue;
+      const char *p = row + c * a->strides[1];
+      if (!first) first = p;
+      else if (memcmp(p, first, k)) return false;
+    }
   }
-  return true;
+  return first != NULL;
 }
 
 /* One image of accel_reg_register: a host array, or a device array (on a
@@ -142,7 +148,7 @@ static accel_status check_image(accel_ctx *ctx, const char *func, const char *wh
       return accel__fail_in(ctx, func, ACCEL_ERR_INVALID_ARG, "%s[%lld, %lld] is not finite", what,
                             (long long)(bad / w), (long long)(bad % w));
   }
-  if (!*device && constant(a)) /* host images only: a device one would be read back for it */
+  if (!*device && constant(a, NULL)) /* host images only: a device one would be read back for it */
     accel__log(ctx, ACCEL_LOG_WARN,
                "accel: %s: the %s image is constant: nothing to register on (with mse the result follows the "
                "other image's values alone; with ncc it stays where it starts)",
@@ -180,24 +186,6 @@ static accel_status check_options(accel_ctx *ctx, const char *func, const accel_
   CHECK(o->prealign >= 0 && o->prealign <= 2, "prealign %d: 0, 1 or 2", (int)o->prealign);
 #undef CHECK
   return ACCEL_OK;
-}
-
-/* Whether every pixel of a host image inside the mask holds the same bits
- * (false when the mask is empty). Reads up to the first that differs. */
-static bool constant_inside(const accel_array *a, const accel_array *m) {
-  const size_t k = accel_dtype_size(a->dtype);
-  const char *first = NULL;
-  for (int64_t r = 0; r < a->shape[0]; r++) {
-    const char *row = (const char *)a->data + r * a->strides[0];
-    const char *mrow = (const char *)m->data + r * m->strides[0];
-    for (int64_t c = 0; c < a->shape[1]; c++) {
-      if (!mrow[c * m->strides[1]]) continue;
-      const char *p = row + c * a->strides[1];
-      if (!first) first = p;
-      else if (memcmp(p, first, k)) return false;
-    }
-  }
-  return first != NULL;
 }
 
 static int64_t mask_count(const accel_array *m) {
@@ -566,7 +554,7 @@ accel_status accel_reg_register(accel_ctx *ctx, const accel_array *fixed, const 
     REQUIRE(ctx, inside >= 16 * nodes, ACCEL_ERR_INVALID_ARG,
             "fixed_mask has %lld nonzero pixels, fewer than 16 per node of the coarsest grid (%lld nodes)",
             (long long)inside, (long long)nodes);
-    if (!fixed_dev && !constant(fixed) && constant_inside(fixed, fixed_mask))
+    if (!fixed_dev && !constant(fixed, NULL) && constant(fixed, fixed_mask))
       accel__log(ctx, ACCEL_LOG_WARN,
                  "accel: %s: the fixed image is constant inside fixed_mask: nothing to register on (the levels "
                  "fit what their smoothing carries in from outside the mask)",
