@@ -505,7 +505,7 @@ END_TEST
  * metric's gradient alone, the steps grew without bound (parameters of
  * 1e8 px) and the level reported `converged` on the sentinel value of no
  * samples. The estimate now includes the bending gradient: the result is
- * Gauss-Newton's (the same stiff, nearly affine transform). */
+ * Gauss-Newton's (the same stiff transform at that weight). */
 START_TEST(asgd_with_a_large_bending_weight_stays_bounded) {
   accel_ctx *ctx = cpu_ctx();
   pair p;
