@@ -67,6 +67,7 @@ declare({
     "accel_reg_transform_destroy": (None, [_V]),
     "accel_reg_options_init": (c_status, [P(RegOptions), ctypes.c_size_t]),
     "accel_reg_options_preset": (c_status, [P(RegOptions), ctypes.c_char_p]),
+    "accel_reg_levels_for": (ctypes.c_int32, [P(RegOptions), _I64, _I64]),
     "accel_reg_report_init": (c_status, [P(RegReport), ctypes.c_size_t]),
     "accel_reg_register": (c_status, [_V, P(Array), P(Array), P(Array), _V, P(RegOptions), P(_V), P(RegReport)]),
     "accel_reg_warp_options_init": (c_status, [P(RegWarpOptions), ctypes.c_size_t]),
@@ -617,7 +618,10 @@ class Reg(ContextCalls):
         progress : None, True or callable(level, iteration, metric)
             Called after every iteration; a true result cancels
             (CancelledError), an exception it raises cancels and is re-raised;
-            True shows a progress bar over each level's iterations.
+            True shows a progress bar over the whole registration, as the
+            CLI's: "reg level L/N", each level's share filled as its
+            iterations approach the limit (a level that stops early
+            leaves the rest of its share unfilled).
         preset : {"default", "elastix"}
         **options
             levels (0, the default: 4, or 5 when the fixed image's shorter
@@ -653,10 +657,15 @@ class Reg(ContextCalls):
             raise TypeError("initial must be a Transform or a TransformParameters file's path, not %s"
                             % type(initial).__name__)
         if progress is True:
+            # as the CLI's bar: the whole registration, a level's share
+            # filled as its iterations reach the limit (early stopping ends
+            # a level sooner, and the bar then jumps to the next one)
             iterations = max(int(o.iterations), 1)
+            levels = max(int(lib.accel_reg_levels_for(ctypes.byref(o), f.shape[1], f.shape[0])), 1)
 
             def adapt(level, iteration, metric):
-                return "reg level %d" % level, min(iteration / iterations, 1.0)
+                within = min(iteration / iterations, 1.0)
+                return ("reg level %d/%d" % (level + 1, levels), (level + within) / levels)
         else:
             def adapt(level, iteration, metric):
                 return level, iteration, metric

@@ -357,6 +357,25 @@ class Register(OnCpu):
                         % (err.mean(), before.mean()))
         self.assertLess(np.percentile(err, 95), p95_max)
 
+    def test_progress_true_fills_the_whole_registration(self):
+        from unittest import mock
+        from accel import _progress
+        fixed, moving, _ = shifted_pair(128, 128, self.ctx, 64.0, 11)
+        seen = []
+        with mock.patch.object(_progress._Bar, "__call__", lambda bar, stage, fraction: seen.append((stage, fraction))
+                               and False):
+            t = self.ctx.reg.register(fixed, moving, grid_spacing=32, levels=3, iterations=100, samples=3000, seed=3,
+                                      progress=True)
+        self.assertEqual({s for s, _ in seen}, {"reg level 1/3", "reg level 2/3", "reg level 3/3"})
+        fractions = [f for _, f in seen]
+        self.assertEqual(fractions, sorted(fractions))  # never goes back
+        self.assertTrue(all(0 <= f <= 1 for f in fractions))
+        # a level's share starts where the one before it ends, whatever its iterations
+        for level in range(3):
+            first = next(f for s, f in seen if s == "reg level %d/3" % (level + 1))
+            self.assertAlmostEqual(first, level / 3, delta=1 / 300 + 1e-12)
+        self.assertLess(max(t.report["levels"][k]["iterations"] for k in range(3)), 100)
+
     def test_recovers_a_known_deformation(self):
         fixed, moving, truth = shifted_pair(128, 128, self.ctx, 64.0, 11)
         calls = []
