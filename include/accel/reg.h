@@ -231,10 +231,9 @@ typedef struct accel_reg_options {
   accel_reg_metric metric;       /* default ACCEL_REG_METRIC_MSE */
   accel_reg_optimizer optimizer; /* default ACCEL_REG_OPTIMIZER_GAUSS_NEWTON */
   /* Weight of the bending energy penalty (default 0): the mean over the
-   * image of u_xx^2 + 2 u_xy^2 + u_yy^2, as elastix's
-   * TransformBendingEnergyPenalty (its Metric1Weight carries over; not
-   * with a mask, whose samples elastix's mean is over, nor with an initial
-   * linear part: docs/reg.md). */
+   * image (inside `fixed_mask`, when one is given) of u_xx^2 + 2 u_xy^2 +
+   * u_yy^2, as elastix's TransformBendingEnergyPenalty averages it over its
+   * samples (its Metric1Weight carries over; docs/reg.md). */
   double bending_weight;
   /* Early stopping (docs/reg.md): the objective on a fixed validation
    * sample set of `validation_samples` pixels (default 20000; at least

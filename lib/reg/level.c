@@ -51,6 +51,7 @@
 #include "reg/level.h"
 
 #include "core/internal.h"
+#include "reg/level_cell.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -216,12 +217,14 @@ static double axis_mean(double c0, double c1, int64_t k, int d, int m) {
 /* The bending energy BE = c^T K c: the mean, over the region the level
  * samples (in the B-spline's domain), of u_xx^2 + 2 u_xy^2 + u_yy^2 of
  * both components, as elastix's TransformBendingEnergyPenalty averages it
- * over its samples. K is separable: for node (i, j) and its neighbour
+ * over its samples. Where every point of the level's box counts (no mask,
+ * no linear part; else bending_cells), K is separable: for node (i, j) and its neighbour
  * (i + di, j + dj), K = X2 Y0 + 2 X1 Y1 + X0 Y2 with X_m[i][di] the mean
  * of the m-th derivatives' product along x (in pixels), Y_m likewise. */
 typedef struct bending {
   double weight;       /* the option: the penalty is weight c^T K c */
   double *x[3], *y[3]; /* X_m, Y_m: [node * 7 + d + 3] */
+  double *k;           /* or K itself where it is not separable (bending_cells): [node * 49 + neighbour] */
 } bending;
 
 /* One axis's tables: n nodes at origin/spacing, the level's lattice
@@ -243,13 +246,130 @@ static bool bending_axis(double *t[3], int64_t n, double origin, double spacing,
 
 static void bending_free(bending *b) {
   for (int m = 0; m < 3; m++) free(b->x[m]), free(b->y[m]);
+  free(b->k);
+}
+
+/* One axis's B-spline weights at its lattice indices [first[0],
+ * first[cells]): t[(i - first[0]) * 12 + m * 4 + a], the m-th derivative
+ * (per pixel^m) of the weight of node k + a at index i of cell k. */
+static double *lattice_weights(const accel__reg_axis *ax, double origin, double spacing, int32_t factor,
+                               int32_t offset) {
+  const int64_t n = ax->first[ax->cells] - ax->first[0];
+  double *t = malloc(sizeof(double) * 12 * (size_t)(n > 0 ? n : 1));
+  if (!t) return NULL;
+  for (int64_t k = 0; k < ax->cells; k++)
+    for (int64_t i = ax->first[k]; i < ax->first[k + 1]; i++) {
+      const double c = ((double)factor * (double)i + offset - origin) / spacing;
+      for (int m = 0; m < 3; m++)
+        for (int a = 0; a < 4; a++)
+          t[(i - ax->first[0]) * 12 + m * 4 + a] = bspline_d(c - (double)(k + a), m) * pow(spacing, -m);
+    }
+  return t;
+}
+
+/* p[m][a * 4 + b] += w[m * 4 + a] w[m * 4 + b]: one point's products. */
+static void weight_products(double p[3][16], const double *w) {
+  for (int m = 0; m < 3; m++)
+    for (int a = 0; a < 4; a++)
+      for (int b = 0; b < 4; b++) p[m][a * 4 + b] += w[m * 4 + a] * w[m * 4 + b];
+}
+
+/* k[a * 16 + b] += sum over points of the bending energy's products for
+ * the cell's nodes a = j * 4 + i and b, from their x sums sx and y sums sy
+ * (weight_products): X2 Y0 + 2 X1 Y1 + X0 Y2. */
+static void cell_products(double k[256], const double sx[3][16], const double sy[3][16]) {
+  for (int a = 0; a < 16; a++)
+    for (int b = 0; b < 16; b++) {
+      const int x = (a % 4) * 4 + b % 4, y = (a / 4) * 4 + b / 4;
+      k[a * 16 + b] += sx[2][x] * sy[0][y] + 2 * sx[1][x] * sy[1][y] + sx[0][x] * sy[2][y];
+    }
+}
+
+/* Cell (cx, cy)'s sums over its lattice points that count (in the fixed
+ * image and its mask, accel__reg_fixed_where) into k (zeroed here); returns
+ * their number. A row whose points all count adds only its y products: the
+ * x sums of such rows are the cell's full row's, added once. */
+static int64_t cell_bending(const accel__reg_geom *g, const uint8_t *mask, const double *wx, const double *wy,
+                            int64_t cx, int64_t cy, double k[256]) {
+  const int64_t x0 = g->ax.first[cx], x1 = g->ax.first[cx + 1], y0 = g->ay.first[cy], y1 = g->ay.first[cy + 1];
+  const double *wx0 = wx - g->ax.first[0] * 12, *wy0 = wy - g->ay.first[0] * 12;
+  double full_x[3][16] = {{0}}, full_y[3][16] = {{0}};
+  int64_t points = 0;
+  memset(k, 0, sizeof(double) * 256);
+  for (int64_t iy = y0; iy < y1; iy++) {
+    const double qy = (double)g->factor * (double)iy + g->offset;
+    int64_t in = 0;
+    for (int64_t ix = x0; ix < x1; ix++) {
+      double lx, ly;
+      in += accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset, qy, &lx, &ly) ==
+            ACCEL__REG_FIXED_IN;
+    }
+    points += in;
+    if (in == x1 - x0) {
+      weight_products(full_y, wy0 + iy * 12);
+    } else if (in > 0) {
+      double row_x[3][16] = {{0}}, row_y[3][16] = {{0}};
+      for (int64_t ix = x0; ix < x1; ix++) {
+        double lx, ly;
+        if (accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset, qy, &lx, &ly) ==
+            ACCEL__REG_FIXED_IN)
+          weight_products(row_x, wx0 + ix * 12);
+      }
+      weight_products(row_y, wy0 + iy * 12);
+      cell_products(k, row_x, row_y);
+    }
+  }
+  if (points) {
+    for (int64_t ix = x0; ix < x1; ix++) weight_products(full_x, wx0 + ix * 12);
+    cell_products(k, full_x, full_y);
+  }
+  return points;
+}
+
+/* Where only some of the box's points count (a mask, or an initial linear
+ * part that maps some of the box off the fixed image), BE is the mean over
+ * those lattice points, as elastix's is the mean over its samples, which
+ * lie there. K is then not separable: a table of 49 entries a node. The
+ * cells add to it a row of cells in four (rows 4 apart share no node), in
+ * a fixed order whatever the threads, (a, b) and (b, a) alike. */
+static bool bending_cells(bending *b, const accel__reg_geom *g, const uint8_t *mask, int threads) {
+  (void)threads; /* unused without OpenMP */
+  const int64_t ncx = g->ax.cells, ncy = g->ay.cells, nx = g->xf.nx, n = nx * g->xf.ny;
+  double *wx = lattice_weights(&g->ax, g->xf.origin[0], g->xf.spacing[0], g->factor, g->offset);
+  double *wy = lattice_weights(&g->ay, g->xf.origin[1], g->xf.spacing[1], g->factor, g->offset);
+  int64_t *points = calloc((size_t)(ncy > 0 ? ncy : 1), sizeof(int64_t));
+  b->k = calloc((size_t)n * ACCEL__REG_NB, sizeof(double));
+  const bool ok = wx && wy && points && b->k;
+  if (ok) {
+    for (int64_t pass = 0; pass < 4; pass++) {
+#pragma omp parallel for num_threads(threads) schedule(dynamic)
+      for (int64_t cy = pass; cy < ncy; cy += 4)
+        for (int64_t cx = 0; cx < ncx; cx++) {
+          double k[256];
+          const int64_t in = cell_bending(g, mask, wx, wy, cx, cy, k);
+          if (!in) continue;
+          points[cy] += in;
+          for (int a = 0; a < 16; a++) {
+            double *row = b->k + ((cy + a / 4) * nx + cx + a % 4) * ACCEL__REG_NB;
+            for (int c = 0; c < 16; c++) row[(c / 4 - a / 4 + 3) * 7 + c % 4 - a % 4 + 3] += k[a * 16 + c];
+          }
+        }
+    }
+    int64_t total = 0;
+    for (int64_t cy = 0; cy < ncy; cy++) total += points[cy];
+    if (total > 0)
+      for (int64_t e = 0; e < n * ACCEL__REG_NB; e++) b->k[e] /= (double)total;
+  }
+  free(wx), free(wy), free(points);
+  return ok;
 }
 
 /* false: out of memory (bending_free either way). */
-static bool bending_init(bending *b, const accel__reg_geom *g, double option) {
+static bool bending_init(bending *b, const accel__reg_geom *g, const uint8_t *mask, double option, int threads) {
   memset(b, 0, sizeof *b);
   b->weight = option;
   if (!(option > 0)) return true;
+  if (mask || !g->identity) return bending_cells(b, g, mask, threads);
   return bending_axis(b->x, g->xf.nx, g->xf.origin[0], g->xf.spacing[0], g->factor, g->offset, g->ax.first[0],
                       g->ax.first[g->ax.cells]) &&
          bending_axis(b->y, g->xf.ny, g->xf.origin[1], g->xf.spacing[1], g->factor, g->offset, g->ay.first[0],
@@ -262,7 +382,8 @@ static accel_status bending_oom(accel__call *call) {
 }
 
 /* K between node (i, j) and (i + di, j + dj). */
-static double bending_k(const bending *b, int64_t i, int64_t j, int di, int dj) {
+static double bending_k(const bending *b, const accel__reg_geom *g, int64_t i, int64_t j, int di, int dj) {
+  if (b->k) return b->k[(j * g->xf.nx + i) * ACCEL__REG_NB + (dj + 3) * 7 + di + 3];
   const int64_t x = i * 7 + di + 3, y = j * 7 + dj + 3;
   return b->x[2][x] * b->y[0][y] + 2 * b->x[1][x] * b->y[1][y] + b->x[0][x] * b->y[2][y];
 }
@@ -278,7 +399,7 @@ static double bending_apply(const bending *b, const accel__reg_geom *g, const do
         if (j + dj < 0 || j + dj >= ny) continue;
         for (int di = -3; di <= 3; di++) {
           if (i + di < 0 || i + di >= nx) continue;
-          const double kk = bending_k(b, i, j, di, dj);
+          const double kk = bending_k(b, g, i, j, di, dj);
           const int64_t c = (j + dj) * nx + i + di;
           sx += kk * x[c];
           sy += kk * x[n + c];
@@ -306,7 +427,7 @@ static double bending_add(const bending *b, const accel__reg_geom *g, const doub
         const int64_t i = a % g->xf.nx, j = a / g->xf.nx;
         const int di = nb % 7 - 3, dj = nb / 7 - 3;
         if (i + di < 0 || i + di >= g->xf.nx || j + dj < 0 || j + dj >= g->xf.ny) continue;
-        const double kk = bending_k(b, i, j, di, dj);
+        const double kk = bending_k(b, g, i, j, di, dj);
         normal[(a * ACCEL__REG_NB + nb) * 3] += 2 * b->weight * kk;
         normal[(a * ACCEL__REG_NB + nb) * 3 + 2] += 2 * b->weight * kk;
       }
@@ -665,7 +786,7 @@ static accel_status gauss_newton(accel__call *call, accel__reg_level_job *job, c
     return ACCEL_ERR_OUT_OF_MEMORY;
   }
   bending b;
-  const bool bent = bending_init(&b, g, o->bending_weight);
+  const bool bent = bending_init(&b, g, job->mask, o->bending_weight, call->threads);
   stopper st = {o->tolerance, o->window, 0, m.hist};
   accel_reg_level_report *r = job->report;
   double *x = job->params, v = NAN, lambda = LAMBDA_START, nu = 2;
@@ -877,7 +998,7 @@ static accel_status asgd(accel__call *call, accel__reg_level_job *job, const acc
   }
   double *grad = mem, *prev = mem + P, *scratch = mem + 2 * P, *work = mem + 3 * P;
   bending b;
-  const bool bent = bending_init(&b, g, o->bending_weight);
+  const bool bent = bending_init(&b, g, job->mask, o->bending_weight, call->threads);
   const int window = o->window / ASGD_EVAL_EVERY > 1 ? o->window / ASGD_EVAL_EVERY : 1;
   stopper st = {o->tolerance, window, 0, mem + 6 * P};
   accel_reg_level_report *r = job->report;

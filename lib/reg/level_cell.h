@@ -91,20 +91,26 @@ ACCEL__REG_HD float accel__reg_bilinear(const float *img, int64_t w, int64_t h, 
  * outside its mask) or ACCEL__REG_FIXED_OUT (outside the fixed image: the
  * initial linear part maps it there). */
 enum { ACCEL__REG_FIXED_OUT = 0, ACCEL__REG_FIXED_MASKED = 1, ACCEL__REG_FIXED_IN = 2 };
+/* The same decision from the geometry and the mask alone (no pixel read):
+ * with a linear part, (*lx, *ly) is the sample's fixed level position. */
+ACCEL__REG_HD int accel__reg_fixed_where(const accel__reg_geom *g, const uint8_t *mask, int64_t ix, int64_t iy,
+                                         double qx, double qy, double *lx, double *ly) {
+  if (g->identity) return mask && !mask[iy * g->fw + ix] ? ACCEL__REG_FIXED_MASKED : ACCEL__REG_FIXED_IN;
+  const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
+  *lx = (px - g->offset) / g->factor, *ly = (py - g->offset) / g->factor;
+  if (!(*lx >= 0 && *lx <= (double)(g->fw - 1) && *ly >= 0 && *ly <= (double)(g->fh - 1))) return ACCEL__REG_FIXED_OUT;
+  if (mask && !mask[(int64_t)floor(*ly + 0.5) * g->fw + (int64_t)floor(*lx + 0.5)]) return ACCEL__REG_FIXED_MASKED;
+  return ACCEL__REG_FIXED_IN;
+}
+
 ACCEL__REG_HD int accel__reg_fixed_at(const accel__reg_cell_in *e, int64_t ix, int64_t iy, double qx, double qy,
                                       double *f) {
   const accel__reg_geom *g = e->g;
-  if (g->identity) {
-    const int64_t k = iy * g->fw + ix;
-    if (e->mask && !e->mask[k]) return ACCEL__REG_FIXED_MASKED;
-    *f = accel__reg_fixed_pixel(e, k);
-    return ACCEL__REG_FIXED_IN;
-  }
-  const double px = g->inv[0] * qx + g->inv[1] * qy + g->invb[0], py = g->inv[2] * qx + g->inv[3] * qy + g->invb[1];
-  const double lx = (px - g->offset) / g->factor, ly = (py - g->offset) / g->factor;
-  if (!(lx >= 0 && lx <= (double)(g->fw - 1) && ly >= 0 && ly <= (double)(g->fh - 1))) return ACCEL__REG_FIXED_OUT;
-  if (e->mask && !e->mask[(int64_t)floor(ly + 0.5) * g->fw + (int64_t)floor(lx + 0.5)]) return ACCEL__REG_FIXED_MASKED;
-  *f = accel__reg_bilinear(e->fixed, g->fw, g->fh, lx, ly, NULL, NULL);
+  double lx = 0, ly = 0;
+  const int where = accel__reg_fixed_where(g, e->mask, ix, iy, qx, qy, &lx, &ly);
+  if (where != ACCEL__REG_FIXED_IN) return where;
+  *f = g->identity ? accel__reg_fixed_pixel(e, iy * g->fw + ix)
+                   : accel__reg_bilinear(e->fixed, g->fw, g->fh, lx, ly, NULL, NULL);
   return ACCEL__REG_FIXED_IN;
 }
 
