@@ -191,63 +191,19 @@ static double bspline_d(double t, int order) {
   return order == 0 ? b * b * b / 6 : order == 1 ? -s * b * b / 2 : b;
 }
 
-/* Gauss-Legendre, 4 points on [-1, 1]: exact for the products of two
- * cubic pieces. */
-static const double GL_X[4] = {-0.8611363115940526, -0.3399810435848563, 0.3399810435848563, 0.8611363115940526};
-static const double GL_W[4] = {0.3478548451374538, 0.6521451548625461, 0.6521451548625461, 0.3478548451374538};
-
-/* The mean over c in [c0, c1] of beta^(m)(c - k) beta^(m)(c - k - d)
- * (the value at c0 when c1 = c0): split at the integers, where the
- * pieces join, each piece by Gauss-Legendre. */
-static double axis_mean(double c0, double c1, int64_t k, int d, int m) {
-  if (!(c1 > c0)) return bspline_d(c0 - (double)k, m) * bspline_d(c0 - (double)(k + d), m);
-  const double lo = fmax(c0, (double)(k + (d > 0 ? d : 0) - 2)), hi = fmin(c1, (double)(k + (d < 0 ? d : 0) + 2));
-  double sum = 0;
-  for (double a = lo; a < hi;) {
-    const double b = fmin(hi, floor(a) + 1), h = (b - a) / 2, mid = (a + b) / 2;
-    for (int q = 0; q < 4; q++) {
-      const double c = mid + h * GL_X[q];
-      sum += h * GL_W[q] * bspline_d(c - (double)k, m) * bspline_d(c - (double)(k + d), m);
-    }
-    a = b;
-  }
-  return sum / (c1 - c0);
-}
-
-/* The bending energy BE = c^T K c: the mean, over the region the level
- * samples (in the B-spline's domain), of u_xx^2 + 2 u_xy^2 + u_yy^2 of
- * both components, as elastix's TransformBendingEnergyPenalty averages it
- * over its samples. Where every point of the level's box counts (no mask,
- * no linear part; else bending_cells), K is separable: for node (i, j) and its neighbour
- * (i + di, j + dj), K = X2 Y0 + 2 X1 Y1 + X0 Y2 with X_m[i][di] the mean
- * of the m-th derivatives' product along x (in pixels), Y_m likewise. */
+/* The bending energy BE = c^T K c: the mean, over the level's lattice
+ * points whose samples count (in the fixed image and its mask), of u_xx^2
+ * + 2 u_xy^2 + u_yy^2 of both components, as elastix's
+ * TransformBendingEnergyPenalty averages it over its samples. Where every
+ * point of the level's box counts, K is separable: for node (i, j) and its
+ * neighbour (i + di, j + dj), K = X2 Y0 + 2 X1 Y1 + X0 Y2 with X_m[i][di]
+ * the mean over the lattice columns of the m-th derivatives' product of
+ * the two nodes' weights (in pixels), Y_m likewise; else bending_cells. */
 typedef struct bending {
   double weight;       /* the option: the penalty is weight c^T K c */
   double *x[3], *y[3]; /* X_m, Y_m: [node * 7 + d + 3] */
   double *k;           /* or K itself where it is not separable (bending_cells): [node * 49 + neighbour] */
 } bending;
-
-/* One axis's tables: n nodes at origin/spacing, the level's lattice
- * indices [lo, hi) at q = factor i + offset. */
-static bool bending_axis(double *t[3], int64_t n, double origin, double spacing, int32_t factor, int32_t offset,
-                         int64_t lo, int64_t hi) {
-  for (int m = 0; m < 3; m++)
-    if (!(t[m] = malloc(sizeof(double) * (size_t)(7 * n)))) return false;
-  const double q0 = (double)factor * (double)lo + offset, q1 = (double)factor * (double)(hi - 1) + offset;
-  const double c0 = (q0 - origin) / spacing, c1 = (q1 - origin) / spacing;
-  for (int m = 0; m < 3; m++) {
-    const double scale = pow(spacing, -2.0 * m);
-    for (int64_t k = 0; k < n; k++)
-      for (int d = -3; d <= 3; d++)
-        t[m][k * 7 + d + 3] = k + d < 0 || k + d >= n ? 0 : scale * axis_mean(c0, c1, k, d, m);
-  }
-  return true;
-}
-
-static void bending_free(bending *b) {
-  for (int m = 0; m < 3; m++) free(b->x[m]), free(b->y[m]);
-  free(b->k);
-}
 
 /* One axis's B-spline weights at its lattice indices [first[0],
  * first[cells]): t[(i - first[0]) * 12 + m * 4 + a], the m-th derivative
@@ -265,6 +221,34 @@ static double *lattice_weights(const accel__reg_axis *ax, double origin, double 
           t[(i - ax->first[0]) * 12 + m * 4 + a] = bspline_d(c - (double)(k + a), m) * pow(spacing, -m);
     }
   return t;
+}
+
+/* One axis's tables: X_m[node * 7 + d + 3], the mean over the axis's
+ * lattice indices of the m-th derivatives' product of the weights of node
+ * and node + d (summed in index order: (k, d) and (k + d, -d) alike). */
+static bool bending_axis(double *t[3], const accel__reg_axis *ax, int64_t n, double origin, double spacing,
+                         int32_t factor, int32_t offset) {
+  for (int m = 0; m < 3; m++)
+    if (!(t[m] = calloc((size_t)(7 * n), sizeof(double)))) return false;
+  double *w = lattice_weights(ax, origin, spacing, factor, offset);
+  if (!w) return false;
+  const int64_t first = ax->first[0], count = ax->first[ax->cells] - first;
+  for (int64_t k = 0; k < ax->cells; k++)
+    for (int64_t i = ax->first[k]; i < ax->first[k + 1]; i++)
+      for (int m = 0; m < 3; m++)
+        for (int a = 0; a < 4; a++)
+          for (int b = 0; b < 4; b++)
+            t[m][(k + a) * 7 + b - a + 3] += w[(i - first) * 12 + m * 4 + a] * w[(i - first) * 12 + m * 4 + b];
+  free(w);
+  if (count > 0)
+    for (int m = 0; m < 3; m++)
+      for (int64_t e = 0; e < 7 * n; e++) t[m][e] /= (double)count;
+  return true;
+}
+
+static void bending_free(bending *b) {
+  for (int m = 0; m < 3; m++) free(b->x[m]), free(b->y[m]);
+  free(b->k);
 }
 
 /* p[m][a * 4 + b] += w[m * 4 + a] w[m * 4 + b]: one point's products. */
@@ -292,7 +276,7 @@ static void cell_products(double k[256], const double sx[3][16], const double sy
 static int64_t cell_bending(const accel__reg_geom *g, const uint8_t *mask, const double *wx, const double *wy,
                             int64_t cx, int64_t cy, double k[256]) {
   const int64_t x0 = g->ax.first[cx], x1 = g->ax.first[cx + 1], y0 = g->ay.first[cy], y1 = g->ay.first[cy + 1];
-  const double *wx0 = wx - g->ax.first[0] * 12, *wy0 = wy - g->ay.first[0] * 12;
+  const int64_t fx = g->ax.first[0], fy = g->ay.first[0];
   double full_x[3][16] = {{0}}, full_y[3][16] = {{0}};
   int64_t points = 0;
   memset(k, 0, sizeof(double) * 256);
@@ -306,21 +290,21 @@ static int64_t cell_bending(const accel__reg_geom *g, const uint8_t *mask, const
     }
     points += in;
     if (in == x1 - x0) {
-      weight_products(full_y, wy0 + iy * 12);
+      weight_products(full_y, wy + (iy - fy) * 12);
     } else if (in > 0) {
       double row_x[3][16] = {{0}}, row_y[3][16] = {{0}};
       for (int64_t ix = x0; ix < x1; ix++) {
         double lx, ly;
         if (accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset, qy, &lx, &ly) ==
             ACCEL__REG_FIXED_IN)
-          weight_products(row_x, wx0 + ix * 12);
+          weight_products(row_x, wx + (ix - fx) * 12);
       }
-      weight_products(row_y, wy0 + iy * 12);
+      weight_products(row_y, wy + (iy - fy) * 12);
       cell_products(k, row_x, row_y);
     }
   }
   if (points) {
-    for (int64_t ix = x0; ix < x1; ix++) weight_products(full_x, wx0 + ix * 12);
+    for (int64_t ix = x0; ix < x1; ix++) weight_products(full_x, wx + (ix - fx) * 12);
     cell_products(k, full_x, full_y);
   }
   return points;
@@ -364,16 +348,26 @@ static bool bending_cells(bending *b, const accel__reg_geom *g, const uint8_t *m
   return ok;
 }
 
+/* Whether every lattice point of the level's box counts. */
+static bool all_count(const accel__reg_geom *g, const uint8_t *mask) {
+  for (int64_t iy = g->ay.first[0]; iy < g->ay.first[g->ay.cells]; iy++)
+    for (int64_t ix = g->ax.first[0]; ix < g->ax.first[g->ax.cells]; ix++) {
+      double lx, ly;
+      if (accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset,
+                                 (double)g->factor * (double)iy + g->offset, &lx, &ly) != ACCEL__REG_FIXED_IN)
+        return false;
+    }
+  return true;
+}
+
 /* false: out of memory (bending_free either way). */
 static bool bending_init(bending *b, const accel__reg_geom *g, const uint8_t *mask, double option, int threads) {
   memset(b, 0, sizeof *b);
   b->weight = option;
   if (!(option > 0)) return true;
-  if (mask || !g->identity) return bending_cells(b, g, mask, threads);
-  return bending_axis(b->x, g->xf.nx, g->xf.origin[0], g->xf.spacing[0], g->factor, g->offset, g->ax.first[0],
-                      g->ax.first[g->ax.cells]) &&
-         bending_axis(b->y, g->xf.ny, g->xf.origin[1], g->xf.spacing[1], g->factor, g->offset, g->ay.first[0],
-                      g->ay.first[g->ay.cells]);
+  if (!((!mask && g->identity) || all_count(g, mask))) return bending_cells(b, g, mask, threads);
+  return bending_axis(b->x, &g->ax, g->xf.nx, g->xf.origin[0], g->xf.spacing[0], g->factor, g->offset) &&
+         bending_axis(b->y, &g->ay, g->xf.ny, g->xf.origin[1], g->xf.spacing[1], g->factor, g->offset);
 }
 
 static accel_status bending_oom(accel__call *call) {
