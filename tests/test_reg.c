@@ -437,22 +437,36 @@ static double bending_pixels(const accel_reg_grid *g, const double *c, int64_t w
 }
 
 /* The committed pair cut to 256 rows of 200 columns and a 48 px grid (the
- * axes' tables differ: their nodes, origins), with control points that
- * bend the left of the image more than its right: *init and its
- * parameters *c (free both). */
-static void bending_case(accel_ctx *ctx, pair *p, accel_reg_grid *g, accel_reg_transform **init, double **c) {
-  committed_pair(ctx, p);
-  p->w = p->fixed.shape[1] = p->moving.shape[1] = 200;
-  ck_assert_int_eq(accel_reg_grid_for(p->w, p->h, 48, g), ACCEL_OK);
-  ck_assert(g->size[0] != g->size[1] && g->origin[0] != g->origin[1]);
-  ck_assert_int_eq(accel_reg_transform_create(ctx, g, init), ACCEL_OK);
-  const int64_t n = accel_reg_transform_count(*init);
-  *c = malloc(sizeof(double) * (size_t)n);
-  for (int64_t k = 0; k < n; k++) {
-    const int64_t i = k % g->size[0];
-    (*c)[k] = (3 * sin(0.7 * (double)k) + (k % 5 == 0 ? 6 : 0)) * (i < 4 ? 1.0 : 0.3);
-  }
-  ck_assert_int_eq(accel_reg_transform_set_parameters(*init, *c, n), ACCEL_OK);
+ * axes' tables differ: their nodes, origins), with control points c that
+ * bend the left of the image more than its right (init: a transform of
+ * them). */
+typedef struct bending_case {
+  accel_ctx *ctx;
+  pair p;
+  accel_reg_grid g;
+  accel_reg_transform *init;
+  double *c;
+} bending_case;
+
+static void bending_case_init(bending_case *b) {
+  b->ctx = cpu_ctx();
+  committed_pair(b->ctx, &b->p);
+  b->p.w = b->p.fixed.shape[1] = b->p.moving.shape[1] = 200;
+  ck_assert_int_eq(accel_reg_grid_for(b->p.w, b->p.h, 48, &b->g), ACCEL_OK);
+  ck_assert(b->g.size[0] != b->g.size[1] && b->g.origin[0] != b->g.origin[1]);
+  ck_assert_int_eq(accel_reg_transform_create(b->ctx, &b->g, &b->init), ACCEL_OK);
+  const int64_t n = accel_reg_transform_count(b->init);
+  b->c = malloc(sizeof(double) * (size_t)n);
+  for (int64_t k = 0; k < n; k++)
+    b->c[k] = (3 * sin(0.7 * (double)k) + (k % 5 == 0 ? 6 : 0)) * (k % b->g.size[0] < 4 ? 1.0 : 0.3);
+  ck_assert_int_eq(accel_reg_transform_set_parameters(b->init, b->c, n), ACCEL_OK);
+}
+
+static void bending_case_free(bending_case *b) {
+  free(b->c);
+  accel_reg_transform_destroy(b->init);
+  free_pair(&b->p);
+  accel_ctx_destroy(b->ctx);
 }
 
 /* The bending energy is the mean over the image of u_xx^2 + 2 u_xy^2 +
@@ -462,19 +476,13 @@ static void bending_case(accel_ctx *ctx, pair *p, accel_reg_grid *g, accel_reg_t
  * outside the image too, divided by the image's area: 300 times elastix's
  * value for elastix's own result on a shared pair. */
 START_TEST(bending_energy_is_the_mean_over_the_image) {
-  accel_ctx *ctx = cpu_ctx();
-  pair p;
-  accel_reg_grid g;
-  accel_reg_transform *init;
-  double *c;
-  bending_case(ctx, &p, &g, &init, &c);
-  const double be = bending_energy(ctx, &p, NULL, init, 48), mean = bending_pixels(&g, c, p.w, p.h, NULL);
+  bending_case b;
+  bending_case_init(&b);
+  pair *p = &b.p;
+  const double be = bending_energy(b.ctx, p, NULL, b.init, 48), mean = bending_pixels(&b.g, b.c, p->w, p->h, NULL);
   fprintf(stderr, "bending energy %.6g, the mean over the pixels %.6g\n", be, mean);
   ck_assert_msg(fabs(be - mean) <= 1e-6 * mean, "bending energy %g, the pixels' mean %g", be, mean);
-  free(c);
-  accel_reg_transform_destroy(init);
-  free_pair(&p);
-  accel_ctx_destroy(ctx);
+  bending_case_free(&b);
 }
 END_TEST
 
@@ -482,33 +490,26 @@ END_TEST
  * there). It was the mean over the whole image, which the test checks
  * would fail: a mask of whole cells, and a disc whose edge crosses cells. */
 START_TEST(bending_energy_with_a_mask_is_the_mean_inside_it) {
-  accel_ctx *ctx = cpu_ctx();
-  pair p;
-  accel_reg_grid g;
-  accel_reg_transform *init;
-  double *c;
-  bending_case(ctx, &p, &g, &init, &c);
-  uint8_t *mask = calloc((size_t)(p.w * p.h), 1);
-  const double whole = bending_pixels(&g, c, p.w, p.h, NULL);
+  bending_case b;
+  bending_case_init(&b);
+  pair *p = &b.p;
+  uint8_t *mask = calloc((size_t)(p->w * p->h), 1);
+  const double whole = bending_pixels(&b.g, b.c, p->w, p->h, NULL);
   for (int shape = 0; shape < 2; shape++) {
     /* shape 0: the columns of the cells from the third on (grid coordinate
      * 3 onwards); 1: a disc of radius 70 at (120, 140) */
-    const double edge = ceil(g.origin[0] + 3 * g.spacing[0]);
-    for (int64_t y = 0; y < p.h; y++)
-      for (int64_t x = 0; x < p.w; x++)
-        mask[y * p.w + x] = shape == 0 ? x >= edge : hypot((double)x - 120, (double)y - 140) <= 70;
-    const double be = bending_energy(ctx, &p, mask, init, 48), mean = bending_pixels(&g, c, p.w, p.h, mask);
-    const double tol = 1e-6;
+    const double edge = ceil(b.g.origin[0] + 3 * b.g.spacing[0]);
+    for (int64_t y = 0; y < p->h; y++)
+      for (int64_t x = 0; x < p->w; x++)
+        mask[y * p->w + x] = shape == 0 ? x >= edge : hypot((double)x - 120, (double)y - 140) <= 70;
+    const double be = bending_energy(b.ctx, p, mask, b.init, 48), mean = bending_pixels(&b.g, b.c, p->w, p->h, mask);
     fprintf(stderr, "mask %d: bending energy %.6g, the mean over its pixels %.6g (over the image %.6g)\n", shape, be,
             mean, whole);
-    ck_assert_msg(fabs(be - mean) <= tol * mean, "mask %d: bending energy %g, the mean inside %g", shape, be, mean);
+    ck_assert_msg(fabs(be - mean) <= 1e-6 * mean, "mask %d: bending energy %g, the mean inside %g", shape, be, mean);
     ck_assert(fabs(whole - mean) > 0.1 * mean); /* the whole image's mean would fail */
   }
   free(mask);
-  free(c);
-  accel_reg_transform_destroy(init);
-  free_pair(&p);
-  accel_ctx_destroy(ctx);
+  bending_case_free(&b);
 }
 END_TEST
 
@@ -517,15 +518,12 @@ END_TEST
  * footprint: it was over the footprint's bounding box, whose corners the
  * image does not reach. */
 START_TEST(bending_energy_with_a_rotation_is_the_mean_over_the_footprint) {
-  accel_ctx *ctx = cpu_ctx();
-  pair p;
-  accel_reg_grid g;
-  accel_reg_transform *init;
-  double *c;
-  bending_case(ctx, &p, &g, &init, &c);
+  bending_case b;
+  bending_case_init(&b);
+  pair *p = &b.p;
   const double angle = 0.35, centre[2] = {100, 128}, rigid[3] = {angle, 0, 0};
-  ck_assert_int_eq(accel_reg_transform_set_initial(ctx, init, ACCEL_REG_LINEAR_RIGID, rigid, centre), ACCEL_OK);
-  const double be = bending_energy(ctx, &p, NULL, init, 48);
+  ck_assert_int_eq(accel_reg_transform_set_initial(b.ctx, b.init, ACCEL_REG_LINEAR_RIGID, rigid, centre), ACCEL_OK);
+  const double be = bending_energy(b.ctx, p, NULL, b.init, 48);
   /* the integer points q of the grid's valid region (grid coordinates
    * [1, size - 2)) whose p = R^T (q - centre) + centre lies in the image,
    * and those of the footprint's bounding box */
@@ -534,30 +532,28 @@ START_TEST(bending_energy_with_a_rotation_is_the_mean_over_the_footprint) {
   const double co = cos(angle), si = sin(angle);
   double lo[2] = {INFINITY, INFINITY}, hi[2] = {-INFINITY, -INFINITY};
   for (int k = 0; k < 4; k++) {
-    const double x = (k & 1) ? (double)(p.w - 1) : 0, y = (k & 2) ? (double)(p.h - 1) : 0;
+    const double x = (k & 1) ? (double)(p->w - 1) : 0, y = (k & 2) ? (double)(p->h - 1) : 0;
     const double qx = co * (x - centre[0]) - si * (y - centre[1]) + centre[0];
     const double qy = si * (x - centre[0]) + co * (y - centre[1]) + centre[1];
     lo[0] = fmin(lo[0], qx), hi[0] = fmax(hi[0], qx), lo[1] = fmin(lo[1], qy), hi[1] = fmax(hi[1], qy);
   }
   for (int64_t qy = (int64_t)ceil(lo[1]); qy <= (int64_t)floor(hi[1]); qy++)
     for (int64_t qx = (int64_t)ceil(lo[0]); qx <= (int64_t)floor(hi[0]); qx++) {
-      const double gx = ((double)qx - g.origin[0]) / g.spacing[0], gy = ((double)qy - g.origin[1]) / g.spacing[1];
-      if (!(gx >= 1 && gx < (double)g.size[0] - 2 && gy >= 1 && gy < (double)g.size[1] - 2)) continue;
-      const double f = bending_at(&g, c, (double)qx, (double)qy);
+      const double gx = ((double)qx - b.g.origin[0]) / b.g.spacing[0],
+                   gy = ((double)qy - b.g.origin[1]) / b.g.spacing[1];
+      if (!(gx >= 1 && gx < (double)b.g.size[0] - 2 && gy >= 1 && gy < (double)b.g.size[1] - 2)) continue;
+      const double f = bending_at(&b.g, b.c, (double)qx, (double)qy);
       box_sum += f, box_count++;
       const double dx = (double)qx - centre[0], dy = (double)qy - centre[1];
       const double px = co * dx + si * dy + centre[0], py = -si * dx + co * dy + centre[1];
-      if (px >= 0 && px <= (double)(p.w - 1) && py >= 0 && py <= (double)(p.h - 1)) sum += f, count++;
+      if (px >= 0 && px <= (double)(p->w - 1) && py >= 0 && py <= (double)(p->h - 1)) sum += f, count++;
     }
   const double mean = sum / (double)count, box = box_sum / (double)box_count;
   fprintf(stderr, "rotated: bending energy %.6g, the mean over the footprint %.6g (over its box %.6g)\n", be, mean,
           box);
   ck_assert_msg(fabs(be - mean) <= 1e-6 * mean, "bending energy %g, the footprint's mean %g", be, mean);
   ck_assert(fabs(box - mean) > 0.02 * mean); /* the box's mean (3.6% off) would fail */
-  free(c);
-  accel_reg_transform_destroy(init);
-  free_pair(&p);
-  accel_ctx_destroy(ctx);
+  bending_case_free(&b);
 }
 END_TEST
 

@@ -483,8 +483,9 @@ END_TEST
 
 /* Whole registrations (pyramid, levels) on the GPU and the CPU: a pair whose
  * fixed image is the moving one warped by a known transform; MSE, and NCC
- * with a mask and a bending penalty (its table over the mask's points). The same transform to the bit, so the same registration
- * error, and the same report. */
+ * with a mask and a bending penalty (its table over the mask's points).
+ * The same transform to the bit, so the same registration error, and the
+ * same report. */
 START_TEST(register_equals_cpu_in_emulation) {
   enum { H = 120, W = 136 };
   float *moving = malloc(sizeof(float) * H * W), *fixed = malloc(sizeof(float) * H * W);

@@ -251,6 +251,14 @@ static void bending_free(bending *b) {
   free(b->k);
 }
 
+/* Whether the samples at lattice (ix, iy) count: in the fixed image and
+ * its mask (accel__reg_fixed_where, as the evaluators decide). */
+static bool point_counts(const accel__reg_geom *g, const uint8_t *mask, int64_t ix, int64_t iy) {
+  double lx, ly;
+  return accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset,
+                                (double)g->factor * (double)iy + g->offset, &lx, &ly) == ACCEL__REG_FIXED_IN;
+}
+
 /* p[m][a * 4 + b] += w[m * 4 + a] w[m * 4 + b]: one point's products. */
 static void weight_products(double p[3][16], const double *w) {
   for (int m = 0; m < 3; m++)
@@ -269,10 +277,10 @@ static void cell_products(double k[256], const double sx[3][16], const double sy
     }
 }
 
-/* Cell (cx, cy)'s sums over its lattice points that count (in the fixed
- * image and its mask, accel__reg_fixed_where) into k (zeroed here); returns
- * their number. A row whose points all count adds only its y products: the
- * x sums of such rows are the cell's full row's, added once. */
+/* Cell (cx, cy)'s sums over its lattice points that count (point_counts)
+ * into k (zeroed here); returns their number. A row whose points all count
+ * adds only its y products: the x sums of such rows are the cell's full
+ * row's, added once. */
 static int64_t cell_bending(const accel__reg_geom *g, const uint8_t *mask, const double *wx, const double *wy,
                             int64_t cx, int64_t cy, double k[256]) {
   const int64_t x0 = g->ax.first[cx], x1 = g->ax.first[cx + 1], y0 = g->ay.first[cy], y1 = g->ay.first[cy + 1];
@@ -281,24 +289,15 @@ static int64_t cell_bending(const accel__reg_geom *g, const uint8_t *mask, const
   int64_t points = 0;
   memset(k, 0, sizeof(double) * 256);
   for (int64_t iy = y0; iy < y1; iy++) {
-    const double qy = (double)g->factor * (double)iy + g->offset;
     int64_t in = 0;
-    for (int64_t ix = x0; ix < x1; ix++) {
-      double lx, ly;
-      in += accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset, qy, &lx, &ly) ==
-            ACCEL__REG_FIXED_IN;
-    }
+    for (int64_t ix = x0; ix < x1; ix++) in += point_counts(g, mask, ix, iy);
     points += in;
     if (in == x1 - x0) {
       weight_products(full_y, wy + (iy - fy) * 12);
     } else if (in > 0) {
       double row_x[3][16] = {{0}}, row_y[3][16] = {{0}};
-      for (int64_t ix = x0; ix < x1; ix++) {
-        double lx, ly;
-        if (accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset, qy, &lx, &ly) ==
-            ACCEL__REG_FIXED_IN)
-          weight_products(row_x, wx + (ix - fx) * 12);
-      }
+      for (int64_t ix = x0; ix < x1; ix++)
+        if (point_counts(g, mask, ix, iy)) weight_products(row_x, wx + (ix - fx) * 12);
       weight_products(row_y, wy + (iy - fy) * 12);
       cell_products(k, row_x, row_y);
     }
@@ -351,12 +350,8 @@ static bool bending_cells(bending *b, const accel__reg_geom *g, const uint8_t *m
 /* Whether every lattice point of the level's box counts. */
 static bool all_count(const accel__reg_geom *g, const uint8_t *mask) {
   for (int64_t iy = g->ay.first[0]; iy < g->ay.first[g->ay.cells]; iy++)
-    for (int64_t ix = g->ax.first[0]; ix < g->ax.first[g->ax.cells]; ix++) {
-      double lx, ly;
-      if (accel__reg_fixed_where(g, mask, ix, iy, (double)g->factor * (double)ix + g->offset,
-                                 (double)g->factor * (double)iy + g->offset, &lx, &ly) != ACCEL__REG_FIXED_IN)
-        return false;
-    }
+    for (int64_t ix = g->ax.first[0]; ix < g->ax.first[g->ax.cells]; ix++)
+      if (!point_counts(g, mask, ix, iy)) return false;
   return true;
 }
 
